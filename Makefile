@@ -1,0 +1,62 @@
+# `make dev` serves the service locally; `make test` proves it. Both install what
+# they need, pinned, into a cache shared by every clone, and skip what is there.
+
+PORT ?= 8787
+TOOLS ?= $(HOME)/.cache/greylist-tools
+WORKER_BUILD_VERSION := 0.8.7
+# wasm-bindgen-cli must be exactly the wasm-bindgen the lock file builds with.
+WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/^version = "\(.*\)"$$/\1/p;}' Cargo.lock)
+
+WORKER_BUILD := $(TOOLS)/worker-build-$(WORKER_BUILD_VERSION)/bin/worker-build
+WASM_BINDGEN := $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION)/bin/wasm-bindgen
+WASM_TARGET := $(shell rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown
+NODE_TOOLS := node_modules/.package-lock.json
+WRANGLER := node_modules/.bin/wrangler
+WORKER := build/index.js
+SOURCES := Cargo.toml Cargo.lock $(shell find src -name '*.rs')
+
+export WRANGLER_SEND_METRICS := false
+
+.PHONY: tools build dev test unit e2e clean
+
+tools: $(WORKER_BUILD) $(WASM_BINDGEN) $(WASM_TARGET) $(NODE_TOOLS)
+
+$(WORKER_BUILD):
+	cargo install --root $(TOOLS)/worker-build-$(WORKER_BUILD_VERSION) worker-build --version $(WORKER_BUILD_VERSION)
+
+# --locked fails for this version (its lock file no longer resolves), so it is installed without it.
+$(WASM_BINDGEN):
+	cargo install --root $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION) wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
+
+$(WASM_TARGET):
+	rustup target add wasm32-unknown-unknown
+
+$(NODE_TOOLS): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+build: $(WORKER)
+
+$(WORKER): $(SOURCES) | tools
+	WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt $(WORKER_BUILD) --release
+
+# Never overwrites an existing .dev.vars.
+.dev.vars:
+	@printf 'JWT_SECRET=%s\nADMIN_TOKEN=%s\nCACHE_SECONDS=0\n' \
+		"$$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" "$$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" > $@
+	@echo "Wrote .dev.vars with a random JWT_SECRET and ADMIN_TOKEN."
+
+dev: build .dev.vars
+	@echo "Create a license:  curl -s -X POST http://127.0.0.1:$(PORT)/admin/licenses -H \"Authorization: Bearer $$(sed -n 's/^ADMIN_TOKEN=//p' .dev.vars)\""
+	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state
+
+test: unit e2e
+
+unit:
+	cargo test --lib
+
+e2e: build
+	cargo test --test api
+
+clean:
+	rm -rf build target .wrangler

@@ -1,0 +1,179 @@
+//! Strict dotted-decimal IPv4 parsing and the "globally reachable" rule.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+
+use super::range::Ipv4Range;
+
+/// An IPv4 address that parsed strictly and is globally reachable:
+/// the only kind of address the list operations act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PublicIpv4(Ipv4Addr);
+
+/// Why a submitted `ip` field is not acted on. Carries the text the
+/// messages show: the submitted value with surrounding whitespace trimmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpRejection {
+    Invalid(String),
+    Private(Ipv4Addr),
+}
+
+impl PublicIpv4 {
+    /// Validation in the order the specification fixes: valid first, then public.
+    pub fn parse(raw: &str) -> Result<Self, IpRejection> {
+        let trimmed = raw.trim_matches(|c: char| c.is_ascii_whitespace());
+        let addr = parse_dotted(trimmed).ok_or_else(|| IpRejection::Invalid(trimmed.to_owned()))?;
+        if is_globally_reachable(addr) {
+            Ok(Self(addr))
+        } else {
+            Err(IpRejection::Private(addr))
+        }
+    }
+
+    pub fn addr(self) -> Ipv4Addr {
+        self.0
+    }
+
+    pub fn to_u32(self) -> u32 {
+        u32::from(self.0)
+    }
+}
+
+impl fmt::Display for PublicIpv4 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Four decimal octets 0-255 separated by dots, no leading zeros, no sign,
+/// nothing else. Stricter than some libc parsers (no octal, hex or short forms).
+pub fn parse_dotted(s: &str) -> Option<Ipv4Addr> {
+    let mut octets = [0u8; 4];
+    let mut parts = s.split('.');
+    for octet in &mut octets {
+        *octet = parse_octet(parts.next()?)?;
+    }
+    match parts.next() {
+        None => Some(Ipv4Addr::from(octets)),
+        Some(_) => None,
+    }
+}
+
+fn parse_octet(part: &str) -> Option<u8> {
+    let bytes = part.as_bytes();
+    let well_formed = matches!(bytes.len(), 1..=3)
+        && bytes.iter().all(u8::is_ascii_digit)
+        && !(bytes.len() > 1 && bytes[0] == b'0');
+    if well_formed {
+        part.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// Ranges of the IANA IPv4 Special-Purpose Address Registry whose
+/// "Globally Reachable" is False, plus multicast (decisions.md).
+const NOT_GLOBAL: [Ipv4Range; 15] = [
+    Ipv4Range::cidr([0, 0, 0, 0], 8),
+    Ipv4Range::cidr([10, 0, 0, 0], 8),
+    Ipv4Range::cidr([100, 64, 0, 0], 10),
+    Ipv4Range::cidr([127, 0, 0, 0], 8),
+    Ipv4Range::cidr([169, 254, 0, 0], 16),
+    Ipv4Range::cidr([172, 16, 0, 0], 12),
+    Ipv4Range::cidr([192, 0, 0, 0], 24),
+    Ipv4Range::cidr([192, 0, 2, 0], 24),
+    Ipv4Range::cidr([192, 168, 0, 0], 16),
+    Ipv4Range::cidr([198, 18, 0, 0], 15),
+    Ipv4Range::cidr([198, 51, 100, 0], 24),
+    Ipv4Range::cidr([203, 0, 113, 0], 24),
+    Ipv4Range::cidr([224, 0, 0, 0], 4),
+    Ipv4Range::cidr([240, 0, 0, 0], 4),
+    Ipv4Range::cidr([255, 255, 255, 255], 32),
+];
+
+/// Inside 192.0.0.0/24, the registry marks these two as globally reachable.
+const GLOBAL_EXCEPTIONS: [Ipv4Addr; 2] = [Ipv4Addr::new(192, 0, 0, 9), Ipv4Addr::new(192, 0, 0, 10)];
+
+pub fn is_globally_reachable(addr: Ipv4Addr) -> bool {
+    GLOBAL_EXCEPTIONS.contains(&addr) || !NOT_GLOBAL.iter().any(|range| range.contains(addr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(s: &str) -> Result<PublicIpv4, IpRejection> {
+        Err(IpRejection::Invalid(s.to_owned()))
+    }
+
+    fn private(s: &str) -> Result<PublicIpv4, IpRejection> {
+        Err(IpRejection::Private(s.parse().unwrap()))
+    }
+
+    #[test]
+    fn accepts_strict_dotted_decimal() {
+        for s in ["1.1.1.1", "8.8.8.8", "1.0.0.0", "223.255.255.255", "99.199.249.255"] {
+            assert_eq!(PublicIpv4::parse(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn rejects_everything_else_as_invalid_showing_the_trimmed_text() {
+        let cases = [
+            "", "1", "1.2.3", "1.2.3.4.", ".1.2.3.4", "1.2.3.4.5", "1..2.3", "256.1.1.1", "1.2.3.256",
+            "01.2.3.4", "1.2.3.04", "1.2.3.00", "+1.2.3.4", "-1.2.3.4", "1.2.3.4/32", "0x1.2.3.4",
+            "1.2.3.4a", "a.b.c.d", "1 .2.3.4", "1.2.3.4:80", "1000.2.3.4", "::1", "::ffff:1.2.3.4",
+            "１.2.3.4", "1.2.3.٤", "\u{a0}1.2.3.4",
+        ];
+        for s in cases {
+            assert_eq!(PublicIpv4::parse(s), invalid(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn trims_surrounding_ascii_whitespace_only() {
+        assert_eq!(PublicIpv4::parse(" \t8.8.8.8\r\n").unwrap().to_string(), "8.8.8.8");
+        assert_eq!(PublicIpv4::parse("  "), invalid(""));
+        assert_eq!(PublicIpv4::parse(" x "), invalid("x"));
+        assert_eq!(PublicIpv4::parse(" 10.0.0.1 "), private("10.0.0.1"));
+    }
+
+    #[test]
+    fn every_special_purpose_range_is_private_at_both_edges() {
+        let edges = [
+            ("0.0.0.0", "0.255.255.255"),
+            ("10.0.0.0", "10.255.255.255"),
+            ("100.64.0.0", "100.127.255.255"),
+            ("127.0.0.0", "127.255.255.255"),
+            ("169.254.0.0", "169.254.255.255"),
+            ("172.16.0.0", "172.31.255.255"),
+            ("192.0.0.0", "192.0.0.8"),
+            ("192.0.0.11", "192.0.0.255"),
+            ("192.0.2.0", "192.0.2.255"),
+            ("192.168.0.0", "192.168.255.255"),
+            ("198.18.0.0", "198.19.255.255"),
+            ("198.51.100.0", "198.51.100.255"),
+            ("203.0.113.0", "203.0.113.255"),
+            ("224.0.0.0", "239.255.255.255"),
+            ("240.0.0.0", "255.255.255.255"),
+        ];
+        for (first, last) in edges {
+            assert_eq!(PublicIpv4::parse(first), private(first));
+            assert_eq!(PublicIpv4::parse(last), private(last));
+        }
+    }
+
+    #[test]
+    fn neighbours_of_the_special_ranges_are_public() {
+        let public = [
+            "1.0.0.0", "9.255.255.255", "11.0.0.0", "100.63.255.255", "100.128.0.0", "126.255.255.255",
+            "128.0.0.0", "169.253.255.255", "169.255.0.0", "172.15.255.255", "172.32.0.0",
+            "191.255.255.255", "192.0.0.9", "192.0.0.10", "192.0.1.0", "192.0.1.255", "192.0.3.0",
+            "192.167.255.255", "192.169.0.0", "198.17.255.255", "198.20.0.0", "198.51.99.255",
+            "198.51.101.0", "203.0.112.255", "203.0.114.0", "223.255.255.255",
+        ];
+        for s in public {
+            assert!(PublicIpv4::parse(s).is_ok(), "{s} should be public");
+        }
+    }
+}

@@ -1,0 +1,10 @@
+pub mod allow_list;
+pub mod form;
+pub mod holder;
+pub mod ipv4;
+pub mod license;
+pub mod list_edit;
+pub mod outcome;
+pub mod range;
+pub mod route;
+pub mod token;

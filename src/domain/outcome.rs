@@ -1,0 +1,140 @@
+//! Every answer a list operation can give, and its specified text.
+
+use std::net::Ipv4Addr;
+
+use super::ipv4::{IpRejection, PublicIpv4};
+
+/// What one holder's personal list answered (the Durable Object's reply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersonalOutcome {
+    NotListed,
+    Listed,
+    Added,
+    AlreadyListed,
+    Removed,
+    NotOnList,
+    LimitReached,
+}
+
+impl PersonalOutcome {
+    const ALL: [Self; 7] = [
+        Self::NotListed,
+        Self::Listed,
+        Self::Added,
+        Self::AlreadyListed,
+        Self::Removed,
+        Self::NotOnList,
+        Self::LimitReached,
+    ];
+
+    /// Stable machine-readable code, also the wire form between worker and Durable Object.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::NotListed => "not_listed",
+            Self::Listed => "listed_personal",
+            Self::Added => "added",
+            Self::AlreadyListed => "already_personal",
+            Self::Removed => "removed",
+            Self::NotOnList => "not_on_list",
+            Self::LimitReached => "limit_reached",
+        }
+    }
+
+    pub fn from_code(code: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|outcome| outcome.code() == code)
+    }
+}
+
+/// The result of a list operation that got past authentication.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Invalid(String),
+    Private(Ipv4Addr),
+    AllowListed(PublicIpv4),
+    ListedGlobal(PublicIpv4),
+    AlreadyGlobal(PublicIpv4),
+    Personal(PublicIpv4, PersonalOutcome),
+}
+
+impl Outcome {
+    /// The `result` text, byte for byte as the specification and decisions.md give it.
+    pub fn message(&self) -> String {
+        use PersonalOutcome as P;
+        match self {
+            Self::Invalid(ip) => format!("[{ip}] is invalid"),
+            Self::Private(ip) => format!("[{ip}] is private"),
+            Self::AllowListed(ip) => format!("[{ip}] is on the global allow list, no action was taken"),
+            Self::ListedGlobal(ip) => format!("[{ip}] is on global greylist"),
+            Self::AlreadyGlobal(ip) => format!("[{ip}] is already on global greylist"),
+            Self::Personal(ip, outcome) => match outcome {
+                P::NotListed => format!("[{ip}] is currently not on global greylist"),
+                P::Listed => format!("[{ip}] is currently on your personal greylist"),
+                P::Added => format!("[{ip}] has been added to greylist"),
+                P::AlreadyListed => format!("[{ip}] is already on your greylist"),
+                P::Removed => format!("[{ip}] has been removed from greylist"),
+                P::NotOnList => format!("[{ip}] is not on greylist"),
+                P::LimitReached => "Sorry, but you have reached the maximum limit".to_owned(),
+            },
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Invalid(_) => "invalid",
+            Self::Private(_) => "private",
+            Self::AllowListed(_) => "allow_listed",
+            Self::ListedGlobal(_) => "listed_global",
+            Self::AlreadyGlobal(_) => "already_global",
+            Self::Personal(_, outcome) => outcome.code(),
+        }
+    }
+}
+
+impl From<IpRejection> for Outcome {
+    fn from(rejection: IpRejection) -> Self {
+        match rejection {
+            IpRejection::Invalid(text) => Self::Invalid(text),
+            IpRejection::Private(addr) => Self::Private(addr),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PersonalOutcome as P;
+
+    fn ip() -> PublicIpv4 {
+        PublicIpv4::parse("8.8.8.8").unwrap()
+    }
+
+    #[test]
+    fn every_message_is_the_specified_text() {
+        let table = [
+            (Outcome::from(PublicIpv4::parse("999.1.1.1").unwrap_err()), "[999.1.1.1] is invalid"),
+            (Outcome::from(PublicIpv4::parse("").unwrap_err()), "[] is invalid"),
+            (Outcome::from(PublicIpv4::parse("10.1.2.3").unwrap_err()), "[10.1.2.3] is private"),
+            (Outcome::AllowListed(ip()), "[8.8.8.8] is on the global allow list, no action was taken"),
+            (Outcome::ListedGlobal(ip()), "[8.8.8.8] is on global greylist"),
+            (Outcome::AlreadyGlobal(ip()), "[8.8.8.8] is already on global greylist"),
+            (Outcome::Personal(ip(), P::NotListed), "[8.8.8.8] is currently not on global greylist"),
+            (Outcome::Personal(ip(), P::Listed), "[8.8.8.8] is currently on your personal greylist"),
+            (Outcome::Personal(ip(), P::Added), "[8.8.8.8] has been added to greylist"),
+            (Outcome::Personal(ip(), P::AlreadyListed), "[8.8.8.8] is already on your greylist"),
+            (Outcome::Personal(ip(), P::Removed), "[8.8.8.8] has been removed from greylist"),
+            (Outcome::Personal(ip(), P::NotOnList), "[8.8.8.8] is not on greylist"),
+            (Outcome::Personal(ip(), P::LimitReached), "Sorry, but you have reached the maximum limit"),
+        ];
+        for (outcome, text) in table {
+            assert_eq!(outcome.message(), text);
+        }
+    }
+
+    #[test]
+    fn personal_codes_round_trip_and_are_distinct() {
+        for outcome in PersonalOutcome::ALL {
+            assert_eq!(PersonalOutcome::from_code(outcome.code()), Some(outcome));
+        }
+        assert_eq!(PersonalOutcome::from_code("bogus"), None);
+    }
+}

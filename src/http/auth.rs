@@ -1,0 +1,36 @@
+//! Who is calling: a license holder with an access token, or the operator.
+//! Handlers get an identity from here and never read the header themselves.
+
+use worker::{Env, Request};
+
+use super::error::ApiError;
+use crate::config;
+use crate::domain::holder::UnixTime;
+use crate::domain::license::{secrets_match, LicenseId};
+use crate::domain::token::{bearer, TokenKey};
+use crate::store::licenses;
+
+fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
+    Ok(req.headers().get("Authorization")?.as_deref().and_then(bearer).map(str::to_owned))
+}
+
+/// The license of a valid access token whose license is still active.
+pub async fn license_holder(req: &Request, env: &Env, now: UnixTime) -> Result<LicenseId, ApiError> {
+    let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
+    let key = TokenKey::new(&config::secret(env, "JWT_SECRET")?);
+    let license = key.verify(&token, now).map_err(|e| ApiError::Unauthorized(e.code()))?;
+    if licenses::is_active(env, &license, config::cache_seconds(env)).await? {
+        Ok(license)
+    } else {
+        Err(ApiError::Unauthorized("license_revoked"))
+    }
+}
+
+/// The operator, proven by `ADMIN_TOKEN`, compared in constant time.
+pub fn operator(req: &Request, env: &Env) -> Result<(), ApiError> {
+    let expected = config::secret(env, "ADMIN_TOKEN")?;
+    match bearer_token(req)? {
+        Some(token) if secrets_match(&token, &expected) => Ok(()),
+        _ => Err(ApiError::AdminUnauthorized),
+    }
+}

@@ -1,0 +1,90 @@
+//! The one error type of the HTTP layer: each variant decides its status,
+//! its client-facing text and its log code here, and nowhere else.
+
+use worker::Response;
+
+use super::reply::BodyMode;
+use crate::http::body::MAX_BODY_BYTES;
+
+#[derive(Debug)]
+pub enum ApiError {
+    /// A list operation without a valid access token; the reason is logged only.
+    Unauthorized(&'static str),
+    AdminUnauthorized,
+    LoginRefused,
+    NotFound(&'static str),
+    MethodNotAllowed(&'static str),
+    PayloadTooLarge,
+    BadRequest(String),
+    /// A fault on our side (storage, configuration); the detail is logged, never shown.
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Unauthorized(_) | Self::AdminUnauthorized | Self::LoginRefused => 401,
+            Self::NotFound(_) => 404,
+            Self::MethodNotAllowed(_) => 405,
+            Self::PayloadTooLarge => 413,
+            Self::BadRequest(_) => 400,
+            Self::Internal(_) => 500,
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            Self::Unauthorized(_) => "Unauthorized: the access token is missing or invalid".to_owned(),
+            Self::AdminUnauthorized => "Unauthorized: the admin token is missing or invalid".to_owned(),
+            Self::LoginRefused => "Unauthorized: the license key is unknown or revoked".to_owned(),
+            Self::NotFound(what) => format!("Not found: no such {what}"),
+            Self::MethodNotAllowed(allowed) => format!("Method not allowed: use {allowed}"),
+            Self::PayloadTooLarge => format!("Payload too large: the body may be at most {} KiB", MAX_BODY_BYTES / 1024),
+            Self::BadRequest(detail) => format!("Bad request: {detail}"),
+            Self::Internal(_) => "Internal error: the request could not be completed, try again later".to_owned(),
+        }
+    }
+
+    /// The code the request's log line carries.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unauthorized(reason) => reason,
+            Self::AdminUnauthorized => "admin_unauthorized",
+            Self::LoginRefused => "login_refused",
+            Self::NotFound(_) => "not_found",
+            Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::BadRequest(_) => "bad_request",
+            Self::Internal(_) => "internal_error",
+        }
+    }
+
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Self::Internal(detail) => Some(detail),
+            _ => None,
+        }
+    }
+
+    pub fn into_response(self, mode: BodyMode) -> worker::Result<Response> {
+        let response = mode.render(&self.message())?.with_status(self.status());
+        match &self {
+            Self::Unauthorized(_) | Self::AdminUnauthorized | Self::LoginRefused => response.headers().set("WWW-Authenticate", "Bearer")?,
+            Self::MethodNotAllowed(allowed) => response.headers().set("Allow", allowed)?,
+            _ => {}
+        }
+        Ok(response)
+    }
+}
+
+impl From<worker::Error> for ApiError {
+    fn from(error: worker::Error) -> Self {
+        Self::Internal(error.to_string())
+    }
+}
+
+impl From<worker::kv::KvError> for ApiError {
+    fn from(error: worker::kv::KvError) -> Self {
+        Self::Internal(format!("KV: {error}"))
+    }
+}

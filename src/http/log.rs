@@ -1,0 +1,35 @@
+//! One structured line per request, for `wrangler tail`. It names the operation,
+//! the outcome and the license; it never holds a key, token, secret or body.
+
+use serde_json::json;
+use worker::{console_error, console_log, Date};
+
+use crate::domain::license::LicenseId;
+
+pub struct RequestLog {
+    pub operation: &'static str,
+    pub license: Option<LicenseId>,
+    started_ms: u64,
+}
+
+impl RequestLog {
+    pub fn start(operation: &'static str) -> Self {
+        Self { operation, license: None, started_ms: Date::now().as_millis() }
+    }
+
+    pub fn finish(&self, status: u16, outcome: &str, detail: Option<&str>) {
+        let line = json!({
+            "operation": self.operation,
+            "outcome": outcome,
+            "status": status,
+            "license": self.license.as_ref().map(LicenseId::as_str),
+            "ms": Date::now().as_millis().saturating_sub(self.started_ms),
+            "detail": detail,
+        });
+        if status >= 500 {
+            console_error!("{line}");
+        } else {
+            console_log!("{line}");
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! The Worker's HTTP edge: route, authenticate, call the handler, answer, log.
+
+pub mod admin;
+pub mod auth;
+pub mod body;
+pub mod error;
+pub mod list_api;
+pub mod log;
+pub mod login;
+pub mod reply;
+
+use worker::{Env, Request, Response};
+
+use crate::domain::route::Route;
+use error::ApiError;
+use log::RequestLog;
+use reply::{BodyMode, Reply};
+
+pub async fn handle(req: Request, env: Env) -> worker::Result<Response> {
+    let route = Route::of_path(&req.path());
+    let mode = match &route {
+        Some(route) if route.is_admin_or_login() => BodyMode::Message,
+        _ => BodyMode::of_query(req.url()?.query()),
+    };
+    let mut log = RequestLog::start(route.as_ref().map_or("unknown", Route::name));
+    let result = match route {
+        None => Err(ApiError::NotFound("endpoint")),
+        Some(route) if req.method().as_ref() != route.method() => Err(ApiError::MethodNotAllowed(route.method())),
+        Some(route) => dispatch(route, req, &env, &mut log).await,
+    };
+    match result {
+        Ok(reply) => {
+            let code = reply.code();
+            let response = reply.into_response(mode)?;
+            log.finish(response.status_code(), code, None);
+            Ok(response)
+        }
+        Err(error) => {
+            log.finish(error.status(), error.code(), error.detail());
+            error.into_response(mode)
+        }
+    }
+}
+
+async fn dispatch(route: Route, req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
+    if route.is_operator() {
+        auth::operator(&req, env)?;
+    }
+    match route {
+        Route::List(operation) => list_api::handle(operation, req, env, log).await,
+        Route::Login => login::handle(req, env, log).await,
+        Route::CreateLicense => admin::create_license(env, log).await,
+        Route::RevokeLicense(id) => admin::revoke_license(env, &id, log).await,
+        Route::GlobalList => admin::edit_global_list(req, env).await,
+        Route::AllowList => admin::edit_allow_list(req, env).await,
+    }
+}

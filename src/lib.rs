@@ -1,0 +1,16 @@
+//! The greylist service. `domain` holds every rule as plain Rust, tested natively;
+//! `http`, `store` and `holder_object` are the Worker glue around it.
+
+pub mod config;
+pub mod domain;
+pub mod holder_object;
+pub mod http;
+pub mod store;
+
+use worker::{event, Context, Env, Request, Response};
+
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    console_error_panic_hook::set_once();
+    http::handle(req, env).await
+}

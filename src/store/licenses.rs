@@ -1,0 +1,67 @@
+//! License records in KV: `license:<id>` holds the record, `key:<sha256 of key>`
+//! points at the id. The key itself is never stored.
+
+use serde::{Deserialize, Serialize};
+use worker::Env;
+
+use super::cached;
+use crate::domain::holder::UnixTime;
+use crate::domain::license::{key_digest, LicenseId, LicenseKey};
+use crate::http::error::ApiError;
+
+const BINDING: &str = "LICENSES";
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LicenseRecord {
+    key_digest: String,
+    created_at: u64,
+    revoked_at: Option<u64>,
+}
+
+fn record_key(id: &LicenseId) -> String {
+    format!("license:{}", id.as_str())
+}
+
+fn digest_key(digest: &str) -> String {
+    format!("key:{digest}")
+}
+
+pub async fn create(env: &Env, now: UnixTime) -> Result<(LicenseId, LicenseKey), ApiError> {
+    let randomness = |e: getrandom::Error| ApiError::Internal(format!("no randomness: {e}"));
+    let (id, key) = (LicenseId::generate().map_err(randomness)?, LicenseKey::generate().map_err(randomness)?);
+    let digest = key_digest(key.reveal());
+    let kv = env.kv(BINDING)?;
+    let record = LicenseRecord { key_digest: digest.clone(), created_at: now.0, revoked_at: None };
+    kv.put(&record_key(&id), serde_json::to_string(&record).map_err(|e| ApiError::Internal(e.to_string()))?)?.execute().await?;
+    kv.put(&digest_key(&digest), id.as_str())?.execute().await?;
+    Ok((id, key))
+}
+
+/// Marks the license revoked and forgets its key; `false` when there is no such license.
+pub async fn revoke(env: &Env, id: &LicenseId, now: UnixTime) -> Result<bool, ApiError> {
+    let kv = env.kv(BINDING)?;
+    let Some(mut record) = kv.get(&record_key(id)).json::<LicenseRecord>().await? else {
+        return Ok(false);
+    };
+    kv.delete(&digest_key(&record.key_digest)).await?;
+    if record.revoked_at.is_none() {
+        record.revoked_at = Some(now.0);
+        kv.put(&record_key(id), serde_json::to_string(&record).map_err(|e| ApiError::Internal(e.to_string()))?)?.execute().await?;
+    }
+    Ok(true)
+}
+
+/// The active license a key belongs to, if any.
+pub async fn find_by_key(env: &Env, key: &str) -> Result<Option<LicenseId>, ApiError> {
+    let kv = env.kv(BINDING)?;
+    let Some(id) = kv.get(&digest_key(&key_digest(key))).text().await?.as_deref().and_then(LicenseId::parse) else {
+        return Ok(None);
+    };
+    Ok(is_active(env, &id, 0).await?.then_some(id))
+}
+
+pub async fn is_active(env: &Env, id: &LicenseId, cache_seconds: u64) -> Result<bool, ApiError> {
+    let record = cached(env.kv(BINDING)?.get(&record_key(id)), cache_seconds).json::<LicenseRecord>().await?;
+    Ok(record.is_some_and(|r| r.revoked_at.is_none()))
+}
