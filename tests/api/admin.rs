@@ -1,0 +1,77 @@
+//! The operator API.
+
+use serde_json::json;
+
+use crate::helpers::{send, unique_ip, Server, TestApp};
+
+#[test]
+fn licenses_are_created_with_a_key_shown_once_and_revoked_by_id() {
+    let server = Server::shared();
+    let (license, key) = server.create_license();
+    assert!(license.starts_with("lic_"), "{license}");
+    assert!(key.starts_with("glk_") && key.len() >= 4 + 32, "at least 128 bits: {key}");
+    assert_eq!(server.login(&key).status, 200);
+
+    assert_eq!(server.admin("DELETE", &format!("/admin/licenses/{license}"), None).status, 204);
+    assert_eq!(server.admin("DELETE", &format!("/admin/licenses/{license}"), None).status, 204, "revoking twice is harmless");
+    let unknown = server.admin("DELETE", "/admin/licenses/lic_000000000000000000000000", None);
+    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.json(), json!({ "message": "Not found: no such license" }));
+}
+
+#[test]
+fn global_list_edits_count_only_changes() {
+    let server = Server::shared();
+    let (a, b) = (unique_ip(), unique_ip());
+    assert_eq!(server.edit_global_list(&[&a, &b], &[]).json(), json!({ "added": 2, "removed": 0 }));
+    assert_eq!(server.edit_global_list(&[&a], &[&b, &unique_ip()]).json(), json!({ "added": 0, "removed": 1 }));
+    assert_eq!(TestApp::new().check(&a), format!("[{a}] is on global greylist"));
+    assert_eq!(server.edit_global_list(&[], &[&a]).json(), json!({ "added": 0, "removed": 1 }));
+}
+
+#[test]
+fn allow_list_takes_addresses_and_cidr_ranges() {
+    let server = Server::shared();
+    let resp = server.edit_allow_list(&["101.0.0.0/24", "101.1.1.1"], &[]);
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.json(), json!({ "added": 2, "removed": 0 }));
+    let app = TestApp::new();
+    assert_eq!(app.add("101.1.1.1"), "[101.1.1.1] is on the global allow list, no action was taken");
+    assert_eq!(server.edit_allow_list(&[], &["101.0.0.0/24", "101.1.1.1", "101.2.0.0/16"]).json(), json!({ "added": 0, "removed": 2 }));
+    assert_eq!(app.add("101.1.1.1"), "[101.1.1.1] has been added to greylist");
+}
+
+#[test]
+fn one_bad_entry_refuses_the_whole_edit_and_is_named() {
+    let server = Server::shared();
+    let good = unique_ip();
+    let resp = server.edit_global_list(&[&good, "300.1.1.1"], &[]);
+    assert_eq!(resp.status, 400);
+    assert!(resp.json()["message"].as_str().unwrap().contains("\"300.1.1.1\""), "{}", resp.body);
+    assert_eq!(TestApp::new().check(&good), format!("[{good}] is currently not on global greylist"));
+
+    let private = server.edit_global_list(&["10.1.1.1"], &[]);
+    assert_eq!(private.status, 400, "a private address can never be looked up");
+    let host_bits = server.edit_allow_list(&["203.0.113.5/24"], &[]);
+    assert_eq!(host_bits.status, 400);
+    assert!(host_bits.json()["message"].as_str().unwrap().contains("203.0.113.5/24"));
+    let not_json = server.admin("POST", "/admin/allow-list", None);
+    assert_eq!(not_json.status, 400);
+}
+
+#[test]
+fn every_admin_route_needs_the_admin_token() {
+    let server = Server::shared();
+    let app = TestApp::new();
+    let routes = [("POST", "/admin/licenses"), ("DELETE", "/admin/licenses/lic_000000000000000000000000"), ("POST", "/admin/global-list"), ("POST", "/admin/allow-list")];
+    for (method, path) in routes {
+        for authorization in [None, Some(format!("Bearer {}", app.token)), Some("Bearer wrong".to_owned())] {
+            let headers: Vec<(&str, String)> = authorization.into_iter().map(|a| ("Authorization", a)).collect();
+            let resp = send(method, &format!("{}{path}", server.base), &headers, Some(br#"{"add":["8.8.8.8"]}"#));
+            assert_eq!(resp.status, 401, "{method} {path}: {}", resp.body);
+            assert_eq!(resp.header("WWW-Authenticate"), Some("Bearer"));
+            assert_eq!(resp.json(), json!({ "message": "Unauthorized: the admin token is missing or invalid" }));
+        }
+    }
+    assert_eq!(app.check("8.8.8.8"), "[8.8.8.8] is currently not on global greylist");
+}

@@ -1,0 +1,98 @@
+//! Login and access tokens.
+
+use greylist::domain::holder::UnixTime;
+use greylist::domain::license::LicenseId;
+use greylist::domain::token::TokenKey;
+
+use crate::helpers::{send, Encoding, Resp, Server, TestApp, JWT_SECRET};
+
+const UNAUTHORIZED: &str = "Unauthorized: the access token is missing or invalid";
+
+fn check_with(app: &TestApp, authorization: Option<String>, json: bool) -> Resp {
+    let (content_type, body) = crate::helpers::form_body(Encoding::Urlencoded, &[("ip", "8.8.8.8")]);
+    let mut headers = vec![("Content-Type", content_type)];
+    if let Some(value) = authorization {
+        headers.push(("Authorization", value));
+    }
+    let query = if json { "?result_mode=json" } else { "" };
+    send("POST", &format!("{}/api/checkIpOnGreylist{query}", app.server.base), &headers, Some(&body))
+}
+
+fn assert_unauthorized(resp: &Resp) {
+    assert_eq!(resp.status, 401, "{}", resp.body);
+    assert_eq!(resp.header("WWW-Authenticate"), Some("Bearer"));
+    assert_eq!(resp.json(), serde_json::json!({ "result": UNAUTHORIZED }));
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+#[test]
+fn login_answers_a_bearer_token_for_json_and_form_bodies() {
+    let server = Server::shared();
+    let (license, key) = server.create_license();
+    let resp = server.login(&key);
+    assert_eq!(resp.status, 200);
+    let body = resp.json();
+    assert_eq!(body["tokenType"], "Bearer");
+    assert_eq!(body["expiresIn"], 3600);
+    let token = body["accessToken"].as_str().unwrap();
+    let subject = TokenKey::new(JWT_SECRET).verify(token, UnixTime(now())).unwrap();
+    assert_eq!(subject.as_str(), license);
+
+    let form = send(
+        "POST",
+        &format!("{}/v2/authentication/login/license", server.base),
+        &[("Content-Type", "application/x-www-form-urlencoded".into())],
+        Some(format!("licenseKey={key}").as_bytes()),
+    );
+    assert_eq!(form.status, 200, "{}", form.body);
+    assert!(form.json()["accessToken"].is_string());
+}
+
+#[test]
+fn login_refuses_unknown_keys_and_missing_keys() {
+    let server = Server::shared();
+    let unknown = server.login("glk_0000000000000000000000000000000000000000000000000000000000000000");
+    assert_eq!(unknown.status, 401);
+    assert_eq!(unknown.json(), serde_json::json!({ "message": "Unauthorized: the license key is unknown or revoked" }));
+    let missing = send("POST", &format!("{}/v2/authentication/login/license", server.base), &[("Content-Type", "application/json".into())], Some(b"{}"));
+    assert_eq!(missing.status, 400);
+    assert!(missing.json()["message"].as_str().unwrap().contains("licenseKey"));
+}
+
+#[test]
+fn list_operations_refuse_missing_and_malformed_authorization() {
+    let app = TestApp::new();
+    assert_unauthorized(&check_with(&app, None, true));
+    for header in ["", "Bearer", "Bearer ", format!("Basic {}", app.token).as_str(), &app.token, "Bearer not.a.token"] {
+        assert_unauthorized(&check_with(&app, Some(header.to_owned()), true));
+    }
+    let plain = check_with(&app, None, false);
+    assert_eq!(plain.status, 401);
+    assert_eq!(plain.content_type, "text/plain; charset=utf-8");
+    assert_eq!(plain.body, UNAUTHORIZED);
+}
+
+#[test]
+fn tokens_signed_with_another_secret_or_expired_are_refused() {
+    let app = TestApp::new();
+    let license = LicenseId::parse(&app.license).unwrap();
+    let foreign = TokenKey::new("some-other-secret-0123456789abcdef").issue(&license, UnixTime(now()), 3600);
+    assert_unauthorized(&check_with(&app, Some(format!("Bearer {foreign}")), true));
+    let expired = TokenKey::new(JWT_SECRET).issue(&license, UnixTime(now() - 7200), 3600);
+    assert_unauthorized(&check_with(&app, Some(format!("Bearer {expired}")), true));
+    let fresh = TokenKey::new(JWT_SECRET).issue(&license, UnixTime(now()), 3600);
+    assert_eq!(check_with(&app, Some(format!("Bearer {fresh}")), true).result(), "[8.8.8.8] is currently not on global greylist");
+}
+
+#[test]
+fn a_revoked_license_can_neither_call_nor_log_in() {
+    let app = TestApp::new();
+    assert_eq!(app.add("8.8.8.8"), "[8.8.8.8] has been added to greylist");
+    let revoked = app.server.admin("DELETE", &format!("/admin/licenses/{}", app.license), None);
+    assert_eq!(revoked.status, 204);
+    assert_unauthorized(&check_with(&app, Some(format!("Bearer {}", app.token)), true));
+    assert_eq!(app.server.login(&app.license_key).status, 401);
+}

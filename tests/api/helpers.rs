@@ -1,0 +1,331 @@
+//! One `TestApp` per test: a fresh license on a real worker served by `wrangler dev`.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub const JWT_SECRET: &str = "e2e-jwt-secret-0123456789abcdef0123456789abcdef";
+pub const ADMIN_TOKEN: &str = "e2e-admin-token-0123456789abcdef";
+
+/// A `wrangler dev` process group on a free port, killed when the test process ends.
+pub struct Server {
+    pub base: String,
+    pub state_dir: PathBuf,
+    log_path: PathBuf,
+    vars: Vec<(String, String)>,
+    child: Mutex<Option<Child>>,
+    /// Its stdin closes when this process exits, however it exits, and the watchdog then kills the group.
+    _watchdog: ChildStdin,
+}
+
+impl Server {
+    /// The server most tests share: default limits.
+    pub fn shared() -> &'static Server {
+        static SERVER: OnceLock<Server> = OnceLock::new();
+        SERVER.get_or_init(|| Server::start(&fresh_state_dir(), &[]))
+    }
+
+    /// A server with small daily limits (3 additions, 2 removals) for the limit tests.
+    pub fn limited() -> &'static Server {
+        static SERVER: OnceLock<Server> = OnceLock::new();
+        SERVER.get_or_init(|| Server::start(&fresh_state_dir(), &[("DAILY_ADDITIONS", "3"), ("DAILY_REMOVALS", "2")]))
+    }
+
+    pub fn start(state_dir: &Path, extra_vars: &[(&str, &str)]) -> Server {
+        let mut vars: Vec<(String, String)> = [
+            ("JWT_SECRET", JWT_SECRET),
+            ("ADMIN_TOKEN", ADMIN_TOKEN),
+            ("CACHE_SECONDS", "0"),
+            ("TOKEN_LIFETIME_SECONDS", "3600"),
+            ("DAILY_ADDITIONS", "6000"),
+            ("DAILY_REMOVALS", "1000"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (key, value) in extra_vars {
+            vars.retain(|(k, _)| k != key);
+            vars.push((key.to_string(), value.to_string()));
+        }
+        fs::create_dir_all(state_dir).unwrap();
+        let port = free_port();
+        let log_path = state_dir.join(format!("wrangler-{port}.log"));
+        let (child, watchdog) = spawn_wrangler(state_dir, &log_path, port, &vars);
+        let server = Server {
+            base: format!("http://127.0.0.1:{port}"),
+            state_dir: state_dir.to_owned(),
+            log_path,
+            vars,
+            child: Mutex::new(Some(child)),
+            _watchdog: watchdog,
+        };
+        server.wait_until_ready();
+        server
+    }
+
+    /// Starts the same configuration again on the same persisted state.
+    pub fn restart_from(&self) -> Server {
+        let extra: Vec<(&str, &str)> = self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Server::start(&self.state_dir, &extra)
+    }
+
+    /// SIGKILL to the whole process group: no chance to flush or shut down cleanly.
+    pub fn kill(&self) {
+        if let Some(mut child) = self.child.lock().unwrap().take() {
+            kill_group(child.id());
+            let _ = child.wait();
+        }
+    }
+
+    fn wait_until_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while Instant::now() < deadline {
+            if let Some(resp) = try_send("GET", &format!("{}/", self.base), &[], None) {
+                if resp.status == 404 && resp.body.contains("no such endpoint") {
+                    return;
+                }
+            }
+            if let Some(child) = self.child.lock().unwrap().as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!("wrangler dev exited with {status}:\n{}", self.log());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("wrangler dev did not answer within 180 s:\n{}", self.log());
+    }
+
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    pub fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Resp {
+        let headers = [("Authorization", format!("Bearer {ADMIN_TOKEN}")), ("Content-Type", "application/json".to_owned())];
+        let body = body.map(|b| b.to_string().into_bytes());
+        send(method, &format!("{}{path}", self.base), &headers, body.as_deref())
+    }
+
+    pub fn edit_global_list(&self, add: &[&str], remove: &[&str]) -> Resp {
+        self.admin("POST", "/admin/global-list", Some(json!({ "add": add, "remove": remove })))
+    }
+
+    pub fn edit_allow_list(&self, add: &[&str], remove: &[&str]) -> Resp {
+        self.admin("POST", "/admin/allow-list", Some(json!({ "add": add, "remove": remove })))
+    }
+
+    pub fn create_license(&self) -> (String, String) {
+        let resp = self.admin("POST", "/admin/licenses", None);
+        assert_eq!(resp.status, 201, "{}", resp.body);
+        let v = resp.json();
+        (v["license"].as_str().unwrap().to_owned(), v["licenseKey"].as_str().unwrap().to_owned())
+    }
+
+    pub fn login(&self, key: &str) -> Resp {
+        let body = json!({ "licenseKey": key }).to_string();
+        send("POST", &format!("{}/v2/authentication/login/license", self.base), &[("Content-Type", "application/json".to_owned())], Some(body.as_bytes()))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn spawn_wrangler(state_dir: &Path, log_path: &Path, port: u16, vars: &[(String, String)]) -> (Child, ChildStdin) {
+    use std::os::unix::process::CommandExt;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let log = File::create(log_path).unwrap();
+    let mut command = Command::new(root.join("node_modules/.bin/wrangler"));
+    command
+        .current_dir(root)
+        .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--inspector-port", &free_port().to_string(), "--show-interactive-dev-session=false"])
+        .arg("--persist-to")
+        .arg(state_dir.join("wrangler"))
+        .env("WRANGLER_SEND_METRICS", "false")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .process_group(0);
+    for (key, value) in vars {
+        command.arg("--var").arg(format!("{key}:{value}"));
+    }
+    let child = command.spawn().expect("node_modules/.bin/wrangler: run `make test`, which installs it");
+    let mut watchdog = Command::new("sh")
+        .args(["-c", &format!("read _; kill -s KILL -- -{} 2>/dev/null", child.id())])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = watchdog.stdin.take().unwrap();
+    (child, stdin)
+}
+
+fn kill_group(pgid: u32) {
+    let pgid = libc::pid_t::try_from(pgid).expect("a process id");
+    assert!(pgid > 1, "refusing to signal process group {pgid}");
+    // SAFETY: kill(2) with a negative pid signals exactly that process group.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub fn fresh_state_dir() -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("e2e-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let _ = fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A public address no other test in this process uses, for the shared global and allow lists.
+pub fn unique_ip() -> String {
+    static N: AtomicU32 = AtomicU32::new(1);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    format!("11.{}.{}.{}", (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff)
+}
+
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: u16,
+    pub content_type: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
+    }
+
+    /// The `result` of a JSON-mode answer, after checking its status and shape.
+    pub fn result(&self) -> String {
+        assert_eq!(self.status, 200, "{}", self.body);
+        assert_eq!(self.content_type, "application/json", "{}", self.body);
+        let value = self.json();
+        assert_eq!(value.as_object().map(|o| o.len()), Some(1), "a single-field result: {}", self.body);
+        value["result"].as_str().unwrap().to_owned()
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+fn agent() -> &'static ureq::Agent {
+    static AGENT: OnceLock<ureq::Agent> = OnceLock::new();
+    AGENT.get_or_init(|| ureq::AgentBuilder::new().timeout(Duration::from_secs(60)).build())
+}
+
+pub fn send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[u8]>) -> Resp {
+    try_send(method, url, headers, body).unwrap_or_else(|| panic!("{method} {url}: no answer"))
+}
+
+fn try_send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[u8]>) -> Option<Resp> {
+    let mut request = agent().request(method, url);
+    for (name, value) in headers {
+        request = request.set(name, value);
+    }
+    let result = match body {
+        Some(bytes) => request.send_bytes(bytes),
+        None => request.call(),
+    };
+    let response = match result {
+        Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+        Err(ureq::Error::Transport(_)) => return None,
+    };
+    let headers = response.headers_names().iter().map(|name| (name.clone(), response.header(name).unwrap_or("").to_owned())).collect();
+    Some(Resp {
+        status: response.status(),
+        content_type: response.header("Content-Type").unwrap_or("").to_owned(),
+        headers,
+        body: response.into_string().unwrap(),
+    })
+}
+
+/// How a test sends the `ip` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Multipart,
+    Urlencoded,
+}
+
+pub fn form_body(encoding: Encoding, fields: &[(&str, &str)]) -> (String, Vec<u8>) {
+    match encoding {
+        Encoding::Urlencoded => {
+            let body = fields.iter().map(|(k, v)| format!("{k}={}", percent_encode(v))).collect::<Vec<_>>().join("&");
+            ("application/x-www-form-urlencoded".to_owned(), body.into_bytes())
+        }
+        Encoding::Multipart => {
+            let boundary = "------------------------e2eboundary";
+            let mut body = Vec::new();
+            for (k, v) in fields {
+                write!(body, "--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n").unwrap();
+            }
+            write!(body, "--{boundary}--\r\n").unwrap();
+            (format!("multipart/form-data; boundary={boundary}"), body)
+        }
+    }
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A license holder with a fresh license and a valid access token.
+pub struct TestApp {
+    pub server: &'static Server,
+    pub license: String,
+    pub license_key: String,
+    pub token: String,
+}
+
+impl TestApp {
+    pub fn new() -> Self {
+        Self::on(Server::shared())
+    }
+
+    pub fn on(server: &'static Server) -> Self {
+        let (license, license_key) = server.create_license();
+        let token = server.login(&license_key).json()["accessToken"].as_str().unwrap().to_owned();
+        Self { server, license, license_key, token }
+    }
+
+    /// A list operation with `ip` sent in the given encoding; `json` selects `result_mode=json`.
+    pub fn call(&self, path: &str, ip: &str, encoding: Encoding, json: bool) -> Resp {
+        let (content_type, body) = form_body(encoding, &[("ip", ip)]);
+        self.post(path, json, &[("Content-Type", content_type)], &body)
+    }
+
+    pub fn post(&self, path: &str, json: bool, headers: &[(&str, String)], body: &[u8]) -> Resp {
+        let mut all = vec![("Authorization", format!("Bearer {}", self.token))];
+        all.extend(headers.iter().cloned());
+        let query = if json { "?result_mode=json" } else { "" };
+        send("POST", &format!("{}{path}{query}", self.server.base), &all, Some(body))
+    }
+
+    pub fn check(&self, ip: &str) -> String {
+        self.call("/api/checkIpOnGreylist", ip, Encoding::Multipart, true).result()
+    }
+
+    pub fn add(&self, ip: &str) -> String {
+        self.call("/api/addIpToGreylist", ip, Encoding::Multipart, true).result()
+    }
+
+    pub fn remove(&self, ip: &str) -> String {
+        self.call("/api/deleteIpFromGreylist", ip, Encoding::Multipart, true).result()
+    }
+}

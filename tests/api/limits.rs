@@ -1,0 +1,42 @@
+//! Daily limits, on a server configured with 3 additions and 2 removals a day.
+
+use crate::helpers::{Server, TestApp};
+
+const LIMIT: &str = "Sorry, but you have reached the maximum limit";
+
+#[test]
+fn additions_stop_at_the_daily_limit_without_changing_the_list() {
+    let app = TestApp::on(Server::limited());
+    for n in 1..=3 {
+        assert_eq!(app.add(&format!("5.5.5.{n}")), format!("[5.5.5.{n}] has been added to greylist"));
+    }
+    assert_eq!(app.add("5.5.5.4"), LIMIT);
+    assert_eq!(app.check("5.5.5.4"), "[5.5.5.4] is currently not on global greylist");
+    assert_eq!(app.add("5.5.5.1"), "[5.5.5.1] is already on your greylist", "an add that changes nothing is answered");
+    assert_eq!(app.check("5.5.5.1"), "[5.5.5.1] is currently on your personal greylist", "check does not count");
+    assert_eq!(app.remove("5.5.5.1"), "[5.5.5.1] has been removed from greylist", "removals count separately");
+    assert_eq!(app.add("5.5.5.1"), LIMIT, "a removal does not give an addition back");
+}
+
+#[test]
+fn removals_stop_at_the_daily_limit_without_changing_the_list() {
+    let app = TestApp::on(Server::limited());
+    for n in 1..=3 {
+        app.add(&format!("6.6.6.{n}"));
+    }
+    assert_eq!(app.remove("6.6.6.1"), "[6.6.6.1] has been removed from greylist");
+    assert_eq!(app.remove("6.6.6.2"), "[6.6.6.2] has been removed from greylist");
+    assert_eq!(app.remove("6.6.6.3"), LIMIT);
+    assert_eq!(app.check("6.6.6.3"), "[6.6.6.3] is currently on your personal greylist");
+    assert_eq!(app.remove("6.6.6.9"), "[6.6.6.9] is not on greylist", "a remove that changes nothing is answered");
+}
+
+#[test]
+fn limits_are_counted_per_license_holder() {
+    let (first, second) = (TestApp::on(Server::limited()), TestApp::on(Server::limited()));
+    for n in 1..=3 {
+        first.add(&format!("7.7.7.{n}"));
+    }
+    assert_eq!(first.add("7.7.7.4"), LIMIT);
+    assert_eq!(second.add("7.7.7.4"), "[7.7.7.4] has been added to greylist");
+}

@@ -1,0 +1,10 @@
+//! End-to-end tests: the built worker under `wrangler dev`, driven over HTTP.
+//! `make test` builds the worker first; every test uses its own license.
+
+mod admin;
+mod auth;
+mod helpers;
+mod limits;
+mod list_operations;
+mod persistence;
+mod requests;
