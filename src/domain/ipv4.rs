@@ -163,6 +163,56 @@ mod tests {
         }
     }
 
+    /// decisions.md's table, written independently of `NOT_GLOBAL` as (network, prefix) pairs.
+    const REFERENCE: [(&str, u32); 15] = [
+        ("0.0.0.0", 8), ("10.0.0.0", 8), ("100.64.0.0", 10), ("127.0.0.0", 8), ("169.254.0.0", 16),
+        ("172.16.0.0", 12), ("192.0.0.0", 24), ("192.0.2.0", 24), ("192.168.0.0", 16), ("198.18.0.0", 15),
+        ("198.51.100.0", 24), ("203.0.113.0", 24), ("224.0.0.0", 4), ("240.0.0.0", 4), ("255.255.255.255", 32),
+    ];
+
+    fn reference_is_global(addr: Ipv4Addr) -> bool {
+        if addr == Ipv4Addr::new(192, 0, 0, 9) || addr == Ipv4Addr::new(192, 0, 0, 10) {
+            return true;
+        }
+        !REFERENCE.iter().any(|(network, prefix)| {
+            let mask = u32::MAX.checked_shl(32 - prefix).unwrap_or(0);
+            u32::from(addr) & mask == u32::from(network.parse::<Ipv4Addr>().unwrap())
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parser_agrees_with_std_on_dotted_looking_text(s in "[0-9.]{0,18}") {
+            proptest::prop_assert_eq!(parse_dotted(&s), s.parse::<Ipv4Addr>().ok());
+        }
+
+        #[test]
+        fn parser_agrees_with_std_on_any_text(s in "\\PC{0,24}") {
+            proptest::prop_assert_eq!(parse_dotted(&s), s.parse::<Ipv4Addr>().ok());
+        }
+
+        #[test]
+        fn every_address_round_trips_through_its_dotted_form(n: u32) {
+            let addr = Ipv4Addr::from(n);
+            proptest::prop_assert_eq!(parse_dotted(&addr.to_string()), Some(addr));
+        }
+
+        #[test]
+        fn classification_agrees_with_the_reference_table(n: u32) {
+            let addr = Ipv4Addr::from(n);
+            proptest::prop_assert_eq!(is_globally_reachable(addr), reference_is_global(addr));
+        }
+
+        #[test]
+        fn classification_agrees_near_every_range_edge(edge in 0usize..15, offset in -2i64..=2, high in proptest::bool::ANY) {
+            let (network, prefix) = REFERENCE[edge];
+            let first = u32::from(network.parse::<Ipv4Addr>().unwrap()) as i64;
+            let base = if high { first + (1i64 << (32 - prefix)) - 1 } else { first };
+            let addr = Ipv4Addr::from((base + offset).clamp(0, u32::MAX as i64) as u32);
+            proptest::prop_assert_eq!(is_globally_reachable(addr), reference_is_global(addr));
+        }
+    }
+
     #[test]
     fn neighbours_of_the_special_ranges_are_public() {
         let public = [

@@ -113,6 +113,60 @@ mod tests {
         }
     }
 
+    /// `{"alg":"none","typ":"JWT"}`, base64url.
+    const ALG_NONE_HEADER: &str = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0";
+
+    fn parts(token: &str) -> Vec<&str> {
+        token.split('.').collect()
+    }
+
+    #[test]
+    fn alg_none_is_refused_with_or_without_a_signature() {
+        let valid = key().issue(&license(), NOW, 3600);
+        let [_, payload, signature] = parts(&valid)[..] else { panic!() };
+        for forged in [format!("{ALG_NONE_HEADER}.{payload}."), format!("{ALG_NONE_HEADER}.{payload}.{signature}")] {
+            assert_eq!(key().verify(&forged, NOW), Err(TokenError::Unverified), "{forged}");
+        }
+    }
+
+    #[test]
+    fn other_algorithms_under_the_same_secret_are_refused() {
+        use jwt_compact::alg::{Hs384, Hs384Key, Hs512, Hs512Key};
+        let claims = || {
+            Claims::new(Subject { sub: license().as_str().to_owned() }).set_duration_and_issuance(&time_options(NOW), Duration::seconds(60))
+        };
+        let secret = b"test-secret-of-reasonable-length";
+        let hs384 = Hs384.token(&Header::empty(), &claims(), &Hs384Key::new(secret)).unwrap();
+        let hs512 = Hs512.token(&Header::empty(), &claims(), &Hs512Key::new(secret)).unwrap();
+        assert_eq!(key().verify(&hs384, NOW), Err(TokenError::Unverified));
+        assert_eq!(key().verify(&hs512, NOW), Err(TokenError::Unverified));
+    }
+
+    #[test]
+    fn an_altered_payload_breaks_the_signature() {
+        let mine = key().issue(&license(), NOW, 3600);
+        let theirs = key().issue(&LicenseId::parse("lic_ffffffffffffffffffffffff").unwrap(), NOW, 3600);
+        let forged = format!("{}.{}.{}", parts(&mine)[0], parts(&theirs)[1], parts(&mine)[2]);
+        assert_eq!(key().verify(&forged, NOW), Err(TokenError::Unverified));
+    }
+
+    #[test]
+    fn a_token_without_a_license_subject_is_refused() {
+        let no_sub = Claims::new(jwt_compact::Empty {}).set_duration_and_issuance(&time_options(NOW), Duration::seconds(60));
+        let token = Hs256.token(&Header::empty(), &no_sub, &key().0).unwrap();
+        assert_eq!(key().verify(&token, NOW), Err(TokenError::Unverified));
+        let other_sub = Claims::new(Subject { sub: "../admin".to_owned() }).set_duration_and_issuance(&time_options(NOW), Duration::seconds(60));
+        let token = Hs256.token(&Header::empty(), &other_sub, &key().0).unwrap();
+        assert_eq!(key().verify(&token, NOW), Err(TokenError::BadSubject));
+    }
+
+    #[test]
+    fn a_token_without_exp_is_refused() {
+        let claims = Claims::new(Subject { sub: license().as_str().to_owned() });
+        let token = Hs256.token(&Header::empty(), &claims, &key().0).unwrap();
+        assert_eq!(key().verify(&token, NOW), Err(TokenError::Expired));
+    }
+
     #[test]
     fn garbage_is_malformed() {
         for token in ["", "abc", "a.b", "a.b.c.d", "Bearer x.y.z"] {

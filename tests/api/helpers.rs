@@ -304,17 +304,31 @@ impl TestApp {
         Self { server, license, license_key, token }
     }
 
+    /// The same license holder on another server (one restarted on the same state).
+    pub fn with_server(&self, server: &'static Server) -> Self {
+        Self { server, license: self.license.clone(), license_key: self.license_key.clone(), token: self.token.clone() }
+    }
+
     /// A list operation with `ip` sent in the given encoding; `json` selects `result_mode=json`.
     pub fn call(&self, path: &str, ip: &str, encoding: Encoding, json: bool) -> Resp {
+        self.try_call(path, ip, encoding, json).unwrap_or_else(|| panic!("POST {path}: no answer"))
+    }
+
+    /// `call`, or `None` when the server did not answer.
+    pub fn try_call(&self, path: &str, ip: &str, encoding: Encoding, json: bool) -> Option<Resp> {
         let (content_type, body) = form_body(encoding, &[("ip", ip)]);
-        self.post(path, json, &[("Content-Type", content_type)], &body)
+        self.try_post(path, json, &[("Content-Type", content_type)], &body)
     }
 
     pub fn post(&self, path: &str, json: bool, headers: &[(&str, String)], body: &[u8]) -> Resp {
+        self.try_post(path, json, headers, body).unwrap_or_else(|| panic!("POST {path}: no answer"))
+    }
+
+    fn try_post(&self, path: &str, json: bool, headers: &[(&str, String)], body: &[u8]) -> Option<Resp> {
         let mut all = vec![("Authorization", format!("Bearer {}", self.token))];
         all.extend(headers.iter().cloned());
         let query = if json { "?result_mode=json" } else { "" };
-        send("POST", &format!("{}{path}{query}", self.server.base), &all, Some(body))
+        try_send("POST", &format!("{}{path}{query}", self.server.base), &all, Some(body))
     }
 
     pub fn check(&self, ip: &str) -> String {

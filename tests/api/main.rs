@@ -3,8 +3,11 @@
 
 mod admin;
 mod auth;
+mod concurrency;
+mod faults;
 mod helpers;
 mod limits;
 mod list_operations;
 mod persistence;
 mod requests;
+mod security;

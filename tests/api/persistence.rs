@@ -10,7 +10,7 @@ fn entries_and_licenses_survive_a_killed_server() {
     server.kill();
 
     let restarted: &'static Server = Box::leak(Box::new(server.restart_from()));
-    let again = TestApp { server: restarted, license: app.license.clone(), license_key: app.license_key.clone(), token: app.token.clone() };
+    let again = app.with_server(restarted);
     assert_eq!(again.check("1.0.0.1"), "[1.0.0.1] is currently on your personal greylist");
     assert_eq!(restarted.login(&app.license_key).status, 200, "the license survived too");
     restarted.kill();

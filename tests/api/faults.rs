@@ -1,0 +1,86 @@
+//! Server-side faults: a killed server loses no answered write, and a broken
+//! dependency answers a clear 5xx that is logged, never a panic.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::thread;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::helpers::{fresh_state_dir, Encoding, Server, TestApp};
+
+const BURST_LIMIT: usize = 400;
+
+#[test]
+fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
+    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[("DAILY_ADDITIONS", "400")])));
+    let app = TestApp::on(server);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let answered = Mutex::new(Vec::new());
+    let address = |n: usize| format!("52.52.{}.{}", n / 256, n % 256);
+
+    thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                while !stop.load(Ordering::SeqCst) {
+                    let n = next.fetch_add(1, Ordering::SeqCst);
+                    if n >= 300 {
+                        break;
+                    }
+                    match app.try_call("/api/addIpToGreylist", &address(n), Encoding::Multipart, true) {
+                        Some(resp) if resp.status == 200 => {
+                            assert_eq!(resp.result(), format!("[{}] has been added to greylist", address(n)));
+                            answered.lock().unwrap().push(n);
+                        }
+                        _ => break,
+                    }
+                }
+            });
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while answered.lock().unwrap().len() < 40 && std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
+        server.kill();
+        stop.store(true, Ordering::SeqCst);
+    });
+    let answered = answered.into_inner().unwrap();
+    let attempted = next.load(Ordering::SeqCst).min(300);
+    assert!(answered.len() < attempted, "the kill landed after the burst ended; nothing was tested");
+
+    let restarted: &'static Server = Box::leak(Box::new(server.restart_from()));
+    let again = app.with_server(restarted);
+    for &n in &answered {
+        assert_eq!(again.check(&address(n)), format!("[{}] is currently on your personal greylist", address(n)));
+    }
+    let listed = (0..attempted).filter(|&n| again.check(&address(n)).ends_with("is currently on your personal greylist")).count();
+    assert!(listed >= answered.len());
+    // The day's counter equals what the list holds (every committed addition, answered or
+    // cut off by the kill): exactly the rest of the limit can still be added.
+    let more = (0..BURST_LIMIT).filter(|n| again.add(&format!("53.53.{}.{}", n / 256, n % 256)).ends_with("has been added to greylist")).count();
+    assert_eq!(listed + more, BURST_LIMIT, "counter and list disagree: {listed} listed, {more} more allowed");
+    restarted.kill();
+}
+
+#[test]
+fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation() {
+    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[("DAILY_ADDITIONS", "lots")])));
+    let app = TestApp::on(server);
+    let resp = app.call("/api/addIpToGreylist", "54.54.54.54", Encoding::Multipart, true);
+    assert_eq!(resp.status, 500);
+    assert_eq!(resp.json(), json!({ "result": "Internal error: the request could not be completed, try again later" }));
+    assert_eq!(app.check("10.0.0.1"), "[10.0.0.1] is private", "answers that need no storage still work");
+
+    thread::sleep(Duration::from_millis(300));
+    let log = server.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("\"status\":500"))
+        .unwrap_or_else(|| panic!("no log line for the 500:\n{log}"));
+    assert!(line.contains(&app.license) && line.contains("\"operation\":\"add\""), "{line}");
+    assert!(line.contains("DAILY_ADDITIONS"), "the detail names the fault: {line}");
+    assert!(!log.contains("panicked"), "{log}");
+    server.kill();
+}
