@@ -4,11 +4,14 @@
 PORT ?= 8787
 TOOLS ?= $(HOME)/.cache/greylist-tools
 WORKER_BUILD_VERSION := 0.8.7
+CARGO_FUZZ_VERSION := 0.13.2
+FUZZ_SECONDS ?= 20
 # wasm-bindgen-cli must be exactly the wasm-bindgen the lock file builds with.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/^version = "\(.*\)"$$/\1/p;}' Cargo.lock)
 
 WORKER_BUILD := $(TOOLS)/worker-build-$(WORKER_BUILD_VERSION)/bin/worker-build
 WASM_BINDGEN := $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION)/bin/wasm-bindgen
+CARGO_FUZZ := $(TOOLS)/cargo-fuzz-$(CARGO_FUZZ_VERSION)/bin/cargo-fuzz
 WASM_TARGET := $(shell rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown
 NODE_TOOLS := node_modules/.package-lock.json
 WRANGLER := node_modules/.bin/wrangler
@@ -17,7 +20,7 @@ SOURCES := Cargo.toml Cargo.lock $(shell find src -name '*.rs')
 
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: tools build dev test unit e2e clean
+.PHONY: tools build dev test unit e2e fuzz deploy-check clean
 
 tools: $(WORKER_BUILD) $(WASM_BINDGEN) $(WASM_TARGET) $(NODE_TOOLS)
 
@@ -27,6 +30,9 @@ $(WORKER_BUILD):
 # --locked fails for this version (its lock file no longer resolves), so it is installed without it.
 $(WASM_BINDGEN):
 	cargo install --root $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION) wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
+
+$(CARGO_FUZZ):
+	cargo install --root $(TOOLS)/cargo-fuzz-$(CARGO_FUZZ_VERSION) cargo-fuzz --version $(CARGO_FUZZ_VERSION)
 
 $(WASM_TARGET):
 	rustup target add wasm32-unknown-unknown
@@ -50,13 +56,25 @@ dev: build .dev.vars
 	@echo "Create a license:  curl -s -X POST http://127.0.0.1:$(PORT)/admin/licenses -H \"Authorization: Bearer $$(sed -n 's/^ADMIN_TOKEN=//p' .dev.vars)\""
 	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state
 
-test: unit e2e
+test: unit e2e fuzz deploy-check
 
 unit:
 	cargo test --lib
 
 e2e: build
 	cargo test --test api
+
+# libFuzzer needs nightly-only sanitizer flags; these machines have only the stable
+# toolchain, and RUSTC_BOOTSTRAP lets it accept them for this build alone.
+fuzz: $(CARGO_FUZZ)
+	@mkdir -p target/fuzz-corpus
+	RUSTC_BOOTSTRAP=1 $(CARGO_FUZZ) run --fuzz-dir fuzz form_and_token target/fuzz-corpus fuzz/seeds -- \
+		-max_total_time=$(FUZZ_SECONDS) 2> target/fuzz.log || { tail -n 60 target/fuzz.log; exit 1; }
+	@tail -n 1 target/fuzz.log
+
+# Catches a broken production configuration (bindings, migrations, compatibility date).
+deploy-check: build
+	$(WRANGLER) deploy --dry-run --outdir target/deploy-dry-run
 
 clean:
 	rm -rf build target .wrangler

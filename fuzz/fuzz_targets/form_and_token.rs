@@ -1,0 +1,31 @@
+//! Everything a client controls before it reaches storage: the form body and
+//! its content type, the Authorization header and the token, the address text.
+//! Input: the first line is the Content-Type, the rest is the body; the whole
+//! input is also tried as a header, a token and an address or range.
+
+#![no_main]
+
+use greylist::domain::form::first_field;
+use greylist::domain::holder::UnixTime;
+use greylist::domain::ipv4::PublicIpv4;
+use greylist::domain::range::Ipv4Range;
+use greylist::domain::token::{bearer, TokenKey};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let split = data.iter().position(|&b| b == b'\n').unwrap_or(data.len());
+    let content_type = String::from_utf8_lossy(&data[..split]);
+    let body = data.get(split + 1..).unwrap_or_default();
+    if let Some(ip) = first_field(&content_type, body, "ip") {
+        let _ = PublicIpv4::parse(&ip);
+    }
+
+    let text = String::from_utf8_lossy(data);
+    let key = TokenKey::new("fuzzing-secret");
+    let now = UnixTime(1_795_262_400);
+    if let Some(token) = bearer(&text) {
+        let _ = key.verify(token, now);
+    }
+    let _ = key.verify(&text, now);
+    let _ = Ipv4Range::parse(&text);
+});
