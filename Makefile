@@ -5,6 +5,7 @@ PORT ?= 8787
 TOOLS ?= $(HOME)/.cache/greylist-tools
 WORKER_BUILD_VERSION := 0.8.7
 CARGO_FUZZ_VERSION := 0.13.2
+SCHEMATHESIS_VERSION := 4.32.5
 FUZZ_SECONDS ?= 20
 # wasm-bindgen-cli must be exactly the wasm-bindgen the lock file builds with.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/^version = "\(.*\)"$$/\1/p;}' Cargo.lock)
@@ -12,6 +13,7 @@ WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/^version 
 WORKER_BUILD := $(TOOLS)/worker-build-$(WORKER_BUILD_VERSION)/bin/worker-build
 WASM_BINDGEN := $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION)/bin/wasm-bindgen
 CARGO_FUZZ := $(TOOLS)/cargo-fuzz-$(CARGO_FUZZ_VERSION)/bin/cargo-fuzz
+SCHEMATHESIS := $(TOOLS)/schemathesis-$(SCHEMATHESIS_VERSION)/bin/st
 WASM_TARGET := $(shell rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown
 NODE_TOOLS := node_modules/.package-lock.json
 WRANGLER := node_modules/.bin/wrangler
@@ -20,7 +22,7 @@ SOURCES := Cargo.toml Cargo.lock $(shell find src -name '*.rs')
 
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: tools build dev test unit e2e fuzz deploy-check clean
+.PHONY: tools build dev test unit e2e contract fuzz deploy-check clean
 
 tools: $(WORKER_BUILD) $(WASM_BINDGEN) $(WASM_TARGET) $(NODE_TOOLS)
 
@@ -33,6 +35,10 @@ $(WASM_BINDGEN):
 
 $(CARGO_FUZZ):
 	cargo install --root $(TOOLS)/cargo-fuzz-$(CARGO_FUZZ_VERSION) cargo-fuzz --version $(CARGO_FUZZ_VERSION)
+
+$(SCHEMATHESIS):
+	python3 -m venv $(TOOLS)/schemathesis-$(SCHEMATHESIS_VERSION)
+	$(TOOLS)/schemathesis-$(SCHEMATHESIS_VERSION)/bin/pip install --quiet schemathesis==$(SCHEMATHESIS_VERSION)
 
 $(WASM_TARGET):
 	rustup target add wasm32-unknown-unknown
@@ -56,13 +62,17 @@ dev: build .dev.vars
 	@echo "Create a license:  curl -s -X POST http://127.0.0.1:$(PORT)/admin/licenses -H \"Authorization: Bearer $$(sed -n 's/^ADMIN_TOKEN=//p' .dev.vars)\""
 	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state
 
-test: unit e2e fuzz deploy-check
+test: unit e2e contract fuzz deploy-check
 
 unit:
 	cargo test --lib
 
 e2e: build
 	cargo test --test api
+
+# No 5xx, and no response that breaks src/openapi.json.
+contract: build $(SCHEMATHESIS)
+	tests/contract.sh $(SCHEMATHESIS)
 
 # libFuzzer needs nightly-only sanitizer flags; these machines have only the stable
 # toolchain, and RUSTC_BOOTSTRAP lets it accept them for this build alone.

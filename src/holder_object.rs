@@ -3,25 +3,52 @@
 //! read-check-write of an add or remove cannot interleave with another; its
 //! writes commit together, before the answer leaves.
 
+use std::cell::Cell;
+use std::net::Ipv4Addr;
+
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use worker::{durable_object, Date, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
 
 use crate::config;
-use crate::domain::holder::{apply, DailyUsage, Limits, ListStore, Operation, UnixTime};
+use crate::domain::entry::{Change, Entry, HistoryEvent};
+use crate::domain::holder::{apply, Call, DailyUsage, Limits, ListStore};
 use crate::domain::ipv4::PublicIpv4;
+use crate::domain::page::{Cursor, Page, PageQuery};
+use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
+
+/// History older than this is dropped, and at most this many rows are kept.
+pub const HISTORY_DAYS: u64 = 90;
+pub const MAX_HISTORY_ROWS: u64 = 100_000;
 
 const SCHEMA: &str = "
-    CREATE TABLE IF NOT EXISTS entries (ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS entries (
+        ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS entries_by_age ON entries (added_at, ip);
+    CREATE INDEX IF NOT EXISTS entries_by_expiry ON entries (expires_at) WHERE expires_at IS NOT NULL;
     CREATE TABLE IF NOT EXISTS usage (
         id INTEGER PRIMARY KEY CHECK (id = 0), day INTEGER NOT NULL, added INTEGER NOT NULL, removed INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS history (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, change TEXT NOT NULL, ip INTEGER NOT NULL, client TEXT
     );";
+
+/// Sorts after every row: the largest integer that crosses into JavaScript exactly.
+const AFTER_ALL: u64 = (1 << 53) - 1;
+
+/// An address as the dotted text the list's prefix filter matches.
+const DOTTED: &str = "((ip >> 24) || '.' || ((ip >> 16) & 255) || '.' || ((ip >> 8) & 255) || '.' || (ip & 255))";
 
 #[durable_object]
 pub struct HolderList {
+    state: State,
     sql: SqlStorage,
     /// The limits once the schema exists; a configuration or storage fault otherwise,
     /// answered as a 500 on every request rather than a panic at start.
     ready: std::result::Result<Limits, String>,
+    /// When the next alarm is known to be set, so most requests need not ask.
+    alarm_at: Cell<Option<u64>>,
 }
 
 impl DurableObject for HolderList {
@@ -30,25 +57,76 @@ impl DurableObject for HolderList {
         let ready = sql.exec(SCHEMA, None).map_err(|e| format!("schema: {e}")).and_then(|_| {
             Limits::from_config(config::var(&env, "DAILY_ADDITIONS").as_deref(), config::var(&env, "DAILY_REMOVALS").as_deref())
         });
-        Self { sql, ready }
+        Self { state, sql, ready, alarm_at: Cell::new(None) }
     }
 
-    async fn fetch(&self, req: Request) -> Result<Response> {
-        let path = req.path();
-        let mut segments = path.trim_start_matches('/').splitn(2, '/');
-        let operation = segments.next().and_then(Operation::from_name);
-        let ip = segments.next().and_then(|s| PublicIpv4::parse(s).ok());
-        let (Some(operation), Some(ip)) = (operation, ip) else {
-            return Response::error(format!("not an operation: {path}"), 400);
-        };
+    async fn fetch(&self, mut req: Request) -> Result<Response> {
         let limits = match &self.ready {
             Ok(limits) => *limits,
             Err(problem) => return Response::error(problem.clone(), 500),
         };
-        let mut store = SqlListStore { sql: &self.sql };
-        let now = UnixTime(Date::now().as_millis() / 1000);
-        Response::ok(apply(&mut store, operation, ip, now, limits)?.code())
+        let now = now();
+        let store = SqlListStore { sql: &self.sql };
+        match req.path().as_str() {
+            "/apply" => {
+                let call: Call = read(&mut req).await?;
+                let answer = apply(&mut SqlListStore { sql: &self.sql }, &call, now, limits)?;
+                self.schedule_sweep(call.details.expires_at.unwrap_or(now.plus(SECONDS_PER_DAY))).await?;
+                Response::from_json(&answer)
+            }
+            "/list" => Response::from_json(&store.list(&read(&mut req).await?, now)?),
+            "/history" => Response::from_json(&store.history(&read(&mut req).await?)?),
+            path => Response::error(format!("no such holder route: {path}"), 404),
+        }
     }
+
+    /// Deletes expired entries (recording each in the history) and old history,
+    /// then sets the next alarm for the next expiry or a day from now.
+    async fn alarm(&self) -> Result<Response> {
+        self.alarm_at.set(None);
+        let store = SqlListStore { sql: &self.sql };
+        let next = store.sweep(now())?;
+        if let Some(at) = next {
+            self.schedule_sweep(at).await?;
+        }
+        Response::ok("swept")
+    }
+}
+
+impl HolderList {
+    /// Makes sure an alarm fires no later than `at`.
+    async fn schedule_sweep(&self, at: UnixTime) -> Result<()> {
+        let storage = self.state.storage();
+        if self.alarm_at.get().is_none() {
+            self.alarm_at.set(storage.get_alarm().await?.map(|ms| ms as u64 / 1000));
+        }
+        if self.alarm_at.get().is_none_or(|scheduled| scheduled > at.0) {
+            let when = chrono::DateTime::from_timestamp(at.0 as i64, 0).ok_or("alarm time out of range")?;
+            storage.set_alarm(when).await?;
+            self.alarm_at.set(Some(at.0));
+        }
+        Ok(())
+    }
+}
+
+fn now() -> UnixTime {
+    UnixTime(Date::now().as_millis() / 1000)
+}
+
+async fn read<T: DeserializeOwned>(req: &mut Request) -> Result<T> {
+    req.json().await
+}
+
+fn int(value: u64) -> SqlStorageValue {
+    SqlStorageValue::Integer(value as i64)
+}
+
+fn ip_value(ip: PublicIpv4) -> SqlStorageValue {
+    int(ip.to_u32().into())
+}
+
+fn ip_of(value: u64) -> Option<PublicIpv4> {
+    PublicIpv4::from_addr(Ipv4Addr::from(u32::try_from(value).ok()?))
 }
 
 /// The personal list in the object's SQLite database. An address is stored as its
@@ -57,8 +135,32 @@ struct SqlListStore<'a> {
     sql: &'a SqlStorage,
 }
 
-fn ip_value(ip: PublicIpv4) -> SqlStorageValue {
-    SqlStorageValue::Integer(ip.to_u32().into())
+#[derive(Deserialize)]
+struct EntryRow {
+    ip: u64,
+    added_at: u64,
+    expires_at: Option<u64>,
+    comment: Option<String>,
+}
+
+impl EntryRow {
+    fn into_entry(self) -> Option<Entry> {
+        Some(Entry {
+            ip: ip_of(self.ip)?,
+            added_at: UnixTime(self.added_at),
+            expires_at: self.expires_at.map(UnixTime),
+            comment: self.comment,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct HistoryRow {
+    id: u64,
+    at: u64,
+    change: String,
+    ip: u64,
+    client: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -68,36 +170,135 @@ struct UsageRow {
     removed: u32,
 }
 
+#[derive(Deserialize)]
+struct Count {
+    n: u64,
+}
+
+#[derive(Deserialize)]
+struct Moment {
+    at: Option<u64>,
+}
+
+impl SqlListStore<'_> {
+    fn rows<T: DeserializeOwned>(&self, query: &str, bindings: Vec<SqlStorageValue>) -> Result<Vec<T>> {
+        self.sql.exec(query, bindings)?.to_array()
+    }
+
+    fn list(&self, query: &PageQuery, now: UnixTime) -> Result<Page<Entry>> {
+        let prefix = query.prefix.clone().map_or(SqlStorageValue::Null, SqlStorageValue::String);
+        let filter = format!("(expires_at IS NULL OR expires_at > ?1) AND (?2 IS NULL OR {DOTTED} LIKE ?2 || '%')");
+        let total = self.rows::<Count>(&format!("SELECT count(*) AS n FROM entries WHERE {filter}"), vec![int(now.0), prefix.clone()])?;
+        let (after_time, after_ip) = query.after.map_or((AFTER_ALL, 0), |c| (c.time, c.tie));
+        let rows: Vec<EntryRow> = self.rows(
+            &format!(
+                "SELECT ip, added_at, expires_at, comment FROM entries
+                 WHERE {filter} AND (added_at < ?3 OR (added_at = ?3 AND ip < ?4))
+                 ORDER BY added_at DESC, ip DESC LIMIT ?5"
+            ),
+            vec![int(now.0), prefix, int(after_time), int(after_ip), int(u64::from(query.limit) + 1)],
+        )?;
+        Ok(page(rows.into_iter().filter_map(EntryRow::into_entry).collect(), query.limit, |e| Cursor { time: e.added_at.0, tie: e.ip.to_u32().into() }, total))
+    }
+
+    fn history(&self, query: &PageQuery) -> Result<Page<HistoryEvent>> {
+        let total = self.rows::<Count>("SELECT count(*) AS n FROM history", vec![])?;
+        let before = query.after.map_or(AFTER_ALL, |c| c.tie);
+        let rows: Vec<HistoryRow> = self.rows(
+            "SELECT id, at, change, ip, client FROM history WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
+            vec![int(before), int(u64::from(query.limit) + 1)],
+        )?;
+        let events = rows
+            .into_iter()
+            .filter_map(|row| {
+                let event = HistoryEvent { at: UnixTime(row.at), change: Change::from_code(&row.change)?, ip: ip_of(row.ip)?, client: row.client };
+                Some((row.id, event))
+            })
+            .collect();
+        let page = page(events, query.limit, |(id, event): &(u64, HistoryEvent)| Cursor { time: event.at.0, tie: *id }, total);
+        Ok(Page { total: page.total, rows: page.rows.into_iter().map(|(_, event)| event).collect(), next: page.next })
+    }
+
+    /// Returns when the next sweep is due, if anything is left to sweep.
+    fn sweep(&self, now: UnixTime) -> Result<Option<UnixTime>> {
+        let expired: Vec<EntryRow> =
+            self.rows("SELECT ip, added_at, expires_at, comment FROM entries WHERE expires_at <= ?1", vec![int(now.0)])?;
+        for row in expired {
+            self.sql.exec(
+                "INSERT INTO history (at, change, ip, client) VALUES (?1, 'expired', ?2, NULL)",
+                vec![int(row.expires_at.unwrap_or(now.0)), int(row.ip)],
+            )?;
+            self.sql.exec("DELETE FROM entries WHERE ip = ?1", vec![int(row.ip)])?;
+        }
+        self.sql.exec("DELETE FROM history WHERE at < ?1", vec![int(now.minus(HISTORY_DAYS * SECONDS_PER_DAY).0)])?;
+        self.sql.exec("DELETE FROM history WHERE id <= (SELECT max(id) FROM history) - ?1", vec![int(MAX_HISTORY_ROWS)])?;
+        let next_expiry = self.rows::<Moment>("SELECT min(expires_at) AS at FROM entries", vec![])?;
+        let has_history = self.rows::<Count>("SELECT EXISTS (SELECT 1 FROM history) AS n", vec![])?;
+        let daily = has_history.first().is_some_and(|c| c.n > 0).then(|| now.plus(SECONDS_PER_DAY));
+        let next = next_expiry.first().and_then(|m| m.at).map(UnixTime);
+        Ok(match (next, daily) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+}
+
+/// Splits off the extra row fetched to learn whether another page follows.
+fn page<T>(mut rows: Vec<T>, limit: u32, cursor_of: impl Fn(&T) -> Cursor, total: Vec<Count>) -> Page<T> {
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let next = if more { rows.last().map(cursor_of) } else { None };
+    Page { total: total.first().map_or(0, |c| c.n), rows, next }
+}
+
 impl ListStore for SqlListStore<'_> {
     type Error = worker::Error;
 
-    fn contains(&self, ip: PublicIpv4) -> Result<bool> {
-        Ok(self.sql.exec("SELECT 1 FROM entries WHERE ip = ?", vec![ip_value(ip)])?.raw().next().is_some())
+    fn entry(&self, ip: PublicIpv4) -> Result<Option<Entry>> {
+        let rows: Vec<EntryRow> = self.rows("SELECT ip, added_at, expires_at, comment FROM entries WHERE ip = ?1", vec![ip_value(ip)])?;
+        Ok(rows.into_iter().next().and_then(EntryRow::into_entry))
     }
 
-    fn insert(&mut self, ip: PublicIpv4, at: UnixTime) -> Result<()> {
-        self.sql.exec("INSERT INTO entries (ip, added_at) VALUES (?, ?)", vec![ip_value(ip), SqlStorageValue::Integer(at.0 as i64)])?;
+    fn insert(&mut self, entry: &Entry) -> Result<()> {
+        self.sql.exec(
+            "INSERT OR REPLACE INTO entries (ip, added_at, expires_at, comment) VALUES (?1, ?2, ?3, ?4)",
+            vec![
+                ip_value(entry.ip),
+                int(entry.added_at.0),
+                entry.expires_at.map_or(SqlStorageValue::Null, |at| int(at.0)),
+                entry.comment.clone().map_or(SqlStorageValue::Null, SqlStorageValue::String),
+            ],
+        )?;
         Ok(())
     }
 
     fn delete(&mut self, ip: PublicIpv4) -> Result<()> {
-        self.sql.exec("DELETE FROM entries WHERE ip = ?", vec![ip_value(ip)])?;
+        self.sql.exec("DELETE FROM entries WHERE ip = ?1", vec![ip_value(ip)])?;
         Ok(())
     }
 
     fn usage(&self) -> Result<DailyUsage> {
-        let rows: Vec<UsageRow> = self.sql.exec("SELECT day, added, removed FROM usage WHERE id = 0", None)?.to_array()?;
+        let rows: Vec<UsageRow> = self.rows("SELECT day, added, removed FROM usage WHERE id = 0", vec![])?;
         Ok(rows.first().map_or_else(DailyUsage::default, |row| DailyUsage { day: row.day, added: row.added, removed: row.removed }))
     }
 
     fn save_usage(&mut self, usage: DailyUsage) -> Result<()> {
         self.sql.exec(
-            "INSERT INTO usage (id, day, added, removed) VALUES (0, ?, ?, ?)
+            "INSERT INTO usage (id, day, added, removed) VALUES (0, ?1, ?2, ?3)
              ON CONFLICT (id) DO UPDATE SET day = excluded.day, added = excluded.added, removed = excluded.removed",
+            vec![int(usage.day), int(usage.added.into()), int(usage.removed.into())],
+        )?;
+        Ok(())
+    }
+
+    fn record(&mut self, event: &HistoryEvent) -> Result<()> {
+        self.sql.exec(
+            "INSERT INTO history (at, change, ip, client) VALUES (?1, ?2, ?3, ?4)",
             vec![
-                SqlStorageValue::Integer(usage.day as i64),
-                SqlStorageValue::Integer(usage.added.into()),
-                SqlStorageValue::Integer(usage.removed.into()),
+                int(event.at.0),
+                SqlStorageValue::String(event.change.code().to_owned()),
+                ip_value(event.ip),
+                event.client.clone().map_or(SqlStorageValue::Null, SqlStorageValue::String),
             ],
         )?;
         Ok(())

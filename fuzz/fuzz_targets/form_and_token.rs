@@ -6,7 +6,7 @@
 #![no_main]
 
 use greylist::domain::form::first_field;
-use greylist::domain::holder::UnixTime;
+use greylist::domain::time::UnixTime;
 use greylist::domain::ipv4::PublicIpv4;
 use greylist::domain::range::Ipv4Range;
 use greylist::domain::token::{bearer, TokenKey};

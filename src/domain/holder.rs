@@ -1,12 +1,15 @@
 //! One license holder's personal list and daily counters: the rules the
 //! Durable Object enforces, with storage behind a trait and time passed in.
 
+use serde::{Deserialize, Serialize};
+
+use super::entry::{Change, Entry, EntryDetails, HistoryEvent};
 use super::ipv4::PublicIpv4;
 use super::outcome::PersonalOutcome;
+use super::time::UnixTime;
 
-const SECONDS_PER_DAY: u64 = 86_400;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Operation {
     Check,
     Add,
@@ -28,7 +31,7 @@ impl Operation {
 }
 
 /// Daily limits per license holder (decisions.md: configuration, defaults 6000 and 1000).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     pub additions: u32,
     pub removals: u32,
@@ -56,19 +59,8 @@ impl Limits {
     }
 }
 
-/// Seconds since the Unix epoch, as the caller's clock reads them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct UnixTime(pub u64);
-
-impl UnixTime {
-    /// Days since the epoch: a new UTC calendar day starts at 00:00 UTC.
-    pub fn utc_day(self) -> u64 {
-        self.0 / SECONDS_PER_DAY
-    }
-}
-
 /// What one UTC day has used of the limits.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DailyUsage {
     pub day: u64,
     pub added: u32,
@@ -86,54 +78,83 @@ impl DailyUsage {
     }
 }
 
+/// One list operation as the worker hands it to the holder's object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Call {
+    pub operation: Operation,
+    pub ip: PublicIpv4,
+    #[serde(default)]
+    pub details: EntryDetails,
+    /// The address of the client that made the request, for the history.
+    pub client: Option<String>,
+}
+
+/// The object's answer: the outcome, the day's usage after it and the limits it ran under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    pub outcome: PersonalOutcome,
+    pub usage: DailyUsage,
+    pub limits: Limits,
+}
+
 /// The storage one holder's list needs. Every call is synchronous so that a
 /// whole operation runs without yielding: nothing can interleave with it.
 pub trait ListStore {
     type Error;
-    fn contains(&self, ip: PublicIpv4) -> Result<bool, Self::Error>;
-    fn insert(&mut self, ip: PublicIpv4, at: UnixTime) -> Result<(), Self::Error>;
+    fn entry(&self, ip: PublicIpv4) -> Result<Option<Entry>, Self::Error>;
+    /// Stores `entry`, replacing any row of the same address.
+    fn insert(&mut self, entry: &Entry) -> Result<(), Self::Error>;
     fn delete(&mut self, ip: PublicIpv4) -> Result<(), Self::Error>;
     fn usage(&self) -> Result<DailyUsage, Self::Error>;
     fn save_usage(&mut self, usage: DailyUsage) -> Result<(), Self::Error>;
+    fn record(&mut self, event: &HistoryEvent) -> Result<(), Self::Error>;
 }
 
 /// Runs one operation of the state table: only an actual addition or removal
-/// counts against the day's limit, and a refused one changes nothing.
-pub fn apply<S: ListStore>(
-    store: &mut S,
-    operation: Operation,
-    ip: PublicIpv4,
-    now: UnixTime,
-    limits: Limits,
-) -> Result<PersonalOutcome, S::Error> {
-    let listed = store.contains(ip)?;
-    let outcome = match (operation, listed) {
+/// counts against the day's limit, and a refused one changes nothing but the history.
+pub fn apply<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Limits) -> Result<Answer, S::Error> {
+    let ip = call.ip;
+    let event = |change| HistoryEvent { at: now, change, ip, client: call.client.clone() };
+    let listed = match store.entry(ip)? {
+        Some(entry) if entry.is_live(now) => true,
+        Some(expired) => {
+            store.delete(ip)?;
+            store.record(&HistoryEvent { at: expired.expires_at.unwrap_or(now), change: Change::Expired, ip, client: None })?;
+            false
+        }
+        None => false,
+    };
+    let mut usage = store.usage()?.on(now.utc_day());
+    let outcome = match (call.operation, listed) {
         (Operation::Check, true) => PersonalOutcome::Listed,
         (Operation::Check, false) => PersonalOutcome::NotListed,
         (Operation::Add, true) => PersonalOutcome::AlreadyListed,
         (Operation::Remove, false) => PersonalOutcome::NotOnList,
+        (Operation::Add, false) if usage.added >= limits.additions => {
+            store.record(&event(Change::LimitRefused))?;
+            PersonalOutcome::LimitReached
+        }
+        (Operation::Remove, true) if usage.removed >= limits.removals => {
+            store.record(&event(Change::LimitRefused))?;
+            PersonalOutcome::LimitReached
+        }
         (Operation::Add, false) => {
-            let usage = store.usage()?.on(now.utc_day());
-            if usage.added >= limits.additions {
-                PersonalOutcome::LimitReached
-            } else {
-                store.insert(ip, now)?;
-                store.save_usage(DailyUsage { added: usage.added + 1, ..usage })?;
-                PersonalOutcome::Added
-            }
+            let details = call.details.clone();
+            store.insert(&Entry { ip, added_at: now, expires_at: details.expires_at, comment: details.comment })?;
+            store.record(&event(Change::Added))?;
+            usage.added += 1;
+            store.save_usage(usage)?;
+            PersonalOutcome::Added
         }
         (Operation::Remove, true) => {
-            let usage = store.usage()?.on(now.utc_day());
-            if usage.removed >= limits.removals {
-                PersonalOutcome::LimitReached
-            } else {
-                store.delete(ip)?;
-                store.save_usage(DailyUsage { removed: usage.removed + 1, ..usage })?;
-                PersonalOutcome::Removed
-            }
+            store.delete(ip)?;
+            store.record(&event(Change::Removed))?;
+            usage.removed += 1;
+            store.save_usage(usage)?;
+            PersonalOutcome::Removed
         }
     };
-    Ok(outcome)
+    Ok(Answer { outcome, usage, limits })
 }
 
 #[cfg(test)]
@@ -146,19 +167,20 @@ pub mod memory {
     /// An in-memory store for the native tests of the rules.
     #[derive(Debug, Default)]
     pub struct MemoryStore {
-        pub entries: BTreeMap<PublicIpv4, UnixTime>,
+        pub entries: BTreeMap<PublicIpv4, Entry>,
         pub usage: DailyUsage,
+        pub history: Vec<HistoryEvent>,
     }
 
     impl ListStore for MemoryStore {
         type Error = Infallible;
 
-        fn contains(&self, ip: PublicIpv4) -> Result<bool, Infallible> {
-            Ok(self.entries.contains_key(&ip))
+        fn entry(&self, ip: PublicIpv4) -> Result<Option<Entry>, Infallible> {
+            Ok(self.entries.get(&ip).cloned())
         }
 
-        fn insert(&mut self, ip: PublicIpv4, at: UnixTime) -> Result<(), Infallible> {
-            self.entries.insert(ip, at);
+        fn insert(&mut self, entry: &Entry) -> Result<(), Infallible> {
+            self.entries.insert(entry.ip, entry.clone());
             Ok(())
         }
 
@@ -173,6 +195,11 @@ pub mod memory {
 
         fn save_usage(&mut self, usage: DailyUsage) -> Result<(), Infallible> {
             self.usage = usage;
+            Ok(())
+        }
+
+        fn record(&mut self, event: &HistoryEvent) -> Result<(), Infallible> {
+            self.history.push(event.clone());
             Ok(())
         }
     }
@@ -193,9 +220,17 @@ mod tests {
         PublicIpv4::parse(&format!("8.8.8.{n}")).unwrap()
     }
 
+    fn call(operation: Operation, n: u8) -> Call {
+        Call { operation, ip: ip(n), details: EntryDetails::default(), client: Some("192.0.2.7".into()) }
+    }
+
+    fn run_call(store: &mut MemoryStore, call: &Call, now: UnixTime) -> Answer {
+        let Ok(answer) = apply(store, call, now, LIMITS);
+        answer
+    }
+
     fn run(store: &mut MemoryStore, op: Operation, n: u8, now: UnixTime) -> PersonalOutcome {
-        let Ok(outcome) = apply(store, op, ip(n), now, LIMITS);
-        outcome
+        run_call(store, &call(op, n), now).outcome
     }
 
     #[test]
@@ -204,7 +239,7 @@ mod tests {
         assert_eq!(run(&mut store, Check, 1, NOON), P::NotListed);
         assert_eq!(run(&mut store, Remove, 1, NOON), P::NotOnList);
         assert_eq!(run(&mut store, Add, 1, NOON), P::Added);
-        assert_eq!(store.entries.get(&ip(1)), Some(&NOON));
+        assert_eq!(store.entries[&ip(1)], Entry { ip: ip(1), added_at: NOON, expires_at: None, comment: None });
         assert_eq!(run(&mut store, Check, 1, NOON), P::Listed);
         assert_eq!(run(&mut store, Add, 1, NOON), P::AlreadyListed);
         assert_eq!(run(&mut store, Remove, 1, NOON), P::Removed);
@@ -254,8 +289,8 @@ mod tests {
     #[test]
     fn counters_reset_at_midnight_utc_and_not_before() {
         let mut store = MemoryStore::default();
-        let last_second = UnixTime(NOON.0 - NOON.0 % 86_400 + 86_399);
-        let midnight = UnixTime(last_second.0 + 1);
+        let midnight = NOON.plus(NOON.seconds_to_next_utc_day());
+        let last_second = midnight.minus(1);
         for n in 1..=3 {
             run(&mut store, Add, n, NOON);
         }
@@ -267,8 +302,69 @@ mod tests {
     #[test]
     fn a_zero_limit_refuses_every_change() {
         let mut store = MemoryStore::default();
-        let Ok(outcome) = apply(&mut store, Add, ip(1), NOON, Limits { additions: 0, removals: 0 });
-        assert_eq!(outcome, P::LimitReached);
+        let Ok(answer) = apply(&mut store, &call(Add, 1), NOON, Limits { additions: 0, removals: 0 });
+        assert_eq!(answer.outcome, P::LimitReached);
+    }
+
+    #[test]
+    fn the_answer_carries_the_days_usage_after_the_operation() {
+        let mut store = MemoryStore::default();
+        assert_eq!(run_call(&mut store, &call(Add, 1), NOON).usage, DailyUsage { day: NOON.utc_day(), added: 1, removed: 0 });
+        assert_eq!(run_call(&mut store, &call(Remove, 1), NOON).usage, DailyUsage { day: NOON.utc_day(), added: 1, removed: 1 });
+        let tomorrow = NOON.plus(86_400);
+        assert_eq!(run_call(&mut store, &call(Check, 1), tomorrow).usage, DailyUsage { day: tomorrow.utc_day(), added: 0, removed: 0 });
+    }
+
+    #[test]
+    fn details_are_stored_with_the_entry() {
+        let mut store = MemoryStore::default();
+        let details = EntryDetails { expires_at: Some(NOON.plus(600)), comment: Some("scanner".into()) };
+        run_call(&mut store, &Call { details: details.clone(), ..call(Add, 1) }, NOON);
+        let entry = &store.entries[&ip(1)];
+        assert_eq!((entry.expires_at, entry.comment.clone()), (details.expires_at, details.comment));
+    }
+
+    #[test]
+    fn an_expired_entry_is_gone_for_every_operation_at_its_second() {
+        let expiring = Call { details: EntryDetails { expires_at: Some(NOON.plus(60)), comment: None }, ..call(Add, 1) };
+        for op in [Check, Add, Remove] {
+            let mut store = MemoryStore::default();
+            run_call(&mut store, &expiring, NOON);
+            assert_eq!(run(&mut store, Check, 1, NOON.plus(59)), P::Listed);
+            let expected = match op {
+                Check => P::NotListed,
+                Add => P::Added,
+                Remove => P::NotOnList,
+            };
+            assert_eq!(run(&mut store, op, 1, NOON.plus(60)), expected, "{op:?}");
+            assert!(store.history.iter().any(|e| e.change == Change::Expired && e.at == NOON.plus(60)));
+        }
+    }
+
+    #[test]
+    fn re_adding_a_listed_address_leaves_its_entry_as_it_was() {
+        let mut store = MemoryStore::default();
+        let first = Call { details: EntryDetails { expires_at: Some(NOON.plus(600)), comment: Some("first".into()) }, ..call(Add, 1) };
+        run_call(&mut store, &first, NOON);
+        let again = Call { details: EntryDetails { expires_at: Some(NOON.plus(9_999)), comment: Some("again".into()) }, ..call(Add, 1) };
+        assert_eq!(run_call(&mut store, &again, NOON.plus(5)).outcome, P::AlreadyListed);
+        assert_eq!(store.entries[&ip(1)].comment.as_deref(), Some("first"));
+        assert_eq!(store.entries[&ip(1)].expires_at, Some(NOON.plus(600)));
+    }
+
+    #[test]
+    fn history_records_changes_and_refusals_with_the_client() {
+        let mut store = MemoryStore::default();
+        for n in 1..=4 {
+            run(&mut store, Add, n, NOON);
+        }
+        run(&mut store, Check, 1, NOON);
+        run(&mut store, Add, 1, NOON);
+        run(&mut store, Remove, 1, NOON);
+        let changes: Vec<Change> = store.history.iter().map(|e| e.change).collect();
+        use Change::{Added, LimitRefused, Removed};
+        assert_eq!(changes, [Added, Added, Added, LimitRefused, Removed]);
+        assert!(store.history.iter().all(|e| e.client.as_deref() == Some("192.0.2.7") && e.at == NOON));
     }
 
     #[test]

@@ -3,6 +3,9 @@
 use std::fmt;
 use std::net::Ipv4Addr;
 
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use super::range::Ipv4Range;
 
 /// An IPv4 address that parsed strictly and is globally reachable:
@@ -30,12 +33,32 @@ impl PublicIpv4 {
         }
     }
 
+    /// The address if it is globally reachable (for values read back from storage).
+    pub fn from_addr(addr: Ipv4Addr) -> Option<Self> {
+        is_globally_reachable(addr).then_some(Self(addr))
+    }
+
     pub fn addr(self) -> Ipv4Addr {
         self.0
     }
 
     pub fn to_u32(self) -> u32 {
         u32::from(self.0)
+    }
+}
+
+/// Serialized as its dotted form and validated again when read back, so a
+/// `PublicIpv4` that crossed a wire is still a public address.
+impl Serialize for PublicIpv4 {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PublicIpv4 {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(|_| D::Error::custom(format!("not a public IPv4 address: {text:?}")))
     }
 }
 
@@ -128,6 +151,15 @@ mod tests {
         for s in cases {
             assert_eq!(PublicIpv4::parse(s), invalid(s), "{s:?}");
         }
+    }
+
+    #[test]
+    fn serializes_as_dotted_text_and_validates_when_read_back() {
+        let ip = PublicIpv4::parse("8.8.8.8").unwrap();
+        assert_eq!(serde_json::to_string(&ip).unwrap(), "\"8.8.8.8\"");
+        assert_eq!(serde_json::from_str::<PublicIpv4>("\"8.8.8.8\"").unwrap(), ip);
+        assert!(serde_json::from_str::<PublicIpv4>("\"10.0.0.1\"").is_err());
+        assert!(serde_json::from_str::<PublicIpv4>("\"x\"").is_err());
     }
 
     #[test]

@@ -1,10 +1,14 @@
 pub mod allow_list;
+pub mod entry;
 pub mod form;
 pub mod holder;
 pub mod ipv4;
 pub mod license;
 pub mod list_edit;
 pub mod outcome;
+pub mod page;
+pub mod quota;
 pub mod range;
 pub mod route;
+pub mod time;
 pub mod token;

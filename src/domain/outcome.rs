@@ -2,6 +2,9 @@
 
 use std::net::Ipv4Addr;
 
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use super::ipv4::{IpRejection, PublicIpv4};
 
 /// What one holder's personal list answered (the Durable Object's reply).
@@ -42,6 +45,19 @@ impl PersonalOutcome {
 
     pub fn from_code(code: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|outcome| outcome.code() == code)
+    }
+}
+
+impl Serialize for PersonalOutcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.code())
+    }
+}
+
+impl<'de> Deserialize<'de> for PersonalOutcome {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let code = String::deserialize(deserializer)?;
+        Self::from_code(&code).ok_or_else(|| D::Error::custom(format!("unknown outcome {code:?}")))
     }
 }
 

@@ -5,7 +5,7 @@ use jwt_compact::alg::{Hs256, Hs256Key};
 use jwt_compact::{AlgorithmExt, Claims, Header, TimeOptions, UntrustedToken};
 use serde::{Deserialize, Serialize};
 
-use super::holder::UnixTime;
+use super::time::UnixTime;
 use super::license::LicenseId;
 
 /// Clock skew tolerated when checking `exp`, between the edge machines that issue and check tokens.

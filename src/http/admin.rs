@@ -4,11 +4,11 @@
 use serde_json::json;
 use worker::{Date, Env, Request};
 
-use super::body;
+use super::body::Body;
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
-use crate::domain::holder::UnixTime;
+use crate::domain::time::UnixTime;
 use crate::domain::ipv4::PublicIpv4;
 use crate::domain::license::LicenseId;
 use crate::domain::list_edit::EditRequest;
@@ -48,7 +48,8 @@ pub async fn edit_allow_list(mut req: Request, env: &Env) -> Result<Reply, ApiEr
 }
 
 async fn edit_request(req: &mut Request) -> Result<EditRequest, ApiError> {
-    let body = body::read_limited(req).await?;
-    serde_json::from_slice(&body)
+    Body::read(req)
+        .await?
+        .json()
         .map_err(|e| ApiError::BadRequest(format!("expected {{\"add\": [...], \"remove\": [...]}}: {e}")))
 }

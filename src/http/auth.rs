@@ -4,8 +4,9 @@
 use worker::{Env, Request};
 
 use super::error::ApiError;
+use super::log::RequestLog;
 use crate::config;
-use crate::domain::holder::UnixTime;
+use crate::domain::time::UnixTime;
 use crate::domain::license::{secrets_match, LicenseId};
 use crate::domain::token::{bearer, TokenKey};
 use crate::store::licenses;
@@ -14,11 +15,13 @@ fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
     Ok(req.headers().get("Authorization")?.as_deref().and_then(bearer).map(str::to_owned))
 }
 
-/// The license of a valid access token whose license is still active.
-pub async fn license_holder(req: &Request, env: &Env, now: UnixTime) -> Result<LicenseId, ApiError> {
+/// The license of a valid access token whose license is still active; the
+/// request's log line names it from here on.
+pub async fn license_holder(req: &Request, env: &Env, now: UnixTime, log: &mut RequestLog) -> Result<LicenseId, ApiError> {
     let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
     let key = TokenKey::new(&config::secret(env, "JWT_SECRET")?);
     let license = key.verify(&token, now).map_err(|e| ApiError::Unauthorized(e.code()))?;
+    log.license = Some(license.clone());
     if licenses::is_active(env, &license, config::cache_seconds(env)).await? {
         Ok(license)
     } else {

@@ -69,7 +69,11 @@ impl ApiError {
     pub fn into_response(self, mode: BodyMode) -> worker::Result<Response> {
         let response = mode.render(&self.message())?.with_status(self.status());
         match &self {
-            Self::Unauthorized(_) | Self::AdminUnauthorized | Self::LoginRefused => response.headers().set("WWW-Authenticate", "Bearer")?,
+            Self::Unauthorized(_) => {
+                response.headers().set("WWW-Authenticate", "Bearer")?;
+                response.headers().set("X-Greylist-Outcome", "unauthorized")?;
+            }
+            Self::AdminUnauthorized | Self::LoginRefused => response.headers().set("WWW-Authenticate", "Bearer")?,
             Self::MethodNotAllowed(allowed) => response.headers().set("Allow", allowed)?,
             _ => {}
         }

@@ -4,13 +4,12 @@ use serde::Deserialize;
 use serde_json::json;
 use worker::{Date, Env, Request};
 
-use super::body;
+use super::body::Body;
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
 use crate::config;
-use crate::domain::form;
-use crate::domain::holder::UnixTime;
+use crate::domain::time::UnixTime;
 use crate::domain::token::TokenKey;
 use crate::store::licenses;
 
@@ -21,13 +20,8 @@ struct LoginRequest {
 }
 
 pub async fn handle(mut req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let content_type = req.headers().get("Content-Type")?.unwrap_or_default();
-    let body = body::read_limited(&mut req).await?;
-    let key = if form::media_type(&content_type).eq_ignore_ascii_case("application/json") {
-        serde_json::from_slice::<LoginRequest>(&body).ok().map(|login| login.license_key)
-    } else {
-        form::first_field(&content_type, &body, "licenseKey")
-    };
+    let body = Body::read(&mut req).await?;
+    let key = if body.is_json() { body.json::<LoginRequest>().ok().map(|login| login.license_key) } else { body.field("licenseKey") };
     let key = key
         .filter(|key| !key.trim().is_empty())
         .ok_or_else(|| ApiError::BadRequest("send the license key as {\"licenseKey\": \"<LICENSE_KEY>\"}".to_owned()))?;

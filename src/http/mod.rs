@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod auth;
 pub mod body;
+pub mod browse;
 pub mod error;
 pub mod list_api;
 pub mod log;
@@ -19,7 +20,7 @@ use reply::{BodyMode, Reply};
 pub async fn handle(req: Request, env: Env) -> worker::Result<Response> {
     let route = Route::of_path(&req.path());
     let mode = match &route {
-        Some(route) if route.is_admin_or_login() => BodyMode::Message,
+        Some(route) if !route.is_holders() => BodyMode::Message,
         _ => BodyMode::of_query(req.url()?.query()),
     };
     let mut log = RequestLog::start(route.as_ref().map_or("unknown", Route::name));
@@ -48,6 +49,9 @@ async fn dispatch(route: Route, req: Request, env: &Env, log: &mut RequestLog) -
     }
     match route {
         Route::List(operation) => list_api::handle(operation, req, env, log).await,
+        Route::ListEntries => browse::list(req, env, log).await,
+        Route::History => browse::history(req, env, log).await,
+        Route::OpenApi => Ok(Reply::Document(include_str!("../openapi.json"))),
         Route::Login => login::handle(req, env, log).await,
         Route::CreateLicense => admin::create_license(env, log).await,
         Route::RevokeLicense(id) => admin::revoke_license(env, &id, log).await,

@@ -1,6 +1,6 @@
 //! Turning answers into responses in the mode the client asked for.
 
-use serde_json::json;
+use serde_json::{json, Value};
 use worker::Response;
 
 use crate::domain::outcome::Outcome;
@@ -8,9 +8,9 @@ use crate::domain::outcome::Outcome;
 /// How a message body is shaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BodyMode {
-    /// The bare message (list operations without `result_mode=json`).
+    /// The bare message (holder routes without `result_mode=json`).
     Plain,
-    /// `{"result": "..."}` (list operations with `result_mode=json`).
+    /// `{"result": "..."}` (holder routes with `result_mode=json`).
     Result,
     /// `{"message": "..."}` (login and the operator API).
     Message,
@@ -40,32 +40,71 @@ impl BodyMode {
             Self::Result => json!({ "result": message }).to_string(),
             Self::Message => json!({ "message": message }).to_string(),
         };
-        let response = Response::ok(body)?;
-        response.headers().set("Content-Type", self.content_type())?;
-        Ok(response)
+        respond(body, self.content_type())
     }
+}
+
+fn respond(body: String, content_type: &str) -> worker::Result<Response> {
+    let response = Response::ok(body)?;
+    response.headers().set("Content-Type", content_type)?;
+    Ok(response)
+}
+
+/// One page of a holder's list or history.
+pub struct Listing {
+    pub message: String,
+    /// The rows as JSON objects, for JSON mode.
+    pub entries: Vec<Value>,
+    /// The rows as text lines, for plain mode.
+    pub lines: Vec<String>,
+    pub cursor: Option<String>,
 }
 
 /// A successful answer of any endpoint.
 pub enum Reply {
-    Outcome(Outcome),
-    Json(u16, serde_json::Value),
+    /// A list operation's outcome, with the day's quota when the holder's list answered.
+    Outcome(Outcome, Option<[(&'static str, String); 2]>),
+    Listing(Listing),
+    Json(u16, Value),
     NoContent,
+    Document(&'static str),
 }
 
 impl Reply {
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Outcome(outcome) => outcome.code(),
-            Self::Json(..) | Self::NoContent => "ok",
+            Self::Outcome(outcome, _) => outcome.code(),
+            Self::Listing(_) | Self::Json(..) | Self::NoContent | Self::Document(_) => "ok",
         }
     }
 
     pub fn into_response(self, mode: BodyMode) -> worker::Result<Response> {
         match self {
-            Self::Outcome(outcome) => mode.render(&outcome.message()),
+            Self::Outcome(outcome, quota) => {
+                let response = mode.render(&outcome.message())?;
+                let headers = response.headers();
+                headers.set("X-Greylist-Outcome", outcome.code())?;
+                for (name, value) in quota.iter().flatten() {
+                    headers.set(name, value)?;
+                }
+                Ok(response)
+            }
+            Self::Listing(listing) => {
+                let response = match mode {
+                    BodyMode::Plain => respond(listing.lines.iter().map(|line| format!("{line}\n")).collect(), mode.content_type())?,
+                    BodyMode::Result | BodyMode::Message => {
+                        let body = json!({ "result": listing.message, "entries": listing.entries, "cursor": listing.cursor });
+                        respond(body.to_string(), "application/json")?
+                    }
+                };
+                if let Some(cursor) = &listing.cursor {
+                    response.headers().set("X-Greylist-Cursor", cursor)?;
+                }
+                Ok(response)
+            }
             Self::Json(status, value) => Ok(Response::from_json(&value)?.with_status(status)),
             Self::NoContent => Ok(Response::empty()?.with_status(204)),
+            Self::Document(text) => respond(text.to_owned(), "application/json"),
         }
     }
 }

@@ -1,22 +1,38 @@
-//! Calls into a license holder's Durable Object.
+//! Calls into a license holder's Durable Object: JSON in, JSON out.
 
-use worker::Env;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use worker::{Env, Method, Request, RequestInit};
 
-use crate::domain::holder::Operation;
-use crate::domain::ipv4::PublicIpv4;
+use crate::domain::entry::{Entry, HistoryEvent};
+use crate::domain::holder::{Answer, Call};
 use crate::domain::license::LicenseId;
-use crate::domain::outcome::PersonalOutcome;
+use crate::domain::page::{Page, PageQuery};
 use crate::http::error::ApiError;
 
 pub const BINDING: &str = "HOLDERS";
 
-/// One request to the holder's object: `/<operation>/<address>`, answered with a `PersonalOutcome` code.
-pub async fn call(env: &Env, license: &LicenseId, operation: Operation, ip: PublicIpv4) -> Result<PersonalOutcome, ApiError> {
-    let stub = env.durable_object(BINDING)?.id_from_name(license.as_str())?.get_stub()?;
-    let mut response = stub.fetch_with_str(&format!("https://holder/{}/{ip}", operation.name())).await?;
-    let body = response.text().await?;
-    match (response.status_code(), PersonalOutcome::from_code(&body)) {
-        (200, Some(outcome)) => Ok(outcome),
-        (status, _) => Err(ApiError::Internal(format!("holder object answered {status}: {body}"))),
+pub async fn apply(env: &Env, license: &LicenseId, call: &Call) -> Result<Answer, ApiError> {
+    send(env, license, "apply", call).await
+}
+
+pub async fn list(env: &Env, license: &LicenseId, query: &PageQuery) -> Result<Page<Entry>, ApiError> {
+    send(env, license, "list", query).await
+}
+
+pub async fn history(env: &Env, license: &LicenseId, query: &PageQuery) -> Result<Page<HistoryEvent>, ApiError> {
+    send(env, license, "history", query).await
+}
+
+async fn send<T: Serialize, R: DeserializeOwned>(env: &Env, license: &LicenseId, route: &str, body: &T) -> Result<R, ApiError> {
+    let stub = env.durable_object(BINDING)?.get_by_name(license.as_str())?;
+    let json = serde_json::to_string(body).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post).with_body(Some(json.into()));
+    let mut response = stub.fetch_with_request(Request::new_with_init(&format!("https://holder/{route}"), &init)?).await?;
+    let text = response.text().await?;
+    match response.status_code() {
+        200 => serde_json::from_str(&text).map_err(|e| ApiError::Internal(format!("holder object answered {text:?}: {e}"))),
+        status => Err(ApiError::Internal(format!("holder object answered {status}: {text}"))),
     }
 }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use worker::Env;
 
 use super::cached;
-use crate::domain::holder::UnixTime;
+use crate::domain::time::UnixTime;
 use crate::domain::license::{key_digest, LicenseId, LicenseKey};
 use crate::http::error::ApiError;
 

@@ -1,6 +1,6 @@
 //! Login and access tokens.
 
-use greylist::domain::holder::UnixTime;
+use greylist::domain::time::UnixTime;
 use greylist::domain::license::LicenseId;
 use greylist::domain::token::TokenKey;
 

@@ -5,6 +5,7 @@ mod admin;
 mod auth;
 mod concurrency;
 mod faults;
+mod features;
 mod helpers;
 mod limits;
 mod list_operations;

@@ -1,0 +1,153 @@
+//! What a personal list holds and remembers: entries with an optional expiry
+//! and comment, and the history of changes.
+
+use serde::{Deserialize, Serialize};
+
+use super::ipv4::PublicIpv4;
+use super::time::UnixTime;
+
+pub const MIN_TTL_SECONDS: u64 = 60;
+pub const MAX_TTL_SECONDS: u64 = 31_536_000;
+pub const MAX_COMMENT_CHARS: usize = 255;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub ip: PublicIpv4,
+    pub added_at: UnixTime,
+    pub expires_at: Option<UnixTime>,
+    pub comment: Option<String>,
+}
+
+impl Entry {
+    /// An entry is gone from the second its expiry is reached, for every operation alike.
+    pub fn is_live(&self, now: UnixTime) -> bool {
+        self.expires_at.is_none_or(|expires_at| now < expires_at)
+    }
+}
+
+/// What an `add` may say about the entry beyond its address.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryDetails {
+    pub expires_at: Option<UnixTime>,
+    pub comment: Option<String>,
+}
+
+impl EntryDetails {
+    /// Reads the optional `ttl` (seconds), `expiresAt` (RFC 3339) and `comment` fields.
+    /// Either expiry form must land 60 seconds to one year from `now`.
+    pub fn parse(ttl: Option<&str>, expires_at: Option<&str>, comment: Option<&str>, now: UnixTime) -> Result<Self, String> {
+        let range = format!("from {MIN_TTL_SECONDS} to {MAX_TTL_SECONDS} seconds from now");
+        let expires_at = match (ttl.filter(|t| !t.is_empty()), expires_at.filter(|e| !e.is_empty())) {
+            (Some(_), Some(_)) => return Err("give ttl or expiresAt, not both".to_owned()),
+            (Some(ttl), None) => {
+                let seconds = ttl.trim().parse::<u64>().ok().filter(|s| (MIN_TTL_SECONDS..=MAX_TTL_SECONDS).contains(s));
+                Some(now.plus(seconds.ok_or_else(|| format!("ttl must be whole seconds {range}"))?))
+            }
+            (None, Some(text)) => {
+                let at = UnixTime::parse_rfc3339(text).ok_or("expiresAt must be an RFC 3339 timestamp")?;
+                if !(now.plus(MIN_TTL_SECONDS)..=now.plus(MAX_TTL_SECONDS)).contains(&at) {
+                    return Err(format!("expiresAt must be {range}"));
+                }
+                Some(at)
+            }
+            (None, None) => None,
+        };
+        let comment = comment.map(str::to_owned);
+        if comment.as_ref().is_some_and(|c| c.chars().count() > MAX_COMMENT_CHARS) {
+            return Err(format!("comment must be at most {MAX_COMMENT_CHARS} characters"));
+        }
+        Ok(Self { expires_at, comment })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    Added,
+    Removed,
+    Expired,
+    LimitRefused,
+}
+
+impl Change {
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Added => "added",
+            Self::Removed => "removed",
+            Self::Expired => "expired",
+            Self::LimitRefused => "limit_refused",
+        }
+    }
+
+    pub fn from_code(code: &str) -> Option<Self> {
+        [Self::Added, Self::Removed, Self::Expired, Self::LimitRefused].into_iter().find(|c| c.code() == code)
+    }
+}
+
+/// One line of a holder's history: what changed, when, and from which client address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryEvent {
+    pub at: UnixTime,
+    pub change: Change,
+    pub ip: PublicIpv4,
+    pub client: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: UnixTime = UnixTime(1_795_262_400);
+
+    fn parse(ttl: Option<&str>, expires_at: Option<&str>, comment: Option<&str>) -> Result<EntryDetails, String> {
+        EntryDetails::parse(ttl, expires_at, comment, NOW)
+    }
+
+    #[test]
+    fn no_details_means_a_permanent_entry_without_comment() {
+        assert_eq!(parse(None, None, None), Ok(EntryDetails::default()));
+        assert_eq!(parse(Some(""), Some(""), None), Ok(EntryDetails::default()));
+    }
+
+    #[test]
+    fn ttl_is_bounded_to_a_minute_through_a_year() {
+        assert_eq!(parse(Some("60"), None, None).unwrap().expires_at, Some(NOW.plus(60)));
+        assert_eq!(parse(Some("31536000"), None, None).unwrap().expires_at, Some(NOW.plus(31_536_000)));
+        for bad in ["59", "31536001", "-60", "1.5", "soon", "0"] {
+            assert!(parse(Some(bad), None, None).unwrap_err().contains("ttl"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn expires_at_is_rfc3339_within_the_same_bounds() {
+        assert_eq!(parse(None, Some("2026-11-21T13:00:00Z"), None).unwrap().expires_at, Some(NOW.plus(3600)));
+        assert!(parse(None, Some("2026-11-21T12:00:59Z"), None).is_err(), "under a minute away");
+        assert!(parse(None, Some("2026-11-21T11:00:00Z"), None).is_err(), "in the past");
+        assert!(parse(None, Some("2028-01-01T00:00:00Z"), None).is_err(), "over a year away");
+        assert!(parse(None, Some("next week"), None).unwrap_err().contains("RFC 3339"));
+        assert!(parse(Some("60"), Some("2026-11-21T13:00:00Z"), None).unwrap_err().contains("not both"));
+    }
+
+    #[test]
+    fn comments_are_kept_as_given_up_to_255_characters() {
+        let longest = "é".repeat(255);
+        assert_eq!(parse(None, None, Some(&longest)).unwrap().comment, Some(longest.clone()));
+        assert_eq!(parse(None, None, Some(" scanner, see ticket #42 ")).unwrap().comment.as_deref(), Some(" scanner, see ticket #42 "));
+        assert!(parse(None, None, Some(&format!("{longest}x"))).unwrap_err().contains("255"));
+    }
+
+    #[test]
+    fn an_entry_is_gone_at_its_expiry_second() {
+        let entry = Entry { ip: PublicIpv4::parse("8.8.8.8").unwrap(), added_at: NOW, expires_at: Some(NOW.plus(60)), comment: None };
+        assert!(entry.is_live(NOW.plus(59)));
+        assert!(!entry.is_live(NOW.plus(60)));
+        assert!(Entry { expires_at: None, ..entry }.is_live(UnixTime(u64::MAX)));
+    }
+
+    #[test]
+    fn change_codes_round_trip() {
+        for change in [Change::Added, Change::Removed, Change::Expired, Change::LimitRefused] {
+            assert_eq!(Change::from_code(change.code()), Some(change));
+        }
+    }
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Schemathesis against a local wrangler dev: no 5xx, and every response
+# (status, content type, headers, body) as src/openapi.json describes it.
+# Usage: tests/contract.sh <path to st>
+set -euo pipefail
+st=$1
+cd "$(dirname "$0")/.."
+state=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+inspector=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+admin=contract-admin-token
+base=http://127.0.0.1:$port
+
+setsid node_modules/.bin/wrangler dev --ip 127.0.0.1 --port "$port" --inspector-port "$inspector" \
+  --persist-to "$state" --show-interactive-dev-session=false \
+  --var JWT_SECRET:contract-jwt-secret-0123456789abcdef --var ADMIN_TOKEN:$admin --var CACHE_SECONDS:0 \
+  > "$state/wrangler.log" 2>&1 &
+server=$!
+trap 'kill -KILL -- -$server 2>/dev/null || true; rm -rf "$state"' EXIT
+
+for _ in $(seq 1 300); do
+  curl -s -o /dev/null "$base/openapi.json" && break
+  sleep 0.2
+done
+key=$(curl -sf -X POST "$base/admin/licenses" -H "Authorization: Bearer $admin" | sed -n 's/.*"licenseKey":"\([^"]*\)".*/\1/p')
+token=$(curl -sf -X POST "$base/v2/authentication/login/license" -H 'Content-Type: application/json' \
+  -d "{\"licenseKey\": \"$key\"}" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')
+[ -n "$token" ] || { echo "could not log in"; cat "$state/wrangler.log"; exit 1; }
+
+checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance
+# The holder's routes with an access token, the operator's with the admin token.
+"$st" run src/openapi.json --url "$base" -H "Authorization: Bearer $token" --exclude-path-regex '^/admin/' \
+  --checks "$checks" --max-examples 25 --seed 1 --workers 2 --no-color
+"$st" run src/openapi.json --url "$base" -H "Authorization: Bearer $admin" --include-path-regex '^/admin/' \
+  --checks "$checks" --max-examples 25 --seed 1 --workers 2 --no-color
