@@ -22,7 +22,7 @@ SOURCES := Cargo.toml Cargo.lock $(shell find src -name '*.rs')
 
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: tools build dev test unit e2e contract fuzz deploy-check clean
+.PHONY: tools build dev test unit e2e contract fuzz deploy-check bench clean
 
 tools: $(WORKER_BUILD) $(WASM_BINDGEN) $(WASM_TARGET) $(NODE_TOOLS)
 
@@ -50,7 +50,13 @@ $(NODE_TOOLS): package.json package-lock.json
 build: $(WORKER)
 
 $(WORKER): $(SOURCES) | tools
-	WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt $(WORKER_BUILD) --release
+	$(BUILD_ENV) $(WORKER_BUILD) --release
+
+BUILD_ENV := WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt
+FLOOR := bench/floor/build/index.js
+
+$(FLOOR): bench/floor/Cargo.toml bench/floor/Cargo.lock bench/floor/src/lib.rs | tools
+	cd bench/floor && $(BUILD_ENV) $(WORKER_BUILD) --release
 
 # Never overwrites an existing .dev.vars.
 .dev.vars:
@@ -86,5 +92,10 @@ fuzz: $(CARGO_FUZZ)
 deploy-check: build
 	$(WRANGLER) deploy --dry-run --outdir target/deploy-dry-run
 
+# The service against the runtime's floors, served by Miniflare directly; writes bench/results.json.
+bench: build $(FLOOR)
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+	node bench/run.mjs
+
 clean:
-	rm -rf build target .wrangler
+	rm -rf build target .wrangler bench/floor/build bench/floor/target

@@ -30,6 +30,7 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS usage (
         id INTEGER PRIMARY KEY CHECK (id = 0), day INTEGER NOT NULL, added INTEGER NOT NULL, removed INTEGER NOT NULL
     );
+    CREATE TABLE IF NOT EXISTS standing (id INTEGER PRIMARY KEY CHECK (id = 0), revoked_at INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS history (
         id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, change TEXT NOT NULL, ip INTEGER NOT NULL, client TEXT
     );";
@@ -49,6 +50,9 @@ pub struct HolderList {
     ready: std::result::Result<Limits, String>,
     /// When the next alarm is known to be set, so most requests need not ask.
     alarm_at: Cell<Option<u64>>,
+    /// Whether the license is revoked, once read: every request of a holder comes
+    /// through this one object, so the answer cannot go stale here.
+    revoked: Cell<Option<bool>>,
 }
 
 impl DurableObject for HolderList {
@@ -57,7 +61,7 @@ impl DurableObject for HolderList {
         let ready = sql.exec(SCHEMA, None).map_err(|e| format!("schema: {e}")).and_then(|_| {
             Limits::from_config(config::var(&env, "DAILY_ADDITIONS").as_deref(), config::var(&env, "DAILY_REMOVALS").as_deref())
         });
-        Self { state, sql, ready, alarm_at: Cell::new(None) }
+        Self { state, sql, ready, alarm_at: Cell::new(None), revoked: Cell::new(None) }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -67,7 +71,17 @@ impl DurableObject for HolderList {
         };
         let now = now();
         let store = SqlListStore { sql: &self.sql };
-        match req.path().as_str() {
+        let path = req.path();
+        if path == "/revoke" {
+            self.sql.exec("INSERT OR IGNORE INTO standing (id, revoked_at) VALUES (0, ?1)", vec![int(now.0)])?;
+            self.revoked.set(Some(true));
+            return Response::from_json(&"revoked");
+        }
+        // A revoked license is refused here at once, whatever an edge cache still says.
+        if self.is_revoked()? {
+            return Response::error("revoked", 401);
+        }
+        match path.as_str() {
             "/apply" => {
                 let call: Call = read(&mut req).await?;
                 let answer = apply(&mut SqlListStore { sql: &self.sql }, &call, now, limits)?;
@@ -94,6 +108,15 @@ impl DurableObject for HolderList {
 }
 
 impl HolderList {
+    fn is_revoked(&self) -> Result<bool> {
+        if let Some(revoked) = self.revoked.get() {
+            return Ok(revoked);
+        }
+        let revoked = self.sql.exec("SELECT revoked_at FROM standing WHERE id = 0", None)?.raw().next().is_some();
+        self.revoked.set(Some(revoked));
+        Ok(revoked)
+    }
+
     /// Makes sure an alarm fires no later than `at`.
     async fn schedule_sweep(&self, at: UnixTime) -> Result<()> {
         let storage = self.state.storage();

@@ -13,7 +13,7 @@ use crate::domain::ipv4::PublicIpv4;
 use crate::domain::license::LicenseId;
 use crate::domain::list_edit::EditRequest;
 use crate::domain::range::Ipv4Range;
-use crate::store::{allow_list, global_list, licenses};
+use crate::store::{allow_list, global_list, holders, licenses};
 
 fn now() -> UnixTime {
     UnixTime(Date::now().as_millis() / 1000)
@@ -29,6 +29,7 @@ pub async fn revoke_license(env: &Env, id: &str, log: &mut RequestLog) -> Result
     let license = LicenseId::parse(id).ok_or(ApiError::NotFound("license"))?;
     log.license = Some(license.clone());
     if licenses::revoke(env, &license, now()).await? {
+        holders::revoke(env, &license).await?;
         Ok(Reply::NoContent)
     } else {
         Err(ApiError::NotFound("license"))

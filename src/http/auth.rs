@@ -22,7 +22,7 @@ pub async fn license_holder(req: &Request, env: &Env, now: UnixTime, log: &mut R
     let key = TokenKey::new(&config::secret(env, "JWT_SECRET")?);
     let license = key.verify(&token, now).map_err(|e| ApiError::Unauthorized(e.code()))?;
     log.license = Some(license.clone());
-    if licenses::is_active(env, &license, config::cache_seconds(env)).await? {
+    if licenses::is_active(env, &license, config::cache_seconds(env), now.0 * 1000).await? {
         Ok(license)
     } else {
         Err(ApiError::Unauthorized("license_revoked"))

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use worker::Env;
 
-use super::cached;
+use super::{cached, fresh};
 use crate::domain::allow_list::{AllowEntries, AllowList};
 use crate::domain::list_edit::ListEdit;
 use crate::domain::range::Ipv4Range;
@@ -21,8 +21,7 @@ thread_local! {
 }
 
 pub async fn load(env: &Env, cache_seconds: u64, now_ms: u64) -> Result<Rc<AllowList>, ApiError> {
-    let fresh = |&(loaded_at, _): &(u64, Rc<AllowList>)| now_ms.saturating_sub(loaded_at) < cache_seconds * 1000;
-    if let Some((_, list)) = CACHE.with_borrow(|cache| cache.as_ref().filter(|c| fresh(c)).cloned()) {
+    if let Some((_, list)) = CACHE.with_borrow(|cache| cache.as_ref().filter(|(at, _)| fresh(*at, now_ms, cache_seconds)).cloned()) {
         return Ok(list);
     }
     let list = Rc::new(read_entries(env, cache_seconds).await?.compile());

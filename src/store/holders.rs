@@ -24,6 +24,11 @@ pub async fn history(env: &Env, license: &LicenseId, query: &PageQuery) -> Resul
     send(env, license, "history", query).await
 }
 
+/// Tells the holder's object that the license is revoked; from then on it refuses every call.
+pub async fn revoke(env: &Env, license: &LicenseId) -> Result<(), ApiError> {
+    send::<_, serde::de::IgnoredAny>(env, license, "revoke", &()).await.map(|_| ())
+}
+
 async fn send<T: Serialize, R: DeserializeOwned>(env: &Env, license: &LicenseId, route: &str, body: &T) -> Result<R, ApiError> {
     let stub = env.durable_object(BINDING)?.get_by_name(license.as_str())?;
     let json = serde_json::to_string(body).map_err(|e| ApiError::Internal(e.to_string()))?;
@@ -33,6 +38,7 @@ async fn send<T: Serialize, R: DeserializeOwned>(env: &Env, license: &LicenseId,
     let text = response.text().await?;
     match response.status_code() {
         200 => serde_json::from_str(&text).map_err(|e| ApiError::Internal(format!("holder object answered {text:?}: {e}"))),
+        401 => Err(ApiError::Unauthorized("license_revoked")),
         status => Err(ApiError::Internal(format!("holder object answered {status}: {text}"))),
     }
 }

@@ -1,15 +1,25 @@
 //! License records in KV: `license:<id>` holds the record, `key:<sha256 of key>`
 //! points at the id. The key itself is never stored.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 use worker::Env;
 
-use super::cached;
+use super::{cached, fresh};
 use crate::domain::time::UnixTime;
 use crate::domain::license::{key_digest, LicenseId, LicenseKey};
 use crate::http::error::ApiError;
 
 const BINDING: &str = "LICENSES";
+/// How many licenses' standing one isolate remembers before it starts afresh.
+const REMEMBERED: usize = 10_000;
+
+thread_local! {
+    /// License id → (read at, in ms since the epoch; active). Workers isolates are single-threaded.
+    static STANDING: RefCell<HashMap<String, (u64, bool)>> = RefCell::new(HashMap::new());
+}
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -45,6 +55,7 @@ pub async fn revoke(env: &Env, id: &LicenseId, now: UnixTime) -> Result<bool, Ap
         return Ok(false);
     };
     kv.delete(&digest_key(&record.key_digest)).await?;
+    STANDING.with_borrow_mut(|standing| standing.remove(id.as_str()));
     if record.revoked_at.is_none() {
         record.revoked_at = Some(now.0);
         kv.put(&record_key(id), serde_json::to_string(&record).map_err(|e| ApiError::Internal(e.to_string()))?)?.execute().await?;
@@ -58,10 +69,27 @@ pub async fn find_by_key(env: &Env, key: &str) -> Result<Option<LicenseId>, ApiE
     let Some(id) = kv.get(&digest_key(&key_digest(key))).text().await?.as_deref().and_then(LicenseId::parse) else {
         return Ok(None);
     };
-    Ok(is_active(env, &id, 0).await?.then_some(id))
+    Ok(is_active(env, &id, 0, 0).await?.then_some(id))
 }
 
-pub async fn is_active(env: &Env, id: &LicenseId, cache_seconds: u64) -> Result<bool, ApiError> {
+/// Whether the license exists and is not revoked, as KV says within the cache
+/// period; the isolate remembers the answer for that long, so most requests read nothing.
+pub async fn is_active(env: &Env, id: &LicenseId, cache_seconds: u64, now_ms: u64) -> Result<bool, ApiError> {
+    let remembered = STANDING.with_borrow(|standing| {
+        standing.get(id.as_str()).filter(|(at, _)| fresh(*at, now_ms, cache_seconds)).map(|(_, active)| *active)
+    });
+    if let Some(active) = remembered {
+        return Ok(active);
+    }
     let record = cached(env.kv(BINDING)?.get(&record_key(id)), cache_seconds).json::<LicenseRecord>().await?;
-    Ok(record.is_some_and(|r| r.revoked_at.is_none()))
+    let active = record.is_some_and(|r| r.revoked_at.is_none());
+    if cache_seconds > 0 {
+        STANDING.with_borrow_mut(|standing| {
+            if standing.len() >= REMEMBERED {
+                standing.clear();
+            }
+            standing.insert(id.as_str().to_owned(), (now_ms, active));
+        });
+    }
+    Ok(active)
 }

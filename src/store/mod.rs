@@ -8,6 +8,11 @@ pub mod licenses;
 
 use worker::kv::GetOptionsBuilder;
 
+/// Whether a value an isolate loaded at `loaded_at_ms` may still stand in for a KV read.
+fn fresh(loaded_at_ms: u64, now_ms: u64, cache_seconds: u64) -> bool {
+    now_ms.saturating_sub(loaded_at_ms) < cache_seconds * 1000
+}
+
 /// KV refuses a cache TTL under 60 seconds; 0 means "always read through".
 fn cached(get: GetOptionsBuilder, cache_seconds: u64) -> GetOptionsBuilder {
     if cache_seconds >= 60 {

@@ -4,7 +4,7 @@ use greylist::domain::time::UnixTime;
 use greylist::domain::license::LicenseId;
 use greylist::domain::token::TokenKey;
 
-use crate::helpers::{send, Encoding, Resp, Server, TestApp, JWT_SECRET};
+use crate::helpers::{fresh_state_dir, send, Encoding, Resp, Server, TestApp, JWT_SECRET};
 
 const UNAUTHORIZED: &str = "Unauthorized: the access token is missing or invalid";
 
@@ -95,4 +95,16 @@ fn a_revoked_license_can_neither_call_nor_log_in() {
     assert_eq!(revoked.status, 204);
     assert_unauthorized(&check_with(&app, Some(format!("Bearer {}", app.token)), true));
     assert_eq!(app.server.login(&app.license_key).status, 401);
+}
+
+#[test]
+fn revocation_reaches_the_personal_list_at_once_even_through_a_warm_cache() {
+    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[("CACHE_SECONDS", "60")])));
+    let app = TestApp::on(server);
+    assert_eq!(app.add("8.8.8.8"), "[8.8.8.8] has been added to greylist", "the license's standing is now cached as active");
+    assert_eq!(server.admin("DELETE", &format!("/admin/licenses/{}", app.license), None).status, 204);
+    for path in ["/api/checkIpOnGreylist", "/api/addIpToGreylist", "/api/deleteIpFromGreylist", "/api/listGreylist", "/api/greylistHistory"] {
+        assert_unauthorized(&app.call(path, "8.8.8.8", Encoding::Multipart, true));
+    }
+    server.kill();
 }

@@ -1,0 +1,53 @@
+-- wrk script for `make bench`, configured by environment variables:
+--   BENCH_PATH    request path (with query)
+--   BENCH_TOKENS  comma-separated access tokens, used in turn (one per license holder)
+--   BENCH_IP      a fixed address, or "seq:<n>" for a new address each request, from the n-th on
+--   BENCH_FIELD   the form field that carries the address (default ip)
+-- done() prints one JSON line with throughput and latency percentiles in microseconds.
+
+local path = os.getenv("BENCH_PATH") or "/"
+local field = os.getenv("BENCH_FIELD") or "ip"
+local ip_spec = os.getenv("BENCH_IP") or ""
+local tokens = {}
+for token in string.gmatch(os.getenv("BENCH_TOKENS") or "", "[^,]+") do
+  tokens[#tokens + 1] = token
+end
+
+local threads = {}
+function setup(thread)
+  thread:set("thread_index", #threads)
+  threads[#threads + 1] = thread
+end
+
+local counter = 0
+local start = nil
+
+-- Addresses 20.0.0.0 onwards are public; each thread draws from its own million.
+local function address(n)
+  local value = 20 * 16777216 + n
+  return string.format("%d.%d.%d.%d", math.floor(value / 16777216) % 256, math.floor(value / 65536) % 256,
+    math.floor(value / 256) % 256, value % 256)
+end
+
+function request()
+  counter = counter + 1
+  local ip = ip_spec
+  local seq = string.match(ip_spec, "^seq:(%d+)$")
+  if seq then
+    ip = address(tonumber(seq) + thread_index * 1000000 + counter)
+  end
+  local headers = { ["Content-Type"] = "application/x-www-form-urlencoded" }
+  if #tokens > 0 then
+    headers["Authorization"] = "Bearer " .. tokens[(counter + thread_index) % #tokens + 1]
+  end
+  return wrk.format("POST", path, headers, field .. "=" .. ip)
+end
+
+function done(summary, latency, requests)
+  local errors = summary.errors
+  io.write(string.format(
+    '{"requests":%d,"seconds":%.3f,"rps":%.1f,"p50_us":%d,"p99_us":%d,"errors":%d}\n',
+    summary.requests, summary.duration / 1e6, summary.requests / (summary.duration / 1e6),
+    latency:percentile(50), latency:percentile(99),
+    errors.connect + errors.read + errors.write + errors.status + errors.timeout))
+end
