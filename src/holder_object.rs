@@ -12,7 +12,7 @@ use worker::{durable_object, Date, DurableObject, Env, Request, Response, Result
 
 use crate::config;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
-use crate::domain::holder::{apply, Call, DailyUsage, Limits, ListStore};
+use crate::domain::holder::{apply, Call, DailyUsage, Limits, ListStore, Operation};
 use crate::domain::ipv4::PublicIpv4;
 use crate::domain::page::{Cursor, Page, PageQuery};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
@@ -32,7 +32,7 @@ const SCHEMA: &str = "
     );
     CREATE TABLE IF NOT EXISTS standing (id INTEGER PRIMARY KEY CHECK (id = 0), revoked_at INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS history (
-        id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, change TEXT NOT NULL, ip INTEGER NOT NULL, client TEXT
+        id INTEGER PRIMARY KEY, at INTEGER NOT NULL, change TEXT NOT NULL, ip INTEGER NOT NULL, client TEXT
     );";
 
 /// Sorts after every row: the largest integer that crosses into JavaScript exactly.
@@ -85,7 +85,10 @@ impl DurableObject for HolderList {
             "/apply" => {
                 let call: Call = read(&mut req).await?;
                 let answer = apply(&mut SqlListStore { sql: &self.sql }, &call, now, limits)?;
-                self.schedule_sweep(call.details.expires_at.unwrap_or(now.plus(SECONDS_PER_DAY))).await?;
+                // Only a change leaves something to sweep: an expiring entry, or history.
+                if call.operation != Operation::Check {
+                    self.schedule_sweep(call.details.expires_at.unwrap_or(now.plus(SECONDS_PER_DAY))).await?;
+                }
                 Response::from_json(&answer)
             }
             "/list" => Response::from_json(&store.list(&read(&mut req).await?, now)?),

@@ -89,11 +89,12 @@ pub struct Call {
     pub client: Option<String>,
 }
 
-/// The object's answer: the outcome, the day's usage after it and the limits it ran under.
+/// The object's answer: the outcome, the day's usage after it (for add and
+/// remove; a check reads none) and the limits it ran under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {
     pub outcome: PersonalOutcome,
-    pub usage: DailyUsage,
+    pub usage: Option<DailyUsage>,
     pub limits: Limits,
 }
 
@@ -124,34 +125,41 @@ pub fn apply<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Li
         }
         None => false,
     };
-    let mut usage = store.usage()?.on(now.utc_day());
-    let outcome = match (call.operation, listed) {
-        (Operation::Check, true) => PersonalOutcome::Listed,
-        (Operation::Check, false) => PersonalOutcome::NotListed,
-        (Operation::Add, true) => PersonalOutcome::AlreadyListed,
-        (Operation::Remove, false) => PersonalOutcome::NotOnList,
-        (Operation::Add, false) if usage.added >= limits.additions => {
-            store.record(&event(Change::LimitRefused))?;
-            PersonalOutcome::LimitReached
+    let day = now.utc_day();
+    let (outcome, usage) = match call.operation {
+        Operation::Check => (if listed { PersonalOutcome::Listed } else { PersonalOutcome::NotListed }, None),
+        Operation::Add => {
+            let mut usage = store.usage()?.on(day);
+            let outcome = if listed {
+                PersonalOutcome::AlreadyListed
+            } else if usage.added >= limits.additions {
+                store.record(&event(Change::LimitRefused))?;
+                PersonalOutcome::LimitReached
+            } else {
+                let details = call.details.clone();
+                store.insert(&Entry { ip, added_at: now, expires_at: details.expires_at, comment: details.comment })?;
+                store.record(&event(Change::Added))?;
+                usage.added += 1;
+                store.save_usage(usage)?;
+                PersonalOutcome::Added
+            };
+            (outcome, Some(usage))
         }
-        (Operation::Remove, true) if usage.removed >= limits.removals => {
-            store.record(&event(Change::LimitRefused))?;
-            PersonalOutcome::LimitReached
-        }
-        (Operation::Add, false) => {
-            let details = call.details.clone();
-            store.insert(&Entry { ip, added_at: now, expires_at: details.expires_at, comment: details.comment })?;
-            store.record(&event(Change::Added))?;
-            usage.added += 1;
-            store.save_usage(usage)?;
-            PersonalOutcome::Added
-        }
-        (Operation::Remove, true) => {
-            store.delete(ip)?;
-            store.record(&event(Change::Removed))?;
-            usage.removed += 1;
-            store.save_usage(usage)?;
-            PersonalOutcome::Removed
+        Operation::Remove => {
+            let mut usage = store.usage()?.on(day);
+            let outcome = if !listed {
+                PersonalOutcome::NotOnList
+            } else if usage.removed >= limits.removals {
+                store.record(&event(Change::LimitRefused))?;
+                PersonalOutcome::LimitReached
+            } else {
+                store.delete(ip)?;
+                store.record(&event(Change::Removed))?;
+                usage.removed += 1;
+                store.save_usage(usage)?;
+                PersonalOutcome::Removed
+            };
+            (outcome, Some(usage))
         }
     };
     Ok(Answer { outcome, usage, limits })
@@ -309,10 +317,11 @@ mod tests {
     #[test]
     fn the_answer_carries_the_days_usage_after_the_operation() {
         let mut store = MemoryStore::default();
-        assert_eq!(run_call(&mut store, &call(Add, 1), NOON).usage, DailyUsage { day: NOON.utc_day(), added: 1, removed: 0 });
-        assert_eq!(run_call(&mut store, &call(Remove, 1), NOON).usage, DailyUsage { day: NOON.utc_day(), added: 1, removed: 1 });
+        assert_eq!(run_call(&mut store, &call(Add, 1), NOON).usage, Some(DailyUsage { day: NOON.utc_day(), added: 1, removed: 0 }));
+        assert_eq!(run_call(&mut store, &call(Remove, 1), NOON).usage, Some(DailyUsage { day: NOON.utc_day(), added: 1, removed: 1 }));
         let tomorrow = NOON.plus(86_400);
-        assert_eq!(run_call(&mut store, &call(Check, 1), tomorrow).usage, DailyUsage { day: tomorrow.utc_day(), added: 0, removed: 0 });
+        assert_eq!(run_call(&mut store, &call(Add, 1), tomorrow).usage, Some(DailyUsage { day: tomorrow.utc_day(), added: 1, removed: 0 }));
+        assert_eq!(run_call(&mut store, &call(Check, 1), tomorrow).usage, None, "a check reads no counters");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Access tokens: HS256 JWTs whose `sub` is the license id.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Duration, Utc};
 use jwt_compact::alg::{Hs256, Hs256Key};
 use jwt_compact::{AlgorithmExt, Claims, Header, TimeOptions, UntrustedToken};
@@ -55,11 +57,51 @@ impl TokenKey {
     /// Accepts exactly an HS256 token signed with this key, with `exp` in the
     /// future (within the leeway) and a `sub` that is a license id.
     pub fn verify(&self, token: &str, now: UnixTime) -> Result<LicenseId, TokenError> {
+        self.verify_until(token, now).map(|(license, _)| license)
+    }
+
+    /// `verify`, also giving the token's expiry.
+    fn verify_until(&self, token: &str, now: UnixTime) -> Result<(LicenseId, UnixTime), TokenError> {
         let untrusted = UntrustedToken::new(token).map_err(|_| TokenError::Malformed)?;
         let verified = Hs256.validator::<Subject>(&self.0).validate(&untrusted).map_err(|_| TokenError::Unverified)?;
         let claims = verified.claims();
         claims.validate_expiration(&time_options(now)).map_err(|_| TokenError::Expired)?;
-        LicenseId::parse(&claims.custom.sub).ok_or(TokenError::BadSubject)
+        let expires_at = claims.expiration.and_then(|at| u64::try_from(at.timestamp()).ok()).ok_or(TokenError::Expired)?;
+        Ok((LicenseId::parse(&claims.custom.sub).ok_or(TokenError::BadSubject)?, UnixTime(expires_at)))
+    }
+}
+
+/// Tokens one isolate has verified, so a caller's repeated requests skip the
+/// signature and JSON work. A token is only ever looked up whole, and its expiry
+/// is checked on every use exactly as `TokenKey::verify` checks it.
+#[derive(Default)]
+pub struct VerifiedTokens {
+    secret: String,
+    verified: HashMap<String, (LicenseId, UnixTime)>,
+}
+
+/// How many tokens an isolate remembers before it starts afresh.
+const REMEMBERED_TOKENS: usize = 10_000;
+
+impl VerifiedTokens {
+    pub fn verify(&mut self, secret: &str, token: &str, now: UnixTime) -> Result<LicenseId, TokenError> {
+        if self.secret != secret {
+            self.secret = secret.to_owned();
+            self.verified.clear();
+        }
+        if let Some((license, expires_at)) = self.verified.get(token) {
+            if now.0 <= expires_at.0.saturating_add(EXPIRY_LEEWAY_SECONDS as u64) {
+                return Ok(license.clone());
+            }
+            self.verified.remove(token);
+            return Err(TokenError::Expired);
+        }
+        let (license, expires_at) = TokenKey::new(secret).verify_until(token, now)?;
+        if self.verified.len() >= REMEMBERED_TOKENS {
+            self.verified.clear();
+        }
+        self.verified.insert(token.to_owned(), (license.clone(), expires_at));
+        Ok(license)
     }
 }
 
@@ -165,6 +207,22 @@ mod tests {
         let claims = Claims::new(Subject { sub: license().as_str().to_owned() });
         let token = Hs256.token(&Header::empty(), &claims, &key().0).unwrap();
         assert_eq!(key().verify(&token, NOW), Err(TokenError::Expired));
+    }
+
+    #[test]
+    fn remembered_tokens_answer_as_fresh_verification_does() {
+        let mut tokens = VerifiedTokens::default();
+        let secret = "test-secret-of-reasonable-length";
+        let token = key().issue(&license(), NOW, 3600);
+        assert_eq!(tokens.verify(secret, &token, NOW), Ok(license()));
+        assert_eq!(tokens.verify(secret, &token, NOW.plus(100)), Ok(license()), "from memory");
+        let last = NOW.plus(3600 + EXPIRY_LEEWAY_SECONDS as u64);
+        assert_eq!(tokens.verify(secret, &token, last), Ok(license()));
+        assert_eq!(tokens.verify(secret, &token, last.plus(1)), Err(TokenError::Expired));
+        assert_eq!(tokens.verify(secret, &token, NOW), Ok(license()), "forgotten once expired, then verified afresh");
+        assert_eq!(tokens.verify("a rotated secret", &token, NOW), Err(TokenError::Unverified), "a new secret forgets them all");
+        let tampered = format!("{token}x");
+        assert_eq!(tokens.verify(secret, &tampered, NOW), Err(TokenError::Unverified));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Who is calling: a license holder with an access token, or the operator.
 //! Handlers get an identity from here and never read the header themselves.
 
+use std::cell::RefCell;
+
 use worker::{Env, Request};
 
 use super::error::ApiError;
@@ -8,8 +10,12 @@ use super::log::RequestLog;
 use crate::config;
 use crate::domain::time::UnixTime;
 use crate::domain::license::{secrets_match, LicenseId};
-use crate::domain::token::{bearer, TokenKey};
+use crate::domain::token::{bearer, VerifiedTokens};
 use crate::store::licenses;
+
+thread_local! {
+    static TOKENS: RefCell<VerifiedTokens> = RefCell::new(VerifiedTokens::default());
+}
 
 fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
     Ok(req.headers().get("Authorization")?.as_deref().and_then(bearer).map(str::to_owned))
@@ -19,8 +25,8 @@ fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
 /// request's log line names it from here on.
 pub async fn license_holder(req: &Request, env: &Env, now: UnixTime, log: &mut RequestLog) -> Result<LicenseId, ApiError> {
     let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
-    let key = TokenKey::new(&config::secret(env, "JWT_SECRET")?);
-    let license = key.verify(&token, now).map_err(|e| ApiError::Unauthorized(e.code()))?;
+    let secret = config::secret(env, "JWT_SECRET")?;
+    let license = TOKENS.with_borrow_mut(|tokens| tokens.verify(&secret, &token, now)).map_err(|e| ApiError::Unauthorized(e.code()))?;
     log.license = Some(license.clone());
     if licenses::is_active(env, &license, config::cache_seconds(env), now.0 * 1000).await? {
         Ok(license)

@@ -61,6 +61,6 @@ pub async fn handle(operation: Operation, mut req: Request, env: &Env, log: &mut
         },
         Operation::Remove => personal.await?,
     };
-    let quota = (operation != Operation::Check).then(|| rate_limit_headers(answer.usage, answer.limits, now));
+    let quota = answer.usage.map(|usage| rate_limit_headers(usage, answer.limits, now));
     Ok(Reply::Outcome(Outcome::Personal(ip, answer.outcome), quota))
 }

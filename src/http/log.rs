@@ -1,7 +1,7 @@
 //! One structured line per request, for `wrangler tail`. It names the operation,
 //! the outcome and the license; it never holds a key, token, secret or body.
 
-use serde_json::json;
+use serde::Serialize;
 use worker::{console_error, console_log, Date};
 
 use crate::domain::license::LicenseId;
@@ -18,18 +18,30 @@ impl RequestLog {
     }
 
     pub fn finish(&self, status: u16, outcome: &str, detail: Option<&str>) {
-        let line = json!({
-            "operation": self.operation,
-            "outcome": outcome,
-            "status": status,
-            "license": self.license.as_ref().map(LicenseId::as_str),
-            "ms": Date::now().as_millis().saturating_sub(self.started_ms),
-            "detail": detail,
-        });
+        let line = Line {
+            operation: self.operation,
+            outcome,
+            status,
+            license: self.license.as_ref().map(LicenseId::as_str),
+            ms: Date::now().as_millis().saturating_sub(self.started_ms),
+            detail,
+        };
+        let line = serde_json::to_string(&line).unwrap_or_default();
         if status >= 500 {
             console_error!("{line}");
         } else {
             console_log!("{line}");
         }
     }
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    operation: &'a str,
+    outcome: &'a str,
+    status: u16,
+    license: Option<&'a str>,
+    ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
 }

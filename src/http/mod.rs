@@ -21,7 +21,7 @@ pub async fn handle(req: Request, env: Env) -> worker::Result<Response> {
     let route = Route::of_path(&req.path());
     let mode = match &route {
         Some(route) if !route.is_holders() => BodyMode::Message,
-        _ => BodyMode::of_query(req.url()?.query()),
+        _ => BodyMode::of_url(&req.inner().url()),
     };
     let mut log = RequestLog::start(route.as_ref().map_or("unknown", Route::name));
     let result = match route {

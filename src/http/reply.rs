@@ -17,9 +17,10 @@ pub enum BodyMode {
 }
 
 impl BodyMode {
-    /// `result_mode=json` anywhere in the query selects JSON; anything else is plain text.
-    pub fn of_query(query: Option<&str>) -> Self {
-        let json = form_urlencoded::parse(query.unwrap_or("").as_bytes()).any(|(k, v)| k == "result_mode" && v == "json");
+    /// `result_mode=json` anywhere in the URL's query selects JSON; anything else is plain text.
+    pub fn of_url(url: &str) -> Self {
+        let query = url.split('#').next().unwrap_or("").split_once('?').map_or("", |(_, query)| query);
+        let json = form_urlencoded::parse(query.as_bytes()).any(|(k, v)| k == "result_mode" && v == "json");
         if json {
             Self::Result
         } else {
@@ -115,10 +116,11 @@ mod tests {
 
     #[test]
     fn only_result_mode_json_selects_json() {
-        assert_eq!(BodyMode::of_query(Some("result_mode=json")), BodyMode::Result);
-        assert_eq!(BodyMode::of_query(Some("a=1&result_mode=json")), BodyMode::Result);
-        for query in [None, Some(""), Some("result_mode=JSON"), Some("result_mode=xml"), Some("result_mode"), Some("mode=json")] {
-            assert_eq!(BodyMode::of_query(query), BodyMode::Plain, "{query:?}");
+        let base = "https://greylist.example/api/checkIpOnGreylist";
+        assert_eq!(BodyMode::of_url(&format!("{base}?result_mode=json")), BodyMode::Result);
+        assert_eq!(BodyMode::of_url(&format!("{base}?a=1&result_mode=json#x")), BodyMode::Result);
+        for query in ["", "?", "?result_mode=JSON", "?result_mode=xml", "?result_mode", "?mode=json", "#?result_mode=json"] {
+            assert_eq!(BodyMode::of_url(&format!("{base}{query}")), BodyMode::Plain, "{query:?}");
         }
     }
 }

@@ -1,16 +1,26 @@
 //! The floor worker: what the runtime costs before the service does anything.
+//! `/bare` answers at once, `/do` calls an empty Durable Object, and `/write`
+//! calls one that writes a single row, the least an add can cost.
 
-use worker::{durable_object, event, Context, DurableObject, Env, Request, Response, Result, State};
+use worker::{durable_object, event, Context, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 #[durable_object]
-pub struct Empty;
+pub struct Empty {
+    sql: SqlStorage,
+}
 
 impl DurableObject for Empty {
-    fn new(_state: State, _env: Env) -> Self {
-        Self
+    fn new(state: State, _env: Env) -> Self {
+        let sql = state.storage().sql();
+        // Ignored on failure: only /write needs the table, and it then answers an error.
+        let _ = sql.exec("CREATE TABLE IF NOT EXISTS rows (n INTEGER PRIMARY KEY)", None);
+        Self { sql }
     }
 
-    async fn fetch(&self, _req: Request) -> Result<Response> {
+    async fn fetch(&self, req: Request) -> Result<Response> {
+        if req.path() == "/write" {
+            self.sql.exec("INSERT INTO rows (n) VALUES (NULL)", None)?;
+        }
         Response::ok("ok")
     }
 }
@@ -21,7 +31,7 @@ impl DurableObject for Empty {
 async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     req.bytes().await?;
     match req.path().as_str() {
-        "/do" => env.durable_object("EMPTY")?.get_by_name("floor")?.fetch_with_str("https://empty/").await,
+        path @ ("/do" | "/write") => env.durable_object("EMPTY")?.get_by_name("floor")?.fetch_with_str(&format!("https://empty{path}")).await,
         _ => Response::ok("ok"),
     }
 }
