@@ -3,7 +3,8 @@
 --   BENCH_TOKENS  comma-separated access tokens, used in turn (one per license holder)
 --   BENCH_IP      a fixed address, or "seq:<n>" for a new address each request, from the n-th on
 --   BENCH_FIELD   the form field that carries the address (default ip)
--- done() prints one JSON line with throughput and latency percentiles in microseconds.
+-- done() prints one JSON line with throughput, latency percentiles in microseconds, and
+-- errors: all of them, then those that were HTTP statuses of 400 or more, then time-outs.
 
 local path = os.getenv("BENCH_PATH") or "/"
 local field = os.getenv("BENCH_FIELD") or "ip"
@@ -46,8 +47,8 @@ end
 function done(summary, latency, requests)
   local errors = summary.errors
   io.write(string.format(
-    '{"requests":%d,"seconds":%.3f,"rps":%.1f,"p50_us":%d,"p99_us":%d,"errors":%d}\n',
+    '{"requests":%d,"seconds":%.3f,"rps":%.1f,"p50_us":%d,"p99_us":%d,"errors":%d,"status_errors":%d,"timeouts":%d}\n',
     summary.requests, summary.duration / 1e6, summary.requests / (summary.duration / 1e6),
     latency:percentile(50), latency:percentile(99),
-    errors.connect + errors.read + errors.write + errors.status + errors.timeout))
+    errors.connect + errors.read + errors.write + errors.status + errors.timeout, errors.status, errors.timeout))
 end

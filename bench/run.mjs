@@ -160,6 +160,10 @@ try {
   await quiet("check, on global list", "do", run(check, [big.token], globalAddress(7), "ip", 1));
   await quiet("add, global answers (no DO)", "bare", run(add, [big.token], globalAddress(8), "ip", 1));
   await quiet("add, new addresses", "write", run(add, [big.token], "seq:60000000", "ip", 1));
+  await quiet(`check, ${SMALL} entries`, "do", run(check, [small.token], "20.250.0.1", "ip", 1));
+  await quiet(`check, ${PERSONAL} entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));
+  await quiet(`add, ${SMALL} entries`, "write", run(add, [small.token], "seq:80000000", "ip", 1));
+  await quiet(`add, ${PERSONAL} entries`, "write", run(add, [big.token], "seq:100000000", "ip", 1));
   await mf.dispose();
 
   const wasm = readFileSync(join(root, "build/index_bg.wasm"));
@@ -174,10 +178,12 @@ try {
 }
 
 /** The targets of the performance issue, each with what was measured. */
-function targets({ rows, floors, wasm }) {
+function targets({ rows, quiet, floors, wasm }) {
   const by = (name) => rows.find((r) => r.name === name);
   const p50 = (name, floor) => by(name).p50_us / floors[floor].p50_us;
-  const growth = (op) => by(`${op}, ${PERSONAL} entries`).p50_us / by(`${op}, ${SMALL} entries`).p50_us - 1;
+  // From the one-connection rows: under load, p50 is mostly time spent queueing.
+  const alone = (name) => quiet.find((r) => r.name === name);
+  const growth = (op) => alone(`${op}, ${PERSONAL} entries`).p50_us / alone(`${op}, ${SMALL} entries`).p50_us - 1;
   const list = [];
   const target = (what, value, ok, shown) => list.push({ what, value, ok, shown });
   for (const name of ["invalid ip (no storage)", "private ip (no storage)", "allow-listed ip (cached)"]) {
@@ -192,7 +198,7 @@ function targets({ rows, floors, wasm }) {
   for (const op of ["check", "add"]) {
     const spread = by(`${op}, 8 holders`).rps / by(op === "check" ? "check, unlisted" : "add, new addresses").rps;
     target(`${op}: 8 holders' throughput ≥ one holder's`, spread, spread >= 1, `${spread.toFixed(2)} ×`);
-    target(`${op}: p50 changes < 20 % from ${SMALL} to ${PERSONAL} entries`, growth(op), Math.abs(growth(op)) < 0.2, `${(growth(op) * 100).toFixed(0)} %`);
+    target(`${op}: p50 changes < 20 % from ${SMALL} to ${PERSONAL} entries (one connection)`, growth(op), Math.abs(growth(op)) < 0.2, `${(growth(op) * 100).toFixed(0)} %`);
   }
   target("wasm ≤ 200 KiB gzipped", wasm.gzip, wasm.gzip <= 200 * 1024, `${(wasm.gzip / 1024).toFixed(1)} KiB`);
   return list;
@@ -200,23 +206,24 @@ function targets({ rows, floors, wasm }) {
 
 function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets }) {
   const ms = (us) => (us / 1000).toFixed(2);
+  const errors = (r) => `${r.errors} (${r.status_errors}, ${r.timeouts})`;
   const floorLabel = { bare: "bare", do: "DO", write: "DO write" };
   const table = (title, connections, floorSet, measured) => {
     const lines = [
       `${title} (${connections} connection${connections === 1 ? "" : "s"}, ${SECONDS} s per row)`,
       "",
-      "| scenario | req/s | p50 ms | p99 ms | floor | req/s ÷ floor | p50 ÷ floor | p99 ÷ floor | errors |",
+      "| scenario | req/s | p50 ms | p99 ms | floor | req/s ÷ floor | p50 ÷ floor | p99 ÷ floor | errors (HTTP ≥ 400, time-outs) |",
       "|---|---:|---:|---:|---|---:|---:|---:|---:|",
     ];
     for (const [key, name] of [["bare", "floor: bare answer"], ["do", "floor: empty Durable Object"], ["write", "floor: Durable Object writing one row"]]) {
       const f = floorSet[key];
-      lines.push(`| ${name} | ${f.rps.toFixed(0)} | ${ms(f.p50_us)} | ${ms(f.p99_us)} | | | | | ${f.errors} |`);
+      lines.push(`| ${name} | ${f.rps.toFixed(0)} | ${ms(f.p50_us)} | ${ms(f.p99_us)} | | | | | ${errors(f)} |`);
     }
     for (const r of measured) {
       const f = floorSet[r.floor];
       lines.push(
         `| ${r.name} | ${r.rps.toFixed(0)} | ${ms(r.p50_us)} | ${ms(r.p99_us)} | ${floorLabel[r.floor]} | ` +
-          `${(r.rps / f.rps).toFixed(2)} | ${(r.p50_us / f.p50_us).toFixed(2)} | ${(r.p99_us / f.p99_us).toFixed(2)} | ${r.errors} |`,
+          `${(r.rps / f.rps).toFixed(2)} | ${(r.p50_us / f.p50_us).toFixed(2)} | ${(r.p99_us / f.p99_us).toFixed(2)} | ${errors(r)} |`,
       );
     }
     return lines;
