@@ -19,6 +19,11 @@ NODE_TOOLS := node_modules/.package-lock.json
 WRANGLER := node_modules/.bin/wrangler
 WORKER := build/index.js
 SOURCES := Cargo.toml Cargo.lock src/openapi.json $(shell find src -name '*.rs')
+FLOOR := bench/floor/build/index.js
+BUILD_ENV := WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt
+# worker-build keeps the wasm names section (function names for stack traces);
+# the build writes the module once more without it, which makes it about a fifth smaller.
+WASM_FEATURES := $(addprefix --enable-,mutable-globals sign-ext nontrapping-float-to-int bulk-memory multivalue reference-types exception-handling)
 
 export WRANGLER_SEND_METRICS := false
 
@@ -49,16 +54,9 @@ $(NODE_TOOLS): package.json package-lock.json
 
 build: $(WORKER)
 
-# worker-build keeps the wasm names section (function names for stack traces);
-# writing the module once more without it makes it about a fifth smaller.
-WASM_FEATURES := $(addprefix --enable-,mutable-globals sign-ext nontrapping-float-to-int bulk-memory multivalue reference-types exception-handling)
-
 $(WORKER): $(SOURCES) | tools
 	$(BUILD_ENV) $(WORKER_BUILD) --release
 	node_modules/.bin/wasm-opt build/index_bg.wasm $(WASM_FEATURES) -Oz -o build/index_bg.wasm
-
-BUILD_ENV := WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt
-FLOOR := bench/floor/build/index.js
 
 $(FLOOR): bench/floor/Cargo.toml bench/floor/Cargo.lock bench/floor/src/lib.rs | tools
 	cd bench/floor && $(BUILD_ENV) $(WORKER_BUILD) --release
