@@ -69,8 +69,10 @@ impl DurableObject for HolderList {
             Ok(limits) => *limits,
             Err(problem) => return Response::error(problem.clone(), 500),
         };
+        // The only wait before the work: from here to the answer nothing else runs in this object.
+        let body = req.text().await?;
         let now = now();
-        let store = SqlListStore { sql: &self.sql };
+        let mut store = SqlListStore { sql: &self.sql };
         let path = req.path();
         if path == "/revoke" {
             self.sql.exec("INSERT OR IGNORE INTO standing (id, revoked_at) VALUES (0, ?1)", vec![int(now.0)])?;
@@ -83,16 +85,16 @@ impl DurableObject for HolderList {
         }
         match path.as_str() {
             "/apply" => {
-                let call: Call = read(&mut req).await?;
-                let answer = apply(&mut SqlListStore { sql: &self.sql }, &call, now, limits)?;
+                let call: Call = serde_json::from_str(&body)?;
+                let answer = apply(&mut store, &call, now, limits)?;
                 // Only a change leaves something to sweep: an expiring entry, or history.
                 if call.operation != Operation::Check {
                     self.schedule_sweep(call.details.expires_at.unwrap_or(now.plus(SECONDS_PER_DAY))).await?;
                 }
                 Response::from_json(&answer)
             }
-            "/list" => Response::from_json(&store.list(&read(&mut req).await?, now)?),
-            "/history" => Response::from_json(&store.history(&read(&mut req).await?)?),
+            "/list" => Response::from_json(&store.list(&serde_json::from_str(&body)?, now)?),
+            "/history" => Response::from_json(&store.history(&serde_json::from_str(&body)?)?),
             path => Response::error(format!("no such holder route: {path}"), 404),
         }
     }
@@ -137,10 +139,6 @@ impl HolderList {
 
 fn now() -> UnixTime {
     UnixTime(Date::now().as_millis() / 1000)
-}
-
-async fn read<T: DeserializeOwned>(req: &mut Request) -> Result<T> {
-    req.json().await
 }
 
 fn int(value: u64) -> SqlStorageValue {
