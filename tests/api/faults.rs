@@ -84,3 +84,33 @@ fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation()
     assert!(!log.contains("panicked"), "{log}");
     server.kill();
 }
+
+#[test]
+fn a_missing_kv_namespace_answers_500_and_is_logged_with_license_and_operation() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let state = fresh_state_dir();
+    std::fs::create_dir_all(&state).unwrap();
+    // The repository's configuration without the global list's namespace, as a deploy that forgot it would be.
+    let config: String = std::fs::read_to_string(root.join("wrangler.toml"))
+        .unwrap()
+        .lines()
+        .filter(|line| !line.contains("GLOBAL_LIST") && !line.starts_with("command =") && !line.starts_with("watch_dir ="))
+        .map(|line| line.replace("main = \"build/index.js\"", &format!("main = \"{}\"", root.join("build/index.js").display())))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let config_path = state.join("wrangler-without-global-list.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let server: &'static Server = Box::leak(Box::new(Server::start_with_config(&state, &[], Some(&config_path))));
+    let app = TestApp::on(server);
+
+    let resp = app.call("/api/addIpToGreylist", "55.55.55.55", Encoding::Urlencoded, false);
+    assert_eq!((resp.status, resp.body.as_str()), (500, "Internal error: the request could not be completed, try again later"));
+    assert_eq!(app.check("10.0.0.1"), "[10.0.0.1] is private", "answers that need no storage still work");
+
+    thread::sleep(Duration::from_millis(300));
+    let log = server.log();
+    let line = log.lines().find(|l| l.contains("\"status\":500")).unwrap_or_else(|| panic!("no log line for the 500:\n{log}"));
+    assert!(line.contains(&app.license) && line.contains("\"operation\":\"add\"") && line.contains("GLOBAL_LIST"), "{line}");
+    assert!(!log.contains("panicked"), "{log}");
+    server.kill();
+}

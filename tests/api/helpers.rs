@@ -39,6 +39,11 @@ impl Server {
     }
 
     pub fn start(state_dir: &Path, extra_vars: &[(&str, &str)]) -> Server {
+        Self::start_with_config(state_dir, extra_vars, None)
+    }
+
+    /// `start` with another wrangler configuration than the repository's.
+    pub fn start_with_config(state_dir: &Path, extra_vars: &[(&str, &str)], config: Option<&Path>) -> Server {
         let mut vars: Vec<(String, String)> = [
             ("JWT_SECRET", JWT_SECRET),
             ("ADMIN_TOKEN", ADMIN_TOKEN),
@@ -57,7 +62,7 @@ impl Server {
         fs::create_dir_all(state_dir).unwrap();
         let port = free_port();
         let log_path = state_dir.join(format!("wrangler-{port}.log"));
-        let (child, watchdog) = spawn_wrangler(state_dir, &log_path, port, &vars);
+        let (child, watchdog) = spawn_wrangler(state_dir, &log_path, port, &vars, config);
         let server = Server {
             base: format!("http://127.0.0.1:{port}"),
             state_dir: state_dir.to_owned(),
@@ -139,7 +144,7 @@ impl Drop for Server {
     }
 }
 
-fn spawn_wrangler(state_dir: &Path, log_path: &Path, port: u16, vars: &[(String, String)]) -> (Child, ChildStdin) {
+fn spawn_wrangler(state_dir: &Path, log_path: &Path, port: u16, vars: &[(String, String)], config: Option<&Path>) -> (Child, ChildStdin) {
     use std::os::unix::process::CommandExt;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let log = File::create(log_path).unwrap();
@@ -157,6 +162,9 @@ fn spawn_wrangler(state_dir: &Path, log_path: &Path, port: u16, vars: &[(String,
         .process_group(0);
     for (key, value) in vars {
         command.arg("--var").arg(format!("{key}:{value}"));
+    }
+    if let Some(config) = config {
+        command.arg("--config").arg(config);
     }
     let child = command.spawn().expect("node_modules/.bin/wrangler: run `make test`, which installs it");
     let mut watchdog = Command::new("sh")
