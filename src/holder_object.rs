@@ -8,9 +8,9 @@ use std::net::Ipv4Addr;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use worker::{durable_object, Date, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
+use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
 
-use crate::config;
+use crate::{clock, config};
 use crate::domain::entry::{Change, Entry, HistoryEvent};
 use crate::domain::holder::{apply, Call, DailyUsage, Limits, ListStore, Operation};
 use crate::domain::ipv4::PublicIpv4;
@@ -71,7 +71,7 @@ impl DurableObject for HolderList {
         };
         // The only wait before the work: from here to the answer nothing else runs in this object.
         let body = req.text().await?;
-        let now = now();
+        let now = clock::now();
         let mut store = SqlListStore { sql: &self.sql };
         let path = req.path();
         if path == "/revoke" {
@@ -104,7 +104,7 @@ impl DurableObject for HolderList {
     async fn alarm(&self) -> Result<Response> {
         self.alarm_at.set(None);
         let store = SqlListStore { sql: &self.sql };
-        let next = store.sweep(now())?;
+        let next = store.sweep(clock::now())?;
         if let Some(at) = next {
             self.schedule_sweep(at).await?;
         }
@@ -135,10 +135,6 @@ impl HolderList {
         }
         Ok(())
     }
-}
-
-fn now() -> UnixTime {
-    UnixTime(Date::now().as_millis() / 1000)
 }
 
 fn int(value: u64) -> SqlStorageValue {
@@ -187,6 +183,12 @@ struct HistoryRow {
     client: Option<String>,
 }
 
+impl HistoryRow {
+    fn into_event(self) -> Option<HistoryEvent> {
+        Some(HistoryEvent { at: UnixTime(self.at), change: Change::from_code(&self.change)?, ip: ip_of(self.ip)?, client: self.client })
+    }
+}
+
 #[derive(Deserialize)]
 struct UsageRow {
     day: u64,
@@ -232,15 +234,8 @@ impl SqlListStore<'_> {
             "SELECT id, at, change, ip, client FROM history WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
             vec![int(before), int(u64::from(query.limit) + 1)],
         )?;
-        let events = rows
-            .into_iter()
-            .filter_map(|row| {
-                let event = HistoryEvent { at: UnixTime(row.at), change: Change::from_code(&row.change)?, ip: ip_of(row.ip)?, client: row.client };
-                Some((row.id, event))
-            })
-            .collect();
-        let page = page(events, query.limit, |(id, event): &(u64, HistoryEvent)| Cursor { time: event.at.0, tie: *id }, total);
-        Ok(Page { total: page.total, rows: page.rows.into_iter().map(|(_, event)| event).collect(), next: page.next })
+        let page = page(rows, query.limit, |row| Cursor { time: row.at, tie: row.id }, total);
+        Ok(Page { total: page.total, rows: page.rows.into_iter().filter_map(HistoryRow::into_event).collect(), next: page.next })
     }
 
     /// Returns when the next sweep is due, if anything is left to sweep.

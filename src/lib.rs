@@ -1,6 +1,7 @@
 //! The greylist service. `domain` holds every rule as plain Rust, tested natively;
 //! `http`, `store` and `holder_object` are the Worker glue around it.
 
+pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod holder_object;

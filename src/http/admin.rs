@@ -2,25 +2,21 @@
 //! Every handler here runs only after `auth::operator` has passed.
 
 use serde_json::json;
-use worker::{Date, Env, Request};
+use worker::{Env, Request};
 
 use super::body::Body;
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
-use crate::domain::time::UnixTime;
+use crate::clock;
 use crate::domain::ipv4::PublicIpv4;
 use crate::domain::license::LicenseId;
 use crate::domain::list_edit::EditRequest;
 use crate::domain::range::Ipv4Range;
 use crate::store::{allow_list, global_list, holders, licenses};
 
-fn now() -> UnixTime {
-    UnixTime(Date::now().as_millis() / 1000)
-}
-
 pub async fn create_license(env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let (license, key) = licenses::create(env, now()).await?;
+    let (license, key) = licenses::create(env, clock::now()).await?;
     log.license = Some(license.clone());
     Ok(Reply::Json(201, json!({ "license": license.as_str(), "licenseKey": key.reveal() })))
 }
@@ -28,7 +24,7 @@ pub async fn create_license(env: &Env, log: &mut RequestLog) -> Result<Reply, Ap
 pub async fn revoke_license(env: &Env, id: &str, log: &mut RequestLog) -> Result<Reply, ApiError> {
     let license = LicenseId::parse(id).ok_or(ApiError::NotFound("license"))?;
     log.license = Some(license.clone());
-    if licenses::revoke(env, &license, now()).await? {
+    if licenses::revoke(env, &license, clock::now()).await? {
         holders::revoke(env, &license).await?;
         Ok(Reply::NoContent)
     } else {

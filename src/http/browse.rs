@@ -1,13 +1,14 @@
 //! Reading a holder's own list and history, a page at a time.
 
 use serde_json::json;
-use worker::{Date, Env, Request};
+use worker::{Env, Request};
 
 use super::auth;
 use super::body::Body;
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::{Listing, Reply};
+use crate::clock;
 use crate::domain::page::PageQuery;
 use crate::domain::time::UnixTime;
 use crate::store::holders;
@@ -20,7 +21,7 @@ async fn page_query(mut req: Request, with_prefix: bool) -> Result<PageQuery, Ap
 
 /// The caller's live entries, newest first.
 pub async fn list(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let license = auth::license_holder(&req, env, UnixTime(Date::now().as_millis() / 1000), log).await?;
+    let license = auth::license_holder(&req, env, clock::now(), log).await?;
     let page = holders::list(env, &license, &page_query(req, true).await?).await?;
     Ok(Reply::Listing(Listing {
         message: format!("{} addresses", page.total),
@@ -36,7 +37,7 @@ pub async fn list(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply
 
 /// The caller's changes, newest first.
 pub async fn history(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let license = auth::license_holder(&req, env, UnixTime(Date::now().as_millis() / 1000), log).await?;
+    let license = auth::license_holder(&req, env, clock::now(), log).await?;
     let page = holders::history(env, &license, &page_query(req, false).await?).await?;
     Ok(Reply::Listing(Listing {
         message: format!("{} changes", page.total),

@@ -1,14 +1,14 @@
 //! The three specified list operations: check, add, remove.
 
 use futures_util::future::join;
-use worker::{Date, Env, Request};
+use worker::{Env, Request};
 
 use super::auth;
 use super::body::Body;
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
-use crate::config;
+use crate::{clock, config};
 use crate::domain::entry::EntryDetails;
 use crate::domain::holder::{Call, Operation};
 use crate::domain::ipv4::PublicIpv4;
@@ -20,7 +20,7 @@ use crate::store::{allow_list, global_list, holders};
 /// Steps in the order decisions.md fixes: token, validation, allow list, then the
 /// lists, where the global list wins over the personal one.
 pub async fn handle(operation: Operation, mut req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let now_ms = Date::now().as_millis();
+    let now_ms = clock::now_ms();
     let now = UnixTime(now_ms / 1000);
     let license = auth::license_holder(&req, env, now, log).await?;
 

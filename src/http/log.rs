@@ -2,8 +2,9 @@
 //! the outcome and the license; it never holds a key, token, secret or body.
 
 use serde::Serialize;
-use worker::{console_error, console_log, Date};
+use worker::{console_error, console_log};
 
+use crate::clock;
 use crate::domain::license::LicenseId;
 
 pub struct RequestLog {
@@ -14,7 +15,7 @@ pub struct RequestLog {
 
 impl RequestLog {
     pub fn start(operation: &'static str) -> Self {
-        Self { operation, license: None, started_ms: Date::now().as_millis() }
+        Self { operation, license: None, started_ms: clock::now_ms() }
     }
 
     pub fn finish(&self, status: u16, outcome: &str, detail: Option<&str>) {
@@ -23,7 +24,7 @@ impl RequestLog {
             outcome,
             status,
             license: self.license.as_ref().map(LicenseId::as_str),
-            ms: Date::now().as_millis().saturating_sub(self.started_ms),
+            ms: clock::now_ms().saturating_sub(self.started_ms),
             detail,
         };
         let line = serde_json::to_string(&line).unwrap_or_default();

@@ -2,14 +2,13 @@
 
 use serde::Deserialize;
 use serde_json::json;
-use worker::{Date, Env, Request};
+use worker::{Env, Request};
 
 use super::body::Body;
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
-use crate::config;
-use crate::domain::time::UnixTime;
+use crate::{clock, config};
 use crate::domain::token::TokenKey;
 use crate::store::licenses;
 
@@ -29,7 +28,6 @@ pub async fn handle(mut req: Request, env: &Env, log: &mut RequestLog) -> Result
     let license = licenses::find_by_key(env, key.trim()).await?.ok_or(ApiError::LoginRefused)?;
     log.license = Some(license.clone());
     let lifetime = config::token_lifetime_seconds(env);
-    let now = UnixTime(Date::now().as_millis() / 1000);
-    let token = TokenKey::new(&config::secret(env, "JWT_SECRET")?).issue(&license, now, lifetime);
+    let token = TokenKey::new(&config::secret(env, "JWT_SECRET")?).issue(&license, clock::now(), lifetime);
     Ok(Reply::Json(200, json!({ "accessToken": token, "tokenType": "Bearer", "expiresIn": lifetime })))
 }
