@@ -89,7 +89,8 @@ impl DurableObject for HolderList {
                 let answer = apply(&mut store, &call, now, limits)?;
                 // Only a change leaves something to sweep: an expiring entry, or history.
                 if call.operation != Operation::Check {
-                    self.schedule_sweep(call.details.expires_at.unwrap_or(now.plus(SECONDS_PER_DAY))).await?;
+                    let next = call.details.expiry.map_or(now.plus(SECONDS_PER_DAY), |expiry| expiry.at(now));
+                    self.schedule_sweep(next).await?;
                 }
                 Response::from_json(&answer)
             }

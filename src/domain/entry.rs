@@ -25,10 +25,27 @@ impl Entry {
     }
 }
 
+/// When an entry expires: a `ttl` counts from the moment the entry is added, as
+/// the holder's object reads its clock, so `expiresAt - addedAt` is exactly the ttl.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Expiry {
+    After(u64),
+    At(UnixTime),
+}
+
+impl Expiry {
+    pub fn at(self, added_at: UnixTime) -> UnixTime {
+        match self {
+            Self::After(seconds) => added_at.plus(seconds),
+            Self::At(at) => at,
+        }
+    }
+}
+
 /// What an `add` may say about the entry beyond its address.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EntryDetails {
-    pub expires_at: Option<UnixTime>,
+    pub expiry: Option<Expiry>,
     pub comment: Option<String>,
 }
 
@@ -37,18 +54,18 @@ impl EntryDetails {
     /// Either expiry form must land 60 seconds to one year from `now`.
     pub fn parse(ttl: Option<&str>, expires_at: Option<&str>, comment: Option<&str>, now: UnixTime) -> Result<Self, String> {
         let range = format!("from {MIN_TTL_SECONDS} to {MAX_TTL_SECONDS} seconds from now");
-        let expires_at = match (ttl.filter(|t| !t.is_empty()), expires_at.filter(|e| !e.is_empty())) {
+        let expiry = match (ttl.filter(|t| !t.is_empty()), expires_at.filter(|e| !e.is_empty())) {
             (Some(_), Some(_)) => return Err("give ttl or expiresAt, not both".to_owned()),
             (Some(ttl), None) => {
                 let seconds = ttl.trim().parse::<u64>().ok().filter(|s| (MIN_TTL_SECONDS..=MAX_TTL_SECONDS).contains(s));
-                Some(now.plus(seconds.ok_or_else(|| format!("ttl must be whole seconds {range}"))?))
+                Some(Expiry::After(seconds.ok_or_else(|| format!("ttl must be whole seconds {range}"))?))
             }
             (None, Some(text)) => {
                 let at = UnixTime::parse_rfc3339(text).ok_or("expiresAt must be an RFC 3339 timestamp")?;
                 if !(now.plus(MIN_TTL_SECONDS)..=now.plus(MAX_TTL_SECONDS)).contains(&at) {
                     return Err(format!("expiresAt must be {range}"));
                 }
-                Some(at)
+                Some(Expiry::At(at))
             }
             (None, None) => None,
         };
@@ -56,7 +73,7 @@ impl EntryDetails {
         if comment.as_ref().is_some_and(|c| c.chars().count() > MAX_COMMENT_CHARS) {
             return Err(format!("comment must be at most {MAX_COMMENT_CHARS} characters"));
         }
-        Ok(Self { expires_at, comment })
+        Ok(Self { expiry, comment })
     }
 }
 
@@ -111,8 +128,9 @@ mod tests {
 
     #[test]
     fn ttl_is_bounded_to_a_minute_through_a_year() {
-        assert_eq!(parse(Some("60"), None, None).unwrap().expires_at, Some(NOW.plus(60)));
-        assert_eq!(parse(Some("31536000"), None, None).unwrap().expires_at, Some(NOW.plus(31_536_000)));
+        assert_eq!(parse(Some("60"), None, None).unwrap().expiry, Some(Expiry::After(60)));
+        assert_eq!(parse(Some("31536000"), None, None).unwrap().expiry, Some(Expiry::After(31_536_000)));
+        assert_eq!(Expiry::After(60).at(NOW.plus(1)), NOW.plus(61), "counted from the moment of adding");
         for bad in ["59", "31536001", "-60", "1.5", "soon", "0"] {
             assert!(parse(Some(bad), None, None).unwrap_err().contains("ttl"), "{bad}");
         }
@@ -120,7 +138,8 @@ mod tests {
 
     #[test]
     fn expires_at_is_rfc3339_within_the_same_bounds() {
-        assert_eq!(parse(None, Some("2026-11-21T13:00:00Z"), None).unwrap().expires_at, Some(NOW.plus(3600)));
+        assert_eq!(parse(None, Some("2026-11-21T13:00:00Z"), None).unwrap().expiry, Some(Expiry::At(NOW.plus(3600))));
+        assert_eq!(Expiry::At(NOW.plus(3600)).at(NOW.plus(1)), NOW.plus(3600));
         assert!(parse(None, Some("2026-11-21T12:00:59Z"), None).is_err(), "under a minute away");
         assert!(parse(None, Some("2026-11-21T11:00:00Z"), None).is_err(), "in the past");
         assert!(parse(None, Some("2028-01-01T00:00:00Z"), None).is_err(), "over a year away");

@@ -137,7 +137,7 @@ pub fn apply<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Li
                 PersonalOutcome::LimitReached
             } else {
                 let details = call.details.clone();
-                store.insert(&Entry { ip, added_at: now, expires_at: details.expires_at, comment: details.comment })?;
+                store.insert(&Entry { ip, added_at: now, expires_at: details.expiry.map(|e| e.at(now)), comment: details.comment })?;
                 store.record(&event(Change::Added))?;
                 usage.added += 1;
                 store.save_usage(usage)?;
@@ -216,6 +216,7 @@ pub mod memory {
 #[cfg(test)]
 mod tests {
     use super::memory::MemoryStore;
+    use crate::domain::entry::Expiry;
     use super::*;
     use Operation::{Add, Check, Remove};
     use PersonalOutcome as P;
@@ -327,15 +328,15 @@ mod tests {
     #[test]
     fn details_are_stored_with_the_entry() {
         let mut store = MemoryStore::default();
-        let details = EntryDetails { expires_at: Some(NOON.plus(600)), comment: Some("scanner".into()) };
+        let details = EntryDetails { expiry: Some(Expiry::After(600)), comment: Some("scanner".into()) };
         run_call(&mut store, &Call { details: details.clone(), ..call(Add, 1) }, NOON);
         let entry = &store.entries[&ip(1)];
-        assert_eq!((entry.expires_at, entry.comment.clone()), (details.expires_at, details.comment));
+        assert_eq!((entry.expires_at, entry.comment.clone()), (Some(NOON.plus(600)), details.comment));
     }
 
     #[test]
     fn an_expired_entry_is_gone_for_every_operation_at_its_second() {
-        let expiring = Call { details: EntryDetails { expires_at: Some(NOON.plus(60)), comment: None }, ..call(Add, 1) };
+        let expiring = Call { details: EntryDetails { expiry: Some(Expiry::At(NOON.plus(60))), comment: None }, ..call(Add, 1) };
         for op in [Check, Add, Remove] {
             let mut store = MemoryStore::default();
             run_call(&mut store, &expiring, NOON);
@@ -353,9 +354,9 @@ mod tests {
     #[test]
     fn re_adding_a_listed_address_leaves_its_entry_as_it_was() {
         let mut store = MemoryStore::default();
-        let first = Call { details: EntryDetails { expires_at: Some(NOON.plus(600)), comment: Some("first".into()) }, ..call(Add, 1) };
+        let first = Call { details: EntryDetails { expiry: Some(Expiry::After(600)), comment: Some("first".into()) }, ..call(Add, 1) };
         run_call(&mut store, &first, NOON);
-        let again = Call { details: EntryDetails { expires_at: Some(NOON.plus(9_999)), comment: Some("again".into()) }, ..call(Add, 1) };
+        let again = Call { details: EntryDetails { expiry: Some(Expiry::After(9_999)), comment: Some("again".into()) }, ..call(Add, 1) };
         assert_eq!(run_call(&mut store, &again, NOON.plus(5)).outcome, P::AlreadyListed);
         assert_eq!(store.entries[&ip(1)].comment.as_deref(), Some("first"));
         assert_eq!(store.entries[&ip(1)].expires_at, Some(NOON.plus(600)));
