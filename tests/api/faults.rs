@@ -30,7 +30,7 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
                         break;
                     }
                     match app.try_call("/api/addIpToGreylist", &address(n), Encoding::Multipart, true) {
-                        Some(resp) if resp.status == 200 => {
+                        Ok(resp) if resp.status == 200 => {
                             assert_eq!(resp.result(), format!("[{}] has been added to greylist", address(n)));
                             answered.lock().unwrap().push(n);
                         }

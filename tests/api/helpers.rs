@@ -92,7 +92,7 @@ impl Server {
     fn wait_until_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(180);
         while Instant::now() < deadline {
-            if let Some(resp) = try_send("GET", &format!("{}/", self.base), &[], None) {
+            if let Ok(resp) = try_send("GET", &format!("{}/", self.base), &[], None) {
                 if resp.status == 404 && resp.body.contains("no such endpoint") {
                     return;
                 }
@@ -228,16 +228,22 @@ impl Resp {
     }
 }
 
+/// Every request on a connection of its own. `wrangler dev` answers through Node's HTTP
+/// server, which closes a keep-alive connection after 5 s idle; ureq reuses a pooled
+/// connection and retries on a closed one only for idempotent requests, so a POST
+/// written as the server closed its idle connection failed with "no answer" now and
+/// then. A loopback connect costs far less than the request itself.
 fn agent() -> &'static ureq::Agent {
     static AGENT: OnceLock<ureq::Agent> = OnceLock::new();
-    AGENT.get_or_init(|| ureq::AgentBuilder::new().timeout(Duration::from_secs(60)).build())
+    AGENT.get_or_init(|| ureq::AgentBuilder::new().timeout(Duration::from_secs(60)).max_idle_connections(0).build())
 }
 
 pub fn send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[u8]>) -> Resp {
-    try_send(method, url, headers, body).unwrap_or_else(|| panic!("{method} {url}: no answer"))
+    try_send(method, url, headers, body).unwrap_or_else(|why| panic!("{method} {url}: no answer ({why})"))
 }
 
-fn try_send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[u8]>) -> Option<Resp> {
+/// The answer, or why there was none: the transport error's kind and text, or a body cut off.
+fn try_send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[u8]>) -> Result<Resp, String> {
     let mut request = agent().request(method, url);
     for (name, value) in headers {
         request = request.set(name, value);
@@ -248,13 +254,13 @@ fn try_send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[
     };
     let response = match result {
         Ok(response) | Err(ureq::Error::Status(_, response)) => response,
-        Err(ureq::Error::Transport(_)) => return None,
+        Err(ureq::Error::Transport(transport)) => return Err(format!("{:?}: {transport}", transport.kind())),
     };
     let headers = response.headers_names().iter().map(|name| (name.clone(), response.header(name).unwrap_or("").to_owned())).collect();
     let (status, content_type) = (response.status(), response.header("Content-Type").unwrap_or("").to_owned());
     // A body cut off (the server was killed mid-answer) is no answer.
-    let body = response.into_string().ok()?;
-    Some(Resp { status, content_type, headers, body })
+    let body = response.into_string().map_err(|e| format!("body cut off: {e}"))?;
+    Ok(Resp { status, content_type, headers, body })
 }
 
 /// How a test sends the `ip` field.
@@ -317,20 +323,20 @@ impl TestApp {
 
     /// A list operation with `ip` sent in the given encoding; `json` selects `result_mode=json`.
     pub fn call(&self, path: &str, ip: &str, encoding: Encoding, json: bool) -> Resp {
-        self.try_call(path, ip, encoding, json).unwrap_or_else(|| panic!("POST {path}: no answer"))
+        self.try_call(path, ip, encoding, json).unwrap_or_else(|why| panic!("POST {path}: no answer ({why})"))
     }
 
-    /// `call`, or `None` when the server did not answer.
-    pub fn try_call(&self, path: &str, ip: &str, encoding: Encoding, json: bool) -> Option<Resp> {
+    /// `call`, or why the server did not answer.
+    pub fn try_call(&self, path: &str, ip: &str, encoding: Encoding, json: bool) -> Result<Resp, String> {
         let (content_type, body) = form_body(encoding, &[("ip", ip)]);
         self.try_post(path, json, &[("Content-Type", content_type)], &body)
     }
 
     pub fn post(&self, path: &str, json: bool, headers: &[(&str, String)], body: &[u8]) -> Resp {
-        self.try_post(path, json, headers, body).unwrap_or_else(|| panic!("POST {path}: no answer"))
+        self.try_post(path, json, headers, body).unwrap_or_else(|why| panic!("POST {path}: no answer ({why})"))
     }
 
-    fn try_post(&self, path: &str, json: bool, headers: &[(&str, String)], body: &[u8]) -> Option<Resp> {
+    fn try_post(&self, path: &str, json: bool, headers: &[(&str, String)], body: &[u8]) -> Result<Resp, String> {
         let mut all = vec![("Authorization", format!("Bearer {}", self.token))];
         all.extend(headers.iter().cloned());
         let query = if json { "?result_mode=json" } else { "" };
