@@ -19,7 +19,7 @@ const GLOBAL = Number(process.env.BENCH_GLOBAL ?? 100000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const SMALL = 1000;
-const ADMIN = "bench-admin-token";
+const ADMIN = "bench-admin-token-0123456789abcdef";
 const root = new URL("..", import.meta.url).pathname;
 const state = mkdtempSync(join(tmpdir(), "greylist-bench-"));
 

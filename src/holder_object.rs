@@ -12,17 +12,21 @@ use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlS
 
 use crate::{clock, config};
 use crate::domain::entry::{Change, Entry, HistoryEvent};
-use crate::domain::holder::{apply, Call, DailyUsage, Limits, ListStore, Operation};
+use crate::domain::holder::{apply, sweep, Call, DailyUsage, Limits, ListStore, Operation, MAX_HISTORY_ROWS};
 use crate::domain::ipv4::PublicIpv4;
 use crate::domain::page::{Cursor, Page, PageQuery};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 
-/// History older than this is dropped, and at most this many rows are kept.
+/// History older than this is dropped by the daily sweep.
 pub const HISTORY_DAYS: u64 = 90;
-pub const MAX_HISTORY_ROWS: u64 = 100_000;
+/// Expired entries one alarm removes at most; when there are more, the next alarm runs at once.
+const SWEEP_BATCH: usize = 1_000;
 
-const SCHEMA: &str = "
-    CREATE TABLE IF NOT EXISTS entries (
+/// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
+/// version was recorded are at version 0, and the first step is idempotent for them.
+/// A change to the schema is a new step at the end, never an edit of an old one.
+const MIGRATIONS: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS entries_by_age ON entries (added_at, ip);
@@ -33,7 +37,25 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS standing (id INTEGER PRIMARY KEY CHECK (id = 0), revoked_at INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS history (
         id INTEGER PRIMARY KEY, at INTEGER NOT NULL, change TEXT NOT NULL, ip INTEGER NOT NULL, client TEXT
-    );";
+    );",
+    "ALTER TABLE usage ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;",
+];
+
+/// Brings the schema to the newest version. The constructor does not await, so the
+/// runtime commits each step together with its version number, or neither.
+fn migrate(sql: &SqlStorage) -> Result<()> {
+    sql.exec("CREATE TABLE IF NOT EXISTS schema_version (id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL)", None)?;
+    let rows: Vec<Count> = sql.exec("SELECT version AS n FROM schema_version WHERE id = 0", None)?.to_array()?;
+    let current = rows.first().map_or(0, |row| row.n as usize);
+    for (version, step) in MIGRATIONS.iter().enumerate().skip(current) {
+        sql.exec(step, None)?;
+        sql.exec(
+            "INSERT INTO schema_version (id, version) VALUES (0, ?1) ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+            vec![int(version as u64 + 1)],
+        )?;
+    }
+    Ok(())
+}
 
 /// Sorts after every row: the largest integer that crosses into JavaScript exactly.
 const AFTER_ALL: u64 = (1 << 53) - 1;
@@ -58,7 +80,7 @@ pub struct HolderList {
 impl DurableObject for HolderList {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        let ready = sql.exec(SCHEMA, None).map_err(|e| format!("schema: {e}")).and_then(|_| {
+        let ready = migrate(&sql).map_err(|e| format!("schema: {e}")).and_then(|_| {
             Limits::from_config(config::var(&env, "DAILY_ADDITIONS").as_deref(), config::var(&env, "DAILY_REMOVALS").as_deref())
         });
         Self { state, sql, ready, alarm_at: Cell::new(None), revoked: Cell::new(None) }
@@ -100,12 +122,14 @@ impl DurableObject for HolderList {
         }
     }
 
-    /// Deletes expired entries (recording each in the history) and old history,
-    /// then sets the next alarm for the next expiry or a day from now.
+    /// Deletes a batch of expired entries (recording each in the history); when that
+    /// was the last batch, drops old history and sets the next alarm for the next
+    /// expiry or a day from now, else runs again at once.
     async fn alarm(&self) -> Result<Response> {
         self.alarm_at.set(None);
-        let store = SqlListStore { sql: &self.sql };
-        let next = store.sweep(clock::now())?;
+        let mut store = SqlListStore { sql: &self.sql };
+        let now = clock::now();
+        let next = if sweep(&mut store, now, SWEEP_BATCH)? == SWEEP_BATCH { Some(now) } else { store.tidy(now)? };
         if let Some(at) = next {
             self.schedule_sweep(at).await?;
         }
@@ -195,6 +219,7 @@ struct UsageRow {
     day: u64,
     added: u32,
     removed: u32,
+    refused: u32,
 }
 
 #[derive(Deserialize)]
@@ -239,19 +264,10 @@ impl SqlListStore<'_> {
         Ok(Page { total: page.total, rows: page.rows.into_iter().filter_map(HistoryRow::into_event).collect(), next: page.next })
     }
 
-    /// Returns when the next sweep is due, if anything is left to sweep.
-    fn sweep(&self, now: UnixTime) -> Result<Option<UnixTime>> {
-        let expired: Vec<EntryRow> =
-            self.rows("SELECT ip, added_at, expires_at, comment FROM entries WHERE expires_at <= ?1", vec![int(now.0)])?;
-        for row in expired {
-            self.sql.exec(
-                "INSERT INTO history (at, change, ip, client) VALUES (?1, 'expired', ?2, NULL)",
-                vec![int(row.expires_at.unwrap_or(now.0)), int(row.ip)],
-            )?;
-            self.sql.exec("DELETE FROM entries WHERE ip = ?1", vec![int(row.ip)])?;
-        }
+    /// Drops history older than `HISTORY_DAYS`; returns when the next sweep is due, if
+    /// anything is left to sweep.
+    fn tidy(&self, now: UnixTime) -> Result<Option<UnixTime>> {
         self.sql.exec("DELETE FROM history WHERE at < ?1", vec![int(now.minus(HISTORY_DAYS * SECONDS_PER_DAY).0)])?;
-        self.sql.exec("DELETE FROM history WHERE id <= (SELECT max(id) FROM history) - ?1", vec![int(MAX_HISTORY_ROWS)])?;
         let next_expiry = self.rows::<Moment>("SELECT min(expires_at) AS at FROM entries", vec![])?;
         let has_history = self.rows::<Count>("SELECT EXISTS (SELECT 1 FROM history) AS n", vec![])?;
         let daily = has_history.first().is_some_and(|c| c.n > 0).then(|| now.plus(SECONDS_PER_DAY));
@@ -298,15 +314,21 @@ impl ListStore for SqlListStore<'_> {
     }
 
     fn usage(&self) -> Result<DailyUsage> {
-        let rows: Vec<UsageRow> = self.rows("SELECT day, added, removed FROM usage WHERE id = 0", vec![])?;
-        Ok(rows.first().map_or_else(DailyUsage::default, |row| DailyUsage { day: row.day, added: row.added, removed: row.removed }))
+        let rows: Vec<UsageRow> = self.rows("SELECT day, added, removed, refused FROM usage WHERE id = 0", vec![])?;
+        Ok(rows.first().map_or_else(DailyUsage::default, |row| DailyUsage {
+            day: row.day,
+            added: row.added,
+            removed: row.removed,
+            refused: row.refused,
+        }))
     }
 
     fn save_usage(&mut self, usage: DailyUsage) -> Result<()> {
         self.sql.exec(
-            "INSERT INTO usage (id, day, added, removed) VALUES (0, ?1, ?2, ?3)
-             ON CONFLICT (id) DO UPDATE SET day = excluded.day, added = excluded.added, removed = excluded.removed",
-            vec![int(usage.day), int(usage.added.into()), int(usage.removed.into())],
+            "INSERT INTO usage (id, day, added, removed, refused) VALUES (0, ?1, ?2, ?3, ?4)
+             ON CONFLICT (id) DO UPDATE SET
+                day = excluded.day, added = excluded.added, removed = excluded.removed, refused = excluded.refused",
+            vec![int(usage.day), int(usage.added.into()), int(usage.removed.into()), int(usage.refused.into())],
         )?;
         Ok(())
     }
@@ -321,6 +343,15 @@ impl ListStore for SqlListStore<'_> {
                 event.client.clone().map_or(SqlStorageValue::Null, SqlStorageValue::String),
             ],
         )?;
+        self.sql.exec("DELETE FROM history WHERE id <= (SELECT max(id) FROM history) - ?1", vec![int(MAX_HISTORY_ROWS)])?;
         Ok(())
+    }
+
+    fn expired(&self, now: UnixTime, limit: usize) -> Result<Vec<Entry>> {
+        let rows: Vec<EntryRow> = self.rows(
+            "SELECT ip, added_at, expires_at, comment FROM entries WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2",
+            vec![int(now.0), int(limit as u64)],
+        )?;
+        Ok(rows.into_iter().filter_map(EntryRow::into_entry).collect())
     }
 }

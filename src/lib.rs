@@ -11,7 +11,7 @@ pub mod store;
 use worker::{event, Context, Env, Request, Response};
 
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     console_error_panic_hook::set_once();
-    http::handle(req, env).await
+    http::handle(req, env, ctx).await
 }

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 state=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 inspector=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-admin=contract-admin-token
+admin=contract-admin-token-0123456789abcdef
 base=http://127.0.0.1:$port
 
 setsid node_modules/.bin/wrangler dev --ip 127.0.0.1 --port "$port" --inspector-port "$inspector" \

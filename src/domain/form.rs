@@ -3,6 +3,10 @@
 //! Both are parsed here rather than by the runtime so that the body can be
 //! size-checked first and every malformed input has one defined answer.
 
+/// RFC 2046 §5.1.1: a boundary is 1 to 70 characters. A longer one is refused, so
+/// the delimiter searched for stays short.
+pub const MAX_BOUNDARY_CHARS: usize = 70;
+
 /// The first value of field `name`, decoded lossily as UTF-8; `None` when the body
 /// does not carry the field: another content type, broken multipart, or no such field.
 pub fn first_field(content_type: &str, body: &[u8], name: &str) -> Option<String> {
@@ -10,7 +14,7 @@ pub fn first_field(content_type: &str, body: &[u8], name: &str) -> Option<String
     if media_type.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
         form_urlencoded::parse(body).find(|(key, _)| key == name).map(|(_, value)| value.into_owned())
     } else if media_type.eq_ignore_ascii_case("multipart/form-data") {
-        let boundary = parameter(content_type, "boundary")?;
+        let boundary = parameter(content_type, "boundary").filter(|b| b.len() <= MAX_BOUNDARY_CHARS)?;
         multipart_field(body, boundary.as_bytes(), name)
     } else {
         None
@@ -30,8 +34,11 @@ fn parameter<'a>(header: &'a str, key: &str) -> Option<&'a str> {
     })
 }
 
+/// Every search starts where the previous one ended and runs in linear time, so
+/// one body costs time in proportion to its length.
 fn multipart_field(body: &[u8], boundary: &[u8], name: &str) -> Option<String> {
     let delimiter = [b"--", boundary].concat();
+    let part_end = [b"\r\n", delimiter.as_slice()].concat();
     let mut rest = &body[find(body, &delimiter)? + delimiter.len()..];
     loop {
         if rest.starts_with(b"--") {
@@ -41,11 +48,11 @@ fn multipart_field(body: &[u8], boundary: &[u8], name: &str) -> Option<String> {
         let headers_end = find(rest, b"\r\n\r\n")?;
         let headers = String::from_utf8_lossy(&rest[..headers_end]);
         let content = &rest[headers_end + 4..];
-        let next = find(content, &[b"\r\n", delimiter.as_slice()].concat())?;
+        let next = find(content, &part_end)?;
         if part_name(&headers).as_deref() == Some(name) {
             return Some(String::from_utf8_lossy(&content[..next]).into_owned());
         }
-        rest = &content[next + 2 + delimiter.len()..];
+        rest = &content[next + part_end.len()..];
     }
 }
 
@@ -64,7 +71,7 @@ fn part_name(headers: &str) -> Option<String> {
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|window| window == needle)
+    memchr::memmem::find(haystack, needle)
 }
 
 #[cfg(test)]
@@ -115,6 +122,17 @@ mod tests {
         assert_eq!(first_field(URLENCODED, b"ip=1.2.3.%FF", "ip").as_deref(), Some("1.2.3.\u{fffd}"));
         let body = [b"--b\r\nContent-Disposition: form-data; name=\"ip\"\r\n\r\n\xff\xfe\r\n--b--".as_slice()].concat();
         assert_eq!(first_field("multipart/form-data; boundary=b", &body, "ip").as_deref(), Some("\u{fffd}\u{fffd}"));
+    }
+
+    #[test]
+    fn boundaries_over_70_characters_are_refused() {
+        let body_with = |boundary: &str| format!("--{boundary}\r\nContent-Disposition: form-data; name=\"ip\"\r\n\r\n8.8.8.8\r\n--{boundary}--\r\n");
+        let longest = "b".repeat(MAX_BOUNDARY_CHARS);
+        let content_type = format!("multipart/form-data; boundary={longest}");
+        assert_eq!(first_field(&content_type, body_with(&longest).as_bytes(), "ip").as_deref(), Some("8.8.8.8"));
+        let too_long = "b".repeat(MAX_BOUNDARY_CHARS + 1);
+        let content_type = format!("multipart/form-data; boundary={too_long}");
+        assert_eq!(first_field(&content_type, body_with(&too_long).as_bytes(), "ip"), None);
     }
 
     #[test]

@@ -59,12 +59,17 @@ impl Limits {
     }
 }
 
-/// What one UTC day has used of the limits.
+/// At most this many history rows are kept; the oldest go first.
+pub const MAX_HISTORY_ROWS: u64 = 100_000;
+
+/// What one UTC day has used of the limits, and how many changes it refused.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DailyUsage {
     pub day: u64,
     pub added: u32,
     pub removed: u32,
+    #[serde(default)]
+    pub refused: u32,
 }
 
 impl DailyUsage {
@@ -73,7 +78,7 @@ impl DailyUsage {
         if self.day == day {
             self
         } else {
-            Self { day, added: 0, removed: 0 }
+            Self { day, ..Self::default() }
         }
     }
 }
@@ -108,19 +113,22 @@ pub trait ListStore {
     fn delete(&mut self, ip: PublicIpv4) -> Result<(), Self::Error>;
     fn usage(&self) -> Result<DailyUsage, Self::Error>;
     fn save_usage(&mut self, usage: DailyUsage) -> Result<(), Self::Error>;
+    /// Appends to the history, keeping only the newest `MAX_HISTORY_ROWS` rows.
     fn record(&mut self, event: &HistoryEvent) -> Result<(), Self::Error>;
+    /// At most `limit` entries whose expiry is at or before `now`, earliest first.
+    fn expired(&self, now: UnixTime, limit: usize) -> Result<Vec<Entry>, Self::Error>;
 }
 
 /// Runs one operation of the state table: only an actual addition or removal
-/// counts against the day's limit, and a refused one changes nothing but the history.
+/// counts against the day's limit, and a refused one changes nothing but the
+/// day's refusal count (and the history, for the day's first refusal).
 pub fn apply<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Limits) -> Result<Answer, S::Error> {
     let ip = call.ip;
     let event = |change| HistoryEvent { at: now, change, ip, client: call.client.clone() };
     let listed = match store.entry(ip)? {
         Some(entry) if entry.is_live(now) => true,
         Some(expired) => {
-            store.delete(ip)?;
-            store.record(&HistoryEvent { at: expired.expires_at.unwrap_or(now), change: Change::Expired, ip, client: None })?;
+            expire(store, &expired, now)?;
             false
         }
         None => false,
@@ -133,8 +141,7 @@ pub fn apply<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Li
             let outcome = if listed {
                 PersonalOutcome::AlreadyListed
             } else if usage.added >= limits.additions {
-                store.record(&event(Change::LimitRefused))?;
-                PersonalOutcome::LimitReached
+                refuse(store, &mut usage, &event(Change::LimitRefused))?
             } else {
                 let details = call.details.clone();
                 store.insert(&Entry { ip, added_at: now, expires_at: details.expiry.map(|e| e.at(now)), comment: details.comment })?;
@@ -150,8 +157,7 @@ pub fn apply<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Li
             let outcome = if !listed {
                 PersonalOutcome::NotOnList
             } else if usage.removed >= limits.removals {
-                store.record(&event(Change::LimitRefused))?;
-                PersonalOutcome::LimitReached
+                refuse(store, &mut usage, &event(Change::LimitRefused))?
             } else {
                 store.delete(ip)?;
                 store.record(&event(Change::Removed))?;
@@ -163,6 +169,34 @@ pub fn apply<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Li
         }
     };
     Ok(Answer { outcome, usage, limits })
+}
+
+/// A script looping on a used-up quota must not grow the history without bound:
+/// every refusal is counted for the day, and only the day's first is recorded.
+fn refuse<S: ListStore>(store: &mut S, usage: &mut DailyUsage, event: &HistoryEvent) -> Result<PersonalOutcome, S::Error> {
+    usage.refused = usage.refused.saturating_add(1);
+    if usage.refused == 1 {
+        store.record(event)?;
+    }
+    store.save_usage(*usage)?;
+    Ok(PersonalOutcome::LimitReached)
+}
+
+/// Removes an entry whose expiry has passed and records it at its expiry time.
+fn expire<S: ListStore>(store: &mut S, entry: &Entry, now: UnixTime) -> Result<(), S::Error> {
+    store.delete(entry.ip)?;
+    store.record(&HistoryEvent { at: entry.expires_at.unwrap_or(now), change: Change::Expired, ip: entry.ip, client: None })
+}
+
+/// Removes at most `batch` expired entries, so one sweep's memory and time stay
+/// bounded however many entries share an expiry; returns how many it removed.
+/// Fewer than `batch` means nothing expired is left.
+pub fn sweep<S: ListStore>(store: &mut S, now: UnixTime, batch: usize) -> Result<usize, S::Error> {
+    let expired = store.expired(now, batch)?;
+    for entry in &expired {
+        expire(store, entry, now)?;
+    }
+    Ok(expired.len())
 }
 
 #[cfg(test)]
@@ -208,7 +242,16 @@ pub mod memory {
 
         fn record(&mut self, event: &HistoryEvent) -> Result<(), Infallible> {
             self.history.push(event.clone());
+            let excess = self.history.len().saturating_sub(MAX_HISTORY_ROWS as usize);
+            self.history.drain(..excess);
             Ok(())
+        }
+
+        fn expired(&self, now: UnixTime, limit: usize) -> Result<Vec<Entry>, Infallible> {
+            let mut expired: Vec<Entry> = self.entries.values().filter(|e| !e.is_live(now)).cloned().collect();
+            expired.sort_by_key(|e| e.expires_at);
+            expired.truncate(limit);
+            Ok(expired)
         }
     }
 }
@@ -227,6 +270,11 @@ mod tests {
 
     fn ip(n: u8) -> PublicIpv4 {
         PublicIpv4::parse(&format!("8.8.8.{n}")).unwrap()
+    }
+
+    /// The `n`th address of 8.0.0.0/8, for tests that need many.
+    fn nth(n: u32) -> PublicIpv4 {
+        PublicIpv4::from_addr(std::net::Ipv4Addr::from(0x0800_0000 | n)).unwrap()
     }
 
     fn call(operation: Operation, n: u8) -> Call {
@@ -263,10 +311,10 @@ mod tests {
         run(&mut store, Add, 1, NOON);
         run(&mut store, Check, 1, NOON);
         run(&mut store, Remove, 2, NOON);
-        assert_eq!(store.usage, DailyUsage { day: NOON.utc_day(), added: 1, removed: 0 });
+        assert_eq!(store.usage, DailyUsage { day: NOON.utc_day(), added: 1, removed: 0, refused: 0 });
         run(&mut store, Remove, 1, NOON);
         run(&mut store, Remove, 1, NOON);
-        assert_eq!(store.usage, DailyUsage { day: NOON.utc_day(), added: 1, removed: 1 });
+        assert_eq!(store.usage, DailyUsage { day: NOON.utc_day(), added: 1, removed: 1, refused: 0 });
     }
 
     #[test]
@@ -305,7 +353,7 @@ mod tests {
         }
         assert_eq!(run(&mut store, Add, 4, last_second), P::LimitReached);
         assert_eq!(run(&mut store, Add, 4, midnight), P::Added);
-        assert_eq!(store.usage, DailyUsage { day: midnight.utc_day(), added: 1, removed: 0 });
+        assert_eq!(store.usage, DailyUsage { day: midnight.utc_day(), added: 1, removed: 0, refused: 0 });
     }
 
     #[test]
@@ -318,10 +366,10 @@ mod tests {
     #[test]
     fn the_answer_carries_the_days_usage_after_the_operation() {
         let mut store = MemoryStore::default();
-        assert_eq!(run_call(&mut store, &call(Add, 1), NOON).usage, Some(DailyUsage { day: NOON.utc_day(), added: 1, removed: 0 }));
-        assert_eq!(run_call(&mut store, &call(Remove, 1), NOON).usage, Some(DailyUsage { day: NOON.utc_day(), added: 1, removed: 1 }));
+        assert_eq!(run_call(&mut store, &call(Add, 1), NOON).usage, Some(DailyUsage { day: NOON.utc_day(), added: 1, removed: 0, refused: 0 }));
+        assert_eq!(run_call(&mut store, &call(Remove, 1), NOON).usage, Some(DailyUsage { day: NOON.utc_day(), added: 1, removed: 1, refused: 0 }));
         let tomorrow = NOON.plus(86_400);
-        assert_eq!(run_call(&mut store, &call(Add, 1), tomorrow).usage, Some(DailyUsage { day: tomorrow.utc_day(), added: 1, removed: 0 }));
+        assert_eq!(run_call(&mut store, &call(Add, 1), tomorrow).usage, Some(DailyUsage { day: tomorrow.utc_day(), added: 1, removed: 0, refused: 0 }));
         assert_eq!(run_call(&mut store, &call(Check, 1), tomorrow).usage, None, "a check reads no counters");
     }
 
@@ -375,6 +423,73 @@ mod tests {
         use Change::{Added, LimitRefused, Removed};
         assert_eq!(changes, [Added, Added, Added, LimitRefused, Removed]);
         assert!(store.history.iter().all(|e| e.client.as_deref() == Some("192.0.2.7") && e.at == NOON));
+    }
+
+    #[test]
+    fn refusals_are_counted_but_only_the_days_first_is_recorded() {
+        let mut store = MemoryStore::default();
+        for n in 1..=3 {
+            run(&mut store, Add, n, NOON);
+        }
+        run(&mut store, Remove, 1, NOON);
+        run(&mut store, Remove, 2, NOON);
+        for _ in 0..5_000 {
+            assert_eq!(run(&mut store, Add, 9, NOON), P::LimitReached);
+            assert_eq!(run(&mut store, Remove, 3, NOON), P::LimitReached);
+        }
+        let refusals = store.history.iter().filter(|e| e.change == Change::LimitRefused).count();
+        assert_eq!((store.history.len(), refusals), (6, 1), "10 000 refused calls leave one history row");
+        assert_eq!(store.usage.refused, 10_000);
+        let tomorrow = NOON.plus(86_400);
+        assert_eq!(run(&mut store, Remove, 3, tomorrow), P::Removed);
+        run(&mut store, Add, 9, tomorrow);
+        run(&mut store, Add, 10, tomorrow);
+        run(&mut store, Add, 11, tomorrow);
+        assert_eq!(run(&mut store, Add, 12, tomorrow), P::LimitReached);
+        assert_eq!(store.history.iter().filter(|e| e.change == Change::LimitRefused).count(), 2, "a new day records its first refusal");
+        assert_eq!(store.usage.refused, 1);
+    }
+
+    #[test]
+    fn the_history_keeps_only_the_newest_rows() {
+        let mut store = MemoryStore::default();
+        let limits = Limits { additions: u32::MAX, removals: u32::MAX };
+        let rows = MAX_HISTORY_ROWS as u32 + 10;
+        for n in 0..rows {
+            let ip = nth(n);
+            let Ok(_) = apply(&mut store, &Call { ip, ..call(Add, 1) }, NOON, limits);
+        }
+        assert_eq!(store.history.len() as u64, MAX_HISTORY_ROWS);
+        assert_eq!(store.history[0].ip, PublicIpv4::parse("8.0.0.10").unwrap(), "the oldest went first");
+    }
+
+    #[test]
+    fn entries_sharing_one_expiry_are_swept_completely_in_bounded_batches() {
+        const ENTRIES: u32 = 50_000;
+        const BATCH: usize = 1_000;
+        let mut store = MemoryStore::default();
+        let expires_at = NOON.plus(60);
+        for n in 0..ENTRIES {
+            let ip = nth(n);
+            store.entries.insert(ip, Entry { ip, added_at: NOON, expires_at: Some(expires_at), comment: None });
+        }
+        store.entries.insert(ip(1), Entry { ip: ip(1), added_at: NOON, expires_at: None, comment: None });
+        let Ok(none_yet) = sweep(&mut store, expires_at.minus(1), BATCH);
+        assert_eq!(none_yet, 0);
+        let mut sweeps = Vec::new();
+        loop {
+            let Ok(swept) = sweep(&mut store, expires_at, BATCH);
+            assert!(swept <= BATCH);
+            sweeps.push(swept);
+            if swept < BATCH {
+                break;
+            }
+        }
+        assert_eq!(sweeps.iter().sum::<usize>(), ENTRIES as usize);
+        assert_eq!(sweeps.len(), ENTRIES as usize / BATCH + 1, "the last sweep finds nothing and stops");
+        assert_eq!(store.entries.keys().copied().collect::<Vec<_>>(), [ip(1)], "only the permanent entry is left");
+        assert!(store.history.iter().all(|e| e.change == Change::Expired && e.at == expires_at));
+        assert_eq!(store.history.len(), ENTRIES as usize);
     }
 
     #[test]

@@ -10,5 +10,6 @@ pub mod page;
 pub mod quota;
 pub mod range;
 pub mod route;
+pub mod settings;
 pub mod time;
 pub mod token;

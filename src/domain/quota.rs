@@ -29,7 +29,7 @@ mod tests {
 
     #[test]
     fn headers_state_quota_remaining_and_reset() {
-        let usage = DailyUsage { day: NOON.utc_day(), added: 10, removed: 1000 };
+        let usage = DailyUsage { day: NOON.utc_day(), added: 10, removed: 1000, refused: 0 };
         let [policy, remaining] = rate_limit_headers(usage, Limits::default(), NOON);
         assert_eq!(policy, ("RateLimit-Policy", "\"additions\";q=6000;w=86400, \"removals\";q=1000;w=86400".to_owned()));
         assert_eq!(remaining, ("RateLimit", "\"additions\";r=5990;t=43200, \"removals\";r=0;t=43200".to_owned()));
@@ -37,7 +37,7 @@ mod tests {
 
     #[test]
     fn usage_of_an_earlier_day_leaves_the_whole_quota() {
-        let yesterday = DailyUsage { day: NOON.utc_day() - 1, added: 6000, removed: 1000 };
+        let yesterday = DailyUsage { day: NOON.utc_day() - 1, added: 6000, removed: 1000, refused: 0 };
         let [_, remaining] = rate_limit_headers(yesterday, Limits::default(), NOON);
         assert_eq!(remaining.1, "\"additions\";r=6000;t=43200, \"removals\";r=1000;t=43200");
     }

@@ -2,7 +2,7 @@
 //! Every handler here runs only after `auth::operator` has passed.
 
 use serde_json::json;
-use worker::{Env, Request};
+use worker::{Context, Env, Request};
 
 use super::body::Body;
 use super::error::ApiError;
@@ -32,20 +32,20 @@ pub async fn revoke_license(env: &Env, id: &str, log: &mut RequestLog) -> Result
     }
 }
 
-pub async fn edit_global_list(mut req: Request, env: &Env) -> Result<Reply, ApiError> {
-    let edit = edit_request(&mut req).await?.parse("a public IPv4 address", |s| PublicIpv4::parse(s).ok());
+pub async fn edit_global_list(mut req: Request, env: &Env, ctx: &Context) -> Result<Reply, ApiError> {
+    let edit = edit_request(&mut req, ctx).await?.parse("a public IPv4 address", |s| PublicIpv4::parse(s).ok());
     let (added, removed) = global_list::apply(env, edit.map_err(ApiError::BadRequest)?).await?;
     Ok(Reply::Json(200, json!({ "added": added, "removed": removed })))
 }
 
-pub async fn edit_allow_list(mut req: Request, env: &Env) -> Result<Reply, ApiError> {
-    let edit = edit_request(&mut req).await?.parse("an IPv4 address or CIDR range", Ipv4Range::parse);
+pub async fn edit_allow_list(mut req: Request, env: &Env, ctx: &Context) -> Result<Reply, ApiError> {
+    let edit = edit_request(&mut req, ctx).await?.parse("an IPv4 address or CIDR range", Ipv4Range::parse);
     let (added, removed) = allow_list::apply(env, edit.map_err(ApiError::BadRequest)?).await?;
     Ok(Reply::Json(200, json!({ "added": added, "removed": removed })))
 }
 
-async fn edit_request(req: &mut Request) -> Result<EditRequest, ApiError> {
-    Body::read(req)
+async fn edit_request(req: &mut Request, ctx: &Context) -> Result<EditRequest, ApiError> {
+    Body::read(req, ctx)
         .await?
         .json()
         .map_err(|e| ApiError::BadRequest(format!("expected {{\"add\": [...], \"remove\": [...]}}: {e}")))

@@ -25,10 +25,10 @@ fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
 /// request's log line names it from here on.
 pub async fn license_holder(req: &Request, env: &Env, now: UnixTime, log: &mut RequestLog) -> Result<LicenseId, ApiError> {
     let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
-    let secret = config::secret(env, "JWT_SECRET")?;
-    let license = TOKENS.with_borrow_mut(|tokens| tokens.verify(&secret, &token, now)).map_err(|e| ApiError::Unauthorized(e.code()))?;
+    let settings = config::settings(env)?;
+    let license = TOKENS.with_borrow_mut(|tokens| tokens.verify(&settings.jwt_secret, &token, now)).map_err(|e| ApiError::Unauthorized(e.code()))?;
     log.license = Some(license.clone());
-    if licenses::is_active(env, &license, config::cache_seconds(env), now.0 * 1000).await? {
+    if licenses::is_active(env, &license, settings.freshness, now.0 * 1000).await? {
         Ok(license)
     } else {
         Err(ApiError::Unauthorized("license_revoked"))
@@ -37,9 +37,9 @@ pub async fn license_holder(req: &Request, env: &Env, now: UnixTime, log: &mut R
 
 /// The operator, proven by `ADMIN_TOKEN`, compared in constant time.
 pub fn operator(req: &Request, env: &Env) -> Result<(), ApiError> {
-    let expected = config::secret(env, "ADMIN_TOKEN")?;
+    let settings = config::settings(env)?;
     match bearer_token(req)? {
-        Some(token) if secrets_match(&token, &expected) => Ok(()),
+        Some(token) if secrets_match(&token, &settings.admin_token) => Ok(()),
         _ => Err(ApiError::AdminUnauthorized),
     }
 }

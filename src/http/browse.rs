@@ -1,7 +1,7 @@
 //! Reading a holder's own list and history, a page at a time.
 
 use serde_json::json;
-use worker::{Env, Request};
+use worker::{Context, Env, Request};
 
 use super::auth;
 use super::body::Body;
@@ -13,16 +13,16 @@ use crate::domain::page::PageQuery;
 use crate::domain::time::UnixTime;
 use crate::store::holders;
 
-async fn page_query(mut req: Request, with_prefix: bool) -> Result<PageQuery, ApiError> {
-    let body = Body::read(&mut req).await?;
+async fn page_query(mut req: Request, ctx: &Context, with_prefix: bool) -> Result<PageQuery, ApiError> {
+    let body = Body::read(&mut req, ctx).await?;
     let prefix = if with_prefix { body.field("prefix") } else { None };
     PageQuery::parse(body.field("cursor").as_deref(), body.field("limit").as_deref(), prefix.as_deref()).map_err(ApiError::BadRequest)
 }
 
 /// The caller's live entries, newest first.
-pub async fn list(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
+pub async fn list(req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
     let license = auth::license_holder(&req, env, clock::now(), log).await?;
-    let page = holders::list(env, &license, &page_query(req, true).await?).await?;
+    let page = holders::list(env, &license, &page_query(req, ctx, true).await?).await?;
     Ok(Reply::Listing(Listing {
         message: format!("{} addresses", page.total),
         lines: page.rows.iter().map(|entry| entry.ip.to_string()).collect(),
@@ -36,9 +36,9 @@ pub async fn list(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply
 }
 
 /// The caller's changes, newest first.
-pub async fn history(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
+pub async fn history(req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
     let license = auth::license_holder(&req, env, clock::now(), log).await?;
-    let page = holders::history(env, &license, &page_query(req, false).await?).await?;
+    let page = holders::history(env, &license, &page_query(req, ctx, false).await?).await?;
     Ok(Reply::Listing(Listing {
         message: format!("{} changes", page.total),
         lines: page

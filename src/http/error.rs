@@ -15,6 +15,8 @@ pub enum ApiError {
     NotFound(&'static str),
     MethodNotAllowed(&'static str),
     PayloadTooLarge,
+    /// Too many requests from one client address; it may try again after this many seconds.
+    TooManyRequests(u32),
     BadRequest(String),
     /// A fault on our side (storage, configuration); the detail is logged, never shown.
     Internal(String),
@@ -27,6 +29,7 @@ impl ApiError {
             Self::NotFound(_) => 404,
             Self::MethodNotAllowed(_) => 405,
             Self::PayloadTooLarge => 413,
+            Self::TooManyRequests(_) => 429,
             Self::BadRequest(_) => 400,
             Self::Internal(_) => 500,
         }
@@ -40,6 +43,7 @@ impl ApiError {
             Self::NotFound(what) => format!("Not found: no such {what}"),
             Self::MethodNotAllowed(allowed) => format!("Method not allowed: use {allowed}"),
             Self::PayloadTooLarge => format!("Payload too large: the body may be at most {} KiB", MAX_BODY_BYTES / 1024),
+            Self::TooManyRequests(seconds) => format!("Too many requests: try again in {seconds} seconds"),
             Self::BadRequest(detail) => format!("Bad request: {detail}"),
             Self::Internal(_) => "Internal error: the request could not be completed, try again later".to_owned(),
         }
@@ -54,6 +58,7 @@ impl ApiError {
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::PayloadTooLarge => "payload_too_large",
+            Self::TooManyRequests(_) => "too_many_requests",
             Self::BadRequest(_) => "bad_request",
             Self::Internal(_) => "internal_error",
         }
@@ -75,6 +80,7 @@ impl ApiError {
             }
             Self::AdminUnauthorized | Self::LoginRefused => response.headers().set("WWW-Authenticate", "Bearer")?,
             Self::MethodNotAllowed(allowed) => response.headers().set("Allow", allowed)?,
+            Self::TooManyRequests(seconds) => response.headers().set("Retry-After", &seconds.to_string())?,
             _ => {}
         }
         Ok(response)

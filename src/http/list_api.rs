@@ -1,7 +1,7 @@
 //! The three specified list operations: check, add, remove.
 
 use futures_util::future::join;
-use worker::{Env, Request};
+use worker::{Context, Env, Request};
 
 use super::auth;
 use super::body::Body;
@@ -19,12 +19,12 @@ use crate::store::{allow_list, global_list, holders};
 
 /// Steps in the order decisions.md fixes: token, validation, allow list, then the
 /// lists, where the global list wins over the personal one.
-pub async fn handle(operation: Operation, mut req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
+pub async fn handle(operation: Operation, mut req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
     let now_ms = clock::now_ms();
     let now = UnixTime(now_ms / 1000);
     let license = auth::license_holder(&req, env, now, log).await?;
 
-    let body = Body::read(&mut req).await?;
+    let body = Body::read(&mut req, ctx).await?;
     let ip = match PublicIpv4::parse(&body.field("ip").unwrap_or_default()) {
         Ok(ip) => ip,
         Err(rejection) => return Ok(Reply::Outcome(rejection.into(), None)),
@@ -39,13 +39,12 @@ pub async fn handle(operation: Operation, mut req: Request, env: &Env, log: &mut
         .map_err(ApiError::BadRequest)?,
         Operation::Check | Operation::Remove => EntryDetails::default(),
     };
-    let cache_seconds = config::cache_seconds(env);
-    if allow_list::load(env, cache_seconds, now_ms).await?.contains(ip.addr()) {
+    if allow_list::load(env, config::settings(env)?.freshness, now_ms).await?.contains(ip.addr()) {
         return Ok(Reply::Outcome(Outcome::AllowListed(ip), None));
     }
 
     let call = Call { operation, ip, details, client: req.headers().get("CF-Connecting-IP")? };
-    let on_global = global_list::contains(env, ip, cache_seconds);
+    let on_global = global_list::contains(env, ip);
     let personal = holders::apply(env, &license, &call);
     let answer = match operation {
         // Both reads at once: the personal answer is only needed when the global one is no.

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 use serde_json::json;
-use worker::{Env, Request};
+use worker::{Context, Env, Request};
 
 use super::body::Body;
 use super::error::ApiError;
@@ -18,8 +18,18 @@ struct LoginRequest {
     license_key: String,
 }
 
-pub async fn handle(mut req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let body = Body::read(&mut req).await?;
+/// The rate-limiting binding that counts logins per client address.
+const LIMITER: &str = "LOGIN_LIMITER";
+/// The binding's period (`wrangler.toml`); the binding cannot say how much of it is left.
+const LIMIT_PERIOD_SECONDS: u32 = 60;
+
+pub async fn handle(mut req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
+    // Before anything else is read, so a flood of logins costs only the refusal.
+    let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
+    if !env.rate_limiter(LIMITER)?.limit(client).await?.success {
+        return Err(ApiError::TooManyRequests(LIMIT_PERIOD_SECONDS));
+    }
+    let body = Body::read(&mut req, ctx).await?;
     let key = if body.is_json() { body.json::<LoginRequest>().ok().map(|login| login.license_key) } else { body.field("licenseKey") };
     let key = key
         .filter(|key| !key.trim().is_empty())
@@ -27,7 +37,8 @@ pub async fn handle(mut req: Request, env: &Env, log: &mut RequestLog) -> Result
 
     let license = licenses::find_by_key(env, key.trim()).await?.ok_or(ApiError::LoginRefused)?;
     log.license = Some(license.clone());
-    let lifetime = config::token_lifetime_seconds(env);
-    let token = TokenKey::new(&config::secret(env, "JWT_SECRET")?).issue(&license, clock::now(), lifetime);
+    let settings = config::settings(env)?;
+    let lifetime = settings.token_lifetime_seconds;
+    let token = TokenKey::new(&settings.jwt_secret).issue(&license, clock::now(), lifetime);
     Ok(Reply::Json(200, json!({ "accessToken": token, "tokenType": "Bearer", "expiresIn": lifetime })))
 }

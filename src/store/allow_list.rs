@@ -10,6 +10,7 @@ use super::{cached, fresh};
 use crate::domain::allow_list::{AllowEntries, AllowList};
 use crate::domain::list_edit::ListEdit;
 use crate::domain::range::Ipv4Range;
+use crate::domain::settings::Freshness;
 use crate::http::error::ApiError;
 
 const BINDING: &str = "ALLOW_LIST";
@@ -20,18 +21,18 @@ thread_local! {
     static CACHE: RefCell<Option<(u64, Rc<AllowList>)>> = const { RefCell::new(None) };
 }
 
-pub async fn load(env: &Env, cache_seconds: u64, now_ms: u64) -> Result<Rc<AllowList>, ApiError> {
-    if let Some((_, list)) = CACHE.with_borrow(|cache| cache.as_ref().filter(|(at, _)| fresh(*at, now_ms, cache_seconds)).cloned()) {
+pub async fn load(env: &Env, freshness: Freshness, now_ms: u64) -> Result<Rc<AllowList>, ApiError> {
+    if let Some((_, list)) = CACHE.with_borrow(|cache| cache.as_ref().filter(|(at, _)| fresh(*at, now_ms, freshness)).cloned()) {
         return Ok(list);
     }
-    let list = Rc::new(read_entries(env, cache_seconds).await?.compile());
+    let list = Rc::new(read_entries(env).await?.compile());
     CACHE.set(Some((now_ms, list.clone())));
     Ok(list)
 }
 
 /// Applies removals, then additions; counts only entries that changed.
 pub async fn apply(env: &Env, edit: ListEdit<Ipv4Range>) -> Result<(usize, usize), ApiError> {
-    let mut entries = read_entries(env, 0).await?;
+    let mut entries = read_entries(env).await?;
     let removed = edit.remove.iter().filter(|range| entries.remove(range)).count();
     let added = edit.add.into_iter().filter(|range| entries.insert(*range)).count();
     env.kv(BINDING)?.put(KEY, entries.to_text())?.execute().await?;
@@ -39,7 +40,7 @@ pub async fn apply(env: &Env, edit: ListEdit<Ipv4Range>) -> Result<(usize, usize
     Ok((added, removed))
 }
 
-async fn read_entries(env: &Env, cache_seconds: u64) -> Result<AllowEntries, ApiError> {
-    let text = cached(env.kv(BINDING)?.get(KEY), cache_seconds).text().await?;
+async fn read_entries(env: &Env) -> Result<AllowEntries, ApiError> {
+    let text = cached(env.kv(BINDING)?.get(KEY)).text().await?;
     Ok(AllowEntries::from_text(text.as_deref().unwrap_or("")))
 }

@@ -10,8 +10,8 @@ use crate::http::error::ApiError;
 
 const BINDING: &str = "GLOBAL_LIST";
 
-pub async fn contains(env: &Env, ip: PublicIpv4, cache_seconds: u64) -> Result<bool, ApiError> {
-    Ok(cached(env.kv(BINDING)?.get(&ip.to_string()), cache_seconds).text().await?.is_some())
+pub async fn contains(env: &Env, ip: PublicIpv4) -> Result<bool, ApiError> {
+    Ok(cached(env.kv(BINDING)?.get(&ip.to_string())).text().await?.is_some())
 }
 
 /// Applies removals, then additions; counts only entries that changed.

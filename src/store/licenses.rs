@@ -10,6 +10,7 @@ use worker::Env;
 use super::{cached, fresh};
 use crate::domain::time::UnixTime;
 use crate::domain::license::{key_digest, LicenseId, LicenseKey};
+use crate::domain::settings::Freshness;
 use crate::http::error::ApiError;
 
 const BINDING: &str = "LICENSES";
@@ -66,22 +67,23 @@ pub async fn revoke(env: &Env, id: &LicenseId, now: UnixTime) -> Result<bool, Ap
 /// The active license a key belongs to, if any: one read, since revoking deletes
 /// the key's record before it marks the license.
 pub async fn find_by_key(env: &Env, key: &str) -> Result<Option<LicenseId>, ApiError> {
-    let id = env.kv(BINDING)?.get(&digest_key(&key_digest(key))).text().await?;
+    let id = cached(env.kv(BINDING)?.get(&digest_key(&key_digest(key)))).text().await?;
     Ok(id.as_deref().and_then(LicenseId::parse))
 }
 
-/// Whether the license exists and is not revoked, as KV says within the cache
-/// period; the isolate remembers the answer for that long, so most requests read nothing.
-pub async fn is_active(env: &Env, id: &LicenseId, cache_seconds: u64, now_ms: u64) -> Result<bool, ApiError> {
+/// Whether the license exists and is not revoked, as KV says within the edge
+/// cache's period; the isolate remembers the answer for its own period, so most
+/// requests read nothing.
+pub async fn is_active(env: &Env, id: &LicenseId, freshness: Freshness, now_ms: u64) -> Result<bool, ApiError> {
     let remembered = STANDING.with_borrow(|standing| {
-        standing.get(id.as_str()).filter(|(at, _)| fresh(*at, now_ms, cache_seconds)).map(|(_, active)| *active)
+        standing.get(id.as_str()).filter(|(at, _)| fresh(*at, now_ms, freshness)).map(|(_, active)| *active)
     });
     if let Some(active) = remembered {
         return Ok(active);
     }
-    let record = cached(env.kv(BINDING)?.get(&record_key(id)), cache_seconds).json::<LicenseRecord>().await?;
+    let record = cached(env.kv(BINDING)?.get(&record_key(id))).json::<LicenseRecord>().await?;
     let active = record.is_some_and(|r| r.revoked_at.is_none());
-    if cache_seconds > 0 {
+    if freshness.isolate_seconds() > 0 {
         STANDING.with_borrow_mut(|standing| {
             if standing.len() >= REMEMBERED {
                 standing.clear();

@@ -8,16 +8,15 @@ pub mod licenses;
 
 use worker::kv::GetOptionsBuilder;
 
+use crate::domain::settings::Freshness;
+
 /// Whether a value an isolate loaded at `loaded_at_ms` may still stand in for a KV read.
-fn fresh(loaded_at_ms: u64, now_ms: u64, cache_seconds: u64) -> bool {
-    now_ms.saturating_sub(loaded_at_ms) < cache_seconds * 1000
+fn fresh(loaded_at_ms: u64, now_ms: u64, freshness: Freshness) -> bool {
+    now_ms.saturating_sub(loaded_at_ms) < freshness.isolate_seconds() * 1000
 }
 
-/// KV refuses a cache TTL under 60 seconds; 0 means "always read through".
-fn cached(get: GetOptionsBuilder, cache_seconds: u64) -> GetOptionsBuilder {
-    if cache_seconds >= 60 {
-        get.cache_ttl(cache_seconds)
-    } else {
-        get
-    }
+/// Every KV read asks for the shortest edge cache: KV keeps a value 60 seconds
+/// when not told otherwise, which alone would use up the bound.
+fn cached(get: GetOptionsBuilder) -> GetOptionsBuilder {
+    get.cache_ttl(Freshness::EDGE_SECONDS)
 }

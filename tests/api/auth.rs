@@ -108,3 +108,31 @@ fn revocation_reaches_the_personal_list_at_once_even_through_a_warm_cache() {
     }
     server.kill();
 }
+
+#[test]
+fn a_revoked_license_is_refused_within_the_bound_on_answers_that_need_no_list() {
+    // 34 seconds: 30 at KV's edge (which the local server does not keep) and 4 in the isolate.
+    const ISOLATE_SECONDS: u64 = 4;
+    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[("CACHE_SECONDS", "34")])));
+    let app = TestApp::on(server);
+    let global = "198.51.99.7";
+    assert_eq!(server.edit_global_list(&[global], &[]).status, 200);
+    assert_eq!(app.check("not-an-ip"), "[not-an-ip] is invalid", "the license's standing is now cached as active");
+    assert_eq!(app.check(global), format!("[{global}] is on global greylist"));
+
+    let revoked_at = std::time::Instant::now();
+    assert_eq!(server.admin("DELETE", &format!("/admin/licenses/{}", app.license), None).status, 204);
+    let bound = std::time::Duration::from_secs(ISOLATE_SECONDS + 1);
+    for ip in ["not-an-ip", global] {
+        loop {
+            let resp = app.call("/api/checkIpOnGreylist", ip, Encoding::Multipart, true);
+            if resp.status == 401 {
+                assert_unauthorized(&resp);
+                break;
+            }
+            assert!(revoked_at.elapsed() < bound, "{ip}: still answered {:?} after revocation", revoked_at.elapsed());
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    server.kill();
+}

@@ -5,22 +5,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{form_body, send, Encoding, Resp, Server, TestApp};
+use crate::helpers::{send, Encoding, Resp, Server, TestApp};
 
 impl TestApp {
-    fn form(&self, path: &str, fields: &[(&str, &str)], json: bool) -> Resp {
-        let (content_type, body) = form_body(Encoding::Urlencoded, fields);
-        self.post(path, json, &[("Content-Type", content_type)], &body)
-    }
-
     fn list(&self, fields: &[(&str, &str)]) -> Value {
         let resp = self.form("/api/listGreylist", fields, true);
-        assert_eq!(resp.status, 200, "{}", resp.body);
-        resp.json()
-    }
-
-    fn history(&self) -> Value {
-        let resp = self.form("/api/greylistHistory", &[], true);
         assert_eq!(resp.status, 200, "{}", resp.body);
         resp.json()
     }

@@ -343,6 +343,19 @@ impl TestApp {
         try_send("POST", &format!("{}{path}{query}", self.server.base), &all, Some(body))
     }
 
+    /// A holder route with urlencoded fields.
+    pub fn form(&self, path: &str, fields: &[(&str, &str)], json: bool) -> Resp {
+        let (content_type, body) = form_body(Encoding::Urlencoded, fields);
+        self.post(path, json, &[("Content-Type", content_type)], &body)
+    }
+
+    /// The first page of the history, in JSON.
+    pub fn history(&self) -> Value {
+        let resp = self.form("/api/greylistHistory", &[], true);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        resp.json()
+    }
+
     pub fn check(&self, ip: &str) -> String {
         self.call("/api/checkIpOnGreylist", ip, Encoding::Multipart, true).result()
     }
@@ -354,4 +367,29 @@ impl TestApp {
     pub fn remove(&self, ip: &str) -> String {
         self.call("/api/deleteIpFromGreylist", ip, Encoding::Multipart, true).result()
     }
+}
+
+/// Starts a chunked POST, sends `total` bytes of body, then waits up to `wait` for
+/// the status line before it ends the body: what a server that reads the whole
+/// body before it answers never sends.
+pub fn status_before_the_body_ends(base: &str, path: &str, headers: &[(&str, &str)], total: usize, wait: Duration) -> Option<String> {
+    use std::io::{BufRead, BufReader};
+    let mut stream = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+    let mut head = format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    stream.write_all(format!("{head}\r\n").as_bytes()).unwrap();
+    let chunk = vec![b'x'; 4096];
+    for _ in 0..total.div_ceil(chunk.len()) {
+        stream.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).unwrap();
+        stream.write_all(&chunk).unwrap();
+        stream.write_all(b"\r\n").unwrap();
+    }
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut status = String::new();
+    BufReader::new(stream.try_clone().unwrap()).read_line(&mut status).ok()?;
+    // Then the body ends as a well-behaved client's would, so the server reads it to its end.
+    stream.write_all(b"0\r\n\r\n").unwrap();
+    Some(status.trim_end().to_owned()).filter(|s| !s.is_empty())
 }

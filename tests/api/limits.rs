@@ -40,3 +40,22 @@ fn limits_are_counted_per_license_holder() {
     assert_eq!(first.add("7.7.7.4"), LIMIT);
     assert_eq!(second.add("7.7.7.4"), "[7.7.7.4] has been added to greylist");
 }
+
+#[test]
+fn a_script_looping_on_a_used_up_quota_leaves_one_history_row_a_day() {
+    let app = TestApp::on(Server::limited());
+    for n in 1..=3 {
+        app.add(&format!("7.8.9.{n}"));
+    }
+    app.remove("7.8.9.1");
+    app.remove("7.8.9.2");
+    for n in 0..25 {
+        assert_eq!(app.add(&format!("7.8.10.{n}")), LIMIT);
+        assert_eq!(app.remove("7.8.9.3"), LIMIT);
+    }
+    let history = app.history();
+    let refusals: Vec<&str> =
+        history["entries"].as_array().unwrap().iter().filter(|e| e["change"] == "limit_refused").map(|e| e["ip"].as_str().unwrap()).collect();
+    assert_eq!(refusals, ["7.8.10.0"], "the day's first refusal only: {history}");
+    assert_eq!(history["result"], "6 changes");
+}
