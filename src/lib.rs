@@ -1,12 +1,14 @@
-//! The greylist service. `domain` holds every rule as plain Rust, tested natively;
-//! `http`, `store` and `holder_object` are the Worker glue around it.
+//! The greylist service. `domain` holds the rules as plain Rust, tested natively;
+//! `http`, `store`, `stream` and the two Durable Objects are the Worker glue around it.
 
 pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod holder_object;
 pub mod http;
+pub mod lists_object;
 pub mod store;
+pub mod stream;
 
 use worker::{event, Context, Env, Request, Response};
 

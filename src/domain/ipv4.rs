@@ -121,6 +121,15 @@ pub fn is_globally_reachable(addr: Ipv4Addr) -> bool {
     GLOBAL_EXCEPTIONS.contains(&addr) || !NOT_GLOBAL.iter().any(|range| range.contains(addr))
 }
 
+/// Whether no address of `range` is globally reachable. Blocks nest or are
+/// disjoint, so this holds when one not-global block holds the whole range and
+/// none of the exceptions lies in it. (Two adjacent not-global blocks, 224/4 and
+/// 240/4, together hold 224/3 too; no list takes a range that wide.)
+pub fn is_wholly_private(range: Ipv4Range) -> bool {
+    let inside = |outer: &Ipv4Range| outer.first() <= range.first() && range.last() <= outer.last();
+    NOT_GLOBAL.iter().any(inside) && !GLOBAL_EXCEPTIONS.iter().any(|&addr| range.contains(addr))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +177,17 @@ mod tests {
         assert_eq!(PublicIpv4::parse("  "), invalid(""));
         assert_eq!(PublicIpv4::parse(" x "), invalid("x"));
         assert_eq!(PublicIpv4::parse(" 10.0.0.1 "), private("10.0.0.1"));
+    }
+
+    #[test]
+    fn a_range_is_wholly_private_only_when_no_address_in_it_is_public() {
+        let wholly = |s: &str| is_wholly_private(Ipv4Range::parse(s).unwrap());
+        for private in ["10.0.0.0/8", "10.1.0.0/16", "192.168.1.0/24", "127.0.0.1", "240.0.0.0/4", "192.0.0.0/29", "192.0.0.11"] {
+            assert!(wholly(private), "{private}");
+        }
+        for public in ["8.0.0.0/8", "192.0.0.8/29", "192.0.0.0/24", "192.0.0.9", "9.255.255.0/24", "11.0.0.0/8", "172.0.0.0/8"] {
+            assert!(!wholly(public), "{public}");
+        }
     }
 
     #[test]

@@ -1,15 +1,15 @@
-pub mod allow_list;
 pub mod entry;
 pub mod form;
 pub mod holder;
+pub mod ip_list;
 pub mod ipv4;
 pub mod license;
-pub mod list_edit;
 pub mod outcome;
 pub mod page;
 pub mod quota;
 pub mod range;
 pub mod route;
 pub mod settings;
+pub mod snapshot;
 pub mod time;
 pub mod token;

@@ -29,6 +29,15 @@ impl Ipv4Range {
         (first & host_mask(prefix) == 0).then(|| Self { first, last: first | host_mask(prefix) })
     }
 
+    /// A block from its first address and prefix length; `None` when host bits are set.
+    pub fn from_parts(first: u32, prefix: u8) -> Option<Self> {
+        (prefix <= 32 && first & host_mask(prefix) == 0).then(|| Self { first, last: first | host_mask(prefix) })
+    }
+
+    pub fn prefix(&self) -> u8 {
+        (self.last - self.first).leading_zeros() as u8
+    }
+
     pub fn contains(&self, addr: Ipv4Addr) -> bool {
         (self.first..=self.last).contains(&u32::from(addr))
     }
@@ -57,7 +66,7 @@ fn parse_prefix(s: &str) -> Option<u8> {
 
 impl fmt::Display for Ipv4Range {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let prefix = (self.last - self.first).leading_zeros();
+        let prefix = self.prefix();
         let first = Ipv4Addr::from(self.first);
         if prefix == 32 {
             write!(f, "{first}")
@@ -90,6 +99,16 @@ mod tests {
     fn refuses_host_bits_bad_prefixes_and_bad_addresses() {
         for s in ["203.0.113.5/24", "1.2.3.4/33", "1.2.3.0/", "1.2.3.0/024", "1.2.3.0/+8", "1.2.3/24", "x", "", "1.2.3.4/8/8"] {
             assert_eq!(Ipv4Range::parse(s), None, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn blocks_are_made_from_their_parts_and_name_their_prefix() {
+        assert_eq!(Ipv4Range::from_parts(0xc633_6300, 24), Ipv4Range::parse("198.51.99.0/24"));
+        assert_eq!(Ipv4Range::from_parts(0xc633_6301, 24), None, "host bits");
+        assert_eq!(Ipv4Range::from_parts(0, 33), None);
+        for (text, prefix) in [("0.0.0.0/0", 0), ("8.0.0.0/8", 8), ("1.2.3.4", 32), ("255.255.255.254/31", 31)] {
+            assert_eq!(Ipv4Range::parse(text).unwrap().prefix(), prefix, "{text}");
         }
     }
 

@@ -1,7 +1,8 @@
-//! Which endpoint a path names. Pure, so the table is tested natively and
-//! answers 404 and 405 without touching storage.
+//! Which endpoint a method and path name. Pure, so the table is tested natively
+//! and answers 404 and 405 without touching storage.
 
 use super::holder::Operation;
+use super::ip_list::ListKind;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -12,8 +13,25 @@ pub enum Route {
     Login,
     CreateLicense,
     RevokeLicense(String),
-    GlobalList,
-    AllowList,
+    EditList(ListKind),
+    ReplaceList(ListKind),
+    ExportList(ListKind),
+    Status,
+}
+
+/// A request no route answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Miss {
+    NotFound,
+    /// The path exists; these are its routes.
+    MethodNotAllowed(Vec<Route>),
+}
+
+impl Miss {
+    /// The methods the path takes, for `Allow`.
+    pub fn allowed(routes: &[Route]) -> String {
+        routes.iter().map(Route::method).collect::<Vec<_>>().join(", ")
+    }
 }
 
 impl Route {
@@ -28,30 +46,46 @@ impl Route {
         ("/api/deleteIpFromChallengeList", Operation::Remove),
     ];
 
-    pub fn of_path(path: &str) -> Option<Self> {
+    /// The one table of paths: every route that answers on `path`, one per method.
+    fn on_path(path: &str) -> Vec<Self> {
         if let Some((_, op)) = Self::LIST_PATHS.iter().find(|(p, _)| *p == path) {
-            return Some(Self::List(*op));
+            return vec![Self::List(*op)];
         }
+        let list = |kind| vec![Self::EditList(kind), Self::ReplaceList(kind), Self::ExportList(kind)];
         match path {
-            "/api/listGreylist" | "/api/listChallengeList" => Some(Self::ListEntries),
-            "/api/greylistHistory" | "/api/challengeListHistory" => Some(Self::History),
-            "/openapi.json" => Some(Self::OpenApi),
-            "/v2/authentication/login/license" => Some(Self::Login),
-            "/admin/licenses" => Some(Self::CreateLicense),
-            "/admin/global-list" => Some(Self::GlobalList),
-            "/admin/allow-list" => Some(Self::AllowList),
+            "/api/listGreylist" | "/api/listChallengeList" => vec![Self::ListEntries],
+            "/api/greylistHistory" | "/api/challengeListHistory" => vec![Self::History],
+            "/openapi.json" => vec![Self::OpenApi],
+            "/v2/authentication/login/license" => vec![Self::Login],
+            "/admin/licenses" => vec![Self::CreateLicense],
+            "/admin/global-list" => list(ListKind::Global),
+            "/admin/allow-list" => list(ListKind::Allow),
+            "/admin/status" => vec![Self::Status],
             _ => path
                 .strip_prefix("/admin/licenses/")
                 .filter(|id| !id.is_empty() && !id.contains('/'))
-                .map(|id| Self::RevokeLicense(id.to_owned())),
+                .map(|id| vec![Self::RevokeLicense(id.to_owned())])
+                .unwrap_or_default(),
         }
     }
 
-    /// The one method each route answers to.
+    pub fn resolve(method: &str, path: &str) -> Result<Self, Miss> {
+        let mut routes = Self::on_path(path);
+        if routes.is_empty() {
+            return Err(Miss::NotFound);
+        }
+        match routes.iter().position(|route| route.method() == method) {
+            Some(found) => Ok(routes.swap_remove(found)),
+            None => Err(Miss::MethodNotAllowed(routes)),
+        }
+    }
+
+    /// The method each route answers to.
     pub fn method(&self) -> &'static str {
         match self {
             Self::RevokeLicense(_) => "DELETE",
-            Self::OpenApi => "GET",
+            Self::OpenApi | Self::ExportList(_) | Self::Status => "GET",
+            Self::ReplaceList(_) => "PUT",
             _ => "POST",
         }
     }
@@ -66,8 +100,13 @@ impl Route {
             Self::Login => "login",
             Self::CreateLicense => "create_license",
             Self::RevokeLicense(_) => "revoke_license",
-            Self::GlobalList => "edit_global_list",
-            Self::AllowList => "edit_allow_list",
+            Self::EditList(ListKind::Global) => "edit_global_list",
+            Self::EditList(ListKind::Allow) => "edit_allow_list",
+            Self::ReplaceList(ListKind::Global) => "replace_global_list",
+            Self::ReplaceList(ListKind::Allow) => "replace_allow_list",
+            Self::ExportList(ListKind::Global) => "export_global_list",
+            Self::ExportList(ListKind::Allow) => "export_allow_list",
+            Self::Status => "status",
         }
     }
 
@@ -79,27 +118,31 @@ impl Route {
 
     /// Routes that only `ADMIN_TOKEN` opens.
     pub fn is_operator(&self) -> bool {
-        matches!(self, Self::CreateLicense | Self::RevokeLicense(_) | Self::GlobalList | Self::AllowList)
+        matches!(
+            self,
+            Self::CreateLicense | Self::RevokeLicense(_) | Self::EditList(_) | Self::ReplaceList(_) | Self::ExportList(_) | Self::Status
+        )
     }
 
-    /// Every path with its method, as the OpenAPI document must list them
-    /// (a path parameter written `{id}`).
+    /// Every path with its methods, as the OpenAPI document must list them (a
+    /// path parameter written `{id}`), from the same table requests are routed by.
     #[cfg(test)]
-    pub fn all() -> Vec<(&'static str, &'static str)> {
-        let mut routes: Vec<(&str, &str)> = Self::LIST_PATHS.iter().map(|(path, _)| (*path, "POST")).collect();
-        routes.extend([
-            ("/api/listGreylist", "POST"),
-            ("/api/listChallengeList", "POST"),
-            ("/api/greylistHistory", "POST"),
-            ("/api/challengeListHistory", "POST"),
-            ("/openapi.json", "GET"),
-            ("/v2/authentication/login/license", "POST"),
-            ("/admin/licenses", "POST"),
-            ("/admin/licenses/{id}", "DELETE"),
-            ("/admin/global-list", "POST"),
-            ("/admin/allow-list", "POST"),
+    pub fn all() -> Vec<(String, &'static str)> {
+        let mut paths: Vec<&str> = Self::LIST_PATHS.iter().map(|(path, _)| *path).collect();
+        paths.extend([
+            "/api/listGreylist",
+            "/api/listChallengeList",
+            "/api/greylistHistory",
+            "/api/challengeListHistory",
+            "/openapi.json",
+            "/v2/authentication/login/license",
+            "/admin/licenses",
+            "/admin/licenses/{id}",
+            "/admin/global-list",
+            "/admin/allow-list",
+            "/admin/status",
         ]);
-        routes
+        paths.into_iter().flat_map(|path| Self::on_path(path).into_iter().map(move |route| (path.to_owned(), route.method()))).collect()
     }
 }
 
@@ -110,7 +153,7 @@ mod tests {
     #[test]
     fn every_list_path_and_alias_routes_to_its_operation() {
         for (path, op) in Route::LIST_PATHS {
-            assert_eq!(Route::of_path(path), Some(Route::List(op)));
+            assert_eq!(Route::resolve("POST", path), Ok(Route::List(op)));
         }
         let removals = Route::LIST_PATHS.iter().filter(|(_, op)| *op == Operation::Remove).count();
         assert_eq!(removals, 3);
@@ -118,26 +161,31 @@ mod tests {
 
     #[test]
     fn operator_and_login_paths() {
-        assert_eq!(Route::of_path("/v2/authentication/login/license"), Some(Route::Login));
-        assert_eq!(Route::of_path("/admin/licenses"), Some(Route::CreateLicense));
-        assert_eq!(Route::of_path("/admin/licenses/lic_1"), Some(Route::RevokeLicense("lic_1".into())));
-        assert_eq!(Route::of_path("/admin/global-list"), Some(Route::GlobalList));
-        assert_eq!(Route::of_path("/admin/allow-list"), Some(Route::AllowList));
-        assert_eq!(Route::RevokeLicense("x".into()).method(), "DELETE");
-        assert_eq!(Route::Login.method(), "POST");
+        assert_eq!(Route::resolve("POST", "/v2/authentication/login/license"), Ok(Route::Login));
+        assert_eq!(Route::resolve("POST", "/admin/licenses"), Ok(Route::CreateLicense));
+        assert_eq!(Route::resolve("DELETE", "/admin/licenses/lic_1"), Ok(Route::RevokeLicense("lic_1".into())));
+        assert_eq!(Route::resolve("POST", "/admin/global-list"), Ok(Route::EditList(ListKind::Global)));
+        assert_eq!(Route::resolve("PUT", "/admin/allow-list"), Ok(Route::ReplaceList(ListKind::Allow)));
+        assert_eq!(Route::resolve("GET", "/admin/global-list"), Ok(Route::ExportList(ListKind::Global)));
+        assert_eq!(Route::resolve("GET", "/admin/status"), Ok(Route::Status));
         assert!(!Route::Login.is_operator() && !Route::Login.is_holders());
-        assert!(Route::GlobalList.is_operator() && Route::RevokeLicense("x".into()).is_operator());
+        for route in [Route::EditList(ListKind::Allow), Route::ReplaceList(ListKind::Global), Route::ExportList(ListKind::Global), Route::Status] {
+            assert!(route.is_operator() && !route.is_holders(), "{route:?}");
+        }
+        assert!(Route::RevokeLicense("x".into()).is_operator());
         assert!(!Route::List(Operation::Add).is_operator() && Route::List(Operation::Add).is_holders());
         assert!(Route::History.is_holders() && !Route::OpenApi.is_holders() && !Route::OpenApi.is_operator());
     }
 
     #[test]
-    fn the_route_table_and_the_path_matcher_agree() {
-        for (path, method) in Route::all() {
-            let concrete = path.replace("{id}", "lic_0123456789abcdef01234567");
-            let route = Route::of_path(&concrete).unwrap_or_else(|| panic!("{path} does not route"));
-            assert_eq!(route.method(), method, "{path}");
-        }
+    fn a_known_path_with_another_method_names_the_methods_it_takes() {
+        let allowed = |method, path| match Route::resolve(method, path) {
+            Err(Miss::MethodNotAllowed(routes)) => Miss::allowed(&routes),
+            other => panic!("{method} {path}: {other:?}"),
+        };
+        assert_eq!(allowed("GET", "/api/addIpToGreylist"), "POST");
+        assert_eq!(allowed("DELETE", "/admin/global-list"), "POST, PUT, GET");
+        assert_eq!(allowed("POST", "/admin/licenses/lic_1"), "DELETE");
     }
 
     #[test]
@@ -150,7 +198,7 @@ mod tests {
             .iter()
             .flat_map(|(path, item)| item.as_object().unwrap().keys().map(move |method| (path.clone(), method.to_uppercase())))
             .collect();
-        let mut served: Vec<(String, String)> = Route::all().into_iter().map(|(p, m)| (p.to_owned(), m.to_owned())).collect();
+        let mut served: Vec<(String, String)> = Route::all().into_iter().map(|(p, m)| (p, m.to_owned())).collect();
         documented.sort();
         served.sort();
         assert_eq!(documented, served);
@@ -158,8 +206,8 @@ mod tests {
 
     #[test]
     fn near_misses_are_unknown() {
-        for path in ["/", "/api", "/api/checkIpOnGreylist/", "/api/checkiponGreylist", "/API/checkIpOnGreylist", "/admin/licenses/", "/admin/licenses/a/b", "/api/deleteIpFromchallenge list"] {
-            assert_eq!(Route::of_path(path), None, "{path:?}");
+        for path in ["/", "/api", "/api/checkIpOnGreylist/", "/api/checkiponGreylist", "/API/checkIpOnGreylist", "/admin/licenses/", "/admin/licenses/a/b", "/api/deleteIpFromchallenge list", "/admin/status/"] {
+            assert_eq!(Route::resolve("POST", path), Err(Miss::NotFound), "{path:?}");
         }
     }
 }

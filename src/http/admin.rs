@@ -1,19 +1,21 @@
 //! The operator API under `/admin/`: licenses, the global list, the allow list.
 //! Every handler here runs only after `auth::operator` has passed.
 
-use serde_json::json;
-use worker::{Context, Env, Request};
+use serde_json::{json, Value};
+use worker::{Context, Env, Method, Request, Response};
 
 use super::body::Body;
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
 use crate::clock;
-use crate::domain::ipv4::PublicIpv4;
+use crate::domain::ip_list::ListKind;
 use crate::domain::license::LicenseId;
-use crate::domain::list_edit::EditRequest;
-use crate::domain::range::Ipv4Range;
-use crate::store::{allow_list, global_list, holders, licenses};
+use crate::lists_object::MAX_IMPORT_BYTES;
+use crate::store::{holders, licenses, lists};
+
+/// An edit of at most 10 000 entries, with room for spaces and long ranges.
+pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
 
 pub async fn create_license(env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
     let (license, key) = licenses::create(env, clock::now()).await?;
@@ -32,21 +34,55 @@ pub async fn revoke_license(env: &Env, id: &str, log: &mut RequestLog) -> Result
     }
 }
 
-pub async fn edit_global_list(mut req: Request, env: &Env, ctx: &Context) -> Result<Reply, ApiError> {
-    let edit = edit_request(&mut req, ctx).await?.parse("a public IPv4 address", |s| PublicIpv4::parse(s).ok());
-    let (added, removed) = global_list::apply(env, edit.map_err(ApiError::BadRequest)?).await?;
-    Ok(Reply::Json(200, json!({ "added": added, "removed": removed })))
+/// `POST`: `{"add": [...], "remove": [...]}`, checked and applied by the lists' writer.
+pub async fn edit_list(kind: ListKind, mut req: Request, env: &Env, ctx: &Context) -> Result<Reply, ApiError> {
+    let body = Body::read(&mut req, ctx, MAX_EDIT_BYTES).await?;
+    let response = lists::call(env, Method::Post, "edit", Some(kind), &[], Some(body.text().into())).await?;
+    Ok(Reply::Json(200, writer_json(response).await?))
 }
 
-pub async fn edit_allow_list(mut req: Request, env: &Env, ctx: &Context) -> Result<Reply, ApiError> {
-    let edit = edit_request(&mut req, ctx).await?.parse("an IPv4 address or CIDR range", Ipv4Range::parse);
-    let (added, removed) = allow_list::apply(env, edit.map_err(ApiError::BadRequest)?).await?;
-    Ok(Reply::Json(200, json!({ "added": added, "removed": removed })))
+/// `PUT`: the whole list as text, streamed to the writer, which parses it as it arrives.
+pub async fn replace_list(kind: ListKind, req: Request, env: &Env) -> Result<Reply, ApiError> {
+    let declared = req.headers().get("Content-Length")?.and_then(|len| len.trim().parse::<u64>().ok());
+    if declared.is_some_and(|len| len > MAX_IMPORT_BYTES as u64) {
+        return Err(ApiError::PayloadTooLarge(MAX_IMPORT_BYTES));
+    }
+    let body = req.inner().body().map(Into::into);
+    let response = lists::call(env, Method::Put, "replace", Some(kind), &[], body).await?;
+    Ok(Reply::Json(200, writer_json(response).await?))
 }
 
-async fn edit_request(req: &mut Request, ctx: &Context) -> Result<EditRequest, ApiError> {
-    Body::read(req, ctx)
-        .await?
-        .json()
-        .map_err(|e| ApiError::BadRequest(format!("expected {{\"add\": [...], \"remove\": [...]}}: {e}")))
+/// `GET`: the list in the import format, streamed from the writer, with its version as `ETag`.
+pub async fn export_list(kind: ListKind, req: Request, env: &Env) -> Result<Reply, ApiError> {
+    let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
+    let response = lists::call(env, Method::Get, "export", Some(kind), &[("If-None-Match", &if_none_match)], None).await?;
+    match response.status_code() {
+        200 | 304 => Ok(Reply::Passed(response)),
+        _ => Err(writer_fault(response).await),
+    }
+}
+
+/// `GET /admin/status`: both lists' sizes and published versions, and the number of licenses.
+pub async fn status(env: &Env) -> Result<Reply, ApiError> {
+    let mut status = writer_json(lists::call(env, Method::Get, "status", None, &[], None).await?).await?;
+    status["licenses"] = licenses::count(env).await?.into();
+    Ok(Reply::Json(200, status))
+}
+
+/// The writer's answer: its JSON, or its refusal as this API's error.
+async fn writer_json(mut response: Response) -> Result<Value, ApiError> {
+    let status = response.status_code();
+    let text = response.text().await?;
+    let message = || serde_json::from_str::<Value>(&text).ok().and_then(|v| v["message"].as_str().map(str::to_owned)).unwrap_or_default();
+    match status {
+        200 => serde_json::from_str(&text).map_err(|e| ApiError::Internal(format!("lists object answered {text:?}: {e}"))),
+        400 => Err(ApiError::BadRequest(message())),
+        413 => Err(ApiError::PayloadTooLarge(MAX_IMPORT_BYTES)),
+        _ => Err(ApiError::Internal(format!("lists object answered {status}: {text}"))),
+    }
+}
+
+async fn writer_fault(mut response: Response) -> ApiError {
+    let status = response.status_code();
+    ApiError::Internal(format!("lists object answered {status}: {}", response.text().await.unwrap_or_default()))
 }

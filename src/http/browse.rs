@@ -4,7 +4,7 @@ use serde_json::json;
 use worker::{Context, Env, Request};
 
 use super::auth;
-use super::body::Body;
+use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::{Listing, Reply};
@@ -14,7 +14,7 @@ use crate::domain::time::UnixTime;
 use crate::store::holders;
 
 async fn page_query(mut req: Request, ctx: &Context, with_prefix: bool) -> Result<PageQuery, ApiError> {
-    let body = Body::read(&mut req, ctx).await?;
+    let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
     let prefix = if with_prefix { body.field("prefix") } else { None };
     PageQuery::parse(body.field("cursor").as_deref(), body.field("limit").as_deref(), prefix.as_deref()).map_err(ApiError::BadRequest)
 }

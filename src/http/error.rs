@@ -4,7 +4,6 @@
 use worker::Response;
 
 use super::reply::BodyMode;
-use crate::http::body::MAX_BODY_BYTES;
 
 #[derive(Debug)]
 pub enum ApiError {
@@ -13,8 +12,10 @@ pub enum ApiError {
     AdminUnauthorized,
     LoginRefused,
     NotFound(&'static str),
-    MethodNotAllowed(&'static str),
-    PayloadTooLarge,
+    /// The methods the path takes, for `Allow`.
+    MethodNotAllowed(String),
+    /// The route's limit, in bytes.
+    PayloadTooLarge(usize),
     /// Too many requests from one client address; it may try again after this many seconds.
     TooManyRequests(u32),
     BadRequest(String),
@@ -28,7 +29,7 @@ impl ApiError {
             Self::Unauthorized(_) | Self::AdminUnauthorized | Self::LoginRefused => 401,
             Self::NotFound(_) => 404,
             Self::MethodNotAllowed(_) => 405,
-            Self::PayloadTooLarge => 413,
+            Self::PayloadTooLarge(_) => 413,
             Self::TooManyRequests(_) => 429,
             Self::BadRequest(_) => 400,
             Self::Internal(_) => 500,
@@ -42,7 +43,8 @@ impl ApiError {
             Self::LoginRefused => "Unauthorized: the license key is unknown or revoked".to_owned(),
             Self::NotFound(what) => format!("Not found: no such {what}"),
             Self::MethodNotAllowed(allowed) => format!("Method not allowed: use {allowed}"),
-            Self::PayloadTooLarge => format!("Payload too large: the body may be at most {} KiB", MAX_BODY_BYTES / 1024),
+            Self::PayloadTooLarge(limit) if limit % (1 << 20) == 0 => format!("Payload too large: the body may be at most {} MiB", limit >> 20),
+            Self::PayloadTooLarge(limit) => format!("Payload too large: the body may be at most {} KiB", limit >> 10),
             Self::TooManyRequests(seconds) => format!("Too many requests: try again in {seconds} seconds"),
             Self::BadRequest(detail) => format!("Bad request: {detail}"),
             Self::Internal(_) => "Internal error: the request could not be completed, try again later".to_owned(),
@@ -57,7 +59,7 @@ impl ApiError {
             Self::LoginRefused => "login_refused",
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed(_) => "method_not_allowed",
-            Self::PayloadTooLarge => "payload_too_large",
+            Self::PayloadTooLarge(_) => "payload_too_large",
             Self::TooManyRequests(_) => "too_many_requests",
             Self::BadRequest(_) => "bad_request",
             Self::Internal(_) => "internal_error",

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::json;
 use worker::{Context, Env, Request};
 
-use super::body::Body;
+use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
@@ -29,7 +29,7 @@ pub async fn handle(mut req: Request, env: &Env, ctx: &Context, log: &mut Reques
     if !env.rate_limiter(LIMITER)?.limit(client).await?.success {
         return Err(ApiError::TooManyRequests(LIMIT_PERIOD_SECONDS));
     }
-    let body = Body::read(&mut req, ctx).await?;
+    let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
     let key = if body.is_json() { body.json::<LoginRequest>().ok().map(|login| login.license_key) } else { body.field("licenseKey") };
     let key = key
         .filter(|key| !key.trim().is_empty())

@@ -13,22 +13,24 @@ pub mod reply;
 use worker::{Context, Env, Request, Response};
 
 use crate::config;
-use crate::domain::route::Route;
+use crate::domain::route::{Miss, Route};
 use error::ApiError;
 use log::RequestLog;
 use reply::{BodyMode, Reply};
 
 pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
-    let route = Route::of_path(&req.path());
-    let mode = match &route {
-        Some(route) if !route.is_holders() => BodyMode::Message,
-        _ => BodyMode::of_url(&req.inner().url()),
+    let route = Route::resolve(req.method().as_ref(), &req.path());
+    let holders = match &route {
+        Ok(route) => route.is_holders(),
+        Err(Miss::MethodNotAllowed(routes)) => routes.iter().any(Route::is_holders),
+        Err(Miss::NotFound) => true,
     };
+    let mode = if holders { BodyMode::of_url(&req.inner().url()) } else { BodyMode::Message };
     let mut log = RequestLog::start(route.as_ref().map_or("unknown", Route::name));
     let result = match route {
-        None => Err(ApiError::NotFound("endpoint")),
-        Some(route) if req.method().as_ref() != route.method() => Err(ApiError::MethodNotAllowed(route.method())),
-        Some(route) => dispatch(route, req, &env, &ctx, &mut log).await,
+        Err(Miss::NotFound) => Err(ApiError::NotFound("endpoint")),
+        Err(Miss::MethodNotAllowed(routes)) => Err(ApiError::MethodNotAllowed(Miss::allowed(&routes))),
+        Ok(route) => dispatch(route, req, &env, &ctx, &mut log).await,
     };
     let response = match result {
         Ok(reply) => {
@@ -63,7 +65,9 @@ async fn dispatch(route: Route, req: Request, env: &Env, ctx: &Context, log: &mu
         Route::Login => login::handle(req, env, ctx, log).await,
         Route::CreateLicense => admin::create_license(env, log).await,
         Route::RevokeLicense(id) => admin::revoke_license(env, &id, log).await,
-        Route::GlobalList => admin::edit_global_list(req, env, ctx).await,
-        Route::AllowList => admin::edit_allow_list(req, env, ctx).await,
+        Route::EditList(kind) => admin::edit_list(kind, req, env, ctx).await,
+        Route::ReplaceList(kind) => admin::replace_list(kind, req, env).await,
+        Route::ExportList(kind) => admin::export_list(kind, req, env).await,
+        Route::Status => admin::status(env).await,
     }
 }

@@ -69,13 +69,15 @@ pub enum Reply {
     Json(u16, Value),
     NoContent,
     Document(&'static str),
+    /// An answer of another part of the service, its body streamed through as it is.
+    Passed(Response),
 }
 
 impl Reply {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Outcome(outcome, _) => outcome.code(),
-            Self::Listing(_) | Self::Json(..) | Self::NoContent | Self::Document(_) => "ok",
+            Self::Listing(_) | Self::Json(..) | Self::NoContent | Self::Document(_) | Self::Passed(_) => "ok",
         }
     }
 
@@ -106,6 +108,10 @@ impl Reply {
             Self::Json(status, value) => Ok(Response::from_json(&value)?.with_status(status)),
             Self::NoContent => Ok(Response::empty()?.with_status(204)),
             Self::Document(text) => respond(text.to_owned(), "application/json"),
+            // A fetched answer's headers cannot be changed; its copy's can.
+            Self::Passed(response) => {
+                Ok(Response::from_body(response.body().clone())?.with_status(response.status_code()).with_headers(response.headers().clone()))
+            }
         }
     }
 }

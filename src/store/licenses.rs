@@ -93,3 +93,21 @@ pub async fn is_active(env: &Env, id: &LicenseId, freshness: Freshness, now_ms: 
     }
     Ok(active)
 }
+
+/// How many licenses were ever created, revoked ones included.
+pub async fn count(env: &Env) -> Result<usize, ApiError> {
+    let kv = env.kv(BINDING)?;
+    let (mut count, mut cursor) = (0, None);
+    loop {
+        let mut list = kv.list().prefix("license:".to_owned());
+        if let Some(cursor) = cursor.take() {
+            list = list.cursor(cursor);
+        }
+        let page = list.execute().await?;
+        count += page.keys.len();
+        match page.cursor.filter(|_| !page.list_complete) {
+            Some(next) => cursor = Some(next),
+            None => return Ok(count),
+        }
+    }
+}

@@ -1,10 +1,10 @@
 //! Thin adapters over the platform's storage: KV for read-mostly global data,
-//! a Durable Object per license holder for the personal list.
+//! a Durable Object per license holder for the personal list, and the one
+//! writer of the operator's lists.
 
-pub mod allow_list;
-pub mod global_list;
 pub mod holders;
 pub mod licenses;
+pub mod lists;
 
 use worker::kv::GetOptionsBuilder;
 

@@ -63,7 +63,17 @@ fn one_bad_entry_refuses_the_whole_edit_and_is_named() {
 fn every_admin_route_needs_the_admin_token() {
     let server = Server::shared();
     let app = TestApp::new();
-    let routes = [("POST", "/admin/licenses"), ("DELETE", "/admin/licenses/lic_000000000000000000000000"), ("POST", "/admin/global-list"), ("POST", "/admin/allow-list")];
+    let routes = [
+        ("POST", "/admin/licenses"),
+        ("DELETE", "/admin/licenses/lic_000000000000000000000000"),
+        ("POST", "/admin/global-list"),
+        ("PUT", "/admin/global-list"),
+        ("GET", "/admin/global-list"),
+        ("POST", "/admin/allow-list"),
+        ("PUT", "/admin/allow-list"),
+        ("GET", "/admin/allow-list"),
+        ("GET", "/admin/status"),
+    ];
     for (method, path) in routes {
         for authorization in [None, Some(format!("Bearer {}", app.token)), Some("Bearer wrong".to_owned())] {
             let headers: Vec<(&str, String)> = authorization.into_iter().map(|a| ("Authorization", a)).collect();

@@ -6,6 +6,7 @@ mod auth;
 mod concurrency;
 mod faults;
 mod features;
+mod global_lists;
 mod hardening;
 mod helpers;
 mod limits;

@@ -25,6 +25,9 @@ fn other_methods_are_405_with_allow() {
     }
     let resp = send("POST", &format!("{base}/admin/licenses/lic_000000000000000000000000"), &[], None);
     assert_eq!((resp.status, resp.header("Allow")), (405, Some("DELETE")));
+    let resp = send("DELETE", &format!("{base}/admin/global-list"), &[], None);
+    assert_eq!((resp.status, resp.header("Allow")), (405, Some("POST, PUT, GET")));
+    assert_eq!(resp.json(), json!({ "message": "Method not allowed: use POST, PUT, GET" }));
 }
 
 #[test]

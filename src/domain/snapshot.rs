@@ -1,0 +1,212 @@
+//! A published, immutable version of one of the operator's lists, as every
+//! isolate holds it: entries merged into sorted disjoint intervals, cut into
+//! shards that each fit in one KV value, and a manifest that names them.
+//! A lookup is a binary search in one shard.
+
+use serde::{Deserialize, Serialize};
+
+use super::ip_list::ListEntries;
+
+/// Entries in one shard at most: 4 MB of spans, well under KV's 25 MiB a value,
+/// and small enough that an isolate loads only the part of a large list it touches.
+pub const SHARD_ENTRIES: usize = 500_000;
+
+/// Names a version's shards; written after them, so it never names one that is not there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    pub version: u64,
+    /// Seconds since the epoch.
+    pub published_at: u64,
+    /// The entries as the operator wrote them.
+    pub entries: usize,
+    /// The first address each shard covers, ascending, the first always 0; a
+    /// shard covers every address up to the next one's first.
+    pub shards: Vec<u32>,
+}
+
+impl Manifest {
+    /// The KV key of the manifest of a list's current version.
+    pub const KEY: &'static str = "manifest";
+
+    pub fn shard_key(&self, index: usize) -> String {
+        format!("v{}/{index}", self.version)
+    }
+
+    /// Which shard holds `addr`.
+    pub fn shard_of(&self, addr: u32) -> usize {
+        self.shards.partition_point(|&first| first <= addr).saturating_sub(1)
+    }
+}
+
+/// Part of a snapshot: single addresses and wider intervals, each sorted, disjoint
+/// and never adjacent. Single addresses cost four bytes, intervals eight.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shard {
+    singles: Vec<u32>,
+    spans: Vec<(u32, u32)>,
+}
+
+impl Shard {
+    pub fn contains(&self, addr: u32) -> bool {
+        if self.singles.binary_search(&addr).is_ok() {
+            return true;
+        }
+        let after = self.spans.partition_point(|&(first, _)| first <= addr);
+        after > 0 && addr <= self.spans[after - 1].1
+    }
+
+    /// Bytes the shard holds in memory, as in KV.
+    pub fn size(&self) -> usize {
+        8 + self.singles.len() * 4 + self.spans.len() * 8
+    }
+
+    /// Little-endian: the two counts, then the single addresses, then the intervals.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.size());
+        bytes.extend_from_slice(&(self.singles.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&(self.spans.len() as u32).to_le_bytes());
+        for single in &self.singles {
+            bytes.extend_from_slice(&single.to_le_bytes());
+        }
+        for (first, last) in &self.spans {
+            bytes.extend_from_slice(&first.to_le_bytes());
+            bytes.extend_from_slice(&last.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// `None` for anything `encode` could not have written: a value cut short or
+    /// tampered with is an error, never an empty list.
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        let word = |i: usize| bytes.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")));
+        let (singles, spans) = (word(0)? as usize, word(1)? as usize);
+        if bytes.len() != 8 + singles * 4 + spans * 8 {
+            return None;
+        }
+        let singles: Vec<u32> = (0..singles).map(|i| word(2 + i)).collect::<Option<_>>()?;
+        let spans: Vec<(u32, u32)> = (0..spans).map(|i| Some((word(2 + singles.len() + 2 * i)?, word(3 + singles.len() + 2 * i)?))).collect::<Option<_>>()?;
+        let sorted = singles.windows(2).all(|w| w[0] < w[1]) && spans.iter().all(|(a, b)| a <= b) && spans.windows(2).all(|w| w[0].1 < w[1].0);
+        sorted.then_some(Self { singles, spans })
+    }
+}
+
+/// Merges the entries and cuts them into shards: the manifest's shard starts,
+/// and the shards.
+pub fn build(entries: &ListEntries) -> (Vec<u32>, Vec<Shard>) {
+    let mut merged: Vec<(u32, u32)> = Vec::with_capacity(entries.len());
+    for range in entries.as_slice() {
+        match merged.last_mut() {
+            Some((_, last)) if range.first() <= last.saturating_add(1) => *last = (*last).max(range.last()),
+            _ => merged.push((range.first(), range.last())),
+        }
+    }
+    let mut starts = Vec::new();
+    let mut shards = Vec::new();
+    for (index, part) in merged.chunks(SHARD_ENTRIES).enumerate() {
+        starts.push(if index == 0 { 0 } else { part[0].0 });
+        let mut shard = Shard::default();
+        for &(first, last) in part {
+            if first == last {
+                shard.singles.push(first);
+            } else {
+                shard.spans.push((first, last));
+            }
+        }
+        shards.push(shard);
+    }
+    if shards.is_empty() {
+        starts.push(0);
+        shards.push(Shard::default());
+    }
+    (starts, shards)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::domain::range::Ipv4Range;
+
+    fn entries(list: &[&str]) -> ListEntries {
+        ListEntries::new(list.iter().map(|s| Ipv4Range::parse(s).unwrap()).collect())
+    }
+
+    fn lookup(starts: &[u32], shards: &[Shard], addr: u32) -> bool {
+        let manifest = Manifest { version: 1, published_at: 0, entries: 0, shards: starts.to_vec() };
+        shards[manifest.shard_of(addr)].contains(addr)
+    }
+
+    #[test]
+    fn addresses_and_ranges_are_found_at_their_edges_only() {
+        let (starts, shards) = build(&entries(&["0.0.0.0/8", "8.8.8.8", "198.51.99.0/24", "255.255.255.255", "8.8.8.9", "9.0.0.0/8"]));
+        let ip = |s: &str| u32::from(s.parse::<Ipv4Addr>().unwrap());
+        for inside in ["0.0.0.0", "0.255.255.255", "8.8.8.8", "8.8.8.9", "198.51.99.0", "198.51.99.255", "255.255.255.255", "9.0.0.0"] {
+            assert!(lookup(&starts, &shards, ip(inside)), "{inside}");
+        }
+        for outside in ["1.0.0.0", "8.8.8.7", "8.8.8.10", "198.51.98.255", "198.51.100.0", "255.255.255.254", "10.0.0.0"] {
+            assert!(!lookup(&starts, &shards, ip(outside)), "{outside}");
+        }
+    }
+
+    #[test]
+    fn the_encoding_round_trips_and_refuses_anything_else() {
+        let (_, shards) = build(&entries(&["1.2.3.4", "5.6.7.0/24", "255.255.255.255"]));
+        let bytes = shards[0].encode();
+        assert_eq!(bytes.len(), shards[0].size());
+        assert_eq!(Shard::decode(&bytes), Some(shards[0].clone()));
+        assert_eq!(Shard::decode(&bytes[..bytes.len() - 1]), None, "cut short");
+        assert_eq!(Shard::decode(&[]), None);
+        let mut unsorted = Shard { singles: vec![5, 3], spans: vec![] }.encode();
+        assert_eq!(Shard::decode(&unsorted), None);
+        unsorted.truncate(8);
+        assert_eq!(Shard::decode(&unsorted), None);
+    }
+
+    #[test]
+    fn an_empty_list_is_one_empty_shard() {
+        let (starts, shards) = build(&ListEntries::default());
+        assert_eq!((starts, shards), (vec![0], vec![Shard::default()]));
+    }
+
+    #[test]
+    fn large_lists_are_cut_into_shards_that_each_hold_their_addresses() {
+        let many: Vec<Ipv4Range> = (0..(SHARD_ENTRIES as u32 * 2 + 7)).map(|n| Ipv4Range::from_parts(0x0800_0000 + n * 2, 32).unwrap()).collect();
+        let (starts, shards) = build(&ListEntries::new(many));
+        assert_eq!(shards.len(), 3);
+        assert_eq!(starts[0], 0);
+        for probe in [0x0800_0000, 0x0800_0000 + SHARD_ENTRIES as u32 * 2, 0x0800_0000 + (SHARD_ENTRIES as u32 * 2 + 6) * 2] {
+            assert!(lookup(&starts, &shards, probe), "{probe:#x}");
+            assert!(!lookup(&starts, &shards, probe + 1), "{:#x}", probe + 1);
+        }
+        assert!(shards.iter().all(|shard| shard.size() <= 8 + SHARD_ENTRIES * 8));
+    }
+
+    fn range_strategy() -> impl Strategy<Value = Ipv4Range> {
+        // Addresses near both ends of the space as well as anywhere, and every prefix.
+        let addr = prop_oneof![any::<u32>(), 0u32..64, (u32::MAX - 64)..=u32::MAX];
+        (addr, 0u8..=32).prop_map(|(addr, prefix)| {
+            let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix) };
+            Ipv4Range::from_parts(addr & mask, prefix).unwrap()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn lookups_agree_with_a_brute_force_model(
+            ranges in proptest::collection::vec(range_strategy(), 0..40),
+            probes in proptest::collection::vec(prop_oneof![any::<u32>(), 0u32..64, (u32::MAX - 64)..=u32::MAX], 0..64),
+        ) {
+            let (starts, shards) = build(&ListEntries::new(ranges.clone()));
+            let shards: Vec<Shard> = shards.iter().map(|s| Shard::decode(&s.encode()).unwrap()).collect();
+            let edges = ranges.iter().flat_map(|r| [r.first(), r.last(), r.first().wrapping_sub(1), r.last().wrapping_add(1)]);
+            for addr in probes.into_iter().chain(edges) {
+                let expected = ranges.iter().any(|r| r.first() <= addr && addr <= r.last());
+                prop_assert_eq!(lookup(&starts, &shards, addr), expected, "{:#x}", addr);
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The operator's lists as the Worker sees them: lookups answered from the
+//! published snapshot held in isolate memory, and the operator's calls passed
+//! to the one writer, the `OperatorLists` Durable Object.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::rc::Rc;
+
+use worker::wasm_bindgen::JsValue;
+use worker::{console_error, Env, Headers, Method, Request, RequestInit, Response};
+
+use super::cached;
+use crate::domain::ip_list::ListKind;
+use crate::domain::settings::Freshness;
+use crate::domain::snapshot::{Manifest, Shard};
+use crate::http::error::ApiError;
+use crate::lists_object::{BINDING, NAME};
+
+/// The KV namespace a list's snapshots are published to.
+pub fn binding(kind: ListKind) -> &'static str {
+    match kind {
+        ListKind::Global => "GLOBAL_LIST",
+        ListKind::Allow => "ALLOW_LIST",
+    }
+}
+
+thread_local! {
+    /// Each list's snapshot as this isolate holds it. Workers isolates are single-threaded.
+    static HELD: RefCell<HashMap<ListKind, Rc<Held>>> = RefCell::new(HashMap::new());
+}
+
+/// One version of a list, its shards loaded as lookups need them.
+struct Held {
+    manifest: Manifest,
+    /// When the manifest was last read, in ms.
+    checked_ms: Cell<u64>,
+    shards: RefCell<Vec<Option<Rc<Shard>>>>,
+}
+
+impl Held {
+    fn new(manifest: Manifest, now_ms: u64) -> Self {
+        let shards = RefCell::new(vec![None; manifest.shards.len()]);
+        Self { manifest, checked_ms: Cell::new(now_ms), shards }
+    }
+
+    async fn contains(&self, env: &Env, kind: ListKind, addr: u32) -> Result<bool, ApiError> {
+        if self.manifest.version == 0 {
+            return Ok(false);
+        }
+        let index = self.manifest.shard_of(addr);
+        if let Some(shard) = self.shards.borrow().get(index).cloned().flatten() {
+            return Ok(shard.contains(addr));
+        }
+        let key = self.manifest.shard_key(index);
+        // A shard that is not visible yet is an error, never an empty list.
+        let bytes = cached(env.kv(binding(kind))?.get(&key))
+            .bytes()
+            .await?
+            .ok_or_else(|| ApiError::Internal(format!("{} list: shard {key} is not in KV yet", kind.name())))?;
+        let shard = Rc::new(Shard::decode(&bytes).ok_or_else(|| ApiError::Internal(format!("{} list: shard {key} does not decode", kind.name())))?);
+        if let Some(slot) = self.shards.borrow_mut().get_mut(index) {
+            *slot = Some(shard.clone());
+        }
+        Ok(shard.contains(addr))
+    }
+}
+
+/// Whether `addr` is on the list, as its published snapshot says. Once an isolate
+/// holds the part of the snapshot an address falls in, the answer needs no I/O
+/// until the manifest is due to be read again (`Freshness::isolate_seconds`).
+/// A newer version is swapped in only once it answered; until then, and when
+/// KV fails, the version held answers.
+pub async fn contains(env: &Env, kind: ListKind, addr: Ipv4Addr, freshness: Freshness, now_ms: u64) -> Result<bool, ApiError> {
+    let addr = u32::from(addr);
+    let held = HELD.with_borrow(|held| held.get(&kind).cloned());
+    if let Some(held) = held.as_ref().filter(|held| now_ms.saturating_sub(held.checked_ms.get()) < freshness.isolate_seconds() * 1000) {
+        return held.contains(env, kind, addr).await;
+    }
+    let candidate = match (read_manifest(env, kind).await, &held) {
+        (Ok(manifest), Some(held)) if manifest.version == held.manifest.version => {
+            held.checked_ms.set(now_ms);
+            return held.contains(env, kind, addr).await;
+        }
+        (Ok(manifest), _) => Rc::new(Held::new(manifest, now_ms)),
+        (Err(error), Some(held)) => {
+            console_error!("{} list: keeping version {}: {error:?}", kind.name(), held.manifest.version);
+            return held.contains(env, kind, addr).await;
+        }
+        (Err(error), None) => return Err(error),
+    };
+    match (candidate.contains(env, kind, addr).await, held) {
+        (Ok(found), _) => {
+            HELD.with_borrow_mut(|held| held.insert(kind, candidate));
+            Ok(found)
+        }
+        (Err(error), Some(held)) => {
+            console_error!("{} list: keeping version {}: {error:?}", kind.name(), held.manifest.version);
+            held.contains(env, kind, addr).await
+        }
+        (Err(error), None) => Err(error),
+    }
+}
+
+/// The current manifest. Before the writer first published one there is none:
+/// the list is empty, and the writer is woken so that it publishes (taking over
+/// what an earlier version of the service kept in KV).
+async fn read_manifest(env: &Env, kind: ListKind) -> Result<Manifest, ApiError> {
+    let manifest = cached(env.kv(binding(kind))?.get(Manifest::KEY)).json::<Manifest>().await?;
+    match manifest {
+        Some(manifest) => Ok(manifest),
+        None => {
+            call(env, Method::Get, "status", None, &[], None).await?;
+            Ok(Manifest { version: 0, published_at: 0, entries: 0, shards: vec![0] })
+        }
+    }
+}
+
+/// A call to the writer; `body` is passed through as it is, a stream or a text.
+pub async fn call(
+    env: &Env,
+    method: Method,
+    route: &str,
+    kind: Option<ListKind>,
+    headers: &[(&str, &str)],
+    body: Option<JsValue>,
+) -> Result<Response, ApiError> {
+    let stub = env.durable_object(BINDING)?.get_by_name(NAME)?;
+    let query = kind.map_or(String::new(), |kind| format!("?list={}", kind.name()));
+    let sent = Headers::new();
+    for (name, value) in headers {
+        sent.set(name, value)?;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(method).with_headers(sent).with_body(body);
+    let response = stub.fetch_with_request(Request::new_with_init(&format!("https://lists/{route}{query}"), &init)?).await?;
+    Ok(response)
+}
