@@ -12,10 +12,13 @@ use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlS
 
 use crate::{clock, config};
 use crate::domain::entry::{Change, Entry, HistoryEvent};
-use crate::domain::holder::{apply, sweep, Call, DailyUsage, Limits, ListStore, Operation, MAX_HISTORY_ROWS};
+use crate::domain::feed::{FeedAnswer, FeedRequest, PersonalDelta};
+use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord, MAX_PER_HOLDER as MAX_FEED_TOKENS};
+use crate::domain::holder::{apply, sweep, Answer, Call, DailyUsage, Limits, ListStore, Operation, MAX_HISTORY_ROWS};
 use crate::domain::ipv4::PublicIpv4;
 use crate::domain::page::{Cursor, Page, PageQuery};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
+use crate::store::holders::FEED_TOKEN_REVOKED;
 
 /// History older than this is dropped by the daily sweep.
 pub const HISTORY_DAYS: u64 = 90;
@@ -25,7 +28,7 @@ const SWEEP_BATCH: usize = 1_000;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -39,6 +42,7 @@ const MIGRATIONS: [&str; 2] = [
         id INTEGER PRIMARY KEY, at INTEGER NOT NULL, change TEXT NOT NULL, ip INTEGER NOT NULL, client TEXT
     );",
     "ALTER TABLE usage ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;",
+    "CREATE TABLE feed_tokens (id TEXT PRIMARY KEY, digest TEXT NOT NULL, created_at INTEGER NOT NULL, last_used INTEGER);",
 ];
 
 /// Brings the schema to the newest version. The constructor does not await, so the
@@ -107,15 +111,38 @@ impl DurableObject for HolderList {
         }
         match path.as_str() {
             "/apply" => {
-                let call: Call = serde_json::from_str(&body)?;
-                let answer = apply(&mut store, &call, now, limits)?;
+                // Every call of a bulk request in one pass: nothing runs in between, and the
+                // day's limits apply item by item in the order given.
+                let calls: Vec<Call> = serde_json::from_str(&body)?;
+                let answers = calls.iter().map(|call| apply(&mut store, call, now, limits)).collect::<Result<Vec<Answer>>>()?;
                 // Only a change leaves something to sweep: an expiring entry, or history.
-                if call.operation != Operation::Check {
-                    let next = call.details.expiry.map_or(now.plus(SECONDS_PER_DAY), |expiry| expiry.at(now));
+                let next = calls
+                    .iter()
+                    .filter(|call| call.operation != Operation::Check)
+                    .map(|call| call.details.expiry.map_or(now.plus(SECONDS_PER_DAY), |expiry| expiry.at(now)))
+                    .min();
+                if let Some(next) = next {
                     self.schedule_sweep(next).await?;
                 }
-                Response::from_json(&answer)
+                Response::from_json(&answers)
             }
+            "/feed" => {
+                let request: FeedRequest = serde_json::from_str(&body)?;
+                if let Some(token) = &request.token {
+                    if !store.touch_feed_token(token, now)? {
+                        return Response::error(FEED_TOKEN_REVOKED, 401);
+                    }
+                }
+                // Entries past their expiry leave the list, and enter the history, before it is read.
+                while sweep(&mut store, now, SWEEP_BATCH)? == SWEEP_BATCH {}
+                Response::from_json(&store.feed(&request, now)?)
+            }
+            "/feed_tokens/create" => {
+                let token: NewFeedTokenRecord = serde_json::from_str(&body)?;
+                Response::from_json(&store.create_feed_token(&token, now)?)
+            }
+            "/feed_tokens/list" => Response::from_json(&store.feed_tokens()?),
+            "/feed_tokens/revoke" => Response::from_json(&store.revoke_feed_token(&serde_json::from_str::<String>(&body)?)?),
             "/list" => Response::from_json(&store.list(&serde_json::from_str(&body)?, now)?),
             "/history" => Response::from_json(&store.history(&serde_json::from_str(&body)?)?),
             path => Response::error(format!("no such holder route: {path}"), 404),
@@ -277,6 +304,122 @@ impl SqlListStore<'_> {
             (a, b) => a.or(b),
         })
     }
+}
+
+#[derive(Deserialize)]
+struct TokenStored {
+    id: String,
+    created_at: u64,
+    last_used: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct DeltaRow {
+    ip: u64,
+    listed: u64,
+    added_at: Option<u64>,
+    expires_at: Option<u64>,
+    comment: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Digest {
+    digest: String,
+}
+
+impl SqlListStore<'_> {
+    fn changes(&self) -> Result<(u64, u64)> {
+        let rows: Vec<Bounds> = self.rows("SELECT coalesce(min(id), 0) AS oldest, coalesce(max(id), 0) AS newest FROM history", vec![])?;
+        Ok(rows.first().map_or((0, 0), |b| (b.oldest, b.newest)))
+    }
+
+    /// The whole live list, or the changes since `since` while the history still
+    /// holds every change after it: each address once, in the order of its last
+    /// change, listed with its entry or unlisted.
+    fn feed(&self, request: &FeedRequest, now: UnixTime) -> Result<FeedAnswer> {
+        let (oldest, changes) = self.changes()?;
+        if request.known == Some(changes) {
+            return Ok(FeedAnswer { changes, unchanged: true, reset: false, entries: None, delta: None });
+        }
+        let remembered = |since: u64| since <= changes && (oldest == 0 || since + 1 >= oldest);
+        match request.since {
+            Some(since) if remembered(since) => {
+                let codes = [Change::Added, Change::Removed, Change::Expired].map(|c| format!("'{}'", c.code())).join(", ");
+                let rows: Vec<DeltaRow> = self.rows(
+                    &format!(
+                        "SELECT h.ip AS ip, e.ip IS NOT NULL AS listed, e.added_at AS added_at, e.expires_at AS expires_at, e.comment AS comment
+                         FROM (SELECT ip, max(id) AS last FROM history WHERE id > ?1 AND change IN ({codes}) GROUP BY ip) h
+                         LEFT JOIN entries e ON e.ip = h.ip AND (e.expires_at IS NULL OR e.expires_at > ?2)
+                         ORDER BY h.last"
+                    ),
+                    vec![int(since), int(now.0)],
+                )?;
+                let mut delta = PersonalDelta::default();
+                for row in rows {
+                    let Some(ip) = ip_of(row.ip) else { continue };
+                    if row.listed != 0 {
+                        let added_at = UnixTime(row.added_at.unwrap_or(0));
+                        delta.listed.push(Entry { ip, added_at, expires_at: row.expires_at.map(UnixTime), comment: row.comment });
+                    } else {
+                        delta.unlisted.push(ip);
+                    }
+                }
+                Ok(FeedAnswer { changes, unchanged: false, reset: false, entries: None, delta: Some(delta) })
+            }
+            since => {
+                let rows: Vec<EntryRow> = self.rows(
+                    "SELECT ip, added_at, expires_at, comment FROM entries WHERE expires_at IS NULL OR expires_at > ?1",
+                    vec![int(now.0)],
+                )?;
+                let entries = rows.into_iter().filter_map(EntryRow::into_entry).collect();
+                Ok(FeedAnswer { changes, unchanged: false, reset: since.is_some(), entries: Some(entries), delta: None })
+            }
+        }
+    }
+
+    /// Whether the token still exists; when it does, it was used now.
+    fn touch_feed_token(&self, id: &str, now: UnixTime) -> Result<bool> {
+        let cursor = self.sql.exec("UPDATE feed_tokens SET last_used = ?1 WHERE id = ?2", vec![int(now.0), id.into()])?;
+        Ok(cursor.rows_written() > 0)
+    }
+
+    /// Records a new token, unless the holder has the most it may.
+    fn create_feed_token(&self, token: &NewFeedTokenRecord, now: UnixTime) -> Result<bool> {
+        let count = self.rows::<Count>("SELECT count(*) AS n FROM feed_tokens", vec![])?.first().map_or(0, |c| c.n);
+        if count >= MAX_FEED_TOKENS as u64 {
+            return Ok(false);
+        }
+        self.sql.exec(
+            "INSERT INTO feed_tokens (id, digest, created_at) VALUES (?1, ?2, ?3)",
+            vec![token.id.clone().into(), token.digest.clone().into(), int(now.0)],
+        )?;
+        Ok(true)
+    }
+
+    fn feed_tokens(&self) -> Result<Vec<FeedTokenInfo>> {
+        let rows: Vec<TokenStored> = self.rows("SELECT id, created_at, last_used FROM feed_tokens ORDER BY created_at, id", vec![])?;
+        Ok(rows
+            .into_iter()
+            .map(|row| FeedTokenInfo {
+                id: row.id,
+                created_at: UnixTime(row.created_at).to_rfc3339(),
+                last_used: row.last_used.map(|at| UnixTime(at).to_rfc3339()),
+            })
+            .collect())
+    }
+
+    /// Deletes a token; its digest, so that its record can go too, or `None` when there was none.
+    fn revoke_feed_token(&self, id: &str) -> Result<Option<String>> {
+        let found: Vec<Digest> = self.rows("SELECT digest FROM feed_tokens WHERE id = ?1", vec![id.into()])?;
+        self.sql.exec("DELETE FROM feed_tokens WHERE id = ?1", vec![id.into()])?;
+        Ok(found.into_iter().next().map(|row| row.digest))
+    }
+}
+
+#[derive(Deserialize)]
+struct Bounds {
+    oldest: u64,
+    newest: u64,
 }
 
 /// Splits off the extra row fetched to learn whether another page follows.

@@ -13,6 +13,7 @@ use serde_json::json;
 use worker::{durable_object, Delay, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
 
 use crate::clock;
+use crate::domain::form;
 use crate::domain::ip_list::{Changes, EditRequest, Import, ListEntries, ListKind};
 use crate::domain::range::Ipv4Range;
 use crate::domain::snapshot::{self, Manifest, Shard};
@@ -88,8 +89,16 @@ impl DurableObject for OperatorLists {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         self.load().await?;
-        let url = req.url()?;
-        let kind = url.query_pairs().find(|(k, _)| k == "list").and_then(|(_, v)| ListKind::from_name(&v));
+        // A list never published yet is published before anything is answered, so
+        // that whoever woke this object finds a manifest from then on.
+        for kind in ListKind::ALL {
+            let (version, change) = self.with_list(kind, |list| (list.version, list.changed));
+            if version == 0 {
+                self.publish_including(kind, change).await?;
+            }
+        }
+        let url = req.inner().url();
+        let kind = form_urlencoded::parse(form::query_of(&url).as_bytes()).find(|(k, _)| k == "list").and_then(|(_, v)| ListKind::from_name(&v));
         match (req.path().as_str(), kind) {
             ("/status", _) => self.status(),
             ("/edit", Some(kind)) => {

@@ -27,9 +27,11 @@ token=$(curl -sf -X POST "$base/v2/authentication/login/license" -H 'Content-Typ
   -d "{\"licenseKey\": \"$key\"}" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')
 [ -n "$token" ] || { echo "could not log in"; cat "$state/wrangler.log"; exit 1; }
 
+# One worker: with two threads, hypothesis's reading of lambda sources now and then trips
+# CPython 3.11's parser ("AST constructor recursion depth mismatch"), a fault of the tool.
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance
 # The holder's routes with an access token, the operator's with the admin token.
 "$st" run src/openapi.json --url "$base" -H "Authorization: Bearer $token" --exclude-path-regex '^/admin/' \
-  --checks "$checks" --max-examples 25 --seed 1 --workers 2 --no-color
+  --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color
 "$st" run src/openapi.json --url "$base" -H "Authorization: Bearer $admin" --include-path-regex '^/admin/' \
-  --checks "$checks" --max-examples 25 --seed 1 --workers 2 --no-color
+  --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color

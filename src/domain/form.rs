@@ -10,15 +10,29 @@ pub const MAX_BOUNDARY_CHARS: usize = 70;
 /// The first value of field `name`, decoded lossily as UTF-8; `None` when the body
 /// does not carry the field: another content type, broken multipart, or no such field.
 pub fn first_field(content_type: &str, body: &[u8], name: &str) -> Option<String> {
+    all_fields(content_type, body, name).into_iter().next()
+}
+
+/// Every value of field `name`, in order; a multipart part counts only when it is
+/// whole, so a body broken off keeps the fields before the break.
+pub fn all_fields(content_type: &str, body: &[u8], name: &str) -> Vec<String> {
     let media_type = media_type(content_type);
     if media_type.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
-        form_urlencoded::parse(body).find(|(key, _)| key == name).map(|(_, value)| value.into_owned())
+        form_urlencoded::parse(body).filter(|(key, _)| key == name).map(|(_, value)| value.into_owned()).collect()
     } else if media_type.eq_ignore_ascii_case("multipart/form-data") {
-        let boundary = parameter(content_type, "boundary").filter(|b| b.len() <= MAX_BOUNDARY_CHARS)?;
-        multipart_field(body, boundary.as_bytes(), name)
+        match parameter(content_type, "boundary").filter(|b| b.len() <= MAX_BOUNDARY_CHARS) {
+            Some(boundary) => multipart_fields(body, boundary.as_bytes(), name),
+            None => Vec::new(),
+        }
     } else {
-        None
+        Vec::new()
     }
+}
+
+/// The query string of a URL, without the fragment. Read by hand: the `url` crate
+/// would more than double the Worker's module for this one question.
+pub fn query_of(url: &str) -> &str {
+    url.split('#').next().unwrap_or("").split_once('?').map_or("", |(_, query)| query)
 }
 
 /// The media type of a `Content-Type` value, without its parameters.
@@ -36,24 +50,23 @@ fn parameter<'a>(header: &'a str, key: &str) -> Option<&'a str> {
 
 /// Every search starts where the previous one ended and runs in linear time, so
 /// one body costs time in proportion to its length.
-fn multipart_field(body: &[u8], boundary: &[u8], name: &str) -> Option<String> {
+fn multipart_fields(body: &[u8], boundary: &[u8], name: &str) -> Vec<String> {
     let delimiter = [b"--", boundary].concat();
     let part_end = [b"\r\n", delimiter.as_slice()].concat();
-    let mut rest = &body[find(body, &delimiter)? + delimiter.len()..];
-    loop {
-        if rest.starts_with(b"--") {
-            return None;
-        }
-        rest = rest.strip_prefix(b"\r\n")?;
-        let headers_end = find(rest, b"\r\n\r\n")?;
-        let headers = String::from_utf8_lossy(&rest[..headers_end]);
-        let content = &rest[headers_end + 4..];
-        let next = find(content, &part_end)?;
+    let mut values = Vec::new();
+    let Some(start) = find(body, &delimiter) else { return values };
+    let mut rest = &body[start + delimiter.len()..];
+    while let Some(after) = rest.strip_prefix(b"\r\n") {
+        let Some(headers_end) = find(after, b"\r\n\r\n") else { break };
+        let headers = String::from_utf8_lossy(&after[..headers_end]);
+        let content = &after[headers_end + 4..];
+        let Some(next) = find(content, &part_end) else { break };
         if part_name(&headers).as_deref() == Some(name) {
-            return Some(String::from_utf8_lossy(&content[..next]).into_owned());
+            values.push(String::from_utf8_lossy(&content[..next]).into_owned());
         }
         rest = &content[next + part_end.len()..];
     }
+    values
 }
 
 /// The `name` of a part's `Content-Disposition: form-data; name="..."` header.
@@ -108,6 +121,15 @@ mod tests {
         assert_eq!(first_field(MULTIPART, &body, "missing"), None);
         let quoted = "multipart/form-data; boundary=\"------------------------abc123\"";
         assert_eq!(first_field(quoted, &body, "other").as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn every_value_of_a_repeated_field_is_read_in_order() {
+        assert_eq!(all_fields(URLENCODED, b"ip=1.1.1.1&x=y&ip=2.2.2.2&ip=", "ip"), ["1.1.1.1", "2.2.2.2", ""]);
+        let body = multipart(&[("ip", "1.1.1.1"), ("comment", "c"), ("ip", "2.2.2.2")]);
+        assert_eq!(all_fields(MULTIPART, &body, "ip"), ["1.1.1.1", "2.2.2.2"]);
+        assert_eq!(all_fields(MULTIPART, &body[..body.len() - 30], "ip"), ["1.1.1.1"], "a part broken off does not count");
+        assert!(all_fields("text/plain", b"ip=1.1.1.1", "ip").is_empty());
     }
 
     #[test]

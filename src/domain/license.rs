@@ -53,13 +53,13 @@ pub fn secrets_match(given: &str, expected: &str) -> bool {
     a.iter().zip(b.iter()).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
-fn random<const N: usize>() -> Result<[u8; N], getrandom::Error> {
+pub(super) fn random<const N: usize>() -> Result<[u8; N], getrandom::Error> {
     let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes)?;
     Ok(bytes)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

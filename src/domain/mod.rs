@@ -1,4 +1,7 @@
+pub mod bulk;
 pub mod entry;
+pub mod feed;
+pub mod feed_token;
 pub mod form;
 pub mod holder;
 pub mod ip_list;

@@ -94,6 +94,15 @@ impl Outcome {
         }
     }
 
+    /// The address as the message shows it: the submitted text when it is not one.
+    pub fn ip_text(&self) -> String {
+        match self {
+            Self::Invalid(text) => text.clone(),
+            Self::Private(addr) => addr.to_string(),
+            Self::AllowListed(ip) | Self::ListedGlobal(ip) | Self::AlreadyGlobal(ip) | Self::Personal(ip, _) => ip.to_string(),
+        }
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             Self::Invalid(_) => "invalid",

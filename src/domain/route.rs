@@ -7,6 +7,11 @@ use super::ip_list::ListKind;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
     List(Operation),
+    Bulk(Operation),
+    Feed,
+    CreateFeedToken,
+    FeedTokens,
+    RevokeFeedToken(String),
     ListEntries,
     History,
     OpenApi,
@@ -47,25 +52,43 @@ impl Route {
     ];
 
     /// The one table of paths: every route that answers on `path`, one per method.
+    /// Bulk changes: many addresses a request.
+    const BULK_PATHS: [(&'static str, Operation); 4] = [
+        ("/api/addIpsToGreylist", Operation::Add),
+        ("/api/addIpsToChallengeList", Operation::Add),
+        ("/api/deleteIpsFromGreylist", Operation::Remove),
+        ("/api/deleteIpsFromChallengeList", Operation::Remove),
+    ];
+
     fn on_path(path: &str) -> Vec<Self> {
         if let Some((_, op)) = Self::LIST_PATHS.iter().find(|(p, _)| *p == path) {
             return vec![Self::List(*op)];
+        }
+        if let Some((_, op)) = Self::BULK_PATHS.iter().find(|(p, _)| *p == path) {
+            return vec![Self::Bulk(*op)];
         }
         let list = |kind| vec![Self::EditList(kind), Self::ReplaceList(kind), Self::ExportList(kind)];
         match path {
             "/api/listGreylist" | "/api/listChallengeList" => vec![Self::ListEntries],
             "/api/greylistHistory" | "/api/challengeListHistory" => vec![Self::History],
+            "/api/greylistFeed" | "/api/challengeListFeed" => vec![Self::Feed],
+            "/api/feedTokens" => vec![Self::CreateFeedToken, Self::FeedTokens],
             "/openapi.json" => vec![Self::OpenApi],
             "/v2/authentication/login/license" => vec![Self::Login],
             "/admin/licenses" => vec![Self::CreateLicense],
             "/admin/global-list" => list(ListKind::Global),
             "/admin/allow-list" => list(ListKind::Allow),
             "/admin/status" => vec![Self::Status],
-            _ => path
-                .strip_prefix("/admin/licenses/")
-                .filter(|id| !id.is_empty() && !id.contains('/'))
-                .map(|id| vec![Self::RevokeLicense(id.to_owned())])
-                .unwrap_or_default(),
+            _ => {
+                let id = |prefix| path.strip_prefix(prefix).filter(|id: &&str| !id.is_empty() && !id.contains('/')).map(str::to_owned);
+                if let Some(id) = id("/admin/licenses/") {
+                    vec![Self::RevokeLicense(id)]
+                } else if let Some(id) = id("/api/feedTokens/") {
+                    vec![Self::RevokeFeedToken(id)]
+                } else {
+                    Vec::new()
+                }
+            }
         }
     }
 
@@ -83,8 +106,8 @@ impl Route {
     /// The method each route answers to.
     pub fn method(&self) -> &'static str {
         match self {
-            Self::RevokeLicense(_) => "DELETE",
-            Self::OpenApi | Self::ExportList(_) | Self::Status => "GET",
+            Self::RevokeLicense(_) | Self::RevokeFeedToken(_) => "DELETE",
+            Self::OpenApi | Self::ExportList(_) | Self::Status | Self::Feed | Self::FeedTokens => "GET",
             Self::ReplaceList(_) => "PUT",
             _ => "POST",
         }
@@ -94,6 +117,12 @@ impl Route {
     pub fn name(&self) -> &'static str {
         match self {
             Self::List(op) => op.name(),
+            Self::Bulk(Operation::Add) => "bulk_add",
+            Self::Bulk(_) => "bulk_remove",
+            Self::Feed => "feed",
+            Self::CreateFeedToken => "create_feed_token",
+            Self::FeedTokens => "list_feed_tokens",
+            Self::RevokeFeedToken(_) => "revoke_feed_token",
             Self::ListEntries => "list",
             Self::History => "history",
             Self::OpenApi => "openapi",
@@ -113,7 +142,17 @@ impl Route {
     /// The license holder's routes, which answer in the mode `result_mode` selects;
     /// login and the operator API answer in their own JSON shape.
     pub fn is_holders(&self) -> bool {
-        matches!(self, Self::List(_) | Self::ListEntries | Self::History)
+        matches!(
+            self,
+            Self::List(_)
+                | Self::Bulk(_)
+                | Self::ListEntries
+                | Self::History
+                | Self::Feed
+                | Self::CreateFeedToken
+                | Self::FeedTokens
+                | Self::RevokeFeedToken(_)
+        )
     }
 
     /// Routes that only `ADMIN_TOKEN` opens.
@@ -128,12 +167,16 @@ impl Route {
     /// path parameter written `{id}`), from the same table requests are routed by.
     #[cfg(test)]
     pub fn all() -> Vec<(String, &'static str)> {
-        let mut paths: Vec<&str> = Self::LIST_PATHS.iter().map(|(path, _)| *path).collect();
+        let mut paths: Vec<&str> = Self::LIST_PATHS.iter().chain(&Self::BULK_PATHS).map(|(path, _)| *path).collect();
         paths.extend([
             "/api/listGreylist",
             "/api/listChallengeList",
             "/api/greylistHistory",
             "/api/challengeListHistory",
+            "/api/greylistFeed",
+            "/api/challengeListFeed",
+            "/api/feedTokens",
+            "/api/feedTokens/{id}",
             "/openapi.json",
             "/v2/authentication/login/license",
             "/admin/licenses",
@@ -157,6 +200,25 @@ mod tests {
         }
         let removals = Route::LIST_PATHS.iter().filter(|(_, op)| *op == Operation::Remove).count();
         assert_eq!(removals, 3);
+    }
+
+    #[test]
+    fn bulk_paths_route_to_their_operation() {
+        for (path, op) in Route::BULK_PATHS {
+            assert_eq!(Route::resolve("POST", path), Ok(Route::Bulk(op)));
+            assert!(Route::Bulk(op).is_holders());
+        }
+    }
+
+    #[test]
+    fn feed_and_feed_token_paths() {
+        assert_eq!(Route::resolve("GET", "/api/greylistFeed"), Ok(Route::Feed));
+        assert_eq!(Route::resolve("GET", "/api/challengeListFeed"), Ok(Route::Feed));
+        assert_eq!(Route::resolve("POST", "/api/feedTokens"), Ok(Route::CreateFeedToken));
+        assert_eq!(Route::resolve("GET", "/api/feedTokens"), Ok(Route::FeedTokens));
+        assert_eq!(Route::resolve("DELETE", "/api/feedTokens/ft_1"), Ok(Route::RevokeFeedToken("ft_1".into())));
+        assert_eq!(Route::resolve("DELETE", "/api/feedTokens/"), Err(Miss::NotFound));
+        assert!(Route::Feed.is_holders() && !Route::Feed.is_operator());
     }
 
     #[test]

@@ -56,6 +56,21 @@ impl Shard {
         after > 0 && addr <= self.spans[after - 1].1
     }
 
+    /// Every interval, single addresses included, in address order.
+    pub fn intervals(&self) -> Vec<(u32, u32)> {
+        let mut all = Vec::with_capacity(self.singles.len() + self.spans.len());
+        let (mut singles, mut spans) = (self.singles.iter().peekable(), self.spans.iter().peekable());
+        loop {
+            let next = match (singles.peek(), spans.peek()) {
+                (Some(&&single), Some(&&(first, _))) if single < first => singles.next().map(|&s| (s, s)),
+                (_, Some(_)) => spans.next().copied(),
+                (Some(_), None) => singles.next().map(|&s| (s, s)),
+                (None, None) => return all,
+            };
+            all.extend(next);
+        }
+    }
+
     /// Bytes the shard holds in memory, as in KV.
     pub fn size(&self) -> usize {
         8 + self.singles.len() * 4 + self.spans.len() * 8
@@ -164,6 +179,16 @@ mod tests {
         assert_eq!(Shard::decode(&unsorted), None);
         unsorted.truncate(8);
         assert_eq!(Shard::decode(&unsorted), None);
+    }
+
+    #[test]
+    fn a_shard_gives_back_its_intervals_in_order() {
+        let (_, shards) = build(&entries(&["9.0.0.0/8", "8.8.8.8", "1.2.3.0/24", "255.255.255.255"]));
+        let ip = |s: &str| u32::from(s.parse::<Ipv4Addr>().unwrap());
+        assert_eq!(
+            shards[0].intervals(),
+            [(ip("1.2.3.0"), ip("1.2.3.255")), (ip("8.8.8.8"), ip("8.8.8.8")), (ip("9.0.0.0"), ip("9.255.255.255")), (u32::MAX, u32::MAX)]
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::error::ApiError;
 use super::log::RequestLog;
 use crate::config;
 use crate::domain::time::UnixTime;
+use crate::domain::feed_token;
 use crate::domain::license::{secrets_match, LicenseId};
 use crate::domain::token::{bearer, VerifiedTokens};
 use crate::store::licenses;
@@ -33,6 +34,19 @@ pub async fn license_holder(req: &Request, env: &Env, now: UnixTime, log: &mut R
     } else {
         Err(ApiError::Unauthorized("license_revoked"))
     }
+}
+
+/// Who may read a feed: a holder with an access token, or with one of its feed
+/// tokens (whose id comes along, for the holder's object to check it still exists).
+pub async fn feed_reader(req: &Request, env: &Env, now: UnixTime, log: &mut RequestLog) -> Result<(LicenseId, Option<String>), ApiError> {
+    let header = req.headers().get("Authorization")?.unwrap_or_default();
+    let Some(token) = feed_token::from_authorization(&header) else {
+        return Ok((license_holder(req, env, now, log).await?, None));
+    };
+    let owner = licenses::feed_token_owner(env, &feed_token::digest(&token)).await?.ok_or(ApiError::Unauthorized("feed_token_unknown"))?;
+    let license = owner.license().ok_or_else(|| ApiError::Internal(format!("feed token {} names no license", owner.id)))?;
+    log.license = Some(license.clone());
+    Ok((license, Some(owner.id)))
 }
 
 /// The operator, proven by `ADMIN_TOKEN`, compared in constant time.

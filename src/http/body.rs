@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use worker::{Context, Request};
 
 use super::error::ApiError;
+use crate::domain::bulk::{BulkError, BulkRequest};
 use crate::domain::form;
 use crate::stream::{append, Chunks};
 
@@ -57,6 +58,10 @@ impl Body {
 
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(&self.bytes)
+    }
+
+    pub fn bulk(&self) -> Result<BulkRequest, BulkError> {
+        BulkRequest::parse(&self.content_type, &self.bytes)
     }
 
     /// The body as text, non-UTF-8 bytes replaced.

@@ -5,7 +5,7 @@ use worker::Response;
 
 use super::reply::BodyMode;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum ApiError {
     /// A list operation without a valid access token; the reason is logged only.
     Unauthorized(&'static str),
@@ -16,9 +16,13 @@ pub enum ApiError {
     MethodNotAllowed(String),
     /// The route's limit, in bytes.
     PayloadTooLarge(usize),
+    /// A bulk request with more addresses (first) than it may carry (second).
+    TooManyAddresses(usize, usize),
     /// Too many requests from one client address; it may try again after this many seconds.
     TooManyRequests(u32),
     BadRequest(String),
+    /// The request conflicts with what the holder has (too many feed tokens).
+    Conflict(String),
     /// A fault on our side (storage, configuration); the detail is logged, never shown.
     Internal(String),
 }
@@ -29,9 +33,10 @@ impl ApiError {
             Self::Unauthorized(_) | Self::AdminUnauthorized | Self::LoginRefused => 401,
             Self::NotFound(_) => 404,
             Self::MethodNotAllowed(_) => 405,
-            Self::PayloadTooLarge(_) => 413,
+            Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => 413,
             Self::TooManyRequests(_) => 429,
             Self::BadRequest(_) => 400,
+            Self::Conflict(_) => 409,
             Self::Internal(_) => 500,
         }
     }
@@ -45,8 +50,10 @@ impl ApiError {
             Self::MethodNotAllowed(allowed) => format!("Method not allowed: use {allowed}"),
             Self::PayloadTooLarge(limit) if limit % (1 << 20) == 0 => format!("Payload too large: the body may be at most {} MiB", limit >> 20),
             Self::PayloadTooLarge(limit) => format!("Payload too large: the body may be at most {} KiB", limit >> 10),
+            Self::TooManyAddresses(sent, max) => format!("Payload too large: at most {max} addresses a request, not {sent}"),
             Self::TooManyRequests(seconds) => format!("Too many requests: try again in {seconds} seconds"),
             Self::BadRequest(detail) => format!("Bad request: {detail}"),
+            Self::Conflict(detail) => format!("Conflict: {detail}"),
             Self::Internal(_) => "Internal error: the request could not be completed, try again later".to_owned(),
         }
     }
@@ -59,9 +66,10 @@ impl ApiError {
             Self::LoginRefused => "login_refused",
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed(_) => "method_not_allowed",
-            Self::PayloadTooLarge(_) => "payload_too_large",
+            Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => "payload_too_large",
             Self::TooManyRequests(_) => "too_many_requests",
             Self::BadRequest(_) => "bad_request",
+            Self::Conflict(_) => "conflict",
             Self::Internal(_) => "internal_error",
         }
     }

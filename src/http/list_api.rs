@@ -1,4 +1,5 @@
-//! The three specified list operations: check, add, remove.
+//! The three specified list operations, check, add and remove, one address at a
+//! time or many in one request.
 
 use worker::{Context, Env, Request};
 
@@ -8,49 +9,110 @@ use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
 use crate::{clock, config};
+use crate::domain::bulk::{BulkError, MAX_ADDRESSES};
 use crate::domain::entry::EntryDetails;
 use crate::domain::holder::{Call, Operation};
 use crate::domain::ip_list::ListKind;
 use crate::domain::ipv4::PublicIpv4;
+use crate::domain::license::LicenseId;
 use crate::domain::outcome::Outcome;
 use crate::domain::quota::rate_limit_headers;
 use crate::domain::time::UnixTime;
 use crate::store::{holders, lists};
 
-/// Steps in the order decisions.md fixes: token, validation, allow list, then the
-/// lists, where the global list wins over the personal one.
+/// A bulk request: a thousand addresses in a multipart form, with room to spare.
+pub const MAX_BULK_BYTES: usize = 256 * 1024;
+
 pub async fn handle(operation: Operation, mut req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
     let now_ms = clock::now_ms();
-    let now = UnixTime(now_ms / 1000);
-    let license = auth::license_holder(&req, env, now, log).await?;
-
+    let license = auth::license_holder(&req, env, UnixTime(now_ms / 1000), log).await?;
     let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
-    let ip = match PublicIpv4::parse(&body.field("ip").unwrap_or_default()) {
-        Ok(ip) => ip,
-        Err(rejection) => return Ok(Reply::Outcome(rejection.into(), None)),
-    };
+    let ip = body.field("ip").unwrap_or_default();
     let details = match operation {
-        Operation::Add => EntryDetails::parse(
-            body.field("ttl").as_deref(),
-            body.field("expiresAt").as_deref(),
-            body.field("comment").as_deref(),
-            now,
-        )
-        .map_err(ApiError::BadRequest)?,
-        Operation::Check | Operation::Remove => EntryDetails::default(),
+        Operation::Add => details(body.field("ttl"), body.field("expiresAt"), body.field("comment"), now_ms),
+        Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
     };
-    // Both lists answer from the snapshots this isolate holds: no I/O once warm.
-    let freshness = config::settings(env)?.freshness;
-    if lists::contains(env, ListKind::Allow, ip.addr(), freshness, now_ms).await? {
-        return Ok(Reply::Outcome(Outcome::AllowListed(ip), None));
-    }
-    if operation != Operation::Remove && lists::contains(env, ListKind::Global, ip.addr(), freshness, now_ms).await? {
-        let outcome = if operation == Operation::Add { Outcome::AlreadyGlobal(ip) } else { Outcome::ListedGlobal(ip) };
-        return Ok(Reply::Outcome(outcome, None));
-    }
+    let client = req.headers().get("CF-Connecting-IP")?;
+    let (mut outcomes, quota) = run(env, &license, operation, &[ip], details, client, now_ms).await?;
+    Ok(Reply::Outcome(outcomes.remove(0), quota))
+}
 
-    let call = Call { operation, ip, details, client: req.headers().get("CF-Connecting-IP")? };
-    let answer = holders::apply(env, &license, &call).await?;
-    let quota = answer.usage.map(|usage| rate_limit_headers(usage, answer.limits, now));
-    Ok(Reply::Outcome(Outcome::Personal(ip, answer.outcome), quota))
+/// Many addresses, each answered exactly as the single operation would answer it,
+/// with one call to the holder's object for all of them.
+pub async fn bulk(operation: Operation, mut req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
+    let now_ms = clock::now_ms();
+    let license = auth::license_holder(&req, env, UnixTime(now_ms / 1000), log).await?;
+    let body = Body::read(&mut req, ctx, MAX_BULK_BYTES).await?;
+    let request = body.bulk().map_err(|error| match error {
+        BulkError::TooMany(n) => ApiError::TooManyAddresses(n, MAX_ADDRESSES),
+        BulkError::Malformed(detail) => ApiError::BadRequest(detail),
+    })?;
+    let details = match operation {
+        Operation::Add => details(request.ttl.map(|ttl| ttl.to_string()), request.expires_at, request.comment, now_ms),
+        Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
+    };
+    let client = req.headers().get("CF-Connecting-IP")?;
+    let (outcomes, quota) = run(env, &license, operation, &request.ips, details, client, now_ms).await?;
+    Ok(Reply::Outcomes(outcomes, quota))
+}
+
+fn details(ttl: Option<String>, expires_at: Option<String>, comment: Option<String>, now_ms: u64) -> Result<EntryDetails, ApiError> {
+    EntryDetails::parse(ttl.as_deref(), expires_at.as_deref(), comment.as_deref(), UnixTime(now_ms / 1000)).map_err(ApiError::BadRequest)
+}
+
+/// Steps in the order decisions.md fixes, for every address: validation, the
+/// allow list, then the lists, where the global list wins over the personal one.
+/// Malformed details (`ttl`, `expiresAt`, `comment`) refuse the request once an
+/// address has passed validation, as they always have.
+/// Both operator lists answer from the snapshots this isolate holds; what they do
+/// not settle goes to the holder's object in one call. Returns an outcome per
+/// address, in order, and the day's quota when the personal list answered.
+async fn run(
+    env: &Env,
+    license: &LicenseId,
+    operation: Operation,
+    ips: &[String],
+    details: Result<EntryDetails, ApiError>,
+    client: Option<String>,
+    now_ms: u64,
+) -> Result<(Vec<Outcome>, Option<[(&'static str, String); 2]>), ApiError> {
+    let freshness = config::settings(env)?.freshness;
+    let mut settled: Vec<Result<Outcome, PublicIpv4>> = Vec::with_capacity(ips.len());
+    for raw in ips {
+        let ip = match PublicIpv4::parse(raw) {
+            Ok(ip) => ip,
+            Err(rejection) => {
+                settled.push(Ok(rejection.into()));
+                continue;
+            }
+        };
+        if let Err(error) = &details {
+            return Err(error.clone());
+        }
+        let outcome = if lists::contains(env, ListKind::Allow, ip.addr(), freshness, now_ms).await? {
+            Ok(Outcome::AllowListed(ip))
+        } else if operation != Operation::Remove && lists::contains(env, ListKind::Global, ip.addr(), freshness, now_ms).await? {
+            Ok(if operation == Operation::Add { Outcome::AlreadyGlobal(ip) } else { Outcome::ListedGlobal(ip) })
+        } else {
+            Err(ip)
+        };
+        settled.push(outcome);
+    }
+    let details = details.unwrap_or_default();
+    let calls: Vec<Call> = settled
+        .iter()
+        .filter_map(|outcome| outcome.as_ref().err())
+        .map(|&ip| Call { operation, ip, details: details.clone(), client: client.clone() })
+        .collect();
+    if calls.is_empty() {
+        return Ok((settled.into_iter().map(|outcome| outcome.expect("all settled")).collect(), None));
+    }
+    let answers = holders::apply(env, license, &calls).await?;
+    let quota = answers.last().and_then(|last| last.usage.map(|usage| rate_limit_headers(usage, last.limits, UnixTime(now_ms / 1000))));
+    let mut answers = answers.into_iter();
+    let outcomes = settled
+        .into_iter()
+        .map(|outcome| outcome.unwrap_or_else(|ip| Outcome::Personal(ip, answers.next().expect("one answer per call").outcome)))
+        .collect();
+    Ok((outcomes, quota))
 }

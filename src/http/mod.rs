@@ -5,6 +5,7 @@ pub mod auth;
 pub mod body;
 pub mod browse;
 pub mod error;
+pub mod feed;
 pub mod list_api;
 pub mod log;
 pub mod login;
@@ -59,6 +60,11 @@ async fn dispatch(route: Route, req: Request, env: &Env, ctx: &Context, log: &mu
     }
     match route {
         Route::List(operation) => list_api::handle(operation, req, env, ctx, log).await,
+        Route::Bulk(operation) => list_api::bulk(operation, req, env, ctx, log).await,
+        Route::Feed => feed::feed(req, env, log).await,
+        Route::CreateFeedToken => feed::create_token(req, env, log).await,
+        Route::FeedTokens => feed::list_tokens(req, env, log).await,
+        Route::RevokeFeedToken(id) => feed::revoke_token(req, env, &id, log).await,
         Route::ListEntries => browse::list(req, env, ctx, log).await,
         Route::History => browse::history(req, env, ctx, log).await,
         Route::OpenApi => Ok(Reply::Document(include_str!("../openapi.json"))),

@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 use worker::Response;
 
+use crate::domain::{bulk, form};
 use crate::domain::outcome::Outcome;
 
 /// How a message body is shaped.
@@ -19,8 +20,7 @@ pub enum BodyMode {
 impl BodyMode {
     /// `result_mode=json` anywhere in the URL's query selects JSON; anything else is plain text.
     pub fn of_url(url: &str) -> Self {
-        let query = url.split('#').next().unwrap_or("").split_once('?').map_or("", |(_, query)| query);
-        let json = form_urlencoded::parse(query.as_bytes()).any(|(k, v)| k == "result_mode" && v == "json");
+        let json = form_urlencoded::parse(form::query_of(url).as_bytes()).any(|(k, v)| k == "result_mode" && v == "json");
         if json {
             Self::Result
         } else {
@@ -65,6 +65,8 @@ pub struct Listing {
 pub enum Reply {
     /// A list operation's outcome, with the day's quota when the holder's list answered.
     Outcome(Outcome, Option<[(&'static str, String); 2]>),
+    /// A bulk request's outcomes, in the order of its addresses, and the day's quota after them.
+    Outcomes(Vec<Outcome>, Option<[(&'static str, String); 2]>),
     Listing(Listing),
     Json(u16, Value),
     NoContent,
@@ -77,7 +79,7 @@ impl Reply {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Outcome(outcome, _) => outcome.code(),
-            Self::Listing(_) | Self::Json(..) | Self::NoContent | Self::Document(_) | Self::Passed(_) => "ok",
+            Self::Outcomes(..) | Self::Listing(_) | Self::Json(..) | Self::NoContent | Self::Document(_) | Self::Passed(_) => "ok",
         }
     }
 
@@ -89,6 +91,22 @@ impl Reply {
                 headers.set("X-Greylist-Outcome", outcome.code())?;
                 for (name, value) in quota.iter().flatten() {
                     headers.set(name, value)?;
+                }
+                Ok(response)
+            }
+            Self::Outcomes(outcomes, quota) => {
+                let response = match mode {
+                    BodyMode::Plain => respond(outcomes.iter().map(|outcome| outcome.message() + "\n").collect(), mode.content_type())?,
+                    BodyMode::Result | BodyMode::Message => {
+                        let results: Vec<Value> = outcomes
+                            .iter()
+                            .map(|outcome| json!({ "ip": outcome.ip_text(), "result": outcome.message(), "outcome": outcome.code() }))
+                            .collect();
+                        respond(json!({ "results": results, "counts": bulk::counts(&outcomes) }).to_string(), "application/json")?
+                    }
+                };
+                for (name, value) in quota.iter().flatten() {
+                    response.headers().set(name, value)?;
                 }
                 Ok(response)
             }

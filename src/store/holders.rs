@@ -5,15 +5,25 @@ use serde::Serialize;
 use worker::{Env, Method, Request, RequestInit};
 
 use crate::domain::entry::{Entry, HistoryEvent};
+use crate::domain::feed::{FeedAnswer, FeedRequest};
+use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord};
 use crate::domain::holder::{Answer, Call};
 use crate::domain::license::LicenseId;
 use crate::domain::page::{Page, PageQuery};
 use crate::http::error::ApiError;
 
 pub const BINDING: &str = "HOLDERS";
+/// What the holder's object answers, with 401, for a feed token it no longer has.
+pub const FEED_TOKEN_REVOKED: &str = "feed token revoked";
 
-pub async fn apply(env: &Env, license: &LicenseId, call: &Call) -> Result<Answer, ApiError> {
-    send(env, license, "apply", call).await
+/// Runs the calls in order in one visit to the holder's object; one answer per call.
+pub async fn apply(env: &Env, license: &LicenseId, calls: &[Call]) -> Result<Vec<Answer>, ApiError> {
+    let answers: Vec<Answer> = send(env, license, "apply", &calls).await?;
+    if answers.len() == calls.len() {
+        Ok(answers)
+    } else {
+        Err(ApiError::Internal(format!("holder object answered {} of {} calls", answers.len(), calls.len())))
+    }
 }
 
 pub async fn list(env: &Env, license: &LicenseId, query: &PageQuery) -> Result<Page<Entry>, ApiError> {
@@ -22,6 +32,24 @@ pub async fn list(env: &Env, license: &LicenseId, query: &PageQuery) -> Result<P
 
 pub async fn history(env: &Env, license: &LicenseId, query: &PageQuery) -> Result<Page<HistoryEvent>, ApiError> {
     send(env, license, "history", query).await
+}
+
+pub async fn feed(env: &Env, license: &LicenseId, request: &FeedRequest) -> Result<FeedAnswer, ApiError> {
+    send(env, license, "feed", request).await
+}
+
+/// Records a new feed token; `false` when the holder has the most it may.
+pub async fn create_feed_token(env: &Env, license: &LicenseId, record: &NewFeedTokenRecord) -> Result<bool, ApiError> {
+    send(env, license, "feed_tokens/create", record).await
+}
+
+pub async fn feed_tokens(env: &Env, license: &LicenseId) -> Result<Vec<FeedTokenInfo>, ApiError> {
+    send(env, license, "feed_tokens/list", &()).await
+}
+
+/// Deletes a feed token; its digest, or `None` when the holder had no such token.
+pub async fn revoke_feed_token(env: &Env, license: &LicenseId, id: &str) -> Result<Option<String>, ApiError> {
+    send(env, license, "feed_tokens/revoke", &id).await
 }
 
 /// Tells the holder's object that the license is revoked; from then on it refuses every call.
@@ -38,6 +66,7 @@ async fn send<T: Serialize, R: DeserializeOwned>(env: &Env, license: &LicenseId,
     let text = response.text().await?;
     match response.status_code() {
         200 => serde_json::from_str(&text).map_err(|e| ApiError::Internal(format!("holder object answered {text:?}: {e}"))),
+        401 if text == FEED_TOKEN_REVOKED => Err(ApiError::Unauthorized("feed_token_revoked")),
         401 => Err(ApiError::Unauthorized("license_revoked")),
         status => Err(ApiError::Internal(format!("holder object answered {status}: {text}"))),
     }

@@ -9,6 +9,7 @@ use worker::Env;
 
 use super::{cached, fresh};
 use crate::domain::time::UnixTime;
+use crate::domain::feed_token::FeedTokenOwner;
 use crate::domain::license::{key_digest, LicenseId, LicenseKey};
 use crate::domain::settings::Freshness;
 use crate::http::error::ApiError;
@@ -110,4 +111,26 @@ pub async fn count(env: &Env) -> Result<usize, ApiError> {
             None => return Ok(count),
         }
     }
+}
+
+fn feed_token_key(digest: &str) -> String {
+    format!("feed:{digest}")
+}
+
+/// Remembers whose a feed token is, under its digest.
+pub async fn save_feed_token(env: &Env, digest: &str, owner: &FeedTokenOwner) -> Result<(), ApiError> {
+    let record = serde_json::to_string(owner).map_err(|e| ApiError::Internal(e.to_string()))?;
+    env.kv(BINDING)?.put(&feed_token_key(digest), record)?.execute().await?;
+    Ok(())
+}
+
+/// Whose the token with this digest is, as KV says within the edge cache's period;
+/// the holder's object then checks that the token still exists.
+pub async fn feed_token_owner(env: &Env, digest: &str) -> Result<Option<FeedTokenOwner>, ApiError> {
+    Ok(cached(env.kv(BINDING)?.get(&feed_token_key(digest))).json().await?)
+}
+
+pub async fn forget_feed_token(env: &Env, digest: &str) -> Result<(), ApiError> {
+    env.kv(BINDING)?.delete(&feed_token_key(digest)).await?;
+    Ok(())
 }

@@ -3,6 +3,7 @@
 //! to the one writer, the `OperatorLists` Durable Object.
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::rc::Rc;
@@ -11,6 +12,7 @@ use worker::wasm_bindgen::JsValue;
 use worker::{console_error, Env, Headers, Method, Request, RequestInit, Response};
 
 use super::cached;
+use crate::domain::feed::Intervals;
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
 use crate::domain::snapshot::{Manifest, Shard};
@@ -36,21 +38,41 @@ struct Held {
     /// When the manifest was last read, in ms.
     checked_ms: Cell<u64>,
     shards: RefCell<Vec<Option<Rc<Shard>>>>,
+    intervals: RefCell<Option<Rc<Intervals>>>,
 }
 
 impl Held {
     fn new(manifest: Manifest, now_ms: u64) -> Self {
         let shards = RefCell::new(vec![None; manifest.shards.len()]);
-        Self { manifest, checked_ms: Cell::new(now_ms), shards }
+        Self { manifest, checked_ms: Cell::new(now_ms), shards, intervals: RefCell::new(None) }
     }
 
     async fn contains(&self, env: &Env, kind: ListKind, addr: u32) -> Result<bool, ApiError> {
         if self.manifest.version == 0 {
             return Ok(false);
         }
-        let index = self.manifest.shard_of(addr);
+        Ok(self.shard(env, kind, self.manifest.shard_of(addr)).await?.contains(addr))
+    }
+
+    /// Every shard's intervals in order, flattened once per version.
+    async fn intervals(&self, env: &Env, kind: ListKind) -> Result<Rc<Intervals>, ApiError> {
+        if let Some(intervals) = self.intervals.borrow().clone() {
+            return Ok(intervals);
+        }
+        let mut all = Vec::new();
+        if self.manifest.version > 0 {
+            for index in 0..self.manifest.shards.len() {
+                all.extend(self.shard(env, kind, index).await?.intervals());
+            }
+        }
+        let all = Rc::new(all);
+        *self.intervals.borrow_mut() = Some(all.clone());
+        Ok(all)
+    }
+
+    async fn shard(&self, env: &Env, kind: ListKind, index: usize) -> Result<Rc<Shard>, ApiError> {
         if let Some(shard) = self.shards.borrow().get(index).cloned().flatten() {
-            return Ok(shard.contains(addr));
+            return Ok(shard);
         }
         let key = self.manifest.shard_key(index);
         // A shard that is not visible yet is an error, never an empty list.
@@ -62,58 +84,71 @@ impl Held {
         if let Some(slot) = self.shards.borrow_mut().get_mut(index) {
             *slot = Some(shard.clone());
         }
-        Ok(shard.contains(addr))
+        Ok(shard)
     }
 }
 
 /// Whether `addr` is on the list, as its published snapshot says. Once an isolate
 /// holds the part of the snapshot an address falls in, the answer needs no I/O
 /// until the manifest is due to be read again (`Freshness::isolate_seconds`).
-/// A newer version is swapped in only once it answered; until then, and when
-/// KV fails, the version held answers.
 pub async fn contains(env: &Env, kind: ListKind, addr: Ipv4Addr, freshness: Freshness, now_ms: u64) -> Result<bool, ApiError> {
     let addr = u32::from(addr);
+    answer(env, kind, freshness, now_ms, |held| async move { held.contains(env, kind, addr).await }).await
+}
+
+/// The whole list as sorted disjoint intervals, with its version: every shard loaded.
+pub async fn intervals(env: &Env, kind: ListKind, freshness: Freshness, now_ms: u64) -> Result<(u64, Rc<Intervals>), ApiError> {
+    answer(env, kind, freshness, now_ms, |held| async move { Ok((held.manifest.version, held.intervals(env, kind).await?)) }).await
+}
+
+/// Answers from the version of the list this isolate should use. A newer
+/// version is swapped in only once it answered; until then, and when KV fails,
+/// the version held answers.
+async fn answer<T, F, Fut>(env: &Env, kind: ListKind, freshness: Freshness, now_ms: u64, ask: F) -> Result<T, ApiError>
+where
+    F: Fn(Rc<Held>) -> Fut,
+    Fut: Future<Output = Result<T, ApiError>>,
+{
     let held = HELD.with_borrow(|held| held.get(&kind).cloned());
     if let Some(held) = held.as_ref().filter(|held| now_ms.saturating_sub(held.checked_ms.get()) < freshness.isolate_seconds() * 1000) {
-        return held.contains(env, kind, addr).await;
+        return ask(held.clone()).await;
     }
     let candidate = match (read_manifest(env, kind).await, &held) {
         (Ok(manifest), Some(held)) if manifest.version == held.manifest.version => {
             held.checked_ms.set(now_ms);
-            return held.contains(env, kind, addr).await;
+            return ask(held.clone()).await;
         }
         (Ok(manifest), _) => Rc::new(Held::new(manifest, now_ms)),
         (Err(error), Some(held)) => {
             console_error!("{} list: keeping version {}: {error:?}", kind.name(), held.manifest.version);
-            return held.contains(env, kind, addr).await;
+            return ask(held.clone()).await;
         }
         (Err(error), None) => return Err(error),
     };
-    match (candidate.contains(env, kind, addr).await, held) {
-        (Ok(found), _) => {
+    match (ask(candidate.clone()).await, held) {
+        (Ok(answer), _) => {
             HELD.with_borrow_mut(|held| held.insert(kind, candidate));
-            Ok(found)
+            Ok(answer)
         }
         (Err(error), Some(held)) => {
             console_error!("{} list: keeping version {}: {error:?}", kind.name(), held.manifest.version);
-            held.contains(env, kind, addr).await
+            ask(held).await
         }
         (Err(error), None) => Err(error),
     }
 }
 
 /// The current manifest. Before the writer first published one there is none:
-/// the list is empty, and the writer is woken so that it publishes (taking over
-/// what an earlier version of the service kept in KV).
+/// the writer is woken, publishes (taking over what an earlier version of the
+/// service kept in KV) and the manifest is read again; until it is visible the
+/// list is empty.
 async fn read_manifest(env: &Env, kind: ListKind) -> Result<Manifest, ApiError> {
-    let manifest = cached(env.kv(binding(kind))?.get(Manifest::KEY)).json::<Manifest>().await?;
-    match manifest {
-        Some(manifest) => Ok(manifest),
-        None => {
-            call(env, Method::Get, "status", None, &[], None).await?;
-            Ok(Manifest { version: 0, published_at: 0, entries: 0, shards: vec![0] })
-        }
+    let read = || async { Ok::<_, ApiError>(cached(env.kv(binding(kind))?.get(Manifest::KEY)).json::<Manifest>().await?) };
+    if let Some(manifest) = read().await? {
+        return Ok(manifest);
     }
+    call(env, Method::Get, "status", None, &[], None).await?;
+    Ok(read().await?.unwrap_or(Manifest { version: 0, published_at: 0, entries: 0, shards: vec![0] }))
 }
 
 /// A call to the writer; `body` is passed through as it is, a stream or a text.

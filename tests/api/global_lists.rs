@@ -10,11 +10,6 @@ use serde_json::{json, Value};
 use crate::helpers::{fresh_state_dir, send, unique_ip, Resp, Server, TestApp, ADMIN_TOKEN};
 
 impl Server {
-    fn replace_list(&self, list: &str, text: &str) -> Resp {
-        let headers = [("Authorization", format!("Bearer {ADMIN_TOKEN}")), ("Content-Type", "text/plain".to_owned())];
-        send("PUT", &format!("{}/admin/{list}", self.base), &headers, Some(text.as_bytes()))
-    }
-
     fn export_list(&self, list: &str, if_none_match: Option<&str>) -> Resp {
         let mut headers = vec![("Authorization", format!("Bearer {ADMIN_TOKEN}"))];
         headers.extend(if_none_match.map(|tag| ("If-None-Match", tag.to_owned())));

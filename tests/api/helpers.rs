@@ -125,6 +125,12 @@ impl Server {
         self.admin("POST", "/admin/allow-list", Some(json!({ "add": add, "remove": remove })))
     }
 
+    /// Replaces `global-list` or `allow-list` with the entries of an import.
+    pub fn replace_list(&self, list: &str, text: &str) -> Resp {
+        let headers = [("Authorization", format!("Bearer {ADMIN_TOKEN}")), ("Content-Type", "text/plain".to_owned())];
+        send("PUT", &format!("{}/admin/{list}", self.base), &headers, Some(text.as_bytes()))
+    }
+
     pub fn create_license(&self) -> (String, String) {
         let resp = self.admin("POST", "/admin/licenses", None);
         assert_eq!(resp.status, 201, "{}", resp.body);

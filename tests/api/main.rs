@@ -2,6 +2,7 @@
 //! `make test` builds the worker first; every test uses its own license.
 
 mod admin;
+mod agents;
 mod auth;
 mod concurrency;
 mod faults;

@@ -1,0 +1,447 @@
+//! The feed a firewall pulls: what it should challenge, as text or JSON, whole
+//! or as the changes since a cursor.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+
+use serde::{Deserialize, Serialize};
+
+use super::entry::Entry;
+use super::ipv4::PublicIpv4;
+use super::range::Ipv4Range;
+use super::time::UnixTime;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The caller's personal list.
+    Personal,
+    /// The personal list and the global list.
+    All,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Where a feed stands: the last change of the personal list it holds (the
+/// history's sequence number), and the global and allow lists' versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedVersion {
+    pub changes: u64,
+    pub global: u64,
+    pub allow: u64,
+}
+
+impl fmt::Display for FeedVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.changes, self.global, self.allow)
+    }
+}
+
+impl FeedVersion {
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut parts = text.split('.').map(|part| part.parse::<u64>().ok().filter(|_| !part.starts_with('+')));
+        let version = Self { changes: parts.next()??, global: parts.next()??, allow: parts.next()?? };
+        parts.next().is_none().then_some(version)
+    }
+}
+
+/// What the caller asked for, from the query string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedQuery {
+    pub scope: Scope,
+    pub format: Format,
+    /// The changes since this cursor (JSON only), instead of the whole feed.
+    pub since: Option<FeedVersion>,
+}
+
+impl FeedQuery {
+    pub fn parse(query: &str) -> Result<Self, String> {
+        let mut parsed = Self { scope: Scope::Personal, format: Format::Text, since: None };
+        for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+            match (key.as_ref(), value.as_ref()) {
+                ("scope", "personal") => parsed.scope = Scope::Personal,
+                ("scope", "all") => parsed.scope = Scope::All,
+                ("format", "text") => parsed.format = Format::Text,
+                ("format", "json") => parsed.format = Format::Json,
+                ("since", cursor) => parsed.since = Some(FeedVersion::parse(cursor).ok_or_else(|| format!("since must be a cursor from an earlier answer, not {cursor:?}"))?),
+                ("scope", other) => return Err(format!("scope is personal or all, not {other:?}")),
+                ("format", other) => return Err(format!("format is text or json, not {other:?}")),
+                _ => {}
+            }
+        }
+        if parsed.since.is_some() && parsed.format != Format::Json {
+            return Err("since needs format=json".to_owned());
+        }
+        Ok(parsed)
+    }
+
+    /// The version the caller's firewall would have after this answer: the global
+    /// list's counts only when it is part of the feed.
+    pub fn version(&self, changes: u64, global: u64, allow: u64) -> FeedVersion {
+        FeedVersion { changes, global: if self.scope == Scope::All { global } else { 0 }, allow }
+    }
+
+    /// The `ETag` of the answer this query gets at `version`.
+    pub fn etag(&self, version: FeedVersion) -> String {
+        let scope = if self.scope == Scope::All { "all" } else { "personal" };
+        let format = if self.format == Format::Json { "json" } else { "text" };
+        match self.since {
+            Some(since) => format!("\"{scope}-delta-{since}-{version}\""),
+            None => format!("\"{scope}-{format}-{version}\""),
+        }
+    }
+
+    /// Whether a delta from `since` can be given, or the whole feed must be sent
+    /// again: the operator's lists change by versions, not by entries.
+    pub fn needs_reset(&self, since: FeedVersion, now: FeedVersion) -> bool {
+        since.global != now.global || since.allow != now.allow || since.changes > now.changes
+    }
+
+    /// The personal history number the caller holds, when `If-None-Match` names
+    /// the answer this query would get with it at the operator lists' `global`
+    /// and `allow` versions.
+    pub fn known_changes(&self, if_none_match: &str, global: u64, allow: u64) -> Option<u64> {
+        if_none_match.split(',').map(str::trim).find_map(|tag| {
+            let version = FeedVersion::parse(tag.trim_matches('"').rsplit('-').next()?)?;
+            (self.etag(self.version(version.changes, global, allow)) == tag).then_some(version.changes)
+        })
+    }
+}
+
+/// One line of a feed: an address or a CIDR block, with what the holder said of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedItem {
+    pub block: Ipv4Range,
+    pub global: bool,
+    pub expires_at: Option<UnixTime>,
+    pub comment: Option<String>,
+}
+
+impl FeedItem {
+    pub fn text(&self) -> String {
+        self.block.to_string()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "value": self.block.to_string(),
+            "scope": if self.global { "global" } else { "personal" },
+            "expiresAt": self.expires_at.map(UnixTime::to_rfc3339),
+            "comment": self.comment,
+        })
+    }
+
+    fn personal(entry: Entry) -> Self {
+        let block = Ipv4Range::from_parts(entry.ip.to_u32(), 32).expect("an address is a /32");
+        Self { block, global: false, expires_at: entry.expires_at, comment: entry.comment }
+    }
+}
+
+/// Sorted, disjoint inclusive intervals, as a snapshot holds them.
+pub type Intervals = Vec<(u32, u32)>;
+
+fn inside(intervals: &[(u32, u32)], addr: u32) -> bool {
+    let after = intervals.partition_point(|&(first, _)| first <= addr);
+    after > 0 && addr <= intervals[after - 1].1
+}
+
+/// `from` without every address of `minus`; both sorted and disjoint.
+pub fn subtract(from: &[(u32, u32)], minus: &[(u32, u32)]) -> Intervals {
+    let mut rest = Vec::with_capacity(from.len());
+    let mut passed = 0;
+    for &(first, last) in from {
+        let (mut start, last) = (u64::from(first), u64::from(last));
+        while minus.get(passed).is_some_and(|&(_, cut_last)| u64::from(cut_last) < start) {
+            passed += 1;
+        }
+        for &(cut_first, cut_last) in minus[passed..].iter().take_while(|&&(cut_first, _)| u64::from(cut_first) <= last) {
+            if u64::from(cut_first) > start {
+                rest.push((start as u32, cut_first - 1));
+            }
+            start = start.max(u64::from(cut_last) + 1);
+        }
+        if start <= last {
+            rest.push((start as u32, last as u32));
+        }
+    }
+    rest
+}
+
+/// The largest CIDR block that starts at `first` and ends at or before `last`.
+fn block_at(first: u32, last: u32) -> Ipv4Range {
+    let mut size: u64 = if first == 0 { 1 << 32 } else { 1 << first.trailing_zeros() };
+    while u64::from(first) + size - 1 > u64::from(last) {
+        size >>= 1;
+    }
+    Ipv4Range::from_parts(first, 32 - size.trailing_zeros() as u8).expect("a block aligned to its size")
+}
+
+/// A whole feed, item by item in address order, owning what it is built from so
+/// it can be streamed: the holder's live entries, and the global list's
+/// intervals, both without what the allow list holds.
+pub struct FeedItems {
+    personal: std::iter::Peekable<std::vec::IntoIter<Entry>>,
+    global: Intervals,
+    next_global: usize,
+    /// Where the current global interval continues, when it is cut into several blocks.
+    pending: Option<(u32, u32)>,
+}
+
+impl FeedItems {
+    /// `personal` in any order; `global` and `allow` sorted and disjoint. A personal
+    /// entry is left out when the allow list holds it, or when the global list
+    /// does (its block is in the feed already).
+    pub fn new(mut personal: Vec<Entry>, global: &[(u32, u32)], allow: &[(u32, u32)]) -> Self {
+        let global = subtract(global, allow);
+        personal.retain(|entry| !inside(allow, entry.ip.to_u32()) && !inside(&global, entry.ip.to_u32()));
+        personal.sort_by_key(|entry| entry.ip);
+        Self { personal: personal.into_iter().peekable(), global, next_global: 0, pending: None }
+    }
+
+    /// How many items the feed has, without using it up.
+    pub fn total(&self) -> usize {
+        let mut blocks = 0;
+        for &(first, last) in &self.global[self.next_global..] {
+            let mut start = u64::from(first);
+            while start <= u64::from(last) {
+                start = u64::from(block_at(start as u32, last).last()) + 1;
+                blocks += 1;
+            }
+        }
+        self.personal.len() + blocks
+    }
+
+    fn next_global_block(&mut self) -> Option<Ipv4Range> {
+        let (first, last) = match self.pending.take() {
+            Some(rest) => rest,
+            None => {
+                let interval = *self.global.get(self.next_global)?;
+                self.next_global += 1;
+                interval
+            }
+        };
+        let block = block_at(first, last);
+        if block.last() < last {
+            self.pending = Some((block.last() + 1, last));
+        }
+        Some(block)
+    }
+
+    fn peek_global(&self) -> Option<u32> {
+        self.pending.map(|(first, _)| first).or_else(|| self.global.get(self.next_global).map(|&(first, _)| first))
+    }
+}
+
+impl Iterator for FeedItems {
+    type Item = FeedItem;
+
+    fn next(&mut self) -> Option<FeedItem> {
+        let personal_first = self.personal.peek().map(|entry| entry.ip.to_u32());
+        match (personal_first, self.peek_global()) {
+            (Some(p), Some(g)) if g < p => self.next_global_block().map(global_item),
+            (Some(_), _) => self.personal.next().map(FeedItem::personal),
+            (None, Some(_)) => self.next_global_block().map(global_item),
+            (None, None) => None,
+        }
+    }
+}
+
+fn global_item(block: Ipv4Range) -> FeedItem {
+    FeedItem { block, global: true, expires_at: None, comment: None }
+}
+
+/// What the Worker asks of a holder's object for a feed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedRequest {
+    /// The feed token the request came with, if any: it must still exist.
+    pub token: Option<String>,
+    /// The changes since this history number, instead of the whole list.
+    pub since: Option<u64>,
+    /// The history number the caller already has: nothing else is sent if it is current.
+    pub known: Option<u64>,
+}
+
+/// The holder's object's answer: its newest history number, and the list or its changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedAnswer {
+    pub changes: u64,
+    /// Set when `known` is current.
+    pub unchanged: bool,
+    /// Set when the whole list is sent although changes were asked for.
+    pub reset: bool,
+    pub entries: Option<Vec<Entry>>,
+    pub delta: Option<PersonalDelta>,
+}
+
+/// The changes of the personal list since a cursor, as the holder's object
+/// reports them: each address once, with its latest state, in the order of its
+/// last change.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonalDelta {
+    pub listed: Vec<Entry>,
+    pub unlisted: Vec<PublicIpv4>,
+}
+
+impl PersonalDelta {
+    /// What a firewall holding the feed must add and delete: entries the allow
+    /// list holds, or the global list holds when it is part of the feed, are in
+    /// neither (the firewall never had them as personal entries, or still has
+    /// them as global blocks).
+    pub fn filter(self, global: &[(u32, u32)], allow: &[(u32, u32)]) -> (Vec<FeedItem>, Vec<FeedItem>) {
+        let kept = |addr: Ipv4Addr| !inside(allow, u32::from(addr)) && !inside(global, u32::from(addr));
+        let new = self.listed.into_iter().filter(|entry| kept(entry.ip.addr())).map(FeedItem::personal).collect();
+        let deleted = self
+            .unlisted
+            .into_iter()
+            .filter(|ip| kept(ip.addr()))
+            .map(|ip| FeedItem::personal(Entry { ip, added_at: UnixTime(0), expires_at: None, comment: None }))
+            .collect();
+        (new, deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn entry(ip: &str) -> Entry {
+        Entry { ip: PublicIpv4::parse(ip).unwrap(), added_at: UnixTime(0), expires_at: None, comment: None }
+    }
+
+    fn interval(range: &str) -> (u32, u32) {
+        let range = Ipv4Range::parse(range).unwrap();
+        (range.first(), range.last())
+    }
+
+    fn texts(items: FeedItems) -> Vec<String> {
+        items.map(|item| item.text()).collect()
+    }
+
+    #[test]
+    fn queries_parse_with_defaults_and_refuse_the_unknown() {
+        let default = FeedQuery::parse("").unwrap();
+        assert_eq!((default.scope, default.format, default.since), (Scope::Personal, Format::Text, None));
+        let delta = FeedQuery::parse("scope=all&format=json&since=7.3.2").unwrap();
+        assert_eq!(delta.since, Some(FeedVersion { changes: 7, global: 3, allow: 2 }));
+        assert!(FeedQuery::parse("since=7.3.2").unwrap_err().contains("format=json"));
+        assert!(FeedQuery::parse("scope=everything").is_err());
+        assert!(FeedQuery::parse("format=xml").is_err());
+        for bad in ["7.3", "7.3.2.1", "a.b.c", "+1.2.3", "-1.2.3", ""] {
+            assert!(FeedQuery::parse(&format!("format=json&since={bad}")).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn versions_round_trip_and_name_the_answer() {
+        let version = FeedVersion { changes: 12, global: 4, allow: 1 };
+        assert_eq!(FeedVersion::parse(&version.to_string()), Some(version));
+        let personal = FeedQuery::parse("").unwrap();
+        assert_eq!(personal.version(12, 4, 1), FeedVersion { changes: 12, global: 0, allow: 1 }, "the global list is not part of it");
+        assert_ne!(personal.etag(version), FeedQuery::parse("format=json").unwrap().etag(version));
+        let delta = FeedQuery::parse("format=json&since=3.4.1").unwrap();
+        assert!(!delta.needs_reset(delta.since.unwrap(), version));
+        assert!(delta.needs_reset(delta.since.unwrap(), FeedVersion { global: 5, ..version }));
+        assert!(delta.needs_reset(delta.since.unwrap(), FeedVersion { allow: 2, ..version }));
+        assert!(delta.needs_reset(FeedVersion { changes: 99, ..version }, version), "a cursor from the future");
+    }
+
+    #[test]
+    fn if_none_match_names_the_history_number_only_for_the_same_answer() {
+        let query = FeedQuery::parse("scope=all").unwrap();
+        let tag = query.etag(query.version(12, 4, 1));
+        assert_eq!(query.known_changes(&tag, 4, 1), Some(12));
+        assert_eq!(query.known_changes(&format!("\"x\", {tag}"), 4, 1), Some(12));
+        assert_eq!(query.known_changes(&tag, 5, 1), None, "the global list changed");
+        assert_eq!(FeedQuery::parse("format=json").unwrap().known_changes(&tag, 4, 1), None, "another answer");
+        assert_eq!(query.known_changes("*", 4, 1), None);
+    }
+
+    #[test]
+    fn a_feed_is_sorted_and_leaves_out_what_the_allow_list_holds() {
+        let personal = vec![entry("9.9.9.9"), entry("8.8.8.8"), entry("104.16.0.5"), entry("45.1.1.7")];
+        let global = [interval("45.1.1.0/24"), interval("45.2.0.0/16")];
+        let allow = [interval("45.2.128.0/17"), interval("104.16.0.0/13")];
+        let items = FeedItems::new(personal, &global, &allow);
+        assert_eq!(texts(items), ["8.8.8.8", "9.9.9.9", "45.1.1.0/24", "45.2.0.0/17"]);
+        let personal_only = FeedItems::new(vec![entry("9.9.9.9"), entry("104.16.0.5")], &[], &allow);
+        assert_eq!(texts(personal_only), ["9.9.9.9"]);
+    }
+
+    #[test]
+    fn a_feed_counts_its_items_before_it_is_read() {
+        let items = FeedItems::new(vec![entry("8.8.8.8")], &[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0), (0xffff_fffe, u32::MAX)], &[]);
+        assert_eq!(items.total(), 6);
+        assert_eq!(items.total(), items.total());
+        assert_eq!(items.collect::<Vec<_>>().len(), 6);
+    }
+
+    #[test]
+    fn intervals_become_the_fewest_cidr_blocks() {
+        let items = FeedItems::new(vec![], &[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0)], &[]);
+        assert_eq!(texts(items), ["10.0.0.1", "10.0.0.2/31", "10.0.0.4/30", "10.0.0.8"]);
+        let everything = FeedItems::new(vec![], &[(0, u32::MAX)], &[]);
+        assert_eq!(texts(everything), ["0.0.0.0/0"]);
+        let top = FeedItems::new(vec![], &[(u32::MAX - 2, u32::MAX)], &[]);
+        assert_eq!(texts(top), ["255.255.255.253", "255.255.255.254/31"]);
+    }
+
+    #[test]
+    fn json_items_carry_scope_expiry_and_comment() {
+        let mut listed = entry("8.8.8.8");
+        listed.expires_at = Some(UnixTime(1_795_262_400));
+        listed.comment = Some("scanner".into());
+        let item = FeedItems::new(vec![listed], &[], &[]).next().unwrap();
+        assert_eq!(item.json(), serde_json::json!({ "value": "8.8.8.8", "scope": "personal", "expiresAt": "2026-11-21T12:00:00Z", "comment": "scanner" }));
+        let global = FeedItems::new(vec![], &[interval("45.0.0.0/8")], &[]).next().unwrap();
+        assert_eq!(global.json()["scope"], "global");
+    }
+
+    #[test]
+    fn deltas_leave_out_what_the_allow_or_global_list_holds() {
+        let delta = PersonalDelta {
+            listed: vec![entry("8.8.8.8"), entry("104.16.0.5"), entry("45.1.1.9")],
+            unlisted: vec![PublicIpv4::parse("9.9.9.9").unwrap(), PublicIpv4::parse("45.1.1.10").unwrap()],
+        };
+        let (new, deleted) = delta.filter(&[interval("45.1.1.0/24")], &[interval("104.16.0.0/13")]);
+        assert_eq!(new.iter().map(FeedItem::text).collect::<Vec<_>>(), ["8.8.8.8"]);
+        assert_eq!(deleted.iter().map(FeedItem::text).collect::<Vec<_>>(), ["9.9.9.9"]);
+    }
+
+    fn intervals_strategy() -> impl Strategy<Value = Intervals> {
+        proptest::collection::vec((any::<u32>(), 0u32..5000), 0..12).prop_map(|mut spans| {
+            spans.sort();
+            let mut merged: Intervals = Vec::new();
+            for (first, len) in spans {
+                let last = first.saturating_add(len);
+                match merged.last_mut() {
+                    Some((_, end)) if first <= end.saturating_add(1) => *end = (*end).max(last),
+                    _ => merged.push((first, last)),
+                }
+            }
+            merged
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn blocks_cover_exactly_the_global_list_minus_the_allow_list(
+            global in intervals_strategy(),
+            allow in intervals_strategy(),
+            probes in proptest::collection::vec(any::<u32>(), 0..40),
+        ) {
+            let blocks: Vec<Ipv4Range> = FeedItems::new(vec![], &global, &allow).map(|item| item.block).collect();
+            prop_assert!(blocks.windows(2).all(|w| w[0].last() < w[1].first()), "sorted and disjoint");
+            let edges = global.iter().chain(&allow).flat_map(|&(a, b)| [a, b, a.wrapping_sub(1), b.wrapping_add(1)]);
+            for addr in probes.into_iter().chain(edges) {
+                let expected = inside(&global, addr) && !inside(&allow, addr);
+                let found = blocks.iter().any(|block| block.first() <= addr && addr <= block.last());
+                prop_assert_eq!(found, expected, "{:#x}", addr);
+            }
+        }
+    }
+}
