@@ -28,7 +28,7 @@ const SWEEP_BATCH: usize = 1_000;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -43,6 +43,14 @@ const MIGRATIONS: [&str; 3] = [
     );",
     "ALTER TABLE usage ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;",
     "CREATE TABLE feed_tokens (id TEXT PRIMARY KEY, digest TEXT NOT NULL, created_at INTEGER NOT NULL, last_used INTEGER);",
+    // A history number is a feed's cursor: it must never be handed out twice, even
+    // after every row was trimmed.
+    "CREATE TABLE history_numbered (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, change TEXT NOT NULL, ip INTEGER NOT NULL, client TEXT
+    );
+    INSERT INTO history_numbered (id, at, change, ip, client) SELECT id, at, change, ip, client FROM history;
+    DROP TABLE history;
+    ALTER TABLE history_numbered RENAME TO history;",
 ];
 
 /// Brings the schema to the newest version. The constructor does not await, so the
@@ -294,7 +302,11 @@ impl SqlListStore<'_> {
     /// Drops history older than `HISTORY_DAYS`; returns when the next sweep is due, if
     /// anything is left to sweep.
     fn tidy(&self, now: UnixTime) -> Result<Option<UnixTime>> {
-        self.sql.exec("DELETE FROM history WHERE at < ?1", vec![int(now.minus(HISTORY_DAYS * SECONDS_PER_DAY).0)])?;
+        // From the front only: a feed's cursor relies on the history having no gaps.
+        self.sql.exec(
+            "DELETE FROM history WHERE id < coalesce((SELECT min(id) FROM history WHERE at >= ?1), (SELECT max(id) + 1 FROM history))",
+            vec![int(now.minus(HISTORY_DAYS * SECONDS_PER_DAY).0)],
+        )?;
         let next_expiry = self.rows::<Moment>("SELECT min(expires_at) AS at FROM entries", vec![])?;
         let has_history = self.rows::<Count>("SELECT EXISTS (SELECT 1 FROM history) AS n", vec![])?;
         let daily = has_history.first().is_some_and(|c| c.n > 0).then(|| now.plus(SECONDS_PER_DAY));
@@ -328,9 +340,16 @@ struct Digest {
 }
 
 impl SqlListStore<'_> {
+    /// The oldest history number kept and the newest ever given; with no row kept,
+    /// the oldest is the one the next change will get.
     fn changes(&self) -> Result<(u64, u64)> {
-        let rows: Vec<Bounds> = self.rows("SELECT coalesce(min(id), 0) AS oldest, coalesce(max(id), 0) AS newest FROM history", vec![])?;
-        Ok(rows.first().map_or((0, 0), |b| (b.oldest, b.newest)))
+        let rows: Vec<Bounds> = self.rows(
+            "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'history'), 0) AS newest,
+                    coalesce((SELECT min(id) FROM history), 0) AS oldest",
+            vec![],
+        )?;
+        let bounds = rows.first().map_or((0, 0), |b| (b.oldest, b.newest));
+        Ok(if bounds.0 == 0 { (bounds.1 + 1, bounds.1) } else { bounds })
     }
 
     /// The whole live list, or the changes since `since` while the history still
@@ -341,7 +360,7 @@ impl SqlListStore<'_> {
         if request.known == Some(changes) {
             return Ok(FeedAnswer { changes, unchanged: true, reset: false, entries: None, delta: None });
         }
-        let remembered = |since: u64| since <= changes && (oldest == 0 || since + 1 >= oldest);
+        let remembered = |since: u64| since <= changes && since + 1 >= oldest;
         match request.since {
             Some(since) if remembered(since) => {
                 let codes = [Change::Added, Change::Removed, Change::Expired].map(|c| format!("'{}'", c.code())).join(", ");

@@ -14,7 +14,7 @@ use worker::{durable_object, Delay, DurableObject, Env, Request, Response, Resul
 
 use crate::clock;
 use crate::domain::form;
-use crate::domain::ip_list::{Changes, EditRequest, Import, ListEntries, ListKind};
+use crate::domain::ip_list::{Changes, EditRequest, Import, ListEntries, ListKind, MAX_LIST_ENTRIES};
 use crate::domain::range::Ipv4Range;
 use crate::domain::snapshot::{self, Manifest, Shard};
 use crate::domain::time::UnixTime;
@@ -24,8 +24,8 @@ use crate::stream::Chunks;
 /// The one instance's name.
 pub const NAME: &str = "lists";
 pub const BINDING: &str = "LISTS";
-/// The most an import may be: ten million entries of a typical length.
-pub const MAX_IMPORT_BYTES: usize = 256 * 1024 * 1024;
+/// The most an import may be: the most entries a list holds, with room for comments.
+pub const MAX_IMPORT_BYTES: usize = 128 * 1024 * 1024;
 /// KV takes one write a second to a key; the manifest is written at most that often.
 const PUBLISH_INTERVAL_MS: u64 = 1_000;
 /// Shards of a replaced version stay this long, for isolates that still read its
@@ -39,7 +39,7 @@ const EXPORT_PART_ENTRIES: usize = 10_000;
 const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS lists (
         kind TEXT PRIMARY KEY, version INTEGER NOT NULL, published_at INTEGER NOT NULL,
-        shards INTEGER NOT NULL, dirty INTEGER NOT NULL
+        shards INTEGER NOT NULL, dirty INTEGER NOT NULL, reserved INTEGER NOT NULL, manifest TEXT
     );
     CREATE TABLE IF NOT EXISTS entries (kind TEXT NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (kind, n));
     CREATE TABLE IF NOT EXISTS retired (
@@ -53,6 +53,11 @@ struct List {
     version: u64,
     /// Seconds since the epoch.
     published_at: u64,
+    /// The current version's manifest, once there is one.
+    manifest: Option<Manifest>,
+    /// The highest version number ever handed to a publication, published or not:
+    /// a publication that failed half way may have written shards under it.
+    reserved: u64,
     shards: usize,
     /// Counts changes; `published` is the count the last publication included.
     changed: u64,
@@ -63,9 +68,20 @@ struct List {
 }
 
 impl List {
-    fn stored(entries: ListEntries, version: u64, published_at: u64, shards: usize, dirty: bool) -> Self {
-        let entries = Rc::new(entries);
-        Self { entries, version, published_at, shards, changed: u64::from(dirty), published: 0, published_ms: 0, publishing: false }
+    fn stored(entries: ListEntries, row: &ListRow) -> Self {
+        let manifest = row.manifest.as_deref().and_then(|text| serde_json::from_str(text).ok());
+        Self {
+            entries: Rc::new(entries),
+            version: row.version,
+            published_at: row.published_at,
+            manifest,
+            reserved: row.reserved,
+            shards: row.shards as usize,
+            changed: u64::from(row.dirty != 0),
+            published: 0,
+            published_ms: 0,
+            publishing: false,
+        }
     }
 
     fn dirty(&self) -> bool {
@@ -124,7 +140,17 @@ impl DurableObject for OperatorLists {
                     "entries": entries, "added": changes.added, "removed": changes.removed, "version": version.to_string()
                 }))
             }
-            ("/export", Some(kind)) => self.export(kind, &req.headers().get("If-None-Match")?.unwrap_or_default()),
+            ("/export", Some(kind)) => {
+                // What is exported is published, so its version is the one its ETag names.
+                let change = self.with_list(kind, |list| list.changed);
+                self.publish_including(kind, change).await?;
+                self.export(kind, &req.headers().get("If-None-Match")?.unwrap_or_default())
+            }
+            // For an isolate whose KV read of the manifest came before the first one was written.
+            ("/manifest", Some(kind)) => match self.with_list(kind, |list| list.manifest.clone()) {
+                Some(manifest) => Response::from_json(&manifest),
+                None => Response::error("not published", 404),
+            },
             (path, _) => Response::error(format!("no such lists route: {path}"), 404),
         }
     }
@@ -171,8 +197,17 @@ struct ListRow {
     kind: String,
     version: u64,
     published_at: u64,
+    reserved: u64,
     shards: u64,
     dirty: u64,
+    manifest: Option<String>,
+}
+
+impl ListRow {
+    /// A list this object has never published: changed, so that it will be.
+    fn unpublished(kind: ListKind) -> Self {
+        Self { kind: kind.name().to_owned(), version: 0, published_at: 0, reserved: 0, shards: 0, dirty: 1, manifest: None }
+    }
 }
 
 #[derive(Deserialize)]
@@ -198,25 +233,32 @@ impl OperatorLists {
             return Ok(());
         }
         self.sql.exec(SCHEMA, None)?;
-        let rows: Vec<ListRow> = self.sql.exec("SELECT kind, version, published_at, shards, dirty FROM lists", None)?.to_array()?;
+        let rows: Vec<ListRow> =
+            self.sql.exec("SELECT kind, version, published_at, reserved, shards, dirty, manifest FROM lists", None)?.to_array()?;
         let mut lists = HashMap::new();
         for row in rows {
             let Some(kind) = ListKind::from_name(&row.kind) else { continue };
-            let list = List::stored(self.stored_entries(kind)?, row.version, row.published_at, row.shards as usize, row.dirty != 0);
+            let list = List::stored(self.stored_entries(kind)?, &row);
             lists.insert(kind, list);
         }
-        for kind in ListKind::ALL {
-            if let std::collections::hash_map::Entry::Vacant(vacant) = lists.entry(kind) {
-                let list = List::stored(legacy_entries(&self.env, kind).await?, 0, 0, 0, true);
-                self.save(kind, &list)?;
-                vacant.insert(list);
-            }
+        let mut legacy = Vec::new();
+        for kind in ListKind::ALL.into_iter().filter(|kind| !lists.contains_key(kind)) {
+            legacy.push((kind, legacy_entries(&self.env, kind).await?));
         }
-        if lists.values().any(List::dirty) {
+        // Other requests ran while KV was read: the first to get here installs the lists,
+        // and no await comes between this check and the install.
+        if self.lists.borrow().is_some() {
+            return Ok(());
+        }
+        for (kind, entries) in legacy {
+            let list = List::stored(entries, &ListRow::unpublished(kind));
+            self.save(kind, &list)?;
+            lists.insert(kind, list);
+        }
+        let dirty = lists.values().any(List::dirty);
+        *self.lists.borrow_mut() = Some(lists);
+        if dirty {
             self.state.storage().set_alarm(Duration::from_millis(PUBLISH_INTERVAL_MS)).await?;
-        }
-        if self.lists.borrow().is_none() {
-            *self.lists.borrow_mut() = Some(lists);
         }
         Ok(())
     }
@@ -247,15 +289,17 @@ impl OperatorLists {
 
     fn save_state(&self, kind: ListKind, list: &List) -> Result<()> {
         self.sql.exec(
-            "INSERT INTO lists (kind, version, published_at, shards, dirty) VALUES (?1, ?2, ?3, ?4, ?5)
+            "INSERT INTO lists (kind, version, published_at, shards, dirty, reserved, manifest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT (kind) DO UPDATE SET version = excluded.version, published_at = excluded.published_at,
-                shards = excluded.shards, dirty = excluded.dirty",
+                shards = excluded.shards, dirty = excluded.dirty, reserved = excluded.reserved, manifest = excluded.manifest",
             vec![
                 kind.name().into(),
                 SqlStorageValue::Integer(list.version as i64),
                 SqlStorageValue::Integer(list.published_at as i64),
                 SqlStorageValue::Integer(list.shards as i64),
                 SqlStorageValue::Integer(i64::from(list.dirty())),
+                SqlStorageValue::Integer(list.reserved as i64),
+                list.manifest.as_ref().and_then(|m| serde_json::to_string(m).ok()).map_or(SqlStorageValue::Null, SqlStorageValue::String),
             ],
         )?;
         Ok(())
@@ -266,6 +310,9 @@ impl OperatorLists {
     fn edit(&self, kind: ListKind, edit: EditRequest) -> std::result::Result<(Changes, u64), String> {
         let (add, remove) = kind.parse_edit(edit)?;
         self.with_list_mut(kind, |list| {
+            if list.entries.len() + add.len() > MAX_LIST_ENTRIES {
+                return Err(format!("a list holds at most {MAX_LIST_ENTRIES} entries; replace it whole with PUT"));
+            }
             let changes = Rc::make_mut(&mut list.entries).edit(add, remove);
             if changes != Changes::default() {
                 list.changed += 1;
@@ -352,10 +399,12 @@ impl OperatorLists {
     async fn publish(&self, kind: ListKind) -> Result<()> {
         let now_ms = clock::now_ms();
         let (version, upto, starts, shards, entries) = self.with_list_mut(kind, |list| {
-            list.published_ms = now_ms;
+            // A number is never used twice, even when a publication fails after writing shards.
+            list.reserved = list.reserved.max(list.version) + 1;
+            self.save_state(kind, list)?;
             let (starts, shards) = snapshot::build(&list.entries);
-            (list.version + 1, list.changed, starts, shards, list.entries.len())
-        });
+            Ok::<_, worker::Error>((list.reserved, list.changed, starts, shards, list.entries.len()))
+        })?;
         let manifest = Manifest { version, published_at: now_ms / 1000, entries, shards: starts };
         let kv = self.env.kv(lists::binding(kind))?;
         for (index, shard) in shards.iter().enumerate() {
@@ -363,9 +412,12 @@ impl OperatorLists {
         }
         kv.put(Manifest::KEY, serde_json::to_string(&manifest)?)?.execute().await?;
         let previous = self.with_list_mut(kind, |list| {
+            // The next manifest write is a second after this one, not after this publication began.
+            list.published_ms = clock::now_ms();
             let previous = (list.version, list.shards);
             list.published = upto;
             list.version = version;
+            list.manifest = Some(manifest.clone());
             list.published_at = manifest.published_at;
             list.shards = shards.len();
             self.save_state(kind, list).map(|_| previous)

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::net::Ipv4Addr;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
@@ -184,18 +185,18 @@ fn block_at(first: u32, last: u32) -> Ipv4Range {
 /// intervals, both without what the allow list holds.
 pub struct FeedItems {
     personal: std::iter::Peekable<std::vec::IntoIter<Entry>>,
-    global: Intervals,
+    global: Rc<Intervals>,
     next_global: usize,
     /// Where the current global interval continues, when it is cut into several blocks.
     pending: Option<(u32, u32)>,
 }
 
 impl FeedItems {
-    /// `personal` in any order; `global` and `allow` sorted and disjoint. A personal
-    /// entry is left out when the allow list holds it, or when the global list
-    /// does (its block is in the feed already).
-    pub fn new(mut personal: Vec<Entry>, global: &[(u32, u32)], allow: &[(u32, u32)]) -> Self {
-        let global = subtract(global, allow);
+    /// `personal` in any order; `global` the global list without what the allow
+    /// list holds (`subtract`), shared by every feed of the same versions; both
+    /// sorted and disjoint. A personal entry is left out when the allow list
+    /// holds it, or when the global list does (its block is in the feed already).
+    pub fn new(mut personal: Vec<Entry>, global: Rc<Intervals>, allow: &[(u32, u32)]) -> Self {
         personal.retain(|entry| !inside(allow, entry.ip.to_u32()) && !inside(&global, entry.ip.to_u32()));
         personal.sort_by_key(|entry| entry.ip);
         Self { personal: personal.into_iter().peekable(), global, next_global: 0, pending: None }
@@ -318,6 +319,10 @@ mod tests {
         (range.first(), range.last())
     }
 
+    fn feed_of(personal: Vec<Entry>, global: &[(u32, u32)], allow: &[(u32, u32)]) -> FeedItems {
+        FeedItems::new(personal, Rc::new(subtract(global, allow)), allow)
+    }
+
     fn texts(items: FeedItems) -> Vec<String> {
         items.map(|item| item.text()).collect()
     }
@@ -366,15 +371,15 @@ mod tests {
         let personal = vec![entry("9.9.9.9"), entry("8.8.8.8"), entry("104.16.0.5"), entry("45.1.1.7")];
         let global = [interval("45.1.1.0/24"), interval("45.2.0.0/16")];
         let allow = [interval("45.2.128.0/17"), interval("104.16.0.0/13")];
-        let items = FeedItems::new(personal, &global, &allow);
+        let items = feed_of(personal, &global, &allow);
         assert_eq!(texts(items), ["8.8.8.8", "9.9.9.9", "45.1.1.0/24", "45.2.0.0/17"]);
-        let personal_only = FeedItems::new(vec![entry("9.9.9.9"), entry("104.16.0.5")], &[], &allow);
+        let personal_only = feed_of(vec![entry("9.9.9.9"), entry("104.16.0.5")], &[], &allow);
         assert_eq!(texts(personal_only), ["9.9.9.9"]);
     }
 
     #[test]
     fn a_feed_counts_its_items_before_it_is_read() {
-        let items = FeedItems::new(vec![entry("8.8.8.8")], &[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0), (0xffff_fffe, u32::MAX)], &[]);
+        let items = feed_of(vec![entry("8.8.8.8")], &[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0), (0xffff_fffe, u32::MAX)], &[]);
         assert_eq!(items.total(), 6);
         assert_eq!(items.total(), items.total());
         assert_eq!(items.collect::<Vec<_>>().len(), 6);
@@ -382,11 +387,11 @@ mod tests {
 
     #[test]
     fn intervals_become_the_fewest_cidr_blocks() {
-        let items = FeedItems::new(vec![], &[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0)], &[]);
+        let items = feed_of(vec![], &[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0)], &[]);
         assert_eq!(texts(items), ["10.0.0.1", "10.0.0.2/31", "10.0.0.4/30", "10.0.0.8"]);
-        let everything = FeedItems::new(vec![], &[(0, u32::MAX)], &[]);
+        let everything = feed_of(vec![], &[(0, u32::MAX)], &[]);
         assert_eq!(texts(everything), ["0.0.0.0/0"]);
-        let top = FeedItems::new(vec![], &[(u32::MAX - 2, u32::MAX)], &[]);
+        let top = feed_of(vec![], &[(u32::MAX - 2, u32::MAX)], &[]);
         assert_eq!(texts(top), ["255.255.255.253", "255.255.255.254/31"]);
     }
 
@@ -395,9 +400,9 @@ mod tests {
         let mut listed = entry("8.8.8.8");
         listed.expires_at = Some(UnixTime(1_795_262_400));
         listed.comment = Some("scanner".into());
-        let item = FeedItems::new(vec![listed], &[], &[]).next().unwrap();
+        let item = feed_of(vec![listed], &[], &[]).next().unwrap();
         assert_eq!(item.json(), serde_json::json!({ "value": "8.8.8.8", "scope": "personal", "expiresAt": "2026-11-21T12:00:00Z", "comment": "scanner" }));
-        let global = FeedItems::new(vec![], &[interval("45.0.0.0/8")], &[]).next().unwrap();
+        let global = feed_of(vec![], &[interval("45.0.0.0/8")], &[]).next().unwrap();
         assert_eq!(global.json()["scope"], "global");
     }
 
@@ -434,7 +439,7 @@ mod tests {
             allow in intervals_strategy(),
             probes in proptest::collection::vec(any::<u32>(), 0..40),
         ) {
-            let blocks: Vec<Ipv4Range> = FeedItems::new(vec![], &global, &allow).map(|item| item.block).collect();
+            let blocks: Vec<Ipv4Range> = feed_of(vec![], &global, &allow).map(|item| item.block).collect();
             prop_assert!(blocks.windows(2).all(|w| w[0].last() < w[1].first()), "sorted and disjoint");
             let edges = global.iter().chain(&allow).flat_map(|&(a, b)| [a, b, a.wrapping_sub(1), b.wrapping_add(1)]);
             for addr in probes.into_iter().chain(edges) {

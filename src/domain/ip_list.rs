@@ -11,6 +11,9 @@ use super::range::Ipv4Range;
 
 /// At most this many entries in one `POST` edit.
 pub const MAX_EDIT_ENTRIES: usize = 10_000;
+/// The most entries a list holds: the writer keeps a list in memory (8 bytes an
+/// entry, twice while an import replaces it) within a Durable Object's 128 MB.
+pub const MAX_LIST_ENTRIES: usize = 2_000_000;
 /// The widest range the global list takes: anything wider is more likely a typo than a listing.
 pub const WIDEST_GLOBAL_PREFIX: u8 = 8;
 
@@ -252,13 +255,18 @@ impl Import {
 
     fn read_line(&mut self, raw: &[u8]) -> Result<(), LineError> {
         self.line += 1;
+        // A file saved by some Windows editors starts with a byte order mark.
+        let raw = if self.line == 1 { raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw) } else { raw };
         let text = String::from_utf8_lossy(raw);
         let entry = text.split(['#', ';']).next().unwrap_or("").trim();
         if entry.is_empty() {
             return Ok(());
         }
-        let range = self.kind.parse_entry(entry).map_err(|why| LineError { line: self.line, text: text.trim_end().to_owned(), why })?;
-        self.entries.push(range);
+        let refuse = |why| LineError { line: self.line, text: text.trim_end().to_owned(), why };
+        if self.entries.len() >= MAX_LIST_ENTRIES {
+            return Err(refuse(format!("a list holds at most {MAX_LIST_ENTRIES} entries")));
+        }
+        self.entries.push(self.kind.parse_entry(entry).map_err(refuse)?);
         Ok(())
     }
 }
@@ -341,6 +349,7 @@ mod tests {
         assert_eq!(entries.as_slice(), [r("1.10.16.0/20"), r("8.8.8.8"), r("9.9.9.9")]);
         assert_eq!(import(ListKind::Global, "").unwrap(), ListEntries::default());
         assert_eq!(import(ListKind::Global, "8.8.8.8").unwrap().len(), 1, "no newline at the end");
+        assert_eq!(import(ListKind::Global, "\u{feff}8.8.8.8\r\n").unwrap().len(), 1, "a byte order mark first");
     }
 
     #[test]

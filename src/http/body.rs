@@ -29,6 +29,15 @@ impl Body {
         if declared.is_some_and(|len| len > limit as u64) {
             return Err(ApiError::PayloadTooLarge(limit));
         }
+        // A declared length binds the body (HTTP framing), so one read is safe and
+        // cheaper; only a body sent without one is read chunk by chunk.
+        if declared.is_some() {
+            let bytes = req.bytes().await.map_err(|_| ApiError::BadRequest("the request body could not be read".to_owned()))?;
+            if bytes.len() > limit {
+                return Err(ApiError::PayloadTooLarge(limit));
+            }
+            return Ok(Self { content_type, bytes });
+        }
         let mut bytes = Vec::new();
         if let Some(body) = req.inner().body() {
             let chunks = Chunks::of(body);

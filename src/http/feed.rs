@@ -29,8 +29,12 @@ pub async fn feed(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply
     let query = FeedQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
     let freshness = config::settings(env)?.freshness;
     let (allow_version, allow) = lists::intervals(env, ListKind::Allow, freshness, now_ms).await?;
+    // The global list as the feed holds it: without what the allow list holds.
     let (global_version, global) = match query.scope {
-        Scope::All => lists::intervals(env, ListKind::Global, freshness, now_ms).await?,
+        Scope::All => {
+            let (global_version, _, challenged) = lists::challenged(env, freshness, now_ms).await?;
+            (global_version, challenged)
+        }
         Scope::Personal => (0, Rc::default()),
     };
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
@@ -48,7 +52,7 @@ pub async fn feed(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply
         let items = |items: Vec<FeedItem>| items.iter().map(FeedItem::json).collect::<Vec<_>>();
         Response::from_json(&json!({ "new": items(new), "deleted": items(deleted), "cursor": version.to_string() }))?
     } else {
-        let items = FeedItems::new(answer.entries.unwrap_or_default(), &global, &allow);
+        let items = FeedItems::new(answer.entries.unwrap_or_default(), global, &allow);
         let reset = query.since.is_some();
         stream(items, query.format, &version.to_string(), reset)?
     };

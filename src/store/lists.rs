@@ -12,7 +12,7 @@ use worker::wasm_bindgen::JsValue;
 use worker::{console_error, Env, Headers, Method, Request, RequestInit, Response};
 
 use super::cached;
-use crate::domain::feed::Intervals;
+use crate::domain::feed::{subtract, Intervals};
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
 use crate::domain::snapshot::{Manifest, Shard};
@@ -30,7 +30,13 @@ pub fn binding(kind: ListKind) -> &'static str {
 thread_local! {
     /// Each list's snapshot as this isolate holds it. Workers isolates are single-threaded.
     static HELD: RefCell<HashMap<ListKind, Rc<Held>>> = RefCell::new(HashMap::new());
+    /// The global list without the allow list, for the versions named: every feed of
+    /// those versions shares it rather than computing its own copy.
+    static CHALLENGED: RefCell<Option<Challenged>> = const { RefCell::new(None) };
 }
+
+/// The global list's and the allow list's versions, and the one without the other.
+type Challenged = ((u64, u64), Rc<Intervals>);
 
 /// One version of a list, its shards loaded as lookups need them.
 struct Held {
@@ -48,9 +54,6 @@ impl Held {
     }
 
     async fn contains(&self, env: &Env, kind: ListKind, addr: u32) -> Result<bool, ApiError> {
-        if self.manifest.version == 0 {
-            return Ok(false);
-        }
         Ok(self.shard(env, kind, self.manifest.shard_of(addr)).await?.contains(addr))
     }
 
@@ -60,10 +63,8 @@ impl Held {
             return Ok(intervals);
         }
         let mut all = Vec::new();
-        if self.manifest.version > 0 {
-            for index in 0..self.manifest.shards.len() {
-                all.extend(self.shard(env, kind, index).await?.intervals());
-            }
+        for index in 0..self.manifest.shards.len() {
+            all.extend(self.shard(env, kind, index).await?.intervals());
         }
         let all = Rc::new(all);
         *self.intervals.borrow_mut() = Some(all.clone());
@@ -101,6 +102,19 @@ pub async fn intervals(env: &Env, kind: ListKind, freshness: Freshness, now_ms: 
     answer(env, kind, freshness, now_ms, |held| async move { Ok((held.manifest.version, held.intervals(env, kind).await?)) }).await
 }
 
+/// The global list's intervals without what the allow list holds, with both versions.
+pub async fn challenged(env: &Env, freshness: Freshness, now_ms: u64) -> Result<(u64, u64, Rc<Intervals>), ApiError> {
+    let (global_version, global) = intervals(env, ListKind::Global, freshness, now_ms).await?;
+    let (allow_version, allow) = intervals(env, ListKind::Allow, freshness, now_ms).await?;
+    let versions = (global_version, allow_version);
+    if let Some(kept) = CHALLENGED.with_borrow(|kept| kept.as_ref().filter(|(at, _)| *at == versions).map(|(_, c)| c.clone())) {
+        return Ok((global_version, allow_version, kept));
+    }
+    let challenged = Rc::new(subtract(&global, &allow));
+    CHALLENGED.set(Some((versions, challenged.clone())));
+    Ok((global_version, allow_version, challenged))
+}
+
 /// Answers from the version of the list this isolate should use. A newer
 /// version is swapped in only once it answered; until then, and when KV fails,
 /// the version held answers.
@@ -127,7 +141,12 @@ where
     };
     match (ask(candidate.clone()).await, held) {
         (Ok(answer), _) => {
-            HELD.with_borrow_mut(|held| held.insert(kind, candidate));
+            // Another request may have swapped in a newer version meanwhile; never go back.
+            HELD.with_borrow_mut(|held| {
+                if held.get(&kind).is_none_or(|current| current.manifest.version <= candidate.manifest.version) {
+                    held.insert(kind, candidate);
+                }
+            });
             Ok(answer)
         }
         (Err(error), Some(held)) => {
@@ -138,17 +157,20 @@ where
     }
 }
 
-/// The current manifest. Before the writer first published one there is none:
-/// the writer is woken, publishes (taking over what an earlier version of the
-/// service kept in KV) and the manifest is read again; until it is visible the
-/// list is empty.
+/// The current manifest. When KV has none yet (the writer never ran, or this
+/// location read the key before it was first written and KV remembers that for
+/// its edge period), the writer is asked: it publishes first if it never did,
+/// taking over what an earlier version of the service kept in KV.
 async fn read_manifest(env: &Env, kind: ListKind) -> Result<Manifest, ApiError> {
-    let read = || async { Ok::<_, ApiError>(cached(env.kv(binding(kind))?.get(Manifest::KEY)).json::<Manifest>().await?) };
-    if let Some(manifest) = read().await? {
+    if let Some(manifest) = cached(env.kv(binding(kind))?.get(Manifest::KEY)).json::<Manifest>().await? {
         return Ok(manifest);
     }
-    call(env, Method::Get, "status", None, &[], None).await?;
-    Ok(read().await?.unwrap_or(Manifest { version: 0, published_at: 0, entries: 0, shards: vec![0] }))
+    let mut response = call(env, Method::Get, "manifest", Some(kind), &[], None).await?;
+    let text = response.text().await?;
+    match response.status_code() {
+        200 => serde_json::from_str(&text).map_err(|e| ApiError::Internal(format!("lists object answered {text:?}: {e}"))),
+        status => Err(ApiError::Internal(format!("{} list: no manifest in KV, and the lists object answered {status}: {text}", kind.name()))),
+    }
 }
 
 /// A call to the writer; `body` is passed through as it is, a stream or a text.

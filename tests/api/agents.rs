@@ -314,6 +314,8 @@ fn the_ipset_agent_keeps_a_set_equal_to_the_feed() {
     run("adds and removes arrive as deltas");
     assert!(std::fs::read_to_string(dir.join("ipset/log")).unwrap().contains("del blocked 81.0.0.1 -exist"));
     run("nothing changed");
+    std::fs::remove_file(dir.join("ipset/blocked")).unwrap();
+    run("a set lost since the last run (a reboot) is loaded whole again");
 
     sleep(Duration::from_secs(61));
     run("an expiry arrives as a delta");
