@@ -103,7 +103,9 @@ impl DurableObject for HolderList {
             Ok(limits) => *limits,
             Err(problem) => return Response::error(problem.clone(), 500),
         };
-        // The only wait before the work: from here to the answer nothing else runs in this object.
+        // The last wait before the work: from here the operation runs without yielding, and
+        // the alarm calls after it are storage operations, during which the runtime
+        // delivers no other request to this object.
         let body = req.text().await?;
         let now = clock::now();
         let mut store = SqlListStore { sql: &self.sql };
@@ -123,7 +125,7 @@ impl DurableObject for HolderList {
                 // day's limits apply item by item in the order given.
                 let calls: Vec<Call> = serde_json::from_str(&body)?;
                 let answers = calls.iter().map(|call| apply(&mut store, call, now, limits)).collect::<Result<Vec<Answer>>>()?;
-                // Only a change leaves something to sweep: an expiring entry, or history.
+                // Adds and removes may leave something to sweep (an expiring entry, history); checks never do.
                 let next = calls
                     .iter()
                     .filter(|call| call.operation != Operation::Check)

@@ -25,9 +25,6 @@ impl Operation {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Self> {
-        [Self::Check, Self::Add, Self::Remove].into_iter().find(|op| op.name() == name)
-    }
 }
 
 /// Daily limits per license holder (decisions.md: configuration, defaults 6000 and 1000).
@@ -498,13 +495,5 @@ mod tests {
         assert_eq!(Limits::from_config(Some("5"), Some(" 2 ")), Ok(Limits { additions: 5, removals: 2 }));
         assert!(Limits::from_config(Some("lots"), None).unwrap_err().contains("DAILY_ADDITIONS"));
         assert!(Limits::from_config(None, Some("-1")).unwrap_err().contains("DAILY_REMOVALS"));
-    }
-
-    #[test]
-    fn operation_names_round_trip() {
-        for op in [Check, Add, Remove] {
-            assert_eq!(Operation::from_name(op.name()), Some(op));
-        }
-        assert_eq!(Operation::from_name("list"), None);
     }
 }

@@ -88,7 +88,8 @@ impl ApiError {
                 response.headers().set("WWW-Authenticate", "Bearer")?;
                 response.headers().set("X-Greylist-Outcome", "unauthorized")?;
             }
-            Self::AdminUnauthorized | Self::LoginRefused => response.headers().set("WWW-Authenticate", "Bearer")?,
+            // Login takes its key in the body, so a refused login names no scheme to retry with.
+            Self::AdminUnauthorized => response.headers().set("WWW-Authenticate", "Bearer")?,
             Self::MethodNotAllowed(allowed) => response.headers().set("Allow", allowed)?,
             Self::TooManyRequests(seconds) => response.headers().set("Retry-After", &seconds.to_string())?,
             _ => {}

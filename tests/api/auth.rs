@@ -57,6 +57,7 @@ fn login_refuses_unknown_keys_and_missing_keys() {
     let unknown = server.login("glk_0000000000000000000000000000000000000000000000000000000000000000");
     assert_eq!(unknown.status, 401);
     assert_eq!(unknown.json(), serde_json::json!({ "message": "Unauthorized: the license key is unknown or revoked" }));
+    assert_eq!(unknown.header("WWW-Authenticate"), None, "login takes a key in the body, not a bearer token");
     let missing = send("POST", &format!("{}/v2/authentication/login/license", server.base), &[("Content-Type", "application/json".into())], Some(b"{}"));
     assert_eq!(missing.status, 400);
     assert!(missing.json()["message"].as_str().unwrap().contains("licenseKey"));
