@@ -228,7 +228,7 @@ mod tests {
     #[test]
     fn garbage_is_malformed() {
         for token in ["", "abc", "a.b", "a.b.c.d", "Bearer x.y.z"] {
-            assert!(key().verify(token, NOW).is_err(), "{token:?}");
+            assert_eq!(key().verify(token, NOW).unwrap_err(), TokenError::Malformed, "{token:?}");
         }
     }
 }
