@@ -16,9 +16,9 @@ use crate::clock;
 use crate::domain::form;
 use crate::domain::ip_list::{Changes, EditRequest, Import, ListEntries, ListKind, MAX_LIST_ENTRIES};
 use crate::domain::range::Ipv4Range;
-use crate::domain::snapshot::{self, Manifest, Shard};
+use crate::domain::snapshot::{self, shard_key, Manifest, Shard};
 use crate::domain::time::UnixTime;
-use crate::store::lists;
+use crate::store::{for_each_key, lists};
 use crate::stream::Chunks;
 
 /// The one instance's name.
@@ -408,7 +408,7 @@ impl OperatorLists {
         let manifest = Manifest { version, published_at: now_ms / 1000, entries, shards: starts };
         let kv = self.env.kv(lists::binding(kind))?;
         for (index, shard) in shards.iter().enumerate() {
-            kv.put_bytes(&manifest.shard_key(index), &shard.encode())?.execute().await?;
+            kv.put_bytes(&shard_key(version, index), &shard.encode())?.execute().await?;
         }
         kv.put(Manifest::KEY, serde_json::to_string(&manifest)?)?.execute().await?;
         let previous = self.with_list_mut(kind, |list| {
@@ -433,10 +433,9 @@ impl OperatorLists {
             .to_array()?;
         for row in due {
             let Some(retired_kind) = ListKind::from_name(&row.kind) else { continue };
-            let retired = Manifest { version: row.version, published_at: 0, entries: 0, shards: vec![] };
             let kv = self.env.kv(lists::binding(retired_kind))?;
             for index in 0..row.shards as usize {
-                kv.delete(&retired.shard_key(index)).await?;
+                kv.delete(&shard_key(row.version, index)).await?;
             }
             self.sql.exec("DELETE FROM retired WHERE kind = ?1 AND version = ?2", vec![row.kind.into(), int(row.version)])?;
         }
@@ -459,19 +458,7 @@ async fn legacy_entries(env: &Env, kind: ListKind) -> Result<ListEntries> {
             entries.extend(text.lines().filter_map(|line| Ipv4Range::parse(line.trim())));
         }
         ListKind::Global => {
-            let mut cursor = None;
-            loop {
-                let mut list = kv.list();
-                if let Some(cursor) = cursor.take() {
-                    list = list.cursor(cursor);
-                }
-                let page = list.execute().await?;
-                entries.extend(page.keys.iter().filter_map(|key| kind.parse_entry(&key.name).ok()));
-                match page.cursor.filter(|_| !page.list_complete) {
-                    Some(next) => cursor = Some(next),
-                    None => break,
-                }
-            }
+            for_each_key(&kv, None, |keys| entries.extend(keys.iter().filter_map(|key| kind.parse_entry(&key.name).ok()))).await?;
         }
     }
     Ok(ListEntries::new(entries))

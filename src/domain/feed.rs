@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::entry::Entry;
 use super::ipv4::PublicIpv4;
 use super::range::Ipv4Range;
+use super::snapshot::covers;
 use super::time::UnixTime;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,10 +96,13 @@ impl FeedQuery {
         }
     }
 
-    /// Whether a delta from `since` can be given, or the whole feed must be sent
-    /// again: the operator's lists change by versions, not by entries.
-    pub fn needs_reset(&self, since: FeedVersion, now: FeedVersion) -> bool {
-        since.global != now.global || since.allow != now.allow || since.changes > now.changes
+    /// The personal history number to ask the changes after, when a delta can be
+    /// given at all: the operator's lists change by versions, not by entries, so
+    /// only while they are at the cursor's versions. (Whether the holder's history
+    /// still reaches back to it, the holder's object decides.)
+    pub fn delta_from(&self, global: u64, allow: u64) -> Option<u64> {
+        let now = self.version(0, global, allow);
+        self.since.filter(|since| since.global == now.global && since.allow == now.allow).map(|since| since.changes)
     }
 
     /// The personal history number the caller holds, when `If-None-Match` names
@@ -143,11 +147,6 @@ impl FeedItem {
 
 /// Sorted, disjoint inclusive intervals, as a snapshot holds them.
 pub type Intervals = Vec<(u32, u32)>;
-
-fn inside(intervals: &[(u32, u32)], addr: u32) -> bool {
-    let after = intervals.partition_point(|&(first, _)| first <= addr);
-    after > 0 && addr <= intervals[after - 1].1
-}
 
 /// `from` without every address of `minus`; both sorted and disjoint.
 pub fn subtract(from: &[(u32, u32)], minus: &[(u32, u32)]) -> Intervals {
@@ -197,7 +196,7 @@ impl FeedItems {
     /// sorted and disjoint. A personal entry is left out when the allow list
     /// holds it, or when the global list does (its block is in the feed already).
     pub fn new(mut personal: Vec<Entry>, global: Rc<Intervals>, allow: &[(u32, u32)]) -> Self {
-        personal.retain(|entry| !inside(allow, entry.ip.to_u32()) && !inside(&global, entry.ip.to_u32()));
+        personal.retain(|entry| !covers(allow, entry.ip.to_u32()) && !covers(&global, entry.ip.to_u32()));
         personal.sort_by_key(|entry| entry.ip);
         Self { personal: personal.into_iter().peekable(), global, next_global: 0, pending: None }
     }
@@ -292,7 +291,7 @@ impl PersonalDelta {
     /// neither (the firewall never had them as personal entries, or still has
     /// them as global blocks).
     pub fn filter(self, global: &[(u32, u32)], allow: &[(u32, u32)]) -> (Vec<FeedItem>, Vec<FeedItem>) {
-        let kept = |addr: Ipv4Addr| !inside(allow, u32::from(addr)) && !inside(global, u32::from(addr));
+        let kept = |addr: Ipv4Addr| !covers(allow, u32::from(addr)) && !covers(global, u32::from(addr));
         let new = self.listed.into_iter().filter(|entry| kept(entry.ip.addr())).map(FeedItem::personal).collect();
         let deleted = self
             .unlisted
@@ -348,11 +347,13 @@ mod tests {
         let personal = FeedQuery::parse("").unwrap();
         assert_eq!(personal.version(12, 4, 1), FeedVersion { changes: 12, global: 0, allow: 1 }, "the global list is not part of it");
         assert_ne!(personal.etag(version), FeedQuery::parse("format=json").unwrap().etag(version));
-        let delta = FeedQuery::parse("format=json&since=3.4.1").unwrap();
-        assert!(!delta.needs_reset(delta.since.unwrap(), version));
-        assert!(delta.needs_reset(delta.since.unwrap(), FeedVersion { global: 5, ..version }));
-        assert!(delta.needs_reset(delta.since.unwrap(), FeedVersion { allow: 2, ..version }));
-        assert!(delta.needs_reset(FeedVersion { changes: 99, ..version }, version), "a cursor from the future");
+        let delta = FeedQuery::parse("scope=all&format=json&since=3.4.1").unwrap();
+        assert_eq!(delta.delta_from(4, 1), Some(3));
+        assert_eq!(delta.delta_from(5, 1), None, "the global list has a new version");
+        assert_eq!(delta.delta_from(4, 2), None, "the allow list has a new version");
+        let personal = FeedQuery::parse("format=json&since=3.0.1").unwrap();
+        assert_eq!(personal.delta_from(9, 1), Some(3), "the global list is not part of a personal feed");
+        assert_eq!(FeedQuery::parse("format=json").unwrap().delta_from(4, 1), None, "no cursor, no delta");
     }
 
     #[test]
@@ -443,7 +444,7 @@ mod tests {
             prop_assert!(blocks.windows(2).all(|w| w[0].last() < w[1].first()), "sorted and disjoint");
             let edges = global.iter().chain(&allow).flat_map(|&(a, b)| [a, b, a.wrapping_sub(1), b.wrapping_add(1)]);
             for addr in probes.into_iter().chain(edges) {
-                let expected = inside(&global, addr) && !inside(&allow, addr);
+                let expected = covers(&global, addr) && !covers(&allow, addr);
                 let found = blocks.iter().any(|block| block.first() <= addr && addr <= block.last());
                 prop_assert_eq!(found, expected, "{:#x}", addr);
             }

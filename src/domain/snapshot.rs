@@ -29,14 +29,15 @@ impl Manifest {
     /// The KV key of the manifest of a list's current version.
     pub const KEY: &'static str = "manifest";
 
-    pub fn shard_key(&self, index: usize) -> String {
-        format!("v{}/{index}", self.version)
-    }
-
     /// Which shard holds `addr`.
     pub fn shard_of(&self, addr: u32) -> usize {
         self.shards.partition_point(|&first| first <= addr).saturating_sub(1)
     }
+}
+
+/// The KV key of shard `index` of a list's version `version`.
+pub fn shard_key(version: u64, index: usize) -> String {
+    format!("v{version}/{index}")
 }
 
 /// Part of a snapshot: single addresses and wider intervals, each sorted, disjoint
@@ -52,8 +53,7 @@ impl Shard {
         if self.singles.binary_search(&addr).is_ok() {
             return true;
         }
-        let after = self.spans.partition_point(|&(first, _)| first <= addr);
-        after > 0 && addr <= self.spans[after - 1].1
+        covers(&self.spans, addr)
     }
 
     /// Every interval, single addresses included, in address order.
@@ -104,6 +104,12 @@ impl Shard {
         let sorted = singles.windows(2).all(|w| w[0] < w[1]) && spans.iter().all(|(a, b)| a <= b) && spans.windows(2).all(|w| w[0].1 < w[1].0);
         sorted.then_some(Self { singles, spans })
     }
+}
+
+/// Whether one of `intervals` (sorted, disjoint, inclusive) holds `addr`: a binary search.
+pub fn covers(intervals: &[(u32, u32)], addr: u32) -> bool {
+    let after = intervals.partition_point(|&(first, _)| first <= addr);
+    after > 0 && addr <= intervals[after - 1].1
 }
 
 /// Merges the entries and cuts them into shards: the manifest's shard starts,

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use worker::{Context, Env, Method, Request, Response};
 
-use super::body::Body;
+use super::body::{declared_within, Body};
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
@@ -43,10 +43,7 @@ pub async fn edit_list(kind: ListKind, mut req: Request, env: &Env, ctx: &Contex
 
 /// `PUT`: the whole list as text, streamed to the writer, which parses it as it arrives.
 pub async fn replace_list(kind: ListKind, req: Request, env: &Env) -> Result<Reply, ApiError> {
-    let declared = req.headers().get("Content-Length")?.and_then(|len| len.trim().parse::<u64>().ok());
-    if declared.is_some_and(|len| len > MAX_IMPORT_BYTES as u64) {
-        return Err(ApiError::PayloadTooLarge(MAX_IMPORT_BYTES));
-    }
+    declared_within(&req, MAX_IMPORT_BYTES)?;
     let body = req.inner().body().map(Into::into);
     let response = lists::call(env, Method::Put, "replace", Some(kind), &[], body).await?;
     Ok(Reply::Json(200, writer_json(response).await?))
@@ -55,10 +52,10 @@ pub async fn replace_list(kind: ListKind, req: Request, env: &Env) -> Result<Rep
 /// `GET`: the list in the import format, streamed from the writer, with its version as `ETag`.
 pub async fn export_list(kind: ListKind, req: Request, env: &Env) -> Result<Reply, ApiError> {
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
-    let response = lists::call(env, Method::Get, "export", Some(kind), &[("If-None-Match", &if_none_match)], None).await?;
+    let mut response = lists::call(env, Method::Get, "export", Some(kind), &[("If-None-Match", &if_none_match)], None).await?;
     match response.status_code() {
         200 | 304 => Ok(Reply::Passed(response)),
-        _ => Err(writer_fault(response).await),
+        status => Err(writer_error(status, &response.text().await?)),
     }
 }
 
@@ -73,16 +70,18 @@ pub async fn status(env: &Env) -> Result<Reply, ApiError> {
 async fn writer_json(mut response: Response) -> Result<Value, ApiError> {
     let status = response.status_code();
     let text = response.text().await?;
-    let message = || serde_json::from_str::<Value>(&text).ok().and_then(|v| v["message"].as_str().map(str::to_owned)).unwrap_or_default();
     match status {
         200 => serde_json::from_str(&text).map_err(|e| ApiError::Internal(format!("lists object answered {text:?}: {e}"))),
-        400 => Err(ApiError::BadRequest(message())),
-        413 => Err(ApiError::PayloadTooLarge(MAX_IMPORT_BYTES)),
-        _ => Err(ApiError::Internal(format!("lists object answered {status}: {text}"))),
+        status => Err(writer_error(status, &text)),
     }
 }
 
-async fn writer_fault(mut response: Response) -> ApiError {
-    let status = response.status_code();
-    ApiError::Internal(format!("lists object answered {status}: {}", response.text().await.unwrap_or_default()))
+/// A refusal of the writer as this API's error; anything else it answers is a fault.
+fn writer_error(status: u16, text: &str) -> ApiError {
+    let message = || serde_json::from_str::<Value>(text).ok().and_then(|v| v["message"].as_str().map(str::to_owned)).unwrap_or_default();
+    match status {
+        400 => ApiError::BadRequest(message()),
+        413 => ApiError::PayloadTooLarge(MAX_IMPORT_BYTES),
+        _ => ApiError::Internal(format!("lists object answered {status}: {text}")),
+    }
 }

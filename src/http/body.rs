@@ -13,6 +13,15 @@ use crate::stream::{append, Chunks};
 /// The limit of every body a holder or a login sends: a form with one address.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
+/// The body's declared length; 413 when it is over `limit`, before anything is read.
+pub fn declared_within(req: &Request, limit: usize) -> Result<Option<u64>, ApiError> {
+    let declared = req.headers().get("Content-Length")?.and_then(|len| len.trim().parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit as u64) {
+        return Err(ApiError::PayloadTooLarge(limit));
+    }
+    Ok(declared)
+}
+
 /// A request body read whole, with the content type that says how to parse it.
 pub struct Body {
     content_type: String,
@@ -23,12 +32,8 @@ impl Body {
     /// Refused with 413 when over `limit` bytes: by its declared length before
     /// reading, else as soon as the bytes read pass it.
     pub async fn read(req: &mut Request, ctx: &Context, limit: usize) -> Result<Self, ApiError> {
-        let headers = req.headers();
-        let content_type = headers.get("Content-Type")?.unwrap_or_default();
-        let declared = headers.get("Content-Length")?.and_then(|len| len.trim().parse::<u64>().ok());
-        if declared.is_some_and(|len| len > limit as u64) {
-            return Err(ApiError::PayloadTooLarge(limit));
-        }
+        let content_type = req.headers().get("Content-Type")?.unwrap_or_default();
+        let declared = declared_within(req, limit)?;
         // A declared length binds the body (HTTP framing), so one read is safe and
         // cheaper; only a body sent without one is read chunk by chunk.
         if declared.is_some() {

@@ -39,9 +39,7 @@ pub async fn feed(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply
     };
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let known = query.known_changes(&if_none_match, global_version, allow_version);
-    // A delta is possible only while the operator's lists are at the cursor's versions.
-    let now = query.version(0, global_version, allow_version);
-    let since = query.since.filter(|since| since.global == now.global && since.allow == now.allow).map(|since| since.changes);
+    let since = query.delta_from(global_version, allow_version);
     let answer = holders::feed(env, &license, &FeedRequest { token, since, known }).await?;
     let version = query.version(answer.changes, global_version, allow_version);
     let etag = query.etag(version);

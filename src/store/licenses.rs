@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use worker::Env;
 
-use super::{cached, fresh};
+use super::{cached, for_each_key, fresh};
 use crate::domain::time::UnixTime;
 use crate::domain::feed_token::FeedTokenOwner;
 use crate::domain::license::{key_digest, LicenseId, LicenseKey};
@@ -97,20 +97,9 @@ pub async fn is_active(env: &Env, id: &LicenseId, freshness: Freshness, now_ms: 
 
 /// How many licenses were ever created, revoked ones included.
 pub async fn count(env: &Env) -> Result<usize, ApiError> {
-    let kv = env.kv(BINDING)?;
-    let (mut count, mut cursor) = (0, None);
-    loop {
-        let mut list = kv.list().prefix("license:".to_owned());
-        if let Some(cursor) = cursor.take() {
-            list = list.cursor(cursor);
-        }
-        let page = list.execute().await?;
-        count += page.keys.len();
-        match page.cursor.filter(|_| !page.list_complete) {
-            Some(next) => cursor = Some(next),
-            None => return Ok(count),
-        }
-    }
+    let mut count = 0;
+    for_each_key(&env.kv(BINDING)?, Some("license:"), |keys| count += keys.len()).await?;
+    Ok(count)
 }
 
 fn feed_token_key(digest: &str) -> String {

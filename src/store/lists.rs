@@ -15,7 +15,7 @@ use super::cached;
 use crate::domain::feed::{subtract, Intervals};
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
-use crate::domain::snapshot::{Manifest, Shard};
+use crate::domain::snapshot::{shard_key, Manifest, Shard};
 use crate::http::error::ApiError;
 use crate::lists_object::{BINDING, NAME};
 
@@ -75,7 +75,7 @@ impl Held {
         if let Some(shard) = self.shards.borrow().get(index).cloned().flatten() {
             return Ok(shard);
         }
-        let key = self.manifest.shard_key(index);
+        let key = shard_key(self.manifest.version, index);
         // A shard that is not visible yet is an error, never an empty list.
         let bytes = cached(env.kv(binding(kind))?.get(&key))
             .bytes()

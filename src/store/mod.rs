@@ -6,7 +6,7 @@ pub mod holders;
 pub mod licenses;
 pub mod lists;
 
-use worker::kv::GetOptionsBuilder;
+use worker::kv::{GetOptionsBuilder, Key, KvError, KvStore};
 
 use crate::domain::settings::Freshness;
 
@@ -19,4 +19,25 @@ fn fresh(loaded_at_ms: u64, now_ms: u64, freshness: Freshness) -> bool {
 /// when not told otherwise, which alone would use up the bound.
 fn cached(get: GetOptionsBuilder) -> GetOptionsBuilder {
     get.cache_ttl(Freshness::EDGE_SECONDS)
+}
+
+/// Every key of a namespace (under `prefix`, if given), handed to `each` a page of
+/// at most 1 000 at a time.
+pub async fn for_each_key(kv: &KvStore, prefix: Option<&str>, mut each: impl FnMut(&[Key])) -> Result<(), KvError> {
+    let mut cursor = None;
+    loop {
+        let mut list = kv.list();
+        if let Some(prefix) = prefix {
+            list = list.prefix(prefix.to_owned());
+        }
+        if let Some(cursor) = cursor.take() {
+            list = list.cursor(cursor);
+        }
+        let page = list.execute().await?;
+        each(&page.keys);
+        match page.cursor.filter(|_| !page.list_complete) {
+            Some(next) => cursor = Some(next),
+            None => return Ok(()),
+        }
+    }
 }
