@@ -18,7 +18,7 @@ WASM_TARGET := $(shell rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown
 NODE_TOOLS := node_modules/.package-lock.json
 WRANGLER := node_modules/.bin/wrangler
 WORKER := build/index.js
-SOURCES := Cargo.toml Cargo.lock src/openapi.json $(shell find src -name '*.rs')
+SOURCES := Cargo.toml Cargo.lock build.rs src/openapi.json $(shell find src -name '*.rs')
 FLOOR := bench/floor/build/index.js
 BUILD_ENV := WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt
 # worker-build keeps the wasm names section (function names for stack traces);

@@ -9,23 +9,26 @@ use std::rc::Rc;
 use worker::Env;
 
 use crate::domain::settings::Settings;
-use crate::http::error::ApiError;
 
 thread_local! {
     static VARS: RefCell<HashMap<&'static str, Option<Rc<str>>>> = RefCell::new(HashMap::new());
-    static SETTINGS: OnceCell<Result<Rc<Settings>, String>> = const { OnceCell::new() };
+    static SETTINGS: OnceCell<Result<Rc<Settings>, BadSettings>> = const { OnceCell::new() };
 }
+
+/// What is wrong with the configuration, in words that name the setting.
+#[derive(Debug, Clone)]
+pub struct BadSettings(pub String);
 
 /// The checked settings. A missing or unsafe one is the operator's fault: every
 /// request answers a 500 whose log line names it, until the configuration is fixed.
-pub fn settings(env: &Env) -> Result<Rc<Settings>, ApiError> {
-    SETTINGS
-        .with(|settings| settings.get_or_init(|| Settings::parse(|name| var(env, name).map(|v| v.to_string())).map(Rc::new)).clone())
-        .map_err(ApiError::Internal)
+pub fn settings(env: &Env) -> Result<Rc<Settings>, BadSettings> {
+    SETTINGS.with(|settings| {
+        settings.get_or_init(|| Settings::parse(|name| var(env, name).map(|v| v.to_string())).map(Rc::new).map_err(BadSettings)).clone()
+    })
 }
 
 /// A plain variable or a secret: both reach the Worker as strings.
-pub fn var(env: &Env, name: &'static str) -> Option<Rc<str>> {
+fn var(env: &Env, name: &'static str) -> Option<Rc<str>> {
     if let Some(known) = VARS.with_borrow(|vars| vars.get(name).cloned()) {
         return known;
     }

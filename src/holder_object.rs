@@ -92,9 +92,7 @@ pub struct HolderList {
 impl DurableObject for HolderList {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        let ready = migrate(&sql).map_err(|e| format!("schema: {e}")).and_then(|_| {
-            Limits::from_config(config::var(&env, "DAILY_ADDITIONS").as_deref(), config::var(&env, "DAILY_REMOVALS").as_deref())
-        });
+        let ready = migrate(&sql).map_err(|e| format!("schema: {e}")).and_then(|_| config::settings(&env).map(|s| s.limits).map_err(|e| e.0));
         Self { state, sql, ready, alarm_at: Cell::new(None), revoked: Cell::new(None) }
     }
 
@@ -151,6 +149,7 @@ impl DurableObject for HolderList {
                 let token: NewFeedTokenRecord = serde_json::from_str(&body)?;
                 Response::from_json(&store.create_feed_token(&token, now)?)
             }
+            "/usage" => Response::from_json(&store.usage()?),
             "/feed_tokens/list" => Response::from_json(&store.feed_tokens()?),
             "/feed_tokens/revoke" => Response::from_json(&store.revoke_feed_token(&serde_json::from_str::<String>(&body)?)?),
             "/list" => Response::from_json(&store.list(&serde_json::from_str(&body)?, now)?),

@@ -40,22 +40,6 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
-    /// Reads the configured values; an absent one keeps its default, a malformed one is an error
-    /// so that a typo in the configuration is noticed instead of silently lifting a limit.
-    pub fn from_config(additions: Option<&str>, removals: Option<&str>) -> Result<Self, String> {
-        let read = |name: &str, value: Option<&str>, default: u32| match value {
-            None => Ok(default),
-            Some(text) => text.trim().parse().map_err(|_| format!("{name} must be a whole number, not {text:?}")),
-        };
-        let defaults = Self::default();
-        Ok(Self {
-            additions: read("DAILY_ADDITIONS", additions, defaults.additions)?,
-            removals: read("DAILY_REMOVALS", removals, defaults.removals)?,
-        })
-    }
-}
-
 /// At most this many history rows are kept; the oldest go first.
 pub const MAX_HISTORY_ROWS: u64 = 100_000;
 
@@ -489,11 +473,4 @@ mod tests {
         assert_eq!(store.history.len(), ENTRIES as usize);
     }
 
-    #[test]
-    fn limits_come_from_configuration_with_defaults() {
-        assert_eq!(Limits::from_config(None, None), Ok(Limits { additions: 6000, removals: 1000 }));
-        assert_eq!(Limits::from_config(Some("5"), Some(" 2 ")), Ok(Limits { additions: 5, removals: 2 }));
-        assert!(Limits::from_config(Some("lots"), None).unwrap_err().contains("DAILY_ADDITIONS"));
-        assert!(Limits::from_config(None, Some("-1")).unwrap_err().contains("DAILY_REMOVALS"));
-    }
 }

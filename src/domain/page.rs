@@ -40,15 +40,20 @@ impl PageQuery {
             Some(text) => Some(Cursor::decode(text).ok_or("cursor is not one this service gave out")?),
             None => None,
         };
-        let limit = match limit.map(str::trim).filter(|l| !l.is_empty()) {
-            Some(text) => text.parse().ok().filter(|l| (1..=MAX_PAGE).contains(l)).ok_or(format!("limit must be 1 to {MAX_PAGE}"))?,
-            None => DEFAULT_PAGE,
-        };
+        let limit = page_size(limit)?;
         let prefix = prefix.map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned);
         if prefix.as_ref().is_some_and(|p| p.len() > 15 || !p.bytes().all(|b| b.is_ascii_digit() || b == b'.')) {
             return Err("prefix must be the start of a dotted address, such as 203.0.".to_owned());
         }
         Ok(Self { after, limit, prefix })
+    }
+}
+
+/// A page size a client asked for: 1 to 1 000, 100 when not given.
+pub fn page_size(limit: Option<&str>) -> Result<u32, String> {
+    match limit.map(str::trim).filter(|l| !l.is_empty()) {
+        Some(text) => text.parse().ok().filter(|l| (1..=MAX_PAGE).contains(l)).ok_or(format!("limit must be 1 to {MAX_PAGE}")),
+        None => Ok(DEFAULT_PAGE),
     }
 }
 

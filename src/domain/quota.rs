@@ -1,24 +1,59 @@
-//! The day's quota as IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers),
-//! so a client can pace itself before it meets the limit message.
+//! The day's quota: what `GET /api/quota` answers, and the same numbers as IETF
+//! RateLimit headers (draft-ietf-httpapi-ratelimit-headers) on every change, so a
+//! client can pace itself before it meets the limit message.
+
+use serde::Serialize;
 
 use super::holder::{DailyUsage, Limits};
 use super::time::{UnixTime, SECONDS_PER_DAY};
 
-/// `RateLimit-Policy` and `RateLimit` for the day's additions and removals.
-/// `usage` is the day's usage after the operation; `t` is the time to 00:00 UTC.
-pub fn rate_limit_headers(usage: DailyUsage, limits: Limits, now: UnixTime) -> [(&'static str, String); 2] {
-    let usage = usage.on(now.utc_day());
-    let policy = format!(
-        "\"additions\";q={};w={SECONDS_PER_DAY}, \"removals\";q={};w={SECONDS_PER_DAY}",
-        limits.additions, limits.removals
-    );
-    let reset = now.seconds_to_next_utc_day();
-    let remaining = format!(
-        "\"additions\";r={};t={reset}, \"removals\";r={};t={reset}",
-        limits.additions.saturating_sub(usage.added),
-        limits.removals.saturating_sub(usage.removed)
-    );
-    [("RateLimit-Policy", policy), ("RateLimit", remaining)]
+/// One daily limit and how much of it today has used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Allowance {
+    pub limit: u32,
+    pub used: u32,
+    pub left: u32,
+}
+
+impl Allowance {
+    fn new(limit: u32, used: u32) -> Self {
+        Self { limit, used, left: limit.saturating_sub(used) }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Quota {
+    pub additions: Allowance,
+    pub removals: Allowance,
+    /// Changes refused today because a limit was used up.
+    pub refused: u32,
+    /// The next 00:00 UTC, when the counters start again.
+    pub resets_at: String,
+    pub resets_in_seconds: u64,
+}
+
+impl Quota {
+    /// `usage` as stored (of any day) seen at `now`.
+    pub fn of(usage: DailyUsage, limits: Limits, now: UnixTime) -> Self {
+        let today = usage.on(now.utc_day());
+        let resets_in_seconds = now.seconds_to_next_utc_day();
+        Self {
+            additions: Allowance::new(limits.additions, today.added),
+            removals: Allowance::new(limits.removals, today.removed),
+            refused: today.refused,
+            resets_at: now.plus(resets_in_seconds).to_rfc3339(),
+            resets_in_seconds,
+        }
+    }
+
+    /// `RateLimit-Policy` and `RateLimit`.
+    pub fn headers(&self) -> [(&'static str, String); 2] {
+        let (additions, removals, reset) = (self.additions, self.removals, self.resets_in_seconds);
+        let policy = format!("\"additions\";q={};w={SECONDS_PER_DAY}, \"removals\";q={};w={SECONDS_PER_DAY}", additions.limit, removals.limit);
+        let remaining = format!("\"additions\";r={};t={reset}, \"removals\";r={};t={reset}", additions.left, removals.left);
+        [("RateLimit-Policy", policy), ("RateLimit", remaining)]
+    }
 }
 
 #[cfg(test)]
@@ -30,15 +65,40 @@ mod tests {
     #[test]
     fn headers_state_quota_remaining_and_reset() {
         let usage = DailyUsage { day: NOON.utc_day(), added: 10, removed: 1000, refused: 0 };
-        let [policy, remaining] = rate_limit_headers(usage, Limits::default(), NOON);
+        let [policy, remaining] = Quota::of(usage, Limits::default(), NOON).headers();
         assert_eq!(policy, ("RateLimit-Policy", "\"additions\";q=6000;w=86400, \"removals\";q=1000;w=86400".to_owned()));
         assert_eq!(remaining, ("RateLimit", "\"additions\";r=5990;t=43200, \"removals\";r=0;t=43200".to_owned()));
     }
 
     #[test]
     fn usage_of_an_earlier_day_leaves_the_whole_quota() {
-        let yesterday = DailyUsage { day: NOON.utc_day() - 1, added: 6000, removed: 1000, refused: 0 };
-        let [_, remaining] = rate_limit_headers(yesterday, Limits::default(), NOON);
-        assert_eq!(remaining.1, "\"additions\";r=6000;t=43200, \"removals\";r=1000;t=43200");
+        let yesterday = DailyUsage { day: NOON.utc_day() - 1, added: 6000, removed: 1000, refused: 7 };
+        let quota = Quota::of(yesterday, Limits::default(), NOON);
+        assert_eq!(quota.headers()[1].1, "\"additions\";r=6000;t=43200, \"removals\";r=1000;t=43200");
+        assert_eq!((quota.additions.used, quota.removals.used, quota.refused), (0, 0, 0));
+    }
+
+    #[test]
+    fn the_quota_says_used_left_and_when_the_day_resets() {
+        let usage = DailyUsage { day: NOON.utc_day(), added: 3, removed: 2, refused: 1 };
+        let quota = Quota::of(usage, Limits { additions: 5, removals: 1 }, NOON);
+        let json = serde_json::to_value(&quota).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "additions": { "limit": 5, "used": 3, "left": 2 },
+                "removals": { "limit": 1, "used": 2, "left": 0 },
+                "refused": 1,
+                "resetsAt": "2026-11-22T00:00:00Z",
+                "resetsInSeconds": 43200
+            })
+        );
+    }
+
+    #[test]
+    fn one_second_before_midnight_the_reset_is_one_second_away() {
+        let last = UnixTime(NOON.0 + 43_199);
+        let quota = Quota::of(DailyUsage::default(), Limits::default(), last);
+        assert_eq!((quota.resets_in_seconds, quota.resets_at.as_str()), (1, "2026-11-22T00:00:00Z"));
     }
 }

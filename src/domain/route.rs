@@ -14,9 +14,11 @@ pub enum Route {
     RevokeFeedToken(String),
     ListEntries,
     History,
+    Quota,
     OpenApi,
     Login,
     CreateLicense,
+    Licenses,
     RevokeLicense(String),
     EditList(ListKind),
     ReplaceList(ListKind),
@@ -73,9 +75,10 @@ impl Route {
             "/api/greylistHistory" | "/api/challengeListHistory" => vec![Self::History],
             "/api/greylistFeed" | "/api/challengeListFeed" => vec![Self::Feed],
             "/api/feedTokens" => vec![Self::CreateFeedToken, Self::FeedTokens],
+            "/api/quota" => vec![Self::Quota],
             "/openapi.json" => vec![Self::OpenApi],
             "/v2/authentication/login/license" => vec![Self::Login],
-            "/admin/licenses" => vec![Self::CreateLicense],
+            "/admin/licenses" => vec![Self::CreateLicense, Self::Licenses],
             "/admin/global-list" => list(ListKind::Global),
             "/admin/allow-list" => list(ListKind::Allow),
             "/admin/status" => vec![Self::Status],
@@ -107,7 +110,7 @@ impl Route {
     pub fn method(&self) -> &'static str {
         match self {
             Self::RevokeLicense(_) | Self::RevokeFeedToken(_) => "DELETE",
-            Self::OpenApi | Self::ExportList(_) | Self::Status | Self::Feed | Self::FeedTokens => "GET",
+            Self::OpenApi | Self::ExportList(_) | Self::Status | Self::Feed | Self::FeedTokens | Self::Quota | Self::Licenses => "GET",
             Self::ReplaceList(_) => "PUT",
             _ => "POST",
         }
@@ -125,9 +128,11 @@ impl Route {
             Self::RevokeFeedToken(_) => "revoke_feed_token",
             Self::ListEntries => "list",
             Self::History => "history",
+            Self::Quota => "quota",
             Self::OpenApi => "openapi",
             Self::Login => "login",
             Self::CreateLicense => "create_license",
+            Self::Licenses => "list_licenses",
             Self::RevokeLicense(_) => "revoke_license",
             Self::EditList(ListKind::Global) => "edit_global_list",
             Self::EditList(ListKind::Allow) => "edit_allow_list",
@@ -148,6 +153,7 @@ impl Route {
                 | Self::Bulk(_)
                 | Self::ListEntries
                 | Self::History
+                | Self::Quota
                 | Self::Feed
                 | Self::CreateFeedToken
                 | Self::FeedTokens
@@ -159,7 +165,7 @@ impl Route {
     pub fn is_operator(&self) -> bool {
         matches!(
             self,
-            Self::CreateLicense | Self::RevokeLicense(_) | Self::EditList(_) | Self::ReplaceList(_) | Self::ExportList(_) | Self::Status
+            Self::CreateLicense | Self::Licenses | Self::RevokeLicense(_) | Self::EditList(_) | Self::ReplaceList(_) | Self::ExportList(_) | Self::Status
         )
     }
 
@@ -177,6 +183,7 @@ impl Route {
             "/api/challengeListFeed",
             "/api/feedTokens",
             "/api/feedTokens/{id}",
+            "/api/quota",
             "/openapi.json",
             "/v2/authentication/login/license",
             "/admin/licenses",
@@ -225,6 +232,10 @@ mod tests {
     fn operator_and_login_paths() {
         assert_eq!(Route::resolve("POST", "/v2/authentication/login/license"), Ok(Route::Login));
         assert_eq!(Route::resolve("POST", "/admin/licenses"), Ok(Route::CreateLicense));
+        assert_eq!(Route::resolve("GET", "/admin/licenses"), Ok(Route::Licenses));
+        assert!(Route::Licenses.is_operator() && !Route::Licenses.is_holders());
+        assert_eq!(Route::resolve("GET", "/api/quota"), Ok(Route::Quota));
+        assert!(Route::Quota.is_holders() && !Route::Quota.is_operator());
         assert_eq!(Route::resolve("DELETE", "/admin/licenses/lic_1"), Ok(Route::RevokeLicense("lic_1".into())));
         assert_eq!(Route::resolve("POST", "/admin/global-list"), Ok(Route::EditList(ListKind::Global)));
         assert_eq!(Route::resolve("PUT", "/admin/allow-list"), Ok(Route::ReplaceList(ListKind::Allow)));
@@ -252,7 +263,7 @@ mod tests {
 
     #[test]
     fn the_openapi_document_lists_exactly_the_routes_that_exist() {
-        let doc: serde_json::Value = serde_json::from_str(include_str!("../openapi.json")).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(include_str!(concat!(env!("OUT_DIR"), "/openapi.min.json"))).unwrap();
         assert_eq!(doc["openapi"], "3.1.0");
         let mut documented: Vec<(String, String)> = doc["paths"]
             .as_object()

@@ -2,6 +2,8 @@
 //! checked once: a value that would make the service unsafe or make it fail later
 //! is refused here, with a message that names it.
 
+use super::holder::Limits;
+
 /// Shorter secrets can be guessed: `JWT_SECRET` offline from any issued token,
 /// `ADMIN_TOKEN` online.
 pub const MIN_SECRET_BYTES: usize = 32;
@@ -53,6 +55,7 @@ pub struct Settings {
     pub admin_token: String,
     pub token_lifetime_seconds: u64,
     pub freshness: Freshness,
+    pub limits: Limits,
 }
 
 impl Settings {
@@ -67,6 +70,10 @@ impl Settings {
             freshness: Freshness::new(
                 seconds("CACHE_SECONDS", var("CACHE_SECONDS"), 0..=PROPAGATION_BOUND_SECONDS)?.unwrap_or(DEFAULT_CACHE_SECONDS),
             )?,
+            limits: Limits {
+                additions: count("DAILY_ADDITIONS", var("DAILY_ADDITIONS"))?.unwrap_or(Limits::default().additions),
+                removals: count("DAILY_REMOVALS", var("DAILY_REMOVALS"))?.unwrap_or(Limits::default().removals),
+            },
         })
     }
 }
@@ -87,6 +94,11 @@ fn seconds(name: &str, value: Option<String>, allowed: std::ops::RangeInclusive<
     }
 }
 
+fn count(name: &str, value: Option<String>) -> Result<Option<u32>, String> {
+    let Some(text) = value else { return Ok(None) };
+    text.trim().parse().map(Some).map_err(|_| format!("{name} must be a whole number, not {text:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +115,14 @@ mod tests {
         let settings = parse(&[]).unwrap();
         assert_eq!((settings.token_lifetime_seconds, settings.freshness), (3600, Freshness::new(60).unwrap()));
         assert_eq!((settings.jwt_secret.as_str(), settings.admin_token.as_str()), (SECRET, SECRET));
+        assert_eq!(settings.limits, Limits { additions: 6000, removals: 1000 });
+    }
+
+    #[test]
+    fn daily_limits_are_whole_numbers_and_a_typo_is_refused_not_ignored() {
+        assert_eq!(parse(&[("DAILY_ADDITIONS", "5"), ("DAILY_REMOVALS", " 2 ")]).unwrap().limits, Limits { additions: 5, removals: 2 });
+        assert_eq!(parse(&[("DAILY_ADDITIONS", "lots")]).unwrap_err(), "DAILY_ADDITIONS must be a whole number, not \"lots\"");
+        assert_eq!(parse(&[("DAILY_REMOVALS", "-1")]).unwrap_err(), "DAILY_REMOVALS must be a whole number, not \"-1\"");
     }
 
     #[test]

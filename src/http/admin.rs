@@ -10,7 +10,9 @@ use super::log::RequestLog;
 use super::reply::Reply;
 use crate::clock;
 use crate::domain::ip_list::ListKind;
+use crate::domain::form;
 use crate::domain::license::LicenseId;
+use crate::domain::page::page_size;
 use crate::lists_object::MAX_IMPORT_BYTES;
 use crate::store::{holders, licenses, lists};
 
@@ -21,6 +23,16 @@ pub async fn create_license(env: &Env, log: &mut RequestLog) -> Result<Reply, Ap
     let (license, key) = licenses::create(env, clock::now()).await?;
     log.license = Some(license.clone());
     Ok(Reply::Json(201, json!({ "license": license.as_str(), "licenseKey": key.reveal() })))
+}
+
+/// `GET /admin/licenses?cursor=&limit=`: a page of licenses with when each was created and revoked.
+pub async fn licenses(req: Request, env: &Env) -> Result<Reply, ApiError> {
+    let url = req.inner().url();
+    let query: Vec<(String, String)> = form_urlencoded::parse(form::query_of(&url).as_bytes()).into_owned().collect();
+    let field = |name| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let limit = page_size(field("limit")).map_err(ApiError::BadRequest)?;
+    let (licenses, cursor) = licenses::page(env, field("cursor").filter(|c| !c.is_empty()), limit).await?;
+    Ok(Reply::Json(200, json!({ "licenses": licenses, "cursor": cursor })))
 }
 
 pub async fn revoke_license(env: &Env, id: &str, log: &mut RequestLog) -> Result<Reply, ApiError> {

@@ -8,7 +8,8 @@ use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::{Listing, Reply};
-use crate::clock;
+use crate::{clock, config};
+use crate::domain::quota::Quota;
 use crate::domain::page::PageQuery;
 use crate::domain::time::UnixTime;
 use crate::store::holders;
@@ -33,6 +34,15 @@ pub async fn list(req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) 
             .collect(),
         cursor: page.next.map(|c| c.encode()),
     }))
+}
+
+/// `GET /api/quota`: the day's additions and removals, used and left, and when they reset.
+pub async fn quota(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
+    let now = clock::now();
+    let license = auth::license_holder(&req, env, now, log).await?;
+    let usage = holders::usage(env, &license).await?;
+    let quota = Quota::of(usage, config::settings(env)?.limits, now);
+    Ok(Reply::Json(200, serde_json::to_value(&quota).map_err(|e| ApiError::Internal(e.to_string()))?))
 }
 
 /// The caller's changes, newest first.

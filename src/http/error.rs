@@ -104,6 +104,12 @@ impl From<worker::Error> for ApiError {
     }
 }
 
+impl From<crate::config::BadSettings> for ApiError {
+    fn from(error: crate::config::BadSettings) -> Self {
+        Self::Internal(error.0)
+    }
+}
+
 impl From<worker::kv::KvError> for ApiError {
     fn from(error: worker::kv::KvError) -> Self {
         Self::Internal(format!("KV: {error}"))

@@ -16,7 +16,7 @@ use crate::domain::ip_list::ListKind;
 use crate::domain::ipv4::PublicIpv4;
 use crate::domain::license::LicenseId;
 use crate::domain::outcome::Outcome;
-use crate::domain::quota::rate_limit_headers;
+use crate::domain::quota::Quota;
 use crate::domain::time::UnixTime;
 use crate::store::{holders, lists};
 
@@ -108,7 +108,7 @@ async fn run(
         return Ok((settled.into_iter().map(|outcome| outcome.expect("all settled")).collect(), None));
     }
     let answers = holders::apply(env, license, &calls).await?;
-    let quota = answers.last().and_then(|last| last.usage.map(|usage| rate_limit_headers(usage, last.limits, UnixTime(now_ms / 1000))));
+    let quota = answers.last().and_then(|last| last.usage.map(|usage| Quota::of(usage, last.limits, UnixTime(now_ms / 1000)).headers()));
     let mut answers = answers.into_iter();
     let outcomes = settled
         .into_iter()

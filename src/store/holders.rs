@@ -7,7 +7,7 @@ use worker::{Env, Method, Request, RequestInit};
 use crate::domain::entry::{Entry, HistoryEvent};
 use crate::domain::feed::{FeedAnswer, FeedRequest};
 use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord};
-use crate::domain::holder::{Answer, Call};
+use crate::domain::holder::{Answer, Call, DailyUsage};
 use crate::domain::license::LicenseId;
 use crate::domain::page::{Page, PageQuery};
 use crate::http::error::ApiError;
@@ -32,6 +32,11 @@ pub async fn list(env: &Env, license: &LicenseId, query: &PageQuery) -> Result<P
 
 pub async fn history(env: &Env, license: &LicenseId, query: &PageQuery) -> Result<Page<HistoryEvent>, ApiError> {
     send(env, license, "history", query).await
+}
+
+/// What the holder's day has used of the limits, as stored (of any day).
+pub async fn usage(env: &Env, license: &LicenseId) -> Result<DailyUsage, ApiError> {
+    send(env, license, "usage", &()).await
 }
 
 pub async fn feed(env: &Env, license: &LicenseId, request: &FeedRequest) -> Result<FeedAnswer, ApiError> {

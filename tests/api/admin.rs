@@ -74,6 +74,7 @@ fn every_admin_route_needs_the_admin_token() {
         ("PUT", "/admin/allow-list"),
         ("GET", "/admin/allow-list"),
         ("GET", "/admin/status"),
+        ("GET", "/admin/licenses"),
     ];
     for (method, path) in routes {
         for authorization in [None, Some(format!("Bearer {}", app.token)), Some("Bearer wrong".to_owned())] {
@@ -85,4 +86,38 @@ fn every_admin_route_needs_the_admin_token() {
         }
     }
     assert_eq!(app.check("8.8.8.8"), "[8.8.8.8] is currently not on global greylist");
+}
+
+#[test]
+fn licenses_are_listed_a_page_at_a_time_with_when_each_was_created_and_revoked() {
+    let server = Server::shared();
+    let (kept, _) = server.create_license();
+    let (revoked, _) = server.create_license();
+    assert_eq!(server.admin("DELETE", &format!("/admin/licenses/{revoked}"), None).status, 204);
+
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let resp = server.admin("GET", &format!("/admin/licenses?limit=7&cursor={cursor}"), None);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        let page = resp.json();
+        let licenses = page["licenses"].as_array().unwrap();
+        assert!(licenses.len() <= 7, "{page}");
+        seen.extend(licenses.iter().cloned());
+        match page["cursor"].as_str() {
+            Some(next) => cursor = next.to_owned(),
+            None => break,
+        }
+    }
+    let find = |id: &str| seen.iter().find(|l| l["license"] == id).unwrap_or_else(|| panic!("{id} not listed")).clone();
+    let (kept, revoked) = (find(&kept), find(&revoked));
+    assert!(kept["createdAt"].as_str().unwrap().ends_with('Z') && kept["revokedAt"].is_null(), "{kept}");
+    assert!(revoked["revokedAt"].as_str().unwrap() >= revoked["createdAt"].as_str().unwrap(), "{revoked}");
+    assert!(seen.iter().all(|l| l.get("licenseKey").is_none()), "keys are never listed");
+    let ids: Vec<&str> = seen.iter().map(|l| l["license"].as_str().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "in the order of their ids, each once");
+
+    assert_eq!(server.admin("GET", "/admin/licenses?limit=0", None).status, 400);
+    assert!(server.admin("GET", "/admin/licenses?cursor=not-a-cursor", None).status < 500, "a made-up cursor is not our fault");
+    assert_eq!(send("GET", &format!("{}/admin/licenses", server.base), &[], None).status, 401);
 }

@@ -1,6 +1,8 @@
 //! Daily limits, on a server configured with 3 additions and 2 removals a day.
 
-use crate::helpers::{Server, TestApp};
+use serde_json::json;
+
+use crate::helpers::{send, Server, TestApp};
 
 const LIMIT: &str = "Sorry, but you have reached the maximum limit";
 
@@ -58,4 +60,31 @@ fn a_script_looping_on_a_used_up_quota_leaves_one_history_row_a_day() {
         history["entries"].as_array().unwrap().iter().filter(|e| e["change"] == "limit_refused").map(|e| e["ip"].as_str().unwrap()).collect();
     assert_eq!(refusals, ["7.8.10.0"], "the day's first refusal only: {history}");
     assert_eq!(history["result"], "6 changes");
+}
+
+#[test]
+fn the_quota_route_says_what_the_day_has_used_and_left() {
+    let app = TestApp::on(Server::limited());
+    let quota = |app: &TestApp| {
+        let resp = send("GET", &format!("{}/api/quota", app.server.base), &[("Authorization", format!("Bearer {}", app.token))], None);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        resp.json()
+    };
+    let fresh = quota(&app);
+    assert_eq!((fresh["additions"].clone(), fresh["removals"].clone()), (json!({ "limit": 3, "used": 0, "left": 3 }), json!({ "limit": 2, "used": 0, "left": 2 })));
+    let seconds = fresh["resetsInSeconds"].as_u64().unwrap();
+    assert!((1..=86_400).contains(&seconds) && fresh["resetsAt"].as_str().unwrap().ends_with("T00:00:00Z"), "{fresh}");
+
+    for n in 1..=3 {
+        app.add(&format!("7.9.9.{n}"));
+    }
+    app.add("7.9.9.4");
+    app.remove("7.9.9.1");
+    let used = quota(&app);
+    assert_eq!(used["additions"], json!({ "limit": 3, "used": 3, "left": 0 }), "{used}");
+    assert_eq!(used["removals"], json!({ "limit": 2, "used": 1, "left": 1 }));
+    assert_eq!(used["refused"], 1);
+
+    let refused = send("GET", &format!("{}/api/quota", app.server.base), &[("Authorization", "Bearer nope".to_owned())], None);
+    assert_eq!(refused.status, 401);
 }
