@@ -20,6 +20,7 @@ WRANGLER := node_modules/.bin/wrangler
 WORKER := build/index.js
 SOURCES := Cargo.toml Cargo.lock build.rs src/openapi.json $(shell find src -name '*.rs')
 FLOOR := bench/floor/build/index.js
+CHROMIUM := /usr/bin/chromium
 BUILD_ENV := WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt
 # worker-build keeps the wasm names section (function names for stack traces);
 # the build writes the module once more without it, which makes it about a fifth smaller.
@@ -27,7 +28,7 @@ WASM_FEATURES := $(addprefix --enable-,mutable-globals sign-ext nontrapping-floa
 
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: tools build dev test unit e2e contract fuzz deploy-check bench clean
+.PHONY: tools build dev test unit e2e contract browser fuzz deploy-check bench clean
 
 tools: $(WORKER_BUILD) $(WASM_BINDGEN) $(WASM_TARGET) $(NODE_TOOLS)
 
@@ -44,6 +45,10 @@ $(CARGO_FUZZ):
 $(SCHEMATHESIS):
 	python3 -m venv $(TOOLS)/schemathesis-$(SCHEMATHESIS_VERSION)
 	$(TOOLS)/schemathesis-$(SCHEMATHESIS_VERSION)/bin/pip install --quiet schemathesis==$(SCHEMATHESIS_VERSION)
+
+# Debian's browser: Playwright's own download cannot reach its host from these machines.
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
 $(WASM_TARGET):
 	rustup target add wasm32-unknown-unknown
@@ -68,10 +73,11 @@ $(FLOOR): bench/floor/Cargo.toml bench/floor/Cargo.lock bench/floor/src/lib.rs |
 	@echo "Wrote .dev.vars with a random JWT_SECRET and ADMIN_TOKEN."
 
 dev: build .dev.vars
+	@echo "Holder page: http://127.0.0.1:$(PORT)/   Operator page: http://127.0.0.1:$(PORT)/admin/ (admin token in .dev.vars)"
 	@echo "Create a license:  curl -s -X POST http://127.0.0.1:$(PORT)/admin/licenses -H \"Authorization: Bearer $$(sed -n 's/^ADMIN_TOKEN=//p' .dev.vars)\""
 	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state
 
-test: unit e2e contract fuzz deploy-check
+test: unit e2e contract browser fuzz deploy-check
 
 unit:
 	cargo test --lib
@@ -82,6 +88,10 @@ e2e: build
 # No 5xx, and no response that breaks src/openapi.json.
 contract: build $(SCHEMATHESIS)
 	tests/contract.sh $(SCHEMATHESIS)
+
+# The dashboard in headless chromium; screenshots land in target/screenshots/.
+browser: build $(CHROMIUM) $(NODE_TOOLS)
+	node --test --test-concurrency=1 tests/browser/
 
 # libFuzzer needs nightly-only sanitizer flags; these machines have only the stable
 # toolchain, and RUSTC_BOOTSTRAP lets it accept them for this build alone.

@@ -77,7 +77,8 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
 
 #[test]
 fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation() {
-    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[("DAILY_ADDITIONS", "lots")])));
+    // A deploy whose holder objects cannot be reached: the binding is missing.
+    let server = server_without("HOLDERS");
     let app = TestApp::on(server);
     let resp = app.call("/api/addIpToGreylist", "54.54.54.54", Encoding::Multipart, true);
     assert_eq!(resp.status, 500);
@@ -91,27 +92,33 @@ fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation()
         .find(|l| l.contains("\"status\":500"))
         .unwrap_or_else(|| panic!("no log line for the 500:\n{log}"));
     assert!(line.contains(&app.license) && line.contains("\"operation\":\"add\""), "{line}");
-    assert!(line.contains("DAILY_ADDITIONS"), "the detail names the fault: {line}");
+    assert!(line.contains("HOLDERS"), "the detail names the fault: {line}");
     assert!(!log.contains("panicked"), "{log}");
     server.kill();
 }
 
-#[test]
-fn a_missing_kv_namespace_answers_500_and_is_logged_with_license_and_operation() {
+/// A server on the repository's configuration without the lines that mention `binding`,
+/// as a deploy that forgot it would be.
+fn server_without(binding: &str) -> &'static Server {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let state = fresh_state_dir();
     std::fs::create_dir_all(&state).unwrap();
-    // The repository's configuration without the global list's namespace, as a deploy that forgot it would be.
     let config: String = std::fs::read_to_string(root.join("wrangler.toml"))
         .unwrap()
         .lines()
-        .filter(|line| !line.contains("GLOBAL_LIST") && !line.starts_with("command =") && !line.starts_with("watch_dir ="))
+        .filter(|line| !line.contains(binding) && !line.starts_with("command =") && !line.starts_with("watch_dir ="))
         .map(|line| line.replace("main = \"build/index.js\"", &format!("main = \"{}\"", root.join("build/index.js").display())))
+        .map(|line| line.replace("directory = \"public\"", &format!("directory = \"{}\"", root.join("public").display())))
         .map(|line| format!("{line}\n"))
         .collect();
-    let config_path = state.join("wrangler-without-global-list.toml");
+    let config_path = state.join(format!("wrangler-without-{binding}.toml"));
     std::fs::write(&config_path, config).unwrap();
-    let server: &'static Server = Box::leak(Box::new(Server::start_with_config(&state, &[], Some(&config_path))));
+    Box::leak(Box::new(Server::start_with_config(&state, &[], Some(&config_path))))
+}
+
+#[test]
+fn a_missing_kv_namespace_answers_500_and_is_logged_with_license_and_operation() {
+    let server = server_without("GLOBAL_LIST");
     let app = TestApp::on(server);
 
     let resp = app.call("/api/addIpToGreylist", "55.55.55.55", Encoding::Urlencoded, false);

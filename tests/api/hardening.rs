@@ -77,6 +77,7 @@ fn unsafe_settings_refuse_every_request_with_a_logged_500() {
     let cases = [
         ("JWT_SECRET", "0123456789abcdef0123456789abcde", "the secret JWT_SECRET must be at least 32 bytes"),
         ("TOKEN_LIFETIME_SECONDS", "99999999999999", "TOKEN_LIFETIME_SECONDS must be whole seconds from 60 to 2592000"),
+        ("DAILY_ADDITIONS", "lots", "DAILY_ADDITIONS must be a whole number, not \\\"lots\\\""),
     ];
     for (name, value, logged) in cases {
         let server = Server::start(&fresh_state_dir(), &[(name, value)]);

@@ -92,7 +92,8 @@ impl Server {
     fn wait_until_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(180);
         while Instant::now() < deadline {
-            if let Ok(resp) = try_send("GET", &format!("{}/", self.base), &[], None) {
+            // A path no file answers reaches the Worker itself, so its 404 proves the wasm is loaded.
+            if let Ok(resp) = try_send("GET", &format!("{}/no-such-endpoint", self.base), &[], None) {
                 if resp.status == 404 && resp.body.contains("no such endpoint") {
                     return;
                 }
@@ -241,7 +242,7 @@ impl Resp {
 /// then. A loopback connect costs far less than the request itself.
 fn agent() -> &'static ureq::Agent {
     static AGENT: OnceLock<ureq::Agent> = OnceLock::new();
-    AGENT.get_or_init(|| ureq::AgentBuilder::new().timeout(Duration::from_secs(60)).max_idle_connections(0).build())
+    AGENT.get_or_init(|| ureq::AgentBuilder::new().timeout(Duration::from_secs(60)).max_idle_connections(0).redirects(0).build())
 }
 
 pub fn send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[u8]>) -> Resp {

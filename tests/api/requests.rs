@@ -10,8 +10,23 @@ fn unknown_paths_are_404_in_the_requested_mode() {
     let json_mode = send("POST", &format!("{base}/api/nope?result_mode=json"), &[], Some(b""));
     assert_eq!(json_mode.status, 404);
     assert_eq!(json_mode.json(), json!({ "result": "Not found: no such endpoint" }));
-    let plain = send("GET", &format!("{base}/"), &[], None);
+    let plain = send("GET", &format!("{base}/nope"), &[], None);
     assert_eq!((plain.status, plain.body.as_str()), (404, "Not found: no such endpoint"));
+}
+
+#[test]
+fn the_dashboard_is_served_beside_the_api_with_a_policy_that_allows_only_its_own_files() {
+    let base = &Server::shared().base;
+    for path in ["/", "/admin/"] {
+        let page = send("GET", &format!("{base}{path}"), &[], None);
+        assert_eq!(page.status, 200, "{path}");
+        assert!(page.header("Content-Type").unwrap().starts_with("text/html") && page.body.contains("<script type=\"module\""), "{path}");
+        let policy = page.header("Content-Security-Policy").unwrap_or_default();
+        assert!(policy.contains("default-src 'none'") && policy.contains("script-src 'self'") && !policy.contains("unsafe"), "{policy}");
+    }
+    assert_eq!(send("GET", &format!("{base}/admin"), &[], None).status, 307, "to /admin/");
+    assert_eq!(send("GET", &format!("{base}/_headers"), &[], None).status, 404, "the headers file is not served");
+    assert_eq!(send("GET", &format!("{base}/admin/status"), &[], None).status, 401, "API paths under /admin/ still reach the Worker");
 }
 
 #[test]

@@ -1,0 +1,212 @@
+// The license holder's page: log in with the license key, then the quota,
+// check, add, bulk changes, the list, the history and feed tokens.
+import { ApiError, Session, login } from "./api.js";
+import { $, Page } from "./page.js";
+import { busy, confirmAction, el, fill, lines, say, secretBox, show, when } from "./ui.js";
+
+const session = new Session("greylist.holder");
+const view = new Page(session, "license-key", () => {
+  show($("who"), "License ", el("code", {}, licenseOf(session.token)));
+  refreshAll();
+});
+/** The bulk routes take at most this many addresses a request. */
+const BULK_MAX = 1000;
+const PAGE = 50;
+
+/** A holder route in JSON mode, with form fields. */
+function post(path, fields = {}) {
+  const body = new URLSearchParams();
+  for (const [name, value] of Object.entries(fields)) if (value !== "" && value != null) body.append(name, value);
+  return session.call(`${path}?result_mode=json`, { method: "POST", body });
+}
+
+/** The license id the token names (its `sub`); only shown, never trusted. */
+function licenseOf(token) {
+  try {
+    const payload = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(payload)).sub ?? "";
+  } catch {
+    return "";
+  }
+}
+
+function refreshAll() {
+  loadQuota();
+  loadList(false);
+  loadHistory(false);
+  loadTokens();
+}
+
+$("login-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const button = event.submitter;
+  busy(button, async () => {
+    try {
+      const answer = await login($("license-key").value.trim());
+      session.start(answer.accessToken, answer.expiresIn);
+      $("license-key").value = "";
+      say($("login-result"), "");
+      view.showApp();
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      say($("login-result"), error.message, "error");
+    }
+  });
+});
+
+async function loadQuota() {
+  await view.guard($("quota-result"), async () => {
+    const quota = await session.call("/api/quota");
+    const line = (name, allowance) => [
+      el("dt", {}, name),
+      el("dd", {}, `${allowance.used} used, ${allowance.left} left of ${allowance.limit} `,
+        el("meter", { min: 0, max: allowance.limit, value: allowance.used, "aria-label": `${name} used` })),
+    ];
+    show($("quota"),
+      line("Additions", quota.additions),
+      line("Removals", quota.removals),
+      el("dt", {}, "Refused today"), el("dd", {}, String(quota.refused)),
+      el("dt", {}, "Resets"), el("dd", {}, when(quota.resetsAt), " (00:00 UTC)"));
+  });
+}
+
+$("check-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const result = $("check-result");
+  busy(event.submitter, () => view.guard(result, async () => {
+    const answer = await post("/api/checkIpOnGreylist", { ip: $("check-ip").value.trim() });
+    say(result, answer.result);
+  }));
+});
+
+$("add-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const result = $("add-result");
+  busy(event.submitter, () => view.guard(result, async () => {
+    const answer = await post("/api/addIpToGreylist", {
+      ip: $("add-ip").value.trim(),
+      ttl: $("add-ttl").value,
+      comment: $("add-comment").value,
+    });
+    say(result, answer.result);
+    afterChange();
+  }));
+});
+
+/** After a change the quota, list and history all moved. */
+function afterChange() {
+  return Promise.all([loadQuota(), loadList(false), loadHistory(false)]);
+}
+
+$("bulk-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const operation = event.submitter.value;
+  const result = $("bulk-result");
+  const ips = lines($("bulk-ips").value);
+  if (ips.length === 0) return say(result, "Paste at least one address.", "error");
+  const path = operation === "add" ? "/api/addIpsToGreylist" : "/api/deleteIpsFromGreylist";
+  busy(event.submitter, () => view.guard(result, async () => {
+    const rows = [];
+    for (let start = 0; start < ips.length; start += BULK_MAX) {
+      const answer = await session.call(`${path}?result_mode=json`, { method: "POST", body: { ips: ips.slice(start, start + BULK_MAX) } });
+      rows.push(...answer.results);
+    }
+    say(result, `${rows.length} ${rows.length === 1 ? "address" : "addresses"} answered.`);
+    const body = el("tbody");
+    show($("bulk-table"), el("table", { class: "cards" },
+      el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Address"), el("th", { scope: "col" }, "Result"))), body));
+    fill(body, rows.map((row) => el("tr", {}, el("td", { class: "ip" }, row.ip), el("td", {}, row.result))));
+    $("bulk-table").hidden = false;
+    afterChange();
+  }));
+});
+
+const list = { cursor: null };
+
+async function loadList(more) {
+  const result = $("list-result");
+  await view.guard(result, async () => {
+    const page = await post("/api/listGreylist", { prefix: $("list-prefix").value.trim(), limit: PAGE, cursor: more ? list.cursor : "" });
+    list.cursor = page.cursor;
+    const rows = page.entries.map((entry) => el("tr", {},
+      el("td", { class: "ip" }, entry.ip),
+      el("td", {}, entry.comment ?? ""),
+      el("td", {}, when(entry.addedAt)),
+      el("td", {}, entry.expiresAt ? when(entry.expiresAt) : "Never"),
+      el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Remove ${entry.ip}`, onclick: (e) => removeEntry(e.currentTarget, entry.ip) }, "Remove"))));
+    fill($("list-rows"), rows, more);
+    say(result, page.result);
+    $("list-more").hidden = !page.cursor;
+  });
+}
+
+async function removeEntry(button, ip) {
+  const result = $("list-result");
+  await busy(button, () => view.guard(result, async () => {
+    const answer = await post("/api/deleteIpFromGreylist", { ip });
+    // The list's own count would overwrite the answer if it came later.
+    await afterChange();
+    say(result, answer.result);
+  }));
+}
+
+$("list-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  loadList(false);
+});
+$("list-more").addEventListener("click", () => loadList(true));
+
+const history = { cursor: null };
+
+async function loadHistory(more) {
+  const result = $("history-result");
+  await view.guard(result, async () => {
+    const page = await post("/api/greylistHistory", { limit: PAGE, cursor: more ? history.cursor : "" });
+    history.cursor = page.cursor;
+    const rows = page.entries.map((change) => el("tr", {},
+      el("td", {}, when(change.at)),
+      el("td", {}, change.change.replace("_", " ")),
+      el("td", { class: "ip" }, change.ip),
+      el("td", { class: "mono" }, change.client ?? "—")));
+    fill($("history-rows"), rows, more);
+    say(result, page.result);
+    $("history-more").hidden = !page.cursor;
+  });
+}
+
+$("history-refresh").addEventListener("click", () => loadHistory(false));
+$("history-more").addEventListener("click", () => loadHistory(true));
+
+async function loadTokens() {
+  const result = $("tokens-result");
+  await view.guard(result, async () => {
+    const { feedTokens } = await session.call("/api/feedTokens");
+    fill($("token-rows"), feedTokens.map((token) => el("tr", {},
+      el("td", { class: "mono" }, token.id),
+      el("td", {}, when(token.createdAt)),
+      el("td", {}, token.lastUsed ? when(token.lastUsed) : "Never"),
+      el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Revoke ${token.id}`, onclick: (e) => revokeToken(e.currentTarget, token.id) }, "Revoke")))));
+    $("token-table").hidden = feedTokens.length === 0;
+    say(result, feedTokens.length ? "" : "No feed tokens yet.");
+  });
+}
+
+$("token-create").addEventListener("click", (event) => {
+  const result = $("tokens-result");
+  busy(event.currentTarget, () => view.guard(result, async () => {
+    const created = await session.call("/api/feedTokens", { method: "POST" });
+    show($("token-new"), secretBox(`Feed token ${created.id}`, created.feedToken, "Shown only now: copy it into your firewall's configuration."));
+    await loadTokens();
+  }));
+});
+
+async function revokeToken(button, id) {
+  if (!(await confirmAction(`Revoke feed token ${id}? A firewall using it can no longer read the feed.`, "Revoke"))) return;
+  await busy(button, () => view.guard($("tokens-result"), async () => {
+    await session.call(`/api/feedTokens/${encodeURIComponent(id)}`, { method: "DELETE" });
+    await loadTokens();
+    say($("tokens-result"), `Feed token ${id} revoked.`, "ok");
+  }));
+}
+
+view.start();

@@ -1,0 +1,352 @@
+// The dashboard in a real browser: Debian's chromium driven by playwright-core,
+// against the built Worker under `wrangler dev` on a free port. Run by `make browser`.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+const ADMIN_TOKEN = "browser-admin-token-0123456789abcdef0123";
+const SCREENSHOTS = join(ROOT, "target/screenshots");
+const AXE = join(ROOT, "node_modules/axe-core/axe.min.js");
+const DESKTOP = { width: 1280, height: 900 };
+const PHONE = { width: 390, height: 844 };
+
+let server, state, base, browser;
+
+function freePort() {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+before(async () => {
+  state = mkdtempSync(join(tmpdir(), "greylist-browser-"));
+  const [port, inspector] = [await freePort(), await freePort()];
+  base = `http://127.0.0.1:${port}`;
+  server = spawn(join(ROOT, "node_modules/.bin/wrangler"), [
+    "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
+    "--persist-to", state, "--show-interactive-dev-session=false",
+    "--var", "JWT_SECRET:browser-jwt-secret-0123456789abcdef0123", "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`, "--var", "CACHE_SECONDS:0",
+  ], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
+  let log = "";
+  server.stdout.on("data", (chunk) => (log += chunk));
+  server.stderr.on("data", (chunk) => (log += chunk));
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${base}/openapi.json`)).ok) break;
+    } catch {}
+    if (Date.now() > deadline || server.exitCode !== null) throw new Error(`wrangler dev did not start:\n${log}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    // Root in a container has no sandbox; the rest keeps chromium off a network it cannot reach.
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  mkdirSync(SCREENSHOTS, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  if (server) process.kill(-server.pid, "SIGKILL");
+  rmSync(state, { recursive: true, force: true });
+});
+
+async function admin(method, path, body) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, "Content-Type": typeof body === "string" ? "text/plain" : "application/json" },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  });
+  assert.ok(response.ok, `${method} ${path}: ${response.status} ${await response.clone().text()}`);
+  return response.status === 204 ? null : response.json();
+}
+
+let lastIp = 0;
+/** A public address no other test of this file uses. */
+function uniqueIp() {
+  lastIp += 1;
+  return `45.67.${lastIp >> 8}.${lastIp & 255}`;
+}
+
+/** A page with a fresh context; `dialogs` collects every alert, confirm or prompt it opened. */
+async function open(path, viewport = DESKTOP, colorScheme = "light") {
+  const context = await browser.newContext({ viewport, colorScheme });
+  const page = await context.newPage();
+  page.dialogs = [];
+  page.on("dialog", (dialog) => {
+    page.dialogs.push(dialog.message());
+    dialog.dismiss();
+  });
+  page.errors = [];
+  page.on("pageerror", (error) => page.errors.push(error.message));
+  await page.goto(`${base}${path}`);
+  return page;
+}
+
+async function holderPage(key, viewport, colorScheme) {
+  const page = await open("/", viewport, colorScheme);
+  await page.getByLabel("License key", { exact: true }).fill(key);
+  await page.getByRole("button", { name: "Log in" }).click();
+  await page.locator("#quota dd").first().waitFor();
+  return page;
+}
+
+async function operatorPage(viewport, colorScheme) {
+  const page = await open("/admin/", viewport, colorScheme);
+  await page.getByLabel("Admin token", { exact: true }).fill(ADMIN_TOKEN);
+  await page.getByRole("button", { name: "Log in" }).click();
+  await page.locator("#status-rows tr").first().waitFor();
+  return page;
+}
+
+const text = (page, selector) => page.locator(selector).innerText();
+const listRow = (page, ip) => page.locator("#list-rows tr", { hasText: ip });
+
+async function addOne(page, ip, comment, ttlLabel = "Never") {
+  await page.getByLabel("IPv4 address").nth(1).fill(ip);
+  await page.getByLabel("Expires").selectOption({ label: ttlLabel });
+  await page.getByLabel("Comment").fill(comment);
+  await page.getByRole("button", { name: "Add", exact: true }).click();
+  await page.locator("#add-result", { hasText: ip }).waitFor();
+  return text(page, "#add-result");
+}
+
+describe("holder page", () => {
+  test("log in, add with a comment and a ttl, see it listed, check it, remove it, see the history", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey);
+    assert.match(await text(page, "#quota"), /Additions\s+0 used, 6000 left of 6000/);
+    const ip = uniqueIp();
+
+    assert.equal(await addOne(page, ip, "scanner seen on port 22", "After 1 day"), `[${ip}] has been added to greylist`);
+    const row = listRow(page, ip);
+    await row.waitFor();
+    assert.match(await row.innerText(), /scanner seen on port 22/);
+    const expires = await row.locator("td").nth(3).locator("time").getAttribute("datetime");
+    const hoursLeft = (Date.parse(expires) - Date.now()) / 3_600_000;
+    assert.ok(hoursLeft > 23.9 && hoursLeft <= 24, `expires in a day: ${expires}`);
+    await page.locator("#quota", { hasText: "1 used, 5999 left" }).waitFor();
+
+    await page.getByLabel("IPv4 address").first().fill(ip);
+    await page.getByRole("button", { name: "Check" }).click();
+    await page.locator("#check-result", { hasText: ip }).waitFor();
+    assert.equal(await text(page, "#check-result"), `[${ip}] is currently on your personal greylist`);
+
+    await page.getByRole("button", { name: `Remove ${ip}` }).click();
+    await page.locator("#list-result", { hasText: "removed" }).waitFor();
+    assert.equal(await text(page, "#list-result"), `[${ip}] has been removed from greylist`);
+    await row.waitFor({ state: "detached" });
+
+    const history = page.locator("#history-rows tr", { hasText: ip });
+    await history.nth(1).waitFor();
+    assert.deepEqual(await history.locator("td:nth-child(2)").allInnerTexts(), ["removed", "added"]);
+    assert.deepEqual(page.errors, []);
+  });
+
+  test("a comment with markup shows as text and runs nothing", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey);
+    const ip = uniqueIp();
+    const markup = "<img src=x onerror=alert(1)>";
+    await addOne(page, ip, markup);
+    const cell = listRow(page, ip).locator("td").nth(1);
+    await cell.waitFor();
+    assert.equal(await cell.innerText(), markup);
+    assert.equal(await page.locator("#list-rows img").count(), 0);
+    await page.waitForTimeout(300);
+    assert.deepEqual(page.dialogs, [], "no script ran");
+  });
+
+  test("a wrong key shows the service's refusal", async () => {
+    const page = await open("/");
+    await page.getByLabel("License key", { exact: true }).fill("glk_not-a-key");
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.locator("#login-result", { hasText: "Unauthorized" }).waitFor();
+    assert.equal(await text(page, "#login-result"), "Unauthorized: the license key is unknown or revoked");
+    assert.ok(await page.locator("#app").isHidden());
+  });
+
+  test("a token the service no longer takes sends the page back to login with a message", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey);
+    await page.evaluate(() => sessionStorage.setItem("greylist.holder", JSON.stringify({ token: "e30.e30.bad", expiresAt: null })));
+    await page.getByLabel("IPv4 address").first().fill("8.8.8.8");
+    await page.getByRole("button", { name: "Check" }).click();
+    await page.locator("#login-result", { hasText: "Log in again" }).waitFor();
+    assert.equal(await text(page, "#login-result"), "Unauthorized: the access token is missing or invalid. Log in again.");
+
+    await page.evaluate(() => sessionStorage.setItem("greylist.holder", JSON.stringify({ token: "x", expiresAt: Date.now() - 1 })));
+    await page.reload();
+    assert.equal(await text(page, "#login-result"), "Your session has expired. Log in again.");
+    assert.equal(await page.evaluate(() => localStorage.length + document.cookie.length), 0, "nothing kept beyond the tab");
+  });
+
+  test("the keyboard alone logs in and checks an address", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await open("/");
+    await page.keyboard.type(licenseKey);
+    await page.keyboard.press("Enter");
+    await page.locator("#quota dd").first().waitFor();
+    await page.locator("#check-ip").focus();
+    await page.keyboard.type("10.1.2.3");
+    await page.keyboard.press("Enter");
+    await page.locator("#check-result", { hasText: "10.1.2.3" }).waitFor();
+    assert.equal(await text(page, "#check-result"), "[10.1.2.3] is private");
+  });
+
+  test("pasted addresses are answered line by line through the bulk route", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey);
+    const [a, b] = [uniqueIp(), uniqueIp()];
+    await page.getByLabel("Addresses, one a line").fill(`${a}\n\n${b}\n${a}\n300.1.1.1\n`);
+    await page.getByRole("button", { name: "Add all" }).click();
+    await page.locator("#bulk-result", { hasText: "answered" }).waitFor();
+    const results = await page.locator("#bulk-table tbody tr td:nth-child(2)").allInnerTexts();
+    assert.deepEqual(results.slice(0, 3), [`[${a}] has been added to greylist`, `[${b}] has been added to greylist`, `[${a}] is already on your greylist`]);
+    assert.equal(results.length, 4);
+    await page.locator("#quota", { hasText: "2 used" }).waitFor();
+    await listRow(page, b).waitFor();
+  });
+
+  test("feed tokens are created (shown once), listed and revoked", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey);
+    await page.getByRole("button", { name: "Create a feed token" }).click();
+    const shown = page.locator("#token-new input");
+    await shown.waitFor();
+    const token = await shown.inputValue();
+    assert.match(token, /^glf_/);
+    const feed = await fetch(`${base}/api/greylistFeed`, { headers: { Authorization: `Bearer ${token}` } });
+    assert.equal(feed.status, 200, "the token shown opens the feed");
+    const row = page.locator("#token-rows tr");
+    await row.first().waitFor();
+    assert.equal(await row.count(), 1);
+
+    await row.getByRole("button", { name: /^Revoke/ }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
+    await page.locator("#tokens-result", { hasText: "revoked" }).waitFor();
+    assert.equal(await row.count(), 0);
+    const refused = await fetch(`${base}/api/greylistFeed`, { headers: { Authorization: `Bearer ${token}` } });
+    assert.equal(refused.status, 401);
+  });
+});
+
+describe("operator page", () => {
+  test("a wrong admin token is refused", async () => {
+    const page = await open("/admin/");
+    await page.getByLabel("Admin token", { exact: true }).fill("not-the-token");
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.locator("#login-result", { hasText: "Unauthorized" }).waitFor();
+    assert.equal(await text(page, "#login-result"), "Unauthorized: the admin token is missing or invalid");
+  });
+
+  test("creates a license whose key logs in, imports the global list, and the holder's check sees it", async () => {
+    const page = await operatorPage();
+    await page.getByRole("button", { name: "Create a license" }).click();
+    const keyBox = page.locator("#license-new input");
+    await keyBox.waitFor();
+    const key = await keyBox.inputValue();
+    const license = (await page.locator("#license-new label").innerText()).replace("Key of ", "");
+    await page.locator("#license-rows tr", { hasText: license }).waitFor();
+
+    const [listed, ranged] = ["46.1.2.3", "46.2.0.0/16"];
+    const file = `# a test list\n${listed}\n${ranged} ; a range\n`;
+    const section = page.locator("[data-list=global-list]");
+    await section.getByLabel(/Import a file/).setInputFiles({ name: "global.txt", mimeType: "text/plain", buffer: Buffer.from(file) });
+    await section.getByRole("button", { name: "Replace list" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Replace" }).click();
+    await section.locator(".result", { hasText: "now holds" }).waitFor();
+    assert.match(await section.locator(".result").innerText(), /^The global list now holds 2 entries \(added 2, removed 0\); version \d+\.$/);
+    await page.locator("#status-rows tr", { hasText: "Global list" }).locator("td:nth-child(2)", { hasText: /^2$/ }).waitFor();
+
+    const holder = await holderPage(key);
+    for (const ip of [listed, "46.2.200.1"]) {
+      await holder.getByLabel("IPv4 address").first().fill(ip);
+      await holder.getByRole("button", { name: "Check" }).click();
+      await holder.locator("#check-result", { hasText: ip }).waitFor();
+      assert.equal(await text(holder, "#check-result"), `[${ip}] is on global greylist`);
+    }
+
+    const [download] = await Promise.all([page.waitForEvent("download"), section.getByRole("button", { name: "Export" }).click()]);
+    assert.equal(download.suggestedFilename(), "global-list.txt");
+    const exported = readFileSync(await download.path(), "utf8");
+    assert.ok(exported.includes(`${listed}\n`) && exported.includes(`${ranged}\n`), exported);
+  });
+
+  test("edits the allow list and revokes a license after a confirmation", async () => {
+    const page = await operatorPage();
+    const section = page.locator("[data-list=allow-list]");
+    await section.getByLabel("Addresses or ranges, one a line").fill("47.1.1.1\n47.2.0.0/24");
+    await section.getByRole("button", { name: "Add", exact: true }).click();
+    await section.locator(".result", { hasText: "Added" }).waitFor();
+    assert.equal(await section.locator(".result").innerText(), "Added 2, removed 0.");
+
+    const { license } = await admin("POST", "/admin/licenses");
+    await page.reload();
+    const row = page.locator("#license-rows tr", { hasText: license });
+    await row.waitFor();
+    await row.getByRole("button", { name: `Revoke ${license}` }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Cancel" }).click();
+    assert.equal(await row.getByRole("button", { name: `Revoke ${license}` }).count(), 1, "cancel keeps the license");
+    await row.getByRole("button", { name: `Revoke ${license}` }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
+    await page.locator("#licenses-result", { hasText: "revoked" }).waitFor();
+    await row.locator("time").nth(1).waitFor();
+  });
+});
+
+describe("both pages", () => {
+  /** Serious and critical axe-core findings on the page as it is now. */
+  async function violations(page) {
+    await page.evaluate(readFileSync(AXE, "utf8"));
+    const found = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ["violations"] })).violations);
+    return found
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  }
+
+  test("no serious or critical accessibility violation, logged out or in, light or dark", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    for (const colorScheme of ["light", "dark"]) {
+      const loggedOut = [await open("/", DESKTOP, colorScheme), await open("/admin/", DESKTOP, colorScheme)];
+      const holder = await holderPage(licenseKey, DESKTOP, colorScheme);
+      await addOne(holder, uniqueIp(), "for the accessibility check");
+      await holder.locator("#list-rows tr").first().waitFor();
+      const operator = await operatorPage(DESKTOP, colorScheme);
+      for (const page of [...loggedOut, holder, operator]) {
+        assert.deepEqual(await violations(page), [], `${page.url()} (${colorScheme})`);
+      }
+    }
+  });
+
+  test("screenshots at desktop and phone width, and nothing wider than a phone", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    for (const [name, viewport] of [["desktop", DESKTOP], ["phone", PHONE]]) {
+      const holder = await holderPage(licenseKey, viewport);
+      if (name === "desktop") {
+        await addOne(holder, uniqueIp(), "seen probing SSH");
+        await addOne(holder, uniqueIp(), "credential stuffing", "After 7 days");
+      }
+      await holder.locator("#list-rows tr").nth(1).waitFor();
+      await holder.locator("#history-rows tr").nth(1).waitFor();
+      await holder.screenshot({ path: join(SCREENSHOTS, `holder-${name}.png`), fullPage: true });
+      const operator = await operatorPage(viewport);
+      await operator.locator("#license-rows tr").first().waitFor();
+      await operator.screenshot({ path: join(SCREENSHOTS, `operator-${name}.png`), fullPage: true });
+      for (const page of [holder, operator]) {
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        assert.ok(overflow <= 0, `${page.url()} at ${name} width scrolls sideways by ${overflow}px`);
+      }
+    }
+  });
+});
