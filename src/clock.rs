@@ -2,12 +2,8 @@
 
 use worker::Date;
 
-use crate::domain::time::UnixTime;
+use crate::domain::time::Millis;
 
-pub fn now_ms() -> u64 {
-    Date::now().as_millis()
-}
-
-pub fn now() -> UnixTime {
-    UnixTime(now_ms() / 1000)
+pub fn now() -> Millis {
+    Millis(Date::now().as_millis())
 }

@@ -1,5 +1,5 @@
 //! The Durable Object that owns one license holder's personal list. The runtime
-//! runs one request at a time per object, and `apply` never awaits, so the
+//! runs one request at a time per object, and `perform` never awaits, so the
 //! read-check-write of an add or remove cannot interleave with another; its
 //! writes commit together, before the answer leaves.
 
@@ -11,12 +11,13 @@ use serde::Deserialize;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
 
 use crate::{clock, config};
-use crate::domain::entry::{Change, Entry, HistoryEvent};
+use crate::domain::code::Coded;
+use crate::domain::entry::{expired_sql, live_sql, Change, Entry, HistoryEvent};
 use crate::domain::feed::{FeedAnswer, FeedRequest, PersonalDelta};
 use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord, MAX_PER_HOLDER as MAX_FEED_TOKENS};
-use crate::domain::holder::{apply, sweep, Answer, Call, DailyUsage, Limits, ListStore, Operation, MAX_HISTORY_ROWS};
+use crate::domain::holder::{perform, sweep, Answer, Call, DailyUsage, Limits, ListStore, Operation, MAX_HISTORY_ROWS};
 use crate::domain::ipv4::PublicIpv4;
-use crate::domain::page::{Cursor, Page, PageQuery};
+use crate::domain::page::{EntryCursor, HistoryCursor, Page, PageQuery};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::store::holders::FEED_TOKEN_REVOKED;
 
@@ -105,7 +106,7 @@ impl DurableObject for HolderList {
         // the alarm calls after it are storage operations, during which the runtime
         // delivers no other request to this object.
         let body = req.text().await?;
-        let now = clock::now();
+        let now = clock::now().unix();
         let mut store = SqlListStore { sql: &self.sql };
         let path = req.path();
         if path == "/revoke" {
@@ -118,11 +119,11 @@ impl DurableObject for HolderList {
             return Response::error("revoked", 401);
         }
         match path.as_str() {
-            "/apply" => {
+            "/calls" => {
                 // Every call of a bulk request in one pass: nothing runs in between, and the
                 // day's limits apply item by item in the order given.
                 let calls: Vec<Call> = serde_json::from_str(&body)?;
-                let answers = calls.iter().map(|call| apply(&mut store, call, now, limits)).collect::<Result<Vec<Answer>>>()?;
+                let answers = calls.iter().map(|call| perform(&mut store, call, now, limits)).collect::<Result<Vec<Answer>>>()?;
                 // Adds and removes may leave something to sweep (an expiring entry, history); checks never do.
                 let next = calls
                     .iter()
@@ -164,7 +165,7 @@ impl DurableObject for HolderList {
     async fn alarm(&self) -> Result<Response> {
         self.alarm_at.set(None);
         let mut store = SqlListStore { sql: &self.sql };
-        let now = clock::now();
+        let now = clock::now().unix();
         let next = if sweep(&mut store, now, SWEEP_BATCH)? == SWEEP_BATCH { Some(now) } else { store.tidy(now)? };
         if let Some(at) = next {
             self.schedule_sweep(at).await?;
@@ -245,8 +246,11 @@ struct HistoryRow {
 }
 
 impl HistoryRow {
-    fn into_event(self) -> Option<HistoryEvent> {
-        Some(HistoryEvent { at: UnixTime(self.at), change: Change::from_code(&self.change)?, ip: ip_of(self.ip)?, client: self.client })
+    /// The event, or none when its address is no longer public; a change this code
+    /// does not know is stored data it never wrote, and fails the read.
+    fn into_event(self) -> Result<Option<HistoryEvent>> {
+        let change = Change::from_code(&self.change).ok_or_else(|| format!("history row {}: unknown change {:?}", self.id, self.change))?;
+        Ok(ip_of(self.ip).map(|ip| HistoryEvent { at: UnixTime(self.at), change, ip, client: self.client }))
     }
 }
 
@@ -273,11 +277,16 @@ impl SqlListStore<'_> {
         self.sql.exec(query, bindings)?.to_array()
     }
 
-    fn list(&self, query: &PageQuery, now: UnixTime) -> Result<Page<Entry>> {
+    /// A query that yields exactly one row (an aggregate).
+    fn one<T: DeserializeOwned>(&self, query: &str, bindings: Vec<SqlStorageValue>) -> Result<T> {
+        self.sql.exec(query, bindings)?.one()
+    }
+
+    fn list(&self, query: &PageQuery<EntryCursor>, now: UnixTime) -> Result<Page<Entry, EntryCursor>> {
         let prefix = query.prefix.clone().map_or(SqlStorageValue::Null, SqlStorageValue::String);
-        let filter = format!("(expires_at IS NULL OR expires_at > ?1) AND (?2 IS NULL OR {DOTTED} LIKE ?2 || '%')");
-        let total = self.rows::<Count>(&format!("SELECT count(*) AS n FROM entries WHERE {filter}"), vec![int(now.0), prefix.clone()])?;
-        let (after_time, after_ip) = query.after.map_or((AFTER_ALL, 0), |c| (c.time, c.tie));
+        let filter = format!("{} AND (?2 IS NULL OR {DOTTED} LIKE ?2 || '%')", live_sql("expires_at", "?1"));
+        let total: Count = self.one(&format!("SELECT count(*) AS n FROM entries WHERE {filter}"), vec![int(now.0), prefix.clone()])?;
+        let (after_time, after_ip) = query.after.map_or((AFTER_ALL, 0), |c| (c.added_at, c.ip.into()));
         let rows: Vec<EntryRow> = self.rows(
             &format!(
                 "SELECT ip, added_at, expires_at, comment FROM entries
@@ -286,18 +295,20 @@ impl SqlListStore<'_> {
             ),
             vec![int(now.0), prefix, int(after_time), int(after_ip), int(u64::from(query.limit) + 1)],
         )?;
-        Ok(page(rows.into_iter().filter_map(EntryRow::into_entry).collect(), query.limit, |e| Cursor { time: e.added_at.0, tie: e.ip.to_u32().into() }, total))
+        let entries = rows.into_iter().filter_map(EntryRow::into_entry).collect();
+        Ok(Page::of(entries, query.limit, total.n, |e| EntryCursor { added_at: e.added_at.0, ip: e.ip.to_u32() }))
     }
 
-    fn history(&self, query: &PageQuery) -> Result<Page<HistoryEvent>> {
-        let total = self.rows::<Count>("SELECT count(*) AS n FROM history", vec![])?;
-        let before = query.after.map_or(AFTER_ALL, |c| c.tie);
+    fn history(&self, query: &PageQuery<HistoryCursor>) -> Result<Page<HistoryEvent, HistoryCursor>> {
+        let total: Count = self.one("SELECT count(*) AS n FROM history", vec![])?;
+        let before = query.after.map_or(AFTER_ALL, |c| c.id);
         let rows: Vec<HistoryRow> = self.rows(
             "SELECT id, at, change, ip, client FROM history WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
             vec![int(before), int(u64::from(query.limit) + 1)],
         )?;
-        let page = page(rows, query.limit, |row| Cursor { time: row.at, tie: row.id }, total);
-        Ok(Page { total: page.total, rows: page.rows.into_iter().filter_map(HistoryRow::into_event).collect(), next: page.next })
+        let page = Page::of(rows, query.limit, total.n, |row| HistoryCursor { id: row.id });
+        let events = page.rows.into_iter().map(HistoryRow::into_event).collect::<Result<Vec<_>>>()?;
+        Ok(Page { total: page.total, rows: events.into_iter().flatten().collect(), next: page.next })
     }
 
     /// Drops history older than `HISTORY_DAYS`; returns when the next sweep is due, if
@@ -308,10 +319,10 @@ impl SqlListStore<'_> {
             "DELETE FROM history WHERE id < coalesce((SELECT min(id) FROM history WHERE at >= ?1), (SELECT max(id) + 1 FROM history))",
             vec![int(now.minus(HISTORY_DAYS * SECONDS_PER_DAY).0)],
         )?;
-        let next_expiry = self.rows::<Moment>("SELECT min(expires_at) AS at FROM entries", vec![])?;
-        let has_history = self.rows::<Count>("SELECT EXISTS (SELECT 1 FROM history) AS n", vec![])?;
-        let daily = has_history.first().is_some_and(|c| c.n > 0).then(|| now.plus(SECONDS_PER_DAY));
-        let next = next_expiry.first().and_then(|m| m.at).map(UnixTime);
+        let next_expiry: Moment = self.one("SELECT min(expires_at) AS at FROM entries", vec![])?;
+        let has_history: Count = self.one("SELECT EXISTS (SELECT 1 FROM history) AS n", vec![])?;
+        let daily = (has_history.n > 0).then(|| now.plus(SECONDS_PER_DAY));
+        let next = next_expiry.at.map(UnixTime);
         Ok(match (next, daily) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -344,12 +355,12 @@ impl SqlListStore<'_> {
     /// The oldest history number kept and the newest ever given; with no row kept,
     /// the oldest is the one the next change will get.
     fn changes(&self) -> Result<(u64, u64)> {
-        let rows: Vec<Bounds> = self.rows(
+        let bounds: Bounds = self.one(
             "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'history'), 0) AS newest,
                     coalesce((SELECT min(id) FROM history), 0) AS oldest",
             vec![],
         )?;
-        let bounds = rows.first().map_or((0, 0), |b| (b.oldest, b.newest));
+        let bounds = (bounds.oldest, bounds.newest);
         Ok(if bounds.0 == 0 { (bounds.1 + 1, bounds.1) } else { bounds })
     }
 
@@ -369,8 +380,9 @@ impl SqlListStore<'_> {
                     &format!(
                         "SELECT h.ip AS ip, e.ip IS NOT NULL AS listed, e.added_at AS added_at, e.expires_at AS expires_at, e.comment AS comment
                          FROM (SELECT ip, max(id) AS last FROM history WHERE id > ?1 AND change IN ({codes}) GROUP BY ip) h
-                         LEFT JOIN entries e ON e.ip = h.ip AND (e.expires_at IS NULL OR e.expires_at > ?2)
-                         ORDER BY h.last"
+                         LEFT JOIN entries e ON e.ip = h.ip AND {}
+                         ORDER BY h.last",
+                        live_sql("e.expires_at", "?2")
                     ),
                     vec![int(since), int(now.0)],
                 )?;
@@ -388,7 +400,7 @@ impl SqlListStore<'_> {
             }
             since => {
                 let rows: Vec<EntryRow> = self.rows(
-                    "SELECT ip, added_at, expires_at, comment FROM entries WHERE expires_at IS NULL OR expires_at > ?1",
+                    &format!("SELECT ip, added_at, expires_at, comment FROM entries WHERE {}", live_sql("expires_at", "?1")),
                     vec![int(now.0)],
                 )?;
                 let entries = rows.into_iter().filter_map(EntryRow::into_entry).collect();
@@ -405,8 +417,8 @@ impl SqlListStore<'_> {
 
     /// Records a new token, unless the holder has the most it may.
     fn create_feed_token(&self, token: &NewFeedTokenRecord, now: UnixTime) -> Result<bool> {
-        let count = self.rows::<Count>("SELECT count(*) AS n FROM feed_tokens", vec![])?.first().map_or(0, |c| c.n);
-        if count >= MAX_FEED_TOKENS as u64 {
+        let count: Count = self.one("SELECT count(*) AS n FROM feed_tokens", vec![])?;
+        if count.n >= MAX_FEED_TOKENS as u64 {
             return Ok(false);
         }
         self.sql.exec(
@@ -440,14 +452,6 @@ impl SqlListStore<'_> {
 struct Bounds {
     oldest: u64,
     newest: u64,
-}
-
-/// Splits off the extra row fetched to learn whether another page follows.
-fn page<T>(mut rows: Vec<T>, limit: u32, cursor_of: impl Fn(&T) -> Cursor, total: Vec<Count>) -> Page<T> {
-    let more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let next = if more { rows.last().map(cursor_of) } else { None };
-    Page { total: total.first().map_or(0, |c| c.n), rows, next }
 }
 
 impl ListStore for SqlListStore<'_> {
@@ -512,7 +516,7 @@ impl ListStore for SqlListStore<'_> {
 
     fn expired(&self, now: UnixTime, limit: usize) -> Result<Vec<Entry>> {
         let rows: Vec<EntryRow> = self.rows(
-            "SELECT ip, added_at, expires_at, comment FROM entries WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2",
+            &format!("SELECT ip, added_at, expires_at, comment FROM entries WHERE {} ORDER BY expires_at LIMIT ?2", expired_sql("expires_at", "?1")),
             vec![int(now.0), int(limit as u64)],
         )?;
         Ok(rows.into_iter().filter_map(EntryRow::into_entry).collect())

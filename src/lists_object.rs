@@ -378,7 +378,7 @@ impl OperatorLists {
             if published >= change {
                 return Ok(self.with_list(kind, |list| list.version));
             }
-            let wait = (last_ms + PUBLISH_INTERVAL_MS).saturating_sub(clock::now_ms());
+            let wait = (last_ms + PUBLISH_INTERVAL_MS).saturating_sub(clock::now().0);
             if publishing || wait > 0 {
                 Delay::from(Duration::from_millis(wait.clamp(10, PUBLISH_INTERVAL_MS))).await;
                 continue;
@@ -397,7 +397,7 @@ impl OperatorLists {
     /// Writes the new version's shards, then its manifest; only then is it the
     /// version isolates read. Old versions' shards go once no cache can still name them.
     async fn publish(&self, kind: ListKind) -> Result<()> {
-        let now_ms = clock::now_ms();
+        let now_ms = clock::now().0;
         let (version, upto, starts, shards, entries) = self.with_list_mut(kind, |list| {
             // A number is never used twice, even when a publication fails after writing shards.
             list.reserved = list.reserved.max(list.version) + 1;
@@ -413,7 +413,7 @@ impl OperatorLists {
         kv.put(Manifest::KEY, serde_json::to_string(&manifest)?)?.execute().await?;
         let previous = self.with_list_mut(kind, |list| {
             // The next manifest write is a second after this one, not after this publication began.
-            list.published_ms = clock::now_ms();
+            list.published_ms = clock::now().0;
             let previous = (list.version, list.shards);
             list.published = upto;
             list.version = version;

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::code::{serde_by_code, Coded};
 use super::ipv4::PublicIpv4;
 use super::time::UnixTime;
 
@@ -23,6 +24,18 @@ impl Entry {
     pub fn is_live(&self, now: UnixTime) -> bool {
         self.expires_at.is_none_or(|expires_at| now < expires_at)
     }
+}
+
+/// `Entry::is_live` in SQL, for queries that filter many entries at once: `column`
+/// is the expiry column, `now` the placeholder of the time.
+pub fn live_sql(column: &str, now: &str) -> String {
+    format!("({column} IS NULL OR {column} > {now})")
+}
+
+/// The negation of `live_sql` for entries that have an expiry, written so that an
+/// index on the column finds them in expiry order.
+pub fn expired_sql(column: &str, now: &str) -> String {
+    format!("{column} <= {now}")
 }
 
 /// When an entry expires: a `ttl` counts from the moment the entry is added, as
@@ -77,8 +90,7 @@ impl EntryDetails {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
     Added,
     Removed,
@@ -86,8 +98,10 @@ pub enum Change {
     LimitRefused,
 }
 
-impl Change {
-    pub fn code(self) -> &'static str {
+impl Coded for Change {
+    const ALL: &'static [Self] = &[Self::Added, Self::Removed, Self::Expired, Self::LimitRefused];
+
+    fn code(self) -> &'static str {
         match self {
             Self::Added => "added",
             Self::Removed => "removed",
@@ -95,11 +109,9 @@ impl Change {
             Self::LimitRefused => "limit_refused",
         }
     }
-
-    pub fn from_code(code: &str) -> Option<Self> {
-        [Self::Added, Self::Removed, Self::Expired, Self::LimitRefused].into_iter().find(|c| c.code() == code)
-    }
 }
+
+serde_by_code!(Change);
 
 /// One line of a holder's history: what changed, when, and from which client address.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,6 +168,12 @@ mod tests {
     }
 
     #[test]
+    fn the_sql_forms_state_the_same_rule() {
+        assert_eq!(live_sql("e.expires_at", "?2"), "(e.expires_at IS NULL OR e.expires_at > ?2)");
+        assert_eq!(expired_sql("expires_at", "?1"), "expires_at <= ?1");
+    }
+
+    #[test]
     fn an_entry_is_gone_at_its_expiry_second() {
         let entry = Entry { ip: PublicIpv4::parse("8.8.8.8").unwrap(), added_at: NOW, expires_at: Some(NOW.plus(60)), comment: None };
         assert!(entry.is_live(NOW.plus(59)));
@@ -164,9 +182,15 @@ mod tests {
     }
 
     #[test]
-    fn change_codes_round_trip() {
-        for change in [Change::Added, Change::Removed, Change::Expired, Change::LimitRefused] {
+    fn a_change_is_its_code_in_storage_and_in_json_and_nothing_else_parses() {
+        for &change in Change::ALL {
             assert_eq!(Change::from_code(change.code()), Some(change));
+            assert_eq!(serde_json::to_value(change).unwrap(), change.code());
+            assert_eq!(serde_json::from_value::<Change>(change.code().into()).unwrap(), change);
         }
+        assert_eq!(serde_json::to_value(Change::LimitRefused).unwrap(), "limit_refused");
+        assert!(serde_json::from_value::<Change>("LimitRefused".into()).is_err());
+        assert_eq!(Change::from_code("refused"), None);
+        assert_eq!(serde_json::to_value(super::super::holder::Operation::Remove).unwrap(), "remove");
     }
 }

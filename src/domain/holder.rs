@@ -3,29 +3,32 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::code::{serde_by_code, Coded};
 use super::entry::{Change, Entry, EntryDetails, HistoryEvent};
 use super::ipv4::PublicIpv4;
 use super::outcome::PersonalOutcome;
 use super::time::UnixTime;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
     Check,
     Add,
     Remove,
 }
 
-impl Operation {
-    pub fn name(self) -> &'static str {
+impl Coded for Operation {
+    const ALL: &'static [Self] = &[Self::Check, Self::Add, Self::Remove];
+
+    fn code(self) -> &'static str {
         match self {
             Self::Check => "check",
             Self::Add => "add",
             Self::Remove => "remove",
         }
     }
-
 }
+
+serde_by_code!(Operation);
 
 /// Daily limits per license holder (decisions.md: configuration, defaults 6000 and 1000).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,7 +106,7 @@ pub trait ListStore {
 /// Runs one operation of the state table: only an actual addition or removal
 /// counts against the day's limit, and a refused one changes nothing but the
 /// day's refusal count (and the history, for the day's first refusal).
-pub fn apply<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Limits) -> Result<Answer, S::Error> {
+pub fn perform<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Limits) -> Result<Answer, S::Error> {
     let ip = call.ip;
     let event = |change| HistoryEvent { at: now, change, ip, client: call.client.clone() };
     let listed = match store.entry(ip)? {
@@ -116,7 +119,7 @@ pub fn apply<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Li
     };
     let day = now.utc_day();
     let (outcome, usage) = match call.operation {
-        Operation::Check => (if listed { PersonalOutcome::Listed } else { PersonalOutcome::NotListed }, None),
+        Operation::Check => (if listed { PersonalOutcome::Listed } else { PersonalOutcome::Unlisted }, None),
         Operation::Add => {
             let mut usage = store.usage()?.on(day);
             let outcome = if listed {
@@ -136,7 +139,7 @@ pub fn apply<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Li
         Operation::Remove => {
             let mut usage = store.usage()?.on(day);
             let outcome = if !listed {
-                PersonalOutcome::NotOnList
+                PersonalOutcome::NothingToRemove
             } else if usage.removed >= limits.removals {
                 refuse(store, &mut usage, &event(Change::LimitRefused))?
             } else {
@@ -263,7 +266,7 @@ mod tests {
     }
 
     fn run_call(store: &mut MemoryStore, call: &Call, now: UnixTime) -> Answer {
-        let Ok(answer) = apply(store, call, now, LIMITS);
+        let Ok(answer) = perform(store, call, now, LIMITS);
         answer
     }
 
@@ -274,14 +277,14 @@ mod tests {
     #[test]
     fn state_table_rows() {
         let mut store = MemoryStore::default();
-        assert_eq!(run(&mut store, Check, 1, NOON), P::NotListed);
-        assert_eq!(run(&mut store, Remove, 1, NOON), P::NotOnList);
+        assert_eq!(run(&mut store, Check, 1, NOON), P::Unlisted);
+        assert_eq!(run(&mut store, Remove, 1, NOON), P::NothingToRemove);
         assert_eq!(run(&mut store, Add, 1, NOON), P::Added);
         assert_eq!(store.entries[&ip(1)], Entry { ip: ip(1), added_at: NOON, expires_at: None, comment: None });
         assert_eq!(run(&mut store, Check, 1, NOON), P::Listed);
         assert_eq!(run(&mut store, Add, 1, NOON), P::AlreadyListed);
         assert_eq!(run(&mut store, Remove, 1, NOON), P::Removed);
-        assert_eq!(run(&mut store, Check, 1, NOON), P::NotListed);
+        assert_eq!(run(&mut store, Check, 1, NOON), P::Unlisted);
         assert!(store.entries.is_empty());
     }
 
@@ -305,7 +308,7 @@ mod tests {
             assert_eq!(run(&mut store, Add, n, NOON), P::Added);
         }
         assert_eq!(run(&mut store, Add, 4, NOON), P::LimitReached);
-        assert_eq!(run(&mut store, Check, 4, NOON), P::NotListed);
+        assert_eq!(run(&mut store, Check, 4, NOON), P::Unlisted);
         assert_eq!(store.usage.added, 3);
         assert_eq!(run(&mut store, Add, 1, NOON), P::AlreadyListed, "an add that changes nothing is not refused");
         assert_eq!(run(&mut store, Remove, 1, NOON), P::Removed, "removals have their own limit");
@@ -321,7 +324,7 @@ mod tests {
         assert_eq!(run(&mut store, Remove, 2, NOON), P::Removed);
         assert_eq!(run(&mut store, Remove, 3, NOON), P::LimitReached);
         assert_eq!(run(&mut store, Check, 3, NOON), P::Listed);
-        assert_eq!(run(&mut store, Remove, 9, NOON), P::NotOnList, "a remove that changes nothing is not refused");
+        assert_eq!(run(&mut store, Remove, 9, NOON), P::NothingToRemove, "a remove that changes nothing is not refused");
     }
 
     #[test]
@@ -340,7 +343,7 @@ mod tests {
     #[test]
     fn a_zero_limit_refuses_every_change() {
         let mut store = MemoryStore::default();
-        let Ok(answer) = apply(&mut store, &call(Add, 1), NOON, Limits { additions: 0, removals: 0 });
+        let Ok(answer) = perform(&mut store, &call(Add, 1), NOON, Limits { additions: 0, removals: 0 });
         assert_eq!(answer.outcome, P::LimitReached);
     }
 
@@ -371,9 +374,9 @@ mod tests {
             run_call(&mut store, &expiring, NOON);
             assert_eq!(run(&mut store, Check, 1, NOON.plus(59)), P::Listed);
             let expected = match op {
-                Check => P::NotListed,
+                Check => P::Unlisted,
                 Add => P::Added,
-                Remove => P::NotOnList,
+                Remove => P::NothingToRemove,
             };
             assert_eq!(run(&mut store, op, 1, NOON.plus(60)), expected, "{op:?}");
             assert!(store.history.iter().any(|e| e.change == Change::Expired && e.at == NOON.plus(60)));
@@ -438,7 +441,7 @@ mod tests {
         let rows = MAX_HISTORY_ROWS as u32 + 10;
         for n in 0..rows {
             let ip = nth(n);
-            let Ok(_) = apply(&mut store, &Call { ip, ..call(Add, 1) }, NOON, limits);
+            let Ok(_) = perform(&mut store, &Call { ip, ..call(Add, 1) }, NOON, limits);
         }
         assert_eq!(store.history.len() as u64, MAX_HISTORY_ROWS);
         assert_eq!(store.history[0].ip, PublicIpv4::parse("8.0.0.10").unwrap(), "the oldest went first");

@@ -1,4 +1,5 @@
 pub mod bulk;
+pub mod code;
 pub mod entry;
 pub mod feed;
 pub mod feed_token;

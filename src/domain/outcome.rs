@@ -2,64 +2,47 @@
 
 use std::net::Ipv4Addr;
 
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
+use super::code::{serde_by_code, Coded};
 use super::ipv4::{IpRejection, PublicIpv4};
 
 /// What one holder's personal list answered (the Durable Object's reply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PersonalOutcome {
-    NotListed,
+    Unlisted,
     Listed,
     Added,
     AlreadyListed,
     Removed,
-    NotOnList,
+    NothingToRemove,
     LimitReached,
 }
 
-impl PersonalOutcome {
-    const ALL: [Self; 7] = [
-        Self::NotListed,
+impl Coded for PersonalOutcome {
+    const ALL: &'static [Self] = &[
+        Self::Unlisted,
         Self::Listed,
         Self::Added,
         Self::AlreadyListed,
         Self::Removed,
-        Self::NotOnList,
+        Self::NothingToRemove,
         Self::LimitReached,
     ];
 
-    /// Stable machine-readable code, also the wire form between worker and Durable Object.
-    pub fn code(self) -> &'static str {
+    /// Stable machine-readable code: `X-Greylist-Outcome`, and the wire form between worker and Durable Object.
+    fn code(self) -> &'static str {
         match self {
-            Self::NotListed => "not_listed",
+            Self::Unlisted => "not_listed",
             Self::Listed => "listed_personal",
             Self::Added => "added",
             Self::AlreadyListed => "already_personal",
             Self::Removed => "removed",
-            Self::NotOnList => "not_on_list",
+            Self::NothingToRemove => "not_on_list",
             Self::LimitReached => "limit_reached",
         }
     }
-
-    pub fn from_code(code: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|outcome| outcome.code() == code)
-    }
 }
 
-impl Serialize for PersonalOutcome {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.code())
-    }
-}
-
-impl<'de> Deserialize<'de> for PersonalOutcome {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let code = String::deserialize(deserializer)?;
-        Self::from_code(&code).ok_or_else(|| D::Error::custom(format!("unknown outcome {code:?}")))
-    }
-}
+serde_by_code!(PersonalOutcome);
 
 /// The result of a list operation that got past authentication.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,12 +66,12 @@ impl Outcome {
             Self::ListedGlobal(ip) => format!("[{ip}] is on global greylist"),
             Self::AlreadyGlobal(ip) => format!("[{ip}] is already on global greylist"),
             Self::Personal(ip, outcome) => match outcome {
-                P::NotListed => format!("[{ip}] is currently not on global greylist"),
+                P::Unlisted => format!("[{ip}] is currently not on global greylist"),
                 P::Listed => format!("[{ip}] is currently on your personal greylist"),
                 P::Added => format!("[{ip}] has been added to greylist"),
                 P::AlreadyListed => format!("[{ip}] is already on your greylist"),
                 P::Removed => format!("[{ip}] has been removed from greylist"),
-                P::NotOnList => format!("[{ip}] is not on greylist"),
+                P::NothingToRemove => format!("[{ip}] is not on greylist"),
                 P::LimitReached => "Sorry, but you have reached the maximum limit".to_owned(),
             },
         }
@@ -142,12 +125,12 @@ mod tests {
             (Outcome::AllowListed(ip()), "[8.8.8.8] is on the global allow list, no action was taken"),
             (Outcome::ListedGlobal(ip()), "[8.8.8.8] is on global greylist"),
             (Outcome::AlreadyGlobal(ip()), "[8.8.8.8] is already on global greylist"),
-            (Outcome::Personal(ip(), P::NotListed), "[8.8.8.8] is currently not on global greylist"),
+            (Outcome::Personal(ip(), P::Unlisted), "[8.8.8.8] is currently not on global greylist"),
             (Outcome::Personal(ip(), P::Listed), "[8.8.8.8] is currently on your personal greylist"),
             (Outcome::Personal(ip(), P::Added), "[8.8.8.8] has been added to greylist"),
             (Outcome::Personal(ip(), P::AlreadyListed), "[8.8.8.8] is already on your greylist"),
             (Outcome::Personal(ip(), P::Removed), "[8.8.8.8] has been removed from greylist"),
-            (Outcome::Personal(ip(), P::NotOnList), "[8.8.8.8] is not on greylist"),
+            (Outcome::Personal(ip(), P::NothingToRemove), "[8.8.8.8] is not on greylist"),
             (Outcome::Personal(ip(), P::LimitReached), "Sorry, but you have reached the maximum limit"),
         ];
         for (outcome, text) in table {
@@ -157,7 +140,7 @@ mod tests {
 
     #[test]
     fn personal_codes_round_trip_and_are_distinct() {
-        for outcome in PersonalOutcome::ALL {
+        for &outcome in PersonalOutcome::ALL {
             assert_eq!(PersonalOutcome::from_code(outcome.code()), Some(outcome));
         }
         assert_eq!(PersonalOutcome::from_code("bogus"), None);

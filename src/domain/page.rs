@@ -6,38 +6,63 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_PAGE: u32 = 100;
 pub const MAX_PAGE: u32 = 1000;
 
-/// Where the next page starts: after the row with this sort key (newest first).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cursor {
-    pub time: u64,
-    pub tie: u64,
+/// An opaque paging cursor: what a client gets back and hands in for the next page.
+pub trait PageCursor: Sized {
+    fn encode(&self) -> String;
+    fn decode(text: &str) -> Option<Self>;
 }
 
-impl Cursor {
-    pub fn encode(self) -> String {
-        format!("{:x}.{:x}", self.time, self.tie)
+/// After this entry of a list sorted newest first: its time of adding, then its address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryCursor {
+    pub added_at: u64,
+    pub ip: u32,
+}
+
+/// After this history row; rows are numbered in the order they happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryCursor {
+    pub id: u64,
+}
+
+fn hex(text: &str) -> Option<u64> {
+    (!text.is_empty() && text.len() <= 16).then(|| u64::from_str_radix(text, 16).ok()).flatten()
+}
+
+impl PageCursor for EntryCursor {
+    fn encode(&self) -> String {
+        format!("{:x}.{:x}", self.added_at, self.ip)
     }
 
-    pub fn decode(text: &str) -> Option<Self> {
-        let (time, tie) = text.split_once('.')?;
-        let hex = |s: &str| (!s.is_empty() && s.len() <= 16).then(|| u64::from_str_radix(s, 16).ok()).flatten();
-        Some(Self { time: hex(time)?, tie: hex(tie)? })
+    fn decode(text: &str) -> Option<Self> {
+        let (added_at, ip) = text.split_once('.')?;
+        Some(Self { added_at: hex(added_at)?, ip: u32::try_from(hex(ip)?).ok()? })
+    }
+}
+
+impl PageCursor for HistoryCursor {
+    fn encode(&self) -> String {
+        format!("h{:x}", self.id)
+    }
+
+    fn decode(text: &str) -> Option<Self> {
+        Some(Self { id: hex(text.strip_prefix('h')?)? })
     }
 }
 
 /// A validated page request, sent to the holder's object as is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PageQuery {
-    pub after: Option<Cursor>,
+pub struct PageQuery<C> {
+    pub after: Option<C>,
     pub limit: u32,
     /// Only addresses whose dotted form starts with this text (list only).
     pub prefix: Option<String>,
 }
 
-impl PageQuery {
+impl<C: PageCursor> PageQuery<C> {
     pub fn parse(cursor: Option<&str>, limit: Option<&str>, prefix: Option<&str>) -> Result<Self, String> {
         let after = match cursor.map(str::trim).filter(|c| !c.is_empty()) {
-            Some(text) => Some(Cursor::decode(text).ok_or("cursor is not one this service gave out")?),
+            Some(text) => Some(C::decode(text).ok_or("cursor is not one this service gave out")?),
             None => None,
         };
         let limit = page_size(limit)?;
@@ -57,49 +82,88 @@ pub fn page_size(limit: Option<&str>) -> Result<u32, String> {
     }
 }
 
+/// `n` things, in the singular for one.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// One page of rows and the cursor of the next page, if there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Page<T> {
+pub struct Page<T, C> {
     pub total: u64,
     pub rows: Vec<T>,
-    pub next: Option<Cursor>,
+    pub next: Option<C>,
+}
+
+impl<T, C> Page<T, C> {
+    /// The page of `rows`, which were fetched with one row more than `limit` to
+    /// learn whether another page follows; `cursor_of` names the last row shown.
+    pub fn of(mut rows: Vec<T>, limit: u32, total: u64, cursor_of: impl Fn(&T) -> C) -> Self {
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let next = if more { rows.last().map(cursor_of) } else { None };
+        Self { total, rows, next }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    type Query = PageQuery<EntryCursor>;
+
     #[test]
     fn cursors_round_trip_and_refuse_anything_else() {
-        let cursor = Cursor { time: 1_795_262_400, tie: 0x0808_0808 };
-        assert_eq!(Cursor::decode(&cursor.encode()), Some(cursor));
-        for bad in ["", ".", "1.", ".1", "x.1", "1.2.3", "11111111111111111.1"] {
-            assert_eq!(Cursor::decode(bad), None, "{bad:?}");
+        let entry = EntryCursor { added_at: 1_795_262_400, ip: 0x0808_0808 };
+        assert_eq!(EntryCursor::decode(&entry.encode()), Some(entry));
+        let row = HistoryCursor { id: 41 };
+        assert_eq!(HistoryCursor::decode(&row.encode()), Some(row));
+        for bad in ["", ".", "1.", ".1", "x.1", "1.2.3", "11111111111111111.1", "1.100000000", "h29"] {
+            assert_eq!(EntryCursor::decode(bad), None, "{bad:?}");
+        }
+        for bad in ["", "h", "29", "hx", "1.2", "h11111111111111111"] {
+            assert_eq!(HistoryCursor::decode(bad), None, "{bad:?}");
         }
     }
 
     #[test]
+    fn a_page_keeps_limit_rows_and_names_the_last_when_more_follow() {
+        let page = Page::of(vec![5, 4, 3], 2, 9, |n| HistoryCursor { id: *n });
+        assert_eq!((page.rows, page.next, page.total), (vec![5, 4], Some(HistoryCursor { id: 4 }), 9));
+        let last = Page::of(vec![2, 1], 2, 9, |n| HistoryCursor { id: *n });
+        assert_eq!(last.next, None);
+    }
+
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(counted(1, "address", "addresses"), "1 address");
+        assert_eq!(counted(0, "address", "addresses"), "0 addresses");
+        assert_eq!(counted(2, "change", "changes"), "2 changes");
+    }
+
+    #[test]
     fn page_size_defaults_to_100_and_is_at_most_1000() {
-        assert_eq!(PageQuery::parse(None, None, None).unwrap().limit, 100);
-        assert_eq!(PageQuery::parse(None, Some("1000"), None).unwrap().limit, 1000);
+        assert_eq!(Query::parse(None, None, None).unwrap().limit, 100);
+        assert_eq!(Query::parse(None, Some("1000"), None).unwrap().limit, 1000);
         for bad in ["0", "1001", "-1", "ten"] {
-            assert!(PageQuery::parse(None, Some(bad), None).unwrap_err().contains("limit"), "{bad}");
+            assert!(Query::parse(None, Some(bad), None).unwrap_err().contains("limit"), "{bad}");
         }
     }
 
     #[test]
     fn prefix_is_digits_and_dots() {
-        assert_eq!(PageQuery::parse(None, None, Some("203.0.")).unwrap().prefix.as_deref(), Some("203.0."));
-        assert_eq!(PageQuery::parse(None, None, Some("")).unwrap().prefix, None);
+        assert_eq!(Query::parse(None, None, Some("203.0.")).unwrap().prefix.as_deref(), Some("203.0."));
+        assert_eq!(Query::parse(None, None, Some("")).unwrap().prefix, None);
         for bad in ["203.0.%", "a", "1.2.3.4.5.6.7.8.9"] {
-            assert!(PageQuery::parse(None, None, Some(bad)).is_err(), "{bad}");
+            assert!(Query::parse(None, None, Some(bad)).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn unknown_cursors_are_refused() {
-        assert!(PageQuery::parse(Some("not-a-cursor"), None, None).unwrap_err().contains("cursor"));
-        let cursor = Cursor { time: 5, tie: 6 };
-        assert_eq!(PageQuery::parse(Some(&cursor.encode()), None, None).unwrap().after, Some(cursor));
+        assert!(Query::parse(Some("not-a-cursor"), None, None).unwrap_err().contains("cursor"));
+        let cursor = EntryCursor { added_at: 5, ip: 6 };
+        assert_eq!(Query::parse(Some(&cursor.encode()), None, None).unwrap().after, Some(cursor));
+        assert!(PageQuery::<HistoryCursor>::parse(Some(&cursor.encode()), None, None).is_err(), "a list's cursor is not the history's");
     }
 }

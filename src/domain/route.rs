@@ -1,22 +1,39 @@
 //! Which endpoint a method and path name. Pure, so the table is tested natively
-//! and answers 404 and 405 without touching storage.
+//! and answers 404 and 405 without touching storage. Routes are grouped by who
+//! may call them, so the edge authenticates a group once, before any handler runs.
 
+use std::sync::LazyLock;
+
+use super::code::Coded;
 use super::holder::Operation;
 use super::ip_list::ListKind;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
-    List(Operation),
-    Bulk(Operation),
+    /// A license holder's routes: an access token opens them.
+    Holder(HolderRoute),
+    /// The feed: an access token or one of the holder's feed tokens.
     Feed,
-    CreateFeedToken,
-    FeedTokens,
-    RevokeFeedToken(String),
+    /// Only `ADMIN_TOKEN` opens these.
+    Operator(OperatorRoute),
+    Login,
+    OpenApi,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HolderRoute {
+    Single(Operation),
+    Bulk(Operation),
     ListEntries,
     History,
     Quota,
-    OpenApi,
-    Login,
+    CreateFeedToken,
+    FeedTokens,
+    RevokeFeedToken(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperatorRoute {
     CreateLicense,
     Licenses,
     RevokeLicense(String),
@@ -41,58 +58,64 @@ impl Miss {
     }
 }
 
+/// The one table of fixed paths, with the inconsistent names the specification
+/// uses: every route that answers on each path, one per method. Requests are
+/// routed by it and the OpenAPI agreement test reads it.
+static PATHS: LazyLock<Vec<(&'static str, Vec<Route>)>> = LazyLock::new(|| {
+    use HolderRoute as H;
+    use OperatorRoute as O;
+    let holder = |route| vec![Route::Holder(route)];
+    let list = |kind| vec![Route::Operator(O::EditList(kind)), Route::Operator(O::ReplaceList(kind)), Route::Operator(O::ExportList(kind))];
+    vec![
+        ("/api/checkIpOnGreylist", holder(H::Single(Operation::Check))),
+        ("/api/checkIpOnChallengeList", holder(H::Single(Operation::Check))),
+        ("/api/addIpToGreylist", holder(H::Single(Operation::Add))),
+        ("/api/addIpToChallengeList", holder(H::Single(Operation::Add))),
+        ("/api/deleteIpFromGreylist", holder(H::Single(Operation::Remove))),
+        ("/api/deleteIpToGreylist", holder(H::Single(Operation::Remove))),
+        ("/api/deleteIpFromChallengeList", holder(H::Single(Operation::Remove))),
+        ("/api/addIpsToGreylist", holder(H::Bulk(Operation::Add))),
+        ("/api/addIpsToChallengeList", holder(H::Bulk(Operation::Add))),
+        ("/api/deleteIpsFromGreylist", holder(H::Bulk(Operation::Remove))),
+        ("/api/deleteIpsFromChallengeList", holder(H::Bulk(Operation::Remove))),
+        ("/api/listGreylist", holder(H::ListEntries)),
+        ("/api/listChallengeList", holder(H::ListEntries)),
+        ("/api/greylistHistory", holder(H::History)),
+        ("/api/challengeListHistory", holder(H::History)),
+        ("/api/quota", holder(H::Quota)),
+        ("/api/feedTokens", vec![Route::Holder(H::CreateFeedToken), Route::Holder(H::FeedTokens)]),
+        ("/api/greylistFeed", vec![Route::Feed]),
+        ("/api/challengeListFeed", vec![Route::Feed]),
+        ("/openapi.json", vec![Route::OpenApi]),
+        ("/v2/authentication/login/license", vec![Route::Login]),
+        ("/admin/licenses", vec![Route::Operator(O::CreateLicense), Route::Operator(O::Licenses)]),
+        ("/admin/global-list", list(ListKind::Global)),
+        ("/admin/allow-list", list(ListKind::Allow)),
+        ("/admin/status", vec![Route::Operator(O::Status)]),
+    ]
+});
+
+/// Makes the route of a path that ends in an id.
+type WithId = fn(String) -> Route;
+
+/// Paths that end in an id: the prefix and the one route each takes.
+const ID_PATHS: [(&str, WithId); 2] = [
+    ("/admin/licenses/", |id| Route::Operator(OperatorRoute::RevokeLicense(id))),
+    ("/api/feedTokens/", |id| Route::Holder(HolderRoute::RevokeFeedToken(id))),
+];
+
 impl Route {
-    /// Every path the list operations answer on, with the inconsistent names the specification uses.
-    const LIST_PATHS: [(&'static str, Operation); 7] = [
-        ("/api/checkIpOnGreylist", Operation::Check),
-        ("/api/checkIpOnChallengeList", Operation::Check),
-        ("/api/addIpToGreylist", Operation::Add),
-        ("/api/addIpToChallengeList", Operation::Add),
-        ("/api/deleteIpFromGreylist", Operation::Remove),
-        ("/api/deleteIpToGreylist", Operation::Remove),
-        ("/api/deleteIpFromChallengeList", Operation::Remove),
-    ];
-
-    /// The one table of paths: every route that answers on `path`, one per method.
-    /// Bulk changes: many addresses a request.
-    const BULK_PATHS: [(&'static str, Operation); 4] = [
-        ("/api/addIpsToGreylist", Operation::Add),
-        ("/api/addIpsToChallengeList", Operation::Add),
-        ("/api/deleteIpsFromGreylist", Operation::Remove),
-        ("/api/deleteIpsFromChallengeList", Operation::Remove),
-    ];
-
     fn on_path(path: &str) -> Vec<Self> {
-        if let Some((_, op)) = Self::LIST_PATHS.iter().find(|(p, _)| *p == path) {
-            return vec![Self::List(*op)];
+        if let Some((_, routes)) = PATHS.iter().find(|(p, _)| *p == path) {
+            return routes.clone();
         }
-        if let Some((_, op)) = Self::BULK_PATHS.iter().find(|(p, _)| *p == path) {
-            return vec![Self::Bulk(*op)];
-        }
-        let list = |kind| vec![Self::EditList(kind), Self::ReplaceList(kind), Self::ExportList(kind)];
-        match path {
-            "/api/listGreylist" | "/api/listChallengeList" => vec![Self::ListEntries],
-            "/api/greylistHistory" | "/api/challengeListHistory" => vec![Self::History],
-            "/api/greylistFeed" | "/api/challengeListFeed" => vec![Self::Feed],
-            "/api/feedTokens" => vec![Self::CreateFeedToken, Self::FeedTokens],
-            "/api/quota" => vec![Self::Quota],
-            "/openapi.json" => vec![Self::OpenApi],
-            "/v2/authentication/login/license" => vec![Self::Login],
-            "/admin/licenses" => vec![Self::CreateLicense, Self::Licenses],
-            "/admin/global-list" => list(ListKind::Global),
-            "/admin/allow-list" => list(ListKind::Allow),
-            "/admin/status" => vec![Self::Status],
-            _ => {
-                let id = |prefix| path.strip_prefix(prefix).filter(|id: &&str| !id.is_empty() && !id.contains('/')).map(str::to_owned);
-                if let Some(id) = id("/admin/licenses/") {
-                    vec![Self::RevokeLicense(id)]
-                } else if let Some(id) = id("/api/feedTokens/") {
-                    vec![Self::RevokeFeedToken(id)]
-                } else {
-                    Vec::new()
-                }
-            }
-        }
+        ID_PATHS
+            .iter()
+            .find_map(|(prefix, route)| {
+                let id = path.strip_prefix(prefix).filter(|id| !id.is_empty() && !id.contains('/'))?;
+                Some(vec![route(id.to_owned())])
+            })
+            .unwrap_or_default()
     }
 
     pub fn resolve(method: &str, path: &str) -> Result<Self, Miss> {
@@ -108,146 +131,121 @@ impl Route {
 
     /// The method each route answers to.
     pub fn method(&self) -> &'static str {
+        use HolderRoute as H;
+        use OperatorRoute as O;
         match self {
-            Self::RevokeLicense(_) | Self::RevokeFeedToken(_) => "DELETE",
-            Self::OpenApi | Self::ExportList(_) | Self::Status | Self::Feed | Self::FeedTokens | Self::Quota | Self::Licenses => "GET",
-            Self::ReplaceList(_) => "PUT",
+            Self::Holder(H::RevokeFeedToken(_)) | Self::Operator(O::RevokeLicense(_)) => "DELETE",
+            Self::OpenApi | Self::Feed | Self::Holder(H::FeedTokens | H::Quota) => "GET",
+            Self::Operator(O::ExportList(_) | O::Status | O::Licenses) => "GET",
+            Self::Operator(O::ReplaceList(_)) => "PUT",
             _ => "POST",
         }
     }
 
     /// The name the request's log line carries.
     pub fn name(&self) -> &'static str {
+        use HolderRoute as H;
+        use OperatorRoute as O;
         match self {
-            Self::List(op) => op.name(),
-            Self::Bulk(Operation::Add) => "bulk_add",
-            Self::Bulk(_) => "bulk_remove",
+            Self::Holder(H::Single(op)) => op.code(),
+            Self::Holder(H::Bulk(Operation::Add)) => "bulk_add",
+            Self::Holder(H::Bulk(_)) => "bulk_remove",
+            Self::Holder(H::ListEntries) => "list",
+            Self::Holder(H::History) => "history",
+            Self::Holder(H::Quota) => "quota",
+            Self::Holder(H::CreateFeedToken) => "create_feed_token",
+            Self::Holder(H::FeedTokens) => "list_feed_tokens",
+            Self::Holder(H::RevokeFeedToken(_)) => "revoke_feed_token",
             Self::Feed => "feed",
-            Self::CreateFeedToken => "create_feed_token",
-            Self::FeedTokens => "list_feed_tokens",
-            Self::RevokeFeedToken(_) => "revoke_feed_token",
-            Self::ListEntries => "list",
-            Self::History => "history",
-            Self::Quota => "quota",
             Self::OpenApi => "openapi",
             Self::Login => "login",
-            Self::CreateLicense => "create_license",
-            Self::Licenses => "list_licenses",
-            Self::RevokeLicense(_) => "revoke_license",
-            Self::EditList(ListKind::Global) => "edit_global_list",
-            Self::EditList(ListKind::Allow) => "edit_allow_list",
-            Self::ReplaceList(ListKind::Global) => "replace_global_list",
-            Self::ReplaceList(ListKind::Allow) => "replace_allow_list",
-            Self::ExportList(ListKind::Global) => "export_global_list",
-            Self::ExportList(ListKind::Allow) => "export_allow_list",
-            Self::Status => "status",
+            Self::Operator(O::CreateLicense) => "create_license",
+            Self::Operator(O::Licenses) => "list_licenses",
+            Self::Operator(O::RevokeLicense(_)) => "revoke_license",
+            Self::Operator(O::EditList(ListKind::Global)) => "edit_global_list",
+            Self::Operator(O::EditList(ListKind::Allow)) => "edit_allow_list",
+            Self::Operator(O::ReplaceList(ListKind::Global)) => "replace_global_list",
+            Self::Operator(O::ReplaceList(ListKind::Allow)) => "replace_allow_list",
+            Self::Operator(O::ExportList(ListKind::Global)) => "export_global_list",
+            Self::Operator(O::ExportList(ListKind::Allow)) => "export_allow_list",
+            Self::Operator(O::Status) => "status",
         }
     }
 
     /// The license holder's routes, which answer in the mode `result_mode` selects;
     /// login and the operator API answer in their own JSON shape.
     pub fn is_holders(&self) -> bool {
-        matches!(
-            self,
-            Self::List(_)
-                | Self::Bulk(_)
-                | Self::ListEntries
-                | Self::History
-                | Self::Quota
-                | Self::Feed
-                | Self::CreateFeedToken
-                | Self::FeedTokens
-                | Self::RevokeFeedToken(_)
-        )
-    }
-
-    /// Routes that only `ADMIN_TOKEN` opens.
-    pub fn is_operator(&self) -> bool {
-        matches!(
-            self,
-            Self::CreateLicense | Self::Licenses | Self::RevokeLicense(_) | Self::EditList(_) | Self::ReplaceList(_) | Self::ExportList(_) | Self::Status
-        )
+        matches!(self, Self::Holder(_) | Self::Feed)
     }
 
     /// Every path with its methods, as the OpenAPI document must list them (a
     /// path parameter written `{id}`), from the same table requests are routed by.
     #[cfg(test)]
     pub fn all() -> Vec<(String, &'static str)> {
-        let mut paths: Vec<&str> = Self::LIST_PATHS.iter().chain(&Self::BULK_PATHS).map(|(path, _)| *path).collect();
-        paths.extend([
-            "/api/listGreylist",
-            "/api/listChallengeList",
-            "/api/greylistHistory",
-            "/api/challengeListHistory",
-            "/api/greylistFeed",
-            "/api/challengeListFeed",
-            "/api/feedTokens",
-            "/api/feedTokens/{id}",
-            "/api/quota",
-            "/openapi.json",
-            "/v2/authentication/login/license",
-            "/admin/licenses",
-            "/admin/licenses/{id}",
-            "/admin/global-list",
-            "/admin/allow-list",
-            "/admin/status",
-        ]);
-        paths.into_iter().flat_map(|path| Self::on_path(path).into_iter().map(move |route| (path.to_owned(), route.method()))).collect()
+        let fixed = PATHS.iter().flat_map(|(path, routes)| routes.iter().map(|route| (path.to_string(), route.method())));
+        let with_id = ID_PATHS.iter().map(|(prefix, route)| (format!("{prefix}{{id}}"), route(String::new()).method()));
+        fixed.chain(with_id).collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use HolderRoute as H;
+    use OperatorRoute as O;
 
     #[test]
     fn every_list_path_and_alias_routes_to_its_operation() {
-        for (path, op) in Route::LIST_PATHS {
-            assert_eq!(Route::resolve("POST", path), Ok(Route::List(op)));
+        let single = |path| match Route::resolve("POST", path) {
+            Ok(Route::Holder(H::Single(op))) => op,
+            other => panic!("{path}: {other:?}"),
+        };
+        for path in ["/api/checkIpOnGreylist", "/api/checkIpOnChallengeList"] {
+            assert_eq!(single(path), Operation::Check);
         }
-        let removals = Route::LIST_PATHS.iter().filter(|(_, op)| *op == Operation::Remove).count();
-        assert_eq!(removals, 3);
+        for path in ["/api/addIpToGreylist", "/api/addIpToChallengeList"] {
+            assert_eq!(single(path), Operation::Add);
+        }
+        for path in ["/api/deleteIpFromGreylist", "/api/deleteIpToGreylist", "/api/deleteIpFromChallengeList"] {
+            assert_eq!(single(path), Operation::Remove);
+        }
     }
 
     #[test]
     fn bulk_paths_route_to_their_operation() {
-        for (path, op) in Route::BULK_PATHS {
-            assert_eq!(Route::resolve("POST", path), Ok(Route::Bulk(op)));
-            assert!(Route::Bulk(op).is_holders());
+        for (path, op) in [
+            ("/api/addIpsToGreylist", Operation::Add),
+            ("/api/addIpsToChallengeList", Operation::Add),
+            ("/api/deleteIpsFromGreylist", Operation::Remove),
+            ("/api/deleteIpsFromChallengeList", Operation::Remove),
+        ] {
+            assert_eq!(Route::resolve("POST", path), Ok(Route::Holder(H::Bulk(op))));
         }
     }
 
     #[test]
-    fn feed_and_feed_token_paths() {
+    fn feed_quota_and_feed_token_paths() {
         assert_eq!(Route::resolve("GET", "/api/greylistFeed"), Ok(Route::Feed));
         assert_eq!(Route::resolve("GET", "/api/challengeListFeed"), Ok(Route::Feed));
-        assert_eq!(Route::resolve("POST", "/api/feedTokens"), Ok(Route::CreateFeedToken));
-        assert_eq!(Route::resolve("GET", "/api/feedTokens"), Ok(Route::FeedTokens));
-        assert_eq!(Route::resolve("DELETE", "/api/feedTokens/ft_1"), Ok(Route::RevokeFeedToken("ft_1".into())));
+        assert_eq!(Route::resolve("GET", "/api/quota"), Ok(Route::Holder(H::Quota)));
+        assert_eq!(Route::resolve("POST", "/api/feedTokens"), Ok(Route::Holder(H::CreateFeedToken)));
+        assert_eq!(Route::resolve("GET", "/api/feedTokens"), Ok(Route::Holder(H::FeedTokens)));
+        assert_eq!(Route::resolve("DELETE", "/api/feedTokens/ft_1"), Ok(Route::Holder(H::RevokeFeedToken("ft_1".into()))));
         assert_eq!(Route::resolve("DELETE", "/api/feedTokens/"), Err(Miss::NotFound));
-        assert!(Route::Feed.is_holders() && !Route::Feed.is_operator());
+        assert!(Route::Feed.is_holders());
     }
 
     #[test]
     fn operator_and_login_paths() {
         assert_eq!(Route::resolve("POST", "/v2/authentication/login/license"), Ok(Route::Login));
-        assert_eq!(Route::resolve("POST", "/admin/licenses"), Ok(Route::CreateLicense));
-        assert_eq!(Route::resolve("GET", "/admin/licenses"), Ok(Route::Licenses));
-        assert!(Route::Licenses.is_operator() && !Route::Licenses.is_holders());
-        assert_eq!(Route::resolve("GET", "/api/quota"), Ok(Route::Quota));
-        assert!(Route::Quota.is_holders() && !Route::Quota.is_operator());
-        assert_eq!(Route::resolve("DELETE", "/admin/licenses/lic_1"), Ok(Route::RevokeLicense("lic_1".into())));
-        assert_eq!(Route::resolve("POST", "/admin/global-list"), Ok(Route::EditList(ListKind::Global)));
-        assert_eq!(Route::resolve("PUT", "/admin/allow-list"), Ok(Route::ReplaceList(ListKind::Allow)));
-        assert_eq!(Route::resolve("GET", "/admin/global-list"), Ok(Route::ExportList(ListKind::Global)));
-        assert_eq!(Route::resolve("GET", "/admin/status"), Ok(Route::Status));
-        assert!(!Route::Login.is_operator() && !Route::Login.is_holders());
-        for route in [Route::EditList(ListKind::Allow), Route::ReplaceList(ListKind::Global), Route::ExportList(ListKind::Global), Route::Status] {
-            assert!(route.is_operator() && !route.is_holders(), "{route:?}");
-        }
-        assert!(Route::RevokeLicense("x".into()).is_operator());
-        assert!(!Route::List(Operation::Add).is_operator() && Route::List(Operation::Add).is_holders());
-        assert!(Route::History.is_holders() && !Route::OpenApi.is_holders() && !Route::OpenApi.is_operator());
+        assert_eq!(Route::resolve("POST", "/admin/licenses"), Ok(Route::Operator(O::CreateLicense)));
+        assert_eq!(Route::resolve("GET", "/admin/licenses"), Ok(Route::Operator(O::Licenses)));
+        assert_eq!(Route::resolve("DELETE", "/admin/licenses/lic_1"), Ok(Route::Operator(O::RevokeLicense("lic_1".into()))));
+        assert_eq!(Route::resolve("POST", "/admin/global-list"), Ok(Route::Operator(O::EditList(ListKind::Global))));
+        assert_eq!(Route::resolve("PUT", "/admin/allow-list"), Ok(Route::Operator(O::ReplaceList(ListKind::Allow))));
+        assert_eq!(Route::resolve("GET", "/admin/global-list"), Ok(Route::Operator(O::ExportList(ListKind::Global))));
+        assert_eq!(Route::resolve("GET", "/admin/status"), Ok(Route::Operator(O::Status)));
+        assert!(!Route::Login.is_holders() && !Route::OpenApi.is_holders() && !Route::Operator(O::Status).is_holders());
     }
 
     #[test]
@@ -259,6 +257,17 @@ mod tests {
         assert_eq!(allowed("GET", "/api/addIpToGreylist"), "POST");
         assert_eq!(allowed("DELETE", "/admin/global-list"), "POST, PUT, GET");
         assert_eq!(allowed("POST", "/admin/licenses/lic_1"), "DELETE");
+        assert_eq!(allowed("PUT", "/admin/licenses"), "POST, GET");
+    }
+
+    #[test]
+    fn every_path_has_one_route_per_method() {
+        for (path, routes) in PATHS.iter() {
+            let mut methods: Vec<&str> = routes.iter().map(Route::method).collect();
+            methods.sort();
+            methods.dedup();
+            assert_eq!(methods.len(), routes.len(), "{path}");
+        }
     }
 
     #[test]

@@ -9,6 +9,22 @@ pub const SECONDS_PER_DAY: u64 = 86_400;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct UnixTime(pub u64);
 
+/// One reading of the clock in milliseconds since the epoch: what caches compare
+/// ages with. The rules take its whole seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Millis(pub u64);
+
+impl Millis {
+    pub fn unix(self) -> UnixTime {
+        UnixTime(self.0 / 1000)
+    }
+
+    /// Milliseconds from `earlier` to this reading; none when the clock went back.
+    pub fn since(self, earlier: Millis) -> u64 {
+        self.0.saturating_sub(earlier.0)
+    }
+}
+
 impl UnixTime {
     /// Days since the epoch: a new UTC calendar day starts at 00:00 UTC.
     pub fn utc_day(self) -> u64 {

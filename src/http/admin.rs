@@ -1,28 +1,44 @@
 //! The operator API under `/admin/`: licenses, the global list, the allow list.
 //! Every handler here runs only after `auth::operator` has passed.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use worker::{Context, Env, Method, Request, Response};
 
 use super::body::{declared_within, Body};
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
-use crate::clock;
+use crate::domain::time::Millis;
 use crate::domain::ip_list::ListKind;
 use crate::domain::form;
 use crate::domain::license::LicenseId;
 use crate::domain::page::page_size;
 use crate::lists_object::MAX_IMPORT_BYTES;
+use crate::store::licenses::LicenseSummary;
 use crate::store::{holders, licenses, lists};
 
 /// An edit of at most 10 000 entries, with room for spaces and long ranges.
 pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
 
-pub async fn create_license(env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let (license, key) = licenses::create(env, clock::now()).await?;
+/// A license as created: the only time its key is shown.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NewLicense<'a> {
+    license: &'a str,
+    license_key: &'a str,
+}
+
+#[derive(Serialize)]
+struct LicensePage {
+    licenses: Vec<LicenseSummary>,
+    cursor: Option<String>,
+}
+
+pub async fn create_license(env: &Env, now: Millis, log: &mut RequestLog) -> Result<Reply, ApiError> {
+    let (license, key) = licenses::create(env, now.unix()).await?;
     log.license = Some(license.clone());
-    Ok(Reply::Json(201, json!({ "license": license.as_str(), "licenseKey": key.reveal() })))
+    Reply::json(201, &NewLicense { license: license.as_str(), license_key: key.reveal() })
 }
 
 /// `GET /admin/licenses?cursor=&limit=`: a page of licenses with when each was created and revoked.
@@ -32,13 +48,13 @@ pub async fn licenses(req: Request, env: &Env) -> Result<Reply, ApiError> {
     let field = |name| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let limit = page_size(field("limit")).map_err(ApiError::BadRequest)?;
     let (licenses, cursor) = licenses::page(env, field("cursor").filter(|c| !c.is_empty()), limit).await?;
-    Ok(Reply::Json(200, json!({ "licenses": licenses, "cursor": cursor })))
+    Reply::json(200, &LicensePage { licenses, cursor })
 }
 
-pub async fn revoke_license(env: &Env, id: &str, log: &mut RequestLog) -> Result<Reply, ApiError> {
+pub async fn revoke_license(env: &Env, id: &str, now: Millis, log: &mut RequestLog) -> Result<Reply, ApiError> {
     let license = LicenseId::parse(id).ok_or(ApiError::NotFound("license"))?;
     log.license = Some(license.clone());
-    if licenses::revoke(env, &license, clock::now()).await? {
+    if licenses::revoke(env, &license, now.unix()).await? {
         holders::revoke(env, &license).await?;
         Ok(Reply::NoContent)
     } else {

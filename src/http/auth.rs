@@ -1,5 +1,6 @@
 //! Who is calling: a license holder with an access token, or the operator.
-//! Handlers get an identity from here and never read the header themselves.
+//! The edge asks here once per request, before the route's handler, which gets
+//! the identity and never reads the header itself.
 
 use std::cell::RefCell;
 
@@ -8,7 +9,7 @@ use worker::{Env, Request};
 use super::error::ApiError;
 use super::log::RequestLog;
 use crate::config;
-use crate::domain::time::UnixTime;
+use crate::domain::time::Millis;
 use crate::domain::feed_token;
 use crate::domain::license::{secrets_match, LicenseId};
 use crate::domain::token::{bearer, VerifiedTokens};
@@ -24,12 +25,12 @@ fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
 
 /// The license of a valid access token whose license is still active; the
 /// request's log line names it from here on.
-pub async fn license_holder(req: &Request, env: &Env, now: UnixTime, log: &mut RequestLog) -> Result<LicenseId, ApiError> {
+pub async fn license_holder(req: &Request, env: &Env, now: Millis, log: &mut RequestLog) -> Result<LicenseId, ApiError> {
     let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
     let settings = config::settings(env)?;
-    let license = TOKENS.with_borrow_mut(|tokens| tokens.verify(&settings.jwt_secret, &token, now)).map_err(|e| ApiError::Unauthorized(e.code()))?;
+    let license = TOKENS.with_borrow_mut(|tokens| tokens.verify(&settings.jwt_secret, &token, now.unix())).map_err(|e| ApiError::Unauthorized(e.code()))?;
     log.license = Some(license.clone());
-    if licenses::is_active(env, &license, settings.freshness, now.0 * 1000).await? {
+    if licenses::is_active(env, &license, settings.freshness, now).await? {
         Ok(license)
     } else {
         Err(ApiError::Unauthorized("license_revoked"))
@@ -38,7 +39,7 @@ pub async fn license_holder(req: &Request, env: &Env, now: UnixTime, log: &mut R
 
 /// Who may read a feed: a holder with an access token, or with one of its feed
 /// tokens (whose id comes along, for the holder's object to check it still exists).
-pub async fn feed_reader(req: &Request, env: &Env, now: UnixTime, log: &mut RequestLog) -> Result<(LicenseId, Option<String>), ApiError> {
+pub async fn feed_reader(req: &Request, env: &Env, now: Millis, log: &mut RequestLog) -> Result<(LicenseId, Option<String>), ApiError> {
     let header = req.headers().get("Authorization")?.unwrap_or_default();
     let Some(token) = feed_token::from_authorization(&header) else {
         return Ok((license_holder(req, env, now, log).await?, None));

@@ -1,62 +1,92 @@
 //! Reading a holder's own list and history, a page at a time.
 
-use serde_json::json;
+use serde::Serialize;
 use worker::{Context, Env, Request};
 
-use super::auth;
 use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
-use super::log::RequestLog;
-use super::reply::{Listing, Reply};
-use crate::{clock, config};
+use super::reply::{to_json, Listing, Reply};
+use crate::config;
+use crate::domain::license::LicenseId;
 use crate::domain::quota::Quota;
-use crate::domain::page::PageQuery;
-use crate::domain::time::UnixTime;
+use crate::domain::code::Coded;
+use crate::domain::entry::{Change, Entry, HistoryEvent};
+use crate::domain::ipv4::PublicIpv4;
+use crate::domain::page::{counted, PageCursor, PageQuery};
+use crate::domain::time::{Millis, UnixTime};
 use crate::store::holders;
 
-async fn page_query(mut req: Request, ctx: &Context, with_prefix: bool) -> Result<PageQuery, ApiError> {
+async fn page_query<C: PageCursor>(mut req: Request, ctx: &Context, with_prefix: bool) -> Result<PageQuery<C>, ApiError> {
     let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
     let prefix = if with_prefix { body.field("prefix") } else { None };
     PageQuery::parse(body.field("cursor").as_deref(), body.field("limit").as_deref(), prefix.as_deref()).map_err(ApiError::BadRequest)
 }
 
 /// The caller's live entries, newest first.
-pub async fn list(req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let license = auth::license_holder(&req, env, clock::now(), log).await?;
-    let page = holders::list(env, &license, &page_query(req, ctx, true).await?).await?;
+pub async fn list(license: &LicenseId, req: Request, env: &Env, ctx: &Context) -> Result<Reply, ApiError> {
+    let page = holders::list(env, license, &page_query(req, ctx, true).await?).await?;
     Ok(Reply::Listing(Listing {
-        message: format!("{} addresses", page.total),
+        message: counted(page.total, "address", "addresses"),
         lines: page.rows.iter().map(|entry| entry.ip.to_string()).collect(),
-        entries: page
-            .rows
-            .iter()
-            .map(|e| json!({ "ip": e.ip, "addedAt": e.added_at.to_rfc3339(), "expiresAt": e.expires_at.map(UnixTime::to_rfc3339), "comment": e.comment }))
-            .collect(),
+        entries: to_json(page.rows.iter().map(EntryView::of).collect::<Vec<_>>())?,
         cursor: page.next.map(|c| c.encode()),
     }))
 }
 
 /// `GET /api/quota`: the day's additions and removals, used and left, and when they reset.
-pub async fn quota(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let now = clock::now();
-    let license = auth::license_holder(&req, env, now, log).await?;
-    let usage = holders::usage(env, &license).await?;
-    let quota = Quota::of(usage, config::settings(env)?.limits, now);
-    Ok(Reply::Json(200, serde_json::to_value(&quota).map_err(|e| ApiError::Internal(e.to_string()))?))
+pub async fn quota(license: &LicenseId, env: &Env, now: Millis) -> Result<Reply, ApiError> {
+    let usage = holders::usage(env, license).await?;
+    let quota = Quota::of(usage, config::settings(env)?.limits, now.unix());
+    Reply::json(200, &quota)
 }
 
 /// The caller's changes, newest first.
-pub async fn history(req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let license = auth::license_holder(&req, env, clock::now(), log).await?;
-    let page = holders::history(env, &license, &page_query(req, ctx, false).await?).await?;
+pub async fn history(license: &LicenseId, req: Request, env: &Env, ctx: &Context) -> Result<Reply, ApiError> {
+    let page = holders::history(env, license, &page_query(req, ctx, false).await?).await?;
     Ok(Reply::Listing(Listing {
-        message: format!("{} changes", page.total),
+        message: counted(page.total, "change", "changes"),
         lines: page
             .rows
             .iter()
             .map(|e| format!("{} {} {} {}", e.at.to_rfc3339(), e.change.code(), e.ip, e.client.as_deref().unwrap_or("-")))
             .collect(),
-        entries: page.rows.iter().map(|e| json!({ "at": e.at.to_rfc3339(), "change": e.change.code(), "ip": e.ip, "client": e.client })).collect(),
+        entries: to_json(page.rows.iter().map(ChangeView::of).collect::<Vec<_>>())?,
         cursor: page.next.map(|c| c.encode()),
     }))
+}
+
+/// An entry as the API shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EntryView<'a> {
+    ip: PublicIpv4,
+    added_at: String,
+    expires_at: Option<String>,
+    comment: Option<&'a str>,
+}
+
+impl<'a> EntryView<'a> {
+    fn of(entry: &'a Entry) -> Self {
+        Self {
+            ip: entry.ip,
+            added_at: entry.added_at.to_rfc3339(),
+            expires_at: entry.expires_at.map(UnixTime::to_rfc3339),
+            comment: entry.comment.as_deref(),
+        }
+    }
+}
+
+/// A history event as the API shows it.
+#[derive(Serialize)]
+struct ChangeView<'a> {
+    at: String,
+    change: Change,
+    ip: PublicIpv4,
+    client: Option<&'a str>,
+}
+
+impl<'a> ChangeView<'a> {
+    fn of(event: &'a HistoryEvent) -> Self {
+        Self { at: event.at.to_rfc3339(), change: event.change, ip: event.ip, client: event.client.as_deref() }
+    }
 }

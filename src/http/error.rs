@@ -4,6 +4,7 @@
 use worker::Response;
 
 use super::reply::BodyMode;
+use crate::store::StoreError;
 
 #[derive(Debug, Clone)]
 pub enum ApiError {
@@ -110,8 +111,14 @@ impl From<crate::config::BadSettings> for ApiError {
     }
 }
 
-impl From<worker::kv::KvError> for ApiError {
-    fn from(error: worker::kv::KvError) -> Self {
-        Self::Internal(format!("KV: {error}"))
+/// What a client is told of a storage failure: a refusal it can act on, or a fault of ours.
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::LicenseRevoked => Self::Unauthorized("license_revoked"),
+            StoreError::FeedTokenRevoked => Self::Unauthorized("feed_token_revoked"),
+            StoreError::UnknownCursor => Self::BadRequest("cursor is not one this service gave out".to_owned()),
+            error => Self::Internal(error.to_string()),
+        }
     }
 }

@@ -2,19 +2,19 @@
 
 use std::rc::Rc;
 
+use serde::Serialize;
 use serde_json::json;
 use worker::{Env, Request, Response};
 
-use super::auth;
 use super::error::ApiError;
-use super::log::RequestLog;
 use super::reply::Reply;
-use crate::{clock, config};
+use crate::config;
 use crate::domain::form;
 use crate::domain::feed::{FeedItem, FeedItems, FeedQuery, FeedRequest, Format, Scope};
-use crate::domain::feed_token::{self, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, MAX_PER_HOLDER};
+use crate::domain::feed_token::{self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, MAX_PER_HOLDER};
 use crate::domain::ip_list::ListKind;
-use crate::domain::time::UnixTime;
+use crate::domain::license::LicenseId;
+use crate::domain::time::Millis;
 use crate::store::{holders, licenses, lists};
 
 /// Items in one part of a streamed feed.
@@ -23,16 +23,14 @@ const PART_ITEMS: usize = 10_000;
 /// `GET /api/greylistFeed`: the whole feed as text or JSON, or (JSON with
 /// `since`) the changes after a cursor. Costs one call to the holder's object;
 /// with the current `If-None-Match` it answers 304 and sends nothing else.
-pub async fn feed(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let now_ms = clock::now_ms();
-    let (license, token) = auth::feed_reader(&req, env, UnixTime(now_ms / 1000), log).await?;
+pub async fn feed(license: &LicenseId, token: Option<String>, req: Request, env: &Env, now: Millis) -> Result<Reply, ApiError> {
     let query = FeedQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
     let freshness = config::settings(env)?.freshness;
-    let (allow_version, allow) = lists::intervals(env, ListKind::Allow, freshness, now_ms).await?;
+    let (allow_version, allow) = lists::intervals(env, ListKind::Allow, freshness, now).await?;
     // The global list as the feed holds it: without what the allow list holds.
     let (global_version, global) = match query.scope {
         Scope::All => {
-            let (global_version, _, challenged) = lists::challenged(env, freshness, now_ms).await?;
+            let (global_version, _, challenged) = lists::challenged(env, freshness, now).await?;
             (global_version, challenged)
         }
         Scope::Personal => (0, Rc::default()),
@@ -40,7 +38,7 @@ pub async fn feed(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let known = query.known_changes(&if_none_match, global_version, allow_version);
     let since = query.delta_from(global_version, allow_version);
-    let answer = holders::feed(env, &license, &FeedRequest { token, since, known }).await?;
+    let answer = holders::feed(env, license, &FeedRequest { token, since, known }).await?;
     let version = query.version(answer.changes, global_version, allow_version);
     let etag = query.etag(version);
     let response = if answer.unchanged {
@@ -95,32 +93,43 @@ fn stream(mut items: FeedItems, format: Format, version: &str, reset: bool) -> R
     Ok(response)
 }
 
+/// A new feed token: the only time it is shown.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CreatedFeedToken<'a> {
+    id: &'a str,
+    feed_token: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FeedTokens {
+    feed_tokens: Vec<FeedTokenInfo>,
+}
+
 /// `POST /api/feedTokens`: a new read-only token for the feed, shown this once.
-pub async fn create_token(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let license = auth::license_holder(&req, env, clock::now(), log).await?;
+pub async fn create_token(license: &LicenseId, env: &Env) -> Result<Reply, ApiError> {
     let new = NewFeedToken::generate().map_err(|e| ApiError::Internal(format!("no randomness: {e}")))?;
     let digest = feed_token::digest(&new.token);
     let record = NewFeedTokenRecord { id: new.id.clone(), digest: digest.clone() };
-    if !holders::create_feed_token(env, &license, &record).await? {
+    if !holders::create_feed_token(env, license, &record).await? {
         return Err(ApiError::Conflict(format!("at most {MAX_PER_HOLDER} feed tokens; revoke one first")));
     }
     licenses::save_feed_token(env, &digest, &FeedTokenOwner { license: license.as_str().to_owned(), id: new.id.clone() }).await?;
-    Ok(Reply::Json(201, json!({ "id": new.id, "feedToken": new.token })))
+    Reply::json(201, &CreatedFeedToken { id: &new.id, feed_token: &new.token })
 }
 
 /// `GET /api/feedTokens`: id, creation and last use of each token, never the token.
-pub async fn list_tokens(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let license = auth::license_holder(&req, env, clock::now(), log).await?;
-    Ok(Reply::Json(200, json!({ "feedTokens": holders::feed_tokens(env, &license).await? })))
+pub async fn list_tokens(license: &LicenseId, env: &Env) -> Result<Reply, ApiError> {
+    Reply::json(200, &FeedTokens { feed_tokens: holders::feed_tokens(env, license).await? })
 }
 
 /// `DELETE /api/feedTokens/<id>`: the token opens nothing from now on.
-pub async fn revoke_token(req: Request, env: &Env, id: &str, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let license = auth::license_holder(&req, env, clock::now(), log).await?;
+pub async fn revoke_token(license: &LicenseId, env: &Env, id: &str) -> Result<Reply, ApiError> {
     if !feed_token::is_id(id) {
         return Err(ApiError::NotFound("feed token"));
     }
-    let digest = holders::revoke_feed_token(env, &license, id).await?.ok_or(ApiError::NotFound("feed token"))?;
+    let digest = holders::revoke_feed_token(env, license, id).await?.ok_or(ApiError::NotFound("feed token"))?;
     licenses::forget_feed_token(env, &digest).await?;
     Ok(Reply::NoContent)
 }

@@ -3,12 +3,10 @@
 
 use worker::{Context, Env, Request};
 
-use super::auth;
 use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
-use super::log::RequestLog;
 use super::reply::Reply;
-use crate::{clock, config};
+use crate::config;
 use crate::domain::bulk::{BulkError, MAX_ADDRESSES};
 use crate::domain::entry::EntryDetails;
 use crate::domain::holder::{Call, Operation};
@@ -17,47 +15,43 @@ use crate::domain::ipv4::PublicIpv4;
 use crate::domain::license::LicenseId;
 use crate::domain::outcome::Outcome;
 use crate::domain::quota::Quota;
-use crate::domain::time::UnixTime;
+use crate::domain::time::Millis;
 use crate::store::{holders, lists};
 
 /// A bulk request: a thousand addresses in a multipart form, with room to spare.
 pub const MAX_BULK_BYTES: usize = 256 * 1024;
 
-pub async fn handle(operation: Operation, mut req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let now_ms = clock::now_ms();
-    let license = auth::license_holder(&req, env, UnixTime(now_ms / 1000), log).await?;
+pub async fn single(operation: Operation, license: &LicenseId, mut req: Request, env: &Env, ctx: &Context, now: Millis) -> Result<Reply, ApiError> {
     let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
     let ip = body.field("ip").unwrap_or_default();
     let details = match operation {
-        Operation::Add => details(body.field("ttl"), body.field("expiresAt"), body.field("comment"), now_ms),
+        Operation::Add => details(body.field("ttl"), body.field("expiresAt"), body.field("comment"), now),
         Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
     };
     let client = req.headers().get("CF-Connecting-IP")?;
-    let (mut outcomes, quota) = run(env, &license, operation, &[ip], details, client, now_ms).await?;
+    let (mut outcomes, quota) = run(env, license, operation, &[ip], details, client, now).await?;
     Ok(Reply::Outcome(outcomes.remove(0), quota))
 }
 
 /// Many addresses, each answered exactly as the single operation would answer it,
 /// with one call to the holder's object for all of them.
-pub async fn bulk(operation: Operation, mut req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let now_ms = clock::now_ms();
-    let license = auth::license_holder(&req, env, UnixTime(now_ms / 1000), log).await?;
+pub async fn bulk(operation: Operation, license: &LicenseId, mut req: Request, env: &Env, ctx: &Context, now: Millis) -> Result<Reply, ApiError> {
     let body = Body::read(&mut req, ctx, MAX_BULK_BYTES).await?;
     let request = body.bulk().map_err(|error| match error {
         BulkError::TooMany(n) => ApiError::TooManyAddresses(n, MAX_ADDRESSES),
         BulkError::Malformed(detail) => ApiError::BadRequest(detail),
     })?;
     let details = match operation {
-        Operation::Add => details(request.ttl.map(|ttl| ttl.to_string()), request.expires_at, request.comment, now_ms),
+        Operation::Add => details(request.ttl.map(|ttl| ttl.to_string()), request.expires_at, request.comment, now),
         Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
     };
     let client = req.headers().get("CF-Connecting-IP")?;
-    let (outcomes, quota) = run(env, &license, operation, &request.ips, details, client, now_ms).await?;
+    let (outcomes, quota) = run(env, license, operation, &request.ips, details, client, now).await?;
     Ok(Reply::Outcomes(outcomes, quota))
 }
 
-fn details(ttl: Option<String>, expires_at: Option<String>, comment: Option<String>, now_ms: u64) -> Result<EntryDetails, ApiError> {
-    EntryDetails::parse(ttl.as_deref(), expires_at.as_deref(), comment.as_deref(), UnixTime(now_ms / 1000)).map_err(ApiError::BadRequest)
+fn details(ttl: Option<String>, expires_at: Option<String>, comment: Option<String>, now: Millis) -> Result<EntryDetails, ApiError> {
+    EntryDetails::parse(ttl.as_deref(), expires_at.as_deref(), comment.as_deref(), now.unix()).map_err(ApiError::BadRequest)
 }
 
 /// Steps in the order decisions.md fixes, for every address: validation, the
@@ -74,7 +68,7 @@ async fn run(
     ips: &[String],
     details: Result<EntryDetails, ApiError>,
     client: Option<String>,
-    now_ms: u64,
+    now: Millis,
 ) -> Result<(Vec<Outcome>, Option<[(&'static str, String); 2]>), ApiError> {
     let freshness = config::settings(env)?.freshness;
     let mut settled: Vec<Result<Outcome, PublicIpv4>> = Vec::with_capacity(ips.len());
@@ -89,9 +83,9 @@ async fn run(
         if let Err(error) = &details {
             return Err(error.clone());
         }
-        let outcome = if lists::contains(env, ListKind::Allow, ip.addr(), freshness, now_ms).await? {
+        let outcome = if lists::contains(env, ListKind::Allow, ip.addr(), freshness, now).await? {
             Ok(Outcome::AllowListed(ip))
-        } else if operation != Operation::Remove && lists::contains(env, ListKind::Global, ip.addr(), freshness, now_ms).await? {
+        } else if operation != Operation::Remove && lists::contains(env, ListKind::Global, ip.addr(), freshness, now).await? {
             Ok(if operation == Operation::Add { Outcome::AlreadyGlobal(ip) } else { Outcome::ListedGlobal(ip) })
         } else {
             Err(ip)
@@ -107,8 +101,8 @@ async fn run(
     if calls.is_empty() {
         return Ok((settled.into_iter().map(|outcome| outcome.expect("all settled")).collect(), None));
     }
-    let answers = holders::apply(env, license, &calls).await?;
-    let quota = answers.last().and_then(|last| last.usage.map(|usage| Quota::of(usage, last.limits, UnixTime(now_ms / 1000)).headers()));
+    let answers = holders::perform_calls(env, license, &calls).await?;
+    let quota = answers.last().and_then(|last| last.usage.map(|usage| Quota::of(usage, last.limits, now.unix()).headers()));
     let mut answers = answers.into_iter();
     let outcomes = settled
         .into_iter()

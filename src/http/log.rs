@@ -6,16 +6,17 @@ use worker::{console_error, console_log};
 
 use crate::clock;
 use crate::domain::license::LicenseId;
+use crate::domain::time::Millis;
 
 pub struct RequestLog {
     pub operation: &'static str,
     pub license: Option<LicenseId>,
-    started_ms: u64,
+    started: Millis,
 }
 
 impl RequestLog {
     pub fn start(operation: &'static str) -> Self {
-        Self { operation, license: None, started_ms: clock::now_ms() }
+        Self { operation, license: None, started: clock::now() }
     }
 
     pub fn finish(&self, status: u16, outcome: &str, detail: Option<&str>) {
@@ -24,7 +25,7 @@ impl RequestLog {
             outcome,
             status,
             license: self.license.as_ref().map(LicenseId::as_str),
-            ms: clock::now_ms().saturating_sub(self.started_ms),
+            ms: clock::now().since(self.started),
             detail,
         };
         let line = serde_json::to_string(&line).unwrap_or_default();

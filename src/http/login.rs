@@ -1,14 +1,14 @@
 //! `POST /v2/authentication/login/license`: a license key for an access token.
 
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use worker::{Context, Env, Request};
 
 use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
-use crate::{clock, config};
+use crate::config;
+use crate::domain::time::Millis;
 use crate::domain::token::TokenKey;
 use crate::store::licenses;
 
@@ -18,12 +18,20 @@ struct LoginRequest {
     license_key: String,
 }
 
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LoginAnswer {
+    access_token: String,
+    token_type: &'static str,
+    expires_in: u64,
+}
+
 /// The rate-limiting binding that counts logins per client address.
 const LIMITER: &str = "LOGIN_LIMITER";
 /// The binding's period (`wrangler.toml`); the binding cannot say how much of it is left.
 const LIMIT_PERIOD_SECONDS: u32 = 60;
 
-pub async fn handle(mut req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
+pub async fn handle(mut req: Request, env: &Env, ctx: &Context, now: Millis, log: &mut RequestLog) -> Result<Reply, ApiError> {
     // Before anything else is read, so a flood of logins costs only the refusal.
     let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
     if !env.rate_limiter(LIMITER)?.limit(client).await?.success {
@@ -39,6 +47,6 @@ pub async fn handle(mut req: Request, env: &Env, ctx: &Context, log: &mut Reques
     log.license = Some(license.clone());
     let settings = config::settings(env)?;
     let lifetime = settings.token_lifetime_seconds;
-    let token = TokenKey::new(&settings.jwt_secret).issue(&license, clock::now(), lifetime);
-    Ok(Reply::Json(200, json!({ "accessToken": token, "tokenType": "Bearer", "expiresIn": lifetime })))
+    let token = TokenKey::new(&settings.jwt_secret).issue(&license, now.unix(), lifetime);
+    Reply::json(200, &LoginAnswer { access_token: token, token_type: "Bearer", expires_in: lifetime })
 }

@@ -13,8 +13,10 @@ pub mod reply;
 
 use worker::{Context, Env, Request, Response};
 
-use crate::config;
-use crate::domain::route::{Miss, Route};
+use crate::{clock, config};
+use crate::domain::license::LicenseId;
+use crate::domain::route::{HolderRoute, Miss, OperatorRoute, Route};
+use crate::domain::time::Millis;
 use error::ApiError;
 use log::RequestLog;
 use reply::{BodyMode, Reply};
@@ -55,27 +57,49 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
 async fn dispatch(route: Route, req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
     // A missing or unsafe setting refuses every request, not only those that read it.
     config::settings(env)?;
-    if route.is_operator() {
-        auth::operator(&req, env)?;
-    }
+    // The request's one reading of the clock: every rule and cache it meets sees the same moment.
+    let now = clock::now();
     match route {
-        Route::List(operation) => list_api::handle(operation, req, env, ctx, log).await,
-        Route::Bulk(operation) => list_api::bulk(operation, req, env, ctx, log).await,
-        Route::Feed => feed::feed(req, env, log).await,
-        Route::CreateFeedToken => feed::create_token(req, env, log).await,
-        Route::FeedTokens => feed::list_tokens(req, env, log).await,
-        Route::RevokeFeedToken(id) => feed::revoke_token(req, env, &id, log).await,
-        Route::ListEntries => browse::list(req, env, ctx, log).await,
-        Route::History => browse::history(req, env, ctx, log).await,
-        Route::Quota => browse::quota(req, env, log).await,
+        Route::Holder(route) => {
+            let license = auth::license_holder(&req, env, now, log).await?;
+            holder(route, &license, req, env, ctx, now).await
+        }
+        Route::Feed => {
+            let (license, feed_token) = auth::feed_reader(&req, env, now, log).await?;
+            feed::feed(&license, feed_token, req, env, now).await
+        }
+        Route::Operator(route) => {
+            auth::operator(&req, env)?;
+            operator(route, req, env, ctx, now, log).await
+        }
+        Route::Login => login::handle(req, env, ctx, now, log).await,
         Route::OpenApi => Ok(Reply::Document(include_str!(concat!(env!("OUT_DIR"), "/openapi.min.json")))),
-        Route::Login => login::handle(req, env, ctx, log).await,
-        Route::CreateLicense => admin::create_license(env, log).await,
-        Route::Licenses => admin::licenses(req, env).await,
-        Route::RevokeLicense(id) => admin::revoke_license(env, &id, log).await,
-        Route::EditList(kind) => admin::edit_list(kind, req, env, ctx).await,
-        Route::ReplaceList(kind) => admin::replace_list(kind, req, env).await,
-        Route::ExportList(kind) => admin::export_list(kind, req, env).await,
-        Route::Status => admin::status(env).await,
+    }
+}
+
+/// A holder's routes, reached only with the license its access token proved.
+async fn holder(route: HolderRoute, license: &LicenseId, req: Request, env: &Env, ctx: &Context, now: Millis) -> Result<Reply, ApiError> {
+    match route {
+        HolderRoute::Single(operation) => list_api::single(operation, license, req, env, ctx, now).await,
+        HolderRoute::Bulk(operation) => list_api::bulk(operation, license, req, env, ctx, now).await,
+        HolderRoute::ListEntries => browse::list(license, req, env, ctx).await,
+        HolderRoute::History => browse::history(license, req, env, ctx).await,
+        HolderRoute::Quota => browse::quota(license, env, now).await,
+        HolderRoute::CreateFeedToken => feed::create_token(license, env).await,
+        HolderRoute::FeedTokens => feed::list_tokens(license, env).await,
+        HolderRoute::RevokeFeedToken(id) => feed::revoke_token(license, env, &id).await,
+    }
+}
+
+/// The operator's routes, reached only with `ADMIN_TOKEN`.
+async fn operator(route: OperatorRoute, req: Request, env: &Env, ctx: &Context, now: Millis, log: &mut RequestLog) -> Result<Reply, ApiError> {
+    match route {
+        OperatorRoute::CreateLicense => admin::create_license(env, now, log).await,
+        OperatorRoute::Licenses => admin::licenses(req, env).await,
+        OperatorRoute::RevokeLicense(id) => admin::revoke_license(env, &id, now, log).await,
+        OperatorRoute::EditList(kind) => admin::edit_list(kind, req, env, ctx).await,
+        OperatorRoute::ReplaceList(kind) => admin::replace_list(kind, req, env).await,
+        OperatorRoute::ExportList(kind) => admin::export_list(kind, req, env).await,
+        OperatorRoute::Status => admin::status(env).await,
     }
 }

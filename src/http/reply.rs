@@ -1,8 +1,10 @@
 //! Turning answers into responses in the mode the client asked for.
 
+use serde::Serialize;
 use serde_json::{json, Value};
 use worker::Response;
 
+use super::error::ApiError;
 use crate::domain::{bulk, form};
 use crate::domain::outcome::Outcome;
 
@@ -54,8 +56,8 @@ fn respond(body: String, content_type: &str) -> worker::Result<Response> {
 /// One page of a holder's list or history.
 pub struct Listing {
     pub message: String,
-    /// The rows as JSON objects, for JSON mode.
-    pub entries: Vec<Value>,
+    /// The rows as a JSON array, for JSON mode.
+    pub entries: Value,
     /// The rows as text lines, for plain mode.
     pub lines: Vec<String>,
     pub cursor: Option<String>,
@@ -75,7 +77,17 @@ pub enum Reply {
     Passed(Response),
 }
 
+/// Any typed value as JSON.
+pub fn to_json(value: impl Serialize) -> Result<Value, ApiError> {
+    serde_json::to_value(value).map_err(|e| ApiError::Internal(format!("JSON: {e}")))
+}
+
 impl Reply {
+    /// A JSON answer from a typed value.
+    pub fn json(status: u16, value: &impl Serialize) -> Result<Self, ApiError> {
+        Ok(Self::Json(status, to_json(value)?))
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             Self::Outcome(outcome, _) => outcome.code(),

@@ -8,20 +8,19 @@ use serde::{Deserialize, Serialize};
 use worker::kv::KvStore;
 use worker::Env;
 
-use super::{cached, for_each_key, fresh};
-use crate::domain::time::UnixTime;
+use super::{cached, for_each_key, fresh, StoreError};
+use crate::domain::time::{Millis, UnixTime};
 use crate::domain::feed_token::FeedTokenOwner;
 use crate::domain::license::{key_digest, LicenseId, LicenseKey};
 use crate::domain::settings::Freshness;
-use crate::http::error::ApiError;
 
 const BINDING: &str = "LICENSES";
 /// How many licenses' standing one isolate remembers before it starts afresh.
 const REMEMBERED: usize = 10_000;
 
 thread_local! {
-    /// License id → (read at, in ms since the epoch; active). Workers isolates are single-threaded.
-    static STANDING: RefCell<HashMap<String, (u64, bool)>> = RefCell::new(HashMap::new());
+    /// License id → (read at; active). Workers isolates are single-threaded.
+    static STANDING: RefCell<HashMap<String, (Millis, bool)>> = RefCell::new(HashMap::new());
 }
 
 #[derive(Serialize, Deserialize)]
@@ -65,8 +64,8 @@ impl Standing {
     }
 }
 
-async fn save(kv: &KvStore, id: &LicenseId, record: &LicenseRecord) -> Result<(), ApiError> {
-    let text = serde_json::to_string(record).map_err(|e| ApiError::Internal(e.to_string()))?;
+async fn save(kv: &KvStore, id: &LicenseId, record: &LicenseRecord) -> Result<(), StoreError> {
+    let text = serde_json::to_string(record)?;
     kv.put(&record_key(id), text)?.metadata(record.standing())?.execute().await?;
     Ok(())
 }
@@ -81,9 +80,8 @@ fn digest_key(digest: &str) -> String {
     format!("key:{digest}")
 }
 
-pub async fn create(env: &Env, now: UnixTime) -> Result<(LicenseId, LicenseKey), ApiError> {
-    let randomness = |e: getrandom::Error| ApiError::Internal(format!("no randomness: {e}"));
-    let (id, key) = (LicenseId::generate().map_err(randomness)?, LicenseKey::generate().map_err(randomness)?);
+pub async fn create(env: &Env, now: UnixTime) -> Result<(LicenseId, LicenseKey), StoreError> {
+    let (id, key) = (LicenseId::generate()?, LicenseKey::generate()?);
     let digest = key_digest(key.reveal());
     let kv = env.kv(BINDING)?;
     save(&kv, &id, &LicenseRecord { key_digest: digest.clone(), created_at: now.0, revoked_at: None }).await?;
@@ -92,7 +90,7 @@ pub async fn create(env: &Env, now: UnixTime) -> Result<(LicenseId, LicenseKey),
 }
 
 /// Marks the license revoked and forgets its key; `false` when there is no such license.
-pub async fn revoke(env: &Env, id: &LicenseId, now: UnixTime) -> Result<bool, ApiError> {
+pub async fn revoke(env: &Env, id: &LicenseId, now: UnixTime) -> Result<bool, StoreError> {
     let kv = env.kv(BINDING)?;
     let Some(mut record) = kv.get(&record_key(id)).json::<LicenseRecord>().await? else {
         return Ok(false);
@@ -108,7 +106,7 @@ pub async fn revoke(env: &Env, id: &LicenseId, now: UnixTime) -> Result<bool, Ap
 
 /// The active license a key belongs to, if any: one read, since revoking deletes
 /// the key's record before it marks the license.
-pub async fn find_by_key(env: &Env, key: &str) -> Result<Option<LicenseId>, ApiError> {
+pub async fn find_by_key(env: &Env, key: &str) -> Result<Option<LicenseId>, StoreError> {
     let id = cached(env.kv(BINDING)?.get(&digest_key(&key_digest(key)))).text().await?;
     Ok(id.as_deref().and_then(LicenseId::parse))
 }
@@ -116,9 +114,9 @@ pub async fn find_by_key(env: &Env, key: &str) -> Result<Option<LicenseId>, ApiE
 /// Whether the license exists and is not revoked, as KV says within the edge
 /// cache's period; the isolate remembers the answer for its own period, so most
 /// requests read nothing.
-pub async fn is_active(env: &Env, id: &LicenseId, freshness: Freshness, now_ms: u64) -> Result<bool, ApiError> {
+pub async fn is_active(env: &Env, id: &LicenseId, freshness: Freshness, now: Millis) -> Result<bool, StoreError> {
     let remembered = STANDING.with_borrow(|standing| {
-        standing.get(id.as_str()).filter(|(at, _)| fresh(*at, now_ms, freshness)).map(|(_, active)| *active)
+        standing.get(id.as_str()).filter(|(at, _)| fresh(*at, now, freshness)).map(|(_, active)| *active)
     });
     if let Some(active) = remembered {
         return Ok(active);
@@ -130,7 +128,7 @@ pub async fn is_active(env: &Env, id: &LicenseId, freshness: Freshness, now_ms: 
             if standing.len() >= REMEMBERED {
                 standing.clear();
             }
-            standing.insert(id.as_str().to_owned(), (now_ms, active));
+            standing.insert(id.as_str().to_owned(), (now, active));
         });
     }
     Ok(active)
@@ -138,14 +136,14 @@ pub async fn is_active(env: &Env, id: &LicenseId, freshness: Freshness, now_ms: 
 
 /// One page of licenses, in the order of their ids, and the cursor of the next.
 /// A record written before its key carried metadata is read.
-pub async fn page(env: &Env, cursor: Option<&str>, limit: u32) -> Result<(Vec<LicenseSummary>, Option<String>), ApiError> {
+pub async fn page(env: &Env, cursor: Option<&str>, limit: u32) -> Result<(Vec<LicenseSummary>, Option<String>), StoreError> {
     let kv = env.kv(BINDING)?;
     let mut list = kv.list().prefix(RECORD_PREFIX.to_owned()).limit(limit.into());
     if let Some(cursor) = cursor {
         list = list.cursor(cursor.to_owned());
     }
     let page = list.execute().await.map_err(|e| match cursor {
-        Some(_) => ApiError::BadRequest("cursor is not one this service gave out".to_owned()),
+        Some(_) => StoreError::UnknownCursor,
         None => e.into(),
     })?;
     let mut licenses = Vec::with_capacity(page.keys.len());
@@ -161,7 +159,7 @@ pub async fn page(env: &Env, cursor: Option<&str>, limit: u32) -> Result<(Vec<Li
 }
 
 /// How many licenses were ever created, revoked ones included.
-pub async fn count(env: &Env) -> Result<usize, ApiError> {
+pub async fn count(env: &Env) -> Result<usize, StoreError> {
     let mut count = 0;
     for_each_key(&env.kv(BINDING)?, Some(RECORD_PREFIX), |keys| count += keys.len()).await?;
     Ok(count)
@@ -172,19 +170,19 @@ fn feed_token_key(digest: &str) -> String {
 }
 
 /// Remembers whose a feed token is, under its digest.
-pub async fn save_feed_token(env: &Env, digest: &str, owner: &FeedTokenOwner) -> Result<(), ApiError> {
-    let record = serde_json::to_string(owner).map_err(|e| ApiError::Internal(e.to_string()))?;
+pub async fn save_feed_token(env: &Env, digest: &str, owner: &FeedTokenOwner) -> Result<(), StoreError> {
+    let record = serde_json::to_string(owner)?;
     env.kv(BINDING)?.put(&feed_token_key(digest), record)?.execute().await?;
     Ok(())
 }
 
 /// Whose the token with this digest is, as KV says within the edge cache's period;
 /// the holder's object then checks that the token still exists.
-pub async fn feed_token_owner(env: &Env, digest: &str) -> Result<Option<FeedTokenOwner>, ApiError> {
+pub async fn feed_token_owner(env: &Env, digest: &str) -> Result<Option<FeedTokenOwner>, StoreError> {
     Ok(cached(env.kv(BINDING)?.get(&feed_token_key(digest))).json().await?)
 }
 
-pub async fn forget_feed_token(env: &Env, digest: &str) -> Result<(), ApiError> {
+pub async fn forget_feed_token(env: &Env, digest: &str) -> Result<(), StoreError> {
     env.kv(BINDING)?.delete(&feed_token_key(digest)).await?;
     Ok(())
 }

@@ -6,13 +6,74 @@ pub mod holders;
 pub mod licenses;
 pub mod lists;
 
+use std::fmt;
+
 use worker::kv::{GetOptionsBuilder, Key, KvError, KvStore};
 
 use crate::domain::settings::Freshness;
+use crate::domain::time::Millis;
 
-/// Whether a value an isolate loaded at `loaded_at_ms` may still stand in for a KV read.
-fn fresh(loaded_at_ms: u64, now_ms: u64, freshness: Freshness) -> bool {
-    now_ms.saturating_sub(loaded_at_ms) < freshness.isolate_seconds() * 1000
+/// What went wrong below the HTTP layer, with its cause; the edge decides what a
+/// client is told (`http::error`).
+#[derive(Debug)]
+pub enum StoreError {
+    /// A call into the platform failed: a binding, a Durable Object, a request.
+    Platform(worker::Error),
+    Kv(KvError),
+    Json(serde_json::Error),
+    Randomness(getrandom::Error),
+    /// Stored or answered data is not what this service writes.
+    Corrupt(String),
+    /// The holder's object refuses every call: the license is revoked.
+    LicenseRevoked,
+    /// The holder's object no longer has the feed token.
+    FeedTokenRevoked,
+    /// A paging cursor this service did not give out.
+    UnknownCursor,
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Platform(error) => write!(f, "platform: {error}"),
+            Self::Kv(error) => write!(f, "KV: {error}"),
+            Self::Json(error) => write!(f, "JSON: {error}"),
+            Self::Randomness(error) => write!(f, "no randomness: {error}"),
+            Self::Corrupt(detail) => f.write_str(detail),
+            Self::LicenseRevoked => f.write_str("license revoked"),
+            Self::FeedTokenRevoked => f.write_str("feed token revoked"),
+            Self::UnknownCursor => f.write_str("unknown cursor"),
+        }
+    }
+}
+
+impl From<worker::Error> for StoreError {
+    fn from(error: worker::Error) -> Self {
+        Self::Platform(error)
+    }
+}
+
+impl From<KvError> for StoreError {
+    fn from(error: KvError) -> Self {
+        Self::Kv(error)
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(error: serde_json::Error) -> Self {
+        Self::Json(error)
+    }
+}
+
+impl From<getrandom::Error> for StoreError {
+    fn from(error: getrandom::Error) -> Self {
+        Self::Randomness(error)
+    }
+}
+
+/// Whether a value an isolate loaded at `loaded_at` may still stand in for a KV read.
+fn fresh(loaded_at: Millis, now: Millis, freshness: Freshness) -> bool {
+    now.since(loaded_at) < freshness.isolate_seconds() * 1000
 }
 
 /// Every KV read asks for the shortest edge cache: KV keeps a value 60 seconds

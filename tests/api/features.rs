@@ -96,7 +96,7 @@ fn expired_entries_are_gone_for_every_operation_and_swept_by_the_alarm() {
     assert_eq!(app.check(ips[0]), format!("[{}] is currently not on global greylist", ips[0]));
     assert_eq!(app.remove(ips[1]), format!("[{}] is not on greylist", ips[1]));
     assert_eq!(app.add(ips[2]), format!("[{}] has been added to greylist", ips[2]));
-    assert_eq!(app.list(&[])["result"], "1 addresses");
+    assert_eq!(app.list(&[])["result"], "1 address");
     let history = app.history();
     let expired_ips: Vec<&str> = history["entries"]
         .as_array()
