@@ -28,19 +28,25 @@ WASM_FEATURES := $(addprefix --enable-,mutable-globals sign-ext nontrapping-floa
 
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: tools build dev test unit e2e contract browser fuzz deploy-check bench clean
+# The tools cargo installs share one target folder, so the dependencies they have in
+# common compile once, and build at opt-level 1: each runs for seconds, and its
+# build at the default level took minutes longer on a 2-core machine.
+TOOL_CARGO := CARGO_TARGET_DIR=$(TOOLS)/cargo-target CARGO_PROFILE_RELEASE_OPT_LEVEL=1 cargo
+
+.PHONY: tools test-tools build dev test unit e2e contract browser fuzz deploy-check bench clean
 
 tools: $(WORKER_BUILD) $(WASM_BINDGEN) $(WASM_TARGET) $(NODE_TOOLS)
 
 $(WORKER_BUILD):
-	cargo install --root $(TOOLS)/worker-build-$(WORKER_BUILD_VERSION) worker-build --version $(WORKER_BUILD_VERSION)
+	$(TOOL_CARGO) install --root $(TOOLS)/worker-build-$(WORKER_BUILD_VERSION) worker-build --version $(WORKER_BUILD_VERSION)
 
 # --locked fails for this version (its lock file no longer resolves), so it is installed without it.
+# Without default features: they add a TLS stack (rustls and ring) that only its test runner's downloads use.
 $(WASM_BINDGEN):
-	cargo install --root $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION) wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
+	$(TOOL_CARGO) install --root $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION) wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --no-default-features
 
 $(CARGO_FUZZ):
-	cargo install --root $(TOOLS)/cargo-fuzz-$(CARGO_FUZZ_VERSION) cargo-fuzz --version $(CARGO_FUZZ_VERSION)
+	$(TOOL_CARGO) install --root $(TOOLS)/cargo-fuzz-$(CARGO_FUZZ_VERSION) cargo-fuzz --version $(CARGO_FUZZ_VERSION)
 
 $(SCHEMATHESIS):
 	python3 -m venv $(TOOLS)/schemathesis-$(SCHEMATHESIS_VERSION)
@@ -77,13 +83,29 @@ dev: build .dev.vars
 	@echo "Create a license:  curl -s -X POST http://127.0.0.1:$(PORT)/admin/licenses -H \"Authorization: Bearer $$(sed -n 's/^ADMIN_TOKEN=//p' .dev.vars)\""
 	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state
 
-test: unit e2e contract browser fuzz deploy-check
+TEST_PHASES := test-tools build unit e2e contract browser fuzz deploy-check
+
+# Every phase in order, each timed; the times are printed at the end, or after the phase that failed.
+test:
+	@times=""; start=$$(date +%s); \
+	for phase in $(TEST_PHASES); do \
+		begun=$$(date +%s); \
+		$(MAKE) --no-print-directory $$phase; status=$$?; \
+		times="$$times  $$phase: $$(( $$(date +%s) - begun )) s\n"; \
+		if [ $$status -ne 0 ]; then printf "\nmake test: $$phase failed\n$$times"; exit $$status; fi; \
+	done; \
+	printf "\nmake test took $$(( $$(date +%s) - start )) s:\n$$times"
+
+# What the test phases need beyond the build's tools, installed once.
+test-tools: tools $(CARGO_FUZZ) $(SCHEMATHESIS) $(CHROMIUM)
 
 unit:
 	cargo test --lib
 
+# The tests spend most of their time waiting on the server (and two on a real
+# 60-second expiry), so they run six at a time on two cores.
 e2e: build
-	cargo test --test api
+	cargo test --test api -- --test-threads=6
 
 # No 5xx, and no response that breaks src/openapi.json.
 contract: build $(SCHEMATHESIS)

@@ -8,35 +8,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{fresh_state_dir, send, unique_ip, Encoding, Resp, Server, TestApp};
+use crate::helpers::{fresh_state_dir, send, unique_ip, within_one_utc_day, Encoding, Server, TestApp};
 
 const LIMIT: &str = "Sorry, but you have reached the maximum limit";
-
-impl TestApp {
-    fn bulk(&self, path: &str, content_type: &str, body: &str, json: bool) -> Resp {
-        self.post(path, json, &[("Content-Type", content_type.to_owned())], body.as_bytes())
-    }
-
-    fn feed_with(&self, authorization: &str, query: &str, if_none_match: Option<&str>) -> Resp {
-        let mut headers = vec![("Authorization", authorization.to_owned())];
-        headers.extend(if_none_match.map(|tag| ("If-None-Match", tag.to_owned())));
-        send("GET", &format!("{}/api/greylistFeed?{query}", self.server.base), &headers, None)
-    }
-
-    fn feed(&self, query: &str) -> Resp {
-        self.feed_with(&format!("Bearer {}", self.token), query, None)
-    }
-
-    fn feed_json(&self, query: &str) -> Value {
-        let resp = self.feed(query);
-        assert_eq!(resp.status, 200, "{}", resp.body);
-        resp.json()
-    }
-
-    fn create_feed_token(&self) -> Resp {
-        send("POST", &format!("{}/api/feedTokens", self.server.base), &[("Authorization", format!("Bearer {}", self.token))], None)
-    }
-}
 
 /// A server of the test's own: a feed's version moves with every edit of the
 /// operator's lists, which the tests on the shared server make all the time.
@@ -89,6 +63,7 @@ fn a_bulk_add_answers_each_address_as_the_single_operation_would() {
 
 #[test]
 fn the_daily_limit_applies_item_by_item_inside_one_bulk_request() {
+    within_one_utc_day();
     let app = TestApp::on(Server::limited());
     let resp = app.bulk("/api/addIpsToGreylist", "text/plain", "72.0.0.1\n72.0.0.2\n72.0.0.2\n72.0.0.3\n72.0.0.4\n72.0.0.5\n", true);
     let results: Vec<String> = resp.json()["results"].as_array().unwrap().iter().map(|r| r["result"].as_str().unwrap().to_owned()).collect();
@@ -222,7 +197,7 @@ fn feed_tokens_open_the_feed_only_and_die_with_revocation() {
     let basic = format!("Basic {}", base64(&format!("firewall:{token}")));
     assert_eq!(app.feed_with(&basic, "", None).status, 200);
 
-    let listed = send("GET", &format!("{}/api/feedTokens", server.base), &[("Authorization", format!("Bearer {}", app.token))], None);
+    let listed = app.get("/api/feedTokens");
     let tokens = listed.json()["feedTokens"].clone();
     assert_eq!(tokens.as_array().unwrap().len(), 1);
     assert_eq!(tokens[0]["id"], id.as_str());

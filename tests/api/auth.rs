@@ -8,16 +8,6 @@ use crate::helpers::{fresh_state_dir, send, Encoding, Resp, Server, TestApp, JWT
 
 const UNAUTHORIZED: &str = "Unauthorized: the access token is missing or invalid";
 
-fn check_with(app: &TestApp, authorization: Option<String>, json: bool) -> Resp {
-    let (content_type, body) = crate::helpers::form_body(Encoding::Urlencoded, &[("ip", "8.8.8.8")]);
-    let mut headers = vec![("Content-Type", content_type)];
-    if let Some(value) = authorization {
-        headers.push(("Authorization", value));
-    }
-    let query = if json { "?result_mode=json" } else { "" };
-    send("POST", &format!("{}/api/checkIpOnGreylist{query}", app.server.base), &headers, Some(&body))
-}
-
 fn assert_unauthorized(resp: &Resp) {
     assert_eq!(resp.status, 401, "{}", resp.body);
     assert_eq!(resp.header("WWW-Authenticate"), Some("Bearer"));
@@ -66,11 +56,11 @@ fn login_refuses_unknown_keys_and_missing_keys() {
 #[test]
 fn list_operations_refuse_missing_and_malformed_authorization() {
     let app = TestApp::new();
-    assert_unauthorized(&check_with(&app, None, true));
+    assert_unauthorized(&app.check_with(None, true));
     for header in ["", "Bearer", "Bearer ", format!("Basic {}", app.token).as_str(), &app.token, "Bearer not.a.token"] {
-        assert_unauthorized(&check_with(&app, Some(header.to_owned()), true));
+        assert_unauthorized(&app.check_with(Some(header.to_owned()), true));
     }
-    let plain = check_with(&app, None, false);
+    let plain = app.check_with(None, false);
     assert_eq!(plain.status, 401);
     assert_eq!(plain.content_type, "text/plain; charset=utf-8");
     assert_eq!(plain.body, UNAUTHORIZED);
@@ -81,11 +71,11 @@ fn tokens_signed_with_another_secret_or_expired_are_refused() {
     let app = TestApp::new();
     let license = LicenseId::parse(&app.license).unwrap();
     let foreign = TokenKey::new("some-other-secret-0123456789abcdef").issue(&license, UnixTime(now()), 3600);
-    assert_unauthorized(&check_with(&app, Some(format!("Bearer {foreign}")), true));
+    assert_unauthorized(&app.check_with(Some(format!("Bearer {foreign}")), true));
     let expired = TokenKey::new(JWT_SECRET).issue(&license, UnixTime(now() - 7200), 3600);
-    assert_unauthorized(&check_with(&app, Some(format!("Bearer {expired}")), true));
+    assert_unauthorized(&app.check_with(Some(format!("Bearer {expired}")), true));
     let fresh = TokenKey::new(JWT_SECRET).issue(&license, UnixTime(now()), 3600);
-    assert_eq!(check_with(&app, Some(format!("Bearer {fresh}")), true).result(), "[8.8.8.8] is currently not on global greylist");
+    assert_eq!(app.check_with(Some(format!("Bearer {fresh}")), true).result(), "[8.8.8.8] is currently not on global greylist");
 }
 
 #[test]
@@ -94,7 +84,7 @@ fn a_revoked_license_can_neither_call_nor_log_in() {
     assert_eq!(app.add("8.8.8.8"), "[8.8.8.8] has been added to greylist");
     let revoked = app.server.admin("DELETE", &format!("/admin/licenses/{}", app.license), None);
     assert_eq!(revoked.status, 204);
-    assert_unauthorized(&check_with(&app, Some(format!("Bearer {}", app.token)), true));
+    assert_unauthorized(&app.check_with(Some(format!("Bearer {}", app.token)), true));
     assert_eq!(app.server.login(&app.license_key).status, 401);
 }
 

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::helpers::{fresh_state_dir, Encoding, Server, TestApp};
+use crate::helpers::{fresh_state_dir, within_one_utc_day, Encoding, Server, TestApp};
 
 const BURST_LIMIT: usize = 400;
 
 #[test]
 fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
+    within_one_utc_day();
     let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[("DAILY_ADDITIONS", "400")])));
     let app = TestApp::on(server);
     let next = AtomicUsize::new(0);

@@ -5,19 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{send, Encoding, Resp, Server, TestApp};
-
-impl TestApp {
-    fn list(&self, fields: &[(&str, &str)]) -> Value {
-        let resp = self.form("/api/listGreylist", fields, true);
-        assert_eq!(resp.status, 200, "{}", resp.body);
-        resp.json()
-    }
-
-    fn add_with(&self, fields: &[(&str, &str)]) -> Resp {
-        self.form("/api/addIpToGreylist", fields, true)
-    }
-}
+use crate::helpers::{send, within_one_utc_day, Encoding, Server, TestApp};
 
 fn ips(page: &Value) -> Vec<&str> {
     page["entries"].as_array().unwrap().iter().map(|e| e["ip"].as_str().unwrap()).collect()
@@ -111,6 +99,7 @@ fn expired_entries_are_gone_for_every_operation_and_swept_by_the_alarm() {
 
 #[test]
 fn history_records_changes_refusals_and_the_client() {
+    within_one_utc_day();
     let app = TestApp::on(Server::limited());
     for n in 1..=4 {
         app.add(&format!("203.0.114.{}", 30 + n));
@@ -137,6 +126,7 @@ fn history_records_changes_refusals_and_the_client() {
 
 #[test]
 fn add_and_remove_answers_carry_the_days_quota() {
+    within_one_utc_day();
     let app = TestApp::on(Server::limited());
     let added = app.call("/api/addIpToGreylist", "203.0.114.40", Encoding::Multipart, true);
     assert_eq!(added.header("RateLimit-Policy"), Some("\"additions\";q=3;w=86400, \"removals\";q=2;w=86400"));

@@ -5,23 +5,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::helpers::{fresh_state_dir, send, unique_ip, Resp, Server, TestApp, ADMIN_TOKEN};
-
-impl Server {
-    fn export_list(&self, list: &str, if_none_match: Option<&str>) -> Resp {
-        let mut headers = vec![("Authorization", format!("Bearer {ADMIN_TOKEN}"))];
-        headers.extend(if_none_match.map(|tag| ("If-None-Match", tag.to_owned())));
-        send("GET", &format!("{}/admin/{list}", self.base), &headers, None)
-    }
-
-    fn status(&self) -> Value {
-        let resp = self.admin("GET", "/admin/status", None);
-        assert_eq!(resp.status, 200, "{}", resp.body);
-        resp.json()
-    }
-}
+use crate::helpers::{fresh_state_dir, unique_ip, Resp, Server, TestApp};
 
 /// The entries of an export, without its header line.
 fn entries_of(export: &Resp) -> Vec<String> {

@@ -139,6 +139,18 @@ impl Server {
         (v["license"].as_str().unwrap().to_owned(), v["licenseKey"].as_str().unwrap().to_owned())
     }
 
+    pub fn export_list(&self, list: &str, if_none_match: Option<&str>) -> Resp {
+        let mut headers = vec![("Authorization", format!("Bearer {ADMIN_TOKEN}"))];
+        headers.extend(if_none_match.map(|tag| ("If-None-Match", tag.to_owned())));
+        send("GET", &format!("{}/admin/{list}", self.base), &headers, None)
+    }
+
+    pub fn status(&self) -> Value {
+        let resp = self.admin("GET", "/admin/status", None);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        resp.json()
+    }
+
     pub fn login(&self, key: &str) -> Resp {
         let body = json!({ "licenseKey": key }).to_string();
         send("POST", &format!("{}/v2/authentication/login/license", self.base), &[("Content-Type", "application/json".to_owned())], Some(body.as_bytes()))
@@ -304,6 +316,16 @@ fn percent_encode(s: &str) -> String {
         .collect()
 }
 
+/// Waits out the last two minutes of a UTC day: a test that counts against the
+/// daily limits must run within one day, or the counters start again under it.
+pub fn within_one_utc_day() {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let left = 86_400 - now % 86_400;
+    if left <= 120 {
+        std::thread::sleep(Duration::from_secs(left + 1));
+    }
+}
+
 /// A license holder with a fresh license and a valid access token.
 pub struct TestApp {
     pub server: &'static Server,
@@ -373,6 +395,66 @@ impl TestApp {
 
     pub fn remove(&self, ip: &str) -> String {
         self.call("/api/deleteIpFromGreylist", ip, Encoding::Multipart, true).result()
+    }
+
+    pub fn list(&self, fields: &[(&str, &str)]) -> Value {
+        let resp = self.form("/api/listGreylist", fields, true);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        resp.json()
+    }
+
+    pub fn add_with(&self, fields: &[(&str, &str)]) -> Resp {
+        self.form("/api/addIpToGreylist", fields, true)
+    }
+    pub fn bulk(&self, path: &str, content_type: &str, body: &str, json: bool) -> Resp {
+        self.post(path, json, &[("Content-Type", content_type.to_owned())], body.as_bytes())
+    }
+
+    pub fn feed_with(&self, authorization: &str, query: &str, if_none_match: Option<&str>) -> Resp {
+        let mut headers = vec![("Authorization", authorization.to_owned())];
+        headers.extend(if_none_match.map(|tag| ("If-None-Match", tag.to_owned())));
+        send("GET", &format!("{}/api/greylistFeed?{query}", self.server.base), &headers, None)
+    }
+
+    pub fn feed(&self, query: &str) -> Resp {
+        self.feed_with(&format!("Bearer {}", self.token), query, None)
+    }
+
+    pub fn feed_json(&self, query: &str) -> Value {
+        let resp = self.feed(query);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        resp.json()
+    }
+
+    pub fn create_feed_token(&self) -> Resp {
+        send("POST", &format!("{}/api/feedTokens", self.server.base), &[("Authorization", format!("Bearer {}", self.token))], None)
+    }
+
+    /// A check of 8.8.8.8 with this `Authorization` header (or none).
+    pub fn check_with(&self, authorization: Option<String>, json: bool) -> Resp {
+        let (content_type, body) = form_body(Encoding::Urlencoded, &[("ip", "8.8.8.8")]);
+        let mut headers = vec![("Content-Type", content_type)];
+        if let Some(value) = authorization {
+            headers.push(("Authorization", value));
+        }
+        let query = if json { "?result_mode=json" } else { "" };
+        send("POST", &format!("{}/api/checkIpOnGreylist{query}", self.server.base), &headers, Some(&body))
+    }
+
+    /// An add of `ip` with another token than this holder's own.
+    pub fn add_as(&self, token: &str, ip: &str) -> Resp {
+        let (content_type, body) = form_body(Encoding::Multipart, &[("ip", ip)]);
+        send(
+            "POST",
+            &format!("{}/api/addIpToGreylist?result_mode=json", self.server.base),
+            &[("Authorization", format!("Bearer {token}")), ("Content-Type", content_type)],
+            Some(&body),
+        )
+    }
+
+    /// A `GET` of a holder route with this holder's access token.
+    pub fn get(&self, path: &str) -> Resp {
+        send("GET", &format!("{}{path}", self.server.base), &[("Authorization", format!("Bearer {}", self.token))], None)
     }
 }
 

@@ -2,12 +2,13 @@
 
 use serde_json::json;
 
-use crate::helpers::{send, Server, TestApp};
+use crate::helpers::{send, within_one_utc_day, Server, TestApp};
 
 const LIMIT: &str = "Sorry, but you have reached the maximum limit";
 
 #[test]
 fn additions_stop_at_the_daily_limit_without_changing_the_list() {
+    within_one_utc_day();
     let app = TestApp::on(Server::limited());
     for n in 1..=3 {
         assert_eq!(app.add(&format!("5.5.5.{n}")), format!("[5.5.5.{n}] has been added to greylist"));
@@ -22,6 +23,7 @@ fn additions_stop_at_the_daily_limit_without_changing_the_list() {
 
 #[test]
 fn removals_stop_at_the_daily_limit_without_changing_the_list() {
+    within_one_utc_day();
     let app = TestApp::on(Server::limited());
     for n in 1..=3 {
         app.add(&format!("6.6.6.{n}"));
@@ -35,6 +37,7 @@ fn removals_stop_at_the_daily_limit_without_changing_the_list() {
 
 #[test]
 fn limits_are_counted_per_license_holder() {
+    within_one_utc_day();
     let (first, second) = (TestApp::on(Server::limited()), TestApp::on(Server::limited()));
     for n in 1..=3 {
         first.add(&format!("7.7.7.{n}"));
@@ -45,6 +48,7 @@ fn limits_are_counted_per_license_holder() {
 
 #[test]
 fn a_script_looping_on_a_used_up_quota_leaves_one_history_row_a_day() {
+    within_one_utc_day();
     let app = TestApp::on(Server::limited());
     for n in 1..=3 {
         app.add(&format!("7.8.9.{n}"));
@@ -64,9 +68,10 @@ fn a_script_looping_on_a_used_up_quota_leaves_one_history_row_a_day() {
 
 #[test]
 fn the_quota_route_says_what_the_day_has_used_and_left() {
+    within_one_utc_day();
     let app = TestApp::on(Server::limited());
     let quota = |app: &TestApp| {
-        let resp = send("GET", &format!("{}/api/quota", app.server.base), &[("Authorization", format!("Bearer {}", app.token))], None);
+        let resp = app.get("/api/quota");
         assert_eq!(resp.status, 200, "{}", resp.body);
         resp.json()
     };

@@ -7,22 +7,12 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::helpers::{form_body, send, Encoding, Resp, Server, TestApp, ADMIN_TOKEN, JWT_SECRET};
+use crate::helpers::{form_body, Encoding, Server, TestApp, ADMIN_TOKEN, JWT_SECRET};
 
 /// `{"alg":"none","typ":"JWT"}`, base64url.
 const ALG_NONE_HEADER: &str = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0";
 /// `{"alg":"HS512","typ":"JWT"}`, base64url.
 const HS512_HEADER: &str = "eyJhbGciOiJIUzUxMiIsInR5cCI6IkpXVCJ9";
-
-fn add_as(app: &TestApp, token: &str, ip: &str) -> Resp {
-    let (content_type, body) = form_body(Encoding::Multipart, &[("ip", ip)]);
-    send(
-        "POST",
-        &format!("{}/api/addIpToGreylist?result_mode=json", app.server.base),
-        &[("Authorization", format!("Bearer {token}")), ("Content-Type", content_type)],
-        Some(&body),
-    )
-}
 
 fn segments(token: &str) -> Vec<String> {
     token.split('.').map(str::to_owned).collect()
@@ -41,7 +31,7 @@ fn forged_tokens_never_reach_another_holders_list() {
         format!("{}.{}", theirs[0], theirs[1]),
     ];
     for forged in &forgeries {
-        let resp = add_as(&attacker, forged, "45.45.45.45");
+        let resp = attacker.add_as(forged, "45.45.45.45");
         assert_eq!(resp.status, 401, "{forged}: {}", resp.body);
         assert_eq!(resp.json(), json!({ "result": "Unauthorized: the access token is missing or invalid" }));
     }
@@ -79,7 +69,7 @@ fn no_secret_key_or_token_appears_in_logs_or_responses() {
     let app = TestApp::new();
     app.add("47.47.47.47");
     app.check("47.47.47.47");
-    let bad = add_as(&app, &format!("{}x", app.token), "47.47.47.47");
+    let bad = app.add_as(&format!("{}x", app.token), "47.47.47.47");
     let login = server.login(&app.license_key);
     let log = server.log();
     assert!(log.contains(&app.license), "the log names the license");
