@@ -86,8 +86,7 @@ fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation()
     assert_eq!(resp.json(), json!({ "result": "Internal error: the request could not be completed, try again later" }));
     assert_eq!(app.check("10.0.0.1"), "[10.0.0.1] is private", "answers that need no storage still work");
 
-    thread::sleep(Duration::from_millis(300));
-    let log = server.log();
+    let log = server.log_once(|line| line.contains("\"status\":500"));
     let line = log
         .lines()
         .find(|l| l.contains("\"status\":500"))
@@ -126,8 +125,7 @@ fn a_missing_kv_namespace_answers_500_and_is_logged_with_license_and_operation()
     assert_eq!((resp.status, resp.body.as_str()), (500, "Internal error: the request could not be completed, try again later"));
     assert_eq!(app.check("10.0.0.1"), "[10.0.0.1] is private", "answers that need no storage still work");
 
-    thread::sleep(Duration::from_millis(300));
-    let log = server.log();
+    let log = server.log_once(|line| line.contains("\"status\":500"));
     let line = log.lines().find(|l| l.contains("\"status\":500")).unwrap_or_else(|| panic!("no log line for the 500:\n{log}"));
     assert!(line.contains(&app.license) && line.contains("\"operation\":\"add\"") && line.contains("GLOBAL_LIST"), "{line}");
     assert!(!log.contains("panicked"), "{log}");

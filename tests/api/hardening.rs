@@ -2,7 +2,6 @@
 //! however it is sent, answers are never cached, unsafe settings are refused,
 //! and a flood of logins is cut off.
 
-use std::thread;
 use std::time::Duration;
 
 use serde_json::json;
@@ -29,9 +28,11 @@ fn a_chunked_body_is_refused_at_the_limit_before_it_ends() {
     for (path, headers, total) in routes {
         // No Content-Length, and the status line is awaited before the body ends:
         // only a server that reads the body as a stream and stops at the limit answers.
+        // A connection reset before the answer was read is tried again too; a server that
+        // waits for the whole body never answers within the wait, however often it is tried.
         let status = (0..3)
             .map(|_| status_before_the_body_ends(&server.base, path, &headers, total, Duration::from_secs(20)))
-            .find(|status| status.as_deref() != Some(LOST))
+            .find(|status| status.is_some() && status.as_deref() != Some(LOST))
             .flatten();
         assert_eq!(status.as_deref(), Some("HTTP/1.1 413 Payload Too Large"), "{path}");
     }
@@ -84,8 +85,8 @@ fn unsafe_settings_refuse_every_request_with_a_logged_500() {
         let login = server.login("any-key");
         assert_eq!((login.status, login.json()), (500, json!({ "message": "Internal error: the request could not be completed, try again later" })), "{name}");
         assert_eq!(server.admin("POST", "/admin/licenses", None).status, 500, "{name}");
-        thread::sleep(Duration::from_millis(300));
-        assert!(server.log().contains(logged), "{name}: the log names the setting:\n{}", server.log());
+        let log = server.log_once(|line| line.contains(logged));
+        assert!(log.contains(logged), "{name}: the log names the setting:\n{log}");
         server.kill();
     }
 }

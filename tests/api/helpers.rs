@@ -112,6 +112,19 @@ impl Server {
         fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
+    /// The log once a line of it satisfies `seen`, or as it is after 10 s: a request's
+    /// line reaches the file a moment after its answer, later when the machine is busy.
+    pub fn log_once(&self, seen: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log = self.log();
+            if log.lines().any(&seen) || Instant::now() > deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     pub fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Resp {
         let headers = [("Authorization", format!("Bearer {ADMIN_TOKEN}")), ("Content-Type", "application/json".to_owned())];
         let body = body.map(|b| b.to_string().into_bytes());
@@ -470,15 +483,19 @@ pub fn status_before_the_body_ends(base: &str, path: &str, headers: &[(&str, &st
     }
     stream.write_all(format!("{head}\r\n").as_bytes()).unwrap();
     let chunk = vec![b'x'; 4096];
-    for _ in 0..total.div_ceil(chunk.len()) {
-        stream.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).unwrap();
-        stream.write_all(&chunk).unwrap();
-        stream.write_all(b"\r\n").unwrap();
-    }
+    // A server that answered at the limit may close the connection while the rest is
+    // still being written: the writes stop there, and the answer is read all the same.
+    let mut send_chunk = || -> std::io::Result<()> {
+        stream.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())?;
+        stream.write_all(&chunk)?;
+        stream.write_all(b"\r\n")
+    };
+    let _ = (0..total.div_ceil(chunk.len())).try_for_each(|_| send_chunk());
     stream.set_read_timeout(Some(wait)).unwrap();
     let mut status = String::new();
     BufReader::new(stream.try_clone().unwrap()).read_line(&mut status).ok()?;
-    // Then the body ends as a well-behaved client's would, so the server reads it to its end.
-    stream.write_all(b"0\r\n\r\n").unwrap();
+    // Then the body ends as a well-behaved client's would, so the server reads it to its end
+    // (unless it closed the connection already).
+    let _ = stream.write_all(b"0\r\n\r\n");
     Some(status.trim_end().to_owned()).filter(|s| !s.is_empty())
 }
