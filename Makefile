@@ -29,24 +29,25 @@ WASM_FEATURES := $(addprefix --enable-,mutable-globals sign-ext nontrapping-floa
 export WRANGLER_SEND_METRICS := false
 
 # The tools cargo installs share one target folder, so the dependencies they have in
-# common compile once, and build at opt-level 1: each runs for seconds, and its
-# build at the default level took minutes longer on a 2-core machine.
-TOOL_CARGO := CARGO_TARGET_DIR=$(TOOLS)/cargo-target CARGO_PROFILE_RELEASE_OPT_LEVEL=1 cargo
+# common compile once, and build with little or no optimisation: worker-build and
+# cargo-fuzz only start other programs, wasm-bindgen rewrites the module in a second
+# at opt-level 1; at the default level their builds took minutes longer on 2 cores.
+TOOL_INSTALL = CARGO_TARGET_DIR=$(TOOLS)/cargo-target CARGO_PROFILE_RELEASE_OPT_LEVEL=$(1) cargo install
 
 .PHONY: tools test-tools build dev test unit e2e contract browser fuzz deploy-check bench clean
 
 tools: $(WORKER_BUILD) $(WASM_BINDGEN) $(WASM_TARGET) $(NODE_TOOLS)
 
 $(WORKER_BUILD):
-	$(TOOL_CARGO) install --root $(TOOLS)/worker-build-$(WORKER_BUILD_VERSION) worker-build --version $(WORKER_BUILD_VERSION)
+	$(call TOOL_INSTALL,0) --root $(TOOLS)/worker-build-$(WORKER_BUILD_VERSION) worker-build --version $(WORKER_BUILD_VERSION)
 
 # --locked fails for this version (its lock file no longer resolves), so it is installed without it.
 # Without default features: they add a TLS stack (rustls and ring) that only its test runner's downloads use.
 $(WASM_BINDGEN):
-	$(TOOL_CARGO) install --root $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION) wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --no-default-features
+	$(call TOOL_INSTALL,1) --root $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION) wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --no-default-features
 
 $(CARGO_FUZZ):
-	$(TOOL_CARGO) install --root $(TOOLS)/cargo-fuzz-$(CARGO_FUZZ_VERSION) cargo-fuzz --version $(CARGO_FUZZ_VERSION)
+	$(call TOOL_INSTALL,0) --root $(TOOLS)/cargo-fuzz-$(CARGO_FUZZ_VERSION) cargo-fuzz --version $(CARGO_FUZZ_VERSION)
 
 $(SCHEMATHESIS):
 	python3 -m venv $(TOOLS)/schemathesis-$(SCHEMATHESIS_VERSION)
