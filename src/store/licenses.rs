@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use worker::kv::KvStore;
 use worker::Env;
 
-use super::{cached, for_each_key, fresh, StoreError};
+use super::{cached, for_each_key, fresh, list_page, StoreError};
 use crate::domain::time::{Millis, UnixTime};
 use crate::domain::feed_token::FeedTokenOwner;
 use crate::domain::license::{key_digest, LicenseId, LicenseKey};
@@ -138,16 +138,12 @@ pub async fn is_active(env: &Env, id: &LicenseId, freshness: Freshness, now: Mil
 /// A record written before its key carried metadata is read.
 pub async fn page(env: &Env, cursor: Option<&str>, limit: u32) -> Result<(Vec<LicenseSummary>, Option<String>), StoreError> {
     let kv = env.kv(BINDING)?;
-    let mut list = kv.list().prefix(RECORD_PREFIX.to_owned()).limit(limit.into());
-    if let Some(cursor) = cursor {
-        list = list.cursor(cursor.to_owned());
-    }
-    let page = list.execute().await.map_err(|e| match cursor {
+    let (keys, next) = list_page(&kv, Some(RECORD_PREFIX), cursor.map(str::to_owned), Some(limit.into())).await.map_err(|e| match cursor {
         Some(_) => StoreError::UnknownCursor,
         None => e.into(),
     })?;
-    let mut licenses = Vec::with_capacity(page.keys.len());
-    for key in &page.keys {
+    let mut licenses = Vec::with_capacity(keys.len());
+    for key in &keys {
         let id = key.name.strip_prefix(RECORD_PREFIX).unwrap_or(&key.name);
         let standing = match key.metadata.clone().and_then(|m| serde_json::from_value::<Standing>(m).ok()) {
             Some(standing) => Some(standing),
@@ -155,7 +151,7 @@ pub async fn page(env: &Env, cursor: Option<&str>, limit: u32) -> Result<(Vec<Li
         };
         licenses.extend(standing.map(|standing| standing.summary(id)));
     }
-    Ok((licenses, page.cursor.filter(|_| !page.list_complete)))
+    Ok((licenses, next))
 }
 
 /// How many licenses were ever created, revoked ones included.

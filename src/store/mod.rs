@@ -82,21 +82,31 @@ fn cached(get: GetOptionsBuilder) -> GetOptionsBuilder {
     get.cache_ttl(Freshness::EDGE_SECONDS)
 }
 
+/// One page of a namespace's keys (under `prefix`, if given; at most `limit`, else
+/// KV's 1 000) after `cursor`, and the cursor of the next page when there is one.
+pub async fn list_page(kv: &KvStore, prefix: Option<&str>, cursor: Option<String>, limit: Option<u64>) -> Result<(Vec<Key>, Option<String>), KvError> {
+    let mut list = kv.list();
+    if let Some(prefix) = prefix {
+        list = list.prefix(prefix.to_owned());
+    }
+    if let Some(cursor) = cursor {
+        list = list.cursor(cursor);
+    }
+    if let Some(limit) = limit {
+        list = list.limit(limit);
+    }
+    let page = list.execute().await?;
+    Ok((page.keys, page.cursor.filter(|_| !page.list_complete)))
+}
+
 /// Every key of a namespace (under `prefix`, if given), handed to `each` a page of
 /// at most 1 000 at a time.
 pub async fn for_each_key(kv: &KvStore, prefix: Option<&str>, mut each: impl FnMut(&[Key])) -> Result<(), KvError> {
     let mut cursor = None;
     loop {
-        let mut list = kv.list();
-        if let Some(prefix) = prefix {
-            list = list.prefix(prefix.to_owned());
-        }
-        if let Some(cursor) = cursor.take() {
-            list = list.cursor(cursor);
-        }
-        let page = list.execute().await?;
-        each(&page.keys);
-        match page.cursor.filter(|_| !page.list_complete) {
+        let (keys, next) = list_page(kv, prefix, cursor, None).await?;
+        each(&keys);
+        match next {
             Some(next) => cursor = Some(next),
             None => return Ok(()),
         }
