@@ -360,8 +360,7 @@ impl SqlListStore<'_> {
                     coalesce((SELECT min(id) FROM history), 0) AS oldest",
             vec![],
         )?;
-        let bounds = (bounds.oldest, bounds.newest);
-        Ok(if bounds.0 == 0 { (bounds.1 + 1, bounds.1) } else { bounds })
+        Ok(if bounds.oldest == 0 { (bounds.newest + 1, bounds.newest) } else { (bounds.oldest, bounds.newest) })
     }
 
     /// The whole live list, or the changes since `since` while the history still

@@ -15,7 +15,7 @@ use crate::domain::feed_token::{self, FeedTokenInfo, FeedTokenOwner, NewFeedToke
 use crate::domain::ip_list::ListKind;
 use crate::domain::license::LicenseId;
 use crate::domain::time::Millis;
-use crate::store::{holders, licenses, lists};
+use crate::store::{holders, licenses, lists, StoreError};
 
 /// Items in one part of a streamed feed.
 const PART_ITEMS: usize = 10_000;
@@ -109,7 +109,7 @@ struct FeedTokens {
 
 /// `POST /api/feedTokens`: a new read-only token for the feed, shown this once.
 pub async fn create_token(license: &LicenseId, env: &Env) -> Result<Reply, ApiError> {
-    let new = NewFeedToken::generate().map_err(|e| ApiError::Internal(format!("no randomness: {e}")))?;
+    let new = NewFeedToken::generate().map_err(StoreError::Randomness)?;
     let digest = feed_token::digest(&new.token);
     let record = NewFeedTokenRecord { id: new.id.clone(), digest: digest.clone() };
     if !holders::create_feed_token(env, license, &record).await? {
