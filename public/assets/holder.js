@@ -121,24 +121,21 @@ $("bulk-form").addEventListener("submit", (event) => {
   }));
 });
 
-const list = { cursor: null };
-
-async function loadList(more) {
-  const result = $("list-result");
-  await view.guard(result, async () => {
-    const page = await post("/api/listGreylist", { prefix: $("list-prefix").value.trim(), limit: PAGE, cursor: more ? list.cursor : "" });
-    list.cursor = page.cursor;
+const loadList = view.pagedTable({
+  rows: $("list-rows"),
+  more: $("list-more"),
+  result: $("list-result"),
+  fetchPage: async (cursor) => {
+    const page = await post("/api/listGreylist", { prefix: $("list-prefix").value.trim(), limit: PAGE, cursor });
     const rows = page.entries.map((entry) => el("tr", {},
       el("td", { class: "ip" }, entry.ip),
       el("td", {}, entry.comment ?? ""),
       el("td", {}, when(entry.addedAt)),
       el("td", {}, entry.expiresAt ? when(entry.expiresAt) : "Never"),
       el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Remove ${entry.ip}`, onclick: (e) => removeEntry(e.currentTarget, entry.ip) }, "Remove"))));
-    fill($("list-rows"), rows, more);
-    say(result, page.result);
-    $("list-more").hidden = !page.cursor;
-  });
-}
+    return { rows, cursor: page.cursor, message: page.result };
+  },
+});
 
 async function removeEntry(button, ip) {
   const result = $("list-result");
@@ -154,28 +151,23 @@ $("list-form").addEventListener("submit", (event) => {
   event.preventDefault();
   loadList(false);
 });
-$("list-more").addEventListener("click", () => loadList(true));
 
-const history = { cursor: null };
-
-async function loadHistory(more) {
-  const result = $("history-result");
-  await view.guard(result, async () => {
-    const page = await post("/api/greylistHistory", { limit: PAGE, cursor: more ? history.cursor : "" });
-    history.cursor = page.cursor;
+const loadHistory = view.pagedTable({
+  rows: $("history-rows"),
+  more: $("history-more"),
+  result: $("history-result"),
+  fetchPage: async (cursor) => {
+    const page = await post("/api/greylistHistory", { limit: PAGE, cursor });
     const rows = page.entries.map((change) => el("tr", {},
       el("td", {}, when(change.at)),
       el("td", {}, change.change.replace("_", " ")),
       el("td", { class: "ip" }, change.ip),
       el("td", { class: "mono" }, change.client ?? "—")));
-    fill($("history-rows"), rows, more);
-    say(result, page.result);
-    $("history-more").hidden = !page.cursor;
-  });
-}
+    return { rows, cursor: page.cursor, message: page.result };
+  },
+});
 
 $("history-refresh").addEventListener("click", () => loadHistory(false));
-$("history-more").addEventListener("click", () => loadHistory(true));
 
 async function loadTokens() {
   const result = $("tokens-result");

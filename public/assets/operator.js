@@ -43,15 +43,14 @@ async function loadStatus() {
 
 $("status-refresh").addEventListener("click", loadStatus);
 
-const licenses = { cursor: null };
-
-async function loadLicenses(more) {
-  const result = $("licenses-result");
-  await view.guard(result, async () => {
+const loadLicenses = view.pagedTable({
+  rows: $("license-rows"),
+  more: $("licenses-more"),
+  result: $("licenses-result"),
+  fetchPage: async (cursor) => {
     const query = new URLSearchParams({ limit: PAGE });
-    if (more && licenses.cursor) query.set("cursor", licenses.cursor);
+    if (cursor) query.set("cursor", cursor);
     const page = await session.call(`/admin/licenses?${query}`);
-    licenses.cursor = page.cursor;
     const rows = page.licenses.map((license) => el("tr", {},
       el("td", { class: "mono" }, license.license),
       el("td", {}, when(license.createdAt)),
@@ -62,12 +61,10 @@ async function loadLicenses(more) {
         "aria-label": `Revoke ${license.license}`,
         onclick: (e) => revokeLicense(e.currentTarget, license.license),
       }, "Revoke"))));
-    fill($("license-rows"), rows, more);
-    $("licenses-more").hidden = !page.cursor;
-  });
-}
+    return { rows, cursor: page.cursor };
+  },
+});
 
-$("licenses-more").addEventListener("click", () => loadLicenses(true));
 
 $("license-create").addEventListener("click", (event) => {
   const result = $("licenses-result");

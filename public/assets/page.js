@@ -1,7 +1,7 @@
 // What both pages share: a login view, the app behind it, and the one way an
 // action's refusal is shown.
 import { ApiError, SessionEnded } from "./api.js";
-import { say } from "./ui.js";
+import { fill, say } from "./ui.js";
 
 export const $ = (id) => document.getElementById(id);
 
@@ -39,6 +39,24 @@ export class Page {
       if (error instanceof ApiError) return say(result, error.message, "error");
       throw error;
     }
+  }
+
+  /**
+   * A table paged by the API's cursor. `fetchPage(cursor)` gets the page after
+   * `cursor` (the first for null) as `{ rows, cursor, message }`; `result` shows the
+   * message, if any, or a refusal. Returns `load(more)`: the first page, or the next.
+   */
+  pagedTable({ rows, more, result, fetchPage }) {
+    let cursor = null;
+    const load = (next) => this.guard(result, async () => {
+      const page = await fetchPage(next ? cursor : null);
+      cursor = page.cursor;
+      fill(rows, page.rows, next);
+      if (page.message !== undefined) say(result, page.message);
+      more.hidden = !page.cursor;
+    });
+    more.addEventListener("click", () => load(true));
+    return load;
   }
 
   /** Shows the app when the tab still holds a token, else the login. */
