@@ -23,7 +23,13 @@ pub struct BadSettings(pub String);
 /// request answers a 500 whose log line names it, until the configuration is fixed.
 pub fn settings(env: &Env) -> Result<Rc<Settings>, BadSettings> {
     SETTINGS.with(|settings| {
-        settings.get_or_init(|| Settings::parse(|name| var(env, name).map(|v| v.to_string())).map(Rc::new).map_err(BadSettings)).clone()
+        settings
+            .get_or_init(|| {
+                Settings::parse(|name| var(env, name).map(|v| v.to_string()))
+                    .map(Rc::new)
+                    .map_err(BadSettings)
+            })
+            .clone()
     })
 }
 

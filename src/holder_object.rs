@@ -8,18 +8,25 @@ use std::net::Ipv4Addr;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
+use worker::{
+    durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue,
+    State,
+};
 
-use crate::{clock, config};
 use crate::domain::code::Coded;
 use crate::domain::entry::{expired_sql, live_sql, Change, Entry, HistoryEvent};
 use crate::domain::feed::{FeedAnswer, FeedRequest, PersonalDelta};
-use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord, MAX_PER_HOLDER as MAX_FEED_TOKENS};
-use crate::domain::holder::{perform, sweep, Answer, Call, DailyUsage, Limits, ListStore, Operation, MAX_HISTORY_ROWS};
+use crate::domain::feed_token::{
+    FeedTokenInfo, NewFeedTokenRecord, MAX_PER_HOLDER as MAX_FEED_TOKENS,
+};
+use crate::domain::holder::{
+    perform, sweep, Answer, Call, DailyUsage, Limits, ListStore, Operation, MAX_HISTORY_ROWS,
+};
 use crate::domain::ipv4::PublicIpv4;
 use crate::domain::page::{EntryCursor, HistoryCursor, Page, PageQuery};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::store::holders::FEED_TOKEN_REVOKED;
+use crate::{clock, config};
 
 /// History older than this is dropped by the daily sweep.
 pub const HISTORY_DAYS: u64 = 90;
@@ -58,7 +65,9 @@ const MIGRATIONS: [&str; 4] = [
 /// runtime commits each step together with its version number, or neither.
 fn migrate(sql: &SqlStorage) -> Result<()> {
     sql.exec("CREATE TABLE IF NOT EXISTS schema_version (id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL)", None)?;
-    let rows: Vec<Count> = sql.exec("SELECT version AS n FROM schema_version WHERE id = 0", None)?.to_array()?;
+    let rows: Vec<Count> = sql
+        .exec("SELECT version AS n FROM schema_version WHERE id = 0", None)?
+        .to_array()?;
     let current = rows.first().map_or(0, |row| row.n as usize);
     for (version, step) in MIGRATIONS.iter().enumerate().skip(current) {
         sql.exec(step, None)?;
@@ -74,7 +83,8 @@ fn migrate(sql: &SqlStorage) -> Result<()> {
 const AFTER_ALL: u64 = (1 << 53) - 1;
 
 /// An address as the dotted text the list's prefix filter matches.
-const DOTTED: &str = "((ip >> 24) || '.' || ((ip >> 16) & 255) || '.' || ((ip >> 8) & 255) || '.' || (ip & 255))";
+const DOTTED: &str =
+    "((ip >> 24) || '.' || ((ip >> 16) & 255) || '.' || ((ip >> 8) & 255) || '.' || (ip & 255))";
 
 #[durable_object]
 pub struct HolderList {
@@ -93,8 +103,16 @@ pub struct HolderList {
 impl DurableObject for HolderList {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        let ready = migrate(&sql).map_err(|e| format!("schema: {e}")).and_then(|_| config::settings(&env).map(|s| s.limits).map_err(|e| e.0));
-        Self { state, sql, ready, alarm_at: Cell::new(None), revoked: Cell::new(None) }
+        let ready = migrate(&sql)
+            .map_err(|e| format!("schema: {e}"))
+            .and_then(|_| config::settings(&env).map(|s| s.limits).map_err(|e| e.0));
+        Self {
+            state,
+            sql,
+            ready,
+            alarm_at: Cell::new(None),
+            revoked: Cell::new(None),
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -110,7 +128,10 @@ impl DurableObject for HolderList {
         let mut store = SqlListStore { sql: &self.sql };
         let path = req.path();
         if path == "/revoke" {
-            self.sql.exec("INSERT OR IGNORE INTO standing (id, revoked_at) VALUES (0, ?1)", vec![int(now.0)])?;
+            self.sql.exec(
+                "INSERT OR IGNORE INTO standing (id, revoked_at) VALUES (0, ?1)",
+                vec![int(now.0)],
+            )?;
             self.revoked.set(Some(true));
             return Response::from_json(&"revoked");
         }
@@ -123,12 +144,19 @@ impl DurableObject for HolderList {
                 // Every call of a bulk request in one pass: nothing runs in between, and the
                 // day's limits apply item by item in the order given.
                 let calls: Vec<Call> = serde_json::from_str(&body)?;
-                let answers = calls.iter().map(|call| perform(&mut store, call, now, limits)).collect::<Result<Vec<Answer>>>()?;
+                let answers = calls
+                    .iter()
+                    .map(|call| perform(&mut store, call, now, limits))
+                    .collect::<Result<Vec<Answer>>>()?;
                 // Adds and removes may leave something to sweep (an expiring entry, history); checks never do.
                 let next = calls
                     .iter()
                     .filter(|call| call.operation != Operation::Check)
-                    .map(|call| call.details.expiry.map_or(now.plus(SECONDS_PER_DAY), |expiry| expiry.at(now)))
+                    .map(|call| {
+                        call.details
+                            .expiry
+                            .map_or(now.plus(SECONDS_PER_DAY), |expiry| expiry.at(now))
+                    })
                     .min();
                 if let Some(next) = next {
                     self.schedule_sweep(next).await?;
@@ -152,7 +180,9 @@ impl DurableObject for HolderList {
             }
             "/usage" => Response::from_json(&store.usage()?),
             "/feed_tokens/list" => Response::from_json(&store.feed_tokens()?),
-            "/feed_tokens/revoke" => Response::from_json(&store.revoke_feed_token(&serde_json::from_str::<String>(&body)?)?),
+            "/feed_tokens/revoke" => Response::from_json(
+                &store.revoke_feed_token(&serde_json::from_str::<String>(&body)?)?,
+            ),
             "/list" => Response::from_json(&store.list(&serde_json::from_str(&body)?, now)?),
             "/history" => Response::from_json(&store.history(&serde_json::from_str(&body)?)?),
             path => Response::error(format!("no such holder route: {path}"), 404),
@@ -166,7 +196,11 @@ impl DurableObject for HolderList {
         self.alarm_at.set(None);
         let mut store = SqlListStore { sql: &self.sql };
         let now = clock::now().unix();
-        let next = if sweep(&mut store, now, SWEEP_BATCH)? == SWEEP_BATCH { Some(now) } else { store.tidy(now)? };
+        let next = if sweep(&mut store, now, SWEEP_BATCH)? == SWEEP_BATCH {
+            Some(now)
+        } else {
+            store.tidy(now)?
+        };
         if let Some(at) = next {
             self.schedule_sweep(at).await?;
         }
@@ -179,7 +213,12 @@ impl HolderList {
         if let Some(revoked) = self.revoked.get() {
             return Ok(revoked);
         }
-        let revoked = self.sql.exec("SELECT revoked_at FROM standing WHERE id = 0", None)?.raw().next().is_some();
+        let revoked = self
+            .sql
+            .exec("SELECT revoked_at FROM standing WHERE id = 0", None)?
+            .raw()
+            .next()
+            .is_some();
         self.revoked.set(Some(revoked));
         Ok(revoked)
     }
@@ -188,10 +227,12 @@ impl HolderList {
     async fn schedule_sweep(&self, at: UnixTime) -> Result<()> {
         let storage = self.state.storage();
         if self.alarm_at.get().is_none() {
-            self.alarm_at.set(storage.get_alarm().await?.map(|ms| ms as u64 / 1000));
+            self.alarm_at
+                .set(storage.get_alarm().await?.map(|ms| ms as u64 / 1000));
         }
         if self.alarm_at.get().is_none_or(|scheduled| scheduled > at.0) {
-            let when = chrono::DateTime::from_timestamp(at.0 as i64, 0).ok_or("alarm time out of range")?;
+            let when = chrono::DateTime::from_timestamp(at.0 as i64, 0)
+                .ok_or("alarm time out of range")?;
             storage.set_alarm(when).await?;
             self.alarm_at.set(Some(at.0));
         }
@@ -249,8 +290,14 @@ impl HistoryRow {
     /// The event, or none when its address is no longer public; a change this code
     /// does not know is stored data it never wrote, and fails the read.
     fn into_event(self) -> Result<Option<HistoryEvent>> {
-        let change = Change::from_code(&self.change).ok_or_else(|| format!("history row {}: unknown change {:?}", self.id, self.change))?;
-        Ok(ip_of(self.ip).map(|ip| HistoryEvent { at: UnixTime(self.at), change, ip, client: self.client }))
+        let change = Change::from_code(&self.change)
+            .ok_or_else(|| format!("history row {}: unknown change {:?}", self.id, self.change))?;
+        Ok(ip_of(self.ip).map(|ip| HistoryEvent {
+            at: UnixTime(self.at),
+            change,
+            ip,
+            client: self.client,
+        }))
     }
 }
 
@@ -273,7 +320,11 @@ struct Moment {
 }
 
 impl SqlListStore<'_> {
-    fn rows<T: DeserializeOwned>(&self, query: &str, bindings: Vec<SqlStorageValue>) -> Result<Vec<T>> {
+    fn rows<T: DeserializeOwned>(
+        &self,
+        query: &str,
+        bindings: Vec<SqlStorageValue>,
+    ) -> Result<Vec<T>> {
         self.sql.exec(query, bindings)?.to_array()
     }
 
@@ -282,33 +333,70 @@ impl SqlListStore<'_> {
         self.sql.exec(query, bindings)?.one()
     }
 
-    fn list(&self, query: &PageQuery<EntryCursor>, now: UnixTime) -> Result<Page<Entry, EntryCursor>> {
-        let prefix = query.prefix.clone().map_or(SqlStorageValue::Null, SqlStorageValue::String);
-        let filter = format!("{} AND (?2 IS NULL OR {DOTTED} LIKE ?2 || '%')", live_sql("expires_at", "?1"));
-        let total: Count = self.one(&format!("SELECT count(*) AS n FROM entries WHERE {filter}"), vec![int(now.0), prefix.clone()])?;
-        let (after_time, after_ip) = query.after.map_or((AFTER_ALL, 0), |c| (c.added_at, c.ip.into()));
+    fn list(
+        &self,
+        query: &PageQuery<EntryCursor>,
+        now: UnixTime,
+    ) -> Result<Page<Entry, EntryCursor>> {
+        let prefix = query
+            .prefix
+            .clone()
+            .map_or(SqlStorageValue::Null, SqlStorageValue::String);
+        let filter = format!(
+            "{} AND (?2 IS NULL OR {DOTTED} LIKE ?2 || '%')",
+            live_sql("expires_at", "?1")
+        );
+        let total: Count = self.one(
+            &format!("SELECT count(*) AS n FROM entries WHERE {filter}"),
+            vec![int(now.0), prefix.clone()],
+        )?;
+        let (after_time, after_ip) = query
+            .after
+            .map_or((AFTER_ALL, 0), |c| (c.added_at, c.ip.into()));
         let rows: Vec<EntryRow> = self.rows(
             &format!(
                 "SELECT ip, added_at, expires_at, comment FROM entries
                  WHERE {filter} AND (added_at < ?3 OR (added_at = ?3 AND ip < ?4))
                  ORDER BY added_at DESC, ip DESC LIMIT ?5"
             ),
-            vec![int(now.0), prefix, int(after_time), int(after_ip), int(u64::from(query.limit) + 1)],
+            vec![
+                int(now.0),
+                prefix,
+                int(after_time),
+                int(after_ip),
+                int(u64::from(query.limit) + 1),
+            ],
         )?;
         let entries = rows.into_iter().filter_map(EntryRow::into_entry).collect();
-        Ok(Page::of(entries, query.limit, total.n, |e| EntryCursor { added_at: e.added_at.0, ip: e.ip.to_u32() }))
+        Ok(Page::of(entries, query.limit, total.n, |e| EntryCursor {
+            added_at: e.added_at.0,
+            ip: e.ip.to_u32(),
+        }))
     }
 
-    fn history(&self, query: &PageQuery<HistoryCursor>) -> Result<Page<HistoryEvent, HistoryCursor>> {
+    fn history(
+        &self,
+        query: &PageQuery<HistoryCursor>,
+    ) -> Result<Page<HistoryEvent, HistoryCursor>> {
         let total: Count = self.one("SELECT count(*) AS n FROM history", vec![])?;
         let before = query.after.map_or(AFTER_ALL, |c| c.id);
         let rows: Vec<HistoryRow> = self.rows(
             "SELECT id, at, change, ip, client FROM history WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
             vec![int(before), int(u64::from(query.limit) + 1)],
         )?;
-        let page = Page::of(rows, query.limit, total.n, |row| HistoryCursor { id: row.id });
-        let events = page.rows.into_iter().map(HistoryRow::into_event).collect::<Result<Vec<_>>>()?;
-        Ok(Page { total: page.total, rows: events.into_iter().flatten().collect(), next: page.next })
+        let page = Page::of(rows, query.limit, total.n, |row| HistoryCursor {
+            id: row.id,
+        });
+        let events = page
+            .rows
+            .into_iter()
+            .map(HistoryRow::into_event)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Page {
+            total: page.total,
+            rows: events.into_iter().flatten().collect(),
+            next: page.next,
+        })
     }
 
     /// Drops history older than `HISTORY_DAYS`; returns when the next sweep is due, if
@@ -360,7 +448,11 @@ impl SqlListStore<'_> {
                     coalesce((SELECT min(id) FROM history), 0) AS oldest",
             vec![],
         )?;
-        Ok(if bounds.oldest == 0 { (bounds.newest + 1, bounds.newest) } else { (bounds.oldest, bounds.newest) })
+        Ok(if bounds.oldest == 0 {
+            (bounds.newest + 1, bounds.newest)
+        } else {
+            (bounds.oldest, bounds.newest)
+        })
     }
 
     /// The whole live list, or the changes since `since` while the history still
@@ -369,12 +461,20 @@ impl SqlListStore<'_> {
     fn feed(&self, request: &FeedRequest, now: UnixTime) -> Result<FeedAnswer> {
         let (oldest, changes) = self.changes()?;
         if request.known == Some(changes) {
-            return Ok(FeedAnswer { changes, unchanged: true, reset: false, entries: None, delta: None });
+            return Ok(FeedAnswer {
+                changes,
+                unchanged: true,
+                reset: false,
+                entries: None,
+                delta: None,
+            });
         }
         let remembered = |since: u64| since <= changes && since + 1 >= oldest;
         match request.since {
             Some(since) if remembered(since) => {
-                let codes = [Change::Added, Change::Removed, Change::Expired].map(|c| format!("'{}'", c.code())).join(", ");
+                let codes = [Change::Added, Change::Removed, Change::Expired]
+                    .map(|c| format!("'{}'", c.code()))
+                    .join(", ");
                 let rows: Vec<DeltaRow> = self.rows(
                     &format!(
                         "SELECT h.ip AS ip, e.ip IS NOT NULL AS listed, e.added_at AS added_at, e.expires_at AS expires_at, e.comment AS comment
@@ -390,27 +490,50 @@ impl SqlListStore<'_> {
                     let Some(ip) = ip_of(row.ip) else { continue };
                     if row.listed != 0 {
                         let added_at = UnixTime(row.added_at.unwrap_or(0));
-                        delta.listed.push(Entry { ip, added_at, expires_at: row.expires_at.map(UnixTime), comment: row.comment });
+                        delta.listed.push(Entry {
+                            ip,
+                            added_at,
+                            expires_at: row.expires_at.map(UnixTime),
+                            comment: row.comment,
+                        });
                     } else {
                         delta.unlisted.push(ip);
                     }
                 }
-                Ok(FeedAnswer { changes, unchanged: false, reset: false, entries: None, delta: Some(delta) })
+                Ok(FeedAnswer {
+                    changes,
+                    unchanged: false,
+                    reset: false,
+                    entries: None,
+                    delta: Some(delta),
+                })
             }
             since => {
                 let rows: Vec<EntryRow> = self.rows(
-                    &format!("SELECT ip, added_at, expires_at, comment FROM entries WHERE {}", live_sql("expires_at", "?1")),
+                    &format!(
+                        "SELECT ip, added_at, expires_at, comment FROM entries WHERE {}",
+                        live_sql("expires_at", "?1")
+                    ),
                     vec![int(now.0)],
                 )?;
                 let entries = rows.into_iter().filter_map(EntryRow::into_entry).collect();
-                Ok(FeedAnswer { changes, unchanged: false, reset: since.is_some(), entries: Some(entries), delta: None })
+                Ok(FeedAnswer {
+                    changes,
+                    unchanged: false,
+                    reset: since.is_some(),
+                    entries: Some(entries),
+                    delta: None,
+                })
             }
         }
     }
 
     /// Whether the token still exists; when it does, it was used now.
     fn touch_feed_token(&self, id: &str, now: UnixTime) -> Result<bool> {
-        let cursor = self.sql.exec("UPDATE feed_tokens SET last_used = ?1 WHERE id = ?2", vec![int(now.0), id.into()])?;
+        let cursor = self.sql.exec(
+            "UPDATE feed_tokens SET last_used = ?1 WHERE id = ?2",
+            vec![int(now.0), id.into()],
+        )?;
         Ok(cursor.rows_written() > 0)
     }
 
@@ -422,13 +545,20 @@ impl SqlListStore<'_> {
         }
         self.sql.exec(
             "INSERT INTO feed_tokens (id, digest, created_at) VALUES (?1, ?2, ?3)",
-            vec![token.id.clone().into(), token.digest.clone().into(), int(now.0)],
+            vec![
+                token.id.clone().into(),
+                token.digest.clone().into(),
+                int(now.0),
+            ],
         )?;
         Ok(true)
     }
 
     fn feed_tokens(&self) -> Result<Vec<FeedTokenInfo>> {
-        let rows: Vec<TokenStored> = self.rows("SELECT id, created_at, last_used FROM feed_tokens ORDER BY created_at, id", vec![])?;
+        let rows: Vec<TokenStored> = self.rows(
+            "SELECT id, created_at, last_used FROM feed_tokens ORDER BY created_at, id",
+            vec![],
+        )?;
         Ok(rows
             .into_iter()
             .map(|row| FeedTokenInfo {
@@ -441,8 +571,12 @@ impl SqlListStore<'_> {
 
     /// Deletes a token; its digest, so that its record can go too, or `None` when there was none.
     fn revoke_feed_token(&self, id: &str) -> Result<Option<String>> {
-        let found: Vec<Digest> = self.rows("SELECT digest FROM feed_tokens WHERE id = ?1", vec![id.into()])?;
-        self.sql.exec("DELETE FROM feed_tokens WHERE id = ?1", vec![id.into()])?;
+        let found: Vec<Digest> = self.rows(
+            "SELECT digest FROM feed_tokens WHERE id = ?1",
+            vec![id.into()],
+        )?;
+        self.sql
+            .exec("DELETE FROM feed_tokens WHERE id = ?1", vec![id.into()])?;
         Ok(found.into_iter().next().map(|row| row.digest))
     }
 }
@@ -457,7 +591,10 @@ impl ListStore for SqlListStore<'_> {
     type Error = worker::Error;
 
     fn entry(&self, ip: PublicIpv4) -> Result<Option<Entry>> {
-        let rows: Vec<EntryRow> = self.rows("SELECT ip, added_at, expires_at, comment FROM entries WHERE ip = ?1", vec![ip_value(ip)])?;
+        let rows: Vec<EntryRow> = self.rows(
+            "SELECT ip, added_at, expires_at, comment FROM entries WHERE ip = ?1",
+            vec![ip_value(ip)],
+        )?;
         Ok(rows.into_iter().next().and_then(EntryRow::into_entry))
     }
 
@@ -475,18 +612,24 @@ impl ListStore for SqlListStore<'_> {
     }
 
     fn delete(&mut self, ip: PublicIpv4) -> Result<()> {
-        self.sql.exec("DELETE FROM entries WHERE ip = ?1", vec![ip_value(ip)])?;
+        self.sql
+            .exec("DELETE FROM entries WHERE ip = ?1", vec![ip_value(ip)])?;
         Ok(())
     }
 
     fn usage(&self) -> Result<DailyUsage> {
-        let rows: Vec<UsageRow> = self.rows("SELECT day, added, removed, refused FROM usage WHERE id = 0", vec![])?;
-        Ok(rows.first().map_or_else(DailyUsage::default, |row| DailyUsage {
-            day: row.day,
-            added: row.added,
-            removed: row.removed,
-            refused: row.refused,
-        }))
+        let rows: Vec<UsageRow> = self.rows(
+            "SELECT day, added, removed, refused FROM usage WHERE id = 0",
+            vec![],
+        )?;
+        Ok(rows
+            .first()
+            .map_or_else(DailyUsage::default, |row| DailyUsage {
+                day: row.day,
+                added: row.added,
+                removed: row.removed,
+                refused: row.refused,
+            }))
     }
 
     fn save_usage(&mut self, usage: DailyUsage) -> Result<()> {
@@ -506,10 +649,16 @@ impl ListStore for SqlListStore<'_> {
                 int(event.at.0),
                 SqlStorageValue::String(event.change.code().to_owned()),
                 ip_value(event.ip),
-                event.client.clone().map_or(SqlStorageValue::Null, SqlStorageValue::String),
+                event
+                    .client
+                    .clone()
+                    .map_or(SqlStorageValue::Null, SqlStorageValue::String),
             ],
         )?;
-        self.sql.exec("DELETE FROM history WHERE id <= (SELECT max(id) FROM history) - ?1", vec![int(MAX_HISTORY_ROWS)])?;
+        self.sql.exec(
+            "DELETE FROM history WHERE id <= (SELECT max(id) FROM history) - ?1",
+            vec![int(MAX_HISTORY_ROWS)],
+        )?;
         Ok(())
     }
 

@@ -10,11 +10,16 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::json;
-use worker::{durable_object, Delay, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue, State};
+use worker::{
+    durable_object, Delay, DurableObject, Env, Request, Response, Result, SqlStorage,
+    SqlStorageValue, State,
+};
 
 use crate::clock;
 use crate::domain::form;
-use crate::domain::ip_list::{Changes, EditRequest, Import, ListEntries, ListKind, MAX_LIST_ENTRIES};
+use crate::domain::ip_list::{
+    Changes, EditRequest, Import, ListEntries, ListKind, MAX_LIST_ENTRIES,
+};
 use crate::domain::range::Ipv4Range;
 use crate::domain::snapshot::{self, shard_key, Manifest, Shard};
 use crate::domain::time::UnixTime;
@@ -69,7 +74,10 @@ struct List {
 
 impl List {
     fn stored(entries: ListEntries, row: &ListRow) -> Self {
-        let manifest = row.manifest.as_deref().and_then(|text| serde_json::from_str(text).ok());
+        let manifest = row
+            .manifest
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok());
         Self {
             entries: Rc::new(entries),
             version: row.version,
@@ -100,7 +108,12 @@ pub struct OperatorLists {
 impl DurableObject for OperatorLists {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        Self { state, env, sql, lists: RefCell::new(None) }
+        Self {
+            state,
+            env,
+            sql,
+            lists: RefCell::new(None),
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -114,7 +127,9 @@ impl DurableObject for OperatorLists {
             }
         }
         let url = req.inner().url();
-        let kind = form_urlencoded::parse(form::query_of(&url).as_bytes()).find(|(k, _)| k == "list").and_then(|(_, v)| ListKind::from_name(&v));
+        let kind = form_urlencoded::parse(form::query_of(&url).as_bytes())
+            .find(|(k, _)| k == "list")
+            .and_then(|(_, v)| ListKind::from_name(&v));
         match (req.path().as_str(), kind) {
             ("/status", _) => self.status(),
             ("/edit", Some(kind)) => {
@@ -131,7 +146,12 @@ impl DurableObject for OperatorLists {
             ("/replace", Some(kind)) => {
                 let imported = match read_import(kind, req.inner().body()).await {
                     Ok(entries) => entries,
-                    Err(ImportError::TooLarge) => return refuse(413, &format!("an import may be at most {} MiB", MAX_IMPORT_BYTES >> 20)),
+                    Err(ImportError::TooLarge) => {
+                        return refuse(
+                            413,
+                            &format!("an import may be at most {} MiB", MAX_IMPORT_BYTES >> 20),
+                        )
+                    }
                     Err(ImportError::Line(message)) => return refuse(400, &message),
                 };
                 let (entries, changes, change) = self.replace(kind, imported)?;
@@ -144,7 +164,10 @@ impl DurableObject for OperatorLists {
                 // What is exported is published, so its version is the one its ETag names.
                 let change = self.with_list(kind, |list| list.changed);
                 self.publish_including(kind, change).await?;
-                self.export(kind, &req.headers().get("If-None-Match")?.unwrap_or_default())
+                self.export(
+                    kind,
+                    &req.headers().get("If-None-Match")?.unwrap_or_default(),
+                )
             }
             // For an isolate whose KV read of the manifest came before the first one was written.
             ("/manifest", Some(kind)) => match self.with_list(kind, |list| list.manifest.clone()) {
@@ -176,20 +199,31 @@ enum ImportError {
 }
 
 /// Parses an import as it streams in, so the text is never held whole.
-async fn read_import(kind: ListKind, body: Option<worker::web_sys::ReadableStream>) -> Result<ListEntries, ImportError> {
+async fn read_import(
+    kind: ListKind,
+    body: Option<worker::web_sys::ReadableStream>,
+) -> Result<ListEntries, ImportError> {
     let mut import = Import::new(kind);
     let mut total = 0;
     if let Some(body) = body {
         let chunks = Chunks::of(body);
-        while let Some(chunk) = chunks.next().await.map_err(|_| ImportError::Line("the body broke off".to_owned()))? {
+        while let Some(chunk) = chunks
+            .next()
+            .await
+            .map_err(|_| ImportError::Line("the body broke off".to_owned()))?
+        {
             total += chunk.length() as usize;
             if total > MAX_IMPORT_BYTES {
                 return Err(ImportError::TooLarge);
             }
-            import.push(&chunk.to_vec()).map_err(|e| ImportError::Line(e.to_string()))?;
+            import
+                .push(&chunk.to_vec())
+                .map_err(|e| ImportError::Line(e.to_string()))?;
         }
     }
-    import.finish().map_err(|e| ImportError::Line(e.to_string()))
+    import
+        .finish()
+        .map_err(|e| ImportError::Line(e.to_string()))
 }
 
 #[derive(Deserialize)]
@@ -206,7 +240,15 @@ struct ListRow {
 impl ListRow {
     /// A list this object has never published: changed, so that it will be.
     fn unpublished(kind: ListKind) -> Self {
-        Self { kind: kind.name().to_owned(), version: 0, published_at: 0, reserved: 0, shards: 0, dirty: 1, manifest: None }
+        Self {
+            kind: kind.name().to_owned(),
+            version: 0,
+            published_at: 0,
+            reserved: 0,
+            shards: 0,
+            dirty: 1,
+            manifest: None,
+        }
     }
 }
 
@@ -223,7 +265,13 @@ impl OperatorLists {
     }
 
     fn with_list_mut<T>(&self, kind: ListKind, f: impl FnOnce(&mut List) -> T) -> T {
-        f(self.lists.borrow_mut().as_mut().expect("loaded").get_mut(&kind).expect("both lists"))
+        f(self
+            .lists
+            .borrow_mut()
+            .as_mut()
+            .expect("loaded")
+            .get_mut(&kind)
+            .expect("both lists"))
     }
 
     /// Reads both lists once per instance; a first start takes over the lists the
@@ -233,16 +281,26 @@ impl OperatorLists {
             return Ok(());
         }
         self.sql.exec(SCHEMA, None)?;
-        let rows: Vec<ListRow> =
-            self.sql.exec("SELECT kind, version, published_at, reserved, shards, dirty, manifest FROM lists", None)?.to_array()?;
+        let rows: Vec<ListRow> = self
+            .sql
+            .exec(
+                "SELECT kind, version, published_at, reserved, shards, dirty, manifest FROM lists",
+                None,
+            )?
+            .to_array()?;
         let mut lists = HashMap::new();
         for row in rows {
-            let Some(kind) = ListKind::from_name(&row.kind) else { continue };
+            let Some(kind) = ListKind::from_name(&row.kind) else {
+                continue;
+            };
             let list = List::stored(self.stored_entries(kind)?, &row);
             lists.insert(kind, list);
         }
         let mut legacy = Vec::new();
-        for kind in ListKind::ALL.into_iter().filter(|kind| !lists.contains_key(kind)) {
+        for kind in ListKind::ALL
+            .into_iter()
+            .filter(|kind| !lists.contains_key(kind))
+        {
             legacy.push((kind, legacy_entries(&self.env, kind).await?));
         }
         // Other requests ran while KV was read: the first to get here installs the lists,
@@ -258,30 +316,53 @@ impl OperatorLists {
         let dirty = lists.values().any(List::dirty);
         *self.lists.borrow_mut() = Some(lists);
         if dirty {
-            self.state.storage().set_alarm(Duration::from_millis(PUBLISH_INTERVAL_MS)).await?;
+            self.state
+                .storage()
+                .set_alarm(Duration::from_millis(PUBLISH_INTERVAL_MS))
+                .await?;
         }
         Ok(())
     }
 
     fn stored_entries(&self, kind: ListKind) -> Result<ListEntries> {
         let mut bytes = Vec::new();
-        for row in self.sql.exec("SELECT data FROM entries WHERE kind = ?1 ORDER BY n", vec![kind.name().into()])?.raw() {
+        for row in self
+            .sql
+            .exec(
+                "SELECT data FROM entries WHERE kind = ?1 ORDER BY n",
+                vec![kind.name().into()],
+            )?
+            .raw()
+        {
             match row?.into_iter().next() {
                 Some(SqlStorageValue::Blob(data)) => bytes.extend_from_slice(&data),
-                other => return Err(format!("stored entries of the {} list: {other:?}", kind.name()).into()),
+                other => {
+                    return Err(
+                        format!("stored entries of the {} list: {other:?}", kind.name()).into(),
+                    )
+                }
             }
         }
-        ListEntries::decode(&bytes).ok_or_else(|| format!("stored entries of the {} list do not decode", kind.name()).into())
+        ListEntries::decode(&bytes).ok_or_else(|| {
+            format!("stored entries of the {} list do not decode", kind.name()).into()
+        })
     }
 
     /// Writes a list whole. No `await` runs between its statements, so the
     /// runtime commits them together.
     fn save(&self, kind: ListKind, list: &List) -> Result<()> {
-        self.sql.exec("DELETE FROM entries WHERE kind = ?1", vec![kind.name().into()])?;
+        self.sql.exec(
+            "DELETE FROM entries WHERE kind = ?1",
+            vec![kind.name().into()],
+        )?;
         for (n, part) in list.entries.encode().chunks(ROW_ENTRIES * 5).enumerate() {
             self.sql.exec(
                 "INSERT INTO entries (kind, n, data) VALUES (?1, ?2, ?3)",
-                vec![kind.name().into(), SqlStorageValue::Integer(n as i64), SqlStorageValue::Blob(part.to_vec())],
+                vec![
+                    kind.name().into(),
+                    SqlStorageValue::Integer(n as i64),
+                    SqlStorageValue::Blob(part.to_vec()),
+                ],
             )?;
         }
         self.save_state(kind, list)
@@ -307,11 +388,17 @@ impl OperatorLists {
 
     /// Validates every entry, then applies the edit, or refuses it whole naming the
     /// first bad entry. Returns what changed and the change's number.
-    fn edit(&self, kind: ListKind, edit: EditRequest) -> std::result::Result<(Changes, u64), String> {
+    fn edit(
+        &self,
+        kind: ListKind,
+        edit: EditRequest,
+    ) -> std::result::Result<(Changes, u64), String> {
         let (add, remove) = kind.parse_edit(edit)?;
         self.with_list_mut(kind, |list| {
             if list.entries.len() + add.len() > MAX_LIST_ENTRIES {
-                return Err(format!("a list holds at most {MAX_LIST_ENTRIES} entries; replace it whole with PUT"));
+                return Err(format!(
+                    "a list holds at most {MAX_LIST_ENTRIES} entries; replace it whole with PUT"
+                ));
             }
             let changes = Rc::make_mut(&mut list.entries).edit(add, remove);
             if changes != Changes::default() {
@@ -337,7 +424,8 @@ impl OperatorLists {
     /// caller has that version. Streamed a part at a time from a shared copy of
     /// the entries, so even ten million are never one string here.
     fn export(&self, kind: ListKind, if_none_match: &str) -> Result<Response> {
-        let (entries, version) = self.with_list(kind, |list| (Rc::clone(&list.entries), list.version));
+        let (entries, version) =
+            self.with_list(kind, |list| (Rc::clone(&list.entries), list.version));
         let etag = format!("\"{version}\"");
         let response = if if_none_match.split(',').any(|tag| tag.trim() == etag) {
             Response::empty()?.with_status(304)
@@ -345,9 +433,13 @@ impl OperatorLists {
             let header = entries.header(kind, version);
             let parts = (0..entries.len().div_ceil(EXPORT_PART_ENTRIES))
                 .map(move |part| entries.lines(part * EXPORT_PART_ENTRIES, EXPORT_PART_ENTRIES));
-            let text = std::iter::once(header).chain(parts).map(|text| Ok::<_, worker::Error>(text.into_bytes()));
+            let text = std::iter::once(header)
+                .chain(parts)
+                .map(|text| Ok::<_, worker::Error>(text.into_bytes()));
             let response = Response::from_stream(futures_util::stream::iter(text))?;
-            response.headers().set("Content-Type", "text/plain; charset=utf-8")?;
+            response
+                .headers()
+                .set("Content-Type", "text/plain; charset=utf-8")?;
             response
         };
         response.headers().set("ETag", &etag)?;
@@ -357,15 +449,22 @@ impl OperatorLists {
     fn status(&self) -> Result<Response> {
         let summary = |kind| {
             self.with_list(kind, |list| {
-                let published_at = (list.version > 0).then(|| UnixTime(list.published_at).to_rfc3339());
-                let snapshot_bytes: usize = snapshot::build(&list.entries).1.iter().map(Shard::size).sum();
+                let published_at =
+                    (list.version > 0).then(|| UnixTime(list.published_at).to_rfc3339());
+                let snapshot_bytes: usize = snapshot::build(&list.entries)
+                    .1
+                    .iter()
+                    .map(Shard::size)
+                    .sum();
                 json!({
                     "entries": list.entries.len(), "version": list.version.to_string(),
                     "publishedAt": published_at, "snapshotBytes": snapshot_bytes,
                 })
             })
         };
-        Response::from_json(&json!({ "globalList": summary(ListKind::Global), "allowList": summary(ListKind::Allow) }))
+        Response::from_json(
+            &json!({ "globalList": summary(ListKind::Global), "allowList": summary(ListKind::Allow) }),
+        )
     }
 
     /// Returns, with the version, once a publication includes change number
@@ -374,7 +473,9 @@ impl OperatorLists {
     /// while one waits here.
     async fn publish_including(&self, kind: ListKind, change: u64) -> Result<u64> {
         loop {
-            let (published, publishing, last_ms) = self.with_list(kind, |list| (list.published, list.publishing, list.published_ms));
+            let (published, publishing, last_ms) = self.with_list(kind, |list| {
+                (list.published, list.publishing, list.published_ms)
+            });
             if published >= change {
                 return Ok(self.with_list(kind, |list| list.version));
             }
@@ -388,7 +489,10 @@ impl OperatorLists {
             self.with_list_mut(kind, |list| list.publishing = false);
             if let Err(error) = published {
                 // Nothing is lost: the list stays marked changed, and the alarm tries again.
-                self.state.storage().set_alarm(Duration::from_secs(5)).await?;
+                self.state
+                    .storage()
+                    .set_alarm(Duration::from_secs(5))
+                    .await?;
                 return Err(error);
             }
         }
@@ -403,14 +507,29 @@ impl OperatorLists {
             list.reserved = list.reserved.max(list.version) + 1;
             self.save_state(kind, list)?;
             let (starts, shards) = snapshot::build(&list.entries);
-            Ok::<_, worker::Error>((list.reserved, list.changed, starts, shards, list.entries.len()))
+            Ok::<_, worker::Error>((
+                list.reserved,
+                list.changed,
+                starts,
+                shards,
+                list.entries.len(),
+            ))
         })?;
-        let manifest = Manifest { version, published_at: now_ms / 1000, entries, shards: starts };
+        let manifest = Manifest {
+            version,
+            published_at: now_ms / 1000,
+            entries,
+            shards: starts,
+        };
         let kv = self.env.kv(lists::binding(kind))?;
         for (index, shard) in shards.iter().enumerate() {
-            kv.put_bytes(&shard_key(version, index), &shard.encode())?.execute().await?;
+            kv.put_bytes(&shard_key(version, index), &shard.encode())?
+                .execute()
+                .await?;
         }
-        kv.put(Manifest::KEY, serde_json::to_string(&manifest)?)?.execute().await?;
+        kv.put(Manifest::KEY, serde_json::to_string(&manifest)?)?
+            .execute()
+            .await?;
         let previous = self.with_list_mut(kind, |list| {
             // The next manifest write is a second after this one, not after this publication began.
             list.published_ms = clock::now().0;
@@ -425,19 +544,32 @@ impl OperatorLists {
         let now = manifest.published_at;
         self.sql.exec(
             "INSERT OR IGNORE INTO retired (kind, version, shards, at) VALUES (?1, ?2, ?3, ?4)",
-            vec![kind.name().into(), int(previous.0), int(previous.1 as u64), int(now)],
+            vec![
+                kind.name().into(),
+                int(previous.0),
+                int(previous.1 as u64),
+                int(now),
+            ],
         )?;
         let due: Vec<RetiredRow> = self
             .sql
-            .exec("SELECT kind, version, shards FROM retired WHERE at < ?1", vec![int(now.saturating_sub(RETIRED_SHARDS_KEPT_SECONDS))])?
+            .exec(
+                "SELECT kind, version, shards FROM retired WHERE at < ?1",
+                vec![int(now.saturating_sub(RETIRED_SHARDS_KEPT_SECONDS))],
+            )?
             .to_array()?;
         for row in due {
-            let Some(retired_kind) = ListKind::from_name(&row.kind) else { continue };
+            let Some(retired_kind) = ListKind::from_name(&row.kind) else {
+                continue;
+            };
             let kv = self.env.kv(lists::binding(retired_kind))?;
             for index in 0..row.shards as usize {
                 kv.delete(&shard_key(row.version, index)).await?;
             }
-            self.sql.exec("DELETE FROM retired WHERE kind = ?1 AND version = ?2", vec![row.kind.into(), int(row.version)])?;
+            self.sql.exec(
+                "DELETE FROM retired WHERE kind = ?1 AND version = ?2",
+                vec![row.kind.into(), int(row.version)],
+            )?;
         }
         Ok(())
     }
@@ -455,10 +587,19 @@ async fn legacy_entries(env: &Env, kind: ListKind) -> Result<ListEntries> {
     match kind {
         ListKind::Allow => {
             let text = kv.get("ranges").text().await?.unwrap_or_default();
-            entries.extend(text.lines().filter_map(|line| Ipv4Range::parse(line.trim())));
+            entries.extend(
+                text.lines()
+                    .filter_map(|line| Ipv4Range::parse(line.trim())),
+            );
         }
         ListKind::Global => {
-            for_each_key(&kv, None, |keys| entries.extend(keys.iter().filter_map(|key| kind.parse_entry(&key.name).ok()))).await?;
+            for_each_key(&kv, None, |keys| {
+                entries.extend(
+                    keys.iter()
+                        .filter_map(|key| kind.parse_entry(&key.name).ok()),
+                )
+            })
+            .await?;
         }
     }
     Ok(ListEntries::new(entries))

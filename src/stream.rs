@@ -20,8 +20,13 @@ impl Chunks {
 
     /// The next chunk, or `None` at the end of the body.
     pub async fn next(&self) -> Result<Option<Uint8Array>, Unreadable> {
-        let read = JsFuture::from(self.0.read()).await.map_err(|_| Unreadable)?;
-        if Reflect::get(&read, &"done".into()).map_err(|_| Unreadable)?.is_truthy() {
+        let read = JsFuture::from(self.0.read())
+            .await
+            .map_err(|_| Unreadable)?;
+        if Reflect::get(&read, &"done".into())
+            .map_err(|_| Unreadable)?
+            .is_truthy()
+        {
             return Ok(None);
         }
         let value: JsValue = Reflect::get(&read, &"value".into()).map_err(|_| Unreadable)?;

@@ -8,7 +8,10 @@ pub trait Coded: Sized + Copy + 'static {
     fn code(self) -> &'static str;
 
     fn from_code(code: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|variant| variant.code() == code)
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|variant| variant.code() == code)
     }
 }
 
@@ -24,8 +27,9 @@ macro_rules! serde_by_code {
         impl<'de> serde::Deserialize<'de> for $type {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let code = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-                <$type as $crate::domain::code::Coded>::from_code(&code)
-                    .ok_or_else(|| serde::de::Error::custom(format!("unknown {} {code:?}", stringify!($type))))
+                <$type as $crate::domain::code::Coded>::from_code(&code).ok_or_else(|| {
+                    serde::de::Error::custom(format!("unknown {} {code:?}", stringify!($type)))
+                })
             }
         }
     };

@@ -65,16 +65,31 @@ pub struct EntryDetails {
 impl EntryDetails {
     /// Reads the optional `ttl` (seconds), `expiresAt` (RFC 3339) and `comment` fields.
     /// Either expiry form must land 60 seconds to one year from `now`.
-    pub fn parse(ttl: Option<&str>, expires_at: Option<&str>, comment: Option<&str>, now: UnixTime) -> Result<Self, String> {
+    pub fn parse(
+        ttl: Option<&str>,
+        expires_at: Option<&str>,
+        comment: Option<&str>,
+        now: UnixTime,
+    ) -> Result<Self, String> {
         let range = format!("from {MIN_TTL_SECONDS} to {MAX_TTL_SECONDS} seconds from now");
-        let expiry = match (ttl.filter(|t| !t.is_empty()), expires_at.filter(|e| !e.is_empty())) {
+        let expiry = match (
+            ttl.filter(|t| !t.is_empty()),
+            expires_at.filter(|e| !e.is_empty()),
+        ) {
             (Some(_), Some(_)) => return Err("give ttl or expiresAt, not both".to_owned()),
             (Some(ttl), None) => {
-                let seconds = ttl.trim().parse::<u64>().ok().filter(|s| (MIN_TTL_SECONDS..=MAX_TTL_SECONDS).contains(s));
-                Some(Expiry::After(seconds.ok_or_else(|| format!("ttl must be whole seconds {range}"))?))
+                let seconds = ttl
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|s| (MIN_TTL_SECONDS..=MAX_TTL_SECONDS).contains(s));
+                Some(Expiry::After(seconds.ok_or_else(|| {
+                    format!("ttl must be whole seconds {range}")
+                })?))
             }
             (None, Some(text)) => {
-                let at = UnixTime::parse_rfc3339(text).ok_or("expiresAt must be an RFC 3339 timestamp")?;
+                let at = UnixTime::parse_rfc3339(text)
+                    .ok_or("expiresAt must be an RFC 3339 timestamp")?;
                 if !(now.plus(MIN_TTL_SECONDS)..=now.plus(MAX_TTL_SECONDS)).contains(&at) {
                     return Err(format!("expiresAt must be {range}"));
                 }
@@ -83,8 +98,13 @@ impl EntryDetails {
             (None, None) => None,
         };
         let comment = comment.map(str::to_owned);
-        if comment.as_ref().is_some_and(|c| c.chars().count() > MAX_COMMENT_CHARS) {
-            return Err(format!("comment must be at most {MAX_COMMENT_CHARS} characters"));
+        if comment
+            .as_ref()
+            .is_some_and(|c| c.chars().count() > MAX_COMMENT_CHARS)
+        {
+            return Err(format!(
+                "comment must be at most {MAX_COMMENT_CHARS} characters"
+            ));
         }
         Ok(Self { expiry, comment })
     }
@@ -99,7 +119,12 @@ pub enum Change {
 }
 
 impl Coded for Change {
-    const ALL: &'static [Self] = &[Self::Added, Self::Removed, Self::Expired, Self::LimitRefused];
+    const ALL: &'static [Self] = &[
+        Self::Added,
+        Self::Removed,
+        Self::Expired,
+        Self::LimitRefused,
+    ];
 
     fn code(self) -> &'static str {
         match self {
@@ -128,7 +153,11 @@ mod tests {
 
     const NOW: UnixTime = UnixTime(1_795_262_400);
 
-    fn parse(ttl: Option<&str>, expires_at: Option<&str>, comment: Option<&str>) -> Result<EntryDetails, String> {
+    fn parse(
+        ttl: Option<&str>,
+        expires_at: Option<&str>,
+        comment: Option<&str>,
+    ) -> Result<EntryDetails, String> {
         EntryDetails::parse(ttl, expires_at, comment, NOW)
     }
 
@@ -140,45 +169,99 @@ mod tests {
 
     #[test]
     fn ttl_is_bounded_to_a_minute_through_a_year() {
-        assert_eq!(parse(Some("60"), None, None).unwrap().expiry, Some(Expiry::After(60)));
-        assert_eq!(parse(Some("31536000"), None, None).unwrap().expiry, Some(Expiry::After(31_536_000)));
-        assert_eq!(Expiry::After(60).at(NOW.plus(1)), NOW.plus(61), "counted from the moment of adding");
+        assert_eq!(
+            parse(Some("60"), None, None).unwrap().expiry,
+            Some(Expiry::After(60))
+        );
+        assert_eq!(
+            parse(Some("31536000"), None, None).unwrap().expiry,
+            Some(Expiry::After(31_536_000))
+        );
+        assert_eq!(
+            Expiry::After(60).at(NOW.plus(1)),
+            NOW.plus(61),
+            "counted from the moment of adding"
+        );
         for bad in ["59", "31536001", "-60", "1.5", "soon", "0"] {
-            assert!(parse(Some(bad), None, None).unwrap_err().contains("ttl"), "{bad}");
+            assert!(
+                parse(Some(bad), None, None).unwrap_err().contains("ttl"),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn expires_at_is_rfc3339_within_the_same_bounds() {
-        assert_eq!(parse(None, Some("2026-11-21T13:00:00Z"), None).unwrap().expiry, Some(Expiry::At(NOW.plus(3600))));
+        assert_eq!(
+            parse(None, Some("2026-11-21T13:00:00Z"), None)
+                .unwrap()
+                .expiry,
+            Some(Expiry::At(NOW.plus(3600)))
+        );
         assert_eq!(Expiry::At(NOW.plus(3600)).at(NOW.plus(1)), NOW.plus(3600));
-        assert!(parse(None, Some("2026-11-21T12:00:59Z"), None).is_err(), "under a minute away");
-        assert!(parse(None, Some("2026-11-21T11:00:00Z"), None).is_err(), "in the past");
-        assert!(parse(None, Some("2028-01-01T00:00:00Z"), None).is_err(), "over a year away");
-        assert!(parse(None, Some("next week"), None).unwrap_err().contains("RFC 3339"));
-        assert!(parse(Some("60"), Some("2026-11-21T13:00:00Z"), None).unwrap_err().contains("not both"));
+        assert!(
+            parse(None, Some("2026-11-21T12:00:59Z"), None).is_err(),
+            "under a minute away"
+        );
+        assert!(
+            parse(None, Some("2026-11-21T11:00:00Z"), None).is_err(),
+            "in the past"
+        );
+        assert!(
+            parse(None, Some("2028-01-01T00:00:00Z"), None).is_err(),
+            "over a year away"
+        );
+        assert!(parse(None, Some("next week"), None)
+            .unwrap_err()
+            .contains("RFC 3339"));
+        assert!(parse(Some("60"), Some("2026-11-21T13:00:00Z"), None)
+            .unwrap_err()
+            .contains("not both"));
     }
 
     #[test]
     fn comments_are_kept_as_given_up_to_255_characters() {
         let longest = "é".repeat(255);
-        assert_eq!(parse(None, None, Some(&longest)).unwrap().comment, Some(longest.clone()));
-        assert_eq!(parse(None, None, Some(" scanner, see ticket #42 ")).unwrap().comment.as_deref(), Some(" scanner, see ticket #42 "));
-        assert!(parse(None, None, Some(&format!("{longest}x"))).unwrap_err().contains("255"));
+        assert_eq!(
+            parse(None, None, Some(&longest)).unwrap().comment,
+            Some(longest.clone())
+        );
+        assert_eq!(
+            parse(None, None, Some(" scanner, see ticket #42 "))
+                .unwrap()
+                .comment
+                .as_deref(),
+            Some(" scanner, see ticket #42 ")
+        );
+        assert!(parse(None, None, Some(&format!("{longest}x")))
+            .unwrap_err()
+            .contains("255"));
     }
 
     #[test]
     fn the_sql_forms_state_the_same_rule() {
-        assert_eq!(live_sql("e.expires_at", "?2"), "(e.expires_at IS NULL OR e.expires_at > ?2)");
+        assert_eq!(
+            live_sql("e.expires_at", "?2"),
+            "(e.expires_at IS NULL OR e.expires_at > ?2)"
+        );
         assert_eq!(expired_sql("expires_at", "?1"), "expires_at <= ?1");
     }
 
     #[test]
     fn an_entry_is_gone_at_its_expiry_second() {
-        let entry = Entry { ip: PublicIpv4::parse("8.8.8.8").unwrap(), added_at: NOW, expires_at: Some(NOW.plus(60)), comment: None };
+        let entry = Entry {
+            ip: PublicIpv4::parse("8.8.8.8").unwrap(),
+            added_at: NOW,
+            expires_at: Some(NOW.plus(60)),
+            comment: None,
+        };
         assert!(entry.is_live(NOW.plus(59)));
         assert!(!entry.is_live(NOW.plus(60)));
-        assert!(Entry { expires_at: None, ..entry }.is_live(UnixTime(u64::MAX)));
+        assert!(Entry {
+            expires_at: None,
+            ..entry
+        }
+        .is_live(UnixTime(u64::MAX)));
     }
 
     #[test]
@@ -186,11 +269,20 @@ mod tests {
         for &change in Change::ALL {
             assert_eq!(Change::from_code(change.code()), Some(change));
             assert_eq!(serde_json::to_value(change).unwrap(), change.code());
-            assert_eq!(serde_json::from_value::<Change>(change.code().into()).unwrap(), change);
+            assert_eq!(
+                serde_json::from_value::<Change>(change.code().into()).unwrap(),
+                change
+            );
         }
-        assert_eq!(serde_json::to_value(Change::LimitRefused).unwrap(), "limit_refused");
+        assert_eq!(
+            serde_json::to_value(Change::LimitRefused).unwrap(),
+            "limit_refused"
+        );
         assert!(serde_json::from_value::<Change>("LimitRefused".into()).is_err());
         assert_eq!(Change::from_code("refused"), None);
-        assert_eq!(serde_json::to_value(super::super::holder::Operation::Remove).unwrap(), "remove");
+        assert_eq!(
+            serde_json::to_value(super::super::holder::Operation::Remove).unwrap(),
+            "remove"
+        );
     }
 }

@@ -44,8 +44,14 @@ impl fmt::Display for FeedVersion {
 
 impl FeedVersion {
     pub fn parse(text: &str) -> Option<Self> {
-        let mut parts = text.split('.').map(|part| part.parse::<u64>().ok().filter(|_| !part.starts_with('+')));
-        let version = Self { changes: parts.next()??, global: parts.next()??, allow: parts.next()?? };
+        let mut parts = text
+            .split('.')
+            .map(|part| part.parse::<u64>().ok().filter(|_| !part.starts_with('+')));
+        let version = Self {
+            changes: parts.next()??,
+            global: parts.next()??,
+            allow: parts.next()??,
+        };
         parts.next().is_none().then_some(version)
     }
 }
@@ -61,14 +67,22 @@ pub struct FeedQuery {
 
 impl FeedQuery {
     pub fn parse(query: &str) -> Result<Self, String> {
-        let mut parsed = Self { scope: Scope::Personal, format: Format::Text, since: None };
+        let mut parsed = Self {
+            scope: Scope::Personal,
+            format: Format::Text,
+            since: None,
+        };
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
             match (key.as_ref(), value.as_ref()) {
                 ("scope", "personal") => parsed.scope = Scope::Personal,
                 ("scope", "all") => parsed.scope = Scope::All,
                 ("format", "text") => parsed.format = Format::Text,
                 ("format", "json") => parsed.format = Format::Json,
-                ("since", cursor) => parsed.since = Some(FeedVersion::parse(cursor).ok_or_else(|| format!("since must be a cursor from an earlier answer, not {cursor:?}"))?),
+                ("since", cursor) => {
+                    parsed.since = Some(FeedVersion::parse(cursor).ok_or_else(|| {
+                        format!("since must be a cursor from an earlier answer, not {cursor:?}")
+                    })?)
+                }
                 ("scope", other) => return Err(format!("scope is personal or all, not {other:?}")),
                 ("format", other) => return Err(format!("format is text or json, not {other:?}")),
                 _ => {}
@@ -83,13 +97,25 @@ impl FeedQuery {
     /// The version the caller's firewall would have after this answer: the global
     /// list's counts only when it is part of the feed.
     pub fn version(&self, changes: u64, global: u64, allow: u64) -> FeedVersion {
-        FeedVersion { changes, global: if self.scope == Scope::All { global } else { 0 }, allow }
+        FeedVersion {
+            changes,
+            global: if self.scope == Scope::All { global } else { 0 },
+            allow,
+        }
     }
 
     /// The `ETag` of the answer this query gets at `version`.
     pub fn etag(&self, version: FeedVersion) -> String {
-        let scope = if self.scope == Scope::All { "all" } else { "personal" };
-        let format = if self.format == Format::Json { "json" } else { "text" };
+        let scope = if self.scope == Scope::All {
+            "all"
+        } else {
+            "personal"
+        };
+        let format = if self.format == Format::Json {
+            "json"
+        } else {
+            "text"
+        };
         match self.since {
             Some(since) => format!("\"{scope}-delta-{since}-{version}\""),
             None => format!("\"{scope}-{format}-{version}\""),
@@ -102,7 +128,9 @@ impl FeedQuery {
     /// still reaches back to it, the holder's object decides.)
     pub fn delta_from(&self, global: u64, allow: u64) -> Option<u64> {
         let now = self.version(0, global, allow);
-        self.since.filter(|since| since.global == now.global && since.allow == now.allow).map(|since| since.changes)
+        self.since
+            .filter(|since| since.global == now.global && since.allow == now.allow)
+            .map(|since| since.changes)
     }
 
     /// The personal history number the caller holds, when `If-None-Match` names
@@ -111,7 +139,8 @@ impl FeedQuery {
     pub fn known_changes(&self, if_none_match: &str, global: u64, allow: u64) -> Option<u64> {
         if_none_match.split(',').map(str::trim).find_map(|tag| {
             let version = FeedVersion::parse(tag.trim_matches('"').rsplit('-').next()?)?;
-            (self.etag(self.version(version.changes, global, allow)) == tag).then_some(version.changes)
+            (self.etag(self.version(version.changes, global, allow)) == tag)
+                .then_some(version.changes)
         })
     }
 }
@@ -141,7 +170,12 @@ impl FeedItem {
 
     fn personal(entry: Entry) -> Self {
         let block = Ipv4Range::from_parts(entry.ip.to_u32(), 32).expect("an address is a /32");
-        Self { block, global: false, expires_at: entry.expires_at, comment: entry.comment }
+        Self {
+            block,
+            global: false,
+            expires_at: entry.expires_at,
+            comment: entry.comment,
+        }
     }
 }
 
@@ -154,10 +188,16 @@ pub fn subtract(from: &[(u32, u32)], minus: &[(u32, u32)]) -> Intervals {
     let mut passed = 0;
     for &(first, last) in from {
         let (mut start, last) = (u64::from(first), u64::from(last));
-        while minus.get(passed).is_some_and(|&(_, cut_last)| u64::from(cut_last) < start) {
+        while minus
+            .get(passed)
+            .is_some_and(|&(_, cut_last)| u64::from(cut_last) < start)
+        {
             passed += 1;
         }
-        for &(cut_first, cut_last) in minus[passed..].iter().take_while(|&&(cut_first, _)| u64::from(cut_first) <= last) {
+        for &(cut_first, cut_last) in minus[passed..]
+            .iter()
+            .take_while(|&&(cut_first, _)| u64::from(cut_first) <= last)
+        {
             if u64::from(cut_first) > start {
                 rest.push((start as u32, cut_first - 1));
             }
@@ -172,11 +212,16 @@ pub fn subtract(from: &[(u32, u32)], minus: &[(u32, u32)]) -> Intervals {
 
 /// The largest CIDR block that starts at `first` and ends at or before `last`.
 fn block_at(first: u32, last: u32) -> Ipv4Range {
-    let mut size: u64 = if first == 0 { 1 << 32 } else { 1 << first.trailing_zeros() };
+    let mut size: u64 = if first == 0 {
+        1 << 32
+    } else {
+        1 << first.trailing_zeros()
+    };
     while u64::from(first) + size - 1 > u64::from(last) {
         size >>= 1;
     }
-    Ipv4Range::from_parts(first, 32 - size.trailing_zeros() as u8).expect("a block aligned to its size")
+    Ipv4Range::from_parts(first, 32 - size.trailing_zeros() as u8)
+        .expect("a block aligned to its size")
 }
 
 /// A whole feed, item by item in address order, owning what it is built from so
@@ -196,9 +241,16 @@ impl FeedItems {
     /// sorted and disjoint. A personal entry is left out when the allow list
     /// holds it, or when the global list does (its block is in the feed already).
     pub fn new(mut personal: Vec<Entry>, global: Rc<Intervals>, allow: &[(u32, u32)]) -> Self {
-        personal.retain(|entry| !covers(allow, entry.ip.to_u32()) && !covers(&global, entry.ip.to_u32()));
+        personal.retain(|entry| {
+            !covers(allow, entry.ip.to_u32()) && !covers(&global, entry.ip.to_u32())
+        });
         personal.sort_by_key(|entry| entry.ip);
-        Self { personal: personal.into_iter().peekable(), global, next_global: 0, pending: None }
+        Self {
+            personal: personal.into_iter().peekable(),
+            global,
+            next_global: 0,
+            pending: None,
+        }
     }
 
     /// How many items the feed has, without using it up.
@@ -231,7 +283,9 @@ impl FeedItems {
     }
 
     fn peek_global(&self) -> Option<u32> {
-        self.pending.map(|(first, _)| first).or_else(|| self.global.get(self.next_global).map(|&(first, _)| first))
+        self.pending
+            .map(|(first, _)| first)
+            .or_else(|| self.global.get(self.next_global).map(|&(first, _)| first))
     }
 }
 
@@ -250,7 +304,12 @@ impl Iterator for FeedItems {
 }
 
 fn global_item(block: Ipv4Range) -> FeedItem {
-    FeedItem { block, global: true, expires_at: None, comment: None }
+    FeedItem {
+        block,
+        global: true,
+        expires_at: None,
+        comment: None,
+    }
 }
 
 /// What the Worker asks of a holder's object for a feed.
@@ -290,14 +349,31 @@ impl PersonalDelta {
     /// list holds, or the global list holds when it is part of the feed, are in
     /// neither (the firewall never had them as personal entries, or still has
     /// them as global blocks).
-    pub fn filter(self, global: &[(u32, u32)], allow: &[(u32, u32)]) -> (Vec<FeedItem>, Vec<FeedItem>) {
-        let kept = |addr: Ipv4Addr| !covers(allow, u32::from(addr)) && !covers(global, u32::from(addr));
-        let new = self.listed.into_iter().filter(|entry| kept(entry.ip.addr())).map(FeedItem::personal).collect();
+    pub fn filter(
+        self,
+        global: &[(u32, u32)],
+        allow: &[(u32, u32)],
+    ) -> (Vec<FeedItem>, Vec<FeedItem>) {
+        let kept =
+            |addr: Ipv4Addr| !covers(allow, u32::from(addr)) && !covers(global, u32::from(addr));
+        let new = self
+            .listed
+            .into_iter()
+            .filter(|entry| kept(entry.ip.addr()))
+            .map(FeedItem::personal)
+            .collect();
         let deleted = self
             .unlisted
             .into_iter()
             .filter(|ip| kept(ip.addr()))
-            .map(|ip| FeedItem::personal(Entry { ip, added_at: UnixTime(0), expires_at: None, comment: None }))
+            .map(|ip| {
+                FeedItem::personal(Entry {
+                    ip,
+                    added_at: UnixTime(0),
+                    expires_at: None,
+                    comment: None,
+                })
+            })
             .collect();
         (new, deleted)
     }
@@ -310,7 +386,12 @@ mod tests {
     use super::*;
 
     fn entry(ip: &str) -> Entry {
-        Entry { ip: PublicIpv4::parse(ip).unwrap(), added_at: UnixTime(0), expires_at: None, comment: None }
+        Entry {
+            ip: PublicIpv4::parse(ip).unwrap(),
+            added_at: UnixTime(0),
+            expires_at: None,
+            comment: None,
+        }
     }
 
     fn interval(range: &str) -> (u32, u32) {
@@ -329,31 +410,77 @@ mod tests {
     #[test]
     fn queries_parse_with_defaults_and_refuse_the_unknown() {
         let default = FeedQuery::parse("").unwrap();
-        assert_eq!((default.scope, default.format, default.since), (Scope::Personal, Format::Text, None));
+        assert_eq!(
+            (default.scope, default.format, default.since),
+            (Scope::Personal, Format::Text, None)
+        );
         let delta = FeedQuery::parse("scope=all&format=json&since=7.3.2").unwrap();
-        assert_eq!(delta.since, Some(FeedVersion { changes: 7, global: 3, allow: 2 }));
-        assert!(FeedQuery::parse("since=7.3.2").unwrap_err().contains("format=json"));
+        assert_eq!(
+            delta.since,
+            Some(FeedVersion {
+                changes: 7,
+                global: 3,
+                allow: 2
+            })
+        );
+        assert!(FeedQuery::parse("since=7.3.2")
+            .unwrap_err()
+            .contains("format=json"));
         assert!(FeedQuery::parse("scope=everything").is_err());
         assert!(FeedQuery::parse("format=xml").is_err());
         for bad in ["7.3", "7.3.2.1", "a.b.c", "+1.2.3", "-1.2.3", ""] {
-            assert!(FeedQuery::parse(&format!("format=json&since={bad}")).is_err(), "{bad}");
+            assert!(
+                FeedQuery::parse(&format!("format=json&since={bad}")).is_err(),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn versions_round_trip_and_name_the_answer() {
-        let version = FeedVersion { changes: 12, global: 4, allow: 1 };
+        let version = FeedVersion {
+            changes: 12,
+            global: 4,
+            allow: 1,
+        };
         assert_eq!(FeedVersion::parse(&version.to_string()), Some(version));
         let personal = FeedQuery::parse("").unwrap();
-        assert_eq!(personal.version(12, 4, 1), FeedVersion { changes: 12, global: 0, allow: 1 }, "the global list is not part of it");
-        assert_ne!(personal.etag(version), FeedQuery::parse("format=json").unwrap().etag(version));
+        assert_eq!(
+            personal.version(12, 4, 1),
+            FeedVersion {
+                changes: 12,
+                global: 0,
+                allow: 1
+            },
+            "the global list is not part of it"
+        );
+        assert_ne!(
+            personal.etag(version),
+            FeedQuery::parse("format=json").unwrap().etag(version)
+        );
         let delta = FeedQuery::parse("scope=all&format=json&since=3.4.1").unwrap();
         assert_eq!(delta.delta_from(4, 1), Some(3));
-        assert_eq!(delta.delta_from(5, 1), None, "the global list has a new version");
-        assert_eq!(delta.delta_from(4, 2), None, "the allow list has a new version");
+        assert_eq!(
+            delta.delta_from(5, 1),
+            None,
+            "the global list has a new version"
+        );
+        assert_eq!(
+            delta.delta_from(4, 2),
+            None,
+            "the allow list has a new version"
+        );
         let personal = FeedQuery::parse("format=json&since=3.0.1").unwrap();
-        assert_eq!(personal.delta_from(9, 1), Some(3), "the global list is not part of a personal feed");
-        assert_eq!(FeedQuery::parse("format=json").unwrap().delta_from(4, 1), None, "no cursor, no delta");
+        assert_eq!(
+            personal.delta_from(9, 1),
+            Some(3),
+            "the global list is not part of a personal feed"
+        );
+        assert_eq!(
+            FeedQuery::parse("format=json").unwrap().delta_from(4, 1),
+            None,
+            "no cursor, no delta"
+        );
     }
 
     #[test]
@@ -361,26 +488,54 @@ mod tests {
         let query = FeedQuery::parse("scope=all").unwrap();
         let tag = query.etag(query.version(12, 4, 1));
         assert_eq!(query.known_changes(&tag, 4, 1), Some(12));
-        assert_eq!(query.known_changes(&format!("\"x\", {tag}"), 4, 1), Some(12));
-        assert_eq!(query.known_changes(&tag, 5, 1), None, "the global list changed");
-        assert_eq!(FeedQuery::parse("format=json").unwrap().known_changes(&tag, 4, 1), None, "another answer");
+        assert_eq!(
+            query.known_changes(&format!("\"x\", {tag}"), 4, 1),
+            Some(12)
+        );
+        assert_eq!(
+            query.known_changes(&tag, 5, 1),
+            None,
+            "the global list changed"
+        );
+        assert_eq!(
+            FeedQuery::parse("format=json")
+                .unwrap()
+                .known_changes(&tag, 4, 1),
+            None,
+            "another answer"
+        );
         assert_eq!(query.known_changes("*", 4, 1), None);
     }
 
     #[test]
     fn a_feed_is_sorted_and_leaves_out_what_the_allow_list_holds() {
-        let personal = vec![entry("9.9.9.9"), entry("8.8.8.8"), entry("104.16.0.5"), entry("45.1.1.7")];
+        let personal = vec![
+            entry("9.9.9.9"),
+            entry("8.8.8.8"),
+            entry("104.16.0.5"),
+            entry("45.1.1.7"),
+        ];
         let global = [interval("45.1.1.0/24"), interval("45.2.0.0/16")];
         let allow = [interval("45.2.128.0/17"), interval("104.16.0.0/13")];
         let items = feed_of(personal, &global, &allow);
-        assert_eq!(texts(items), ["8.8.8.8", "9.9.9.9", "45.1.1.0/24", "45.2.0.0/17"]);
+        assert_eq!(
+            texts(items),
+            ["8.8.8.8", "9.9.9.9", "45.1.1.0/24", "45.2.0.0/17"]
+        );
         let personal_only = feed_of(vec![entry("9.9.9.9"), entry("104.16.0.5")], &[], &allow);
         assert_eq!(texts(personal_only), ["9.9.9.9"]);
     }
 
     #[test]
     fn a_feed_counts_its_items_before_it_is_read() {
-        let items = feed_of(vec![entry("8.8.8.8")], &[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0), (0xffff_fffe, u32::MAX)], &[]);
+        let items = feed_of(
+            vec![entry("8.8.8.8")],
+            &[
+                (interval("10.0.0.1/32").0, interval("10.0.0.8/32").0),
+                (0xffff_fffe, u32::MAX),
+            ],
+            &[],
+        );
         assert_eq!(items.total(), 6);
         assert_eq!(items.total(), items.total());
         assert_eq!(items.collect::<Vec<_>>().len(), 6);
@@ -388,8 +543,15 @@ mod tests {
 
     #[test]
     fn intervals_become_the_fewest_cidr_blocks() {
-        let items = feed_of(vec![], &[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0)], &[]);
-        assert_eq!(texts(items), ["10.0.0.1", "10.0.0.2/31", "10.0.0.4/30", "10.0.0.8"]);
+        let items = feed_of(
+            vec![],
+            &[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0)],
+            &[],
+        );
+        assert_eq!(
+            texts(items),
+            ["10.0.0.1", "10.0.0.2/31", "10.0.0.4/30", "10.0.0.8"]
+        );
         let everything = feed_of(vec![], &[(0, u32::MAX)], &[]);
         assert_eq!(texts(everything), ["0.0.0.0/0"]);
         let top = feed_of(vec![], &[(u32::MAX - 2, u32::MAX)], &[]);
@@ -402,8 +564,13 @@ mod tests {
         listed.expires_at = Some(UnixTime(1_795_262_400));
         listed.comment = Some("scanner".into());
         let item = feed_of(vec![listed], &[], &[]).next().unwrap();
-        assert_eq!(item.json(), serde_json::json!({ "value": "8.8.8.8", "scope": "personal", "expiresAt": "2026-11-21T12:00:00Z", "comment": "scanner" }));
-        let global = feed_of(vec![], &[interval("45.0.0.0/8")], &[]).next().unwrap();
+        assert_eq!(
+            item.json(),
+            serde_json::json!({ "value": "8.8.8.8", "scope": "personal", "expiresAt": "2026-11-21T12:00:00Z", "comment": "scanner" })
+        );
+        let global = feed_of(vec![], &[interval("45.0.0.0/8")], &[])
+            .next()
+            .unwrap();
         assert_eq!(global.json()["scope"], "global");
     }
 
@@ -411,11 +578,20 @@ mod tests {
     fn deltas_leave_out_what_the_allow_or_global_list_holds() {
         let delta = PersonalDelta {
             listed: vec![entry("8.8.8.8"), entry("104.16.0.5"), entry("45.1.1.9")],
-            unlisted: vec![PublicIpv4::parse("9.9.9.9").unwrap(), PublicIpv4::parse("45.1.1.10").unwrap()],
+            unlisted: vec![
+                PublicIpv4::parse("9.9.9.9").unwrap(),
+                PublicIpv4::parse("45.1.1.10").unwrap(),
+            ],
         };
         let (new, deleted) = delta.filter(&[interval("45.1.1.0/24")], &[interval("104.16.0.0/13")]);
-        assert_eq!(new.iter().map(FeedItem::text).collect::<Vec<_>>(), ["8.8.8.8"]);
-        assert_eq!(deleted.iter().map(FeedItem::text).collect::<Vec<_>>(), ["9.9.9.9"]);
+        assert_eq!(
+            new.iter().map(FeedItem::text).collect::<Vec<_>>(),
+            ["8.8.8.8"]
+        );
+        assert_eq!(
+            deleted.iter().map(FeedItem::text).collect::<Vec<_>>(),
+            ["9.9.9.9"]
+        );
     }
 
     fn intervals_strategy() -> impl Strategy<Value = Intervals> {

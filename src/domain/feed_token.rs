@@ -18,7 +18,10 @@ pub struct NewFeedToken {
 
 impl NewFeedToken {
     pub fn generate() -> Result<Self, getrandom::Error> {
-        Ok(Self { id: format!("{ID_PREFIX}{}", hex(&random::<8>()?)), token: format!("{TOKEN_PREFIX}{}", hex(&random::<32>()?)) })
+        Ok(Self {
+            id: format!("{ID_PREFIX}{}", hex(&random::<8>()?)),
+            token: format!("{TOKEN_PREFIX}{}", hex(&random::<32>()?)),
+        })
     }
 }
 
@@ -52,7 +55,9 @@ impl FeedTokenOwner {
 }
 
 pub fn is_id(text: &str) -> bool {
-    text.strip_prefix(ID_PREFIX).is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    text.strip_prefix(ID_PREFIX).is_some_and(|hex| {
+        hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }
 
 /// The digest a token is stored under.
@@ -112,11 +117,21 @@ mod tests {
 
     #[test]
     fn tokens_carry_256_random_bits_and_ids_parse() {
-        let (a, b) = (NewFeedToken::generate().unwrap(), NewFeedToken::generate().unwrap());
+        let (a, b) = (
+            NewFeedToken::generate().unwrap(),
+            NewFeedToken::generate().unwrap(),
+        );
         assert_eq!(a.token.len(), TOKEN_PREFIX.len() + 64);
         assert_ne!(a.token, b.token);
         assert!(is_id(&a.id) && is_id(&b.id) && a.id != b.id);
-        for bad in ["", "ft_", "ft_0123456789abcde", "ft_0123456789ABCDEF", "lic_0123456789abcdef", "ft_../0123456789abcd"] {
+        for bad in [
+            "",
+            "ft_",
+            "ft_0123456789abcde",
+            "ft_0123456789ABCDEF",
+            "lic_0123456789abcdef",
+            "ft_../0123456789abcd",
+        ] {
             assert!(!is_id(bad), "{bad:?}");
         }
         assert_eq!(digest(&a.token).len(), 64);
@@ -126,11 +141,28 @@ mod tests {
     #[test]
     fn a_token_comes_as_bearer_or_as_the_basic_password() {
         let token = "glf_0123456789abcdef";
-        assert_eq!(from_authorization(&format!("Bearer {token}")).as_deref(), Some(token));
+        assert_eq!(
+            from_authorization(&format!("Bearer {token}")).as_deref(),
+            Some(token)
+        );
         // "firewall:glf_0123456789abcdef" and ":glf_0123456789abcdef"
-        assert_eq!(from_authorization("Basic ZmlyZXdhbGw6Z2xmXzAxMjM0NTY3ODlhYmNkZWY=").as_deref(), Some(token));
-        assert_eq!(from_authorization("basic OmdsZl8wMTIzNDU2Nzg5YWJjZGVm").as_deref(), Some(token));
-        for refused in ["Bearer eyJhbGciOiJIUzI1NiJ9.e30.x", "Basic Zmlyzxdhbgw6", "Basic !!!!", "Basic Zg=", "Token glf_1", "glf_1", "Basic ZmlyZXdhbGw6cGFzc3dvcmQ="] {
+        assert_eq!(
+            from_authorization("Basic ZmlyZXdhbGw6Z2xmXzAxMjM0NTY3ODlhYmNkZWY=").as_deref(),
+            Some(token)
+        );
+        assert_eq!(
+            from_authorization("basic OmdsZl8wMTIzNDU2Nzg5YWJjZGVm").as_deref(),
+            Some(token)
+        );
+        for refused in [
+            "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x",
+            "Basic Zmlyzxdhbgw6",
+            "Basic !!!!",
+            "Basic Zg=",
+            "Token glf_1",
+            "glf_1",
+            "Basic ZmlyZXdhbGw6cGFzc3dvcmQ=",
+        ] {
             assert_eq!(from_authorization(refused), None, "{refused}");
         }
     }

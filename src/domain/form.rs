@@ -18,7 +18,10 @@ pub fn first_field(content_type: &str, body: &[u8], name: &str) -> Option<String
 pub fn all_fields(content_type: &str, body: &[u8], name: &str) -> Vec<String> {
     let media_type = media_type(content_type);
     if media_type.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
-        form_urlencoded::parse(body).filter(|(key, _)| key == name).map(|(_, value)| value.into_owned()).collect()
+        form_urlencoded::parse(body)
+            .filter(|(key, _)| key == name)
+            .map(|(_, value)| value.into_owned())
+            .collect()
     } else if media_type.eq_ignore_ascii_case("multipart/form-data") {
         match parameter(content_type, "boundary").filter(|b| b.len() <= MAX_BOUNDARY_CHARS) {
             Some(boundary) => multipart_fields(body, boundary.as_bytes(), name),
@@ -32,7 +35,11 @@ pub fn all_fields(content_type: &str, body: &[u8], name: &str) -> Vec<String> {
 /// The query string of a URL, without the fragment. Read by hand: the `url` crate
 /// would more than double the Worker's module for this one question.
 pub fn query_of(url: &str) -> &str {
-    url.split('#').next().unwrap_or("").split_once('?').map_or("", |(_, query)| query)
+    url.split('#')
+        .next()
+        .unwrap_or("")
+        .split_once('?')
+        .map_or("", |(_, query)| query)
 }
 
 /// The media type of a `Content-Type` value, without its parameters.
@@ -44,7 +51,10 @@ pub fn media_type(content_type: &str) -> &str {
 fn parameter<'a>(header: &'a str, key: &str) -> Option<&'a str> {
     header.split(';').skip(1).find_map(|param| {
         let (k, v) = param.split_once('=')?;
-        k.trim().eq_ignore_ascii_case(key).then(|| v.trim().trim_matches('"')).filter(|v| !v.is_empty())
+        k.trim()
+            .eq_ignore_ascii_case(key)
+            .then(|| v.trim().trim_matches('"'))
+            .filter(|v| !v.is_empty())
     })
 }
 
@@ -54,13 +64,19 @@ fn multipart_fields(body: &[u8], boundary: &[u8], name: &str) -> Vec<String> {
     let delimiter = [b"--", boundary].concat();
     let part_end = [b"\r\n", delimiter.as_slice()].concat();
     let mut values = Vec::new();
-    let Some(start) = find(body, &delimiter) else { return values };
+    let Some(start) = find(body, &delimiter) else {
+        return values;
+    };
     let mut rest = &body[start + delimiter.len()..];
     while let Some(after) = rest.strip_prefix(b"\r\n") {
-        let Some(headers_end) = find(after, b"\r\n\r\n") else { break };
+        let Some(headers_end) = find(after, b"\r\n\r\n") else {
+            break;
+        };
         let headers = String::from_utf8_lossy(&after[..headers_end]);
         let content = &after[headers_end + 4..];
-        let Some(next) = find(content, &part_end) else { break };
+        let Some(next) = find(content, &part_end) else {
+            break;
+        };
         if part_name(&headers).as_deref() == Some(name) {
             values.push(String::from_utf8_lossy(&content[..next]).into_owned());
         }
@@ -78,7 +94,9 @@ fn part_name(headers: &str) -> Option<String> {
         }
         value.split(';').skip(1).find_map(|param| {
             let (k, v) = param.split_once('=')?;
-            k.trim().eq_ignore_ascii_case("name").then(|| v.trim().trim_matches('"').to_owned())
+            k.trim()
+                .eq_ignore_ascii_case("name")
+                .then(|| v.trim().trim_matches('"').to_owned())
         })
     })
 }
@@ -107,9 +125,23 @@ mod tests {
 
     #[test]
     fn urlencoded_fields_decode() {
-        assert_eq!(first_field(URLENCODED, b"ip=1.2.3.4", "ip").as_deref(), Some("1.2.3.4"));
-        assert_eq!(first_field(URLENCODED, b"a=b&ip=+1.2.3.4%20", "ip").as_deref(), Some(" 1.2.3.4 "));
-        assert_eq!(first_field("Application/X-WWW-Form-Urlencoded; charset=utf-8", b"ip=8.8.8.8", "ip").as_deref(), Some("8.8.8.8"));
+        assert_eq!(
+            first_field(URLENCODED, b"ip=1.2.3.4", "ip").as_deref(),
+            Some("1.2.3.4")
+        );
+        assert_eq!(
+            first_field(URLENCODED, b"a=b&ip=+1.2.3.4%20", "ip").as_deref(),
+            Some(" 1.2.3.4 ")
+        );
+        assert_eq!(
+            first_field(
+                "Application/X-WWW-Form-Urlencoded; charset=utf-8",
+                b"ip=8.8.8.8",
+                "ip"
+            )
+            .as_deref(),
+            Some("8.8.8.8")
+        );
         assert_eq!(first_field(URLENCODED, b"ipx=1.2.3.4", "ip"), None);
         assert_eq!(first_field(URLENCODED, b"ip=", "ip").as_deref(), Some(""));
     }
@@ -117,7 +149,10 @@ mod tests {
     #[test]
     fn multipart_fields_decode() {
         let body = multipart(&[("other", "x"), ("ip", "1.2.3.4")]);
-        assert_eq!(first_field(MULTIPART, &body, "ip").as_deref(), Some("1.2.3.4"));
+        assert_eq!(
+            first_field(MULTIPART, &body, "ip").as_deref(),
+            Some("1.2.3.4")
+        );
         assert_eq!(first_field(MULTIPART, &body, "missing"), None);
         let quoted = "multipart/form-data; boundary=\"------------------------abc123\"";
         assert_eq!(first_field(quoted, &body, "other").as_deref(), Some("x"));
@@ -125,36 +160,67 @@ mod tests {
 
     #[test]
     fn every_value_of_a_repeated_field_is_read_in_order() {
-        assert_eq!(all_fields(URLENCODED, b"ip=1.1.1.1&x=y&ip=2.2.2.2&ip=", "ip"), ["1.1.1.1", "2.2.2.2", ""]);
+        assert_eq!(
+            all_fields(URLENCODED, b"ip=1.1.1.1&x=y&ip=2.2.2.2&ip=", "ip"),
+            ["1.1.1.1", "2.2.2.2", ""]
+        );
         let body = multipart(&[("ip", "1.1.1.1"), ("comment", "c"), ("ip", "2.2.2.2")]);
         assert_eq!(all_fields(MULTIPART, &body, "ip"), ["1.1.1.1", "2.2.2.2"]);
-        assert_eq!(all_fields(MULTIPART, &body[..body.len() - 30], "ip"), ["1.1.1.1"], "a part broken off does not count");
+        assert_eq!(
+            all_fields(MULTIPART, &body[..body.len() - 30], "ip"),
+            ["1.1.1.1"],
+            "a part broken off does not count"
+        );
         assert!(all_fields("text/plain", b"ip=1.1.1.1", "ip").is_empty());
     }
 
     #[test]
     fn the_first_of_repeated_fields_wins() {
-        assert_eq!(first_field(URLENCODED, b"ip=1.1.1.1&ip=2.2.2.2", "ip").as_deref(), Some("1.1.1.1"));
+        assert_eq!(
+            first_field(URLENCODED, b"ip=1.1.1.1&ip=2.2.2.2", "ip").as_deref(),
+            Some("1.1.1.1")
+        );
         let body = multipart(&[("ip", "1.1.1.1"), ("ip", "2.2.2.2")]);
-        assert_eq!(first_field(MULTIPART, &body, "ip").as_deref(), Some("1.1.1.1"));
+        assert_eq!(
+            first_field(MULTIPART, &body, "ip").as_deref(),
+            Some("1.1.1.1")
+        );
     }
 
     #[test]
     fn non_utf8_bytes_become_replacement_characters() {
-        assert_eq!(first_field(URLENCODED, b"ip=1.2.3.%FF", "ip").as_deref(), Some("1.2.3.\u{fffd}"));
-        let body = [b"--b\r\nContent-Disposition: form-data; name=\"ip\"\r\n\r\n\xff\xfe\r\n--b--".as_slice()].concat();
-        assert_eq!(first_field("multipart/form-data; boundary=b", &body, "ip").as_deref(), Some("\u{fffd}\u{fffd}"));
+        assert_eq!(
+            first_field(URLENCODED, b"ip=1.2.3.%FF", "ip").as_deref(),
+            Some("1.2.3.\u{fffd}")
+        );
+        let body = [
+            b"--b\r\nContent-Disposition: form-data; name=\"ip\"\r\n\r\n\xff\xfe\r\n--b--"
+                .as_slice(),
+        ]
+        .concat();
+        assert_eq!(
+            first_field("multipart/form-data; boundary=b", &body, "ip").as_deref(),
+            Some("\u{fffd}\u{fffd}")
+        );
     }
 
     #[test]
     fn boundaries_over_70_characters_are_refused() {
-        let body_with = |boundary: &str| format!("--{boundary}\r\nContent-Disposition: form-data; name=\"ip\"\r\n\r\n8.8.8.8\r\n--{boundary}--\r\n");
+        let body_with = |boundary: &str| {
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"ip\"\r\n\r\n8.8.8.8\r\n--{boundary}--\r\n")
+        };
         let longest = "b".repeat(MAX_BOUNDARY_CHARS);
         let content_type = format!("multipart/form-data; boundary={longest}");
-        assert_eq!(first_field(&content_type, body_with(&longest).as_bytes(), "ip").as_deref(), Some("8.8.8.8"));
+        assert_eq!(
+            first_field(&content_type, body_with(&longest).as_bytes(), "ip").as_deref(),
+            Some("8.8.8.8")
+        );
         let too_long = "b".repeat(MAX_BOUNDARY_CHARS + 1);
         let content_type = format!("multipart/form-data; boundary={too_long}");
-        assert_eq!(first_field(&content_type, body_with(&too_long).as_bytes(), "ip"), None);
+        assert_eq!(
+            first_field(&content_type, body_with(&too_long).as_bytes(), "ip"),
+            None
+        );
     }
 
     #[test]
@@ -171,7 +237,12 @@ mod tests {
             (MULTIPART, b""),
         ];
         for (content_type, body) in cases {
-            assert_eq!(first_field(content_type, body, "ip"), None, "{content_type:?} {:?}", String::from_utf8_lossy(body));
+            assert_eq!(
+                first_field(content_type, body, "ip"),
+                None,
+                "{content_type:?} {:?}",
+                String::from_utf8_lossy(body)
+            );
         }
     }
 }

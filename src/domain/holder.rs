@@ -39,7 +39,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { additions: 6000, removals: 1000 }
+        Self {
+            additions: 6000,
+            removals: 1000,
+        }
     }
 }
 
@@ -62,7 +65,10 @@ impl DailyUsage {
         if self.day == day {
             self
         } else {
-            Self { day, ..Self::default() }
+            Self {
+                day,
+                ..Self::default()
+            }
         }
     }
 }
@@ -106,9 +112,19 @@ pub trait ListStore {
 /// Runs one operation of the state table: only an actual addition or removal
 /// counts against the day's limit, and a refused one changes nothing but the
 /// day's refusal count (and the history, for the day's first refusal).
-pub fn perform<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: Limits) -> Result<Answer, S::Error> {
+pub fn perform<S: ListStore>(
+    store: &mut S,
+    call: &Call,
+    now: UnixTime,
+    limits: Limits,
+) -> Result<Answer, S::Error> {
     let ip = call.ip;
-    let event = |change| HistoryEvent { at: now, change, ip, client: call.client.clone() };
+    let event = |change| HistoryEvent {
+        at: now,
+        change,
+        ip,
+        client: call.client.clone(),
+    };
     let listed = match store.entry(ip)? {
         Some(entry) if entry.is_live(now) => true,
         Some(expired) => {
@@ -119,7 +135,14 @@ pub fn perform<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: 
     };
     let day = now.utc_day();
     let (outcome, usage) = match call.operation {
-        Operation::Check => (if listed { PersonalOutcome::Listed } else { PersonalOutcome::Unlisted }, None),
+        Operation::Check => (
+            if listed {
+                PersonalOutcome::Listed
+            } else {
+                PersonalOutcome::Unlisted
+            },
+            None,
+        ),
         Operation::Add => {
             let mut usage = store.usage()?.on(day);
             let outcome = if listed {
@@ -128,7 +151,12 @@ pub fn perform<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: 
                 refuse(store, &mut usage, &event(Change::LimitRefused))?
             } else {
                 let details = call.details.clone();
-                store.insert(&Entry { ip, added_at: now, expires_at: details.expiry.map(|e| e.at(now)), comment: details.comment })?;
+                store.insert(&Entry {
+                    ip,
+                    added_at: now,
+                    expires_at: details.expiry.map(|e| e.at(now)),
+                    comment: details.comment,
+                })?;
                 store.record(&event(Change::Added))?;
                 usage.added += 1;
                 store.save_usage(usage)?;
@@ -152,12 +180,20 @@ pub fn perform<S: ListStore>(store: &mut S, call: &Call, now: UnixTime, limits: 
             (outcome, Some(usage))
         }
     };
-    Ok(Answer { outcome, usage, limits })
+    Ok(Answer {
+        outcome,
+        usage,
+        limits,
+    })
 }
 
 /// A script looping on a used-up quota must not grow the history without bound:
 /// every refusal is counted for the day, and only the day's first is recorded.
-fn refuse<S: ListStore>(store: &mut S, usage: &mut DailyUsage, event: &HistoryEvent) -> Result<PersonalOutcome, S::Error> {
+fn refuse<S: ListStore>(
+    store: &mut S,
+    usage: &mut DailyUsage,
+    event: &HistoryEvent,
+) -> Result<PersonalOutcome, S::Error> {
     usage.refused = usage.refused.saturating_add(1);
     if usage.refused == 1 {
         store.record(event)?;
@@ -169,7 +205,12 @@ fn refuse<S: ListStore>(store: &mut S, usage: &mut DailyUsage, event: &HistoryEv
 /// Removes an entry whose expiry has passed and records it at its expiry time.
 fn expire<S: ListStore>(store: &mut S, entry: &Entry, now: UnixTime) -> Result<(), S::Error> {
     store.delete(entry.ip)?;
-    store.record(&HistoryEvent { at: entry.expires_at.unwrap_or(now), change: Change::Expired, ip: entry.ip, client: None })
+    store.record(&HistoryEvent {
+        at: entry.expires_at.unwrap_or(now),
+        change: Change::Expired,
+        ip: entry.ip,
+        client: None,
+    })
 }
 
 /// Removes at most `batch` expired entries, so one sweep's memory and time stay
@@ -232,7 +273,12 @@ pub mod memory {
         }
 
         fn expired(&self, now: UnixTime, limit: usize) -> Result<Vec<Entry>, Infallible> {
-            let mut expired: Vec<Entry> = self.entries.values().filter(|e| !e.is_live(now)).cloned().collect();
+            let mut expired: Vec<Entry> = self
+                .entries
+                .values()
+                .filter(|e| !e.is_live(now))
+                .cloned()
+                .collect();
             expired.sort_by_key(|e| e.expires_at);
             expired.truncate(limit);
             Ok(expired)
@@ -243,14 +289,17 @@ pub mod memory {
 #[cfg(test)]
 mod tests {
     use super::memory::MemoryStore;
-    use crate::domain::entry::Expiry;
     use super::*;
+    use crate::domain::entry::Expiry;
     use Operation::{Add, Check, Remove};
     use PersonalOutcome as P;
 
     /// 2026-11-21 12:00:00 UTC.
     const NOON: UnixTime = UnixTime(1_795_262_400);
-    const LIMITS: Limits = Limits { additions: 3, removals: 2 };
+    const LIMITS: Limits = Limits {
+        additions: 3,
+        removals: 2,
+    };
 
     fn ip(n: u8) -> PublicIpv4 {
         PublicIpv4::parse(&format!("8.8.8.{n}")).unwrap()
@@ -262,7 +311,12 @@ mod tests {
     }
 
     fn call(operation: Operation, n: u8) -> Call {
-        Call { operation, ip: ip(n), details: EntryDetails::default(), client: Some("192.0.2.7".into()) }
+        Call {
+            operation,
+            ip: ip(n),
+            details: EntryDetails::default(),
+            client: Some("192.0.2.7".into()),
+        }
     }
 
     fn run_call(store: &mut MemoryStore, call: &Call, now: UnixTime) -> Answer {
@@ -280,7 +334,15 @@ mod tests {
         assert_eq!(run(&mut store, Check, 1, NOON), P::Unlisted);
         assert_eq!(run(&mut store, Remove, 1, NOON), P::NothingToRemove);
         assert_eq!(run(&mut store, Add, 1, NOON), P::Added);
-        assert_eq!(store.entries[&ip(1)], Entry { ip: ip(1), added_at: NOON, expires_at: None, comment: None });
+        assert_eq!(
+            store.entries[&ip(1)],
+            Entry {
+                ip: ip(1),
+                added_at: NOON,
+                expires_at: None,
+                comment: None
+            }
+        );
         assert_eq!(run(&mut store, Check, 1, NOON), P::Listed);
         assert_eq!(run(&mut store, Add, 1, NOON), P::AlreadyListed);
         assert_eq!(run(&mut store, Remove, 1, NOON), P::Removed);
@@ -295,10 +357,26 @@ mod tests {
         run(&mut store, Add, 1, NOON);
         run(&mut store, Check, 1, NOON);
         run(&mut store, Remove, 2, NOON);
-        assert_eq!(store.usage, DailyUsage { day: NOON.utc_day(), added: 1, removed: 0, refused: 0 });
+        assert_eq!(
+            store.usage,
+            DailyUsage {
+                day: NOON.utc_day(),
+                added: 1,
+                removed: 0,
+                refused: 0
+            }
+        );
         run(&mut store, Remove, 1, NOON);
         run(&mut store, Remove, 1, NOON);
-        assert_eq!(store.usage, DailyUsage { day: NOON.utc_day(), added: 1, removed: 1, refused: 0 });
+        assert_eq!(
+            store.usage,
+            DailyUsage {
+                day: NOON.utc_day(),
+                added: 1,
+                removed: 1,
+                refused: 0
+            }
+        );
     }
 
     #[test]
@@ -310,8 +388,16 @@ mod tests {
         assert_eq!(run(&mut store, Add, 4, NOON), P::LimitReached);
         assert_eq!(run(&mut store, Check, 4, NOON), P::Unlisted);
         assert_eq!(store.usage.added, 3);
-        assert_eq!(run(&mut store, Add, 1, NOON), P::AlreadyListed, "an add that changes nothing is not refused");
-        assert_eq!(run(&mut store, Remove, 1, NOON), P::Removed, "removals have their own limit");
+        assert_eq!(
+            run(&mut store, Add, 1, NOON),
+            P::AlreadyListed,
+            "an add that changes nothing is not refused"
+        );
+        assert_eq!(
+            run(&mut store, Remove, 1, NOON),
+            P::Removed,
+            "removals have their own limit"
+        );
     }
 
     #[test]
@@ -324,7 +410,11 @@ mod tests {
         assert_eq!(run(&mut store, Remove, 2, NOON), P::Removed);
         assert_eq!(run(&mut store, Remove, 3, NOON), P::LimitReached);
         assert_eq!(run(&mut store, Check, 3, NOON), P::Listed);
-        assert_eq!(run(&mut store, Remove, 9, NOON), P::NothingToRemove, "a remove that changes nothing is not refused");
+        assert_eq!(
+            run(&mut store, Remove, 9, NOON),
+            P::NothingToRemove,
+            "a remove that changes nothing is not refused"
+        );
     }
 
     #[test]
@@ -337,38 +427,101 @@ mod tests {
         }
         assert_eq!(run(&mut store, Add, 4, last_second), P::LimitReached);
         assert_eq!(run(&mut store, Add, 4, midnight), P::Added);
-        assert_eq!(store.usage, DailyUsage { day: midnight.utc_day(), added: 1, removed: 0, refused: 0 });
+        assert_eq!(
+            store.usage,
+            DailyUsage {
+                day: midnight.utc_day(),
+                added: 1,
+                removed: 0,
+                refused: 0
+            }
+        );
     }
 
     #[test]
     fn a_zero_limit_refuses_every_change() {
         let mut store = MemoryStore::default();
-        let Ok(answer) = perform(&mut store, &call(Add, 1), NOON, Limits { additions: 0, removals: 0 });
+        let Ok(answer) = perform(
+            &mut store,
+            &call(Add, 1),
+            NOON,
+            Limits {
+                additions: 0,
+                removals: 0,
+            },
+        );
         assert_eq!(answer.outcome, P::LimitReached);
     }
 
     #[test]
     fn the_answer_carries_the_days_usage_after_the_operation() {
         let mut store = MemoryStore::default();
-        assert_eq!(run_call(&mut store, &call(Add, 1), NOON).usage, Some(DailyUsage { day: NOON.utc_day(), added: 1, removed: 0, refused: 0 }));
-        assert_eq!(run_call(&mut store, &call(Remove, 1), NOON).usage, Some(DailyUsage { day: NOON.utc_day(), added: 1, removed: 1, refused: 0 }));
+        assert_eq!(
+            run_call(&mut store, &call(Add, 1), NOON).usage,
+            Some(DailyUsage {
+                day: NOON.utc_day(),
+                added: 1,
+                removed: 0,
+                refused: 0
+            })
+        );
+        assert_eq!(
+            run_call(&mut store, &call(Remove, 1), NOON).usage,
+            Some(DailyUsage {
+                day: NOON.utc_day(),
+                added: 1,
+                removed: 1,
+                refused: 0
+            })
+        );
         let tomorrow = NOON.plus(86_400);
-        assert_eq!(run_call(&mut store, &call(Add, 1), tomorrow).usage, Some(DailyUsage { day: tomorrow.utc_day(), added: 1, removed: 0, refused: 0 }));
-        assert_eq!(run_call(&mut store, &call(Check, 1), tomorrow).usage, None, "a check reads no counters");
+        assert_eq!(
+            run_call(&mut store, &call(Add, 1), tomorrow).usage,
+            Some(DailyUsage {
+                day: tomorrow.utc_day(),
+                added: 1,
+                removed: 0,
+                refused: 0
+            })
+        );
+        assert_eq!(
+            run_call(&mut store, &call(Check, 1), tomorrow).usage,
+            None,
+            "a check reads no counters"
+        );
     }
 
     #[test]
     fn details_are_stored_with_the_entry() {
         let mut store = MemoryStore::default();
-        let details = EntryDetails { expiry: Some(Expiry::After(600)), comment: Some("scanner".into()) };
-        run_call(&mut store, &Call { details: details.clone(), ..call(Add, 1) }, NOON);
+        let details = EntryDetails {
+            expiry: Some(Expiry::After(600)),
+            comment: Some("scanner".into()),
+        };
+        run_call(
+            &mut store,
+            &Call {
+                details: details.clone(),
+                ..call(Add, 1)
+            },
+            NOON,
+        );
         let entry = &store.entries[&ip(1)];
-        assert_eq!((entry.expires_at, entry.comment.clone()), (Some(NOON.plus(600)), details.comment));
+        assert_eq!(
+            (entry.expires_at, entry.comment.clone()),
+            (Some(NOON.plus(600)), details.comment)
+        );
     }
 
     #[test]
     fn an_expired_entry_is_gone_for_every_operation_at_its_second() {
-        let expiring = Call { details: EntryDetails { expiry: Some(Expiry::At(NOON.plus(60))), comment: None }, ..call(Add, 1) };
+        let expiring = Call {
+            details: EntryDetails {
+                expiry: Some(Expiry::At(NOON.plus(60))),
+                comment: None,
+            },
+            ..call(Add, 1)
+        };
         for op in [Check, Add, Remove] {
             let mut store = MemoryStore::default();
             run_call(&mut store, &expiring, NOON);
@@ -379,17 +532,35 @@ mod tests {
                 Remove => P::NothingToRemove,
             };
             assert_eq!(run(&mut store, op, 1, NOON.plus(60)), expected, "{op:?}");
-            assert!(store.history.iter().any(|e| e.change == Change::Expired && e.at == NOON.plus(60)));
+            assert!(store
+                .history
+                .iter()
+                .any(|e| e.change == Change::Expired && e.at == NOON.plus(60)));
         }
     }
 
     #[test]
     fn re_adding_a_listed_address_leaves_its_entry_as_it_was() {
         let mut store = MemoryStore::default();
-        let first = Call { details: EntryDetails { expiry: Some(Expiry::After(600)), comment: Some("first".into()) }, ..call(Add, 1) };
+        let first = Call {
+            details: EntryDetails {
+                expiry: Some(Expiry::After(600)),
+                comment: Some("first".into()),
+            },
+            ..call(Add, 1)
+        };
         run_call(&mut store, &first, NOON);
-        let again = Call { details: EntryDetails { expiry: Some(Expiry::After(9_999)), comment: Some("again".into()) }, ..call(Add, 1) };
-        assert_eq!(run_call(&mut store, &again, NOON.plus(5)).outcome, P::AlreadyListed);
+        let again = Call {
+            details: EntryDetails {
+                expiry: Some(Expiry::After(9_999)),
+                comment: Some("again".into()),
+            },
+            ..call(Add, 1)
+        };
+        assert_eq!(
+            run_call(&mut store, &again, NOON.plus(5)).outcome,
+            P::AlreadyListed
+        );
         assert_eq!(store.entries[&ip(1)].comment.as_deref(), Some("first"));
         assert_eq!(store.entries[&ip(1)].expires_at, Some(NOON.plus(600)));
     }
@@ -406,7 +577,10 @@ mod tests {
         let changes: Vec<Change> = store.history.iter().map(|e| e.change).collect();
         use Change::{Added, LimitRefused, Removed};
         assert_eq!(changes, [Added, Added, Added, LimitRefused, Removed]);
-        assert!(store.history.iter().all(|e| e.client.as_deref() == Some("192.0.2.7") && e.at == NOON));
+        assert!(store
+            .history
+            .iter()
+            .all(|e| e.client.as_deref() == Some("192.0.2.7") && e.at == NOON));
     }
 
     #[test]
@@ -421,8 +595,16 @@ mod tests {
             assert_eq!(run(&mut store, Add, 9, NOON), P::LimitReached);
             assert_eq!(run(&mut store, Remove, 3, NOON), P::LimitReached);
         }
-        let refusals = store.history.iter().filter(|e| e.change == Change::LimitRefused).count();
-        assert_eq!((store.history.len(), refusals), (6, 1), "10 000 refused calls leave one history row");
+        let refusals = store
+            .history
+            .iter()
+            .filter(|e| e.change == Change::LimitRefused)
+            .count();
+        assert_eq!(
+            (store.history.len(), refusals),
+            (6, 1),
+            "10 000 refused calls leave one history row"
+        );
         assert_eq!(store.usage.refused, 10_000);
         let tomorrow = NOON.plus(86_400);
         assert_eq!(run(&mut store, Remove, 3, tomorrow), P::Removed);
@@ -430,21 +612,36 @@ mod tests {
         run(&mut store, Add, 10, tomorrow);
         run(&mut store, Add, 11, tomorrow);
         assert_eq!(run(&mut store, Add, 12, tomorrow), P::LimitReached);
-        assert_eq!(store.history.iter().filter(|e| e.change == Change::LimitRefused).count(), 2, "a new day records its first refusal");
+        assert_eq!(
+            store
+                .history
+                .iter()
+                .filter(|e| e.change == Change::LimitRefused)
+                .count(),
+            2,
+            "a new day records its first refusal"
+        );
         assert_eq!(store.usage.refused, 1);
     }
 
     #[test]
     fn the_history_keeps_only_the_newest_rows() {
         let mut store = MemoryStore::default();
-        let limits = Limits { additions: u32::MAX, removals: u32::MAX };
+        let limits = Limits {
+            additions: u32::MAX,
+            removals: u32::MAX,
+        };
         let rows = MAX_HISTORY_ROWS as u32 + 10;
         for n in 0..rows {
             let ip = nth(n);
             let Ok(_) = perform(&mut store, &Call { ip, ..call(Add, 1) }, NOON, limits);
         }
         assert_eq!(store.history.len() as u64, MAX_HISTORY_ROWS);
-        assert_eq!(store.history[0].ip, PublicIpv4::parse("8.0.0.10").unwrap(), "the oldest went first");
+        assert_eq!(
+            store.history[0].ip,
+            PublicIpv4::parse("8.0.0.10").unwrap(),
+            "the oldest went first"
+        );
     }
 
     #[test]
@@ -455,9 +652,25 @@ mod tests {
         let expires_at = NOON.plus(60);
         for n in 0..ENTRIES {
             let ip = nth(n);
-            store.entries.insert(ip, Entry { ip, added_at: NOON, expires_at: Some(expires_at), comment: None });
+            store.entries.insert(
+                ip,
+                Entry {
+                    ip,
+                    added_at: NOON,
+                    expires_at: Some(expires_at),
+                    comment: None,
+                },
+            );
         }
-        store.entries.insert(ip(1), Entry { ip: ip(1), added_at: NOON, expires_at: None, comment: None });
+        store.entries.insert(
+            ip(1),
+            Entry {
+                ip: ip(1),
+                added_at: NOON,
+                expires_at: None,
+                comment: None,
+            },
+        );
         let Ok(none_yet) = sweep(&mut store, expires_at.minus(1), BATCH);
         assert_eq!(none_yet, 0);
         let mut sweeps = Vec::new();
@@ -470,10 +683,20 @@ mod tests {
             }
         }
         assert_eq!(sweeps.iter().sum::<usize>(), ENTRIES as usize);
-        assert_eq!(sweeps.len(), ENTRIES as usize / BATCH + 1, "the last sweep finds nothing and stops");
-        assert_eq!(store.entries.keys().copied().collect::<Vec<_>>(), [ip(1)], "only the permanent entry is left");
-        assert!(store.history.iter().all(|e| e.change == Change::Expired && e.at == expires_at));
+        assert_eq!(
+            sweeps.len(),
+            ENTRIES as usize / BATCH + 1,
+            "the last sweep finds nothing and stops"
+        );
+        assert_eq!(
+            store.entries.keys().copied().collect::<Vec<_>>(),
+            [ip(1)],
+            "only the permanent entry is left"
+        );
+        assert!(store
+            .history
+            .iter()
+            .all(|e| e.change == Change::Expired && e.at == expires_at));
         assert_eq!(store.history.len(), ENTRIES as usize);
     }
-
 }

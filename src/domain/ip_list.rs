@@ -42,7 +42,8 @@ impl ListKind {
     /// bits. The global list takes only what a lookup could ever find: public
     /// addresses, and ranges no wider than /8 that are not wholly private.
     pub fn parse_entry(self, text: &str) -> Result<Ipv4Range, String> {
-        let range = Ipv4Range::parse(text).ok_or_else(|| "not an IPv4 address or CIDR range without host bits".to_owned())?;
+        let range = Ipv4Range::parse(text)
+            .ok_or_else(|| "not an IPv4 address or CIDR range without host bits".to_owned())?;
         if self == Self::Global {
             if range.prefix() < WIDEST_GLOBAL_PREFIX {
                 return Err(format!("wider than /{WIDEST_GLOBAL_PREFIX}"));
@@ -58,10 +59,18 @@ impl ListKind {
     /// whole edit, and the message names it.
     pub fn parse_edit(self, edit: EditRequest) -> Result<(Vec<Ipv4Range>, Vec<Ipv4Range>), String> {
         if edit.add.len() + edit.remove.len() > MAX_EDIT_ENTRIES {
-            return Err(format!("at most {MAX_EDIT_ENTRIES} entries per request; replace a whole list with PUT"));
+            return Err(format!(
+                "at most {MAX_EDIT_ENTRIES} entries per request; replace a whole list with PUT"
+            ));
         }
         let parse = |entries: Vec<String>| -> Result<Vec<Ipv4Range>, String> {
-            entries.iter().map(|entry| self.parse_entry(entry.trim()).map_err(|why| format!("{entry:?}: {why}"))).collect()
+            entries
+                .iter()
+                .map(|entry| {
+                    self.parse_entry(entry.trim())
+                        .map_err(|why| format!("{entry:?}: {why}"))
+                })
+                .collect()
         };
         Ok((parse(edit.add)?, parse(edit.remove)?))
     }
@@ -112,12 +121,16 @@ impl ListEntries {
     pub fn edit(&mut self, add: Vec<Ipv4Range>, remove: Vec<Ipv4Range>) -> Changes {
         let remove = Self::new(remove);
         let before = self.0.len();
-        self.0.retain(|entry| remove.0.binary_search(entry).is_err());
+        self.0
+            .retain(|entry| remove.0.binary_search(entry).is_err());
         let removed = before - self.0.len();
         let add = Self::new(add);
         let kept = std::mem::take(&mut self.0);
         self.0 = merge(kept, add.0);
-        Changes { added: self.0.len() - (before - removed), removed }
+        Changes {
+            added: self.0.len() - (before - removed),
+            removed,
+        }
     }
 
     /// Becomes `new`; the counts say how many entries came and went.
@@ -129,14 +142,21 @@ impl ListEntries {
                 kept += 1;
             }
         }
-        let changes = Changes { added: new.0.len() - kept, removed: self.0.len() - kept };
+        let changes = Changes {
+            added: new.0.len() - kept,
+            removed: self.0.len() - kept,
+        };
         *self = new;
         changes
     }
 
     /// The export's first line: a `#` comment with the version and the count.
     pub fn header(&self, kind: ListKind, version: u64) -> String {
-        format!("# {} list, version {version}, {} entries\n", kind.name(), self.0.len())
+        format!(
+            "# {} list, version {version}, {} entries\n",
+            kind.name(),
+            self.0.len()
+        )
     }
 
     /// Up to `count` entries from the `from`th on, one a line, as the import reads them.
@@ -221,7 +241,12 @@ const MAX_LINE_BYTES: usize = 4096;
 
 impl Import {
     pub fn new(kind: ListKind) -> Self {
-        Self { kind, entries: Vec::new(), partial: Vec::new(), line: 0 }
+        Self {
+            kind,
+            entries: Vec::new(),
+            partial: Vec::new(),
+            line: 0,
+        }
     }
 
     pub fn push(&mut self, mut chunk: &[u8]) -> Result<(), LineError> {
@@ -239,7 +264,11 @@ impl Import {
         self.partial.extend_from_slice(chunk);
         if self.partial.len() > MAX_LINE_BYTES {
             let text = String::from_utf8_lossy(&self.partial[..64]).into_owned();
-            return Err(LineError { line: self.line + 1, text, why: format!("longer than {MAX_LINE_BYTES} bytes") });
+            return Err(LineError {
+                line: self.line + 1,
+                text,
+                why: format!("longer than {MAX_LINE_BYTES} bytes"),
+            });
         }
         Ok(())
     }
@@ -256,17 +285,28 @@ impl Import {
     fn read_line(&mut self, raw: &[u8]) -> Result<(), LineError> {
         self.line += 1;
         // A file saved by some Windows editors starts with a byte order mark.
-        let raw = if self.line == 1 { raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw) } else { raw };
+        let raw = if self.line == 1 {
+            raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw)
+        } else {
+            raw
+        };
         let text = String::from_utf8_lossy(raw);
         let entry = text.split(['#', ';']).next().unwrap_or("").trim();
         if entry.is_empty() {
             return Ok(());
         }
-        let refuse = |why| LineError { line: self.line, text: text.trim_end().to_owned(), why };
+        let refuse = |why| LineError {
+            line: self.line,
+            text: text.trim_end().to_owned(),
+            why,
+        };
         if self.entries.len() >= MAX_LIST_ENTRIES {
-            return Err(refuse(format!("a list holds at most {MAX_LIST_ENTRIES} entries")));
+            return Err(refuse(format!(
+                "a list holds at most {MAX_LIST_ENTRIES} entries"
+            )));
         }
-        self.entries.push(self.kind.parse_entry(entry).map_err(refuse)?);
+        self.entries
+            .push(self.kind.parse_entry(entry).map_err(refuse)?);
         Ok(())
     }
 }
@@ -287,27 +327,66 @@ mod tests {
 
     #[test]
     fn the_global_list_takes_public_addresses_and_ranges_up_to_a_slash_8() {
-        assert_eq!(ListKind::Global.parse_entry("198.51.99.0/24"), Ok(r("198.51.99.0/24")));
-        assert_eq!(ListKind::Global.parse_entry("8.0.0.0/8"), Ok(r("8.0.0.0/8")));
-        assert_eq!(ListKind::Global.parse_entry("8.0.0.0/7").unwrap_err(), "wider than /8");
-        assert_eq!(ListKind::Global.parse_entry("10.0.0.1").unwrap_err(), "private");
-        assert_eq!(ListKind::Global.parse_entry("10.1.0.0/16").unwrap_err(), "private");
-        assert_eq!(ListKind::Global.parse_entry("192.0.0.8/29"), Ok(r("192.0.0.8/29")), "holds two public addresses");
-        assert!(ListKind::Global.parse_entry("203.0.113.5/24").unwrap_err().contains("host bits"));
-        assert_eq!(ListKind::Allow.parse_entry("10.0.0.0/8"), Ok(r("10.0.0.0/8")));
+        assert_eq!(
+            ListKind::Global.parse_entry("198.51.99.0/24"),
+            Ok(r("198.51.99.0/24"))
+        );
+        assert_eq!(
+            ListKind::Global.parse_entry("8.0.0.0/8"),
+            Ok(r("8.0.0.0/8"))
+        );
+        assert_eq!(
+            ListKind::Global.parse_entry("8.0.0.0/7").unwrap_err(),
+            "wider than /8"
+        );
+        assert_eq!(
+            ListKind::Global.parse_entry("10.0.0.1").unwrap_err(),
+            "private"
+        );
+        assert_eq!(
+            ListKind::Global.parse_entry("10.1.0.0/16").unwrap_err(),
+            "private"
+        );
+        assert_eq!(
+            ListKind::Global.parse_entry("192.0.0.8/29"),
+            Ok(r("192.0.0.8/29")),
+            "holds two public addresses"
+        );
+        assert!(ListKind::Global
+            .parse_entry("203.0.113.5/24")
+            .unwrap_err()
+            .contains("host bits"));
+        assert_eq!(
+            ListKind::Allow.parse_entry("10.0.0.0/8"),
+            Ok(r("10.0.0.0/8"))
+        );
         assert_eq!(ListKind::Allow.parse_entry("0.0.0.0/0"), Ok(r("0.0.0.0/0")));
     }
 
     fn edit(add: &[&str], remove: &[&str]) -> EditRequest {
-        EditRequest { add: add.iter().map(|s| s.to_string()).collect(), remove: remove.iter().map(|s| s.to_string()).collect() }
+        EditRequest {
+            add: add.iter().map(|s| s.to_string()).collect(),
+            remove: remove.iter().map(|s| s.to_string()).collect(),
+        }
     }
 
     #[test]
     fn an_edit_parses_every_entry_or_refuses_naming_the_first_bad_one() {
-        assert_eq!(ListKind::Allow.parse_edit(edit(&[" 1.2.3.4 "], &["5.6.7.0/24"])), Ok((vec![r("1.2.3.4")], vec![r("5.6.7.0/24")])));
-        assert_eq!(ListKind::Global.parse_edit(edit(&["8.8.8.8"], &["10.0.0.1"])).unwrap_err(), "\"10.0.0.1\": private");
+        assert_eq!(
+            ListKind::Allow.parse_edit(edit(&[" 1.2.3.4 "], &["5.6.7.0/24"])),
+            Ok((vec![r("1.2.3.4")], vec![r("5.6.7.0/24")]))
+        );
+        assert_eq!(
+            ListKind::Global
+                .parse_edit(edit(&["8.8.8.8"], &["10.0.0.1"]))
+                .unwrap_err(),
+            "\"10.0.0.1\": private"
+        );
         let many = vec!["8.8.8.8"; MAX_EDIT_ENTRIES + 1];
-        assert!(ListKind::Global.parse_edit(edit(&many, &[])).unwrap_err().contains("at most 10000 entries"));
+        assert!(ListKind::Global
+            .parse_edit(edit(&many, &[]))
+            .unwrap_err()
+            .contains("at most 10000 entries"));
         assert!(ListKind::Global.parse_edit(edit(&many[1..], &[])).is_ok());
     }
 
@@ -320,45 +399,116 @@ mod tests {
     #[test]
     fn edits_remove_then_add_and_count_only_changes() {
         let mut list = ListEntries::new(vec![r("1.1.1.1"), r("2.2.2.0/24")]);
-        let changes = list.edit(vec![r("3.3.3.3"), r("1.1.1.1"), r("3.3.3.3")], vec![r("2.2.2.0/24"), r("9.9.9.9")]);
-        assert_eq!(changes, Changes { added: 1, removed: 1 });
+        let changes = list.edit(
+            vec![r("3.3.3.3"), r("1.1.1.1"), r("3.3.3.3")],
+            vec![r("2.2.2.0/24"), r("9.9.9.9")],
+        );
+        assert_eq!(
+            changes,
+            Changes {
+                added: 1,
+                removed: 1
+            }
+        );
         assert_eq!(list.as_slice(), [r("1.1.1.1"), r("3.3.3.3")]);
-        assert_eq!(list.edit(vec![r("4.4.4.4")], vec![r("4.4.4.4")]), Changes { added: 1, removed: 0 }, "removal runs first");
+        assert_eq!(
+            list.edit(vec![r("4.4.4.4")], vec![r("4.4.4.4")]),
+            Changes {
+                added: 1,
+                removed: 0
+            },
+            "removal runs first"
+        );
     }
 
     #[test]
     fn a_replacement_counts_what_came_and_went() {
         let mut list = ListEntries::new(vec![r("1.1.1.1"), r("2.2.2.2"), r("3.3.3.0/24")]);
-        let changes = list.replace(ListEntries::new(vec![r("2.2.2.2"), r("3.3.3.0/24"), r("4.4.4.4"), r("5.5.5.5")]));
-        assert_eq!(changes, Changes { added: 2, removed: 1 });
+        let changes = list.replace(ListEntries::new(vec![
+            r("2.2.2.2"),
+            r("3.3.3.0/24"),
+            r("4.4.4.4"),
+            r("5.5.5.5"),
+        ]));
+        assert_eq!(
+            changes,
+            Changes {
+                added: 2,
+                removed: 1
+            }
+        );
         assert_eq!(list.len(), 4);
     }
 
     #[test]
     fn storage_encoding_round_trips() {
-        let list = ListEntries::new(vec![r("0.0.0.0/8"), r("255.255.255.255"), r("1.2.3.4"), r("198.51.99.0/24")]);
+        let list = ListEntries::new(vec![
+            r("0.0.0.0/8"),
+            r("255.255.255.255"),
+            r("1.2.3.4"),
+            r("198.51.99.0/24"),
+        ]);
         assert_eq!(ListEntries::decode(&list.encode()), Some(list));
         assert_eq!(ListEntries::decode(&[1, 2, 3]), None);
-        assert_eq!(ListEntries::decode(&[1, 2, 3, 4, 24]), None, "host bits set");
+        assert_eq!(
+            ListEntries::decode(&[1, 2, 3, 4, 24]),
+            None,
+            "host bits set"
+        );
     }
 
     #[test]
     fn the_text_format_skips_comments_blank_lines_and_text_after_semicolons() {
         let text = "; Spamhaus DROP List\r\n1.10.16.0/20 ; SBL256894\r\n\r\n# FireHOL\n  8.8.8.8  \n9.9.9.9 # inline\n8.8.8.8\n";
         let entries = import(ListKind::Global, text).unwrap();
-        assert_eq!(entries.as_slice(), [r("1.10.16.0/20"), r("8.8.8.8"), r("9.9.9.9")]);
-        assert_eq!(import(ListKind::Global, "").unwrap(), ListEntries::default());
-        assert_eq!(import(ListKind::Global, "8.8.8.8").unwrap().len(), 1, "no newline at the end");
-        assert_eq!(import(ListKind::Global, "\u{feff}8.8.8.8\r\n").unwrap().len(), 1, "a byte order mark first");
+        assert_eq!(
+            entries.as_slice(),
+            [r("1.10.16.0/20"), r("8.8.8.8"), r("9.9.9.9")]
+        );
+        assert_eq!(
+            import(ListKind::Global, "").unwrap(),
+            ListEntries::default()
+        );
+        assert_eq!(
+            import(ListKind::Global, "8.8.8.8").unwrap().len(),
+            1,
+            "no newline at the end"
+        );
+        assert_eq!(
+            import(ListKind::Global, "\u{feff}8.8.8.8\r\n")
+                .unwrap()
+                .len(),
+            1,
+            "a byte order mark first"
+        );
     }
 
     #[test]
     fn a_bad_line_is_named_by_number_and_text() {
-        let error = import(ListKind::Global, "8.8.8.8\n# fine\r\n10.0.0.1 ; office\r\n9.9.9.9\n").unwrap_err();
-        assert_eq!(error, LineError { line: 3, text: "10.0.0.1 ; office".into(), why: "private".into() });
+        let error = import(
+            ListKind::Global,
+            "8.8.8.8\n# fine\r\n10.0.0.1 ; office\r\n9.9.9.9\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            error,
+            LineError {
+                line: 3,
+                text: "10.0.0.1 ; office".into(),
+                why: "private".into()
+            }
+        );
         assert_eq!(error.to_string(), "line 3: \"10.0.0.1 ; office\": private");
-        assert_eq!(import(ListKind::Allow, "1.2.3.4\nnonsense").unwrap_err().line, 2);
-        assert!(import(ListKind::Allow, &"1".repeat(5000)).unwrap_err().why.contains("longer than"));
+        assert_eq!(
+            import(ListKind::Allow, "1.2.3.4\nnonsense")
+                .unwrap_err()
+                .line,
+            2
+        );
+        assert!(import(ListKind::Allow, &"1".repeat(5000))
+            .unwrap_err()
+            .why
+            .contains("longer than"));
     }
 
     #[test]
@@ -376,7 +526,10 @@ mod tests {
     fn the_export_is_the_import_format_with_a_header() {
         let list = ListEntries::new(vec![r("9.9.9.9"), r("1.10.16.0/20"), r("8.8.8.8")]);
         let text = list.header(ListKind::Global, 7) + &list.lines(0, 2) + &list.lines(2, 2);
-        assert_eq!(text, "# global list, version 7, 3 entries\n1.10.16.0/20\n8.8.8.8\n9.9.9.9\n");
+        assert_eq!(
+            text,
+            "# global list, version 7, 3 entries\n1.10.16.0/20\n8.8.8.8\n9.9.9.9\n"
+        );
         assert_eq!(import(ListKind::Global, &text).unwrap(), list);
         assert_eq!(list.lines(3, 2), "");
     }

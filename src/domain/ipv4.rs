@@ -58,7 +58,8 @@ impl Serialize for PublicIpv4 {
 impl<'de> Deserialize<'de> for PublicIpv4 {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        Self::parse(&text).map_err(|_| D::Error::custom(format!("not a public IPv4 address: {text:?}")))
+        Self::parse(&text)
+            .map_err(|_| D::Error::custom(format!("not a public IPv4 address: {text:?}")))
     }
 }
 
@@ -115,7 +116,8 @@ const NOT_GLOBAL: [Ipv4Range; 15] = [
 ];
 
 /// Inside 192.0.0.0/24, the registry marks these two as globally reachable.
-const GLOBAL_EXCEPTIONS: [Ipv4Addr; 2] = [Ipv4Addr::new(192, 0, 0, 9), Ipv4Addr::new(192, 0, 0, 10)];
+const GLOBAL_EXCEPTIONS: [Ipv4Addr; 2] =
+    [Ipv4Addr::new(192, 0, 0, 9), Ipv4Addr::new(192, 0, 0, 10)];
 
 pub fn is_globally_reachable(addr: Ipv4Addr) -> bool {
     GLOBAL_EXCEPTIONS.contains(&addr) || !NOT_GLOBAL.iter().any(|range| range.contains(addr))
@@ -144,7 +146,13 @@ mod tests {
 
     #[test]
     fn accepts_strict_dotted_decimal() {
-        for s in ["1.1.1.1", "8.8.8.8", "1.0.0.0", "223.255.255.255", "99.199.249.255"] {
+        for s in [
+            "1.1.1.1",
+            "8.8.8.8",
+            "1.0.0.0",
+            "223.255.255.255",
+            "99.199.249.255",
+        ] {
             assert_eq!(PublicIpv4::parse(s).unwrap().to_string(), s);
         }
     }
@@ -152,10 +160,32 @@ mod tests {
     #[test]
     fn rejects_everything_else_as_invalid_showing_the_trimmed_text() {
         let cases = [
-            "", "1", "1.2.3", "1.2.3.4.", ".1.2.3.4", "1.2.3.4.5", "1..2.3", "256.1.1.1", "1.2.3.256",
-            "01.2.3.4", "1.2.3.04", "1.2.3.00", "+1.2.3.4", "-1.2.3.4", "1.2.3.4/32", "0x1.2.3.4",
-            "1.2.3.4a", "a.b.c.d", "1 .2.3.4", "1.2.3.4:80", "1000.2.3.4", "::1", "::ffff:1.2.3.4",
-            "１.2.3.4", "1.2.3.٤", "\u{a0}1.2.3.4",
+            "",
+            "1",
+            "1.2.3",
+            "1.2.3.4.",
+            ".1.2.3.4",
+            "1.2.3.4.5",
+            "1..2.3",
+            "256.1.1.1",
+            "1.2.3.256",
+            "01.2.3.4",
+            "1.2.3.04",
+            "1.2.3.00",
+            "+1.2.3.4",
+            "-1.2.3.4",
+            "1.2.3.4/32",
+            "0x1.2.3.4",
+            "1.2.3.4a",
+            "a.b.c.d",
+            "1 .2.3.4",
+            "1.2.3.4:80",
+            "1000.2.3.4",
+            "::1",
+            "::ffff:1.2.3.4",
+            "１.2.3.4",
+            "1.2.3.٤",
+            "\u{a0}1.2.3.4",
         ];
         for s in cases {
             assert_eq!(PublicIpv4::parse(s), invalid(s), "{s:?}");
@@ -166,14 +196,20 @@ mod tests {
     fn serializes_as_dotted_text_and_validates_when_read_back() {
         let ip = PublicIpv4::parse("8.8.8.8").unwrap();
         assert_eq!(serde_json::to_string(&ip).unwrap(), "\"8.8.8.8\"");
-        assert_eq!(serde_json::from_str::<PublicIpv4>("\"8.8.8.8\"").unwrap(), ip);
+        assert_eq!(
+            serde_json::from_str::<PublicIpv4>("\"8.8.8.8\"").unwrap(),
+            ip
+        );
         assert!(serde_json::from_str::<PublicIpv4>("\"10.0.0.1\"").is_err());
         assert!(serde_json::from_str::<PublicIpv4>("\"x\"").is_err());
     }
 
     #[test]
     fn trims_surrounding_ascii_whitespace_only() {
-        assert_eq!(PublicIpv4::parse(" \t8.8.8.8\r\n").unwrap().to_string(), "8.8.8.8");
+        assert_eq!(
+            PublicIpv4::parse(" \t8.8.8.8\r\n").unwrap().to_string(),
+            "8.8.8.8"
+        );
         assert_eq!(PublicIpv4::parse("  "), invalid(""));
         assert_eq!(PublicIpv4::parse(" x "), invalid("x"));
         assert_eq!(PublicIpv4::parse(" 10.0.0.1 "), private("10.0.0.1"));
@@ -182,10 +218,26 @@ mod tests {
     #[test]
     fn a_range_is_wholly_private_only_when_no_address_in_it_is_public() {
         let wholly = |s: &str| is_wholly_private(Ipv4Range::parse(s).unwrap());
-        for private in ["10.0.0.0/8", "10.1.0.0/16", "192.168.1.0/24", "127.0.0.1", "240.0.0.0/4", "192.0.0.0/29", "192.0.0.11"] {
+        for private in [
+            "10.0.0.0/8",
+            "10.1.0.0/16",
+            "192.168.1.0/24",
+            "127.0.0.1",
+            "240.0.0.0/4",
+            "192.0.0.0/29",
+            "192.0.0.11",
+        ] {
             assert!(wholly(private), "{private}");
         }
-        for public in ["8.0.0.0/8", "192.0.0.8/29", "192.0.0.0/24", "192.0.0.9", "9.255.255.0/24", "11.0.0.0/8", "172.0.0.0/8"] {
+        for public in [
+            "8.0.0.0/8",
+            "192.0.0.8/29",
+            "192.0.0.0/24",
+            "192.0.0.9",
+            "9.255.255.0/24",
+            "11.0.0.0/8",
+            "172.0.0.0/8",
+        ] {
             assert!(!wholly(public), "{public}");
         }
     }
@@ -217,9 +269,21 @@ mod tests {
 
     /// decisions.md's table, written independently of `NOT_GLOBAL` as (network, prefix) pairs.
     const REFERENCE: [(&str, u32); 15] = [
-        ("0.0.0.0", 8), ("10.0.0.0", 8), ("100.64.0.0", 10), ("127.0.0.0", 8), ("169.254.0.0", 16),
-        ("172.16.0.0", 12), ("192.0.0.0", 24), ("192.0.2.0", 24), ("192.168.0.0", 16), ("198.18.0.0", 15),
-        ("198.51.100.0", 24), ("203.0.113.0", 24), ("224.0.0.0", 4), ("240.0.0.0", 4), ("255.255.255.255", 32),
+        ("0.0.0.0", 8),
+        ("10.0.0.0", 8),
+        ("100.64.0.0", 10),
+        ("127.0.0.0", 8),
+        ("169.254.0.0", 16),
+        ("172.16.0.0", 12),
+        ("192.0.0.0", 24),
+        ("192.0.2.0", 24),
+        ("192.168.0.0", 16),
+        ("198.18.0.0", 15),
+        ("198.51.100.0", 24),
+        ("203.0.113.0", 24),
+        ("224.0.0.0", 4),
+        ("240.0.0.0", 4),
+        ("255.255.255.255", 32),
     ];
 
     fn reference_is_global(addr: Ipv4Addr) -> bool {
@@ -268,11 +332,32 @@ mod tests {
     #[test]
     fn neighbours_of_the_special_ranges_are_public() {
         let public = [
-            "1.0.0.0", "9.255.255.255", "11.0.0.0", "100.63.255.255", "100.128.0.0", "126.255.255.255",
-            "128.0.0.0", "169.253.255.255", "169.255.0.0", "172.15.255.255", "172.32.0.0",
-            "191.255.255.255", "192.0.0.9", "192.0.0.10", "192.0.1.0", "192.0.1.255", "192.0.3.0",
-            "192.167.255.255", "192.169.0.0", "198.17.255.255", "198.20.0.0", "198.51.99.255",
-            "198.51.101.0", "203.0.112.255", "203.0.114.0", "223.255.255.255",
+            "1.0.0.0",
+            "9.255.255.255",
+            "11.0.0.0",
+            "100.63.255.255",
+            "100.128.0.0",
+            "126.255.255.255",
+            "128.0.0.0",
+            "169.253.255.255",
+            "169.255.0.0",
+            "172.15.255.255",
+            "172.32.0.0",
+            "191.255.255.255",
+            "192.0.0.9",
+            "192.0.0.10",
+            "192.0.1.0",
+            "192.0.1.255",
+            "192.0.3.0",
+            "192.167.255.255",
+            "192.169.0.0",
+            "198.17.255.255",
+            "198.20.0.0",
+            "198.51.99.255",
+            "198.51.101.0",
+            "203.0.112.255",
+            "203.0.114.0",
+            "223.255.255.255",
         ];
         for s in public {
             assert!(PublicIpv4::parse(s).is_ok(), "{s} should be public");

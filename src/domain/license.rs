@@ -22,7 +22,10 @@ impl LicenseId {
     /// token claim can never name anything else.
     pub fn parse(s: &str) -> Option<Self> {
         let hex_part = s.strip_prefix(ID_PREFIX)?;
-        let well_formed = hex_part.len() == 24 && hex_part.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let well_formed = hex_part.len() == 24
+            && hex_part
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         well_formed.then(|| Self(s.to_owned()))
     }
 
@@ -49,8 +52,14 @@ pub fn key_digest(key: &str) -> String {
 /// Compares two secrets in time independent of where they differ: both are
 /// hashed first, so neither length nor content leaks through timing.
 pub fn secrets_match(given: &str, expected: &str) -> bool {
-    let (a, b) = (Sha256::digest(given.as_bytes()), Sha256::digest(expected.as_bytes()));
-    a.iter().zip(b.iter()).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+    let (a, b) = (
+        Sha256::digest(given.as_bytes()),
+        Sha256::digest(expected.as_bytes()),
+    );
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |diff, (x, y)| diff | (x ^ y))
+        == 0
 }
 
 pub(super) fn random<const N: usize>() -> Result<[u8; N], getrandom::Error> {
@@ -69,14 +78,25 @@ mod tests {
 
     #[test]
     fn generated_ids_parse_and_differ() {
-        let (a, b) = (LicenseId::generate().unwrap(), LicenseId::generate().unwrap());
+        let (a, b) = (
+            LicenseId::generate().unwrap(),
+            LicenseId::generate().unwrap(),
+        );
         assert_ne!(a, b);
         assert_eq!(LicenseId::parse(a.as_str()), Some(a));
     }
 
     #[test]
     fn ids_of_any_other_shape_are_refused() {
-        for s in ["", "lic_", "lic_0123456789abcdef0123456", "lic_0123456789abcdef012345678", "lic_0123456789ABCDEF01234567", "LIC_0123456789abcdef01234567", "lic_../../0123456789abcdef"] {
+        for s in [
+            "",
+            "lic_",
+            "lic_0123456789abcdef0123456",
+            "lic_0123456789abcdef012345678",
+            "lic_0123456789ABCDEF01234567",
+            "LIC_0123456789abcdef01234567",
+            "lic_../../0123456789abcdef",
+        ] {
             assert_eq!(LicenseId::parse(s), None, "{s:?}");
         }
         assert!(LicenseId::parse("lic_0123456789abcdef01234567").is_some());
@@ -87,7 +107,10 @@ mod tests {
         let key = LicenseKey::generate().unwrap();
         assert_eq!(key.reveal().len(), KEY_PREFIX.len() + 64);
         assert_ne!(key.reveal(), LicenseKey::generate().unwrap().reveal());
-        assert_eq!(key_digest("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            key_digest("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 
     #[test]

@@ -62,7 +62,9 @@ impl Outcome {
         match self {
             Self::Invalid(ip) => format!("[{ip}] is invalid"),
             Self::Private(ip) => format!("[{ip}] is private"),
-            Self::AllowListed(ip) => format!("[{ip}] is on the global allow list, no action was taken"),
+            Self::AllowListed(ip) => {
+                format!("[{ip}] is on the global allow list, no action was taken")
+            }
             Self::ListedGlobal(ip) => format!("[{ip}] is on global greylist"),
             Self::AlreadyGlobal(ip) => format!("[{ip}] is already on global greylist"),
             Self::Personal(ip, outcome) => match outcome {
@@ -82,7 +84,10 @@ impl Outcome {
         match self {
             Self::Invalid(text) => text.clone(),
             Self::Private(addr) => addr.to_string(),
-            Self::AllowListed(ip) | Self::ListedGlobal(ip) | Self::AlreadyGlobal(ip) | Self::Personal(ip, _) => ip.to_string(),
+            Self::AllowListed(ip)
+            | Self::ListedGlobal(ip)
+            | Self::AlreadyGlobal(ip)
+            | Self::Personal(ip, _) => ip.to_string(),
         }
     }
 
@@ -119,19 +124,58 @@ mod tests {
     #[test]
     fn every_message_is_the_specified_text() {
         let table = [
-            (Outcome::from(PublicIpv4::parse("999.1.1.1").unwrap_err()), "[999.1.1.1] is invalid"),
-            (Outcome::from(PublicIpv4::parse("").unwrap_err()), "[] is invalid"),
-            (Outcome::from(PublicIpv4::parse("10.1.2.3").unwrap_err()), "[10.1.2.3] is private"),
-            (Outcome::AllowListed(ip()), "[8.8.8.8] is on the global allow list, no action was taken"),
-            (Outcome::ListedGlobal(ip()), "[8.8.8.8] is on global greylist"),
-            (Outcome::AlreadyGlobal(ip()), "[8.8.8.8] is already on global greylist"),
-            (Outcome::Personal(ip(), P::Unlisted), "[8.8.8.8] is currently not on global greylist"),
-            (Outcome::Personal(ip(), P::Listed), "[8.8.8.8] is currently on your personal greylist"),
-            (Outcome::Personal(ip(), P::Added), "[8.8.8.8] has been added to greylist"),
-            (Outcome::Personal(ip(), P::AlreadyListed), "[8.8.8.8] is already on your greylist"),
-            (Outcome::Personal(ip(), P::Removed), "[8.8.8.8] has been removed from greylist"),
-            (Outcome::Personal(ip(), P::NothingToRemove), "[8.8.8.8] is not on greylist"),
-            (Outcome::Personal(ip(), P::LimitReached), "Sorry, but you have reached the maximum limit"),
+            (
+                Outcome::from(PublicIpv4::parse("999.1.1.1").unwrap_err()),
+                "[999.1.1.1] is invalid",
+            ),
+            (
+                Outcome::from(PublicIpv4::parse("").unwrap_err()),
+                "[] is invalid",
+            ),
+            (
+                Outcome::from(PublicIpv4::parse("10.1.2.3").unwrap_err()),
+                "[10.1.2.3] is private",
+            ),
+            (
+                Outcome::AllowListed(ip()),
+                "[8.8.8.8] is on the global allow list, no action was taken",
+            ),
+            (
+                Outcome::ListedGlobal(ip()),
+                "[8.8.8.8] is on global greylist",
+            ),
+            (
+                Outcome::AlreadyGlobal(ip()),
+                "[8.8.8.8] is already on global greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::Unlisted),
+                "[8.8.8.8] is currently not on global greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::Listed),
+                "[8.8.8.8] is currently on your personal greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::Added),
+                "[8.8.8.8] has been added to greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::AlreadyListed),
+                "[8.8.8.8] is already on your greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::Removed),
+                "[8.8.8.8] has been removed from greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::NothingToRemove),
+                "[8.8.8.8] is not on greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::LimitReached),
+                "Sorry, but you have reached the maximum limit",
+            ),
         ];
         for (outcome, text) in table {
             assert_eq!(outcome.message(), text);

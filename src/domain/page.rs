@@ -26,7 +26,9 @@ pub struct HistoryCursor {
 }
 
 fn hex(text: &str) -> Option<u64> {
-    (!text.is_empty() && text.len() <= 16).then(|| u64::from_str_radix(text, 16).ok()).flatten()
+    (!text.is_empty() && text.len() <= 16)
+        .then(|| u64::from_str_radix(text, 16).ok())
+        .flatten()
 }
 
 impl PageCursor for EntryCursor {
@@ -36,7 +38,10 @@ impl PageCursor for EntryCursor {
 
     fn decode(text: &str) -> Option<Self> {
         let (added_at, ip) = text.split_once('.')?;
-        Some(Self { added_at: hex(added_at)?, ip: u32::try_from(hex(ip)?).ok()? })
+        Some(Self {
+            added_at: hex(added_at)?,
+            ip: u32::try_from(hex(ip)?).ok()?,
+        })
     }
 }
 
@@ -46,7 +51,9 @@ impl PageCursor for HistoryCursor {
     }
 
     fn decode(text: &str) -> Option<Self> {
-        Some(Self { id: hex(text.strip_prefix('h')?)? })
+        Some(Self {
+            id: hex(text.strip_prefix('h')?)?,
+        })
     }
 }
 
@@ -60,24 +67,42 @@ pub struct PageQuery<C> {
 }
 
 impl<C: PageCursor> PageQuery<C> {
-    pub fn parse(cursor: Option<&str>, limit: Option<&str>, prefix: Option<&str>) -> Result<Self, String> {
+    pub fn parse(
+        cursor: Option<&str>,
+        limit: Option<&str>,
+        prefix: Option<&str>,
+    ) -> Result<Self, String> {
         let after = match cursor.map(str::trim).filter(|c| !c.is_empty()) {
             Some(text) => Some(C::decode(text).ok_or("cursor is not one this service gave out")?),
             None => None,
         };
         let limit = page_size(limit)?;
-        let prefix = prefix.map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned);
-        if prefix.as_ref().is_some_and(|p| p.len() > 15 || !p.bytes().all(|b| b.is_ascii_digit() || b == b'.')) {
+        let prefix = prefix
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned);
+        if prefix
+            .as_ref()
+            .is_some_and(|p| p.len() > 15 || !p.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+        {
             return Err("prefix must be the start of a dotted address, such as 203.0.".to_owned());
         }
-        Ok(Self { after, limit, prefix })
+        Ok(Self {
+            after,
+            limit,
+            prefix,
+        })
     }
 }
 
 /// A page size a client asked for: 1 to 1 000, 100 when not given.
 pub fn page_size(limit: Option<&str>) -> Result<u32, String> {
     match limit.map(str::trim).filter(|l| !l.is_empty()) {
-        Some(text) => text.parse().ok().filter(|l| (1..=MAX_PAGE).contains(l)).ok_or(format!("limit must be 1 to {MAX_PAGE}")),
+        Some(text) => text
+            .parse()
+            .ok()
+            .filter(|l| (1..=MAX_PAGE).contains(l))
+            .ok_or(format!("limit must be 1 to {MAX_PAGE}")),
         None => Ok(DEFAULT_PAGE),
     }
 }
@@ -101,7 +126,11 @@ impl<T, C> Page<T, C> {
     pub fn of(mut rows: Vec<T>, limit: u32, total: u64, cursor_of: impl Fn(&T) -> C) -> Self {
         let more = rows.len() > limit as usize;
         rows.truncate(limit as usize);
-        let next = if more { rows.last().map(cursor_of) } else { None };
+        let next = if more {
+            rows.last().map(cursor_of)
+        } else {
+            None
+        };
         Self { total, rows, next }
     }
 }
@@ -114,11 +143,24 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_refuse_anything_else() {
-        let entry = EntryCursor { added_at: 1_795_262_400, ip: 0x0808_0808 };
+        let entry = EntryCursor {
+            added_at: 1_795_262_400,
+            ip: 0x0808_0808,
+        };
         assert_eq!(EntryCursor::decode(&entry.encode()), Some(entry));
         let row = HistoryCursor { id: 41 };
         assert_eq!(HistoryCursor::decode(&row.encode()), Some(row));
-        for bad in ["", ".", "1.", ".1", "x.1", "1.2.3", "11111111111111111.1", "1.100000000", "h29"] {
+        for bad in [
+            "",
+            ".",
+            "1.",
+            ".1",
+            "x.1",
+            "1.2.3",
+            "11111111111111111.1",
+            "1.100000000",
+            "h29",
+        ] {
             assert_eq!(EntryCursor::decode(bad), None, "{bad:?}");
         }
         for bad in ["", "h", "29", "hx", "1.2", "h11111111111111111"] {
@@ -129,7 +171,10 @@ mod tests {
     #[test]
     fn a_page_keeps_limit_rows_and_names_the_last_when_more_follow() {
         let page = Page::of(vec![5, 4, 3], 2, 9, |n| HistoryCursor { id: *n });
-        assert_eq!((page.rows, page.next, page.total), (vec![5, 4], Some(HistoryCursor { id: 4 }), 9));
+        assert_eq!(
+            (page.rows, page.next, page.total),
+            (vec![5, 4], Some(HistoryCursor { id: 4 }), 9)
+        );
         let last = Page::of(vec![2, 1], 2, 9, |n| HistoryCursor { id: *n });
         assert_eq!(last.next, None);
     }
@@ -146,13 +191,24 @@ mod tests {
         assert_eq!(Query::parse(None, None, None).unwrap().limit, 100);
         assert_eq!(Query::parse(None, Some("1000"), None).unwrap().limit, 1000);
         for bad in ["0", "1001", "-1", "ten"] {
-            assert!(Query::parse(None, Some(bad), None).unwrap_err().contains("limit"), "{bad}");
+            assert!(
+                Query::parse(None, Some(bad), None)
+                    .unwrap_err()
+                    .contains("limit"),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn prefix_is_digits_and_dots() {
-        assert_eq!(Query::parse(None, None, Some("203.0.")).unwrap().prefix.as_deref(), Some("203.0."));
+        assert_eq!(
+            Query::parse(None, None, Some("203.0."))
+                .unwrap()
+                .prefix
+                .as_deref(),
+            Some("203.0.")
+        );
         assert_eq!(Query::parse(None, None, Some("")).unwrap().prefix, None);
         for bad in ["203.0.%", "a", "1.2.3.4.5.6.7.8.9"] {
             assert!(Query::parse(None, None, Some(bad)).is_err(), "{bad}");
@@ -161,9 +217,19 @@ mod tests {
 
     #[test]
     fn unknown_cursors_are_refused() {
-        assert!(Query::parse(Some("not-a-cursor"), None, None).unwrap_err().contains("cursor"));
+        assert!(Query::parse(Some("not-a-cursor"), None, None)
+            .unwrap_err()
+            .contains("cursor"));
         let cursor = EntryCursor { added_at: 5, ip: 6 };
-        assert_eq!(Query::parse(Some(&cursor.encode()), None, None).unwrap().after, Some(cursor));
-        assert!(PageQuery::<HistoryCursor>::parse(Some(&cursor.encode()), None, None).is_err(), "a list's cursor is not the history's");
+        assert_eq!(
+            Query::parse(Some(&cursor.encode()), None, None)
+                .unwrap()
+                .after,
+            Some(cursor)
+        );
+        assert!(
+            PageQuery::<HistoryCursor>::parse(Some(&cursor.encode()), None, None).is_err(),
+            "a list's cursor is not the history's"
+        );
     }
 }

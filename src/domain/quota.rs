@@ -17,7 +17,11 @@ pub struct Allowance {
 
 impl Allowance {
     fn new(limit: u32, used: u32) -> Self {
-        Self { limit, used, left: limit.saturating_sub(used) }
+        Self {
+            limit,
+            used,
+            left: limit.saturating_sub(used),
+        }
     }
 }
 
@@ -50,8 +54,14 @@ impl Quota {
     /// `RateLimit-Policy` and `RateLimit`.
     pub fn headers(&self) -> [(&'static str, String); 2] {
         let (additions, removals, reset) = (self.additions, self.removals, self.resets_in_seconds);
-        let policy = format!("\"additions\";q={};w={SECONDS_PER_DAY}, \"removals\";q={};w={SECONDS_PER_DAY}", additions.limit, removals.limit);
-        let remaining = format!("\"additions\";r={};t={reset}, \"removals\";r={};t={reset}", additions.left, removals.left);
+        let policy = format!(
+            "\"additions\";q={};w={SECONDS_PER_DAY}, \"removals\";q={};w={SECONDS_PER_DAY}",
+            additions.limit, removals.limit
+        );
+        let remaining = format!(
+            "\"additions\";r={};t={reset}, \"removals\";r={};t={reset}",
+            additions.left, removals.left
+        );
         [("RateLimit-Policy", policy), ("RateLimit", remaining)]
     }
 }
@@ -64,24 +74,64 @@ mod tests {
 
     #[test]
     fn headers_state_quota_remaining_and_reset() {
-        let usage = DailyUsage { day: NOON.utc_day(), added: 10, removed: 1000, refused: 0 };
+        let usage = DailyUsage {
+            day: NOON.utc_day(),
+            added: 10,
+            removed: 1000,
+            refused: 0,
+        };
         let [policy, remaining] = Quota::of(usage, Limits::default(), NOON).headers();
-        assert_eq!(policy, ("RateLimit-Policy", "\"additions\";q=6000;w=86400, \"removals\";q=1000;w=86400".to_owned()));
-        assert_eq!(remaining, ("RateLimit", "\"additions\";r=5990;t=43200, \"removals\";r=0;t=43200".to_owned()));
+        assert_eq!(
+            policy,
+            (
+                "RateLimit-Policy",
+                "\"additions\";q=6000;w=86400, \"removals\";q=1000;w=86400".to_owned()
+            )
+        );
+        assert_eq!(
+            remaining,
+            (
+                "RateLimit",
+                "\"additions\";r=5990;t=43200, \"removals\";r=0;t=43200".to_owned()
+            )
+        );
     }
 
     #[test]
     fn usage_of_an_earlier_day_leaves_the_whole_quota() {
-        let yesterday = DailyUsage { day: NOON.utc_day() - 1, added: 6000, removed: 1000, refused: 7 };
+        let yesterday = DailyUsage {
+            day: NOON.utc_day() - 1,
+            added: 6000,
+            removed: 1000,
+            refused: 7,
+        };
         let quota = Quota::of(yesterday, Limits::default(), NOON);
-        assert_eq!(quota.headers()[1].1, "\"additions\";r=6000;t=43200, \"removals\";r=1000;t=43200");
-        assert_eq!((quota.additions.used, quota.removals.used, quota.refused), (0, 0, 0));
+        assert_eq!(
+            quota.headers()[1].1,
+            "\"additions\";r=6000;t=43200, \"removals\";r=1000;t=43200"
+        );
+        assert_eq!(
+            (quota.additions.used, quota.removals.used, quota.refused),
+            (0, 0, 0)
+        );
     }
 
     #[test]
     fn the_quota_says_used_left_and_when_the_day_resets() {
-        let usage = DailyUsage { day: NOON.utc_day(), added: 3, removed: 2, refused: 1 };
-        let quota = Quota::of(usage, Limits { additions: 5, removals: 1 }, NOON);
+        let usage = DailyUsage {
+            day: NOON.utc_day(),
+            added: 3,
+            removed: 2,
+            refused: 1,
+        };
+        let quota = Quota::of(
+            usage,
+            Limits {
+                additions: 5,
+                removals: 1,
+            },
+            NOON,
+        );
         let json = serde_json::to_value(&quota).unwrap();
         assert_eq!(
             json,
@@ -99,6 +149,9 @@ mod tests {
     fn one_second_before_midnight_the_reset_is_one_second_away() {
         let last = UnixTime(NOON.0 + 43_199);
         let quota = Quota::of(DailyUsage::default(), Limits::default(), last);
-        assert_eq!((quota.resets_in_seconds, quota.resets_at.as_str()), (1, "2026-11-22T00:00:00Z"));
+        assert_eq!(
+            (quota.resets_in_seconds, quota.resets_at.as_str()),
+            (1, "2026-11-22T00:00:00Z")
+        );
     }
 }

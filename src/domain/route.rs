@@ -54,7 +54,11 @@ pub enum Miss {
 impl Miss {
     /// The methods the path takes, for `Allow`.
     pub fn allowed(routes: &[Route]) -> String {
-        routes.iter().map(Route::method).collect::<Vec<_>>().join(", ")
+        routes
+            .iter()
+            .map(Route::method)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -65,30 +69,75 @@ static PATHS: LazyLock<Vec<(&'static str, Vec<Route>)>> = LazyLock::new(|| {
     use HolderRoute as H;
     use OperatorRoute as O;
     let holder = |route| vec![Route::Holder(route)];
-    let list = |kind| vec![Route::Operator(O::EditList(kind)), Route::Operator(O::ReplaceList(kind)), Route::Operator(O::ExportList(kind))];
+    let list = |kind| {
+        vec![
+            Route::Operator(O::EditList(kind)),
+            Route::Operator(O::ReplaceList(kind)),
+            Route::Operator(O::ExportList(kind)),
+        ]
+    };
     vec![
-        ("/api/checkIpOnGreylist", holder(H::Single(Operation::Check))),
-        ("/api/checkIpOnChallengeList", holder(H::Single(Operation::Check))),
+        (
+            "/api/checkIpOnGreylist",
+            holder(H::Single(Operation::Check)),
+        ),
+        (
+            "/api/checkIpOnChallengeList",
+            holder(H::Single(Operation::Check)),
+        ),
         ("/api/addIpToGreylist", holder(H::Single(Operation::Add))),
-        ("/api/addIpToChallengeList", holder(H::Single(Operation::Add))),
-        ("/api/deleteIpFromGreylist", holder(H::Single(Operation::Remove))),
-        ("/api/deleteIpToGreylist", holder(H::Single(Operation::Remove))),
-        ("/api/deleteIpFromChallengeList", holder(H::Single(Operation::Remove))),
+        (
+            "/api/addIpToChallengeList",
+            holder(H::Single(Operation::Add)),
+        ),
+        (
+            "/api/deleteIpFromGreylist",
+            holder(H::Single(Operation::Remove)),
+        ),
+        (
+            "/api/deleteIpToGreylist",
+            holder(H::Single(Operation::Remove)),
+        ),
+        (
+            "/api/deleteIpFromChallengeList",
+            holder(H::Single(Operation::Remove)),
+        ),
         ("/api/addIpsToGreylist", holder(H::Bulk(Operation::Add))),
-        ("/api/addIpsToChallengeList", holder(H::Bulk(Operation::Add))),
-        ("/api/deleteIpsFromGreylist", holder(H::Bulk(Operation::Remove))),
-        ("/api/deleteIpsFromChallengeList", holder(H::Bulk(Operation::Remove))),
+        (
+            "/api/addIpsToChallengeList",
+            holder(H::Bulk(Operation::Add)),
+        ),
+        (
+            "/api/deleteIpsFromGreylist",
+            holder(H::Bulk(Operation::Remove)),
+        ),
+        (
+            "/api/deleteIpsFromChallengeList",
+            holder(H::Bulk(Operation::Remove)),
+        ),
         ("/api/listGreylist", holder(H::ListEntries)),
         ("/api/listChallengeList", holder(H::ListEntries)),
         ("/api/greylistHistory", holder(H::History)),
         ("/api/challengeListHistory", holder(H::History)),
         ("/api/quota", holder(H::Quota)),
-        ("/api/feedTokens", vec![Route::Holder(H::CreateFeedToken), Route::Holder(H::FeedTokens)]),
+        (
+            "/api/feedTokens",
+            vec![
+                Route::Holder(H::CreateFeedToken),
+                Route::Holder(H::FeedTokens),
+            ],
+        ),
         ("/api/greylistFeed", vec![Route::Feed]),
         ("/api/challengeListFeed", vec![Route::Feed]),
         ("/openapi.json", vec![Route::OpenApi]),
         ("/v2/authentication/login/license", vec![Route::Login]),
-        ("/admin/licenses", vec![Route::Operator(O::CreateLicense), Route::Operator(O::Licenses)]),
+        (
+            "/admin/licenses",
+            vec![
+                Route::Operator(O::CreateLicense),
+                Route::Operator(O::Licenses),
+            ],
+        ),
         ("/admin/global-list", list(ListKind::Global)),
         ("/admin/allow-list", list(ListKind::Allow)),
         ("/admin/status", vec![Route::Operator(O::Status)]),
@@ -100,8 +149,12 @@ type WithId = fn(String) -> Route;
 
 /// Paths that end in an id: the prefix and the one route each takes.
 const ID_PATHS: [(&str, WithId); 2] = [
-    ("/admin/licenses/", |id| Route::Operator(OperatorRoute::RevokeLicense(id))),
-    ("/api/feedTokens/", |id| Route::Holder(HolderRoute::RevokeFeedToken(id))),
+    ("/admin/licenses/", |id| {
+        Route::Operator(OperatorRoute::RevokeLicense(id))
+    }),
+    ("/api/feedTokens/", |id| {
+        Route::Holder(HolderRoute::RevokeFeedToken(id))
+    }),
 ];
 
 impl Route {
@@ -112,7 +165,9 @@ impl Route {
         ID_PATHS
             .iter()
             .find_map(|(prefix, route)| {
-                let id = path.strip_prefix(prefix).filter(|id| !id.is_empty() && !id.contains('/'))?;
+                let id = path
+                    .strip_prefix(prefix)
+                    .filter(|id| !id.is_empty() && !id.contains('/'))?;
                 Some(vec![route(id.to_owned())])
             })
             .unwrap_or_default()
@@ -182,8 +237,14 @@ impl Route {
     /// path parameter written `{id}`), from the same table requests are routed by.
     #[cfg(test)]
     pub fn all() -> Vec<(String, &'static str)> {
-        let fixed = PATHS.iter().flat_map(|(path, routes)| routes.iter().map(|route| (path.to_string(), route.method())));
-        let with_id = ID_PATHS.iter().map(|(prefix, route)| (format!("{prefix}{{id}}"), route(String::new()).method()));
+        let fixed = PATHS.iter().flat_map(|(path, routes)| {
+            routes
+                .iter()
+                .map(|route| (path.to_string(), route.method()))
+        });
+        let with_id = ID_PATHS
+            .iter()
+            .map(|(prefix, route)| (format!("{prefix}{{id}}"), route(String::new()).method()));
         fixed.chain(with_id).collect()
     }
 }
@@ -206,7 +267,11 @@ mod tests {
         for path in ["/api/addIpToGreylist", "/api/addIpToChallengeList"] {
             assert_eq!(single(path), Operation::Add);
         }
-        for path in ["/api/deleteIpFromGreylist", "/api/deleteIpToGreylist", "/api/deleteIpFromChallengeList"] {
+        for path in [
+            "/api/deleteIpFromGreylist",
+            "/api/deleteIpToGreylist",
+            "/api/deleteIpFromChallengeList",
+        ] {
             assert_eq!(single(path), Operation::Remove);
         }
     }
@@ -226,26 +291,72 @@ mod tests {
     #[test]
     fn feed_quota_and_feed_token_paths() {
         assert_eq!(Route::resolve("GET", "/api/greylistFeed"), Ok(Route::Feed));
-        assert_eq!(Route::resolve("GET", "/api/challengeListFeed"), Ok(Route::Feed));
-        assert_eq!(Route::resolve("GET", "/api/quota"), Ok(Route::Holder(H::Quota)));
-        assert_eq!(Route::resolve("POST", "/api/feedTokens"), Ok(Route::Holder(H::CreateFeedToken)));
-        assert_eq!(Route::resolve("GET", "/api/feedTokens"), Ok(Route::Holder(H::FeedTokens)));
-        assert_eq!(Route::resolve("DELETE", "/api/feedTokens/ft_1"), Ok(Route::Holder(H::RevokeFeedToken("ft_1".into()))));
-        assert_eq!(Route::resolve("DELETE", "/api/feedTokens/"), Err(Miss::NotFound));
+        assert_eq!(
+            Route::resolve("GET", "/api/challengeListFeed"),
+            Ok(Route::Feed)
+        );
+        assert_eq!(
+            Route::resolve("GET", "/api/quota"),
+            Ok(Route::Holder(H::Quota))
+        );
+        assert_eq!(
+            Route::resolve("POST", "/api/feedTokens"),
+            Ok(Route::Holder(H::CreateFeedToken))
+        );
+        assert_eq!(
+            Route::resolve("GET", "/api/feedTokens"),
+            Ok(Route::Holder(H::FeedTokens))
+        );
+        assert_eq!(
+            Route::resolve("DELETE", "/api/feedTokens/ft_1"),
+            Ok(Route::Holder(H::RevokeFeedToken("ft_1".into())))
+        );
+        assert_eq!(
+            Route::resolve("DELETE", "/api/feedTokens/"),
+            Err(Miss::NotFound)
+        );
         assert!(Route::Feed.is_holders());
     }
 
     #[test]
     fn operator_and_login_paths() {
-        assert_eq!(Route::resolve("POST", "/v2/authentication/login/license"), Ok(Route::Login));
-        assert_eq!(Route::resolve("POST", "/admin/licenses"), Ok(Route::Operator(O::CreateLicense)));
-        assert_eq!(Route::resolve("GET", "/admin/licenses"), Ok(Route::Operator(O::Licenses)));
-        assert_eq!(Route::resolve("DELETE", "/admin/licenses/lic_1"), Ok(Route::Operator(O::RevokeLicense("lic_1".into()))));
-        assert_eq!(Route::resolve("POST", "/admin/global-list"), Ok(Route::Operator(O::EditList(ListKind::Global))));
-        assert_eq!(Route::resolve("PUT", "/admin/allow-list"), Ok(Route::Operator(O::ReplaceList(ListKind::Allow))));
-        assert_eq!(Route::resolve("GET", "/admin/global-list"), Ok(Route::Operator(O::ExportList(ListKind::Global))));
-        assert_eq!(Route::resolve("GET", "/admin/status"), Ok(Route::Operator(O::Status)));
-        assert!(!Route::Login.is_holders() && !Route::OpenApi.is_holders() && !Route::Operator(O::Status).is_holders());
+        assert_eq!(
+            Route::resolve("POST", "/v2/authentication/login/license"),
+            Ok(Route::Login)
+        );
+        assert_eq!(
+            Route::resolve("POST", "/admin/licenses"),
+            Ok(Route::Operator(O::CreateLicense))
+        );
+        assert_eq!(
+            Route::resolve("GET", "/admin/licenses"),
+            Ok(Route::Operator(O::Licenses))
+        );
+        assert_eq!(
+            Route::resolve("DELETE", "/admin/licenses/lic_1"),
+            Ok(Route::Operator(O::RevokeLicense("lic_1".into())))
+        );
+        assert_eq!(
+            Route::resolve("POST", "/admin/global-list"),
+            Ok(Route::Operator(O::EditList(ListKind::Global)))
+        );
+        assert_eq!(
+            Route::resolve("PUT", "/admin/allow-list"),
+            Ok(Route::Operator(O::ReplaceList(ListKind::Allow)))
+        );
+        assert_eq!(
+            Route::resolve("GET", "/admin/global-list"),
+            Ok(Route::Operator(O::ExportList(ListKind::Global)))
+        );
+        assert_eq!(
+            Route::resolve("GET", "/admin/status"),
+            Ok(Route::Operator(O::Status))
+        );
+        assert!(
+            !Route::Login.is_holders()
+                && !Route::OpenApi.is_holders()
+                && !Route::Operator(O::Status).is_holders()
+        );
     }
 
     #[test]
@@ -272,15 +383,25 @@ mod tests {
 
     #[test]
     fn the_openapi_document_lists_exactly_the_routes_that_exist() {
-        let doc: serde_json::Value = serde_json::from_str(include_str!(concat!(env!("OUT_DIR"), "/openapi.min.json"))).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!(concat!(env!("OUT_DIR"), "/openapi.min.json")))
+                .unwrap();
         assert_eq!(doc["openapi"], "3.1.0");
         let mut documented: Vec<(String, String)> = doc["paths"]
             .as_object()
             .unwrap()
             .iter()
-            .flat_map(|(path, item)| item.as_object().unwrap().keys().map(move |method| (path.clone(), method.to_uppercase())))
+            .flat_map(|(path, item)| {
+                item.as_object()
+                    .unwrap()
+                    .keys()
+                    .map(move |method| (path.clone(), method.to_uppercase()))
+            })
             .collect();
-        let mut served: Vec<(String, String)> = Route::all().into_iter().map(|(p, m)| (p, m.to_owned())).collect();
+        let mut served: Vec<(String, String)> = Route::all()
+            .into_iter()
+            .map(|(p, m)| (p, m.to_owned()))
+            .collect();
         documented.sort();
         served.sort();
         assert_eq!(documented, served);
@@ -288,8 +409,22 @@ mod tests {
 
     #[test]
     fn near_misses_are_unknown() {
-        for path in ["/", "/api", "/api/checkIpOnGreylist/", "/api/checkiponGreylist", "/API/checkIpOnGreylist", "/admin/licenses/", "/admin/licenses/a/b", "/api/deleteIpFromchallenge list", "/admin/status/"] {
-            assert_eq!(Route::resolve("POST", path), Err(Miss::NotFound), "{path:?}");
+        for path in [
+            "/",
+            "/api",
+            "/api/checkIpOnGreylist/",
+            "/api/checkiponGreylist",
+            "/API/checkIpOnGreylist",
+            "/admin/licenses/",
+            "/admin/licenses/a/b",
+            "/api/deleteIpFromchallenge list",
+            "/admin/status/",
+        ] {
+            assert_eq!(
+                Route::resolve("POST", path),
+                Err(Miss::NotFound),
+                "{path:?}"
+            );
         }
     }
 }

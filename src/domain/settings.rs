@@ -32,7 +32,9 @@ impl Freshness {
     /// Refuses a budget over the bound, so no setting can make the caches add up past it.
     pub fn new(budget: u64) -> Result<Self, String> {
         if budget > PROPAGATION_BOUND_SECONDS {
-            return Err(format!("CACHE_SECONDS must be at most {PROPAGATION_BOUND_SECONDS}, not {budget}"));
+            return Err(format!(
+                "CACHE_SECONDS must be at most {PROPAGATION_BOUND_SECONDS}, not {budget}"
+            ));
         }
         Ok(Self { budget })
     }
@@ -65,14 +67,25 @@ impl Settings {
         Ok(Self {
             jwt_secret: secret("JWT_SECRET", var("JWT_SECRET"))?,
             admin_token: secret("ADMIN_TOKEN", var("ADMIN_TOKEN"))?,
-            token_lifetime_seconds: seconds("TOKEN_LIFETIME_SECONDS", var("TOKEN_LIFETIME_SECONDS"), 60..=MAX_TOKEN_LIFETIME_SECONDS)?
-                .unwrap_or(DEFAULT_TOKEN_LIFETIME_SECONDS),
+            token_lifetime_seconds: seconds(
+                "TOKEN_LIFETIME_SECONDS",
+                var("TOKEN_LIFETIME_SECONDS"),
+                60..=MAX_TOKEN_LIFETIME_SECONDS,
+            )?
+            .unwrap_or(DEFAULT_TOKEN_LIFETIME_SECONDS),
             freshness: Freshness::new(
-                seconds("CACHE_SECONDS", var("CACHE_SECONDS"), 0..=PROPAGATION_BOUND_SECONDS)?.unwrap_or(DEFAULT_CACHE_SECONDS),
+                seconds(
+                    "CACHE_SECONDS",
+                    var("CACHE_SECONDS"),
+                    0..=PROPAGATION_BOUND_SECONDS,
+                )?
+                .unwrap_or(DEFAULT_CACHE_SECONDS),
             )?,
             limits: Limits {
-                additions: count("DAILY_ADDITIONS", var("DAILY_ADDITIONS"))?.unwrap_or(Limits::default().additions),
-                removals: count("DAILY_REMOVALS", var("DAILY_REMOVALS"))?.unwrap_or(Limits::default().removals),
+                additions: count("DAILY_ADDITIONS", var("DAILY_ADDITIONS"))?
+                    .unwrap_or(Limits::default().additions),
+                removals: count("DAILY_REMOVALS", var("DAILY_REMOVALS"))?
+                    .unwrap_or(Limits::default().removals),
             },
         })
     }
@@ -81,22 +94,35 @@ impl Settings {
 fn secret(name: &str, value: Option<String>) -> Result<String, String> {
     match value {
         None => Err(format!("the secret {name} is not set")),
-        Some(value) if value.len() < MIN_SECRET_BYTES => Err(format!("the secret {name} must be at least {MIN_SECRET_BYTES} bytes")),
+        Some(value) if value.len() < MIN_SECRET_BYTES => Err(format!(
+            "the secret {name} must be at least {MIN_SECRET_BYTES} bytes"
+        )),
         Some(value) => Ok(value),
     }
 }
 
-fn seconds(name: &str, value: Option<String>, allowed: std::ops::RangeInclusive<u64>) -> Result<Option<u64>, String> {
+fn seconds(
+    name: &str,
+    value: Option<String>,
+    allowed: std::ops::RangeInclusive<u64>,
+) -> Result<Option<u64>, String> {
     let Some(text) = value else { return Ok(None) };
     match text.trim().parse::<u64>() {
         Ok(n) if allowed.contains(&n) => Ok(Some(n)),
-        _ => Err(format!("{name} must be whole seconds from {} to {}, not {text:?}", allowed.start(), allowed.end())),
+        _ => Err(format!(
+            "{name} must be whole seconds from {} to {}, not {text:?}",
+            allowed.start(),
+            allowed.end()
+        )),
     }
 }
 
 fn count(name: &str, value: Option<String>) -> Result<Option<u32>, String> {
     let Some(text) = value else { return Ok(None) };
-    text.trim().parse().map(Some).map_err(|_| format!("{name} must be a whole number, not {text:?}"))
+    text.trim()
+        .parse()
+        .map(Some)
+        .map_err(|_| format!("{name} must be a whole number, not {text:?}"))
 }
 
 #[cfg(test)]
@@ -106,31 +132,71 @@ mod tests {
     const SECRET: &str = "0123456789abcdef0123456789abcdef";
 
     fn parse(vars: &[(&str, &str)]) -> Result<Settings, String> {
-        let all: Vec<(&str, &str)> = [("JWT_SECRET", SECRET), ("ADMIN_TOKEN", SECRET)].into_iter().chain(vars.iter().copied()).collect();
-        Settings::parse(|name| all.iter().rev().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+        let all: Vec<(&str, &str)> = [("JWT_SECRET", SECRET), ("ADMIN_TOKEN", SECRET)]
+            .into_iter()
+            .chain(vars.iter().copied())
+            .collect();
+        Settings::parse(|name| {
+            all.iter()
+                .rev()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
     }
 
     #[test]
     fn absent_settings_take_their_defaults() {
         let settings = parse(&[]).unwrap();
-        assert_eq!((settings.token_lifetime_seconds, settings.freshness), (3600, Freshness::new(60).unwrap()));
-        assert_eq!((settings.jwt_secret.as_str(), settings.admin_token.as_str()), (SECRET, SECRET));
-        assert_eq!(settings.limits, Limits { additions: 6000, removals: 1000 });
+        assert_eq!(
+            (settings.token_lifetime_seconds, settings.freshness),
+            (3600, Freshness::new(60).unwrap())
+        );
+        assert_eq!(
+            (settings.jwt_secret.as_str(), settings.admin_token.as_str()),
+            (SECRET, SECRET)
+        );
+        assert_eq!(
+            settings.limits,
+            Limits {
+                additions: 6000,
+                removals: 1000
+            }
+        );
     }
 
     #[test]
     fn daily_limits_are_whole_numbers_and_a_typo_is_refused_not_ignored() {
-        assert_eq!(parse(&[("DAILY_ADDITIONS", "5"), ("DAILY_REMOVALS", " 2 ")]).unwrap().limits, Limits { additions: 5, removals: 2 });
-        assert_eq!(parse(&[("DAILY_ADDITIONS", "lots")]).unwrap_err(), "DAILY_ADDITIONS must be a whole number, not \"lots\"");
-        assert_eq!(parse(&[("DAILY_REMOVALS", "-1")]).unwrap_err(), "DAILY_REMOVALS must be a whole number, not \"-1\"");
+        assert_eq!(
+            parse(&[("DAILY_ADDITIONS", "5"), ("DAILY_REMOVALS", " 2 ")])
+                .unwrap()
+                .limits,
+            Limits {
+                additions: 5,
+                removals: 2
+            }
+        );
+        assert_eq!(
+            parse(&[("DAILY_ADDITIONS", "lots")]).unwrap_err(),
+            "DAILY_ADDITIONS must be a whole number, not \"lots\""
+        );
+        assert_eq!(
+            parse(&[("DAILY_REMOVALS", "-1")]).unwrap_err(),
+            "DAILY_REMOVALS must be a whole number, not \"-1\""
+        );
     }
 
     #[test]
     fn secrets_must_be_set_and_at_least_32_bytes() {
         for name in ["JWT_SECRET", "ADMIN_TOKEN"] {
             let short = &SECRET[1..];
-            assert_eq!(parse(&[(name, short)]).unwrap_err(), format!("the secret {name} must be at least 32 bytes"));
-            assert_eq!(parse(&[(name, "")]).unwrap_err(), format!("the secret {name} must be at least 32 bytes"));
+            assert_eq!(
+                parse(&[(name, short)]).unwrap_err(),
+                format!("the secret {name} must be at least 32 bytes")
+            );
+            assert_eq!(
+                parse(&[(name, "")]).unwrap_err(),
+                format!("the secret {name} must be at least 32 bytes")
+            );
         }
         let missing = Settings::parse(|name| (name == "ADMIN_TOKEN").then(|| SECRET.to_owned()));
         assert_eq!(missing.unwrap_err(), "the secret JWT_SECRET is not set");
@@ -138,19 +204,53 @@ mod tests {
 
     #[test]
     fn the_token_lifetime_is_a_minute_to_thirty_days() {
-        assert_eq!(parse(&[("TOKEN_LIFETIME_SECONDS", "60")]).unwrap().token_lifetime_seconds, 60);
-        assert_eq!(parse(&[("TOKEN_LIFETIME_SECONDS", " 2592000 ")]).unwrap().token_lifetime_seconds, 2_592_000);
-        for bad in ["2592001", "59", "0", "-1", "1e9", "", "18446744073709551615", "99999999999999999999"] {
+        assert_eq!(
+            parse(&[("TOKEN_LIFETIME_SECONDS", "60")])
+                .unwrap()
+                .token_lifetime_seconds,
+            60
+        );
+        assert_eq!(
+            parse(&[("TOKEN_LIFETIME_SECONDS", " 2592000 ")])
+                .unwrap()
+                .token_lifetime_seconds,
+            2_592_000
+        );
+        for bad in [
+            "2592001",
+            "59",
+            "0",
+            "-1",
+            "1e9",
+            "",
+            "18446744073709551615",
+            "99999999999999999999",
+        ] {
             let error = parse(&[("TOKEN_LIFETIME_SECONDS", bad)]).unwrap_err();
-            assert!(error.starts_with("TOKEN_LIFETIME_SECONDS must be whole seconds from 60 to 2592000"), "{bad}: {error}");
+            assert!(
+                error
+                    .starts_with("TOKEN_LIFETIME_SECONDS must be whole seconds from 60 to 2592000"),
+                "{bad}: {error}"
+            );
         }
     }
 
     #[test]
     fn a_malformed_or_too_long_cache_setting_is_refused_not_ignored() {
-        assert_eq!(parse(&[("CACHE_SECONDS", "0")]).unwrap().freshness.isolate_seconds(), 0);
+        assert_eq!(
+            parse(&[("CACHE_SECONDS", "0")])
+                .unwrap()
+                .freshness
+                .isolate_seconds(),
+            0
+        );
         for bad in ["soon", "61", "3600"] {
-            assert!(parse(&[("CACHE_SECONDS", bad)]).unwrap_err().starts_with("CACHE_SECONDS must be whole seconds from 0 to 60"), "{bad}");
+            assert!(
+                parse(&[("CACHE_SECONDS", bad)])
+                    .unwrap_err()
+                    .starts_with("CACHE_SECONDS must be whole seconds from 0 to 60"),
+                "{bad}"
+            );
         }
         assert!(Freshness::new(61).is_err());
     }
@@ -159,18 +259,45 @@ mod tests {
     fn no_accepted_cache_setting_lets_a_change_take_over_60_seconds() {
         for budget in 0..=PROPAGATION_BOUND_SECONDS {
             let freshness = Freshness::new(budget).unwrap();
-            assert!(freshness.worst_case_seconds() <= PROPAGATION_BOUND_SECONDS, "{budget}: {freshness:?}");
-            assert_eq!(freshness.worst_case_seconds(), budget.max(Freshness::EDGE_SECONDS), "the budget is the bound, or KV's minimum");
+            assert!(
+                freshness.worst_case_seconds() <= PROPAGATION_BOUND_SECONDS,
+                "{budget}: {freshness:?}"
+            );
+            assert_eq!(
+                freshness.worst_case_seconds(),
+                budget.max(Freshness::EDGE_SECONDS),
+                "the budget is the bound, or KV's minimum"
+            );
         }
         let production = Freshness::new(DEFAULT_CACHE_SECONDS).unwrap();
-        assert_eq!((production.isolate_seconds(), production.worst_case_seconds()), (30, 60), "half in the isolate, half at the edge");
+        assert_eq!(
+            (
+                production.isolate_seconds(),
+                production.worst_case_seconds()
+            ),
+            (30, 60),
+            "half in the isolate, half at the edge"
+        );
     }
 
     #[test]
     fn the_shipped_configuration_keeps_changes_within_60_seconds() {
         let config = include_str!("../../wrangler.toml");
-        let configured = config.lines().find_map(|line| line.trim().strip_prefix("CACHE_SECONDS = ")).map(|v| v.trim_matches('"').to_owned());
-        let settings = parse(&configured.iter().map(|v| ("CACHE_SECONDS", v.as_str())).collect::<Vec<_>>()).unwrap();
-        assert!(settings.freshness.worst_case_seconds() <= PROPAGATION_BOUND_SECONDS, "{:?}", settings.freshness);
+        let configured = config
+            .lines()
+            .find_map(|line| line.trim().strip_prefix("CACHE_SECONDS = "))
+            .map(|v| v.trim_matches('"').to_owned());
+        let settings = parse(
+            &configured
+                .iter()
+                .map(|v| ("CACHE_SECONDS", v.as_str()))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert!(
+            settings.freshness.worst_case_seconds() <= PROPAGATION_BOUND_SECONDS,
+            "{:?}",
+            settings.freshness
+        );
     }
 }

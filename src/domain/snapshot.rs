@@ -31,7 +31,9 @@ impl Manifest {
 
     /// Which shard holds `addr`.
     pub fn shard_of(&self, addr: u32) -> usize {
-        self.shards.partition_point(|&first| first <= addr).saturating_sub(1)
+        self.shards
+            .partition_point(|&first| first <= addr)
+            .saturating_sub(1)
     }
 }
 
@@ -59,10 +61,13 @@ impl Shard {
     /// Every interval, single addresses included, in address order.
     pub fn intervals(&self) -> Vec<(u32, u32)> {
         let mut all = Vec::with_capacity(self.singles.len() + self.spans.len());
-        let (mut singles, mut spans) = (self.singles.iter().peekable(), self.spans.iter().peekable());
+        let (mut singles, mut spans) =
+            (self.singles.iter().peekable(), self.spans.iter().peekable());
         loop {
             let next = match (singles.peek(), spans.peek()) {
-                (Some(&&single), Some(&&(first, _))) if single < first => singles.next().map(|&s| (s, s)),
+                (Some(&&single), Some(&&(first, _))) if single < first => {
+                    singles.next().map(|&s| (s, s))
+                }
                 (_, Some(_)) => spans.next().copied(),
                 (Some(_), None) => singles.next().map(|&s| (s, s)),
                 (None, None) => return all,
@@ -94,14 +99,27 @@ impl Shard {
     /// `None` for anything `encode` could not have written: a value cut short or
     /// tampered with is an error, never an empty list.
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        let word = |i: usize| bytes.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")));
+        let word = |i: usize| {
+            bytes
+                .get(i * 4..i * 4 + 4)
+                .map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")))
+        };
         let (singles, spans) = (word(0)? as usize, word(1)? as usize);
         if bytes.len() != 8 + singles * 4 + spans * 8 {
             return None;
         }
         let singles: Vec<u32> = (0..singles).map(|i| word(2 + i)).collect::<Option<_>>()?;
-        let spans: Vec<(u32, u32)> = (0..spans).map(|i| Some((word(2 + singles.len() + 2 * i)?, word(3 + singles.len() + 2 * i)?))).collect::<Option<_>>()?;
-        let sorted = singles.windows(2).all(|w| w[0] < w[1]) && spans.iter().all(|(a, b)| a <= b) && spans.windows(2).all(|w| w[0].1 < w[1].0);
+        let spans: Vec<(u32, u32)> = (0..spans)
+            .map(|i| {
+                Some((
+                    word(2 + singles.len() + 2 * i)?,
+                    word(3 + singles.len() + 2 * i)?,
+                ))
+            })
+            .collect::<Option<_>>()?;
+        let sorted = singles.windows(2).all(|w| w[0] < w[1])
+            && spans.iter().all(|(a, b)| a <= b)
+            && spans.windows(2).all(|w| w[0].1 < w[1].0);
         sorted.then_some(Self { singles, spans })
     }
 }
@@ -118,7 +136,9 @@ pub fn build(entries: &ListEntries) -> (Vec<u32>, Vec<Shard>) {
     let mut merged: Vec<(u32, u32)> = Vec::with_capacity(entries.len());
     for range in entries.as_slice() {
         match merged.last_mut() {
-            Some((_, last)) if range.first() <= last.saturating_add(1) => *last = (*last).max(range.last()),
+            Some((_, last)) if range.first() <= last.saturating_add(1) => {
+                *last = (*last).max(range.last())
+            }
             _ => merged.push((range.first(), range.last())),
         }
     }
@@ -157,18 +177,47 @@ mod tests {
     }
 
     fn lookup(starts: &[u32], shards: &[Shard], addr: u32) -> bool {
-        let manifest = Manifest { version: 1, published_at: 0, entries: 0, shards: starts.to_vec() };
+        let manifest = Manifest {
+            version: 1,
+            published_at: 0,
+            entries: 0,
+            shards: starts.to_vec(),
+        };
         shards[manifest.shard_of(addr)].contains(addr)
     }
 
     #[test]
     fn addresses_and_ranges_are_found_at_their_edges_only() {
-        let (starts, shards) = build(&entries(&["0.0.0.0/8", "8.8.8.8", "198.51.99.0/24", "255.255.255.255", "8.8.8.9", "9.0.0.0/8"]));
+        let (starts, shards) = build(&entries(&[
+            "0.0.0.0/8",
+            "8.8.8.8",
+            "198.51.99.0/24",
+            "255.255.255.255",
+            "8.8.8.9",
+            "9.0.0.0/8",
+        ]));
         let ip = |s: &str| u32::from(s.parse::<Ipv4Addr>().unwrap());
-        for inside in ["0.0.0.0", "0.255.255.255", "8.8.8.8", "8.8.8.9", "198.51.99.0", "198.51.99.255", "255.255.255.255", "9.0.0.0"] {
+        for inside in [
+            "0.0.0.0",
+            "0.255.255.255",
+            "8.8.8.8",
+            "8.8.8.9",
+            "198.51.99.0",
+            "198.51.99.255",
+            "255.255.255.255",
+            "9.0.0.0",
+        ] {
             assert!(lookup(&starts, &shards, ip(inside)), "{inside}");
         }
-        for outside in ["1.0.0.0", "8.8.8.7", "8.8.8.10", "198.51.98.255", "198.51.100.0", "255.255.255.254", "10.0.0.0"] {
+        for outside in [
+            "1.0.0.0",
+            "8.8.8.7",
+            "8.8.8.10",
+            "198.51.98.255",
+            "198.51.100.0",
+            "255.255.255.254",
+            "10.0.0.0",
+        ] {
             assert!(!lookup(&starts, &shards, ip(outside)), "{outside}");
         }
     }
@@ -181,7 +230,11 @@ mod tests {
         assert_eq!(Shard::decode(&bytes), Some(shards[0].clone()));
         assert_eq!(Shard::decode(&bytes[..bytes.len() - 1]), None, "cut short");
         assert_eq!(Shard::decode(&[]), None);
-        let mut unsorted = Shard { singles: vec![5, 3], spans: vec![] }.encode();
+        let mut unsorted = Shard {
+            singles: vec![5, 3],
+            spans: vec![],
+        }
+        .encode();
         assert_eq!(Shard::decode(&unsorted), None);
         unsorted.truncate(8);
         assert_eq!(Shard::decode(&unsorted), None);
@@ -189,11 +242,21 @@ mod tests {
 
     #[test]
     fn a_shard_gives_back_its_intervals_in_order() {
-        let (_, shards) = build(&entries(&["9.0.0.0/8", "8.8.8.8", "1.2.3.0/24", "255.255.255.255"]));
+        let (_, shards) = build(&entries(&[
+            "9.0.0.0/8",
+            "8.8.8.8",
+            "1.2.3.0/24",
+            "255.255.255.255",
+        ]));
         let ip = |s: &str| u32::from(s.parse::<Ipv4Addr>().unwrap());
         assert_eq!(
             shards[0].intervals(),
-            [(ip("1.2.3.0"), ip("1.2.3.255")), (ip("8.8.8.8"), ip("8.8.8.8")), (ip("9.0.0.0"), ip("9.255.255.255")), (u32::MAX, u32::MAX)]
+            [
+                (ip("1.2.3.0"), ip("1.2.3.255")),
+                (ip("8.8.8.8"), ip("8.8.8.8")),
+                (ip("9.0.0.0"), ip("9.255.255.255")),
+                (u32::MAX, u32::MAX)
+            ]
         );
     }
 
@@ -205,22 +268,34 @@ mod tests {
 
     #[test]
     fn large_lists_are_cut_into_shards_that_each_hold_their_addresses() {
-        let many: Vec<Ipv4Range> = (0..(SHARD_ENTRIES as u32 * 2 + 7)).map(|n| Ipv4Range::from_parts(0x0800_0000 + n * 2, 32).unwrap()).collect();
+        let many: Vec<Ipv4Range> = (0..(SHARD_ENTRIES as u32 * 2 + 7))
+            .map(|n| Ipv4Range::from_parts(0x0800_0000 + n * 2, 32).unwrap())
+            .collect();
         let (starts, shards) = build(&ListEntries::new(many));
         assert_eq!(shards.len(), 3);
         assert_eq!(starts[0], 0);
-        for probe in [0x0800_0000, 0x0800_0000 + SHARD_ENTRIES as u32 * 2, 0x0800_0000 + (SHARD_ENTRIES as u32 * 2 + 6) * 2] {
+        for probe in [
+            0x0800_0000,
+            0x0800_0000 + SHARD_ENTRIES as u32 * 2,
+            0x0800_0000 + (SHARD_ENTRIES as u32 * 2 + 6) * 2,
+        ] {
             assert!(lookup(&starts, &shards, probe), "{probe:#x}");
             assert!(!lookup(&starts, &shards, probe + 1), "{:#x}", probe + 1);
         }
-        assert!(shards.iter().all(|shard| shard.size() <= 8 + SHARD_ENTRIES * 8));
+        assert!(shards
+            .iter()
+            .all(|shard| shard.size() <= 8 + SHARD_ENTRIES * 8));
     }
 
     fn range_strategy() -> impl Strategy<Value = Ipv4Range> {
         // Addresses near both ends of the space as well as anywhere, and every prefix.
         let addr = prop_oneof![any::<u32>(), 0u32..64, (u32::MAX - 64)..=u32::MAX];
         (addr, 0u8..=32).prop_map(|(addr, prefix)| {
-            let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix) };
+            let mask = if prefix == 0 {
+                0
+            } else {
+                u32::MAX << (32 - prefix)
+            };
             Ipv4Range::from_parts(addr & mask, prefix).unwrap()
         })
     }

@@ -45,7 +45,10 @@ impl UnixTime {
     }
 
     pub fn to_rfc3339(self) -> String {
-        let at = i64::try_from(self.0).ok().and_then(|s| DateTime::from_timestamp(s, 0)).unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let at = i64::try_from(self.0)
+            .ok()
+            .and_then(|s| DateTime::from_timestamp(s, 0))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
         at.to_rfc3339_opts(SecondsFormat::Secs, true)
     }
 
@@ -75,9 +78,21 @@ mod tests {
     fn rfc3339_round_trips_and_honours_offsets() {
         assert_eq!(NOON.to_rfc3339(), "2026-11-21T12:00:00Z");
         assert_eq!(UnixTime::parse_rfc3339("2026-11-21T12:00:00Z"), Some(NOON));
-        assert_eq!(UnixTime::parse_rfc3339("2026-11-21T13:00:00+01:00"), Some(NOON));
-        assert_eq!(UnixTime::parse_rfc3339("2026-11-21T12:00:00.999Z"), Some(NOON));
-        for bad in ["", "2026-11-21", "2026-11-21 12:00:00", "tomorrow", "1969-12-31T23:59:59Z"] {
+        assert_eq!(
+            UnixTime::parse_rfc3339("2026-11-21T13:00:00+01:00"),
+            Some(NOON)
+        );
+        assert_eq!(
+            UnixTime::parse_rfc3339("2026-11-21T12:00:00.999Z"),
+            Some(NOON)
+        );
+        for bad in [
+            "",
+            "2026-11-21",
+            "2026-11-21 12:00:00",
+            "tomorrow",
+            "1969-12-31T23:59:59Z",
+        ] {
             assert_eq!(UnixTime::parse_rfc3339(bad), None, "{bad:?}");
         }
     }

@@ -7,8 +7,8 @@ use jwt_compact::alg::{Hs256, Hs256Key};
 use jwt_compact::{AlgorithmExt, Claims, Header, TimeOptions, UntrustedToken};
 use serde::{Deserialize, Serialize};
 
-use super::time::UnixTime;
 use super::license::LicenseId;
+use super::time::UnixTime;
 
 /// Clock skew tolerated when checking `exp`, between the edge machines that issue and check tokens.
 pub const EXPIRY_LEEWAY_SECONDS: i64 = 10;
@@ -47,8 +47,10 @@ impl TokenKey {
 
     pub fn issue(&self, license: &LicenseId, now: UnixTime, lifetime_seconds: u64) -> String {
         let time = time_options(now);
-        let claims = Claims::new(Subject { sub: license.as_str().to_owned() })
-            .set_duration_and_issuance(&time, Duration::seconds(lifetime_seconds as i64));
+        let claims = Claims::new(Subject {
+            sub: license.as_str().to_owned(),
+        })
+        .set_duration_and_issuance(&time, Duration::seconds(lifetime_seconds as i64));
         Hs256
             .token(&Header::empty().with_token_type("JWT"), &claims, &self.0)
             .expect("claims of two strings and two numbers always serialize")
@@ -61,13 +63,28 @@ impl TokenKey {
     }
 
     /// `verify`, also giving the token's expiry.
-    fn verify_until(&self, token: &str, now: UnixTime) -> Result<(LicenseId, UnixTime), TokenError> {
+    fn verify_until(
+        &self,
+        token: &str,
+        now: UnixTime,
+    ) -> Result<(LicenseId, UnixTime), TokenError> {
         let untrusted = UntrustedToken::new(token).map_err(|_| TokenError::Malformed)?;
-        let verified = Hs256.validator::<Subject>(&self.0).validate(&untrusted).map_err(|_| TokenError::Unverified)?;
+        let verified = Hs256
+            .validator::<Subject>(&self.0)
+            .validate(&untrusted)
+            .map_err(|_| TokenError::Unverified)?;
         let claims = verified.claims();
-        claims.validate_expiration(&time_options(now)).map_err(|_| TokenError::Expired)?;
-        let expires_at = claims.expiration.and_then(|at| u64::try_from(at.timestamp()).ok()).ok_or(TokenError::Expired)?;
-        Ok((LicenseId::parse(&claims.custom.sub).ok_or(TokenError::BadSubject)?, UnixTime(expires_at)))
+        claims
+            .validate_expiration(&time_options(now))
+            .map_err(|_| TokenError::Expired)?;
+        let expires_at = claims
+            .expiration
+            .and_then(|at| u64::try_from(at.timestamp()).ok())
+            .ok_or(TokenError::Expired)?;
+        Ok((
+            LicenseId::parse(&claims.custom.sub).ok_or(TokenError::BadSubject)?,
+            UnixTime(expires_at),
+        ))
     }
 }
 
@@ -84,7 +101,12 @@ pub struct VerifiedTokens {
 const REMEMBERED_TOKENS: usize = 10_000;
 
 impl VerifiedTokens {
-    pub fn verify(&mut self, secret: &str, token: &str, now: UnixTime) -> Result<LicenseId, TokenError> {
+    pub fn verify(
+        &mut self,
+        secret: &str,
+        token: &str,
+        now: UnixTime,
+    ) -> Result<LicenseId, TokenError> {
         if self.secret != secret {
             self.secret = secret.to_owned();
             self.verified.clear();
@@ -100,7 +122,8 @@ impl VerifiedTokens {
         if self.verified.len() >= REMEMBERED_TOKENS {
             self.verified.clear();
         }
-        self.verified.insert(token.to_owned(), (license.clone(), expires_at));
+        self.verified
+            .insert(token.to_owned(), (license.clone(), expires_at));
         Ok(license)
     }
 }
@@ -109,7 +132,10 @@ impl VerifiedTokens {
 pub fn bearer(header: &str) -> Option<&str> {
     let (scheme, token) = header.trim().split_once(' ')?;
     let token = token.trim_start();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(char::is_whitespace)).then_some(token)
+    (scheme.eq_ignore_ascii_case("bearer")
+        && !token.is_empty()
+        && !token.contains(char::is_whitespace))
+    .then_some(token)
 }
 
 fn time_options(now: UnixTime) -> TimeOptions<impl Fn() -> DateTime<Utc>> {
@@ -137,7 +163,10 @@ mod tests {
         assert_eq!(key().verify(&token, NOW), Ok(license()));
         let last_accepted = UnixTime(NOW.0 + 3600 + EXPIRY_LEEWAY_SECONDS as u64);
         assert_eq!(key().verify(&token, last_accepted), Ok(license()));
-        assert_eq!(key().verify(&token, UnixTime(last_accepted.0 + 1)), Err(TokenError::Expired));
+        assert_eq!(
+            key().verify(&token, UnixTime(last_accepted.0 + 1)),
+            Err(TokenError::Expired)
+        );
     }
 
     #[test]
@@ -150,7 +179,15 @@ mod tests {
     fn bearer_header_yields_its_token_only() {
         assert_eq!(bearer("Bearer abc.def.ghi"), Some("abc.def.ghi"));
         assert_eq!(bearer("bearer  abc"), Some("abc"));
-        for header in ["", "Bearer", "Bearer ", "Basic abc", "Bearerabc", "Bearer a b", "Token abc"] {
+        for header in [
+            "",
+            "Bearer",
+            "Bearer ",
+            "Basic abc",
+            "Bearerabc",
+            "Bearer a b",
+            "Token abc",
+        ] {
             assert_eq!(bearer(header), None, "{header:?}");
         }
     }
@@ -165,9 +202,18 @@ mod tests {
     #[test]
     fn alg_none_is_refused_with_or_without_a_signature() {
         let valid = key().issue(&license(), NOW, 3600);
-        let [_, payload, signature] = parts(&valid)[..] else { panic!() };
-        for forged in [format!("{ALG_NONE_HEADER}.{payload}."), format!("{ALG_NONE_HEADER}.{payload}.{signature}")] {
-            assert_eq!(key().verify(&forged, NOW), Err(TokenError::Unverified), "{forged}");
+        let [_, payload, signature] = parts(&valid)[..] else {
+            panic!()
+        };
+        for forged in [
+            format!("{ALG_NONE_HEADER}.{payload}."),
+            format!("{ALG_NONE_HEADER}.{payload}.{signature}"),
+        ] {
+            assert_eq!(
+                key().verify(&forged, NOW),
+                Err(TokenError::Unverified),
+                "{forged}"
+            );
         }
     }
 
@@ -175,11 +221,18 @@ mod tests {
     fn other_algorithms_under_the_same_secret_are_refused() {
         use jwt_compact::alg::{Hs384, Hs384Key, Hs512, Hs512Key};
         let claims = || {
-            Claims::new(Subject { sub: license().as_str().to_owned() }).set_duration_and_issuance(&time_options(NOW), Duration::seconds(60))
+            Claims::new(Subject {
+                sub: license().as_str().to_owned(),
+            })
+            .set_duration_and_issuance(&time_options(NOW), Duration::seconds(60))
         };
         let secret = b"test-secret-of-reasonable-length";
-        let hs384 = Hs384.token(&Header::empty(), &claims(), &Hs384Key::new(secret)).unwrap();
-        let hs512 = Hs512.token(&Header::empty(), &claims(), &Hs512Key::new(secret)).unwrap();
+        let hs384 = Hs384
+            .token(&Header::empty(), &claims(), &Hs384Key::new(secret))
+            .unwrap();
+        let hs512 = Hs512
+            .token(&Header::empty(), &claims(), &Hs512Key::new(secret))
+            .unwrap();
         assert_eq!(key().verify(&hs384, NOW), Err(TokenError::Unverified));
         assert_eq!(key().verify(&hs512, NOW), Err(TokenError::Unverified));
     }
@@ -187,24 +240,39 @@ mod tests {
     #[test]
     fn an_altered_payload_breaks_the_signature() {
         let mine = key().issue(&license(), NOW, 3600);
-        let theirs = key().issue(&LicenseId::parse("lic_ffffffffffffffffffffffff").unwrap(), NOW, 3600);
-        let forged = format!("{}.{}.{}", parts(&mine)[0], parts(&theirs)[1], parts(&mine)[2]);
+        let theirs = key().issue(
+            &LicenseId::parse("lic_ffffffffffffffffffffffff").unwrap(),
+            NOW,
+            3600,
+        );
+        let forged = format!(
+            "{}.{}.{}",
+            parts(&mine)[0],
+            parts(&theirs)[1],
+            parts(&mine)[2]
+        );
         assert_eq!(key().verify(&forged, NOW), Err(TokenError::Unverified));
     }
 
     #[test]
     fn a_token_without_a_license_subject_is_refused() {
-        let no_sub = Claims::new(jwt_compact::Empty {}).set_duration_and_issuance(&time_options(NOW), Duration::seconds(60));
+        let no_sub = Claims::new(jwt_compact::Empty {})
+            .set_duration_and_issuance(&time_options(NOW), Duration::seconds(60));
         let token = Hs256.token(&Header::empty(), &no_sub, &key().0).unwrap();
         assert_eq!(key().verify(&token, NOW), Err(TokenError::Unverified));
-        let other_sub = Claims::new(Subject { sub: "../admin".to_owned() }).set_duration_and_issuance(&time_options(NOW), Duration::seconds(60));
+        let other_sub = Claims::new(Subject {
+            sub: "../admin".to_owned(),
+        })
+        .set_duration_and_issuance(&time_options(NOW), Duration::seconds(60));
         let token = Hs256.token(&Header::empty(), &other_sub, &key().0).unwrap();
         assert_eq!(key().verify(&token, NOW), Err(TokenError::BadSubject));
     }
 
     #[test]
     fn a_token_without_exp_is_refused() {
-        let claims = Claims::new(Subject { sub: license().as_str().to_owned() });
+        let claims = Claims::new(Subject {
+            sub: license().as_str().to_owned(),
+        });
         let token = Hs256.token(&Header::empty(), &claims, &key().0).unwrap();
         assert_eq!(key().verify(&token, NOW), Err(TokenError::Expired));
     }
@@ -215,20 +283,42 @@ mod tests {
         let secret = "test-secret-of-reasonable-length";
         let token = key().issue(&license(), NOW, 3600);
         assert_eq!(tokens.verify(secret, &token, NOW), Ok(license()));
-        assert_eq!(tokens.verify(secret, &token, NOW.plus(100)), Ok(license()), "from memory");
+        assert_eq!(
+            tokens.verify(secret, &token, NOW.plus(100)),
+            Ok(license()),
+            "from memory"
+        );
         let last = NOW.plus(3600 + EXPIRY_LEEWAY_SECONDS as u64);
         assert_eq!(tokens.verify(secret, &token, last), Ok(license()));
-        assert_eq!(tokens.verify(secret, &token, last.plus(1)), Err(TokenError::Expired));
-        assert_eq!(tokens.verify(secret, &token, NOW), Ok(license()), "forgotten once expired, then verified afresh");
-        assert_eq!(tokens.verify("a rotated secret", &token, NOW), Err(TokenError::Unverified), "a new secret forgets them all");
+        assert_eq!(
+            tokens.verify(secret, &token, last.plus(1)),
+            Err(TokenError::Expired)
+        );
+        assert_eq!(
+            tokens.verify(secret, &token, NOW),
+            Ok(license()),
+            "forgotten once expired, then verified afresh"
+        );
+        assert_eq!(
+            tokens.verify("a rotated secret", &token, NOW),
+            Err(TokenError::Unverified),
+            "a new secret forgets them all"
+        );
         let tampered = format!("{token}x");
-        assert_eq!(tokens.verify(secret, &tampered, NOW), Err(TokenError::Unverified));
+        assert_eq!(
+            tokens.verify(secret, &tampered, NOW),
+            Err(TokenError::Unverified)
+        );
     }
 
     #[test]
     fn garbage_is_malformed() {
         for token in ["", "abc", "a.b", "a.b.c.d", "Bearer x.y.z"] {
-            assert_eq!(key().verify(token, NOW).unwrap_err(), TokenError::Malformed, "{token:?}");
+            assert_eq!(
+                key().verify(token, NOW).unwrap_err(),
+                TokenError::Malformed,
+                "{token:?}"
+            );
         }
     }
 }

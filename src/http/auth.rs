@@ -9,9 +9,9 @@ use worker::{Env, Request};
 use super::error::ApiError;
 use super::log::RequestLog;
 use crate::config;
-use crate::domain::time::Millis;
 use crate::domain::feed_token;
 use crate::domain::license::{secrets_match, LicenseId};
+use crate::domain::time::Millis;
 use crate::domain::token::{bearer, VerifiedTokens};
 use crate::store::licenses;
 
@@ -20,15 +20,27 @@ thread_local! {
 }
 
 fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
-    Ok(req.headers().get("Authorization")?.as_deref().and_then(bearer).map(str::to_owned))
+    Ok(req
+        .headers()
+        .get("Authorization")?
+        .as_deref()
+        .and_then(bearer)
+        .map(str::to_owned))
 }
 
 /// The license of a valid access token whose license is still active; the
 /// request's log line names it from here on.
-pub async fn license_holder(req: &Request, env: &Env, now: Millis, log: &mut RequestLog) -> Result<LicenseId, ApiError> {
+pub async fn license_holder(
+    req: &Request,
+    env: &Env,
+    now: Millis,
+    log: &mut RequestLog,
+) -> Result<LicenseId, ApiError> {
     let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
     let settings = config::settings(env)?;
-    let license = TOKENS.with_borrow_mut(|tokens| tokens.verify(&settings.jwt_secret, &token, now.unix())).map_err(|e| ApiError::Unauthorized(e.code()))?;
+    let license = TOKENS
+        .with_borrow_mut(|tokens| tokens.verify(&settings.jwt_secret, &token, now.unix()))
+        .map_err(|e| ApiError::Unauthorized(e.code()))?;
     log.license = Some(license.clone());
     if licenses::is_active(env, &license, settings.freshness, now).await? {
         Ok(license)
@@ -39,13 +51,22 @@ pub async fn license_holder(req: &Request, env: &Env, now: Millis, log: &mut Req
 
 /// Who may read a feed: a holder with an access token, or with one of its feed
 /// tokens (whose id comes along, for the holder's object to check it still exists).
-pub async fn feed_reader(req: &Request, env: &Env, now: Millis, log: &mut RequestLog) -> Result<(LicenseId, Option<String>), ApiError> {
+pub async fn feed_reader(
+    req: &Request,
+    env: &Env,
+    now: Millis,
+    log: &mut RequestLog,
+) -> Result<(LicenseId, Option<String>), ApiError> {
     let header = req.headers().get("Authorization")?.unwrap_or_default();
     let Some(token) = feed_token::from_authorization(&header) else {
         return Ok((license_holder(req, env, now, log).await?, None));
     };
-    let owner = licenses::feed_token_owner(env, &feed_token::digest(&token)).await?.ok_or(ApiError::Unauthorized("feed_token_unknown"))?;
-    let license = owner.license().ok_or_else(|| ApiError::Internal(format!("feed token {} names no license", owner.id)))?;
+    let owner = licenses::feed_token_owner(env, &feed_token::digest(&token))
+        .await?
+        .ok_or(ApiError::Unauthorized("feed_token_unknown"))?;
+    let license = owner
+        .license()
+        .ok_or_else(|| ApiError::Internal(format!("feed token {} names no license", owner.id)))?;
     log.license = Some(license.clone());
     Ok((license, Some(owner.id)))
 }

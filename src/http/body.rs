@@ -15,7 +15,10 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
 /// The body's declared length; 413 when it is over `limit`, before anything is read.
 pub fn declared_within(req: &Request, limit: usize) -> Result<Option<u64>, ApiError> {
-    let declared = req.headers().get("Content-Length")?.and_then(|len| len.trim().parse::<u64>().ok());
+    let declared = req
+        .headers()
+        .get("Content-Length")?
+        .and_then(|len| len.trim().parse::<u64>().ok());
     if declared.is_some_and(|len| len > limit as u64) {
         return Err(ApiError::PayloadTooLarge(limit));
     }
@@ -37,16 +40,22 @@ impl Body {
         // A declared length binds the body (HTTP framing), so one read is safe and
         // cheaper; only a body sent without one is read chunk by chunk.
         if declared.is_some() {
-            let bytes = req.bytes().await.map_err(|_| ApiError::BadRequest("the request body could not be read".to_owned()))?;
+            let bytes = req.bytes().await.map_err(|_| {
+                ApiError::BadRequest("the request body could not be read".to_owned())
+            })?;
             if bytes.len() > limit {
                 return Err(ApiError::PayloadTooLarge(limit));
             }
-            return Ok(Self { content_type, bytes });
+            return Ok(Self {
+                content_type,
+                bytes,
+            });
         }
         let mut bytes = Vec::new();
         if let Some(body) = req.inner().body() {
             let chunks = Chunks::of(body);
-            let unreadable = |_| ApiError::BadRequest("the request body could not be read".to_owned());
+            let unreadable =
+                |_| ApiError::BadRequest("the request body could not be read".to_owned());
             while let Some(chunk) = chunks.next().await.map_err(unreadable)? {
                 if bytes.len() + chunk.length() as usize > limit {
                     // The answer goes now; the rest is read and dropped after it, never copied
@@ -58,7 +67,10 @@ impl Body {
                 append(&mut bytes, &chunk);
             }
         }
-        Ok(Self { content_type, bytes })
+        Ok(Self {
+            content_type,
+            bytes,
+        })
     }
 
     /// The first value of a form field, or `None` when the body does not carry it.

@@ -7,23 +7,41 @@ use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
 use super::reply::{to_json, Listing, Reply};
 use crate::config;
-use crate::domain::license::LicenseId;
-use crate::domain::quota::Quota;
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
 use crate::domain::ipv4::PublicIpv4;
+use crate::domain::license::LicenseId;
 use crate::domain::page::{counted, PageCursor, PageQuery};
+use crate::domain::quota::Quota;
 use crate::domain::time::{Millis, UnixTime};
 use crate::store::holders;
 
-async fn page_query<C: PageCursor>(mut req: Request, ctx: &Context, with_prefix: bool) -> Result<PageQuery<C>, ApiError> {
+async fn page_query<C: PageCursor>(
+    mut req: Request,
+    ctx: &Context,
+    with_prefix: bool,
+) -> Result<PageQuery<C>, ApiError> {
     let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
-    let prefix = if with_prefix { body.field("prefix") } else { None };
-    PageQuery::parse(body.field("cursor").as_deref(), body.field("limit").as_deref(), prefix.as_deref()).map_err(ApiError::BadRequest)
+    let prefix = if with_prefix {
+        body.field("prefix")
+    } else {
+        None
+    };
+    PageQuery::parse(
+        body.field("cursor").as_deref(),
+        body.field("limit").as_deref(),
+        prefix.as_deref(),
+    )
+    .map_err(ApiError::BadRequest)
 }
 
 /// The caller's live entries, newest first.
-pub async fn list(license: &LicenseId, req: Request, env: &Env, ctx: &Context) -> Result<Reply, ApiError> {
+pub async fn list(
+    license: &LicenseId,
+    req: Request,
+    env: &Env,
+    ctx: &Context,
+) -> Result<Reply, ApiError> {
     let page = holders::list(env, license, &page_query(req, ctx, true).await?).await?;
     Ok(Reply::Listing(Listing {
         message: counted(page.total, "address", "addresses"),
@@ -41,14 +59,27 @@ pub async fn quota(license: &LicenseId, env: &Env, now: Millis) -> Result<Reply,
 }
 
 /// The caller's changes, newest first.
-pub async fn history(license: &LicenseId, req: Request, env: &Env, ctx: &Context) -> Result<Reply, ApiError> {
+pub async fn history(
+    license: &LicenseId,
+    req: Request,
+    env: &Env,
+    ctx: &Context,
+) -> Result<Reply, ApiError> {
     let page = holders::history(env, license, &page_query(req, ctx, false).await?).await?;
     Ok(Reply::Listing(Listing {
         message: counted(page.total, "change", "changes"),
         lines: page
             .rows
             .iter()
-            .map(|e| format!("{} {} {} {}", e.at.to_rfc3339(), e.change.code(), e.ip, e.client.as_deref().unwrap_or("-")))
+            .map(|e| {
+                format!(
+                    "{} {} {} {}",
+                    e.at.to_rfc3339(),
+                    e.change.code(),
+                    e.ip,
+                    e.client.as_deref().unwrap_or("-")
+                )
+            })
             .collect(),
         entries: to_json(page.rows.iter().map(ChangeView::of).collect::<Vec<_>>())?,
         cursor: page.next.map(|c| c.encode()),
@@ -87,6 +118,11 @@ struct ChangeView<'a> {
 
 impl<'a> ChangeView<'a> {
     fn of(event: &'a HistoryEvent) -> Self {
-        Self { at: event.at.to_rfc3339(), change: event.change, ip: event.ip, client: event.client.as_deref() }
+        Self {
+            at: event.at.to_rfc3339(),
+            change: event.change,
+            ip: event.ip,
+            client: event.client.as_deref(),
+        }
     }
 }

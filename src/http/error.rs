@@ -44,18 +44,34 @@ impl ApiError {
 
     pub fn message(&self) -> String {
         match self {
-            Self::Unauthorized(_) => "Unauthorized: the access token is missing or invalid".to_owned(),
-            Self::AdminUnauthorized => "Unauthorized: the admin token is missing or invalid".to_owned(),
+            Self::Unauthorized(_) => {
+                "Unauthorized: the access token is missing or invalid".to_owned()
+            }
+            Self::AdminUnauthorized => {
+                "Unauthorized: the admin token is missing or invalid".to_owned()
+            }
             Self::LoginRefused => "Unauthorized: the license key is unknown or revoked".to_owned(),
             Self::NotFound(what) => format!("Not found: no such {what}"),
             Self::MethodNotAllowed(allowed) => format!("Method not allowed: use {allowed}"),
-            Self::PayloadTooLarge(limit) if limit % (1 << 20) == 0 => format!("Payload too large: the body may be at most {} MiB", limit >> 20),
-            Self::PayloadTooLarge(limit) => format!("Payload too large: the body may be at most {} KiB", limit >> 10),
-            Self::TooManyAddresses(sent, max) => format!("Payload too large: at most {max} addresses a request, not {sent}"),
-            Self::TooManyRequests(seconds) => format!("Too many requests: try again in {seconds} seconds"),
+            Self::PayloadTooLarge(limit) if limit % (1 << 20) == 0 => format!(
+                "Payload too large: the body may be at most {} MiB",
+                limit >> 20
+            ),
+            Self::PayloadTooLarge(limit) => format!(
+                "Payload too large: the body may be at most {} KiB",
+                limit >> 10
+            ),
+            Self::TooManyAddresses(sent, max) => {
+                format!("Payload too large: at most {max} addresses a request, not {sent}")
+            }
+            Self::TooManyRequests(seconds) => {
+                format!("Too many requests: try again in {seconds} seconds")
+            }
             Self::BadRequest(detail) => format!("Bad request: {detail}"),
             Self::Conflict(detail) => format!("Conflict: {detail}"),
-            Self::Internal(_) => "Internal error: the request could not be completed, try again later".to_owned(),
+            Self::Internal(_) => {
+                "Internal error: the request could not be completed, try again later".to_owned()
+            }
         }
     }
 
@@ -87,12 +103,16 @@ impl ApiError {
         match &self {
             Self::Unauthorized(_) => {
                 response.headers().set("WWW-Authenticate", "Bearer")?;
-                response.headers().set("X-Greylist-Outcome", "unauthorized")?;
+                response
+                    .headers()
+                    .set("X-Greylist-Outcome", "unauthorized")?;
             }
             // Login takes its key in the body, so a refused login names no scheme to retry with.
             Self::AdminUnauthorized => response.headers().set("WWW-Authenticate", "Bearer")?,
             Self::MethodNotAllowed(allowed) => response.headers().set("Allow", allowed)?,
-            Self::TooManyRequests(seconds) => response.headers().set("Retry-After", &seconds.to_string())?,
+            Self::TooManyRequests(seconds) => response
+                .headers()
+                .set("Retry-After", &seconds.to_string())?,
             _ => {}
         }
         Ok(response)
@@ -117,7 +137,9 @@ impl From<StoreError> for ApiError {
         match error {
             StoreError::LicenseRevoked => Self::Unauthorized("license_revoked"),
             StoreError::FeedTokenRevoked => Self::Unauthorized("feed_token_revoked"),
-            StoreError::UnknownCursor => Self::BadRequest("cursor is not one this service gave out".to_owned()),
+            StoreError::UnknownCursor => {
+                Self::BadRequest("cursor is not one this service gave out".to_owned())
+            }
             error => Self::Internal(error.to_string()),
         }
     }

@@ -9,9 +9,11 @@ use worker::{Env, Request, Response};
 use super::error::ApiError;
 use super::reply::Reply;
 use crate::config;
-use crate::domain::form;
 use crate::domain::feed::{FeedItem, FeedItems, FeedQuery, FeedRequest, Format, Scope};
-use crate::domain::feed_token::{self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, MAX_PER_HOLDER};
+use crate::domain::feed_token::{
+    self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, MAX_PER_HOLDER,
+};
+use crate::domain::form;
 use crate::domain::ip_list::ListKind;
 use crate::domain::license::LicenseId;
 use crate::domain::time::Millis;
@@ -23,8 +25,15 @@ const PART_ITEMS: usize = 10_000;
 /// `GET /api/greylistFeed`: the whole feed as text or JSON, or (JSON with
 /// `since`) the changes after a cursor. Costs one call to the holder's object;
 /// with the current `If-None-Match` it answers 304 and sends nothing else.
-pub async fn feed(license: &LicenseId, token: Option<String>, req: Request, env: &Env, now: Millis) -> Result<Reply, ApiError> {
-    let query = FeedQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
+pub async fn feed(
+    license: &LicenseId,
+    token: Option<String>,
+    req: Request,
+    env: &Env,
+    now: Millis,
+) -> Result<Reply, ApiError> {
+    let query =
+        FeedQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
     let freshness = config::settings(env)?.freshness;
     let (allow_version, allow) = lists::intervals(env, ListKind::Allow, freshness, now).await?;
     // The global list as the feed holds it: without what the allow list holds.
@@ -38,7 +47,16 @@ pub async fn feed(license: &LicenseId, token: Option<String>, req: Request, env:
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let known = query.known_changes(&if_none_match, global_version, allow_version);
     let since = query.delta_from(global_version, allow_version);
-    let answer = holders::feed(env, license, &FeedRequest { token, since, known }).await?;
+    let answer = holders::feed(
+        env,
+        license,
+        &FeedRequest {
+            token,
+            since,
+            known,
+        },
+    )
+    .await?;
     let version = query.version(answer.changes, global_version, allow_version);
     let etag = query.etag(version);
     let response = if answer.unchanged {
@@ -46,7 +64,9 @@ pub async fn feed(license: &LicenseId, token: Option<String>, req: Request, env:
     } else if let Some(delta) = answer.delta {
         let (new, deleted) = delta.filter(&global, &allow);
         let items = |items: Vec<FeedItem>| items.iter().map(FeedItem::json).collect::<Vec<_>>();
-        Response::from_json(&json!({ "new": items(new), "deleted": items(deleted), "cursor": version.to_string() }))?
+        Response::from_json(
+            &json!({ "new": items(new), "deleted": items(deleted), "cursor": version.to_string() }),
+        )?
     } else {
         let items = FeedItems::new(answer.entries.unwrap_or_default(), global, &allow);
         let reset = query.since.is_some();
@@ -57,12 +77,30 @@ pub async fn feed(license: &LicenseId, token: Option<String>, req: Request, env:
 }
 
 /// The whole feed, a part at a time: never one string of a million lines.
-fn stream(mut items: FeedItems, format: Format, version: &str, reset: bool) -> Result<Response, ApiError> {
+fn stream(
+    mut items: FeedItems,
+    format: Format,
+    version: &str,
+    reset: bool,
+) -> Result<Response, ApiError> {
     let (head, tail, content_type) = match format {
-        Format::Text => (format!("# greylist feed, version {version}, {} entries\n", items.total()), String::new(), "text/plain; charset=utf-8"),
+        Format::Text => (
+            format!(
+                "# greylist feed, version {version}, {} entries\n",
+                items.total()
+            ),
+            String::new(),
+            "text/plain; charset=utf-8",
+        ),
         Format::Json => {
             let reset = if reset { "\"reset\":true," } else { "" };
-            (format!("{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":["), "]}".to_owned(), "application/json")
+            (
+                format!(
+                    "{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":["
+                ),
+                "]}".to_owned(),
+                "application/json",
+            )
         }
     };
     let mut first = true;
@@ -87,7 +125,10 @@ fn stream(mut items: FeedItems, format: Format, version: &str, reset: bool) -> R
             text
         })
     });
-    let body = std::iter::once(head).chain(parts).chain(std::iter::once(tail)).map(|text| Ok::<_, worker::Error>(text.into_bytes()));
+    let body = std::iter::once(head)
+        .chain(parts)
+        .chain(std::iter::once(tail))
+        .map(|text| Ok::<_, worker::Error>(text.into_bytes()));
     let response = Response::from_stream(futures_util::stream::iter(body))?;
     response.headers().set("Content-Type", content_type)?;
     Ok(response)
@@ -111,17 +152,41 @@ struct FeedTokens {
 pub async fn create_token(license: &LicenseId, env: &Env) -> Result<Reply, ApiError> {
     let new = NewFeedToken::generate().map_err(StoreError::Randomness)?;
     let digest = feed_token::digest(&new.token);
-    let record = NewFeedTokenRecord { id: new.id.clone(), digest: digest.clone() };
+    let record = NewFeedTokenRecord {
+        id: new.id.clone(),
+        digest: digest.clone(),
+    };
     if !holders::create_feed_token(env, license, &record).await? {
-        return Err(ApiError::Conflict(format!("at most {MAX_PER_HOLDER} feed tokens; revoke one first")));
+        return Err(ApiError::Conflict(format!(
+            "at most {MAX_PER_HOLDER} feed tokens; revoke one first"
+        )));
     }
-    licenses::save_feed_token(env, &digest, &FeedTokenOwner { license: license.as_str().to_owned(), id: new.id.clone() }).await?;
-    Reply::json(201, &CreatedFeedToken { id: &new.id, feed_token: &new.token })
+    licenses::save_feed_token(
+        env,
+        &digest,
+        &FeedTokenOwner {
+            license: license.as_str().to_owned(),
+            id: new.id.clone(),
+        },
+    )
+    .await?;
+    Reply::json(
+        201,
+        &CreatedFeedToken {
+            id: &new.id,
+            feed_token: &new.token,
+        },
+    )
 }
 
 /// `GET /api/feedTokens`: id, creation and last use of each token, never the token.
 pub async fn list_tokens(license: &LicenseId, env: &Env) -> Result<Reply, ApiError> {
-    Reply::json(200, &FeedTokens { feed_tokens: holders::feed_tokens(env, license).await? })
+    Reply::json(
+        200,
+        &FeedTokens {
+            feed_tokens: holders::feed_tokens(env, license).await?,
+        },
+    )
 }
 
 /// `DELETE /api/feedTokens/<id>`: the token opens nothing from now on.
@@ -129,7 +194,9 @@ pub async fn revoke_token(license: &LicenseId, env: &Env, id: &str) -> Result<Re
     if !feed_token::is_id(id) {
         return Err(ApiError::NotFound("feed token"));
     }
-    let digest = holders::revoke_feed_token(env, license, id).await?.ok_or(ApiError::NotFound("feed token"))?;
+    let digest = holders::revoke_feed_token(env, license, id)
+        .await?
+        .ok_or(ApiError::NotFound("feed token"))?;
     licenses::forget_feed_token(env, &digest).await?;
     Ok(Reply::NoContent)
 }

@@ -21,11 +21,23 @@ use crate::store::{holders, lists};
 /// A bulk request: a thousand addresses in a multipart form, with room to spare.
 pub const MAX_BULK_BYTES: usize = 256 * 1024;
 
-pub async fn single(operation: Operation, license: &LicenseId, mut req: Request, env: &Env, ctx: &Context, now: Millis) -> Result<Reply, ApiError> {
+pub async fn single(
+    operation: Operation,
+    license: &LicenseId,
+    mut req: Request,
+    env: &Env,
+    ctx: &Context,
+    now: Millis,
+) -> Result<Reply, ApiError> {
     let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
     let ip = body.field("ip").unwrap_or_default();
     let details = match operation {
-        Operation::Add => details(body.field("ttl"), body.field("expiresAt"), body.field("comment"), now),
+        Operation::Add => details(
+            body.field("ttl"),
+            body.field("expiresAt"),
+            body.field("comment"),
+            now,
+        ),
         Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
     };
     let client = req.headers().get("CF-Connecting-IP")?;
@@ -35,23 +47,47 @@ pub async fn single(operation: Operation, license: &LicenseId, mut req: Request,
 
 /// Many addresses, each answered exactly as the single operation would answer it,
 /// with one call to the holder's object for all of them.
-pub async fn bulk(operation: Operation, license: &LicenseId, mut req: Request, env: &Env, ctx: &Context, now: Millis) -> Result<Reply, ApiError> {
+pub async fn bulk(
+    operation: Operation,
+    license: &LicenseId,
+    mut req: Request,
+    env: &Env,
+    ctx: &Context,
+    now: Millis,
+) -> Result<Reply, ApiError> {
     let body = Body::read(&mut req, ctx, MAX_BULK_BYTES).await?;
     let request = body.bulk().map_err(|error| match error {
         BulkError::TooMany(n) => ApiError::TooManyAddresses(n, MAX_ADDRESSES),
         BulkError::Malformed(detail) => ApiError::BadRequest(detail),
     })?;
     let details = match operation {
-        Operation::Add => details(request.ttl.map(|ttl| ttl.to_string()), request.expires_at, request.comment, now),
+        Operation::Add => details(
+            request.ttl.map(|ttl| ttl.to_string()),
+            request.expires_at,
+            request.comment,
+            now,
+        ),
         Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
     };
     let client = req.headers().get("CF-Connecting-IP")?;
-    let (outcomes, quota) = run(env, license, operation, &request.ips, details, client, now).await?;
+    let (outcomes, quota) =
+        run(env, license, operation, &request.ips, details, client, now).await?;
     Ok(Reply::Outcomes(outcomes, quota))
 }
 
-fn details(ttl: Option<String>, expires_at: Option<String>, comment: Option<String>, now: Millis) -> Result<EntryDetails, ApiError> {
-    EntryDetails::parse(ttl.as_deref(), expires_at.as_deref(), comment.as_deref(), now.unix()).map_err(ApiError::BadRequest)
+fn details(
+    ttl: Option<String>,
+    expires_at: Option<String>,
+    comment: Option<String>,
+    now: Millis,
+) -> Result<EntryDetails, ApiError> {
+    EntryDetails::parse(
+        ttl.as_deref(),
+        expires_at.as_deref(),
+        comment.as_deref(),
+        now.unix(),
+    )
+    .map_err(ApiError::BadRequest)
 }
 
 /// Steps in the order decisions.md fixes, for every address: validation, the
@@ -85,8 +121,14 @@ async fn run(
         }
         let outcome = if lists::contains(env, ListKind::Allow, ip.addr(), freshness, now).await? {
             Ok(Outcome::AllowListed(ip))
-        } else if operation != Operation::Remove && lists::contains(env, ListKind::Global, ip.addr(), freshness, now).await? {
-            Ok(if operation == Operation::Add { Outcome::AlreadyGlobal(ip) } else { Outcome::ListedGlobal(ip) })
+        } else if operation != Operation::Remove
+            && lists::contains(env, ListKind::Global, ip.addr(), freshness, now).await?
+        {
+            Ok(if operation == Operation::Add {
+                Outcome::AlreadyGlobal(ip)
+            } else {
+                Outcome::ListedGlobal(ip)
+            })
         } else {
             Err(ip)
         };
@@ -96,17 +138,35 @@ async fn run(
     let calls: Vec<Call> = settled
         .iter()
         .filter_map(|outcome| outcome.as_ref().err())
-        .map(|&ip| Call { operation, ip, details: details.clone(), client: client.clone() })
+        .map(|&ip| Call {
+            operation,
+            ip,
+            details: details.clone(),
+            client: client.clone(),
+        })
         .collect();
     if calls.is_empty() {
-        return Ok((settled.into_iter().map(|outcome| outcome.expect("all settled")).collect(), None));
+        return Ok((
+            settled
+                .into_iter()
+                .map(|outcome| outcome.expect("all settled"))
+                .collect(),
+            None,
+        ));
     }
     let answers = holders::perform_calls(env, license, &calls).await?;
-    let quota = answers.last().and_then(|last| last.usage.map(|usage| Quota::of(usage, last.limits, now.unix()).headers()));
+    let quota = answers.last().and_then(|last| {
+        last.usage
+            .map(|usage| Quota::of(usage, last.limits, now.unix()).headers())
+    });
     let mut answers = answers.into_iter();
     let outcomes = settled
         .into_iter()
-        .map(|outcome| outcome.unwrap_or_else(|ip| Outcome::Personal(ip, answers.next().expect("one answer per call").outcome)))
+        .map(|outcome| {
+            outcome.unwrap_or_else(|ip| {
+                Outcome::Personal(ip, answers.next().expect("one answer per call").outcome)
+            })
+        })
         .collect();
     Ok((outcomes, quota))
 }

@@ -16,7 +16,11 @@ pub struct RequestLog {
 
 impl RequestLog {
     pub fn start(operation: &'static str) -> Self {
-        Self { operation, license: None, started: clock::now() }
+        Self {
+            operation,
+            license: None,
+            started: clock::now(),
+        }
     }
 
     pub fn finish(&self, status: u16, outcome: &str, detail: Option<&str>) {

@@ -31,22 +31,45 @@ const LIMITER: &str = "LOGIN_LIMITER";
 /// The binding's period (`wrangler.toml`); the binding cannot say how much of it is left.
 const LIMIT_PERIOD_SECONDS: u32 = 60;
 
-pub async fn handle(mut req: Request, env: &Env, ctx: &Context, now: Millis, log: &mut RequestLog) -> Result<Reply, ApiError> {
+pub async fn handle(
+    mut req: Request,
+    env: &Env,
+    ctx: &Context,
+    now: Millis,
+    log: &mut RequestLog,
+) -> Result<Reply, ApiError> {
     // Before anything else is read, so a flood of logins costs only the refusal.
     let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
     if !env.rate_limiter(LIMITER)?.limit(client).await?.success {
         return Err(ApiError::TooManyRequests(LIMIT_PERIOD_SECONDS));
     }
     let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
-    let key = if body.is_json() { body.json::<LoginRequest>().ok().map(|login| login.license_key) } else { body.field("licenseKey") };
-    let key = key
-        .filter(|key| !key.trim().is_empty())
-        .ok_or_else(|| ApiError::BadRequest("send the license key as {\"licenseKey\": \"<LICENSE_KEY>\"}".to_owned()))?;
+    let key = if body.is_json() {
+        body.json::<LoginRequest>()
+            .ok()
+            .map(|login| login.license_key)
+    } else {
+        body.field("licenseKey")
+    };
+    let key = key.filter(|key| !key.trim().is_empty()).ok_or_else(|| {
+        ApiError::BadRequest(
+            "send the license key as {\"licenseKey\": \"<LICENSE_KEY>\"}".to_owned(),
+        )
+    })?;
 
-    let license = licenses::find_by_key(env, key.trim()).await?.ok_or(ApiError::LoginRefused)?;
+    let license = licenses::find_by_key(env, key.trim())
+        .await?
+        .ok_or(ApiError::LoginRefused)?;
     log.license = Some(license.clone());
     let settings = config::settings(env)?;
     let lifetime = settings.token_lifetime_seconds;
     let token = TokenKey::new(&settings.jwt_secret).issue(&license, now.unix(), lifetime);
-    Reply::json(200, &LoginAnswer { access_token: token, token_type: "Bearer", expires_in: lifetime })
+    Reply::json(
+        200,
+        &LoginAnswer {
+            access_token: token,
+            token_type: "Bearer",
+            expires_in: lifetime,
+        },
+    )
 }

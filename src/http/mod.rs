@@ -13,10 +13,10 @@ pub mod reply;
 
 use worker::{Context, Env, Request, Response};
 
-use crate::{clock, config};
 use crate::domain::license::LicenseId;
 use crate::domain::route::{HolderRoute, Miss, OperatorRoute, Route};
 use crate::domain::time::Millis;
+use crate::{clock, config};
 use error::ApiError;
 use log::RequestLog;
 use reply::{BodyMode, Reply};
@@ -28,11 +28,17 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
         Err(Miss::MethodNotAllowed(routes)) => routes.iter().any(Route::is_holders),
         Err(Miss::NotFound) => true,
     };
-    let mode = if holders { BodyMode::of_url(&req.inner().url()) } else { BodyMode::Message };
+    let mode = if holders {
+        BodyMode::of_url(&req.inner().url())
+    } else {
+        BodyMode::Message
+    };
     let mut log = RequestLog::start(route.as_ref().map_or("unknown", Route::name));
     let result = match route {
         Err(Miss::NotFound) => Err(ApiError::NotFound("endpoint")),
-        Err(Miss::MethodNotAllowed(routes)) => Err(ApiError::MethodNotAllowed(Miss::allowed(&routes))),
+        Err(Miss::MethodNotAllowed(routes)) => {
+            Err(ApiError::MethodNotAllowed(Miss::allowed(&routes)))
+        }
         Ok(route) => dispatch(route, req, &env, &ctx, &mut log).await,
     };
     let response = match result {
@@ -50,11 +56,19 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
     // Answers carry tokens, keys and a holder's own list: no cache may keep them
     // (RFC 6749 §5.1), and no client may guess another content type than the one named.
     response.headers().set("Cache-Control", "no-store")?;
-    response.headers().set("X-Content-Type-Options", "nosniff")?;
+    response
+        .headers()
+        .set("X-Content-Type-Options", "nosniff")?;
     Ok(response)
 }
 
-async fn dispatch(route: Route, req: Request, env: &Env, ctx: &Context, log: &mut RequestLog) -> Result<Reply, ApiError> {
+async fn dispatch(
+    route: Route,
+    req: Request,
+    env: &Env,
+    ctx: &Context,
+    log: &mut RequestLog,
+) -> Result<Reply, ApiError> {
     // A missing or unsafe setting refuses every request, not only those that read it.
     config::settings(env)?;
     // The request's one reading of the clock: every rule and cache it meets sees the same moment.
@@ -73,15 +87,29 @@ async fn dispatch(route: Route, req: Request, env: &Env, ctx: &Context, log: &mu
             operator(route, req, env, ctx, now, log).await
         }
         Route::Login => login::handle(req, env, ctx, now, log).await,
-        Route::OpenApi => Ok(Reply::Document(include_str!(concat!(env!("OUT_DIR"), "/openapi.min.json")))),
+        Route::OpenApi => Ok(Reply::Document(include_str!(concat!(
+            env!("OUT_DIR"),
+            "/openapi.min.json"
+        )))),
     }
 }
 
 /// A holder's routes, reached only with the license its access token proved.
-async fn holder(route: HolderRoute, license: &LicenseId, req: Request, env: &Env, ctx: &Context, now: Millis) -> Result<Reply, ApiError> {
+async fn holder(
+    route: HolderRoute,
+    license: &LicenseId,
+    req: Request,
+    env: &Env,
+    ctx: &Context,
+    now: Millis,
+) -> Result<Reply, ApiError> {
     match route {
-        HolderRoute::Single(operation) => list_api::single(operation, license, req, env, ctx, now).await,
-        HolderRoute::Bulk(operation) => list_api::bulk(operation, license, req, env, ctx, now).await,
+        HolderRoute::Single(operation) => {
+            list_api::single(operation, license, req, env, ctx, now).await
+        }
+        HolderRoute::Bulk(operation) => {
+            list_api::bulk(operation, license, req, env, ctx, now).await
+        }
         HolderRoute::ListEntries => browse::list(license, req, env, ctx).await,
         HolderRoute::History => browse::history(license, req, env, ctx).await,
         HolderRoute::Quota => browse::quota(license, env, now).await,
@@ -92,7 +120,14 @@ async fn holder(route: HolderRoute, license: &LicenseId, req: Request, env: &Env
 }
 
 /// The operator's routes, reached only with `ADMIN_TOKEN`.
-async fn operator(route: OperatorRoute, req: Request, env: &Env, ctx: &Context, now: Millis, log: &mut RequestLog) -> Result<Reply, ApiError> {
+async fn operator(
+    route: OperatorRoute,
+    req: Request,
+    env: &Env,
+    ctx: &Context,
+    now: Millis,
+    log: &mut RequestLog,
+) -> Result<Reply, ApiError> {
     match route {
         OperatorRoute::CreateLicense => admin::create_license(env, now, log).await,
         OperatorRoute::Licenses => admin::licenses(req, env).await,

@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 use worker::Response;
 
 use super::error::ApiError;
-use crate::domain::{bulk, form};
 use crate::domain::outcome::Outcome;
+use crate::domain::{bulk, form};
 
 /// How a message body is shaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,8 @@ pub enum BodyMode {
 impl BodyMode {
     /// `result_mode=json` anywhere in the URL's query selects JSON; anything else is plain text.
     pub fn of_url(url: &str) -> Self {
-        let json = form_urlencoded::parse(form::query_of(url).as_bytes()).any(|(k, v)| k == "result_mode" && v == "json");
+        let json = form_urlencoded::parse(form::query_of(url).as_bytes())
+            .any(|(k, v)| k == "result_mode" && v == "json");
         if json {
             Self::Result
         } else {
@@ -91,7 +92,12 @@ impl Reply {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Outcome(outcome, _) => outcome.code(),
-            Self::Outcomes(..) | Self::Listing(_) | Self::Json(..) | Self::NoContent | Self::Document(_) | Self::Passed(_) => "ok",
+            Self::Outcomes(..)
+            | Self::Listing(_)
+            | Self::Json(..)
+            | Self::NoContent
+            | Self::Document(_)
+            | Self::Passed(_) => "ok",
         }
     }
 
@@ -108,13 +114,23 @@ impl Reply {
             }
             Self::Outcomes(outcomes, quota) => {
                 let response = match mode {
-                    BodyMode::Plain => respond(outcomes.iter().map(|outcome| outcome.message() + "\n").collect(), mode.content_type())?,
+                    BodyMode::Plain => respond(
+                        outcomes
+                            .iter()
+                            .map(|outcome| outcome.message() + "\n")
+                            .collect(),
+                        mode.content_type(),
+                    )?,
                     BodyMode::Result | BodyMode::Message => {
                         let results: Vec<Value> = outcomes
                             .iter()
                             .map(|outcome| json!({ "ip": outcome.ip_text(), "result": outcome.message(), "outcome": outcome.code() }))
                             .collect();
-                        respond(json!({ "results": results, "counts": bulk::counts(&outcomes) }).to_string(), "application/json")?
+                        respond(
+                            json!({ "results": results, "counts": bulk::counts(&outcomes) })
+                                .to_string(),
+                            "application/json",
+                        )?
                     }
                 };
                 for (name, value) in quota.iter().flatten() {
@@ -124,7 +140,14 @@ impl Reply {
             }
             Self::Listing(listing) => {
                 let response = match mode {
-                    BodyMode::Plain => respond(listing.lines.iter().map(|line| format!("{line}\n")).collect(), mode.content_type())?,
+                    BodyMode::Plain => respond(
+                        listing
+                            .lines
+                            .iter()
+                            .map(|line| format!("{line}\n"))
+                            .collect(),
+                        mode.content_type(),
+                    )?,
                     BodyMode::Result | BodyMode::Message => {
                         let body = json!({ "result": listing.message, "entries": listing.entries, "cursor": listing.cursor });
                         respond(body.to_string(), "application/json")?
@@ -139,9 +162,9 @@ impl Reply {
             Self::NoContent => Ok(Response::empty()?.with_status(204)),
             Self::Document(text) => respond(text.to_owned(), "application/json"),
             // A fetched answer's headers cannot be changed; its copy's can.
-            Self::Passed(response) => {
-                Ok(Response::from_body(response.body().clone())?.with_status(response.status_code()).with_headers(response.headers().clone()))
-            }
+            Self::Passed(response) => Ok(Response::from_body(response.body().clone())?
+                .with_status(response.status_code())
+                .with_headers(response.headers().clone())),
         }
     }
 }
@@ -153,10 +176,28 @@ mod tests {
     #[test]
     fn only_result_mode_json_selects_json() {
         let base = "https://greylist.example/api/checkIpOnGreylist";
-        assert_eq!(BodyMode::of_url(&format!("{base}?result_mode=json")), BodyMode::Result);
-        assert_eq!(BodyMode::of_url(&format!("{base}?a=1&result_mode=json#x")), BodyMode::Result);
-        for query in ["", "?", "?result_mode=JSON", "?result_mode=xml", "?result_mode", "?mode=json", "#?result_mode=json"] {
-            assert_eq!(BodyMode::of_url(&format!("{base}{query}")), BodyMode::Plain, "{query:?}");
+        assert_eq!(
+            BodyMode::of_url(&format!("{base}?result_mode=json")),
+            BodyMode::Result
+        );
+        assert_eq!(
+            BodyMode::of_url(&format!("{base}?a=1&result_mode=json#x")),
+            BodyMode::Result
+        );
+        for query in [
+            "",
+            "?",
+            "?result_mode=JSON",
+            "?result_mode=xml",
+            "?result_mode",
+            "?mode=json",
+            "#?result_mode=json",
+        ] {
+            assert_eq!(
+                BodyMode::of_url(&format!("{base}{query}")),
+                BodyMode::Plain,
+                "{query:?}"
+            );
         }
     }
 }

@@ -4,33 +4,49 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use worker::{Env, Method, Request, RequestInit};
 
+use super::StoreError;
 use crate::domain::entry::{Entry, HistoryEvent};
 use crate::domain::feed::{FeedAnswer, FeedRequest};
 use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord};
 use crate::domain::holder::{Answer, Call, DailyUsage};
 use crate::domain::license::LicenseId;
 use crate::domain::page::{EntryCursor, HistoryCursor, Page, PageQuery};
-use super::StoreError;
 
 pub const BINDING: &str = "HOLDERS";
 /// What the holder's object answers, with 401, for a feed token it no longer has.
 pub const FEED_TOKEN_REVOKED: &str = "feed token revoked";
 
 /// Runs the calls in order in one visit to the holder's object; one answer per call.
-pub async fn perform_calls(env: &Env, license: &LicenseId, calls: &[Call]) -> Result<Vec<Answer>, StoreError> {
+pub async fn perform_calls(
+    env: &Env,
+    license: &LicenseId,
+    calls: &[Call],
+) -> Result<Vec<Answer>, StoreError> {
     let answers: Vec<Answer> = send(env, license, "calls", &calls).await?;
     if answers.len() == calls.len() {
         Ok(answers)
     } else {
-        Err(StoreError::Corrupt(format!("holder object answered {} of {} calls", answers.len(), calls.len())))
+        Err(StoreError::Corrupt(format!(
+            "holder object answered {} of {} calls",
+            answers.len(),
+            calls.len()
+        )))
     }
 }
 
-pub async fn list(env: &Env, license: &LicenseId, query: &PageQuery<EntryCursor>) -> Result<Page<Entry, EntryCursor>, StoreError> {
+pub async fn list(
+    env: &Env,
+    license: &LicenseId,
+    query: &PageQuery<EntryCursor>,
+) -> Result<Page<Entry, EntryCursor>, StoreError> {
     send(env, license, "list", query).await
 }
 
-pub async fn history(env: &Env, license: &LicenseId, query: &PageQuery<HistoryCursor>) -> Result<Page<HistoryEvent, HistoryCursor>, StoreError> {
+pub async fn history(
+    env: &Env,
+    license: &LicenseId,
+    query: &PageQuery<HistoryCursor>,
+) -> Result<Page<HistoryEvent, HistoryCursor>, StoreError> {
     send(env, license, "history", query).await
 }
 
@@ -39,12 +55,20 @@ pub async fn usage(env: &Env, license: &LicenseId) -> Result<DailyUsage, StoreEr
     send(env, license, "usage", &()).await
 }
 
-pub async fn feed(env: &Env, license: &LicenseId, request: &FeedRequest) -> Result<FeedAnswer, StoreError> {
+pub async fn feed(
+    env: &Env,
+    license: &LicenseId,
+    request: &FeedRequest,
+) -> Result<FeedAnswer, StoreError> {
     send(env, license, "feed", request).await
 }
 
 /// Records a new feed token; `false` when the holder has the most it may.
-pub async fn create_feed_token(env: &Env, license: &LicenseId, record: &NewFeedTokenRecord) -> Result<bool, StoreError> {
+pub async fn create_feed_token(
+    env: &Env,
+    license: &LicenseId,
+    record: &NewFeedTokenRecord,
+) -> Result<bool, StoreError> {
     send(env, license, "feed_tokens/create", record).await
 }
 
@@ -53,26 +77,45 @@ pub async fn feed_tokens(env: &Env, license: &LicenseId) -> Result<Vec<FeedToken
 }
 
 /// Deletes a feed token; its digest, or `None` when the holder had no such token.
-pub async fn revoke_feed_token(env: &Env, license: &LicenseId, id: &str) -> Result<Option<String>, StoreError> {
+pub async fn revoke_feed_token(
+    env: &Env,
+    license: &LicenseId,
+    id: &str,
+) -> Result<Option<String>, StoreError> {
     send(env, license, "feed_tokens/revoke", &id).await
 }
 
 /// Tells the holder's object that the license is revoked; from then on it refuses every call.
 pub async fn revoke(env: &Env, license: &LicenseId) -> Result<(), StoreError> {
-    send::<_, serde::de::IgnoredAny>(env, license, "revoke", &()).await.map(|_| ())
+    send::<_, serde::de::IgnoredAny>(env, license, "revoke", &())
+        .await
+        .map(|_| ())
 }
 
-async fn send<T: Serialize, R: DeserializeOwned>(env: &Env, license: &LicenseId, route: &str, body: &T) -> Result<R, StoreError> {
+async fn send<T: Serialize, R: DeserializeOwned>(
+    env: &Env,
+    license: &LicenseId,
+    route: &str,
+    body: &T,
+) -> Result<R, StoreError> {
     let stub = env.durable_object(BINDING)?.get_by_name(license.as_str())?;
     let json = serde_json::to_string(body)?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_body(Some(json.into()));
-    let mut response = stub.fetch_with_request(Request::new_with_init(&format!("https://holder/{route}"), &init)?).await?;
+    let mut response = stub
+        .fetch_with_request(Request::new_with_init(
+            &format!("https://holder/{route}"),
+            &init,
+        )?)
+        .await?;
     let text = response.text().await?;
     match response.status_code() {
-        200 => serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("holder object answered {text:?}: {e}"))),
+        200 => serde_json::from_str(&text)
+            .map_err(|e| StoreError::Corrupt(format!("holder object answered {text:?}: {e}"))),
         401 if text == FEED_TOKEN_REVOKED => Err(StoreError::FeedTokenRevoked),
         401 => Err(StoreError::LicenseRevoked),
-        status => Err(StoreError::Corrupt(format!("holder object answered {status}: {text}"))),
+        status => Err(StoreError::Corrupt(format!(
+            "holder object answered {status}: {text}"
+        ))),
     }
 }

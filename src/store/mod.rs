@@ -84,7 +84,12 @@ fn cached(get: GetOptionsBuilder) -> GetOptionsBuilder {
 
 /// One page of a namespace's keys (under `prefix`, if given; at most `limit`, else
 /// KV's 1 000) after `cursor`, and the cursor of the next page when there is one.
-pub async fn list_page(kv: &KvStore, prefix: Option<&str>, cursor: Option<String>, limit: Option<u64>) -> Result<(Vec<Key>, Option<String>), KvError> {
+pub async fn list_page(
+    kv: &KvStore,
+    prefix: Option<&str>,
+    cursor: Option<String>,
+    limit: Option<u64>,
+) -> Result<(Vec<Key>, Option<String>), KvError> {
     let mut list = kv.list();
     if let Some(prefix) = prefix {
         list = list.prefix(prefix.to_owned());
@@ -101,7 +106,11 @@ pub async fn list_page(kv: &KvStore, prefix: Option<&str>, cursor: Option<String
 
 /// Every key of a namespace (under `prefix`, if given), handed to `each` a page of
 /// at most 1 000 at a time.
-pub async fn for_each_key(kv: &KvStore, prefix: Option<&str>, mut each: impl FnMut(&[Key])) -> Result<(), KvError> {
+pub async fn for_each_key(
+    kv: &KvStore,
+    prefix: Option<&str>,
+    mut each: impl FnMut(&[Key]),
+) -> Result<(), KvError> {
     let mut cursor = None;
     loop {
         let (keys, next) = list_page(kv, prefix, cursor, None).await?;

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{fresh_state_dir, send, unique_ip, within_one_utc_day, Encoding, Server, TestApp};
+use crate::helpers::{
+    fresh_state_dir, send, unique_ip, within_one_utc_day, Encoding, Server, TestApp,
+};
 
 const LIMIT: &str = "Sorry, but you have reached the maximum limit";
 
@@ -19,14 +21,23 @@ fn own_server() -> &'static Server {
 }
 
 fn values(items: &Value) -> Vec<String> {
-    items.as_array().unwrap().iter().map(|item| item["value"].as_str().unwrap().to_owned()).collect()
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["value"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// Whether one of the feed's values (an address or a CIDR block) holds `ip`.
 fn covers(values: &[String], ip: &str) -> bool {
     let addr = |text: &str| u32::from(text.parse::<std::net::Ipv4Addr>().unwrap());
     values.iter().any(|value| {
-        let (base, bits) = value.split_once('/').map_or((value.as_str(), 32), |(base, bits)| (base, bits.parse().unwrap()));
+        let (base, bits) = value
+            .split_once('/')
+            .map_or((value.as_str(), 32), |(base, bits)| {
+                (base, bits.parse().unwrap())
+            });
         let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
         addr(base) & mask == addr(ip) & mask
     })
@@ -40,34 +51,90 @@ fn a_bulk_add_answers_each_address_as_the_single_operation_would() {
     server.edit_global_list(&[&global], &[]);
     server.edit_allow_list(&["70.70.70.0/24"], &[]);
     app.add("71.0.0.2");
-    let sent = ["71.0.0.1", " 71.0.0.1 ", "not-an-ip", "10.0.0.1", "70.70.70.7", global.as_str(), "71.0.0.2", ""];
-    let form: String = sent.iter().map(|ip| format!("ip={}&", ip.replace(' ', "+"))).collect::<String>() + "comment=bulk";
-    let resp = app.bulk("/api/addIpsToGreylist", "application/x-www-form-urlencoded", &form, true);
+    let sent = [
+        "71.0.0.1",
+        " 71.0.0.1 ",
+        "not-an-ip",
+        "10.0.0.1",
+        "70.70.70.7",
+        global.as_str(),
+        "71.0.0.2",
+        "",
+    ];
+    let form: String = sent
+        .iter()
+        .map(|ip| format!("ip={}&", ip.replace(' ', "+")))
+        .collect::<String>()
+        + "comment=bulk";
+    let resp = app.bulk(
+        "/api/addIpsToGreylist",
+        "application/x-www-form-urlencoded",
+        &form,
+        true,
+    );
     assert_eq!(resp.status, 200, "{}", resp.body);
     let expected = [
         ("71.0.0.1", "[71.0.0.1] has been added to greylist", "added"),
-        ("71.0.0.1", "[71.0.0.1] is already on your greylist", "already_personal"),
+        (
+            "71.0.0.1",
+            "[71.0.0.1] is already on your greylist",
+            "already_personal",
+        ),
         ("not-an-ip", "[not-an-ip] is invalid", "invalid"),
         ("10.0.0.1", "[10.0.0.1] is private", "private"),
-        ("70.70.70.7", "[70.70.70.7] is on the global allow list, no action was taken", "allow_listed"),
-        (global.as_str(), &format!("[{global}] is already on global greylist"), "already_global"),
-        ("71.0.0.2", "[71.0.0.2] is already on your greylist", "already_personal"),
+        (
+            "70.70.70.7",
+            "[70.70.70.7] is on the global allow list, no action was taken",
+            "allow_listed",
+        ),
+        (
+            global.as_str(),
+            &format!("[{global}] is already on global greylist"),
+            "already_global",
+        ),
+        (
+            "71.0.0.2",
+            "[71.0.0.2] is already on your greylist",
+            "already_personal",
+        ),
         ("", "[] is invalid", "invalid"),
     ];
-    let results: Vec<Value> = expected.iter().map(|(ip, result, outcome)| json!({ "ip": ip, "result": result, "outcome": outcome })).collect();
+    let results: Vec<Value> = expected
+        .iter()
+        .map(|(ip, result, outcome)| json!({ "ip": ip, "result": result, "outcome": outcome }))
+        .collect();
     assert_eq!(
         resp.json(),
         json!({ "results": results, "counts": { "added": 1, "already_personal": 2, "invalid": 2, "private": 1, "allow_listed": 1, "already_global": 1 } })
     );
-    assert!(resp.header("RateLimit").is_some_and(|r| r.starts_with("\"additions\";r=5998;")), "{:?}", resp.header("RateLimit"));
+    assert!(
+        resp.header("RateLimit")
+            .is_some_and(|r| r.starts_with("\"additions\";r=5998;")),
+        "{:?}",
+        resp.header("RateLimit")
+    );
     for (ip, message, _) in &expected[..1] {
-        assert_eq!(app.check(ip), format!("[{ip}] is currently on your personal greylist"), "{message}");
+        assert_eq!(
+            app.check(ip),
+            format!("[{ip}] is currently on your personal greylist"),
+            "{message}"
+        );
     }
 
-    let plain = app.bulk("/api/deleteIpsFromChallengeList", "text/plain", "71.0.0.1\n71.0.0.9\n\n10.0.0.1\n", false);
+    let plain = app.bulk(
+        "/api/deleteIpsFromChallengeList",
+        "text/plain",
+        "71.0.0.1\n71.0.0.9\n\n10.0.0.1\n",
+        false,
+    );
     assert_eq!(plain.content_type, "text/plain; charset=utf-8");
     assert_eq!(plain.body, "[71.0.0.1] has been removed from greylist\n[71.0.0.9] is not on greylist\n[10.0.0.1] is private\n");
-    let by_json = app.bulk("/api/addIpsToChallengeList", "application/json", r#"{"ips": ["71.0.0.3"], "ttl": 600, "comment": "scan"}"#, true);
+    let by_json = app.bulk(
+        "/api/addIpsToChallengeList",
+        "application/json",
+        r#"{"ips": ["71.0.0.3"], "ttl": 600, "comment": "scan"}"#,
+        true,
+    );
     assert_eq!(by_json.json()["results"][0]["outcome"], "added");
 }
 
@@ -75,8 +142,18 @@ fn a_bulk_add_answers_each_address_as_the_single_operation_would() {
 fn the_daily_limit_applies_item_by_item_inside_one_bulk_request() {
     within_one_utc_day();
     let app = TestApp::on(Server::limited());
-    let resp = app.bulk("/api/addIpsToGreylist", "text/plain", "72.0.0.1\n72.0.0.2\n72.0.0.2\n72.0.0.3\n72.0.0.4\n72.0.0.5\n", true);
-    let results: Vec<String> = resp.json()["results"].as_array().unwrap().iter().map(|r| r["result"].as_str().unwrap().to_owned()).collect();
+    let resp = app.bulk(
+        "/api/addIpsToGreylist",
+        "text/plain",
+        "72.0.0.1\n72.0.0.2\n72.0.0.2\n72.0.0.3\n72.0.0.4\n72.0.0.5\n",
+        true,
+    );
+    let results: Vec<String> = resp.json()["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["result"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(
         results,
         [
@@ -88,21 +165,51 @@ fn the_daily_limit_applies_item_by_item_inside_one_bulk_request() {
             LIMIT,
         ]
     );
-    assert_eq!(app.check("72.0.0.4"), "[72.0.0.4] is currently not on global greylist");
-    assert!(resp.header("RateLimit").is_some_and(|r| r.starts_with("\"additions\";r=0;")));
+    assert_eq!(
+        app.check("72.0.0.4"),
+        "[72.0.0.4] is currently not on global greylist"
+    );
+    assert!(resp
+        .header("RateLimit")
+        .is_some_and(|r| r.starts_with("\"additions\";r=0;")));
 }
 
 #[test]
 fn a_bulk_request_takes_1000_addresses_and_refuses_1001_changing_nothing() {
     let app = TestApp::new();
-    let addresses = |count: u32| (0..count).map(|n| format!("73.0.{}.{}", n >> 8, n & 255)).collect::<Vec<_>>().join("\n");
-    let too_many = app.bulk("/api/addIpsToGreylist", "text/plain", &addresses(1001), true);
+    let addresses = |count: u32| {
+        (0..count)
+            .map(|n| format!("73.0.{}.{}", n >> 8, n & 255))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let too_many = app.bulk(
+        "/api/addIpsToGreylist",
+        "text/plain",
+        &addresses(1001),
+        true,
+    );
     assert_eq!(too_many.status, 413);
-    assert_eq!(too_many.json(), json!({ "result": "Payload too large: at most 1000 addresses a request, not 1001" }));
-    assert_eq!(app.check("73.0.0.0"), "[73.0.0.0] is currently not on global greylist", "nothing changed");
-    let resp = app.bulk("/api/addIpsToGreylist", "text/plain", &addresses(1000), true);
+    assert_eq!(
+        too_many.json(),
+        json!({ "result": "Payload too large: at most 1000 addresses a request, not 1001" })
+    );
+    assert_eq!(
+        app.check("73.0.0.0"),
+        "[73.0.0.0] is currently not on global greylist",
+        "nothing changed"
+    );
+    let resp = app.bulk(
+        "/api/addIpsToGreylist",
+        "text/plain",
+        &addresses(1000),
+        true,
+    );
     assert_eq!(resp.json()["counts"], json!({ "added": 1000 }));
-    assert_eq!(app.check("73.0.3.231"), "[73.0.3.231] is currently on your personal greylist");
+    assert_eq!(
+        app.check("73.0.3.231"),
+        "[73.0.3.231] is currently on your personal greylist"
+    );
 }
 
 #[test]
@@ -111,7 +218,12 @@ fn the_feed_lists_what_the_firewall_should_challenge_with_an_etag() {
     let app = TestApp::on(server);
     server.edit_global_list(&["74.74.0.0/16", "75.75.75.75"], &[]);
     app.add("76.0.0.9");
-    let added = app.call("/api/addIpToGreylist", "76.0.0.1", Encoding::Multipart, true);
+    let added = app.call(
+        "/api/addIpToGreylist",
+        "76.0.0.1",
+        Encoding::Multipart,
+        true,
+    );
     assert_eq!(added.result(), "[76.0.0.1] has been added to greylist");
     app.add("77.7.7.7");
     // Allowed after it was added: it leaves the feed all the same.
@@ -120,22 +232,39 @@ fn the_feed_lists_what_the_firewall_should_challenge_with_an_etag() {
     let text = app.feed("");
     assert_eq!(text.content_type, "text/plain; charset=utf-8");
     let lines: Vec<&str> = text.body.lines().collect();
-    assert!(lines[0].starts_with("# greylist feed, version ") && lines[0].ends_with(", 2 entries"), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("# greylist feed, version ") && lines[0].ends_with(", 2 entries"),
+        "{}",
+        lines[0]
+    );
     assert_eq!(&lines[1..], ["76.0.0.1", "76.0.0.9"]);
     let all = app.feed("scope=all").body;
-    assert!(all.lines().any(|line| line == "74.74.0.0/16") && all.lines().any(|line| line == "75.75.75.75"), "{all}");
-    assert!(!all.lines().any(|line| line.starts_with("77.7.7.")), "allow-listed entries never show");
+    assert!(
+        all.lines().any(|line| line == "74.74.0.0/16")
+            && all.lines().any(|line| line == "75.75.75.75"),
+        "{all}"
+    );
+    assert!(
+        !all.lines().any(|line| line.starts_with("77.7.7.")),
+        "allow-listed entries never show"
+    );
 
     let etag = text.header("ETag").unwrap().to_owned();
     let again = app.feed_with(&format!("Bearer {}", app.token), "", Some(&etag));
-    assert_eq!((again.status, again.body.as_str(), again.header("ETag")), (304, "", Some(etag.as_str())));
+    assert_eq!(
+        (again.status, again.body.as_str(), again.header("ETag")),
+        (304, "", Some(etag.as_str()))
+    );
     app.remove("76.0.0.9");
     let changed = app.feed_with(&format!("Bearer {}", app.token), "", Some(&etag));
     assert_eq!(changed.status, 200);
     assert_ne!(changed.header("ETag"), Some(etag.as_str()));
 
     let json = app.feed_json("format=json");
-    assert_eq!(json["entries"], json!([{ "value": "76.0.0.1", "scope": "personal", "expiresAt": null, "comment": null }]));
+    assert_eq!(
+        json["entries"],
+        json!([{ "value": "76.0.0.1", "scope": "personal", "expiresAt": null, "comment": null }])
+    );
     assert_eq!(json["cursor"], json["version"]);
     server.kill();
 }
@@ -150,9 +279,19 @@ fn deltas_carry_adds_removes_and_expiries_once_each_with_their_latest_state() {
     let cursor = start["cursor"].as_str().unwrap().to_owned();
     assert_eq!(values(&start["entries"]), ["78.0.0.1", "78.0.0.2"]);
 
-    let expiring = app.call("/api/addIpToGreylist", "78.0.0.3", Encoding::Urlencoded, true);
+    let expiring = app.call(
+        "/api/addIpToGreylist",
+        "78.0.0.3",
+        Encoding::Urlencoded,
+        true,
+    );
     assert_eq!(expiring.result(), "[78.0.0.3] has been added to greylist");
-    let ttl = app.post("/api/addIpToGreylist", true, &[("Content-Type", "application/x-www-form-urlencoded".into())], b"ip=78.0.0.4&ttl=60&comment=brief");
+    let ttl = app.post(
+        "/api/addIpToGreylist",
+        true,
+        &[("Content-Type", "application/x-www-form-urlencoded".into())],
+        b"ip=78.0.0.4&ttl=60&comment=brief",
+    );
     assert_eq!(ttl.result(), "[78.0.0.4] has been added to greylist");
     app.remove("78.0.0.1");
     app.add("78.0.0.5");
@@ -163,16 +302,31 @@ fn deltas_carry_adds_removes_and_expiries_once_each_with_their_latest_state() {
     assert_eq!(delta["new"][1]["comment"], "brief");
     assert_eq!(values(&delta["deleted"]), ["78.0.0.1"]);
     let next = delta["cursor"].as_str().unwrap().to_owned();
-    assert_eq!(app.feed_json(&format!("format=json&since={next}")), json!({ "new": [], "deleted": [], "cursor": next }));
+    assert_eq!(
+        app.feed_json(&format!("format=json&since={next}")),
+        json!({ "new": [], "deleted": [], "cursor": next })
+    );
 
     sleep(Duration::from_secs(61));
     let expired = app.feed_json(&format!("format=json&since={next}"));
-    assert_eq!((values(&expired["new"]), values(&expired["deleted"])), (vec![], vec!["78.0.0.4".to_owned()]));
-    assert!(!app.feed("").body.contains("78.0.0.4"), "an expired entry is never in the feed");
+    assert_eq!(
+        (values(&expired["new"]), values(&expired["deleted"])),
+        (vec![], vec!["78.0.0.4".to_owned()])
+    );
+    assert!(
+        !app.feed("").body.contains("78.0.0.4"),
+        "an expired entry is never in the feed"
+    );
 
     let future = app.feed_json("format=json&since=999999.0.0");
-    assert_eq!(future["reset"], true, "a cursor the service does not know gets the whole feed");
-    assert_eq!(values(&future["entries"]), ["78.0.0.2", "78.0.0.3", "78.0.0.5"]);
+    assert_eq!(
+        future["reset"], true,
+        "a cursor the service does not know gets the whole feed"
+    );
+    assert_eq!(
+        values(&future["entries"]),
+        ["78.0.0.2", "78.0.0.3", "78.0.0.5"]
+    );
     let bad = app.feed("format=json&since=yesterday");
     assert_eq!(bad.status, 400);
     server.kill();
@@ -183,7 +337,10 @@ fn a_change_to_the_operator_lists_resets_a_delta_of_the_whole_feed() {
     let server = Server::shared();
     let app = TestApp::new();
     app.add("79.0.0.1");
-    let cursor = app.feed_json("scope=all&format=json")["cursor"].as_str().unwrap().to_owned();
+    let cursor = app.feed_json("scope=all&format=json")["cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let global = unique_ip();
     server.edit_global_list(&[&global], &[]);
     let after = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
@@ -202,11 +359,17 @@ fn feed_tokens_open_the_feed_only_and_die_with_revocation() {
     app.add("80.0.0.1");
     let created = app.create_feed_token();
     assert_eq!(created.status, 201, "{}", created.body);
-    let (id, token) = (created.json()["id"].as_str().unwrap().to_owned(), created.json()["feedToken"].as_str().unwrap().to_owned());
+    let (id, token) = (
+        created.json()["id"].as_str().unwrap().to_owned(),
+        created.json()["feedToken"].as_str().unwrap().to_owned(),
+    );
     assert!(token.starts_with("glf_"), "{token}");
 
     let bearer = app.feed_with(&format!("Bearer {token}"), "", None);
-    assert_eq!((bearer.status, bearer.body.lines().nth(1)), (200, Some("80.0.0.1")));
+    assert_eq!(
+        (bearer.status, bearer.body.lines().nth(1)),
+        (200, Some("80.0.0.1"))
+    );
     let basic = format!("Basic {}", base64(&format!("firewall:{token}")));
     assert_eq!(app.feed_with(&basic, "", None).status, 200);
 
@@ -215,17 +378,41 @@ fn feed_tokens_open_the_feed_only_and_die_with_revocation() {
     assert_eq!(tokens.as_array().unwrap().len(), 1);
     assert_eq!(tokens[0]["id"], id.as_str());
     assert!(tokens[0]["lastUsed"].is_string(), "{tokens}");
-    assert!(!listed.body.contains(&token), "the token is shown once only");
+    assert!(
+        !listed.body.contains(&token),
+        "the token is shown once only"
+    );
 
     let as_feed_token = [("Authorization", format!("Bearer {token}"))];
-    for (method, path) in [("POST", "/api/checkIpOnGreylist"), ("POST", "/api/listGreylist"), ("GET", "/api/feedTokens"), ("POST", "/admin/licenses")] {
-        let resp = send(method, &format!("{}{path}", server.base), &as_feed_token, Some(b"ip=80.0.0.1"));
+    for (method, path) in [
+        ("POST", "/api/checkIpOnGreylist"),
+        ("POST", "/api/listGreylist"),
+        ("GET", "/api/feedTokens"),
+        ("POST", "/admin/licenses"),
+    ] {
+        let resp = send(
+            method,
+            &format!("{}{path}", server.base),
+            &as_feed_token,
+            Some(b"ip=80.0.0.1"),
+        );
         assert_eq!(resp.status, 401, "{method} {path}");
     }
 
-    let revoke = |id: &str| send("DELETE", &format!("{}/api/feedTokens/{id}", server.base), &[("Authorization", format!("Bearer {}", app.token))], None);
+    let revoke = |id: &str| {
+        send(
+            "DELETE",
+            &format!("{}/api/feedTokens/{id}", server.base),
+            &[("Authorization", format!("Bearer {}", app.token))],
+            None,
+        )
+    };
     assert_eq!(revoke(&id).status, 204);
-    assert_eq!(app.feed_with(&format!("Bearer {token}"), "", None).status, 401, "revoked at once");
+    assert_eq!(
+        app.feed_with(&format!("Bearer {token}"), "", None).status,
+        401,
+        "revoked at once"
+    );
     assert_eq!(revoke(&id).status, 404);
 
     for _ in 0..20 {
@@ -233,11 +420,32 @@ fn feed_tokens_open_the_feed_only_and_die_with_revocation() {
     }
     let one_too_many = app.create_feed_token();
     assert_eq!(one_too_many.status, 409, "{}", one_too_many.body);
-    assert_eq!(one_too_many.body, "Conflict: at most 20 feed tokens; revoke one first");
+    assert_eq!(
+        one_too_many.body,
+        "Conflict: at most 20 feed tokens; revoke one first"
+    );
     let other = TestApp::on(server);
-    let other_token = other.create_feed_token().json()["feedToken"].as_str().unwrap().to_owned();
-    assert_eq!(server.admin("DELETE", &format!("/admin/licenses/{}", other.license), None).status, 204);
-    assert_eq!(other.feed_with(&format!("Bearer {other_token}"), "", None).status, 401, "a revoked license's feed tokens are dead");
+    let other_token = other.create_feed_token().json()["feedToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        server
+            .admin(
+                "DELETE",
+                &format!("/admin/licenses/{}", other.license),
+                None
+            )
+            .status,
+        204
+    );
+    assert_eq!(
+        other
+            .feed_with(&format!("Bearer {other_token}"), "", None)
+            .status,
+        401,
+        "a revoked license's feed tokens are dead"
+    );
     server.kill();
 }
 
@@ -246,8 +454,17 @@ fn base64(text: &str) -> String {
     text.as_bytes()
         .chunks(3)
         .flat_map(|chunk| {
-            let word = chunk.iter().enumerate().fold(0u32, |word, (i, &b)| word | u32::from(b) << (16 - 8 * i));
-            (0..4).map(move |i| if i <= chunk.len() { ALPHABET[(word >> (18 - 6 * i) & 63) as usize] as char } else { '=' })
+            let word = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |word, (i, &b)| word | u32::from(b) << (16 - 8 * i));
+            (0..4).map(move |i| {
+                if i <= chunk.len() {
+                    ALPHABET[(word >> (18 - 6 * i) & 63) as usize] as char
+                } else {
+                    '='
+                }
+            })
         })
         .collect()
 }
@@ -256,8 +473,16 @@ fn base64(text: &str) -> String {
 fn the_ipset_agent_keeps_a_set_equal_to_the_feed() {
     let server = own_server();
     let app = TestApp::on(server);
-    assert_eq!(server.replace_list("global-list", "82.0.0.0/16\n82.1.1.1\n").status, 200);
-    let token = app.create_feed_token().json()["feedToken"].as_str().unwrap().to_owned();
+    assert_eq!(
+        server
+            .replace_list("global-list", "82.0.0.0/16\n82.1.1.1\n")
+            .status,
+        200
+    );
+    let token = app.create_feed_token().json()["feedToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let dir = fresh_state_dir();
     std::fs::create_dir_all(dir.join("ipset")).unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -265,7 +490,14 @@ fn the_ipset_agent_keeps_a_set_equal_to_the_feed() {
         Command::new(root.join("contrib/greylist-ipset-sync"))
             .arg(&server.base)
             .arg("blocked")
-            .env("PATH", format!("{}:{}", root.join("tests/agent").display(), std::env::var("PATH").unwrap()))
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    root.join("tests/agent").display(),
+                    std::env::var("PATH").unwrap()
+                ),
+            )
             .env("GREYLIST_FEED_TOKEN", feed_token)
             .env("GREYLIST_STATE_DIR", dir.join("state"))
             .env("FAKE_IPSET_DIR", dir.join("ipset"))
@@ -273,34 +505,58 @@ fn the_ipset_agent_keeps_a_set_equal_to_the_feed() {
             .unwrap()
     };
     let set = || {
-        let mut entries: Vec<String> = std::fs::read_to_string(dir.join("ipset/blocked")).unwrap().lines().map(str::to_owned).collect();
+        let mut entries: Vec<String> = std::fs::read_to_string(dir.join("ipset/blocked"))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
         entries.sort();
         entries
     };
     let feed = || {
-        let mut entries: Vec<String> = app.feed("scope=all").body.lines().filter(|l| !l.starts_with('#')).map(str::to_owned).collect();
+        let mut entries: Vec<String> = app
+            .feed("scope=all")
+            .body
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_owned)
+            .collect();
         entries.sort();
         entries
     };
     let run = |what: &str| {
         let output = agent(&token);
-        assert!(output.status.success(), "{what}: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         assert_eq!(set(), feed(), "{what}");
     };
 
     app.add("81.0.0.1");
     app.add("81.0.0.2");
-    let expiring = app.post("/api/addIpToGreylist", true, &[("Content-Type", "application/x-www-form-urlencoded".into())], b"ip=81.0.0.3&ttl=60");
+    let expiring = app.post(
+        "/api/addIpToGreylist",
+        true,
+        &[("Content-Type", "application/x-www-form-urlencoded".into())],
+        b"ip=81.0.0.3&ttl=60",
+    );
     assert_eq!(expiring.result(), "[81.0.0.3] has been added to greylist");
     run("the first run loads the whole feed");
     assert!(set().contains(&"81.0.0.3".to_owned()));
     let log = std::fs::read_to_string(dir.join("ipset/log")).unwrap();
-    assert!(log.contains("restore") && log.contains("swap blocked.new blocked"), "{log}");
+    assert!(
+        log.contains("restore") && log.contains("swap blocked.new blocked"),
+        "{log}"
+    );
 
     app.add("81.0.0.4");
     app.remove("81.0.0.1");
     run("adds and removes arrive as deltas");
-    assert!(std::fs::read_to_string(dir.join("ipset/log")).unwrap().contains("del blocked 81.0.0.1 -exist"));
+    assert!(std::fs::read_to_string(dir.join("ipset/log"))
+        .unwrap()
+        .contains("del blocked 81.0.0.1 -exist"));
     run("nothing changed");
     std::fs::remove_file(dir.join("ipset/blocked")).unwrap();
     run("a set lost since the last run (a reboot) is loaded whole again");
@@ -311,6 +567,10 @@ fn the_ipset_agent_keeps_a_set_equal_to_the_feed() {
 
     let refused = agent("glf_0000000000000000000000000000000000000000000000000000000000000000");
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("refused (401)"), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("refused (401)"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
     server.kill();
 }

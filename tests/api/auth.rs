@@ -1,7 +1,7 @@
 //! Login and access tokens.
 
-use greylist::domain::time::UnixTime;
 use greylist::domain::license::LicenseId;
+use greylist::domain::time::UnixTime;
 use greylist::domain::token::TokenKey;
 
 use crate::helpers::{fresh_state_dir, send, Encoding, Resp, Server, TestApp, JWT_SECRET};
@@ -15,7 +15,10 @@ fn assert_unauthorized(resp: &Resp) {
 }
 
 fn now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 #[test]
@@ -28,7 +31,9 @@ fn login_answers_a_bearer_token_for_json_and_form_bodies() {
     assert_eq!(body["tokenType"], "Bearer");
     assert_eq!(body["expiresIn"], 3600);
     let token = body["accessToken"].as_str().unwrap();
-    let subject = TokenKey::new(JWT_SECRET).verify(token, UnixTime(now())).unwrap();
+    let subject = TokenKey::new(JWT_SECRET)
+        .verify(token, UnixTime(now()))
+        .unwrap();
     assert_eq!(subject.as_str(), license);
 
     let form = send(
@@ -44,20 +49,43 @@ fn login_answers_a_bearer_token_for_json_and_form_bodies() {
 #[test]
 fn login_refuses_unknown_keys_and_missing_keys() {
     let server = Server::shared();
-    let unknown = server.login("glk_0000000000000000000000000000000000000000000000000000000000000000");
+    let unknown =
+        server.login("glk_0000000000000000000000000000000000000000000000000000000000000000");
     assert_eq!(unknown.status, 401);
-    assert_eq!(unknown.json(), serde_json::json!({ "message": "Unauthorized: the license key is unknown or revoked" }));
-    assert_eq!(unknown.header("WWW-Authenticate"), None, "login takes a key in the body, not a bearer token");
-    let missing = send("POST", &format!("{}/v2/authentication/login/license", server.base), &[("Content-Type", "application/json".into())], Some(b"{}"));
+    assert_eq!(
+        unknown.json(),
+        serde_json::json!({ "message": "Unauthorized: the license key is unknown or revoked" })
+    );
+    assert_eq!(
+        unknown.header("WWW-Authenticate"),
+        None,
+        "login takes a key in the body, not a bearer token"
+    );
+    let missing = send(
+        "POST",
+        &format!("{}/v2/authentication/login/license", server.base),
+        &[("Content-Type", "application/json".into())],
+        Some(b"{}"),
+    );
     assert_eq!(missing.status, 400);
-    assert!(missing.json()["message"].as_str().unwrap().contains("licenseKey"));
+    assert!(missing.json()["message"]
+        .as_str()
+        .unwrap()
+        .contains("licenseKey"));
 }
 
 #[test]
 fn list_operations_refuse_missing_and_malformed_authorization() {
     let app = TestApp::new();
     assert_unauthorized(&app.check_with(None, true));
-    for header in ["", "Bearer", "Bearer ", format!("Basic {}", app.token).as_str(), &app.token, "Bearer not.a.token"] {
+    for header in [
+        "",
+        "Bearer",
+        "Bearer ",
+        format!("Basic {}", app.token).as_str(),
+        &app.token,
+        "Bearer not.a.token",
+    ] {
         assert_unauthorized(&app.check_with(Some(header.to_owned()), true));
     }
     let plain = app.check_with(None, false);
@@ -70,19 +98,26 @@ fn list_operations_refuse_missing_and_malformed_authorization() {
 fn tokens_signed_with_another_secret_or_expired_are_refused() {
     let app = TestApp::new();
     let license = LicenseId::parse(&app.license).unwrap();
-    let foreign = TokenKey::new("some-other-secret-0123456789abcdef").issue(&license, UnixTime(now()), 3600);
+    let foreign =
+        TokenKey::new("some-other-secret-0123456789abcdef").issue(&license, UnixTime(now()), 3600);
     assert_unauthorized(&app.check_with(Some(format!("Bearer {foreign}")), true));
     let expired = TokenKey::new(JWT_SECRET).issue(&license, UnixTime(now() - 7200), 3600);
     assert_unauthorized(&app.check_with(Some(format!("Bearer {expired}")), true));
     let fresh = TokenKey::new(JWT_SECRET).issue(&license, UnixTime(now()), 3600);
-    assert_eq!(app.check_with(Some(format!("Bearer {fresh}")), true).result(), "[8.8.8.8] is currently not on global greylist");
+    assert_eq!(
+        app.check_with(Some(format!("Bearer {fresh}")), true)
+            .result(),
+        "[8.8.8.8] is currently not on global greylist"
+    );
 }
 
 #[test]
 fn a_revoked_license_can_neither_call_nor_log_in() {
     let app = TestApp::new();
     assert_eq!(app.add("8.8.8.8"), "[8.8.8.8] has been added to greylist");
-    let revoked = app.server.admin("DELETE", &format!("/admin/licenses/{}", app.license), None);
+    let revoked = app
+        .server
+        .admin("DELETE", &format!("/admin/licenses/{}", app.license), None);
     assert_eq!(revoked.status, 204);
     assert_unauthorized(&app.check_with(Some(format!("Bearer {}", app.token)), true));
     assert_eq!(app.server.login(&app.license_key).status, 401);
@@ -90,11 +125,29 @@ fn a_revoked_license_can_neither_call_nor_log_in() {
 
 #[test]
 fn revocation_reaches_the_personal_list_at_once_even_through_a_warm_cache() {
-    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[("CACHE_SECONDS", "60")])));
+    let server: &'static Server = Box::leak(Box::new(Server::start(
+        &fresh_state_dir(),
+        &[("CACHE_SECONDS", "60")],
+    )));
     let app = TestApp::on(server);
-    assert_eq!(app.add("8.8.8.8"), "[8.8.8.8] has been added to greylist", "the license's standing is now cached as active");
-    assert_eq!(server.admin("DELETE", &format!("/admin/licenses/{}", app.license), None).status, 204);
-    for path in ["/api/checkIpOnGreylist", "/api/addIpToGreylist", "/api/deleteIpFromGreylist", "/api/listGreylist", "/api/greylistHistory"] {
+    assert_eq!(
+        app.add("8.8.8.8"),
+        "[8.8.8.8] has been added to greylist",
+        "the license's standing is now cached as active"
+    );
+    assert_eq!(
+        server
+            .admin("DELETE", &format!("/admin/licenses/{}", app.license), None)
+            .status,
+        204
+    );
+    for path in [
+        "/api/checkIpOnGreylist",
+        "/api/addIpToGreylist",
+        "/api/deleteIpFromGreylist",
+        "/api/listGreylist",
+        "/api/greylistHistory",
+    ] {
         assert_unauthorized(&app.call(path, "8.8.8.8", Encoding::Multipart, true));
     }
     server.kill();
@@ -104,15 +157,30 @@ fn revocation_reaches_the_personal_list_at_once_even_through_a_warm_cache() {
 fn a_revoked_license_is_refused_within_the_bound_on_answers_that_need_no_list() {
     // 34 seconds: 30 at KV's edge (which the local server does not keep) and 4 in the isolate.
     const ISOLATE_SECONDS: u64 = 4;
-    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[("CACHE_SECONDS", "34")])));
+    let server: &'static Server = Box::leak(Box::new(Server::start(
+        &fresh_state_dir(),
+        &[("CACHE_SECONDS", "34")],
+    )));
     let app = TestApp::on(server);
     let global = "198.51.99.7";
     assert_eq!(server.edit_global_list(&[global], &[]).status, 200);
-    assert_eq!(app.check("not-an-ip"), "[not-an-ip] is invalid", "the license's standing is now cached as active");
-    assert_eq!(app.check(global), format!("[{global}] is on global greylist"));
+    assert_eq!(
+        app.check("not-an-ip"),
+        "[not-an-ip] is invalid",
+        "the license's standing is now cached as active"
+    );
+    assert_eq!(
+        app.check(global),
+        format!("[{global}] is on global greylist")
+    );
 
     let revoked_at = std::time::Instant::now();
-    assert_eq!(server.admin("DELETE", &format!("/admin/licenses/{}", app.license), None).status, 204);
+    assert_eq!(
+        server
+            .admin("DELETE", &format!("/admin/licenses/{}", app.license), None)
+            .status,
+        204
+    );
     let bound = std::time::Duration::from_secs(ISOLATE_SECONDS + 1);
     for ip in ["not-an-ip", global] {
         loop {
@@ -123,7 +191,10 @@ fn a_revoked_license_is_refused_within_the_bound_on_answers_that_need_no_list() 
                 assert_unauthorized(&resp);
                 break;
             }
-            assert!(sent < bound, "{ip}: a request sent {sent:?} after revocation was still answered");
+            assert!(
+                sent < bound,
+                "{ip}: a request sent {sent:?} after revocation was still answered"
+            );
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }

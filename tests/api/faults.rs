@@ -15,7 +15,10 @@ const BURST_LIMIT: usize = 400;
 #[test]
 fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
     within_one_utc_day();
-    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[("DAILY_ADDITIONS", "400")])));
+    let server: &'static Server = Box::leak(Box::new(Server::start(
+        &fresh_state_dir(),
+        &[("DAILY_ADDITIONS", "400")],
+    )));
     let app = TestApp::on(server);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
@@ -31,19 +34,35 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
                     if n >= 300 {
                         break;
                     }
-                    match app.try_call("/api/addIpToGreylist", &address(n), Encoding::Multipart, true) {
+                    match app.try_call(
+                        "/api/addIpToGreylist",
+                        &address(n),
+                        Encoding::Multipart,
+                        true,
+                    ) {
                         Ok(resp) if resp.status == 200 => {
-                            assert_eq!(resp.result(), format!("[{}] has been added to greylist", address(n)));
+                            assert_eq!(
+                                resp.result(),
+                                format!("[{}] has been added to greylist", address(n))
+                            );
                             answered.lock().unwrap().push(n);
                         }
                         // Once the kill is under way there may be no answer, or the dev proxy's 503 for
                         // a worker it just lost; before it, either is a fault of its own.
                         Ok(resp) => {
-                            assert!(killing.load(Ordering::SeqCst), "before the kill: {} {}", resp.status, resp.body);
+                            assert!(
+                                killing.load(Ordering::SeqCst),
+                                "before the kill: {} {}",
+                                resp.status,
+                                resp.body
+                            );
                             break;
                         }
                         Err(why) => {
-                            assert!(killing.load(Ordering::SeqCst), "no answer before the kill: {why}");
+                            assert!(
+                                killing.load(Ordering::SeqCst),
+                                "no answer before the kill: {why}"
+                            );
                             break;
                         }
                     }
@@ -60,19 +79,41 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
     });
     let answered = answered.into_inner().unwrap();
     let attempted = next.load(Ordering::SeqCst).min(300);
-    assert!(answered.len() < attempted, "the kill landed after the burst ended; nothing was tested");
+    assert!(
+        answered.len() < attempted,
+        "the kill landed after the burst ended; nothing was tested"
+    );
 
     let restarted: &'static Server = Box::leak(Box::new(server.restart_from()));
     let again = app.with_server(restarted);
     for &n in &answered {
-        assert_eq!(again.check(&address(n)), format!("[{}] is currently on your personal greylist", address(n)));
+        assert_eq!(
+            again.check(&address(n)),
+            format!("[{}] is currently on your personal greylist", address(n))
+        );
     }
-    let listed = (0..attempted).filter(|&n| again.check(&address(n)).ends_with("is currently on your personal greylist")).count();
+    let listed = (0..attempted)
+        .filter(|&n| {
+            again
+                .check(&address(n))
+                .ends_with("is currently on your personal greylist")
+        })
+        .count();
     assert!(listed >= answered.len());
     // The day's counter equals what the list holds (every committed addition, answered or
     // cut off by the kill): exactly the rest of the limit can still be added.
-    let more = (0..BURST_LIMIT).filter(|n| again.add(&format!("53.53.{}.{}", n / 256, n % 256)).ends_with("has been added to greylist")).count();
-    assert_eq!(listed + more, BURST_LIMIT, "counter and list disagree: {listed} listed, {more} more allowed");
+    let more = (0..BURST_LIMIT)
+        .filter(|n| {
+            again
+                .add(&format!("53.53.{}.{}", n / 256, n % 256))
+                .ends_with("has been added to greylist")
+        })
+        .count();
+    assert_eq!(
+        listed + more,
+        BURST_LIMIT,
+        "counter and list disagree: {listed} listed, {more} more allowed"
+    );
     restarted.kill();
 }
 
@@ -81,18 +122,36 @@ fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation()
     // A deploy whose holder objects cannot be reached: the binding is missing.
     let server = server_without("HOLDERS");
     let app = TestApp::on(server);
-    let resp = app.call("/api/addIpToGreylist", "54.54.54.54", Encoding::Multipart, true);
+    let resp = app.call(
+        "/api/addIpToGreylist",
+        "54.54.54.54",
+        Encoding::Multipart,
+        true,
+    );
     assert_eq!(resp.status, 500);
-    assert_eq!(resp.json(), json!({ "result": "Internal error: the request could not be completed, try again later" }));
-    assert_eq!(app.check("10.0.0.1"), "[10.0.0.1] is private", "answers that need no storage still work");
+    assert_eq!(
+        resp.json(),
+        json!({ "result": "Internal error: the request could not be completed, try again later" })
+    );
+    assert_eq!(
+        app.check("10.0.0.1"),
+        "[10.0.0.1] is private",
+        "answers that need no storage still work"
+    );
 
     let log = server.log_once(|line| line.contains("\"status\":500"));
     let line = log
         .lines()
         .find(|l| l.contains("\"status\":500"))
         .unwrap_or_else(|| panic!("no log line for the 500:\n{log}"));
-    assert!(line.contains(&app.license) && line.contains("\"operation\":\"add\""), "{line}");
-    assert!(line.contains("HOLDERS"), "the detail names the fault: {line}");
+    assert!(
+        line.contains(&app.license) && line.contains("\"operation\":\"add\""),
+        "{line}"
+    );
+    assert!(
+        line.contains("HOLDERS"),
+        "the detail names the fault: {line}"
+    );
     assert!(!log.contains("panicked"), "{log}");
     server.kill();
 }
@@ -106,14 +165,32 @@ fn server_without(binding: &str) -> &'static Server {
     let config: String = std::fs::read_to_string(root.join("wrangler.toml"))
         .unwrap()
         .lines()
-        .filter(|line| !line.contains(binding) && !line.starts_with("command =") && !line.starts_with("watch_dir ="))
-        .map(|line| line.replace("main = \"build/index.js\"", &format!("main = \"{}\"", root.join("build/index.js").display())))
-        .map(|line| line.replace("directory = \"public\"", &format!("directory = \"{}\"", root.join("public").display())))
+        .filter(|line| {
+            !line.contains(binding)
+                && !line.starts_with("command =")
+                && !line.starts_with("watch_dir =")
+        })
+        .map(|line| {
+            line.replace(
+                "main = \"build/index.js\"",
+                &format!("main = \"{}\"", root.join("build/index.js").display()),
+            )
+        })
+        .map(|line| {
+            line.replace(
+                "directory = \"public\"",
+                &format!("directory = \"{}\"", root.join("public").display()),
+            )
+        })
         .map(|line| format!("{line}\n"))
         .collect();
     let config_path = state.join(format!("wrangler-without-{binding}.toml"));
     std::fs::write(&config_path, config).unwrap();
-    Box::leak(Box::new(Server::start_with_config(&state, &[], Some(&config_path))))
+    Box::leak(Box::new(Server::start_with_config(
+        &state,
+        &[],
+        Some(&config_path),
+    )))
 }
 
 #[test]
@@ -121,13 +198,36 @@ fn a_missing_kv_namespace_answers_500_and_is_logged_with_license_and_operation()
     let server = server_without("GLOBAL_LIST");
     let app = TestApp::on(server);
 
-    let resp = app.call("/api/addIpToGreylist", "55.55.55.55", Encoding::Urlencoded, false);
-    assert_eq!((resp.status, resp.body.as_str()), (500, "Internal error: the request could not be completed, try again later"));
-    assert_eq!(app.check("10.0.0.1"), "[10.0.0.1] is private", "answers that need no storage still work");
+    let resp = app.call(
+        "/api/addIpToGreylist",
+        "55.55.55.55",
+        Encoding::Urlencoded,
+        false,
+    );
+    assert_eq!(
+        (resp.status, resp.body.as_str()),
+        (
+            500,
+            "Internal error: the request could not be completed, try again later"
+        )
+    );
+    assert_eq!(
+        app.check("10.0.0.1"),
+        "[10.0.0.1] is private",
+        "answers that need no storage still work"
+    );
 
     let log = server.log_once(|line| line.contains("\"status\":500"));
-    let line = log.lines().find(|l| l.contains("\"status\":500")).unwrap_or_else(|| panic!("no log line for the 500:\n{log}"));
-    assert!(line.contains(&app.license) && line.contains("\"operation\":\"add\"") && line.contains("GLOBAL_LIST"), "{line}");
+    let line = log
+        .lines()
+        .find(|l| l.contains("\"status\":500"))
+        .unwrap_or_else(|| panic!("no log line for the 500:\n{log}"));
+    assert!(
+        line.contains(&app.license)
+            && line.contains("\"operation\":\"add\"")
+            && line.contains("GLOBAL_LIST"),
+        "{line}"
+    );
     assert!(!log.contains("panicked"), "{log}");
     server.kill();
 }

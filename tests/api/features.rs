@@ -8,7 +8,12 @@ use serde_json::{json, Value};
 use crate::helpers::{send, within_one_utc_day, Encoding, Server, TestApp};
 
 fn ips(page: &Value) -> Vec<&str> {
-    page["entries"].as_array().unwrap().iter().map(|e| e["ip"].as_str().unwrap()).collect()
+    page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["ip"].as_str().unwrap())
+        .collect()
 }
 
 #[test]
@@ -37,58 +42,128 @@ fn list_pages_newest_first_with_cursor_prefix_and_plain_mode() {
     assert_eq!(plain.body, "198.252.206.1\n203.0.114.2\n");
     assert_eq!(plain.header("X-Greylist-Cursor"), Some(cursor));
 
-    for bad in [("limit", "1001"), ("limit", "0"), ("cursor", "bogus"), ("prefix", "203.%")] {
+    for bad in [
+        ("limit", "1001"),
+        ("limit", "0"),
+        ("cursor", "bogus"),
+        ("prefix", "203.%"),
+    ] {
         let resp = app.form("/api/listGreylist", &[bad], true);
         assert_eq!(resp.status, 400, "{bad:?}");
-        assert!(resp.json()["result"].as_str().unwrap().starts_with("Bad request: "));
+        assert!(resp.json()["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Bad request: "));
     }
-    assert_eq!(TestApp::new().list(&[])["result"], "0 addresses", "another holder's list is their own");
+    assert_eq!(
+        TestApp::new().list(&[])["result"],
+        "0 addresses",
+        "another holder's list is their own"
+    );
 }
 
 #[test]
 fn entries_carry_their_comment_and_expiry() {
     let app = TestApp::new();
-    assert_eq!(app.add_with(&[("ip", "203.0.114.10"), ("comment", "scanner, ticket #42"), ("ttl", "3600")]).result(), "[203.0.114.10] has been added to greylist");
-    assert_eq!(app.add_with(&[("ip", "203.0.114.11"), ("expiresAt", "2099-01-01T00:00:00Z")]).status, 400, "over a year away");
+    assert_eq!(
+        app.add_with(&[
+            ("ip", "203.0.114.10"),
+            ("comment", "scanner, ticket #42"),
+            ("ttl", "3600")
+        ])
+        .result(),
+        "[203.0.114.10] has been added to greylist"
+    );
+    assert_eq!(
+        app.add_with(&[
+            ("ip", "203.0.114.11"),
+            ("expiresAt", "2099-01-01T00:00:00Z")
+        ])
+        .status,
+        400,
+        "over a year away"
+    );
     let entry = &app.list(&[])["entries"][0];
     assert_eq!(entry["comment"], "scanner, ticket #42");
     let added = chrono_seconds(entry["addedAt"].as_str().unwrap());
-    assert_eq!(chrono_seconds(entry["expiresAt"].as_str().unwrap()) - added, 3600);
+    assert_eq!(
+        chrono_seconds(entry["expiresAt"].as_str().unwrap()) - added,
+        3600
+    );
 
     let again = app.add_with(&[("ip", "203.0.114.10"), ("comment", "other"), ("ttl", "60")]);
     assert_eq!(again.result(), "[203.0.114.10] is already on your greylist");
-    assert_eq!(app.list(&[])["entries"][0], *entry, "re-adding leaves the entry as it was");
+    assert_eq!(
+        app.list(&[])["entries"][0],
+        *entry,
+        "re-adding leaves the entry as it was"
+    );
 
     let long = "x".repeat(256);
     let refused = app.add_with(&[("ip", "203.0.114.12"), ("comment", &long)]);
-    assert_eq!((refused.status, refused.json()), (400, json!({ "result": "Bad request: comment must be at most 255 characters" })));
-    assert_eq!(app.add_with(&[("ip", "203.0.114.12"), ("ttl", "59")]).status, 400);
-    assert_eq!(app.check("203.0.114.12"), "[203.0.114.12] is currently not on global greylist");
+    assert_eq!(
+        (refused.status, refused.json()),
+        (
+            400,
+            json!({ "result": "Bad request: comment must be at most 255 characters" })
+        )
+    );
+    assert_eq!(
+        app.add_with(&[("ip", "203.0.114.12"), ("ttl", "59")])
+            .status,
+        400
+    );
+    assert_eq!(
+        app.check("203.0.114.12"),
+        "[203.0.114.12] is currently not on global greylist"
+    );
 }
 
 /// Seconds since the epoch of an RFC 3339 UTC timestamp as the service writes them.
 fn chrono_seconds(text: &str) -> u64 {
-    greylist::domain::time::UnixTime::parse_rfc3339(text).unwrap().0
+    greylist::domain::time::UnixTime::parse_rfc3339(text)
+        .unwrap()
+        .0
 }
 
 #[test]
 fn expired_entries_are_gone_for_every_operation_and_swept_by_the_alarm() {
     let app = TestApp::new();
-    let ips = ["203.0.114.20", "203.0.114.21", "203.0.114.22", "203.0.114.23"];
+    let ips = [
+        "203.0.114.20",
+        "203.0.114.21",
+        "203.0.114.22",
+        "203.0.114.23",
+    ];
     for ip in ips {
-        assert_eq!(app.add_with(&[("ip", ip), ("ttl", "60")]).result(), format!("[{ip}] has been added to greylist"));
+        assert_eq!(
+            app.add_with(&[("ip", ip), ("ttl", "60")]).result(),
+            format!("[{ip}] has been added to greylist")
+        );
     }
     assert_eq!(app.list(&[])["result"], "4 addresses");
     sleep(Duration::from_secs(62));
 
-    assert_eq!(app.check(ips[0]), format!("[{}] is currently not on global greylist", ips[0]));
-    assert_eq!(app.remove(ips[1]), format!("[{}] is not on greylist", ips[1]));
-    assert_eq!(app.add(ips[2]), format!("[{}] has been added to greylist", ips[2]));
+    assert_eq!(
+        app.check(ips[0]),
+        format!("[{}] is currently not on global greylist", ips[0])
+    );
+    assert_eq!(
+        app.remove(ips[1]),
+        format!("[{}] is not on greylist", ips[1])
+    );
+    assert_eq!(
+        app.add(ips[2]),
+        format!("[{}] has been added to greylist", ips[2])
+    );
     assert_eq!(app.list(&[])["result"], "1 address");
     // The alarm is due at the untouched entry's expiry; a busy machine may run it a little late.
     let expired = |history: &Value| -> Vec<String> {
         let entries = history["entries"].as_array().unwrap().iter();
-        entries.filter(|e| e["change"] == "expired").map(|e| e["ip"].as_str().unwrap().to_owned()).collect()
+        entries
+            .filter(|e| e["change"] == "expired")
+            .map(|e| e["ip"].as_str().unwrap().to_owned())
+            .collect()
     };
     let mut history = app.history();
     for _ in 0..100 {
@@ -99,7 +174,10 @@ fn expired_entries_are_gone_for_every_operation_and_swept_by_the_alarm() {
         history = app.history();
     }
     let expired_ips = expired(&history);
-    assert!(expired_ips.contains(&ips[3].to_owned()), "the alarm swept the untouched entry: {history}");
+    assert!(
+        expired_ips.contains(&ips[3].to_owned()),
+        "the alarm swept the untouched entry: {history}"
+    );
     assert_eq!(expired_ips.len(), 4, "each expiry recorded once: {history}");
 }
 
@@ -114,15 +192,30 @@ fn history_records_changes_refusals_and_the_client() {
     app.check("203.0.114.32");
     let history = app.history();
     assert_eq!(history["result"], "5 changes");
-    let changes: Vec<(&str, &str)> =
-        history["entries"].as_array().unwrap().iter().map(|e| (e["change"].as_str().unwrap(), e["ip"].as_str().unwrap())).collect();
+    let changes: Vec<(&str, &str)> = history["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["change"].as_str().unwrap(), e["ip"].as_str().unwrap()))
+        .collect();
     assert_eq!(
         changes,
-        [("removed", "203.0.114.31"), ("limit_refused", "203.0.114.34"), ("added", "203.0.114.33"), ("added", "203.0.114.32"), ("added", "203.0.114.31")]
+        [
+            ("removed", "203.0.114.31"),
+            ("limit_refused", "203.0.114.34"),
+            ("added", "203.0.114.33"),
+            ("added", "203.0.114.32"),
+            ("added", "203.0.114.31")
+        ]
     );
     let client = &history["entries"][0]["client"];
     // wrangler dev sets CF-Connecting-IP to the caller's loopback address.
-    assert!(client.as_str().is_some_and(|c| c.parse::<std::net::IpAddr>().is_ok()), "{client}");
+    assert!(
+        client
+            .as_str()
+            .is_some_and(|c| c.parse::<std::net::IpAddr>().is_ok()),
+        "{client}"
+    );
 
     let plain = app.form("/api/challengeListHistory", &[("limit", "1")], false);
     let line = plain.body.trim_end();
@@ -134,13 +227,38 @@ fn history_records_changes_refusals_and_the_client() {
 fn add_and_remove_answers_carry_the_days_quota() {
     within_one_utc_day();
     let app = TestApp::on(Server::limited());
-    let added = app.call("/api/addIpToGreylist", "203.0.114.40", Encoding::Multipart, true);
-    assert_eq!(added.header("RateLimit-Policy"), Some("\"additions\";q=3;w=86400, \"removals\";q=2;w=86400"));
+    let added = app.call(
+        "/api/addIpToGreylist",
+        "203.0.114.40",
+        Encoding::Multipart,
+        true,
+    );
+    assert_eq!(
+        added.header("RateLimit-Policy"),
+        Some("\"additions\";q=3;w=86400, \"removals\";q=2;w=86400")
+    );
     let remaining = added.header("RateLimit").unwrap();
-    assert!(remaining.starts_with("\"additions\";r=2;t=") && remaining.contains(", \"removals\";r=2;t="), "{remaining}");
-    let removed = app.call("/api/deleteIpFromGreylist", "203.0.114.40", Encoding::Multipart, true);
-    assert!(removed.header("RateLimit").unwrap().contains("\"removals\";r=1;t="));
-    let check = app.call("/api/checkIpOnGreylist", "203.0.114.40", Encoding::Multipart, true);
+    assert!(
+        remaining.starts_with("\"additions\";r=2;t=")
+            && remaining.contains(", \"removals\";r=2;t="),
+        "{remaining}"
+    );
+    let removed = app.call(
+        "/api/deleteIpFromGreylist",
+        "203.0.114.40",
+        Encoding::Multipart,
+        true,
+    );
+    assert!(removed
+        .header("RateLimit")
+        .unwrap()
+        .contains("\"removals\";r=1;t="));
+    let check = app.call(
+        "/api/checkIpOnGreylist",
+        "203.0.114.40",
+        Encoding::Multipart,
+        true,
+    );
     assert_eq!(check.header("RateLimit"), None, "check costs nothing");
 }
 
@@ -151,8 +269,16 @@ fn every_answer_names_its_outcome_in_a_header() {
     let global = crate::helpers::unique_ip();
     server.edit_global_list(&[&global], &[]);
     server.edit_allow_list(&["104.200.0.0/24"], &[]);
-    let outcome = |path: &str, ip: &str| app.call(path, ip, Encoding::Multipart, false).header("X-Greylist-Outcome").map(str::to_owned);
-    let (check, add, remove) = ("/api/checkIpOnGreylist", "/api/addIpToGreylist", "/api/deleteIpFromGreylist");
+    let outcome = |path: &str, ip: &str| {
+        app.call(path, ip, Encoding::Multipart, false)
+            .header("X-Greylist-Outcome")
+            .map(str::to_owned)
+    };
+    let (check, add, remove) = (
+        "/api/checkIpOnGreylist",
+        "/api/addIpToGreylist",
+        "/api/deleteIpFromGreylist",
+    );
     let expected = [
         (check, "203.0.114.50", "not_listed"),
         (add, "203.0.114.50", "added"),
@@ -176,13 +302,24 @@ fn every_answer_names_its_outcome_in_a_header() {
     let refused = limited.call(add, "203.0.114.64", Encoding::Multipart, true);
     assert_eq!(refused.header("X-Greylist-Outcome"), Some("limit_reached"));
     let unauthorized = send("POST", &format!("{}{check}", server.base), &[], Some(b""));
-    assert_eq!(unauthorized.header("X-Greylist-Outcome"), Some("unauthorized"));
+    assert_eq!(
+        unauthorized.header("X-Greylist-Outcome"),
+        Some("unauthorized")
+    );
 }
 
 #[test]
 fn the_openapi_document_is_served() {
-    let resp = send("GET", &format!("{}/openapi.json", Server::shared().base), &[], None);
-    assert_eq!((resp.status, resp.content_type.as_str()), (200, "application/json"));
+    let resp = send(
+        "GET",
+        &format!("{}/openapi.json", Server::shared().base),
+        &[],
+        None,
+    );
+    assert_eq!(
+        (resp.status, resp.content_type.as_str()),
+        (200, "application/json")
+    );
     let doc = resp.json();
     assert_eq!(doc["openapi"], "3.1.0");
     assert!(doc["paths"]["/api/addIpToGreylist"]["post"].is_object());

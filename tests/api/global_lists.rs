@@ -12,36 +12,77 @@ use crate::helpers::{fresh_state_dir, unique_ip, Resp, Server, TestApp};
 /// The entries of an export, without its header line.
 fn entries_of(export: &Resp) -> Vec<String> {
     assert_eq!(export.status, 200, "{}", export.body);
-    export.body.lines().filter(|line| !line.starts_with('#')).map(str::to_owned).collect()
+    export
+        .body
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]
 fn ranges_on_the_global_list_answer_check_and_add() {
     let server = Server::shared();
-    assert_eq!(server.edit_global_list(&["57.57.0.0/16"], &[]).json(), json!({ "added": 1, "removed": 0 }));
+    assert_eq!(
+        server.edit_global_list(&["57.57.0.0/16"], &[]).json(),
+        json!({ "added": 1, "removed": 0 })
+    );
     let app = TestApp::new();
     for inside in ["57.57.0.0", "57.57.128.9", "57.57.255.255"] {
-        assert_eq!(app.check(inside), format!("[{inside}] is on global greylist"));
-        assert_eq!(app.add(inside), format!("[{inside}] is already on global greylist"));
+        assert_eq!(
+            app.check(inside),
+            format!("[{inside}] is on global greylist")
+        );
+        assert_eq!(
+            app.add(inside),
+            format!("[{inside}] is already on global greylist")
+        );
     }
     for outside in ["57.56.255.255", "57.58.0.0"] {
-        assert_eq!(app.check(outside), format!("[{outside}] is currently not on global greylist"));
+        assert_eq!(
+            app.check(outside),
+            format!("[{outside}] is currently not on global greylist")
+        );
     }
-    assert_eq!(app.remove("57.57.1.1"), "[57.57.1.1] is not on greylist", "remove looks at the personal list only");
-    assert_eq!(server.edit_global_list(&[], &["57.57.0.0/16"]).json(), json!({ "added": 0, "removed": 1 }));
-    assert_eq!(app.add("57.57.1.1"), "[57.57.1.1] has been added to greylist");
+    assert_eq!(
+        app.remove("57.57.1.1"),
+        "[57.57.1.1] is not on greylist",
+        "remove looks at the personal list only"
+    );
+    assert_eq!(
+        server.edit_global_list(&[], &["57.57.0.0/16"]).json(),
+        json!({ "added": 0, "removed": 1 })
+    );
+    assert_eq!(
+        app.add("57.57.1.1"),
+        "[57.57.1.1] has been added to greylist"
+    );
 }
 
 #[test]
 fn the_global_list_refuses_wide_and_private_ranges() {
     let server = Server::shared();
-    for (entry, why) in [("58.0.0.0/7", "wider than /8"), ("10.20.0.0/16", "private"), ("192.168.1.0/24", "private"), ("58.1.1.5/24", "host bits")] {
+    for (entry, why) in [
+        ("58.0.0.0/7", "wider than /8"),
+        ("10.20.0.0/16", "private"),
+        ("192.168.1.0/24", "private"),
+        ("58.1.1.5/24", "host bits"),
+    ] {
         let resp = server.edit_global_list(&[entry], &[]);
         assert_eq!(resp.status, 400, "{entry}");
         let message = resp.json()["message"].as_str().unwrap().to_owned();
-        assert!(message.contains(entry) && message.contains(why), "{entry}: {message}");
+        assert!(
+            message.contains(entry) && message.contains(why),
+            "{entry}: {message}"
+        );
     }
-    assert_eq!(server.edit_allow_list(&["10.20.0.0/16"], &["10.20.0.0/16"]).status, 200, "the allow list takes any range");
+    assert_eq!(
+        server
+            .edit_allow_list(&["10.20.0.0/16"], &["10.20.0.0/16"])
+            .status,
+        200,
+        "the allow list takes any range"
+    );
 }
 
 #[test]
@@ -50,35 +91,63 @@ fn the_allow_list_beats_the_global_list() {
     server.edit_global_list(&["59.59.0.0/16"], &[]);
     server.edit_allow_list(&["59.59.59.0/24"], &[]);
     let app = TestApp::new();
-    assert_eq!(app.check("59.59.59.59"), "[59.59.59.59] is on the global allow list, no action was taken");
-    assert_eq!(app.add("59.59.59.59"), "[59.59.59.59] is on the global allow list, no action was taken");
-    assert_eq!(app.check("59.59.60.1"), "[59.59.60.1] is on global greylist");
+    assert_eq!(
+        app.check("59.59.59.59"),
+        "[59.59.59.59] is on the global allow list, no action was taken"
+    );
+    assert_eq!(
+        app.add("59.59.59.59"),
+        "[59.59.59.59] is on the global allow list, no action was taken"
+    );
+    assert_eq!(
+        app.check("59.59.60.1"),
+        "[59.59.60.1] is on global greylist"
+    );
 }
 
 #[test]
 fn an_edit_takes_10_000_entries_and_refuses_more() {
     let server = Server::shared();
-    let entries: Vec<String> = (0..10_000u32).map(|n| format!("60.{}.{}.{}", n >> 16, (n >> 8) & 255, n & 255)).collect();
+    let entries: Vec<String> = (0..10_000u32)
+        .map(|n| format!("60.{}.{}.{}", n >> 16, (n >> 8) & 255, n & 255))
+        .collect();
     let refs: Vec<&str> = entries.iter().map(String::as_str).collect();
-    assert_eq!(server.edit_global_list(&refs, &[]).json(), json!({ "added": 10_000, "removed": 0 }));
-    assert_eq!(TestApp::new().check("60.0.39.15"), "[60.0.39.15] is on global greylist");
+    assert_eq!(
+        server.edit_global_list(&refs, &[]).json(),
+        json!({ "added": 10_000, "removed": 0 })
+    );
+    assert_eq!(
+        TestApp::new().check("60.0.39.15"),
+        "[60.0.39.15] is on global greylist"
+    );
     let too_many = server.edit_global_list(&refs, &["61.0.0.1"]);
     assert_eq!(too_many.status, 400);
-    assert!(too_many.json()["message"].as_str().unwrap().contains("at most 10000 entries"));
-    assert_eq!(server.edit_global_list(&[], &refs).json(), json!({ "added": 0, "removed": 10_000 }));
+    assert!(too_many.json()["message"]
+        .as_str()
+        .unwrap()
+        .contains("at most 10000 entries"));
+    assert_eq!(
+        server.edit_global_list(&[], &refs).json(),
+        json!({ "added": 0, "removed": 10_000 })
+    );
 }
 
 #[test]
 fn concurrent_operator_edits_of_both_lists_all_survive() {
     let server = Server::shared();
-    let edits: Vec<(String, String)> = (0..16).map(|n| (unique_ip(), format!("62.{n}.0.0/16"))).collect();
+    let edits: Vec<(String, String)> = (0..16)
+        .map(|n| (unique_ip(), format!("62.{n}.0.0/16")))
+        .collect();
     thread::scope(|scope| {
         for (global, allow) in &edits {
             scope.spawn(move || assert_eq!(server.edit_global_list(&[global], &[]).status, 200));
             scope.spawn(move || assert_eq!(server.edit_allow_list(&[allow], &[]).status, 200));
         }
     });
-    let (global, allow) = (entries_of(&server.export_list("global-list", None)), entries_of(&server.export_list("allow-list", None)));
+    let (global, allow) = (
+        entries_of(&server.export_list("global-list", None)),
+        entries_of(&server.export_list("allow-list", None)),
+    );
     let app = TestApp::new();
     for (ip, range) in &edits {
         assert!(global.contains(ip), "{ip} was lost");
@@ -95,39 +164,92 @@ fn a_whole_list_is_replaced_from_text_exported_and_refused_for_a_bad_line() {
     let first = server.replace_list("global-list", drop_list);
     assert_eq!(first.status, 200, "{}", first.body);
     let first = first.json();
-    assert_eq!((first["entries"].clone(), first["added"].clone(), first["removed"].clone()), (json!(3), json!(3), json!(0)));
-    assert_eq!(app.check("63.10.31.255"), "[63.10.31.255] is on global greylist");
+    assert_eq!(
+        (
+            first["entries"].clone(),
+            first["added"].clone(),
+            first["removed"].clone()
+        ),
+        (json!(3), json!(3), json!(0))
+    );
+    assert_eq!(
+        app.check("63.10.31.255"),
+        "[63.10.31.255] is on global greylist"
+    );
 
     let export = server.export_list("global-list", None);
     let version = first["version"].as_str().unwrap();
-    assert_eq!(export.body, format!("# global list, version {version}, 3 entries\n63.1.1.1\n63.2.2.2\n63.10.16.0/20\n"));
+    assert_eq!(
+        export.body,
+        format!("# global list, version {version}, 3 entries\n63.1.1.1\n63.2.2.2\n63.10.16.0/20\n")
+    );
     assert_eq!(export.content_type, "text/plain; charset=utf-8");
     let etag = export.header("ETag").unwrap().to_owned();
     let again = server.export_list("global-list", Some(&etag));
     assert_eq!((again.status, again.body.as_str()), (304, ""));
-    assert_eq!(server.replace_list("global-list", &export.body).json()["added"], 0, "an export imports as the same list");
+    assert_eq!(
+        server.replace_list("global-list", &export.body).json()["added"],
+        0,
+        "an export imports as the same list"
+    );
 
-    let bad = server.replace_list("global-list", "63.3.3.3\n# fine\n10.0.0.1 ; office\n63.4.4.4\n");
-    assert_eq!((bad.status, bad.json()), (400, json!({ "message": "Bad request: line 3: \"10.0.0.1 ; office\": private" })));
-    assert_eq!(app.check("63.3.3.3"), "[63.3.3.3] is currently not on global greylist", "nothing changed");
+    let bad = server.replace_list(
+        "global-list",
+        "63.3.3.3\n# fine\n10.0.0.1 ; office\n63.4.4.4\n",
+    );
+    assert_eq!(
+        (bad.status, bad.json()),
+        (
+            400,
+            json!({ "message": "Bad request: line 3: \"10.0.0.1 ; office\": private" })
+        )
+    );
+    assert_eq!(
+        app.check("63.3.3.3"),
+        "[63.3.3.3] is currently not on global greylist",
+        "nothing changed"
+    );
     assert_eq!(server.export_list("global-list", Some(&etag)).status, 304);
 
-    let second = server.replace_list("global-list", "63.2.2.2\n63.5.5.0/24\n").json();
-    assert_eq!((second["entries"].clone(), second["added"].clone(), second["removed"].clone()), (json!(2), json!(1), json!(2)));
-    assert_eq!(app.check("63.1.1.1"), "[63.1.1.1] is currently not on global greylist");
+    let second = server
+        .replace_list("global-list", "63.2.2.2\n63.5.5.0/24\n")
+        .json();
+    assert_eq!(
+        (
+            second["entries"].clone(),
+            second["added"].clone(),
+            second["removed"].clone()
+        ),
+        (json!(2), json!(1), json!(2))
+    );
+    assert_eq!(
+        app.check("63.1.1.1"),
+        "[63.1.1.1] is currently not on global greylist"
+    );
     assert_eq!(app.check("63.5.5.5"), "[63.5.5.5] is on global greylist");
 
     let allow = server.replace_list("allow-list", "63.5.5.0/25\n");
     assert_eq!(allow.json()["entries"], 1);
-    assert_eq!(app.check("63.5.5.5"), "[63.5.5.5] is on the global allow list, no action was taken");
-    assert_eq!(entries_of(&server.export_list("allow-list", None)), ["63.5.5.0/25"]);
+    assert_eq!(
+        app.check("63.5.5.5"),
+        "[63.5.5.5] is on the global allow list, no action was taken"
+    );
+    assert_eq!(
+        entries_of(&server.export_list("allow-list", None)),
+        ["63.5.5.0/25"]
+    );
 
     let status = server.status();
     assert_eq!(status["globalList"]["entries"], 2);
     assert_eq!(status["globalList"]["version"], second["version"]);
     assert_eq!(status["allowList"]["entries"], 1);
     assert_eq!(status["licenses"], 1);
-    assert!(status["globalList"]["publishedAt"].as_str().is_some_and(|at| at.ends_with('Z')), "{status}");
+    assert!(
+        status["globalList"]["publishedAt"]
+            .as_str()
+            .is_some_and(|at| at.ends_with('Z')),
+        "{status}"
+    );
     server.kill();
 }
 
@@ -151,15 +273,33 @@ fn a_check_during_a_replacement_sees_the_old_list_or_the_new_never_an_empty_one(
             answers
         });
         for variant in 2..5 {
-            assert_eq!(server.replace_list("global-list", &list(variant)).status, 200);
+            assert_eq!(
+                server.replace_list("global-list", &list(variant)).status,
+                200
+            );
         }
         done.store(true, Ordering::SeqCst);
         checker.join().unwrap()
     });
-    assert!(answers.len() >= 3, "{} checks ran during the replacements", answers.len());
-    assert!(answers.iter().all(|a| a == "[64.64.64.64] is on global greylist"), "{answers:?}");
-    assert_eq!(app.check("65.1.0.1"), "[65.1.0.1] is currently not on global greylist");
-    assert_eq!(app.check("65.4.78.31"), "[65.4.78.31] is on global greylist");
+    assert!(
+        answers.len() >= 3,
+        "{} checks ran during the replacements",
+        answers.len()
+    );
+    assert!(
+        answers
+            .iter()
+            .all(|a| a == "[64.64.64.64] is on global greylist"),
+        "{answers:?}"
+    );
+    assert_eq!(
+        app.check("65.1.0.1"),
+        "[65.1.0.1] is currently not on global greylist"
+    );
+    assert_eq!(
+        app.check("65.4.78.31"),
+        "[65.4.78.31] is on global greylist"
+    );
     server.kill();
 }
 
@@ -176,9 +316,15 @@ fn the_lists_and_their_published_version_survive_a_killed_server() {
     let restarted: &'static Server = Box::leak(Box::new(server.restart_from()));
     let again = app.with_server(restarted);
     let after = restarted.status();
-    assert_eq!((after["globalList"].clone(), after["allowList"].clone()), (before["globalList"].clone(), before["allowList"].clone()));
+    assert_eq!(
+        (after["globalList"].clone(), after["allowList"].clone()),
+        (before["globalList"].clone(), before["allowList"].clone())
+    );
     assert_eq!(restarted.export_list("global-list", None).body, export);
     assert_eq!(again.check("66.6.6.1"), "[66.6.6.1] is on global greylist");
-    assert_eq!(again.check("66.6.6.200"), "[66.6.6.200] is on the global allow list, no action was taken");
+    assert_eq!(
+        again.check("66.6.6.200"),
+        "[66.6.6.200] is on the global allow list, no action was taken"
+    );
     restarted.kill();
 }

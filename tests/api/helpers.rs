@@ -35,7 +35,12 @@ impl Server {
     /// A server with small daily limits (3 additions, 2 removals) for the limit tests.
     pub fn limited() -> &'static Server {
         static SERVER: OnceLock<Server> = OnceLock::new();
-        SERVER.get_or_init(|| Server::start(&fresh_state_dir(), &[("DAILY_ADDITIONS", "3"), ("DAILY_REMOVALS", "2")]))
+        SERVER.get_or_init(|| {
+            Server::start(
+                &fresh_state_dir(),
+                &[("DAILY_ADDITIONS", "3"), ("DAILY_REMOVALS", "2")],
+            )
+        })
     }
 
     pub fn start(state_dir: &Path, extra_vars: &[(&str, &str)]) -> Server {
@@ -43,7 +48,11 @@ impl Server {
     }
 
     /// `start` with another wrangler configuration than the repository's.
-    pub fn start_with_config(state_dir: &Path, extra_vars: &[(&str, &str)], config: Option<&Path>) -> Server {
+    pub fn start_with_config(
+        state_dir: &Path,
+        extra_vars: &[(&str, &str)],
+        config: Option<&Path>,
+    ) -> Server {
         let mut vars: Vec<(String, String)> = [
             ("JWT_SECRET", JWT_SECRET),
             ("ADMIN_TOKEN", ADMIN_TOKEN),
@@ -77,7 +86,11 @@ impl Server {
 
     /// Starts the same configuration again on the same persisted state.
     pub fn restart_from(&self) -> Server {
-        let extra: Vec<(&str, &str)> = self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let extra: Vec<(&str, &str)> = self
+            .vars
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         Server::start(&self.state_dir, &extra)
     }
 
@@ -93,7 +106,8 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(180);
         while Instant::now() < deadline {
             // A path no file answers reaches the Worker itself, so its 404 proves the wasm is loaded.
-            if let Ok(resp) = try_send("GET", &format!("{}/no-such-endpoint", self.base), &[], None) {
+            if let Ok(resp) = try_send("GET", &format!("{}/no-such-endpoint", self.base), &[], None)
+            {
                 if resp.status == 404 && resp.body.contains("no such endpoint") {
                     return;
                 }
@@ -126,36 +140,68 @@ impl Server {
     }
 
     pub fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Resp {
-        let headers = [("Authorization", format!("Bearer {ADMIN_TOKEN}")), ("Content-Type", "application/json".to_owned())];
+        let headers = [
+            ("Authorization", format!("Bearer {ADMIN_TOKEN}")),
+            ("Content-Type", "application/json".to_owned()),
+        ];
         let body = body.map(|b| b.to_string().into_bytes());
-        send(method, &format!("{}{path}", self.base), &headers, body.as_deref())
+        send(
+            method,
+            &format!("{}{path}", self.base),
+            &headers,
+            body.as_deref(),
+        )
     }
 
     pub fn edit_global_list(&self, add: &[&str], remove: &[&str]) -> Resp {
-        self.admin("POST", "/admin/global-list", Some(json!({ "add": add, "remove": remove })))
+        self.admin(
+            "POST",
+            "/admin/global-list",
+            Some(json!({ "add": add, "remove": remove })),
+        )
     }
 
     pub fn edit_allow_list(&self, add: &[&str], remove: &[&str]) -> Resp {
-        self.admin("POST", "/admin/allow-list", Some(json!({ "add": add, "remove": remove })))
+        self.admin(
+            "POST",
+            "/admin/allow-list",
+            Some(json!({ "add": add, "remove": remove })),
+        )
     }
 
     /// Replaces `global-list` or `allow-list` with the entries of an import.
     pub fn replace_list(&self, list: &str, text: &str) -> Resp {
-        let headers = [("Authorization", format!("Bearer {ADMIN_TOKEN}")), ("Content-Type", "text/plain".to_owned())];
-        send("PUT", &format!("{}/admin/{list}", self.base), &headers, Some(text.as_bytes()))
+        let headers = [
+            ("Authorization", format!("Bearer {ADMIN_TOKEN}")),
+            ("Content-Type", "text/plain".to_owned()),
+        ];
+        send(
+            "PUT",
+            &format!("{}/admin/{list}", self.base),
+            &headers,
+            Some(text.as_bytes()),
+        )
     }
 
     pub fn create_license(&self) -> (String, String) {
         let resp = self.admin("POST", "/admin/licenses", None);
         assert_eq!(resp.status, 201, "{}", resp.body);
         let v = resp.json();
-        (v["license"].as_str().unwrap().to_owned(), v["licenseKey"].as_str().unwrap().to_owned())
+        (
+            v["license"].as_str().unwrap().to_owned(),
+            v["licenseKey"].as_str().unwrap().to_owned(),
+        )
     }
 
     pub fn export_list(&self, list: &str, if_none_match: Option<&str>) -> Resp {
         let mut headers = vec![("Authorization", format!("Bearer {ADMIN_TOKEN}"))];
         headers.extend(if_none_match.map(|tag| ("If-None-Match", tag.to_owned())));
-        send("GET", &format!("{}/admin/{list}", self.base), &headers, None)
+        send(
+            "GET",
+            &format!("{}/admin/{list}", self.base),
+            &headers,
+            None,
+        )
     }
 
     pub fn status(&self) -> Value {
@@ -166,7 +212,12 @@ impl Server {
 
     pub fn login(&self, key: &str) -> Resp {
         let body = json!({ "licenseKey": key }).to_string();
-        send("POST", &format!("{}/v2/authentication/login/license", self.base), &[("Content-Type", "application/json".to_owned())], Some(body.as_bytes()))
+        send(
+            "POST",
+            &format!("{}/v2/authentication/login/license", self.base),
+            &[("Content-Type", "application/json".to_owned())],
+            Some(body.as_bytes()),
+        )
     }
 }
 
@@ -176,7 +227,13 @@ impl Drop for Server {
     }
 }
 
-fn spawn_wrangler(state_dir: &Path, log_path: &Path, port: u16, vars: &[(String, String)], config: Option<&Path>) -> (Child, ChildStdin) {
+fn spawn_wrangler(
+    state_dir: &Path,
+    log_path: &Path,
+    port: u16,
+    vars: &[(String, String)],
+    config: Option<&Path>,
+) -> (Child, ChildStdin) {
     use std::os::unix::process::CommandExt;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let log = File::create(log_path).unwrap();
@@ -184,7 +241,11 @@ fn spawn_wrangler(state_dir: &Path, log_path: &Path, port: u16, vars: &[(String,
     command
         .current_dir(root)
         .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--inspector-port", &free_port().to_string(), "--show-interactive-dev-session=false"])
+        .args([
+            "--inspector-port",
+            &free_port().to_string(),
+            "--show-interactive-dev-session=false",
+        ])
         .arg("--persist-to")
         .arg(state_dir.join("wrangler"))
         .env("WRANGLER_SEND_METRICS", "false")
@@ -198,9 +259,14 @@ fn spawn_wrangler(state_dir: &Path, log_path: &Path, port: u16, vars: &[(String,
     if let Some(config) = config {
         command.arg("--config").arg(config);
     }
-    let child = command.spawn().expect("node_modules/.bin/wrangler: run `make test`, which installs it");
+    let child = command
+        .spawn()
+        .expect("node_modules/.bin/wrangler: run `make test`, which installs it");
     let mut watchdog = Command::new("sh")
-        .args(["-c", &format!("read _; kill -s KILL -- -{} 2>/dev/null", child.id())])
+        .args([
+            "-c",
+            &format!("read _; kill -s KILL -- -{} 2>/dev/null", child.id()),
+        ])
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
@@ -216,12 +282,20 @@ fn kill_group(pgid: u32) {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 pub fn fresh_state_dir() -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("e2e-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "e2e-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
     let _ = fs::remove_dir_all(&dir);
     dir
 }
@@ -243,7 +317,8 @@ pub struct Resp {
 
 impl Resp {
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
     }
 
     /// The `result` of a JSON-mode answer, after checking its status and shape.
@@ -251,12 +326,20 @@ impl Resp {
         assert_eq!(self.status, 200, "{}", self.body);
         assert_eq!(self.content_type, "application/json", "{}", self.body);
         let value = self.json();
-        assert_eq!(value.as_object().map(|o| o.len()), Some(1), "a single-field result: {}", self.body);
+        assert_eq!(
+            value.as_object().map(|o| o.len()),
+            Some(1),
+            "a single-field result: {}",
+            self.body
+        );
         value["result"].as_str().unwrap().to_owned()
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -267,15 +350,27 @@ impl Resp {
 /// then. A loopback connect costs far less than the request itself.
 fn agent() -> &'static ureq::Agent {
     static AGENT: OnceLock<ureq::Agent> = OnceLock::new();
-    AGENT.get_or_init(|| ureq::AgentBuilder::new().timeout(Duration::from_secs(60)).max_idle_connections(0).redirects(0).build())
+    AGENT.get_or_init(|| {
+        ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(60))
+            .max_idle_connections(0)
+            .redirects(0)
+            .build()
+    })
 }
 
 pub fn send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[u8]>) -> Resp {
-    try_send(method, url, headers, body).unwrap_or_else(|why| panic!("{method} {url}: no answer ({why})"))
+    try_send(method, url, headers, body)
+        .unwrap_or_else(|why| panic!("{method} {url}: no answer ({why})"))
 }
 
 /// The answer, or why there was none: the transport error's kind and text, or a body cut off.
-fn try_send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[u8]>) -> Result<Resp, String> {
+fn try_send(
+    method: &str,
+    url: &str,
+    headers: &[(&str, String)],
+    body: Option<&[u8]>,
+) -> Result<Resp, String> {
     let mut request = agent().request(method, url);
     for (name, value) in headers {
         request = request.set(name, value);
@@ -286,13 +381,29 @@ fn try_send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[
     };
     let response = match result {
         Ok(response) | Err(ureq::Error::Status(_, response)) => response,
-        Err(ureq::Error::Transport(transport)) => return Err(format!("{:?}: {transport}", transport.kind())),
+        Err(ureq::Error::Transport(transport)) => {
+            return Err(format!("{:?}: {transport}", transport.kind()))
+        }
     };
-    let headers = response.headers_names().iter().map(|name| (name.clone(), response.header(name).unwrap_or("").to_owned())).collect();
-    let (status, content_type) = (response.status(), response.header("Content-Type").unwrap_or("").to_owned());
+    let headers = response
+        .headers_names()
+        .iter()
+        .map(|name| (name.clone(), response.header(name).unwrap_or("").to_owned()))
+        .collect();
+    let (status, content_type) = (
+        response.status(),
+        response.header("Content-Type").unwrap_or("").to_owned(),
+    );
     // A body cut off (the server was killed mid-answer) is no answer.
-    let body = response.into_string().map_err(|e| format!("body cut off: {e}"))?;
-    Ok(Resp { status, content_type, headers, body })
+    let body = response
+        .into_string()
+        .map_err(|e| format!("body cut off: {e}"))?;
+    Ok(Resp {
+        status,
+        content_type,
+        headers,
+        body,
+    })
 }
 
 /// How a test sends the `ip` field.
@@ -305,14 +416,25 @@ pub enum Encoding {
 pub fn form_body(encoding: Encoding, fields: &[(&str, &str)]) -> (String, Vec<u8>) {
     match encoding {
         Encoding::Urlencoded => {
-            let body = fields.iter().map(|(k, v)| format!("{k}={}", percent_encode(v))).collect::<Vec<_>>().join("&");
-            ("application/x-www-form-urlencoded".to_owned(), body.into_bytes())
+            let body = fields
+                .iter()
+                .map(|(k, v)| format!("{k}={}", percent_encode(v)))
+                .collect::<Vec<_>>()
+                .join("&");
+            (
+                "application/x-www-form-urlencoded".to_owned(),
+                body.into_bytes(),
+            )
         }
         Encoding::Multipart => {
             let boundary = "------------------------e2eboundary";
             let mut body = Vec::new();
             for (k, v) in fields {
-                write!(body, "--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n").unwrap();
+                write!(
+                    body,
+                    "--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n"
+                )
+                .unwrap();
             }
             write!(body, "--{boundary}--\r\n").unwrap();
             (format!("multipart/form-data; boundary={boundary}"), body)
@@ -332,7 +454,10 @@ fn percent_encode(s: &str) -> String {
 /// Waits out the last two minutes of a UTC day: a test that counts against the
 /// daily limits must run within one day, or the counters start again under it.
 pub fn within_one_utc_day() {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let left = 86_400 - now % 86_400;
     if left <= 120 {
         std::thread::sleep(Duration::from_secs(left + 1));
@@ -354,35 +479,67 @@ impl TestApp {
 
     pub fn on(server: &'static Server) -> Self {
         let (license, license_key) = server.create_license();
-        let token = server.login(&license_key).json()["accessToken"].as_str().unwrap().to_owned();
-        Self { server, license, license_key, token }
+        let token = server.login(&license_key).json()["accessToken"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        Self {
+            server,
+            license,
+            license_key,
+            token,
+        }
     }
 
     /// The same license holder on another server (one restarted on the same state).
     pub fn with_server(&self, server: &'static Server) -> Self {
-        Self { server, license: self.license.clone(), license_key: self.license_key.clone(), token: self.token.clone() }
+        Self {
+            server,
+            license: self.license.clone(),
+            license_key: self.license_key.clone(),
+            token: self.token.clone(),
+        }
     }
 
     /// A list operation with `ip` sent in the given encoding; `json` selects `result_mode=json`.
     pub fn call(&self, path: &str, ip: &str, encoding: Encoding, json: bool) -> Resp {
-        self.try_call(path, ip, encoding, json).unwrap_or_else(|why| panic!("POST {path}: no answer ({why})"))
+        self.try_call(path, ip, encoding, json)
+            .unwrap_or_else(|why| panic!("POST {path}: no answer ({why})"))
     }
 
     /// `call`, or why the server did not answer.
-    pub fn try_call(&self, path: &str, ip: &str, encoding: Encoding, json: bool) -> Result<Resp, String> {
+    pub fn try_call(
+        &self,
+        path: &str,
+        ip: &str,
+        encoding: Encoding,
+        json: bool,
+    ) -> Result<Resp, String> {
         let (content_type, body) = form_body(encoding, &[("ip", ip)]);
         self.try_post(path, json, &[("Content-Type", content_type)], &body)
     }
 
     pub fn post(&self, path: &str, json: bool, headers: &[(&str, String)], body: &[u8]) -> Resp {
-        self.try_post(path, json, headers, body).unwrap_or_else(|why| panic!("POST {path}: no answer ({why})"))
+        self.try_post(path, json, headers, body)
+            .unwrap_or_else(|why| panic!("POST {path}: no answer ({why})"))
     }
 
-    fn try_post(&self, path: &str, json: bool, headers: &[(&str, String)], body: &[u8]) -> Result<Resp, String> {
+    fn try_post(
+        &self,
+        path: &str,
+        json: bool,
+        headers: &[(&str, String)],
+        body: &[u8],
+    ) -> Result<Resp, String> {
         let mut all = vec![("Authorization", format!("Bearer {}", self.token))];
         all.extend(headers.iter().cloned());
         let query = if json { "?result_mode=json" } else { "" };
-        try_send("POST", &format!("{}{path}{query}", self.server.base), &all, Some(body))
+        try_send(
+            "POST",
+            &format!("{}{path}{query}", self.server.base),
+            &all,
+            Some(body),
+        )
     }
 
     /// A holder route with urlencoded fields.
@@ -399,15 +556,18 @@ impl TestApp {
     }
 
     pub fn check(&self, ip: &str) -> String {
-        self.call("/api/checkIpOnGreylist", ip, Encoding::Multipart, true).result()
+        self.call("/api/checkIpOnGreylist", ip, Encoding::Multipart, true)
+            .result()
     }
 
     pub fn add(&self, ip: &str) -> String {
-        self.call("/api/addIpToGreylist", ip, Encoding::Multipart, true).result()
+        self.call("/api/addIpToGreylist", ip, Encoding::Multipart, true)
+            .result()
     }
 
     pub fn remove(&self, ip: &str) -> String {
-        self.call("/api/deleteIpFromGreylist", ip, Encoding::Multipart, true).result()
+        self.call("/api/deleteIpFromGreylist", ip, Encoding::Multipart, true)
+            .result()
     }
 
     pub fn list(&self, fields: &[(&str, &str)]) -> Value {
@@ -420,13 +580,23 @@ impl TestApp {
         self.form("/api/addIpToGreylist", fields, true)
     }
     pub fn bulk(&self, path: &str, content_type: &str, body: &str, json: bool) -> Resp {
-        self.post(path, json, &[("Content-Type", content_type.to_owned())], body.as_bytes())
+        self.post(
+            path,
+            json,
+            &[("Content-Type", content_type.to_owned())],
+            body.as_bytes(),
+        )
     }
 
     pub fn feed_with(&self, authorization: &str, query: &str, if_none_match: Option<&str>) -> Resp {
         let mut headers = vec![("Authorization", authorization.to_owned())];
         headers.extend(if_none_match.map(|tag| ("If-None-Match", tag.to_owned())));
-        send("GET", &format!("{}/api/greylistFeed?{query}", self.server.base), &headers, None)
+        send(
+            "GET",
+            &format!("{}/api/greylistFeed?{query}", self.server.base),
+            &headers,
+            None,
+        )
     }
 
     pub fn feed(&self, query: &str) -> Resp {
@@ -440,7 +610,12 @@ impl TestApp {
     }
 
     pub fn create_feed_token(&self) -> Resp {
-        send("POST", &format!("{}/api/feedTokens", self.server.base), &[("Authorization", format!("Bearer {}", self.token))], None)
+        send(
+            "POST",
+            &format!("{}/api/feedTokens", self.server.base),
+            &[("Authorization", format!("Bearer {}", self.token))],
+            None,
+        )
     }
 
     /// A check of 8.8.8.8 with this `Authorization` header (or none).
@@ -451,7 +626,12 @@ impl TestApp {
             headers.push(("Authorization", value));
         }
         let query = if json { "?result_mode=json" } else { "" };
-        send("POST", &format!("{}/api/checkIpOnGreylist{query}", self.server.base), &headers, Some(&body))
+        send(
+            "POST",
+            &format!("{}/api/checkIpOnGreylist{query}", self.server.base),
+            &headers,
+            Some(&body),
+        )
     }
 
     /// An add of `ip` with another token than this holder's own.
@@ -460,24 +640,39 @@ impl TestApp {
         send(
             "POST",
             &format!("{}/api/addIpToGreylist?result_mode=json", self.server.base),
-            &[("Authorization", format!("Bearer {token}")), ("Content-Type", content_type)],
+            &[
+                ("Authorization", format!("Bearer {token}")),
+                ("Content-Type", content_type),
+            ],
             Some(&body),
         )
     }
 
     /// A `GET` of a holder route with this holder's access token.
     pub fn get(&self, path: &str) -> Resp {
-        send("GET", &format!("{}{path}", self.server.base), &[("Authorization", format!("Bearer {}", self.token))], None)
+        send(
+            "GET",
+            &format!("{}{path}", self.server.base),
+            &[("Authorization", format!("Bearer {}", self.token))],
+            None,
+        )
     }
 }
 
 /// Starts a chunked POST, sends `total` bytes of body, then waits up to `wait` for
 /// the status line before it ends the body: what a server that reads the whole
 /// body before it answers never sends.
-pub fn status_before_the_body_ends(base: &str, path: &str, headers: &[(&str, &str)], total: usize, wait: Duration) -> Option<String> {
+pub fn status_before_the_body_ends(
+    base: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    total: usize,
+    wait: Duration,
+) -> Option<String> {
     use std::io::{BufRead, BufReader};
     let mut stream = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
-    let mut head = format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n");
+    let mut head =
+        format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -493,7 +688,9 @@ pub fn status_before_the_body_ends(base: &str, path: &str, headers: &[(&str, &st
     let _ = (0..total.div_ceil(chunk.len())).try_for_each(|_| send_chunk());
     stream.set_read_timeout(Some(wait)).unwrap();
     let mut status = String::new();
-    BufReader::new(stream.try_clone().unwrap()).read_line(&mut status).ok()?;
+    BufReader::new(stream.try_clone().unwrap())
+        .read_line(&mut status)
+        .ok()?;
     // Then the body ends as a well-behaved client's would, so the server reads it to its end
     // (unless it closed the connection already).
     let _ = stream.write_all(b"0\r\n\r\n");

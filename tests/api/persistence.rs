@@ -11,7 +11,14 @@ fn entries_and_licenses_survive_a_killed_server() {
 
     let restarted: &'static Server = Box::leak(Box::new(server.restart_from()));
     let again = app.with_server(restarted);
-    assert_eq!(again.check("1.0.0.1"), "[1.0.0.1] is currently on your personal greylist");
-    assert_eq!(restarted.login(&app.license_key).status, 200, "the license survived too");
+    assert_eq!(
+        again.check("1.0.0.1"),
+        "[1.0.0.1] is currently on your personal greylist"
+    );
+    assert_eq!(
+        restarted.login(&app.license_key).status,
+        200,
+        "the license survived too"
+    );
     restarted.kill();
 }
