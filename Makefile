@@ -18,6 +18,9 @@ WASM_TARGET := $(shell rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown
 NODE_TOOLS := node_modules/.package-lock.json
 WRANGLER := node_modules/.bin/wrangler
 WORKER := build/index.js
+# The same worker with the `test-hooks` feature (a clock the tests control), for the
+# end-to-end tests only: its own folder and target directory, never what is deployed.
+TEST_WORKER := build-test/index.js
 SOURCES := Cargo.toml Cargo.lock build.rs src/openapi.json $(shell find src -name '*.rs')
 FLOOR := bench/floor/build/index.js
 CHROMIUM := /usr/bin/chromium
@@ -34,7 +37,7 @@ export WRANGLER_SEND_METRICS := false
 # at opt-level 1; at the default level their builds took minutes longer on 2 cores.
 TOOL_INSTALL = CARGO_TARGET_DIR=$(TOOLS)/cargo-target CARGO_PROFILE_RELEASE_OPT_LEVEL=$(1) cargo install
 
-.PHONY: tools test-tools build dev test unit e2e contract browser fuzz deploy-check bench clean
+.PHONY: tools test-tools build build-test dev test lint unit e2e contract browser fuzz deploy-check bench breaks clean
 
 tools: $(WORKER_BUILD) $(WASM_BINDGEN) $(WASM_TARGET) $(NODE_TOOLS)
 
@@ -66,9 +69,14 @@ $(NODE_TOOLS): package.json package-lock.json
 
 build: $(WORKER)
 
+build-test: $(TEST_WORKER)
+
 $(WORKER): $(SOURCES) | tools
 	$(BUILD_ENV) $(WORKER_BUILD) --release
 	node_modules/.bin/wasm-opt build/index_bg.wasm $(WASM_FEATURES) -Oz -o build/index_bg.wasm
+
+$(TEST_WORKER): $(SOURCES) | tools
+	$(BUILD_ENV) $(WORKER_BUILD) --release --no-opt --out-dir build-test -- --features test-hooks --target-dir target/test-build
 
 $(FLOOR): bench/floor/Cargo.toml bench/floor/Cargo.lock bench/floor/src/lib.rs | tools
 	cd bench/floor && $(BUILD_ENV) $(WORKER_BUILD) --release
@@ -84,7 +92,7 @@ dev: build .dev.vars
 	@echo "Create a license:  curl -s -X POST http://127.0.0.1:$(PORT)/admin/licenses -H \"Authorization: Bearer $$(sed -n 's/^ADMIN_TOKEN=//p' .dev.vars)\""
 	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state
 
-TEST_PHASES := test-tools build unit e2e contract browser fuzz deploy-check
+TEST_PHASES := test-tools lint build unit e2e contract browser fuzz deploy-check
 
 # Every phase in order, each timed; the times are printed at the end, or after the phase that failed.
 test:
@@ -100,12 +108,20 @@ test:
 # What the test phases need beyond the build's tools, installed once.
 test-tools: tools $(CARGO_FUZZ) $(SCHEMATHESIS) $(CHROMIUM)
 
+# The code as rustfmt writes it, and clippy clean natively and for the Worker's
+# target, with and without the test hooks.
+lint: $(WASM_TARGET)
+	cargo fmt --check
+	cargo clippy --lib --tests --quiet -- -D warnings
+	cargo clippy --lib --target wasm32-unknown-unknown --quiet -- -D warnings
+	cargo clippy --lib --target wasm32-unknown-unknown --features test-hooks --quiet -- -D warnings
+
 unit:
 	cargo test --lib
 
-# The tests spend most of their time waiting on the server (and two on a real
-# 60-second expiry), so they run six at a time on two cores.
-e2e: build
+# The tests spend most of their time waiting on the server, so they run six at a
+# time on two cores. They run the test build, whose clock they move.
+e2e: $(TEST_WORKER)
 	cargo test --test api -- --test-threads=6
 
 # No 5xx, and no response that breaks src/openapi.json.
@@ -124,9 +140,14 @@ fuzz: $(CARGO_FUZZ)
 		-max_total_time=$(FUZZ_SECONDS) 2> target/fuzz.log || { tail -n 60 target/fuzz.log; exit 1; }
 	@tail -n 1 target/fuzz.log
 
-# Catches a broken production configuration (bindings, migrations, compatibility date).
-deploy-check: build
+# Catches a broken production configuration (bindings, migrations, compatibility date),
+# and a deployable bundle that carries a test hook: the test build's paths must be
+# in build-test/ (so that the search can find them) and nowhere in what deploys.
+deploy-check: build $(TEST_WORKER)
+	rm -rf target/deploy-dry-run
 	$(WRANGLER) deploy --dry-run --outdir target/deploy-dry-run
+	@grep -q -a -F '/__test/' build-test/index_bg.wasm || { echo "deploy-check: the test build has no test hooks to look for"; exit 1; }
+	@! grep -r -l -a -F '/__test/' target/deploy-dry-run || { echo "deploy-check: the deployable bundle carries test hooks"; exit 1; }
 
 # The service against the runtime's floors, served by Miniflare directly; writes bench/results.json.
 bench: build $(FLOOR)
@@ -134,4 +155,4 @@ bench: build $(FLOOR)
 	node bench/run.mjs
 
 clean:
-	rm -rf build target .wrangler bench/floor/build bench/floor/target
+	rm -rf build build-test target .wrangler bench/floor/build bench/floor/target

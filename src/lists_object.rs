@@ -117,6 +117,7 @@ impl DurableObject for OperatorLists {
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
+        clock::adopt(&req)?;
         self.load().await?;
         // A list never published yet is published before anything is answered, so
         // that whoever woke this object finds a manifest from then on.
@@ -174,6 +175,8 @@ impl DurableObject for OperatorLists {
                 Some(manifest) => Response::from_json(&manifest),
                 None => Response::error("not published", 404),
             },
+            #[cfg(feature = "test-hooks")]
+            ("/__test/alarm", _) => DurableObject::alarm(self).await,
             (path, _) => Response::error(format!("no such lists route: {path}"), 404),
         }
     }

@@ -26,18 +26,6 @@ impl Entry {
     }
 }
 
-/// `Entry::is_live` in SQL, for queries that filter many entries at once: `column`
-/// is the expiry column, `now` the placeholder of the time.
-pub fn live_sql(column: &str, now: &str) -> String {
-    format!("({column} IS NULL OR {column} > {now})")
-}
-
-/// The negation of `live_sql` for entries that have an expiry, written so that an
-/// index on the column finds them in expiry order.
-pub fn expired_sql(column: &str, now: &str) -> String {
-    format!("{column} <= {now}")
-}
-
 /// When an entry expires: a `ttl` counts from the moment the entry is added, as
 /// the holder's object reads its clock, so `expiresAt - addedAt` is exactly the ttl.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -236,15 +224,6 @@ mod tests {
         assert!(parse(None, None, Some(&format!("{longest}x")))
             .unwrap_err()
             .contains("255"));
-    }
-
-    #[test]
-    fn the_sql_forms_state_the_same_rule() {
-        assert_eq!(
-            live_sql("e.expires_at", "?2"),
-            "(e.expires_at IS NULL OR e.expires_at > ?2)"
-        );
-        assert_eq!(expired_sql("expires_at", "?1"), "expires_at <= ?1");
     }
 
     #[test]

@@ -10,6 +10,8 @@ pub mod list_api;
 pub mod log;
 pub mod login;
 pub mod reply;
+#[cfg(feature = "test-hooks")]
+pub mod test_hooks;
 
 use worker::{Context, Env, Request, Response};
 
@@ -22,6 +24,10 @@ use log::RequestLog;
 use reply::{BodyMode, Reply};
 
 pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
+    #[cfg(feature = "test-hooks")]
+    if req.path().starts_with("/__test/") {
+        return test_hooks::handle(req, &env).await;
+    }
     let route = Route::resolve(req.method().as_ref(), &req.path());
     let holders = match &route {
         Ok(route) => route.is_holders(),

@@ -2,9 +2,10 @@
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use worker::{Env, Method, Request, RequestInit};
+use worker::{Env, Headers, Method, Request, RequestInit};
 
 use super::StoreError;
+use crate::clock;
 use crate::domain::entry::{Entry, HistoryEvent};
 use crate::domain::feed::{FeedAnswer, FeedRequest};
 use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord};
@@ -92,6 +93,14 @@ pub async fn revoke(env: &Env, license: &LicenseId) -> Result<(), StoreError> {
         .map(|_| ())
 }
 
+/// Runs the holder object's alarm now (end-to-end tests only).
+#[cfg(feature = "test-hooks")]
+pub async fn run_alarm(env: &Env, license: &LicenseId) -> Result<(), StoreError> {
+    send::<_, serde::de::IgnoredAny>(env, license, "__test/alarm", &())
+        .await
+        .map(drop)
+}
+
 async fn send<T: Serialize, R: DeserializeOwned>(
     env: &Env,
     license: &LicenseId,
@@ -100,8 +109,12 @@ async fn send<T: Serialize, R: DeserializeOwned>(
 ) -> Result<R, StoreError> {
     let stub = env.durable_object(BINDING)?.get_by_name(license.as_str())?;
     let json = serde_json::to_string(body)?;
+    let headers = Headers::new();
+    clock::forward(&headers)?;
     let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_body(Some(json.into()));
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(json.into()));
     let mut response = stub
         .fetch_with_request(Request::new_with_init(
             &format!("https://holder/{route}"),

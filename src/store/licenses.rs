@@ -1,14 +1,14 @@
 //! License records in KV: `license:<id>` holds the record, `key:<sha256 of key>`
 //! points at the id. The key itself is never stored.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use worker::kv::KvStore;
 use worker::Env;
 
-use super::{cached, for_each_key, fresh, list_page, StoreError};
+use super::kv::{read_json, KvRead, Remembered};
+use super::{for_each_key, list_page, StoreError};
 use crate::domain::feed_token::FeedTokenOwner;
 use crate::domain::license::{key_digest, LicenseId, LicenseKey};
 use crate::domain::settings::Freshness;
@@ -19,8 +19,8 @@ const BINDING: &str = "LICENSES";
 const REMEMBERED: usize = 10_000;
 
 thread_local! {
-    /// License id → (read at; active). Workers isolates are single-threaded.
-    static STANDING: RefCell<HashMap<String, (Millis, bool)>> = RefCell::new(HashMap::new());
+    /// Whether each license is active, as this isolate last read it. Workers isolates are single-threaded.
+    static STANDING: Rc<Remembered<bool>> = Rc::new(Remembered::new(REMEMBERED));
 }
 
 #[derive(Serialize, Deserialize)]
@@ -111,7 +111,6 @@ pub async fn revoke(env: &Env, id: &LicenseId, now: UnixTime) -> Result<bool, St
         return Ok(false);
     };
     kv.delete(&digest_key(&record.key_digest)).await?;
-    STANDING.with_borrow_mut(|standing| standing.remove(id.as_str()));
     if record.revoked_at.is_none() {
         record.revoked_at = Some(now.0);
         save(&kv, id, &record).await?;
@@ -122,42 +121,44 @@ pub async fn revoke(env: &Env, id: &LicenseId, now: UnixTime) -> Result<bool, St
 /// The active license a key belongs to, if any: one read, since revoking deletes
 /// the key's record before it marks the license.
 pub async fn find_by_key(env: &Env, key: &str) -> Result<Option<LicenseId>, StoreError> {
-    let id = cached(env.kv(BINDING)?.get(&digest_key(&key_digest(key))))
-        .text()
-        .await?;
-    Ok(id.as_deref().and_then(LicenseId::parse))
+    key_owner(&env.kv(BINDING)?, key).await
+}
+
+async fn key_owner(kv: &impl KvRead, key: &str) -> Result<Option<LicenseId>, StoreError> {
+    let id = kv.read(&digest_key(&key_digest(key))).await?;
+    Ok(id
+        .as_deref()
+        .and_then(|id| std::str::from_utf8(id).ok())
+        .and_then(LicenseId::parse))
 }
 
 /// Whether the license exists and is not revoked, as KV says within the edge
 /// cache's period; the isolate remembers the answer for its own period, so most
-/// requests read nothing.
+/// requests read nothing. A revocation therefore shows within
+/// `Freshness::worst_case_seconds`, in every isolate.
 pub async fn is_active(
     env: &Env,
     id: &LicenseId,
     freshness: Freshness,
     now: Millis,
 ) -> Result<bool, StoreError> {
-    let remembered = STANDING.with_borrow(|standing| {
-        standing
-            .get(id.as_str())
-            .filter(|(at, _)| fresh(*at, now, freshness))
-            .map(|(_, active)| *active)
-    });
-    if let Some(active) = remembered {
+    let standing = STANDING.with(Rc::clone);
+    standing_of(&env.kv(BINDING)?, &standing, id, freshness, now).await
+}
+
+async fn standing_of(
+    kv: &impl KvRead,
+    remembered: &Remembered<bool>,
+    id: &LicenseId,
+    freshness: Freshness,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    if let Some(active) = remembered.get(id.as_str(), now, freshness) {
         return Ok(active);
     }
-    let record = cached(env.kv(BINDING)?.get(&record_key(id)))
-        .json::<LicenseRecord>()
-        .await?;
+    let record = read_json::<LicenseRecord>(kv, &record_key(id)).await?;
     let active = record.is_some_and(|r| r.revoked_at.is_none());
-    if freshness.isolate_seconds() > 0 {
-        STANDING.with_borrow_mut(|standing| {
-            if standing.len() >= REMEMBERED {
-                standing.clear();
-            }
-            standing.insert(id.as_str().to_owned(), (now, active));
-        });
-    }
+    remembered.put(id.as_str(), active, now, freshness);
     Ok(active)
 }
 
@@ -234,12 +235,142 @@ pub async fn feed_token_owner(
     env: &Env,
     digest: &str,
 ) -> Result<Option<FeedTokenOwner>, StoreError> {
-    Ok(cached(env.kv(BINDING)?.get(&feed_token_key(digest)))
-        .json()
-        .await?)
+    read_json(&env.kv(BINDING)?, &feed_token_key(digest)).await
 }
 
 pub async fn forget_feed_token(env: &Env, digest: &str) -> Result<(), StoreError> {
     env.kv(BINDING)?.delete(&feed_token_key(digest)).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::FutureExt;
+
+    use super::*;
+    use crate::store::kv::fake::FakeKv;
+
+    const REVOKED_AT: u64 = 1_795_262_400_000;
+
+    fn license() -> LicenseId {
+        LicenseId::parse("lic_0123456789abcdef01234567").unwrap()
+    }
+
+    fn record(revoked_at: Option<u64>) -> Vec<u8> {
+        serde_json::to_vec(&LicenseRecord {
+            key_digest: "d".into(),
+            created_at: 1,
+            revoked_at,
+        })
+        .unwrap()
+    }
+
+    fn active(kv: &FakeKv, isolate: &Remembered<bool>, freshness: Freshness, at: u64) -> bool {
+        standing_of(
+            kv.at(Millis(at)),
+            isolate,
+            &license(),
+            freshness,
+            Millis(at),
+        )
+        .now_or_never()
+        .expect("the fake never waits")
+        .unwrap()
+    }
+
+    /// The last moment, in ms after the revocation, that any of several isolates
+    /// still answered "active": each first asks at its own moment after the
+    /// revocation, the latest just before KV's edge lets go of what another isolate
+    /// read a moment before the revocation; then each is asked every 100 ms.
+    fn longest_answered_active(freshness: Freshness) -> u64 {
+        let kv = FakeKv::default();
+        kv.write(&record_key(&license()), &record(None));
+        assert!(
+            active(&kv, &Remembered::new(10), freshness, REVOKED_AT - 1),
+            "another isolate reads just before"
+        );
+        kv.write(&record_key(&license()), &record(Some(REVOKED_AT / 1000)));
+        let edge_ms = Freshness::EDGE_SECONDS * 1000;
+        let isolates: Vec<(u64, Remembered<bool>)> =
+            [0, 1, 10_000, edge_ms - 3, edge_ms - 2, edge_ms - 1, edge_ms]
+                .into_iter()
+                .map(|first| (first, Remembered::new(10)))
+                .collect();
+        // Every isolate's questions in the order they happen: the edge cache is shared.
+        let mut asked: Vec<(u64, usize)> = isolates
+            .iter()
+            .enumerate()
+            .flat_map(|(n, (first, _))| (*first..120_000).step_by(100).map(move |after| (after, n)))
+            .collect();
+        asked.sort();
+        let mut longest = 0;
+        for (after, n) in asked {
+            if active(&kv, &isolates[n].1, freshness, REVOKED_AT + after) {
+                longest = longest.max(after);
+            }
+        }
+        longest
+    }
+
+    #[test]
+    fn a_revocation_shows_in_every_isolate_within_the_bound_for_every_accepted_setting() {
+        for budget in 0..=60 {
+            let freshness = Freshness::new(budget).unwrap();
+            let longest = longest_answered_active(freshness);
+            assert!(
+                longest < freshness.worst_case_seconds() * 1000 && longest < 60_000,
+                "CACHE_SECONDS={budget}: a revoked license still answered active {longest} ms after its revocation"
+            );
+        }
+    }
+
+    #[test]
+    fn the_bound_is_reached_so_the_test_above_can_see_a_longer_one() {
+        let freshness = Freshness::new(60).unwrap();
+        assert!(
+            longest_answered_active(freshness) >= 59_000,
+            "the worst case is 30 s at the edge and 30 s in the isolate"
+        );
+    }
+
+    #[test]
+    fn an_isolate_reads_a_license_once_per_its_period() {
+        let kv = FakeKv::default();
+        kv.write(&record_key(&license()), &record(None));
+        let isolate = Remembered::new(10);
+        let freshness = Freshness::new(60).unwrap();
+        for after in (0..30_000).step_by(1000) {
+            assert!(active(&kv, &isolate, freshness, REVOKED_AT + after));
+        }
+        assert_eq!(kv.reads.get(), 1);
+        let uncached = Freshness::new(0).unwrap();
+        active(&kv, &isolate, uncached, REVOKED_AT);
+        active(&kv, &isolate, uncached, REVOKED_AT);
+        assert_eq!(
+            kv.reads.get(),
+            3,
+            "CACHE_SECONDS=0 keeps nothing in the isolate"
+        );
+    }
+
+    #[test]
+    fn a_revoked_key_logs_in_no_longer_than_the_edge_keeps_it() {
+        let kv = FakeKv::default();
+        let key = "glk_abc";
+        kv.write(&digest_key(&key_digest(key)), license().as_str().as_bytes());
+        let owner = |at: u64| {
+            key_owner(kv.at(Millis(at)), key)
+                .now_or_never()
+                .unwrap()
+                .unwrap()
+        };
+        assert_eq!(owner(REVOKED_AT - 1), Some(license()));
+        kv.delete(&digest_key(&key_digest(key)));
+        assert_eq!(
+            owner(REVOKED_AT + Freshness::EDGE_SECONDS * 1000 - 2),
+            Some(license()),
+            "the edge still has it"
+        );
+        assert_eq!(owner(REVOKED_AT + Freshness::EDGE_SECONDS * 1000), None);
+    }
 }

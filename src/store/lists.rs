@@ -8,10 +8,12 @@ use std::future::Future;
 use std::net::Ipv4Addr;
 use std::rc::Rc;
 
+use worker::kv::KvStore;
 use worker::wasm_bindgen::JsValue;
 use worker::{console_error, Env, Headers, Method, Request, RequestInit, Response};
 
-use super::{cached, fresh, StoreError};
+use super::kv::{is_fresh, read_json, KvRead};
+use super::StoreError;
 use crate::domain::feed::{subtract, Intervals};
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
@@ -27,19 +29,58 @@ pub fn binding(kind: ListKind) -> &'static str {
     }
 }
 
-thread_local! {
-    /// Each list's snapshot as this isolate holds it. Workers isolates are single-threaded.
-    static HELD: RefCell<HashMap<ListKind, Rc<Held>>> = RefCell::new(HashMap::new());
-    /// The global list without the allow list, for the versions named: every feed of
-    /// those versions shares it rather than computing its own copy.
-    static CHALLENGED: RefCell<Option<Challenged>> = const { RefCell::new(None) };
+/// Where an isolate finds the published lists.
+#[allow(async_fn_in_trait)]
+pub trait ListSource {
+    type Kv: KvRead;
+    fn kv(&self, kind: ListKind) -> Result<Self::Kv, StoreError>;
+    /// The manifest when KV has none yet: the writer publishes first if it never did.
+    async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError>;
+}
+
+/// The lists of a deployment: KV, and the writer behind it.
+pub struct Deployed<'a>(pub &'a Env);
+
+impl ListSource for Deployed<'_> {
+    type Kv = KvStore;
+
+    fn kv(&self, kind: ListKind) -> Result<KvStore, StoreError> {
+        Ok(self.0.kv(binding(kind))?)
+    }
+
+    async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError> {
+        let mut response = call(self.0, Method::Get, "manifest", Some(kind), &[], None).await?;
+        let text = response.text().await?;
+        match response.status_code() {
+            200 => serde_json::from_str(&text)
+                .map_err(|e| StoreError::Corrupt(format!("lists object answered {text:?}: {e}"))),
+            status => Err(StoreError::Corrupt(format!(
+                "{} list: no manifest in KV, and the lists object answered {status}: {text}",
+                kind.name()
+            ))),
+        }
+    }
 }
 
 /// The global list's and the allow list's versions, and the one without the other.
 type Challenged = ((u64, u64), Rc<Intervals>);
 
+/// What one isolate holds of the published lists.
+#[derive(Default)]
+pub struct Held {
+    lists: RefCell<HashMap<ListKind, Rc<Version>>>,
+    /// The global list without the allow list, for the versions named: every feed of
+    /// those versions shares it rather than computing its own copy.
+    challenged: RefCell<Option<Challenged>>,
+}
+
+thread_local! {
+    /// Workers isolates are single-threaded.
+    static HELD: Rc<Held> = Rc::new(Held::default());
+}
+
 /// One version of a list, its shards loaded as lookups need them.
-struct Held {
+struct Version {
     manifest: Manifest,
     /// When the manifest was last read.
     checked: Cell<Millis>,
@@ -47,7 +88,7 @@ struct Held {
     intervals: RefCell<Option<Rc<Intervals>>>,
 }
 
-impl Held {
+impl Version {
     fn new(manifest: Manifest, now: Millis) -> Self {
         let shards = RefCell::new(vec![None; manifest.shards.len()]);
         Self {
@@ -58,21 +99,30 @@ impl Held {
         }
     }
 
-    async fn contains(&self, env: &Env, kind: ListKind, addr: u32) -> Result<bool, StoreError> {
+    async fn contains(
+        &self,
+        kv: &impl KvRead,
+        kind: ListKind,
+        addr: u32,
+    ) -> Result<bool, StoreError> {
         Ok(self
-            .shard(env, kind, self.manifest.shard_of(addr))
+            .shard(kv, kind, self.manifest.shard_of(addr))
             .await?
             .contains(addr))
     }
 
     /// Every shard's intervals in order, flattened once per version.
-    async fn intervals(&self, env: &Env, kind: ListKind) -> Result<Rc<Intervals>, StoreError> {
+    async fn intervals(
+        &self,
+        kv: &impl KvRead,
+        kind: ListKind,
+    ) -> Result<Rc<Intervals>, StoreError> {
         if let Some(intervals) = self.intervals.borrow().clone() {
             return Ok(intervals);
         }
         let mut all = Vec::new();
         for index in 0..self.manifest.shards.len() {
-            all.extend(self.shard(env, kind, index).await?.intervals());
+            all.extend(self.shard(kv, kind, index).await?.intervals());
         }
         let all = Rc::new(all);
         *self.intervals.borrow_mut() = Some(all.clone());
@@ -81,7 +131,7 @@ impl Held {
 
     async fn shard(
         &self,
-        env: &Env,
+        kv: &impl KvRead,
         kind: ListKind,
         index: usize,
     ) -> Result<Rc<Shard>, StoreError> {
@@ -90,15 +140,12 @@ impl Held {
         }
         let key = shard_key(self.manifest.version, index);
         // A shard that is not visible yet is an error, never an empty list.
-        let bytes = cached(env.kv(binding(kind))?.get(&key))
-            .bytes()
-            .await?
-            .ok_or_else(|| {
-                StoreError::Corrupt(format!(
-                    "{} list: shard {key} is not in KV yet",
-                    kind.name()
-                ))
-            })?;
+        let bytes = kv.read(&key).await?.ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "{} list: shard {key} is not in KV yet",
+                kind.name()
+            ))
+        })?;
         let shard = Rc::new(Shard::decode(&bytes).ok_or_else(|| {
             StoreError::Corrupt(format!("{} list: shard {key} does not decode", kind.name()))
         })?);
@@ -119,11 +166,9 @@ pub async fn contains(
     freshness: Freshness,
     now: Millis,
 ) -> Result<bool, StoreError> {
-    let addr = u32::from(addr);
-    answer(env, kind, freshness, now, |held| async move {
-        held.contains(env, kind, addr).await
-    })
-    .await
+    HELD.with(Rc::clone)
+        .contains(&Deployed(env), kind, addr, freshness, now)
+        .await
 }
 
 /// The whole list as sorted disjoint intervals, with its version: every shard loaded.
@@ -133,10 +178,9 @@ pub async fn intervals(
     freshness: Freshness,
     now: Millis,
 ) -> Result<(u64, Rc<Intervals>), StoreError> {
-    answer(env, kind, freshness, now, |held| async move {
-        Ok((held.manifest.version, held.intervals(env, kind).await?))
-    })
-    .await
+    HELD.with(Rc::clone)
+        .intervals(&Deployed(env), kind, freshness, now)
+        .await
 }
 
 /// The global list's intervals without what the allow list holds, with both versions.
@@ -145,80 +189,131 @@ pub async fn challenged(
     freshness: Freshness,
     now: Millis,
 ) -> Result<(u64, u64, Rc<Intervals>), StoreError> {
-    let (global_version, global) = intervals(env, ListKind::Global, freshness, now).await?;
-    let (allow_version, allow) = intervals(env, ListKind::Allow, freshness, now).await?;
-    let versions = (global_version, allow_version);
-    if let Some(kept) = CHALLENGED.with_borrow(|kept| {
-        kept.as_ref()
-            .filter(|(at, _)| *at == versions)
-            .map(|(_, c)| c.clone())
-    }) {
-        return Ok((global_version, allow_version, kept));
-    }
-    let challenged = Rc::new(subtract(&global, &allow));
-    CHALLENGED.set(Some((versions, challenged.clone())));
-    Ok((global_version, allow_version, challenged))
+    HELD.with(Rc::clone)
+        .challenged(&Deployed(env), freshness, now)
+        .await
 }
 
-/// Answers from the version of the list this isolate should use. A newer
-/// version is swapped in only once it answered; until then, and when KV fails,
-/// the version held answers.
-async fn answer<T, F, Fut>(
-    env: &Env,
-    kind: ListKind,
-    freshness: Freshness,
-    now: Millis,
-    ask: F,
-) -> Result<T, StoreError>
-where
-    F: Fn(Rc<Held>) -> Fut,
-    Fut: Future<Output = Result<T, StoreError>>,
-{
-    let held = HELD.with_borrow(|held| held.get(&kind).cloned());
-    if let Some(held) = held
-        .as_ref()
-        .filter(|held| fresh(held.checked.get(), now, freshness))
-    {
-        return ask(held.clone()).await;
+impl Held {
+    pub async fn contains(
+        &self,
+        source: &impl ListSource,
+        kind: ListKind,
+        addr: Ipv4Addr,
+        freshness: Freshness,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let kv = source.kv(kind)?;
+        let addr = u32::from(addr);
+        let kv = &kv;
+        self.answer(source, kind, freshness, now, |version| async move {
+            version.contains(kv, kind, addr).await
+        })
+        .await
     }
-    let candidate = match (read_manifest(env, kind).await, &held) {
-        (Ok(manifest), Some(held)) if manifest.version == held.manifest.version => {
-            held.checked.set(now);
+
+    pub async fn intervals(
+        &self,
+        source: &impl ListSource,
+        kind: ListKind,
+        freshness: Freshness,
+        now: Millis,
+    ) -> Result<(u64, Rc<Intervals>), StoreError> {
+        let kv = source.kv(kind)?;
+        let kv = &kv;
+        self.answer(source, kind, freshness, now, |version| async move {
+            Ok((version.manifest.version, version.intervals(kv, kind).await?))
+        })
+        .await
+    }
+
+    pub async fn challenged(
+        &self,
+        source: &impl ListSource,
+        freshness: Freshness,
+        now: Millis,
+    ) -> Result<(u64, u64, Rc<Intervals>), StoreError> {
+        let (global_version, global) = self
+            .intervals(source, ListKind::Global, freshness, now)
+            .await?;
+        let (allow_version, allow) = self
+            .intervals(source, ListKind::Allow, freshness, now)
+            .await?;
+        let versions = (global_version, allow_version);
+        let kept = self
+            .challenged
+            .borrow()
+            .as_ref()
+            .filter(|(at, _)| *at == versions)
+            .map(|(_, c)| c.clone());
+        if let Some(kept) = kept {
+            return Ok((global_version, allow_version, kept));
+        }
+        let challenged = Rc::new(subtract(&global, &allow));
+        *self.challenged.borrow_mut() = Some((versions, challenged.clone()));
+        Ok((global_version, allow_version, challenged))
+    }
+
+    /// Answers from the version of the list this isolate should use. A newer
+    /// version is swapped in only once it answered; until then, and when KV fails,
+    /// the version held answers.
+    async fn answer<T, F, Fut>(
+        &self,
+        source: &impl ListSource,
+        kind: ListKind,
+        freshness: Freshness,
+        now: Millis,
+        ask: F,
+    ) -> Result<T, StoreError>
+    where
+        F: Fn(Rc<Version>) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        let held = self.lists.borrow().get(&kind).cloned();
+        if let Some(held) = held
+            .as_ref()
+            .filter(|held| is_fresh(held.checked.get(), now, freshness))
+        {
             return ask(held.clone()).await;
         }
-        (Ok(manifest), _) => Rc::new(Held::new(manifest, now)),
-        (Err(error), Some(held)) => {
-            console_error!(
-                "{} list: keeping version {}: {error:?}",
-                kind.name(),
-                held.manifest.version
-            );
-            return ask(held.clone()).await;
-        }
-        (Err(error), None) => return Err(error),
-    };
-    match (ask(candidate.clone()).await, held) {
-        (Ok(answer), _) => {
-            // Another request may have swapped in a newer version meanwhile; never go back.
-            HELD.with_borrow_mut(|held| {
-                if held
+        let candidate = match (read_manifest(source, kind).await, &held) {
+            (Ok(manifest), Some(held)) if manifest.version == held.manifest.version => {
+                held.checked.set(now);
+                return ask(held.clone()).await;
+            }
+            (Ok(manifest), _) => Rc::new(Version::new(manifest, now)),
+            (Err(error), Some(held)) => {
+                console_error!(
+                    "{} list: keeping version {}: {error:?}",
+                    kind.name(),
+                    held.manifest.version
+                );
+                return ask(held.clone()).await;
+            }
+            (Err(error), None) => return Err(error),
+        };
+        match (ask(candidate.clone()).await, held) {
+            (Ok(answer), _) => {
+                // Another request may have swapped in a newer version meanwhile; never go back.
+                let mut lists = self.lists.borrow_mut();
+                if lists
                     .get(&kind)
                     .is_none_or(|current| current.manifest.version <= candidate.manifest.version)
                 {
-                    held.insert(kind, candidate);
+                    lists.insert(kind, candidate);
                 }
-            });
-            Ok(answer)
+                Ok(answer)
+            }
+            (Err(error), Some(held)) => {
+                console_error!(
+                    "{} list: keeping version {}: {error:?}",
+                    kind.name(),
+                    held.manifest.version
+                );
+                ask(held).await
+            }
+            (Err(error), None) => Err(error),
         }
-        (Err(error), Some(held)) => {
-            console_error!(
-                "{} list: keeping version {}: {error:?}",
-                kind.name(),
-                held.manifest.version
-            );
-            ask(held).await
-        }
-        (Err(error), None) => Err(error),
     }
 }
 
@@ -226,22 +321,10 @@ where
 /// location read the key before it was first written and KV remembers that for
 /// its edge period), the writer is asked: it publishes first if it never did,
 /// taking over what an earlier version of the service kept in KV.
-async fn read_manifest(env: &Env, kind: ListKind) -> Result<Manifest, StoreError> {
-    if let Some(manifest) = cached(env.kv(binding(kind))?.get(Manifest::KEY))
-        .json::<Manifest>()
-        .await?
-    {
-        return Ok(manifest);
-    }
-    let mut response = call(env, Method::Get, "manifest", Some(kind), &[], None).await?;
-    let text = response.text().await?;
-    match response.status_code() {
-        200 => serde_json::from_str(&text)
-            .map_err(|e| StoreError::Corrupt(format!("lists object answered {text:?}: {e}"))),
-        status => Err(StoreError::Corrupt(format!(
-            "{} list: no manifest in KV, and the lists object answered {status}: {text}",
-            kind.name()
-        ))),
+async fn read_manifest(source: &impl ListSource, kind: ListKind) -> Result<Manifest, StoreError> {
+    match read_json::<Manifest>(&source.kv(kind)?, Manifest::KEY).await? {
+        Some(manifest) => Ok(manifest),
+        None => source.first_manifest(kind).await,
     }
 }
 
@@ -257,6 +340,7 @@ pub async fn call(
     let stub = env.durable_object(BINDING)?.get_by_name(NAME)?;
     let query = kind.map_or(String::new(), |kind| format!("?list={}", kind.name()));
     let sent = Headers::new();
+    crate::clock::forward(&sent)?;
     for (name, value) in headers {
         sent.set(name, value)?;
     }
@@ -269,4 +353,182 @@ pub async fn call(
         )?)
         .await?;
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::FutureExt;
+
+    use super::*;
+    use crate::domain::ip_list::ListEntries;
+    use crate::domain::range::Ipv4Range;
+    use crate::domain::snapshot;
+    use crate::store::kv::fake::FakeKv;
+
+    const PUBLISHED_AT: u64 = 1_795_262_400_000;
+
+    /// Both lists in fake KV namespaces; the writer is never asked in these tests.
+    #[derive(Default)]
+    struct Fake {
+        global: Rc<FakeKv>,
+        allow: Rc<FakeKv>,
+    }
+
+    impl ListSource for Fake {
+        type Kv = Rc<FakeKv>;
+
+        fn kv(&self, kind: ListKind) -> Result<Rc<FakeKv>, StoreError> {
+            Ok(match kind {
+                ListKind::Global => self.global.clone(),
+                ListKind::Allow => self.allow.clone(),
+            })
+        }
+
+        async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError> {
+            Err(StoreError::Corrupt(format!(
+                "the {} list was never published",
+                kind.name()
+            )))
+        }
+    }
+
+    /// Writes a version as the writer does: its shards, then its manifest.
+    fn publish(kv: &FakeKv, version: u64, entries: &[&str]) {
+        let (starts, shards) = snapshot::build(&ListEntries::new(
+            entries
+                .iter()
+                .map(|e| Ipv4Range::parse(e).unwrap())
+                .collect(),
+        ));
+        for (index, shard) in shards.iter().enumerate() {
+            kv.write(&shard_key(version, index), &shard.encode());
+        }
+        let manifest = Manifest {
+            version,
+            published_at: 0,
+            entries: entries.len(),
+            shards: starts,
+        };
+        kv.write(Manifest::KEY, &serde_json::to_vec(&manifest).unwrap());
+    }
+
+    fn listed(fake: &Fake, held: &Held, freshness: Freshness, at: u64, ip: &str) -> bool {
+        fake.global.at(Millis(at));
+        held.contains(
+            fake,
+            ListKind::Global,
+            ip.parse().unwrap(),
+            freshness,
+            Millis(at),
+        )
+        .now_or_never()
+        .expect("the fake never waits")
+        .unwrap()
+    }
+
+    /// The last moment, in ms after a new version was published, that an isolate
+    /// still answered from the version before (see `licenses::tests` for the schedule).
+    fn longest_answered_from_the_old_version(freshness: Freshness) -> u64 {
+        let fake = Fake::default();
+        publish(&fake.global, 1, &["8.8.8.8"]);
+        assert!(
+            !listed(
+                &fake,
+                &Held::default(),
+                freshness,
+                PUBLISHED_AT - 1,
+                "9.9.9.9"
+            ),
+            "another isolate reads just before"
+        );
+        publish(&fake.global, 2, &["8.8.8.8", "9.9.9.9"]);
+        let edge_ms = Freshness::EDGE_SECONDS * 1000;
+        let isolates: Vec<(u64, Held)> = [0, 1, 10_000, edge_ms - 2, edge_ms - 1]
+            .into_iter()
+            .map(|first| (first, Held::default()))
+            .collect();
+        let mut asked: Vec<(u64, usize)> = isolates
+            .iter()
+            .enumerate()
+            .flat_map(|(n, (first, _))| (*first..120_000).step_by(100).map(move |after| (after, n)))
+            .collect();
+        asked.sort();
+        let mut longest = 0;
+        for (after, n) in asked {
+            if !listed(
+                &fake,
+                &isolates[n].1,
+                freshness,
+                PUBLISHED_AT + after,
+                "9.9.9.9",
+            ) {
+                longest = longest.max(after);
+            }
+        }
+        longest
+    }
+
+    #[test]
+    fn a_new_version_shows_in_every_isolate_within_the_bound_for_every_accepted_setting() {
+        for budget in 0..=60 {
+            let freshness = Freshness::new(budget).unwrap();
+            let longest = longest_answered_from_the_old_version(freshness);
+            assert!(
+                longest < freshness.worst_case_seconds() * 1000 && longest < 60_000,
+                "CACHE_SECONDS={budget}: the old version still answered {longest} ms after the new one was published"
+            );
+        }
+        assert!(
+            longest_answered_from_the_old_version(Freshness::new(60).unwrap()) >= 59_000,
+            "the worst case is reached"
+        );
+    }
+
+    #[test]
+    fn an_isolate_holds_a_version_and_reads_its_manifest_once_per_period() {
+        let fake = Fake::default();
+        publish(&fake.global, 1, &["8.8.8.8", "198.51.99.0/24"]);
+        let held = Held::default();
+        let freshness = Freshness::new(60).unwrap();
+        for (after, ip, expected) in [
+            (0, "8.8.8.8", true),
+            (1_000, "198.51.99.7", true),
+            (29_000, "8.8.4.4", false),
+        ] {
+            assert_eq!(
+                listed(&fake, &held, freshness, PUBLISHED_AT + after, ip),
+                expected,
+                "{ip}"
+            );
+        }
+        assert_eq!(
+            fake.global.reads.get(),
+            2,
+            "one manifest and one shard in 30 s"
+        );
+    }
+
+    #[test]
+    fn a_shard_missing_from_kv_is_an_error_never_an_empty_list() {
+        let fake = Fake::default();
+        let manifest = Manifest {
+            version: 3,
+            published_at: 0,
+            entries: 1,
+            shards: vec![0],
+        };
+        fake.global
+            .write(Manifest::KEY, &serde_json::to_vec(&manifest).unwrap());
+        let held = Held::default();
+        let answer = held.contains(
+            &fake,
+            ListKind::Global,
+            "8.8.8.8".parse().unwrap(),
+            Freshness::new(0).unwrap(),
+            Millis(PUBLISHED_AT),
+        );
+        assert!(
+            matches!(answer.now_or_never().unwrap(), Err(StoreError::Corrupt(detail)) if detail.contains("v3/0"))
+        );
+    }
 }

@@ -2,16 +2,16 @@
 //! a Durable Object per license holder for the personal list, and the one
 //! writer of the operator's lists.
 
+pub mod holder_list;
 pub mod holders;
+pub mod kv;
 pub mod licenses;
 pub mod lists;
+pub mod sql;
 
 use std::fmt;
 
-use worker::kv::{GetOptionsBuilder, Key, KvError, KvStore};
-
-use crate::domain::settings::Freshness;
-use crate::domain::time::Millis;
+use worker::kv::{Key, KvError, KvStore};
 
 /// What went wrong below the HTTP layer, with its cause; the edge decides what a
 /// client is told (`http::error`).
@@ -71,17 +71,6 @@ impl From<getrandom::Error> for StoreError {
     }
 }
 
-/// Whether a value an isolate loaded at `loaded_at` may still stand in for a KV read.
-fn fresh(loaded_at: Millis, now: Millis, freshness: Freshness) -> bool {
-    now.since(loaded_at) < freshness.isolate_seconds() * 1000
-}
-
-/// Every KV read asks for the shortest edge cache: KV keeps a value 60 seconds
-/// when not told otherwise, which alone would use up the bound.
-fn cached(get: GetOptionsBuilder) -> GetOptionsBuilder {
-    get.cache_ttl(Freshness::EDGE_SECONDS)
-}
-
 /// One page of a namespace's keys (under `prefix`, if given; at most `limit`, else
 /// KV's 1 000) after `cursor`, and the cursor of the next page when there is one.
 pub async fn list_page(
@@ -121,3 +110,5 @@ pub async fn for_each_key(
         }
     }
 }
+#[cfg(test)]
+mod rule_tests;

@@ -3,22 +3,10 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::thread::sleep;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{
-    fresh_state_dir, send, unique_ip, within_one_utc_day, Encoding, Server, TestApp,
-};
-
-const LIMIT: &str = "Sorry, but you have reached the maximum limit";
-
-/// A server of the test's own: a feed's version moves with every edit of the
-/// operator's lists, which the tests on the shared server make all the time.
-fn own_server() -> &'static Server {
-    Box::leak(Box::new(Server::start(&fresh_state_dir(), &[])))
-}
+use crate::helpers::{fresh_state_dir, send, unique_ip, Encoding, Server, TestApp, LIMIT};
 
 fn values(items: &Value) -> Vec<String> {
     items
@@ -48,8 +36,8 @@ fn a_bulk_add_answers_each_address_as_the_single_operation_would() {
     let server = Server::shared();
     let app = TestApp::new();
     let global = unique_ip();
-    server.edit_global_list(&[&global], &[]);
-    server.edit_allow_list(&["70.70.70.0/24"], &[]);
+    let _global = server.listed("global-list", &[&global]);
+    let _allowed = server.listed("allow-list", &["70.70.70.0/24"]);
     app.add("71.0.0.2");
     let sent = [
         "71.0.0.1",
@@ -140,8 +128,7 @@ fn a_bulk_add_answers_each_address_as_the_single_operation_would() {
 
 #[test]
 fn the_daily_limit_applies_item_by_item_inside_one_bulk_request() {
-    within_one_utc_day();
-    let app = TestApp::on(Server::limited());
+    let app = TestApp::on(&Server::limited());
     let resp = app.bulk(
         "/api/addIpsToGreylist",
         "text/plain",
@@ -214,8 +201,8 @@ fn a_bulk_request_takes_1000_addresses_and_refuses_1001_changing_nothing() {
 
 #[test]
 fn the_feed_lists_what_the_firewall_should_challenge_with_an_etag() {
-    let server = own_server();
-    let app = TestApp::on(server);
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
     server.edit_global_list(&["74.74.0.0/16", "75.75.75.75"], &[]);
     app.add("76.0.0.9");
     let added = app.call(
@@ -271,8 +258,8 @@ fn the_feed_lists_what_the_firewall_should_challenge_with_an_etag() {
 
 #[test]
 fn deltas_carry_adds_removes_and_expiries_once_each_with_their_latest_state() {
-    let server = own_server();
-    let app = TestApp::on(server);
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
     app.add("78.0.0.1");
     app.add("78.0.0.2");
     let start = app.feed_json("format=json");
@@ -307,7 +294,7 @@ fn deltas_carry_adds_removes_and_expiries_once_each_with_their_latest_state() {
         json!({ "new": [], "deleted": [], "cursor": next })
     );
 
-    sleep(Duration::from_secs(61));
+    server.advance(61);
     let expired = app.feed_json(&format!("format=json&since={next}"));
     assert_eq!(
         (values(&expired["new"]), values(&expired["deleted"])),
@@ -342,7 +329,7 @@ fn a_change_to_the_operator_lists_resets_a_delta_of_the_whole_feed() {
         .unwrap()
         .to_owned();
     let global = unique_ip();
-    server.edit_global_list(&[&global], &[]);
+    let _global = server.listed("global-list", &[&global]);
     let after = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
     assert_eq!(after["reset"], true);
     // Tests running beside this one put neighbouring addresses on the shared global
@@ -354,8 +341,8 @@ fn a_change_to_the_operator_lists_resets_a_delta_of_the_whole_feed() {
 
 #[test]
 fn feed_tokens_open_the_feed_only_and_die_with_revocation() {
-    let server = own_server();
-    let app = TestApp::on(server);
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
     app.add("80.0.0.1");
     let created = app.create_feed_token();
     assert_eq!(created.status, 201, "{}", created.body);
@@ -424,7 +411,7 @@ fn feed_tokens_open_the_feed_only_and_die_with_revocation() {
         one_too_many.body,
         "Conflict: at most 20 feed tokens; revoke one first"
     );
-    let other = TestApp::on(server);
+    let other = TestApp::on(&server);
     let other_token = other.create_feed_token().json()["feedToken"]
         .as_str()
         .unwrap()
@@ -471,8 +458,8 @@ fn base64(text: &str) -> String {
 
 #[test]
 fn the_ipset_agent_keeps_a_set_equal_to_the_feed() {
-    let server = own_server();
-    let app = TestApp::on(server);
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
     assert_eq!(
         server
             .replace_list("global-list", "82.0.0.0/16\n82.1.1.1\n")
@@ -561,7 +548,7 @@ fn the_ipset_agent_keeps_a_set_equal_to_the_feed() {
     std::fs::remove_file(dir.join("ipset/blocked")).unwrap();
     run("a set lost since the last run (a reboot) is loaded whole again");
 
-    sleep(Duration::from_secs(61));
+    server.advance(61);
     run("an expiry arrives as a delta");
     assert!(!set().contains(&"81.0.0.3".to_owned()));
 

@@ -4,21 +4,12 @@ use greylist::domain::license::LicenseId;
 use greylist::domain::time::UnixTime;
 use greylist::domain::token::TokenKey;
 
-use crate::helpers::{fresh_state_dir, send, Encoding, Resp, Server, TestApp, JWT_SECRET};
-
-const UNAUTHORIZED: &str = "Unauthorized: the access token is missing or invalid";
+use crate::helpers::{send, Encoding, Resp, Server, TestApp, JWT_SECRET, UNAUTHORIZED};
 
 fn assert_unauthorized(resp: &Resp) {
     assert_eq!(resp.status, 401, "{}", resp.body);
     assert_eq!(resp.header("WWW-Authenticate"), Some("Bearer"));
     assert_eq!(resp.json(), serde_json::json!({ "result": UNAUTHORIZED }));
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
 }
 
 #[test]
@@ -32,7 +23,7 @@ fn login_answers_a_bearer_token_for_json_and_form_bodies() {
     assert_eq!(body["expiresIn"], 3600);
     let token = body["accessToken"].as_str().unwrap();
     let subject = TokenKey::new(JWT_SECRET)
-        .verify(token, UnixTime(now()))
+        .verify(token, UnixTime(server.now()))
         .unwrap();
     assert_eq!(subject.as_str(), license);
 
@@ -98,12 +89,16 @@ fn list_operations_refuse_missing_and_malformed_authorization() {
 fn tokens_signed_with_another_secret_or_expired_are_refused() {
     let app = TestApp::new();
     let license = LicenseId::parse(&app.license).unwrap();
-    let foreign =
-        TokenKey::new("some-other-secret-0123456789abcdef").issue(&license, UnixTime(now()), 3600);
+    let foreign = TokenKey::new("some-other-secret-0123456789abcdef").issue(
+        &license,
+        UnixTime(app.server.now()),
+        3600,
+    );
     assert_unauthorized(&app.check_with(Some(format!("Bearer {foreign}")), true));
-    let expired = TokenKey::new(JWT_SECRET).issue(&license, UnixTime(now() - 7200), 3600);
+    let expired =
+        TokenKey::new(JWT_SECRET).issue(&license, UnixTime(app.server.now() - 7200), 3600);
     assert_unauthorized(&app.check_with(Some(format!("Bearer {expired}")), true));
-    let fresh = TokenKey::new(JWT_SECRET).issue(&license, UnixTime(now()), 3600);
+    let fresh = TokenKey::new(JWT_SECRET).issue(&license, UnixTime(app.server.now()), 3600);
     assert_eq!(
         app.check_with(Some(format!("Bearer {fresh}")), true)
             .result(),
@@ -125,11 +120,8 @@ fn a_revoked_license_can_neither_call_nor_log_in() {
 
 #[test]
 fn revocation_reaches_the_personal_list_at_once_even_through_a_warm_cache() {
-    let server: &'static Server = Box::leak(Box::new(Server::start(
-        &fresh_state_dir(),
-        &[("CACHE_SECONDS", "60")],
-    )));
-    let app = TestApp::on(server);
+    let server = Server::own(&[("CACHE_SECONDS", "60")]);
+    let app = TestApp::on(&server);
     assert_eq!(
         app.add("8.8.8.8"),
         "[8.8.8.8] has been added to greylist",
@@ -141,6 +133,13 @@ fn revocation_reaches_the_personal_list_at_once_even_through_a_warm_cache() {
             .status,
         204
     );
+    // The Worker still takes the license (its isolate read it moments ago), so every
+    // refusal below is the holder's object's own.
+    assert_eq!(
+        app.check("not-an-ip"),
+        "[not-an-ip] is invalid",
+        "the Worker's check is passed"
+    );
     for path in [
         "/api/checkIpOnGreylist",
         "/api/addIpToGreylist",
@@ -150,53 +149,72 @@ fn revocation_reaches_the_personal_list_at_once_even_through_a_warm_cache() {
     ] {
         assert_unauthorized(&app.call(path, "8.8.8.8", Encoding::Multipart, true));
     }
-    server.kill();
+    assert_eq!(app.get("/api/quota").status, 401);
 }
 
 #[test]
 fn a_revoked_license_is_refused_within_the_bound_on_answers_that_need_no_list() {
-    // 34 seconds: 30 at KV's edge (which the local server does not keep) and 4 in the isolate.
-    const ISOLATE_SECONDS: u64 = 4;
-    let server: &'static Server = Box::leak(Box::new(Server::start(
-        &fresh_state_dir(),
-        &[("CACHE_SECONDS", "34")],
-    )));
-    let app = TestApp::on(server);
+    // The shipped setting: 30 seconds at KV's edge (which the local server does not
+    // keep; `store::licenses` tests that half with a fake KV) and 30 in the isolate.
+    let server = Server::own(&[("CACHE_SECONDS", "60")]);
+    let app = TestApp::on(&server);
     let global = "198.51.99.7";
     assert_eq!(server.edit_global_list(&[global], &[]).status, 200);
-    assert_eq!(
-        app.check("not-an-ip"),
-        "[not-an-ip] is invalid",
-        "the license's standing is now cached as active"
-    );
-    assert_eq!(
-        app.check(global),
-        format!("[{global}] is on global greylist")
-    );
-
-    let revoked_at = std::time::Instant::now();
+    let answers_needing_no_list = || {
+        [
+            app.call(
+                "/api/checkIpOnGreylist",
+                "not-an-ip",
+                Encoding::Multipart,
+                true,
+            ),
+            app.call("/api/checkIpOnGreylist", global, Encoding::Multipart, true),
+        ]
+    };
+    for resp in answers_needing_no_list() {
+        assert_eq!(
+            resp.status, 200,
+            "the license's standing is now cached as active: {}",
+            resp.body
+        );
+    }
     assert_eq!(
         server
             .admin("DELETE", &format!("/admin/licenses/{}", app.license), None)
             .status,
         204
     );
-    let bound = std::time::Duration::from_secs(ISOLATE_SECONDS + 1);
-    for ip in ["not-an-ip", global] {
-        loop {
-            // When the request left, not when its answer came: a busy machine may take a while to answer.
-            let sent = revoked_at.elapsed();
-            let resp = app.call("/api/checkIpOnGreylist", ip, Encoding::Multipart, true);
-            if resp.status == 401 {
-                assert_unauthorized(&resp);
-                break;
-            }
-            assert!(
-                sent < bound,
-                "{ip}: a request sent {sent:?} after revocation was still answered"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
+    // Well inside the isolate's 30 seconds, with room for a slow machine: still answered.
+    server.advance(25);
+    for resp in answers_needing_no_list() {
+        assert_eq!(
+            resp.status, 200,
+            "the isolate's cache is in play, so the bound is what is tested: {}",
+            resp.body
+        );
     }
-    server.kill();
+    // Past them: refused, by every answer.
+    server.advance(6);
+    for resp in answers_needing_no_list() {
+        assert_unauthorized(&resp);
+    }
+}
+
+#[test]
+fn an_access_token_is_refused_once_its_lifetime_and_the_leeway_have_passed() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    server.advance(3600 + 5);
+    assert_eq!(
+        app.check("8.8.8.8"),
+        "[8.8.8.8] is currently not on global greylist",
+        "within the 10 s leeway"
+    );
+    server.advance(10);
+    assert_unauthorized(&app.check_with(Some(format!("Bearer {}", app.token)), true));
+    assert_eq!(
+        server.login(&app.license_key).status,
+        200,
+        "a new login gives a new hour"
+    );
 }

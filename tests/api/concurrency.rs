@@ -3,7 +3,7 @@
 
 use std::thread;
 
-use crate::helpers::{within_one_utc_day, Server, TestApp};
+use crate::helpers::{Server, TestApp};
 
 const LIMIT: &str = "Sorry, but you have reached the maximum limit";
 
@@ -65,8 +65,7 @@ fn sixty_four_concurrent_removes_of_one_address_remove_it_exactly_once() {
 
 #[test]
 fn concurrent_adds_across_the_limit_add_exactly_the_limit() {
-    within_one_utc_day();
-    let app = TestApp::on(Server::limited());
+    let app = TestApp::on(&Server::limited());
     let ips: Vec<String> = (0..64).map(|n| format!("50.50.0.{n}")).collect();
     let answers = all_at_once(&app, ips.iter().map(|ip| ("add", ip.clone())).collect());
     assert_eq!(
@@ -98,8 +97,7 @@ fn concurrent_adds_across_the_limit_add_exactly_the_limit() {
 
 #[test]
 fn concurrent_removes_across_the_limit_remove_exactly_the_limit() {
-    within_one_utc_day();
-    let app = TestApp::on(Server::limited());
+    let app = TestApp::on(&Server::limited());
     let ips = ["51.51.0.1", "51.51.0.2", "51.51.0.3"];
     for ip in ips {
         app.add(ip);

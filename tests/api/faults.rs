@@ -8,18 +8,16 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::helpers::{fresh_state_dir, within_one_utc_day, Encoding, Server, TestApp};
+use std::sync::Arc;
+
+use crate::helpers::{configuration_file, Encoding, Server, TestApp, INTERNAL_ERROR};
 
 const BURST_LIMIT: usize = 400;
 
 #[test]
 fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
-    within_one_utc_day();
-    let server: &'static Server = Box::leak(Box::new(Server::start(
-        &fresh_state_dir(),
-        &[("DAILY_ADDITIONS", "400")],
-    )));
-    let app = TestApp::on(server);
+    let server = Server::own(&[("DAILY_ADDITIONS", "400")]);
+    let app = TestApp::on(&server);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let killing = AtomicBool::new(false);
@@ -84,8 +82,8 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
         "the kill landed after the burst ended; nothing was tested"
     );
 
-    let restarted: &'static Server = Box::leak(Box::new(server.restart_from()));
-    let again = app.with_server(restarted);
+    let restarted = server.restart_from();
+    let again = app.with_server(&restarted);
     for &n in &answered {
         assert_eq!(
             again.check(&address(n)),
@@ -121,7 +119,7 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
 fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation() {
     // A deploy whose holder objects cannot be reached: the binding is missing.
     let server = server_without("HOLDERS");
-    let app = TestApp::on(server);
+    let app = TestApp::on(&server);
     let resp = app.call(
         "/api/addIpToGreylist",
         "54.54.54.54",
@@ -129,10 +127,7 @@ fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation()
         true,
     );
     assert_eq!(resp.status, 500);
-    assert_eq!(
-        resp.json(),
-        json!({ "result": "Internal error: the request could not be completed, try again later" })
-    );
+    assert_eq!(resp.json(), json!({ "result": INTERNAL_ERROR }));
     assert_eq!(
         app.check("10.0.0.1"),
         "[10.0.0.1] is private",
@@ -156,47 +151,19 @@ fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation()
     server.kill();
 }
 
-/// A server on the repository's configuration without the lines that mention `binding`,
+/// A server on the test configuration without the lines that mention `binding`,
 /// as a deploy that forgot it would be.
-fn server_without(binding: &str) -> &'static Server {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let state = fresh_state_dir();
-    std::fs::create_dir_all(&state).unwrap();
-    let config: String = std::fs::read_to_string(root.join("wrangler.toml"))
-        .unwrap()
-        .lines()
-        .filter(|line| {
-            !line.contains(binding)
-                && !line.starts_with("command =")
-                && !line.starts_with("watch_dir =")
-        })
-        .map(|line| {
-            line.replace(
-                "main = \"build/index.js\"",
-                &format!("main = \"{}\"", root.join("build/index.js").display()),
-            )
-        })
-        .map(|line| {
-            line.replace(
-                "directory = \"public\"",
-                &format!("directory = \"{}\"", root.join("public").display()),
-            )
-        })
-        .map(|line| format!("{line}\n"))
-        .collect();
-    let config_path = state.join(format!("wrangler-without-{binding}.toml"));
-    std::fs::write(&config_path, config).unwrap();
-    Box::leak(Box::new(Server::start_with_config(
-        &state,
+fn server_without(binding: &str) -> Arc<Server> {
+    Server::own_with_config(
         &[],
-        Some(&config_path),
-    )))
+        &configuration_file(&format!("without-{binding}"), &[binding]),
+    )
 }
 
 #[test]
 fn a_missing_kv_namespace_answers_500_and_is_logged_with_license_and_operation() {
     let server = server_without("GLOBAL_LIST");
-    let app = TestApp::on(server);
+    let app = TestApp::on(&server);
 
     let resp = app.call(
         "/api/addIpToGreylist",
@@ -204,13 +171,7 @@ fn a_missing_kv_namespace_answers_500_and_is_logged_with_license_and_operation()
         Encoding::Urlencoded,
         false,
     );
-    assert_eq!(
-        (resp.status, resp.body.as_str()),
-        (
-            500,
-            "Internal error: the request could not be completed, try again later"
-        )
-    );
+    assert_eq!((resp.status, resp.body.as_str()), (500, INTERNAL_ERROR));
     assert_eq!(
         app.check("10.0.0.1"),
         "[10.0.0.1] is private",

@@ -7,7 +7,7 @@ use std::thread;
 
 use serde_json::json;
 
-use crate::helpers::{fresh_state_dir, unique_ip, Resp, Server, TestApp};
+use crate::helpers::{unique_ip, Resp, Server, TestApp};
 
 /// The entries of an export, without its header line.
 fn entries_of(export: &Resp) -> Vec<String> {
@@ -88,8 +88,8 @@ fn the_global_list_refuses_wide_and_private_ranges() {
 #[test]
 fn the_allow_list_beats_the_global_list() {
     let server = Server::shared();
-    server.edit_global_list(&["59.59.0.0/16"], &[]);
-    server.edit_allow_list(&["59.59.59.0/24"], &[]);
+    let _global = server.listed("global-list", &["59.59.0.0/16"]);
+    let _allowed = server.listed("allow-list", &["59.59.59.0/24"]);
     let app = TestApp::new();
     assert_eq!(
         app.check("59.59.59.59"),
@@ -134,7 +134,8 @@ fn an_edit_takes_10_000_entries_and_refuses_more() {
 
 #[test]
 fn concurrent_operator_edits_of_both_lists_all_survive() {
-    let server = Server::shared();
+    // Its own server: 32 edits would be in every other test's lists.
+    let server = &Server::own(&[]);
     let edits: Vec<(String, String)> = (0..16)
         .map(|n| (unique_ip(), format!("62.{n}.0.0/16")))
         .collect();
@@ -148,7 +149,7 @@ fn concurrent_operator_edits_of_both_lists_all_survive() {
         entries_of(&server.export_list("global-list", None)),
         entries_of(&server.export_list("allow-list", None)),
     );
-    let app = TestApp::new();
+    let app = TestApp::on(server);
     for (ip, range) in &edits {
         assert!(global.contains(ip), "{ip} was lost");
         assert!(allow.contains(range), "{range} was lost");
@@ -158,8 +159,8 @@ fn concurrent_operator_edits_of_both_lists_all_survive() {
 
 #[test]
 fn a_whole_list_is_replaced_from_text_exported_and_refused_for_a_bad_line() {
-    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[])));
-    let app = TestApp::on(server);
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
     let drop_list = "; Spamhaus DROP List 2026/11/22\r\n63.10.16.0/20 ; SBL256894\r\n\r\n# FireHOL level 1\n63.1.1.1\n63.2.2.2 # scanner\n63.1.1.1\n";
     let first = server.replace_list("global-list", drop_list);
     assert_eq!(first.status, 200, "{}", first.body);
@@ -255,8 +256,8 @@ fn a_whole_list_is_replaced_from_text_exported_and_refused_for_a_bad_line() {
 
 #[test]
 fn a_check_during_a_replacement_sees_the_old_list_or_the_new_never_an_empty_one() {
-    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[])));
-    let app = TestApp::on(server);
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
     let list = |variant: u32| -> String {
         let mut text = String::from("64.64.64.64\n");
         text.extend((0..20_000u32).map(|n| format!("65.{variant}.{}.{}\n", n >> 8, n & 255)));
@@ -305,16 +306,16 @@ fn a_check_during_a_replacement_sees_the_old_list_or_the_new_never_an_empty_one(
 
 #[test]
 fn the_lists_and_their_published_version_survive_a_killed_server() {
-    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[])));
-    let app = TestApp::on(server);
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
     server.replace_list("global-list", "66.6.6.0/24\n66.7.7.7\n");
     server.edit_allow_list(&["66.6.6.128/25"], &[]);
     let before = server.status();
     let export = server.export_list("global-list", None).body;
     server.kill();
 
-    let restarted: &'static Server = Box::leak(Box::new(server.restart_from()));
-    let again = app.with_server(restarted);
+    let restarted = server.restart_from();
+    let again = app.with_server(&restarted);
     let after = restarted.status();
     assert_eq!(
         (after["globalList"].clone(), after["allowList"].clone()),

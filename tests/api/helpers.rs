@@ -1,58 +1,76 @@
-//! One `TestApp` per test: a fresh license on a real worker served by `wrangler dev`.
+//! One `TestApp` per test: a fresh license on a real worker, the test build
+//! (`build-test/`, with the clock the tests control) served by `wrangler dev`.
 
 use std::fs::{self, File};
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
 pub const JWT_SECRET: &str = "e2e-jwt-secret-0123456789abcdef0123456789abcdef";
 pub const ADMIN_TOKEN: &str = "e2e-admin-token-0123456789abcdef";
+/// The specified answer to a change over the day's limit.
+pub const LIMIT: &str = "Sorry, but you have reached the maximum limit";
+pub const UNAUTHORIZED: &str = "Unauthorized: the access token is missing or invalid";
+pub const INTERNAL_ERROR: &str =
+    "Internal error: the request could not be completed, try again later";
 
-/// A `wrangler dev` process group on a free port, killed when the test process ends.
+/// A `wrangler dev` process group on a free port, killed when the last handle on it
+/// goes, or when the test process ends, however it ends.
 pub struct Server {
     pub base: String,
     pub state_dir: PathBuf,
     log_path: PathBuf,
     vars: Vec<(String, String)>,
+    config: PathBuf,
     child: Mutex<Option<Child>>,
-    /// Its stdin closes when this process exits, however it exits, and the watchdog then kills the group.
-    _watchdog: ChildStdin,
+    /// How far the service's clock runs ahead of the real one.
+    offset_ms: AtomicI64,
+    /// A shell that kills the group once its stdin closes: when the server is
+    /// dropped, or when this process exits, however it exits.
+    watchdog: Mutex<Option<Child>>,
+}
+
+/// Seconds since the epoch, on this machine's clock.
+pub fn real_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 impl Server {
     /// The server most tests share: default limits.
-    pub fn shared() -> &'static Server {
-        static SERVER: OnceLock<Server> = OnceLock::new();
-        SERVER.get_or_init(|| Server::start(&fresh_state_dir(), &[]))
+    pub fn shared() -> Arc<Server> {
+        static SERVER: OnceLock<Arc<Server>> = OnceLock::new();
+        SERVER.get_or_init(|| Server::own(&[])).clone()
     }
 
     /// A server with small daily limits (3 additions, 2 removals) for the limit tests.
-    pub fn limited() -> &'static Server {
-        static SERVER: OnceLock<Server> = OnceLock::new();
-        SERVER.get_or_init(|| {
-            Server::start(
-                &fresh_state_dir(),
-                &[("DAILY_ADDITIONS", "3"), ("DAILY_REMOVALS", "2")],
-            )
-        })
+    pub fn limited() -> Arc<Server> {
+        static SERVER: OnceLock<Arc<Server>> = OnceLock::new();
+        SERVER
+            .get_or_init(|| Server::own(&[("DAILY_ADDITIONS", "3"), ("DAILY_REMOVALS", "2")]))
+            .clone()
     }
 
-    pub fn start(state_dir: &Path, extra_vars: &[(&str, &str)]) -> Server {
-        Self::start_with_config(state_dir, extra_vars, None)
+    /// A server of the test's own, on fresh state: for tests that move its clock, change
+    /// the operator's lists in ways others would see, or kill it.
+    pub fn own(extra_vars: &[(&str, &str)]) -> Arc<Server> {
+        Arc::new(Server::start(&fresh_state_dir(), extra_vars, None))
     }
 
-    /// `start` with another wrangler configuration than the repository's.
-    pub fn start_with_config(
-        state_dir: &Path,
-        extra_vars: &[(&str, &str)],
-        config: Option<&Path>,
-    ) -> Server {
+    /// `own`, on another wrangler configuration (made from `test_config()`).
+    pub fn own_with_config(extra_vars: &[(&str, &str)], config: &Path) -> Arc<Server> {
+        Arc::new(Server::start(&fresh_state_dir(), extra_vars, Some(config)))
+    }
+
+    fn start(state_dir: &Path, extra_vars: &[(&str, &str)], config: Option<&Path>) -> Server {
         let mut vars: Vec<(String, String)> = [
             ("JWT_SECRET", JWT_SECRET),
             ("ADMIN_TOKEN", ADMIN_TOKEN),
@@ -71,27 +89,72 @@ impl Server {
         fs::create_dir_all(state_dir).unwrap();
         let port = free_port();
         let log_path = state_dir.join(format!("wrangler-{port}.log"));
-        let (child, watchdog) = spawn_wrangler(state_dir, &log_path, port, &vars, config);
-        let server = Server {
+        let config = config.map_or_else(test_config, Path::to_owned);
+        let (child, watchdog) = spawn_wrangler(state_dir, &log_path, port, &vars, &config);
+        let mut server = Server {
             base: format!("http://127.0.0.1:{port}"),
             state_dir: state_dir.to_owned(),
             log_path,
             vars,
+            config,
             child: Mutex::new(Some(child)),
-            _watchdog: watchdog,
+            offset_ms: AtomicI64::new(0),
+            watchdog: Mutex::new(Some(watchdog)),
         };
         server.wait_until_ready();
+        server.base = server.worker_entry();
+        // The next 06:00 UTC: every test has 18 hours before the daily counters start
+        // again, and the clock never runs behind the real one, so that an alarm set for
+        // a moment the service thinks is ahead never falls in the real past.
+        let now = real_now();
+        let six = now - now % 86_400 + 6 * 3600;
+        let start = if six >= now { six } else { six + 86_400 };
+        server.set_offset((start - now) as i64 * 1000);
         server
     }
 
-    /// Starts the same configuration again on the same persisted state.
-    pub fn restart_from(&self) -> Server {
+    /// Starts the same configuration again on the same persisted state, its clock where this one's was.
+    pub fn restart_from(&self) -> Arc<Server> {
         let extra: Vec<(&str, &str)> = self
             .vars
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        Server::start(&self.state_dir, &extra)
+        let server = Server::start(&self.state_dir, &extra, Some(&self.config));
+        server.set_offset(self.offset_ms.load(Ordering::SeqCst));
+        Arc::new(server)
+    }
+
+    fn set_offset(&self, offset_ms: i64) {
+        let resp = send(
+            "POST",
+            &format!("{}/__test/clock", self.base),
+            &[],
+            Some(json!({ "offsetMs": offset_ms }).to_string().as_bytes()),
+        );
+        assert_eq!(resp.status, 200, "setting the clock: {}", resp.body);
+        self.offset_ms.store(offset_ms, Ordering::SeqCst);
+    }
+
+    /// The service's time, in seconds since the epoch.
+    pub fn now(&self) -> u64 {
+        (real_now() as i64 + self.offset_ms.load(Ordering::SeqCst) / 1000) as u64
+    }
+
+    /// Moves the service's clock forward.
+    pub fn advance(&self, seconds: u64) {
+        self.set_offset(self.offset_ms.load(Ordering::SeqCst) + seconds as i64 * 1000);
+    }
+
+    /// Runs the alarm of a license holder's object now, at the service's time.
+    pub fn run_holder_alarm(&self, license: &str) {
+        let resp = send(
+            "POST",
+            &format!("{}/__test/holders/{license}/alarm", self.base),
+            &[],
+            Some(b""),
+        );
+        assert_eq!(resp.status, 200, "the holder's alarm: {}", resp.body);
     }
 
     /// SIGKILL to the whole process group: no chance to flush or shut down cleanly.
@@ -120,6 +183,37 @@ impl Server {
             std::thread::sleep(Duration::from_millis(200));
         }
         panic!("wrangler dev did not answer within 180 s:\n{}", self.log());
+    }
+
+    /// The address of the worker's own runtime, behind `wrangler dev`'s proxy. The
+    /// tests talk to it directly: the proxy fails a POST now and then when one of
+    /// its pooled connections to the runtime has idled for about five seconds, the
+    /// idle limit of both ends (cloudflare/workers-sdk#14641), and turns an answer
+    /// sent before the request body ended into a 503 (#15709). Production has no such
+    /// hop; every binding, asset and setting is the same either way.
+    fn worker_entry(&self) -> String {
+        let group = self
+            .child
+            .lock()
+            .unwrap()
+            .as_ref()
+            .expect("a running server")
+            .id();
+        for port in listening_ports(group) {
+            let base = format!("http://127.0.0.1:{port}");
+            if base == self.base {
+                continue;
+            }
+            if let Ok(resp) = try_send("GET", &format!("{base}/no-such-endpoint"), &[], None) {
+                if resp.status == 404 && resp.body.contains("no such endpoint") {
+                    return base;
+                }
+            }
+        }
+        panic!(
+            "no runtime of this server answers as the worker:\n{}",
+            self.log()
+        );
     }
 
     pub fn log(&self) -> String {
@@ -151,6 +245,22 @@ impl Server {
             &headers,
             body.as_deref(),
         )
+    }
+
+    /// Adds `entries` to `global-list` or `allow-list` for as long as the guard lives:
+    /// a test on a shared server leaves the lists as it found them, even when it fails.
+    pub fn listed(&self, list: &'static str, entries: &[&str]) -> Listed<'_> {
+        let resp = self.admin(
+            "POST",
+            &format!("/admin/{list}"),
+            Some(json!({ "add": entries })),
+        );
+        assert_eq!(resp.status, 200, "{list}: {}", resp.body);
+        Listed {
+            server: self,
+            list,
+            entries: entries.iter().map(|e| e.to_string()).collect(),
+        }
     }
 
     pub fn edit_global_list(&self, add: &[&str], remove: &[&str]) -> Resp {
@@ -221,10 +331,78 @@ impl Server {
     }
 }
 
+/// Entries a test put on one of the operator's lists; removed when it goes.
+pub struct Listed<'a> {
+    server: &'a Server,
+    list: &'static str,
+    entries: Vec<String>,
+}
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        let resp = self.server.admin(
+            "POST",
+            &format!("/admin/{}", self.list),
+            Some(json!({ "remove": self.entries })),
+        );
+        if !std::thread::panicking() {
+            assert_eq!(resp.status, 200, "{}: {}", self.list, resp.body);
+        }
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
+        if let Some(mut watchdog) = self.watchdog.lock().unwrap().take() {
+            drop(watchdog.stdin.take());
+            let _ = watchdog.wait();
+        }
     }
+}
+
+/// The repository's configuration serving the test build: `build-test/index.js`,
+/// with absolute paths and no build command (`make e2e` builds it first).
+pub fn test_config() -> PathBuf {
+    static CONFIG: OnceLock<PathBuf> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| configuration_file("wrangler", &[]))
+        .clone()
+}
+
+/// `test_config()` without the lines that mention any of `left_out`, written to a
+/// folder of its own: `wrangler dev` reloads the worker when files beside its
+/// configuration change, and the servers' logs and state change all the time.
+pub fn configuration_file(name: &str, left_out: &[&str]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("config-{}-{name}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("wrangler.toml");
+    fs::write(&path, configuration_without(left_out)).unwrap();
+    path
+}
+
+fn configuration_without(left_out: &[&str]) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    fs::read_to_string(root.join("wrangler.toml"))
+        .unwrap()
+        .lines()
+        .filter(|line| !left_out.iter().any(|word| line.contains(word)))
+        .filter(|line| !line.starts_with("command =") && !line.starts_with("watch_dir ="))
+        .map(|line| {
+            line.replace(
+                "main = \"build/index.js\"",
+                &format!("main = \"{}\"", root.join("build-test/index.js").display()),
+            )
+        })
+        .map(|line| {
+            line.replace(
+                "directory = \"public\"",
+                &format!("directory = \"{}\"", root.join("public").display()),
+            )
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
 }
 
 fn spawn_wrangler(
@@ -232,8 +410,8 @@ fn spawn_wrangler(
     log_path: &Path,
     port: u16,
     vars: &[(String, String)],
-    config: Option<&Path>,
-) -> (Child, ChildStdin) {
+    config: &Path,
+) -> (Child, Child) {
     use std::os::unix::process::CommandExt;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let log = File::create(log_path).unwrap();
@@ -256,13 +434,11 @@ fn spawn_wrangler(
     for (key, value) in vars {
         command.arg("--var").arg(format!("{key}:{value}"));
     }
-    if let Some(config) = config {
-        command.arg("--config").arg(config);
-    }
+    command.arg("--config").arg(config);
     let child = command
         .spawn()
         .expect("node_modules/.bin/wrangler: run `make test`, which installs it");
-    let mut watchdog = Command::new("sh")
+    let watchdog = Command::new("sh")
         .args([
             "-c",
             &format!("read _; kill -s KILL -- -{} 2>/dev/null", child.id()),
@@ -270,8 +446,7 @@ fn spawn_wrangler(
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdin = watchdog.stdin.take().unwrap();
-    (child, stdin)
+    (child, watchdog)
 }
 
 fn kill_group(pgid: u32) {
@@ -281,12 +456,75 @@ fn kill_group(pgid: u32) {
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
 }
 
+/// The TCP ports that processes of a process group listen on (Linux `/proc`).
+fn listening_ports(group: u32) -> Vec<u16> {
+    let in_group = |pid: &str| {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The fields after the command name, which is in parentheses: state, ppid, pgrp.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        after
+            .split_whitespace()
+            .nth(2)
+            .and_then(|pgrp| pgrp.parse::<u32>().ok())
+            == Some(group)
+    };
+    let mut sockets = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || !in_group(&pid) {
+            continue;
+        }
+        for fd in fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let target = fs::read_link(fd.path()).unwrap_or_default();
+            if let Some(inode) = target
+                .to_string_lossy()
+                .strip_prefix("socket:[")
+                .and_then(|s| s.strip_suffix(']'))
+            {
+                sockets.push(inode.to_owned());
+            }
+        }
+    }
+    let table = fs::read_to_string("/proc/net/tcp").unwrap();
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let listening = fields.get(3) == Some(&"0A");
+            let ours = fields
+                .get(9)
+                .is_some_and(|inode| sockets.iter().any(|s| s == inode));
+            let port = fields
+                .get(1)?
+                .rsplit_once(':')
+                .and_then(|(_, hex)| u16::from_str_radix(hex, 16).ok())?;
+            (listening && ours).then_some(port)
+        })
+        .collect()
+}
+
+/// A port nothing listens on, never the same one twice in this process: the kernel
+/// may hand out a port again once the probe closes it, and two servers started at
+/// once on one port answer each other's requests.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap();
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 pub fn fresh_state_dir() -> PathBuf {
@@ -451,22 +689,9 @@ fn percent_encode(s: &str) -> String {
         .collect()
 }
 
-/// Waits out the last two minutes of a UTC day: a test that counts against the
-/// daily limits must run within one day, or the counters start again under it.
-pub fn within_one_utc_day() {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let left = 86_400 - now % 86_400;
-    if left <= 120 {
-        std::thread::sleep(Duration::from_secs(left + 1));
-    }
-}
-
 /// A license holder with a fresh license and a valid access token.
 pub struct TestApp {
-    pub server: &'static Server,
+    pub server: Arc<Server>,
     pub license: String,
     pub license_key: String,
     pub token: String,
@@ -474,10 +699,11 @@ pub struct TestApp {
 
 impl TestApp {
     pub fn new() -> Self {
-        Self::on(Server::shared())
+        Self::on(&Server::shared())
     }
 
-    pub fn on(server: &'static Server) -> Self {
+    pub fn on(server: &Arc<Server>) -> Self {
+        let server = server.clone();
         let (license, license_key) = server.create_license();
         let token = server.login(&license_key).json()["accessToken"]
             .as_str()
@@ -492,9 +718,9 @@ impl TestApp {
     }
 
     /// The same license holder on another server (one restarted on the same state).
-    pub fn with_server(&self, server: &'static Server) -> Self {
+    pub fn with_server(&self, server: &Arc<Server>) -> Self {
         Self {
-            server,
+            server: server.clone(),
             license: self.license.clone(),
             license_key: self.license_key.clone(),
             token: self.token.clone(),

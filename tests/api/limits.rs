@@ -2,14 +2,11 @@
 
 use serde_json::json;
 
-use crate::helpers::{send, within_one_utc_day, Server, TestApp};
-
-const LIMIT: &str = "Sorry, but you have reached the maximum limit";
+use crate::helpers::{send, Server, TestApp, LIMIT};
 
 #[test]
 fn additions_stop_at_the_daily_limit_without_changing_the_list() {
-    within_one_utc_day();
-    let app = TestApp::on(Server::limited());
+    let app = TestApp::on(&Server::limited());
     for n in 1..=3 {
         assert_eq!(
             app.add(&format!("5.5.5.{n}")),
@@ -45,8 +42,7 @@ fn additions_stop_at_the_daily_limit_without_changing_the_list() {
 
 #[test]
 fn removals_stop_at_the_daily_limit_without_changing_the_list() {
-    within_one_utc_day();
-    let app = TestApp::on(Server::limited());
+    let app = TestApp::on(&Server::limited());
     for n in 1..=3 {
         app.add(&format!("6.6.6.{n}"));
     }
@@ -72,10 +68,9 @@ fn removals_stop_at_the_daily_limit_without_changing_the_list() {
 
 #[test]
 fn limits_are_counted_per_license_holder() {
-    within_one_utc_day();
     let (first, second) = (
-        TestApp::on(Server::limited()),
-        TestApp::on(Server::limited()),
+        TestApp::on(&Server::limited()),
+        TestApp::on(&Server::limited()),
     );
     for n in 1..=3 {
         first.add(&format!("7.7.7.{n}"));
@@ -89,8 +84,7 @@ fn limits_are_counted_per_license_holder() {
 
 #[test]
 fn a_script_looping_on_a_used_up_quota_leaves_one_history_row_a_day() {
-    within_one_utc_day();
-    let app = TestApp::on(Server::limited());
+    let app = TestApp::on(&Server::limited());
     for n in 1..=3 {
         app.add(&format!("7.8.9.{n}"));
     }
@@ -118,8 +112,7 @@ fn a_script_looping_on_a_used_up_quota_leaves_one_history_row_a_day() {
 
 #[test]
 fn the_quota_route_says_what_the_day_has_used_and_left() {
-    within_one_utc_day();
-    let app = TestApp::on(Server::limited());
+    let app = TestApp::on(&Server::limited());
     let quota = |app: &TestApp| {
         let resp = app.get("/api/quota");
         assert_eq!(resp.status, 200, "{}", resp.body);
@@ -164,4 +157,39 @@ fn the_quota_route_says_what_the_day_has_used_and_left() {
         None,
     );
     assert_eq!(refused.status, 401);
+}
+
+#[test]
+fn the_daily_counters_start_again_at_midnight_utc_and_not_before() {
+    // A token that outlives the hours the clock is moved.
+    let server = Server::own(&[
+        ("DAILY_ADDITIONS", "3"),
+        ("DAILY_REMOVALS", "2"),
+        ("TOKEN_LIFETIME_SECONDS", "2592000"),
+    ]);
+    let app = TestApp::on(&server);
+    for n in 1..=3 {
+        app.add(&format!("5.6.7.{n}"));
+    }
+    assert_eq!(app.add("5.6.7.4"), LIMIT);
+    let to_midnight = 86_400 - server.now() % 86_400;
+    // A few seconds before: room for a slow machine between reading the clock and asking.
+    server.advance(to_midnight - 5);
+    assert_eq!(app.add("5.6.7.4"), LIMIT, "still the same UTC day");
+    server.advance(5);
+    assert_eq!(
+        app.add("5.6.7.4"),
+        "[5.6.7.4] has been added to greylist",
+        "a new UTC day"
+    );
+    let quota = app.get("/api/quota").json();
+    assert_eq!(
+        quota["additions"],
+        json!({ "limit": 3, "used": 1, "left": 2 }),
+        "{quota}"
+    );
+    assert!(
+        quota["resetsInSeconds"].as_u64().unwrap() > 86_000,
+        "{quota}"
+    );
 }

@@ -1,16 +1,16 @@
 //! Local state survives the server being killed.
 
-use crate::helpers::{fresh_state_dir, Server, TestApp};
+use crate::helpers::{Server, TestApp};
 
 #[test]
 fn entries_and_licenses_survive_a_killed_server() {
-    let server: &'static Server = Box::leak(Box::new(Server::start(&fresh_state_dir(), &[])));
-    let app = TestApp::on(server);
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
     assert_eq!(app.add("1.0.0.1"), "[1.0.0.1] has been added to greylist");
     server.kill();
 
-    let restarted: &'static Server = Box::leak(Box::new(server.restart_from()));
-    let again = app.with_server(restarted);
+    let restarted = server.restart_from();
+    let again = app.with_server(&restarted);
     assert_eq!(
         again.check("1.0.0.1"),
         "[1.0.0.1] is currently on your personal greylist"

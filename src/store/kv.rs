@@ -1,0 +1,147 @@
+//! KV as the Worker reads it: through the edge cache, then through what an
+//! isolate remembers. Both periods come from `Freshness`, so that their sum, the
+//! longest a change can take to show, stays within the bound; the fake KV of the
+//! tests models the edge cache, so that the sum is tested, not only stated.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use worker::kv::KvStore;
+
+use super::StoreError;
+use crate::domain::settings::Freshness;
+use crate::domain::time::Millis;
+
+/// Reads of one KV namespace.
+#[allow(async_fn_in_trait)]
+pub trait KvRead {
+    /// The value of `key` as KV's edge cache gives it: every read asks for the
+    /// shortest edge cache, `Freshness::EDGE_SECONDS` (KV keeps a value 60 seconds
+    /// when not told otherwise, which alone would use up the bound).
+    async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+}
+
+impl KvRead for KvStore {
+    async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .get(key)
+            .cache_ttl(Freshness::EDGE_SECONDS)
+            .bytes()
+            .await?)
+    }
+}
+
+impl<T: KvRead> KvRead for std::rc::Rc<T> {
+    async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        (**self).read(key).await
+    }
+}
+
+/// `read`, as JSON.
+pub async fn read_json<T: serde::de::DeserializeOwned>(
+    kv: &impl KvRead,
+    key: &str,
+) -> Result<Option<T>, StoreError> {
+    kv.read(key)
+        .await?
+        .map(|bytes| serde_json::from_slice(&bytes))
+        .transpose()
+        .map_err(StoreError::from)
+}
+
+/// What one isolate remembers of values it read, each for `Freshness::isolate_seconds`
+/// from its read. At most `capacity` values; past that it starts afresh.
+pub struct Remembered<V> {
+    values: RefCell<HashMap<String, (Millis, V)>>,
+    capacity: usize,
+}
+
+impl<V: Clone> Remembered<V> {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            values: RefCell::new(HashMap::new()),
+            capacity,
+        }
+    }
+
+    /// The value read for `key`, while it may still stand in for a read at `now`.
+    pub fn get(&self, key: &str, now: Millis, freshness: Freshness) -> Option<V> {
+        let values = self.values.borrow();
+        let (read_at, value) = values.get(key)?;
+        is_fresh(*read_at, now, freshness).then(|| value.clone())
+    }
+
+    pub fn put(&self, key: &str, value: V, now: Millis, freshness: Freshness) {
+        if freshness.isolate_seconds() == 0 {
+            return;
+        }
+        let mut values = self.values.borrow_mut();
+        if values.len() >= self.capacity {
+            values.clear();
+        }
+        values.insert(key.to_owned(), (now, value));
+    }
+}
+
+/// Whether a value an isolate read at `read_at` may still stand in for a KV read at `now`.
+pub fn is_fresh(read_at: Millis, now: Millis, freshness: Freshness) -> bool {
+    now.since(read_at) < freshness.isolate_seconds() * 1000
+}
+
+/// A KV namespace in memory with the edge cache KV puts in front of it: a read
+/// keeps the value it saw for `Freshness::EDGE_SECONDS`, and later reads within
+/// that period get it, whatever was written since.
+#[cfg(test)]
+pub mod fake {
+    use std::cell::{Cell, RefCell};
+    use std::collections::HashMap;
+
+    use super::KvRead;
+    use crate::domain::settings::Freshness;
+    use crate::domain::time::Millis;
+    use crate::store::StoreError;
+
+    /// A value as the edge cache keeps it: when it was read, and what was there.
+    type Cached = (u64, Option<Vec<u8>>);
+
+    #[derive(Default)]
+    pub struct FakeKv {
+        pub now: Cell<u64>,
+        stored: RefCell<HashMap<String, Vec<u8>>>,
+        edge: RefCell<HashMap<String, Cached>>,
+        pub reads: Cell<usize>,
+    }
+
+    impl FakeKv {
+        pub fn at(&self, now: Millis) -> &Self {
+            self.now.set(now.0);
+            self
+        }
+
+        pub fn write(&self, key: &str, value: &[u8]) {
+            self.stored
+                .borrow_mut()
+                .insert(key.to_owned(), value.to_vec());
+        }
+
+        pub fn delete(&self, key: &str) {
+            self.stored.borrow_mut().remove(key);
+        }
+    }
+
+    impl KvRead for FakeKv {
+        async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+            self.reads.set(self.reads.get() + 1);
+            let now = self.now.get();
+            let mut edge = self.edge.borrow_mut();
+            if let Some((cached_at, value)) = edge.get(key) {
+                if now < cached_at + Freshness::EDGE_SECONDS * 1000 {
+                    return Ok(value.clone());
+                }
+            }
+            let value = self.stored.borrow().get(key).cloned();
+            edge.insert(key.to_owned(), (now, value.clone()));
+            Ok(value)
+        }
+    }
+}

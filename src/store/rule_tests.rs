@@ -1,0 +1,529 @@
+//! The holder's rules (`domain::holder`), each test run twice: against
+//! `MemoryStore`, the model, and against `SqlListStore` on a real SQLite, running
+//! the statements the Durable Object runs in production.
+
+use std::fmt::Debug;
+
+use super::holder_list::{migrate, SqlListStore};
+use super::sql::native::NativeSql;
+use super::sql::Sql;
+use crate::domain::code::Coded;
+use crate::domain::entry::{Change, Entry, EntryDetails, Expiry, HistoryEvent};
+use crate::domain::holder::memory::MemoryStore;
+use crate::domain::holder::{
+    perform, sweep, Answer, Call, DailyUsage, Limits, ListStore, Operation, MAX_HISTORY_ROWS,
+};
+use crate::domain::ipv4::PublicIpv4;
+use crate::domain::outcome::PersonalOutcome as P;
+use crate::domain::time::UnixTime;
+use Operation::{Add, Check, Remove};
+
+/// 2026-11-21 12:00:00 UTC.
+const NOON: UnixTime = UnixTime(1_795_262_400);
+const LIMITS: Limits = Limits {
+    additions: 3,
+    removals: 2,
+};
+
+/// A store the suite can look into: every entry by address, the history oldest first.
+pub trait Subject: ListStore<Error: Debug> {
+    fn all_entries(&self) -> Vec<Entry>;
+    fn all_history(&self) -> Vec<HistoryEvent>;
+}
+
+impl Subject for MemoryStore {
+    fn all_entries(&self) -> Vec<Entry> {
+        self.entries.values().cloned().collect()
+    }
+
+    fn all_history(&self) -> Vec<HistoryEvent> {
+        self.history.clone()
+    }
+}
+
+/// A fresh holder database with the production schema.
+pub fn sql_store() -> SqlListStore<NativeSql> {
+    let sql = NativeSql::new();
+    migrate(&sql).unwrap();
+    SqlListStore::new(sql)
+}
+
+impl<S: Sql> Subject for SqlListStore<S> {
+    fn all_entries(&self) -> Vec<Entry> {
+        let mut all = Vec::new();
+        for row in self
+            .raw()
+            .query("SELECT ip FROM entries ORDER BY ip", &[])
+            .unwrap()
+        {
+            let ip = PublicIpv4::from_addr(std::net::Ipv4Addr::from(row.int(0).unwrap() as u32))
+                .unwrap();
+            all.push(self.entry(ip).unwrap().unwrap());
+        }
+        all
+    }
+
+    fn all_history(&self) -> Vec<HistoryEvent> {
+        let rows = self
+            .raw()
+            .query(
+                "SELECT at, change, ip, client FROM history ORDER BY id",
+                &[],
+            )
+            .unwrap();
+        rows.iter()
+            .map(|row| HistoryEvent {
+                at: UnixTime(row.int(0).unwrap()),
+                change: Change::from_code(&row.text(1).unwrap()).unwrap(),
+                ip: PublicIpv4::from_addr(std::net::Ipv4Addr::from(row.int(2).unwrap() as u32))
+                    .unwrap(),
+                client: row.opt_text(3).unwrap(),
+            })
+            .collect()
+    }
+}
+
+fn ip(n: u8) -> PublicIpv4 {
+    PublicIpv4::parse(&format!("8.8.8.{n}")).unwrap()
+}
+
+/// The `n`th address of 8.0.0.0/8, for tests that need many.
+fn nth(n: u32) -> PublicIpv4 {
+    PublicIpv4::from_addr(std::net::Ipv4Addr::from(0x0800_0000 | n)).unwrap()
+}
+
+fn call(operation: Operation, n: u8) -> Call {
+    Call {
+        operation,
+        ip: ip(n),
+        details: EntryDetails::default(),
+        client: Some("192.0.2.7".into()),
+    }
+}
+
+fn run_call(store: &mut impl Subject, call: &Call, now: UnixTime) -> Answer {
+    perform(store, call, now, LIMITS).unwrap()
+}
+
+fn run(store: &mut impl Subject, op: Operation, n: u8, now: UnixTime) -> P {
+    run_call(store, &call(op, n), now).outcome
+}
+
+fn usage(store: &impl Subject) -> DailyUsage {
+    store.usage().unwrap()
+}
+
+fn state_table_rows<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    assert_eq!(run(&mut store, Check, 1, NOON), P::Unlisted);
+    assert_eq!(run(&mut store, Remove, 1, NOON), P::NothingToRemove);
+    assert_eq!(run(&mut store, Add, 1, NOON), P::Added);
+    assert_eq!(
+        store.all_entries(),
+        [Entry {
+            ip: ip(1),
+            added_at: NOON,
+            expires_at: None,
+            comment: None
+        }]
+    );
+    assert_eq!(run(&mut store, Check, 1, NOON), P::Listed);
+    assert_eq!(run(&mut store, Add, 1, NOON), P::AlreadyListed);
+    assert_eq!(run(&mut store, Remove, 1, NOON), P::Removed);
+    assert_eq!(run(&mut store, Check, 1, NOON), P::Unlisted);
+    assert!(store.all_entries().is_empty());
+}
+
+fn only_actual_changes_count<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    run(&mut store, Add, 1, NOON);
+    run(&mut store, Add, 1, NOON);
+    run(&mut store, Check, 1, NOON);
+    run(&mut store, Remove, 2, NOON);
+    assert_eq!(
+        usage(&store),
+        DailyUsage {
+            day: NOON.utc_day(),
+            added: 1,
+            removed: 0,
+            refused: 0
+        }
+    );
+    run(&mut store, Remove, 1, NOON);
+    run(&mut store, Remove, 1, NOON);
+    assert_eq!(
+        usage(&store),
+        DailyUsage {
+            day: NOON.utc_day(),
+            added: 1,
+            removed: 1,
+            refused: 0
+        }
+    );
+}
+
+fn addition_limit_allows_exactly_the_limit_and_refuses_without_change<S: Subject>(
+    fresh: fn() -> S,
+) {
+    let mut store = fresh();
+    for n in 1..=3 {
+        assert_eq!(run(&mut store, Add, n, NOON), P::Added);
+    }
+    assert_eq!(run(&mut store, Add, 4, NOON), P::LimitReached);
+    assert_eq!(run(&mut store, Check, 4, NOON), P::Unlisted);
+    assert_eq!(usage(&store).added, 3);
+    assert_eq!(
+        run(&mut store, Add, 1, NOON),
+        P::AlreadyListed,
+        "an add that changes nothing is not refused"
+    );
+    assert_eq!(
+        run(&mut store, Remove, 1, NOON),
+        P::Removed,
+        "removals have their own limit"
+    );
+}
+
+fn removal_limit_allows_exactly_the_limit_and_refuses_without_change<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    for n in 1..=3 {
+        run(&mut store, Add, n, NOON);
+    }
+    assert_eq!(run(&mut store, Remove, 1, NOON), P::Removed);
+    assert_eq!(run(&mut store, Remove, 2, NOON), P::Removed);
+    assert_eq!(run(&mut store, Remove, 3, NOON), P::LimitReached);
+    assert_eq!(run(&mut store, Check, 3, NOON), P::Listed);
+    assert_eq!(
+        run(&mut store, Remove, 9, NOON),
+        P::NothingToRemove,
+        "a remove that changes nothing is not refused"
+    );
+}
+
+fn counters_reset_at_midnight_utc_and_not_before<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    let midnight = NOON.plus(NOON.seconds_to_next_utc_day());
+    let last_second = midnight.minus(1);
+    for n in 1..=3 {
+        run(&mut store, Add, n, NOON);
+    }
+    assert_eq!(run(&mut store, Add, 4, last_second), P::LimitReached);
+    assert_eq!(run(&mut store, Add, 4, midnight), P::Added);
+    assert_eq!(
+        usage(&store),
+        DailyUsage {
+            day: midnight.utc_day(),
+            added: 1,
+            removed: 0,
+            refused: 0
+        }
+    );
+}
+
+fn a_zero_limit_refuses_every_change<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    let answer = perform(
+        &mut store,
+        &call(Add, 1),
+        NOON,
+        Limits {
+            additions: 0,
+            removals: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(answer.outcome, P::LimitReached);
+    assert!(store.all_entries().is_empty());
+}
+
+fn the_answer_carries_the_days_usage_after_the_operation<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    let day = |added, removed, at: UnixTime| {
+        Some(DailyUsage {
+            day: at.utc_day(),
+            added,
+            removed,
+            refused: 0,
+        })
+    };
+    assert_eq!(
+        run_call(&mut store, &call(Add, 1), NOON).usage,
+        day(1, 0, NOON)
+    );
+    assert_eq!(
+        run_call(&mut store, &call(Remove, 1), NOON).usage,
+        day(1, 1, NOON)
+    );
+    let tomorrow = NOON.plus(86_400);
+    assert_eq!(
+        run_call(&mut store, &call(Add, 1), tomorrow).usage,
+        day(1, 0, tomorrow)
+    );
+    assert_eq!(
+        run_call(&mut store, &call(Check, 1), tomorrow).usage,
+        None,
+        "a check reads no counters"
+    );
+}
+
+fn details_are_stored_with_the_entry<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    let details = EntryDetails {
+        expiry: Some(Expiry::After(600)),
+        comment: Some("scanner, <b>ticket</b> #42 é".into()),
+    };
+    run_call(
+        &mut store,
+        &Call {
+            details: details.clone(),
+            ..call(Add, 1)
+        },
+        NOON,
+    );
+    let entry = store.entry(ip(1)).unwrap().unwrap();
+    assert_eq!(
+        (entry.expires_at, entry.comment),
+        (Some(NOON.plus(600)), details.comment)
+    );
+}
+
+fn an_expired_entry_is_gone_for_every_operation_at_its_second<S: Subject>(fresh: fn() -> S) {
+    let expiring = Call {
+        details: EntryDetails {
+            expiry: Some(Expiry::At(NOON.plus(60))),
+            comment: None,
+        },
+        ..call(Add, 1)
+    };
+    for op in [Check, Add, Remove] {
+        let mut store = fresh();
+        run_call(&mut store, &expiring, NOON);
+        assert_eq!(run(&mut store, Check, 1, NOON.plus(59)), P::Listed);
+        let expected = match op {
+            Check => P::Unlisted,
+            Add => P::Added,
+            Remove => P::NothingToRemove,
+        };
+        assert_eq!(run(&mut store, op, 1, NOON.plus(60)), expected, "{op:?}");
+        assert!(store
+            .all_history()
+            .iter()
+            .any(|e| e.change == Change::Expired && e.at == NOON.plus(60)));
+    }
+}
+
+fn re_adding_a_listed_address_leaves_its_entry_as_it_was<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    let first = Call {
+        details: EntryDetails {
+            expiry: Some(Expiry::After(600)),
+            comment: Some("first".into()),
+        },
+        ..call(Add, 1)
+    };
+    run_call(&mut store, &first, NOON);
+    let again = Call {
+        details: EntryDetails {
+            expiry: Some(Expiry::After(9_999)),
+            comment: Some("again".into()),
+        },
+        ..call(Add, 1)
+    };
+    assert_eq!(
+        run_call(&mut store, &again, NOON.plus(5)).outcome,
+        P::AlreadyListed
+    );
+    let entry = store.entry(ip(1)).unwrap().unwrap();
+    assert_eq!(
+        (entry.comment.as_deref(), entry.expires_at),
+        (Some("first"), Some(NOON.plus(600)))
+    );
+}
+
+fn history_records_changes_and_refusals_with_the_client<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    for n in 1..=4 {
+        run(&mut store, Add, n, NOON);
+    }
+    run(&mut store, Check, 1, NOON);
+    run(&mut store, Add, 1, NOON);
+    run(&mut store, Remove, 1, NOON);
+    let history = store.all_history();
+    let changes: Vec<Change> = history.iter().map(|e| e.change).collect();
+    use Change::{Added, LimitRefused, Removed};
+    assert_eq!(changes, [Added, Added, Added, LimitRefused, Removed]);
+    assert!(history
+        .iter()
+        .all(|e| e.client.as_deref() == Some("192.0.2.7") && e.at == NOON));
+}
+
+fn refusals_are_counted_but_only_the_days_first_is_recorded<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    for n in 1..=3 {
+        run(&mut store, Add, n, NOON);
+    }
+    run(&mut store, Remove, 1, NOON);
+    run(&mut store, Remove, 2, NOON);
+    for _ in 0..5_000 {
+        assert_eq!(run(&mut store, Add, 9, NOON), P::LimitReached);
+        assert_eq!(run(&mut store, Remove, 3, NOON), P::LimitReached);
+    }
+    let refusals = |history: &[HistoryEvent]| {
+        history
+            .iter()
+            .filter(|e| e.change == Change::LimitRefused)
+            .count()
+    };
+    let history = store.all_history();
+    assert_eq!(
+        (history.len(), refusals(&history)),
+        (6, 1),
+        "10 000 refused calls leave one history row"
+    );
+    assert_eq!(usage(&store).refused, 10_000);
+    let tomorrow = NOON.plus(86_400);
+    assert_eq!(run(&mut store, Remove, 3, tomorrow), P::Removed);
+    for n in [9, 10, 11] {
+        run(&mut store, Add, n, tomorrow);
+    }
+    assert_eq!(run(&mut store, Add, 12, tomorrow), P::LimitReached);
+    assert_eq!(
+        refusals(&store.all_history()),
+        2,
+        "a new day records its first refusal"
+    );
+    assert_eq!(usage(&store).refused, 1);
+}
+
+fn the_history_keeps_only_the_newest_rows<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    let limits = Limits {
+        additions: u32::MAX,
+        removals: u32::MAX,
+    };
+    for n in 0..MAX_HISTORY_ROWS as u32 + 10 {
+        perform(
+            &mut store,
+            &Call {
+                ip: nth(n),
+                ..call(Add, 1)
+            },
+            NOON,
+            limits,
+        )
+        .unwrap();
+    }
+    let history = store.all_history();
+    assert_eq!(history.len() as u64, MAX_HISTORY_ROWS);
+    assert_eq!(history[0].ip, nth(10), "the oldest went first");
+    assert_eq!(history.last().unwrap().ip, nth(MAX_HISTORY_ROWS as u32 + 9));
+}
+
+fn entries_sharing_one_expiry_are_swept_completely_in_bounded_batches<S: Subject>(
+    fresh: fn() -> S,
+) {
+    let mut store = fresh();
+    const ENTRIES: u32 = 50_000;
+    const BATCH: usize = 1_000;
+    let expires_at = NOON.plus(60);
+    for n in 0..ENTRIES {
+        store
+            .insert(&Entry {
+                ip: nth(n),
+                added_at: NOON,
+                expires_at: Some(expires_at),
+                comment: None,
+            })
+            .unwrap();
+    }
+    store
+        .insert(&Entry {
+            ip: ip(1),
+            added_at: NOON,
+            expires_at: None,
+            comment: None,
+        })
+        .unwrap();
+    assert_eq!(sweep(&mut store, expires_at.minus(1), BATCH).unwrap(), 0);
+    let mut sweeps = Vec::new();
+    loop {
+        let swept = sweep(&mut store, expires_at, BATCH).unwrap();
+        assert!(swept <= BATCH);
+        sweeps.push(swept);
+        if swept < BATCH {
+            break;
+        }
+    }
+    assert_eq!(sweeps.iter().sum::<usize>(), ENTRIES as usize);
+    assert_eq!(
+        sweeps.len(),
+        ENTRIES as usize / BATCH + 1,
+        "the last sweep finds nothing and stops"
+    );
+    assert_eq!(
+        store.all_entries().iter().map(|e| e.ip).collect::<Vec<_>>(),
+        [ip(1)],
+        "only the permanent entry is left"
+    );
+    let history = store.all_history();
+    assert!(history
+        .iter()
+        .all(|e| e.change == Change::Expired && e.at == expires_at));
+    assert_eq!(history.len(), ENTRIES as usize);
+}
+
+fn a_sweep_takes_the_earliest_expiries_first<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    for (n, seconds) in [(1, 300), (2, 100), (3, 200), (4, 50_000)] {
+        store
+            .insert(&Entry {
+                ip: ip(n),
+                added_at: NOON,
+                expires_at: Some(NOON.plus(seconds)),
+                comment: None,
+            })
+            .unwrap();
+    }
+    assert_eq!(sweep(&mut store, NOON.plus(1_000), 2).unwrap(), 2);
+    assert_eq!(
+        store.all_entries().iter().map(|e| e.ip).collect::<Vec<_>>(),
+        [ip(1), ip(4)]
+    );
+    assert_eq!(
+        store
+            .all_history()
+            .iter()
+            .map(|e| (e.ip, e.at))
+            .collect::<Vec<_>>(),
+        [(ip(2), NOON.plus(100)), (ip(3), NOON.plus(200))]
+    );
+}
+
+macro_rules! for_both_stores {
+    ($($test:ident),* $(,)?) => {
+        mod memory_store {
+            $(#[test] fn $test() { super::$test(super::MemoryStore::default) })*
+        }
+        mod sql_store {
+            $(#[test] fn $test() { super::$test(super::sql_store) })*
+        }
+    };
+}
+
+for_both_stores!(
+    state_table_rows,
+    only_actual_changes_count,
+    addition_limit_allows_exactly_the_limit_and_refuses_without_change,
+    removal_limit_allows_exactly_the_limit_and_refuses_without_change,
+    counters_reset_at_midnight_utc_and_not_before,
+    a_zero_limit_refuses_every_change,
+    the_answer_carries_the_days_usage_after_the_operation,
+    details_are_stored_with_the_entry,
+    an_expired_entry_is_gone_for_every_operation_at_its_second,
+    re_adding_a_listed_address_leaves_its_entry_as_it_was,
+    history_records_changes_and_refusals_with_the_client,
+    refusals_are_counted_but_only_the_days_first_is_recorded,
+    the_history_keeps_only_the_newest_rows,
+    entries_sharing_one_expiry_are_swept_completely_in_bounded_batches,
+    a_sweep_takes_the_earliest_expiries_first,
+);

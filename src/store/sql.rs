@@ -1,0 +1,277 @@
+//! A Durable Object's SQLite database as the stores see it: a statement, its
+//! arguments, its rows. Production runs it on the object's `SqlStorage`; the
+//! native tests run the very same statements on a real SQLite (`rusqlite`).
+
+use std::fmt;
+
+use worker::{SqlStorage, SqlStorageValue};
+
+/// A value bound to a statement or read from a row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    Null,
+    Integer(i64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+/// The largest integer that crosses into JavaScript exactly: the object's storage
+/// hands integers to the Worker as JavaScript numbers.
+pub const MAX_EXACT_INTEGER: i64 = (1 << 53) - 1;
+
+impl Value {
+    pub fn int(value: u64) -> Self {
+        Self::Integer(i64::try_from(value).unwrap_or(i64::MAX))
+    }
+
+    pub fn text(value: impl Into<String>) -> Self {
+        Self::Text(value.into())
+    }
+
+    pub fn opt_int(value: Option<u64>) -> Self {
+        value.map_or(Self::Null, Self::int)
+    }
+
+    pub fn opt_text(value: Option<&str>) -> Self {
+        value.map_or(Self::Null, Self::text)
+    }
+}
+
+/// A statement the database refused, or a value that is not what the store wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlError(pub String);
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One row of a result, read by column position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row(pub Vec<Value>);
+
+impl Row {
+    fn value(&self, column: usize) -> Result<&Value, SqlError> {
+        self.0
+            .get(column)
+            .ok_or_else(|| SqlError(format!("no column {column} in {:?}", self.0)))
+    }
+
+    pub fn opt_int(&self, column: usize) -> Result<Option<u64>, SqlError> {
+        match self.value(column)? {
+            Value::Null => Ok(None),
+            Value::Integer(n) => u64::try_from(*n)
+                .map(Some)
+                .map_err(|_| SqlError(format!("column {column}: negative {n}"))),
+            other => Err(SqlError(format!(
+                "column {column}: expected an integer, found {other:?}"
+            ))),
+        }
+    }
+
+    pub fn int(&self, column: usize) -> Result<u64, SqlError> {
+        self.opt_int(column)?
+            .ok_or_else(|| SqlError(format!("column {column}: NULL where an integer belongs")))
+    }
+
+    pub fn opt_text(&self, column: usize) -> Result<Option<String>, SqlError> {
+        match self.value(column)? {
+            Value::Null => Ok(None),
+            Value::Text(text) => Ok(Some(text.clone())),
+            other => Err(SqlError(format!(
+                "column {column}: expected text, found {other:?}"
+            ))),
+        }
+    }
+
+    pub fn text(&self, column: usize) -> Result<String, SqlError> {
+        self.opt_text(column)?
+            .ok_or_else(|| SqlError(format!("column {column}: NULL where text belongs")))
+    }
+
+    pub fn blob(&self, column: usize) -> Result<&[u8], SqlError> {
+        match self.value(column)? {
+            Value::Blob(bytes) => Ok(bytes),
+            other => Err(SqlError(format!(
+                "column {column}: expected a blob, found {other:?}"
+            ))),
+        }
+    }
+}
+
+/// What the stores need of a database. Every call is synchronous and runs to its
+/// end, so a sequence of calls with no `await` between them commits as one write.
+pub trait Sql {
+    /// Runs one statement with `?n` placeholders and returns every row it yields.
+    fn query(&self, statement: &str, args: &[Value]) -> Result<Vec<Row>, SqlError>;
+    /// Runs one statement and returns how many rows it wrote.
+    fn execute(&self, statement: &str, args: &[Value]) -> Result<usize, SqlError>;
+    /// Runs several statements without arguments, such as a schema's.
+    fn script(&self, statements: &str) -> Result<(), SqlError>;
+}
+
+impl<T: Sql> Sql for &T {
+    fn query(&self, statement: &str, args: &[Value]) -> Result<Vec<Row>, SqlError> {
+        (**self).query(statement, args)
+    }
+
+    fn execute(&self, statement: &str, args: &[Value]) -> Result<usize, SqlError> {
+        (**self).execute(statement, args)
+    }
+
+    fn script(&self, statements: &str) -> Result<(), SqlError> {
+        (**self).script(statements)
+    }
+}
+
+impl Sql for SqlStorage {
+    fn query(&self, statement: &str, args: &[Value]) -> Result<Vec<Row>, SqlError> {
+        let cursor = self.exec(statement, bindings(args)).map_err(fault)?;
+        cursor
+            .raw()
+            .map(|row| {
+                row.map_err(fault)?
+                    .into_iter()
+                    .map(from_storage)
+                    .collect::<Result<_, _>>()
+                    .map(Row)
+            })
+            .collect()
+    }
+
+    fn execute(&self, statement: &str, args: &[Value]) -> Result<usize, SqlError> {
+        Ok(self
+            .exec(statement, bindings(args))
+            .map_err(fault)?
+            .rows_written())
+    }
+
+    fn script(&self, statements: &str) -> Result<(), SqlError> {
+        self.exec(statements, None).map(drop).map_err(fault)
+    }
+}
+
+fn fault(error: worker::Error) -> SqlError {
+    SqlError(error.to_string())
+}
+
+fn bindings(args: &[Value]) -> Vec<SqlStorageValue> {
+    args.iter()
+        .map(|value| match value {
+            Value::Null => SqlStorageValue::Null,
+            Value::Integer(n) => SqlStorageValue::Integer(*n),
+            Value::Text(text) => SqlStorageValue::String(text.clone()),
+            Value::Blob(bytes) => SqlStorageValue::Blob(bytes.clone()),
+        })
+        .collect()
+}
+
+fn from_storage(value: SqlStorageValue) -> Result<Value, SqlError> {
+    match value {
+        SqlStorageValue::Null => Ok(Value::Null),
+        SqlStorageValue::Integer(n) => Ok(Value::Integer(n)),
+        SqlStorageValue::Boolean(b) => Ok(Value::Integer(i64::from(b))),
+        SqlStorageValue::String(text) => Ok(Value::Text(text)),
+        SqlStorageValue::Blob(bytes) => Ok(Value::Blob(bytes)),
+        SqlStorageValue::Float(f) => {
+            Err(SqlError(format!("a number this store never writes: {f}")))
+        }
+    }
+}
+
+/// The same interface on a real SQLite, for the native tests of the stores. It
+/// refuses integers the object's storage could not carry exactly, as production
+/// would silently round them.
+#[cfg(test)]
+pub mod native {
+    use rusqlite::types::{ToSqlOutput, ValueRef};
+    use rusqlite::{Connection, ToSql};
+
+    use super::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
+
+    pub struct NativeSql(pub Connection);
+
+    impl Default for NativeSql {
+        fn default() -> Self {
+            Self(Connection::open_in_memory().expect("an in-memory SQLite"))
+        }
+    }
+
+    impl NativeSql {
+        pub fn new() -> Self {
+            Self::default()
+        }
+    }
+
+    impl ToSql for Value {
+        fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+            Ok(match self {
+                Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+                Value::Integer(n) => ToSqlOutput::Borrowed(ValueRef::Integer(*n)),
+                Value::Text(text) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
+                Value::Blob(bytes) => ToSqlOutput::Borrowed(ValueRef::Blob(bytes)),
+            })
+        }
+    }
+
+    fn exact(n: i64) -> Result<i64, SqlError> {
+        if n.abs() > MAX_EXACT_INTEGER {
+            return Err(SqlError(format!(
+                "{n} would lose precision in a Durable Object's storage"
+            )));
+        }
+        Ok(n)
+    }
+
+    fn checked(args: &[Value]) -> Result<(), SqlError> {
+        args.iter().try_for_each(|value| match value {
+            Value::Integer(n) => exact(*n).map(drop),
+            _ => Ok(()),
+        })
+    }
+
+    fn error(error: rusqlite::Error) -> SqlError {
+        SqlError(error.to_string())
+    }
+
+    impl Sql for NativeSql {
+        fn query(&self, statement: &str, args: &[Value]) -> Result<Vec<Row>, SqlError> {
+            checked(args)?;
+            let mut prepared = self.0.prepare(statement).map_err(error)?;
+            let columns = prepared.column_count();
+            let mut rows = prepared
+                .query(rusqlite::params_from_iter(args))
+                .map_err(error)?;
+            let mut all = Vec::new();
+            while let Some(row) = rows.next().map_err(error)? {
+                let values = (0..columns)
+                    .map(|column| match row.get_ref(column).map_err(error)? {
+                        ValueRef::Null => Ok(Value::Null),
+                        ValueRef::Integer(n) => exact(n).map(Value::Integer),
+                        ValueRef::Text(text) => {
+                            Ok(Value::Text(String::from_utf8_lossy(text).into_owned()))
+                        }
+                        ValueRef::Blob(bytes) => Ok(Value::Blob(bytes.to_vec())),
+                        ValueRef::Real(f) => {
+                            Err(SqlError(format!("a number this store never writes: {f}")))
+                        }
+                    })
+                    .collect::<Result<_, _>>()?;
+                all.push(Row(values));
+            }
+            Ok(all)
+        }
+
+        fn execute(&self, statement: &str, args: &[Value]) -> Result<usize, SqlError> {
+            checked(args)?;
+            self.0
+                .execute(statement, rusqlite::params_from_iter(args))
+                .map_err(error)
+        }
+
+        fn script(&self, statements: &str) -> Result<(), SqlError> {
+            self.0.execute_batch(statements).map_err(error)
+        }
+    }
+}
