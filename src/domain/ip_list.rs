@@ -239,6 +239,12 @@ pub struct Import {
 /// A line longer than this cannot hold an entry and a reasonable comment.
 const MAX_LINE_BYTES: usize = 4096;
 
+/// A line over `MAX_LINE_BYTES`, named by its number and its start.
+fn too_long(line: usize, raw: &[u8]) -> LineError {
+    let text = String::from_utf8_lossy(&raw[..64]).into_owned();
+    LineError { line, text, why: format!("longer than {MAX_LINE_BYTES} bytes") }
+}
+
 impl Import {
     pub fn new(kind: ListKind) -> Self {
         Self {
@@ -262,13 +268,9 @@ impl Import {
             chunk = &chunk[end + 1..];
         }
         self.partial.extend_from_slice(chunk);
+        // Checked here too, so that a line with no end in sight is not held whole.
         if self.partial.len() > MAX_LINE_BYTES {
-            let text = String::from_utf8_lossy(&self.partial[..64]).into_owned();
-            return Err(LineError {
-                line: self.line + 1,
-                text,
-                why: format!("longer than {MAX_LINE_BYTES} bytes"),
-            });
+            return Err(too_long(self.line + 1, &self.partial));
         }
         Ok(())
     }
@@ -284,6 +286,10 @@ impl Import {
 
     fn read_line(&mut self, raw: &[u8]) -> Result<(), LineError> {
         self.line += 1;
+        // Wherever the chunks of the body were cut, a line is judged by its whole length.
+        if raw.len() > MAX_LINE_BYTES {
+            return Err(too_long(self.line, raw));
+        }
         // A file saved by some Windows editors starts with a byte order mark.
         let raw = if self.line == 1 {
             raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw)
@@ -509,6 +515,8 @@ mod tests {
             .unwrap_err()
             .why
             .contains("longer than"));
+        let long_comment = format!("8.8.8.8\n# {}\n9.9.9.9\n", "x".repeat(5000));
+        assert_eq!(import(ListKind::Allow, &long_comment).unwrap_err().line, 2, "a long line is refused even when it ends within one chunk");
     }
 
     #[test]

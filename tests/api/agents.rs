@@ -1,12 +1,10 @@
 //! For firewall agents: bulk changes with an answer per address, the feed with
 //! its ETag and deltas, feed tokens, and the ipset agent in `contrib/`.
 
-use std::path::Path;
-use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{fresh_state_dir, send, unique_ip, Encoding, Server, TestApp, LIMIT};
+use crate::helpers::{send, unique_ip, Encoding, Server, TestApp, LIMIT};
 
 fn values(items: &Value) -> Vec<String> {
     items
@@ -454,110 +452,4 @@ fn base64(text: &str) -> String {
             })
         })
         .collect()
-}
-
-#[test]
-fn the_ipset_agent_keeps_a_set_equal_to_the_feed() {
-    let server = Server::own(&[]);
-    let app = TestApp::on(&server);
-    assert_eq!(
-        server
-            .replace_list("global-list", "82.0.0.0/16\n82.1.1.1\n")
-            .status,
-        200
-    );
-    let token = app.create_feed_token().json()["feedToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let dir = fresh_state_dir();
-    std::fs::create_dir_all(dir.join("ipset")).unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let agent = |feed_token: &str| {
-        Command::new(root.join("contrib/greylist-ipset-sync"))
-            .arg(&server.base)
-            .arg("blocked")
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    root.join("tests/agent").display(),
-                    std::env::var("PATH").unwrap()
-                ),
-            )
-            .env("GREYLIST_FEED_TOKEN", feed_token)
-            .env("GREYLIST_STATE_DIR", dir.join("state"))
-            .env("FAKE_IPSET_DIR", dir.join("ipset"))
-            .output()
-            .unwrap()
-    };
-    let set = || {
-        let mut entries: Vec<String> = std::fs::read_to_string(dir.join("ipset/blocked"))
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect();
-        entries.sort();
-        entries
-    };
-    let feed = || {
-        let mut entries: Vec<String> = app
-            .feed("scope=all")
-            .body
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .map(str::to_owned)
-            .collect();
-        entries.sort();
-        entries
-    };
-    let run = |what: &str| {
-        let output = agent(&token);
-        assert!(
-            output.status.success(),
-            "{what}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert_eq!(set(), feed(), "{what}");
-    };
-
-    app.add("81.0.0.1");
-    app.add("81.0.0.2");
-    let expiring = app.post(
-        "/api/addIpToGreylist",
-        true,
-        &[("Content-Type", "application/x-www-form-urlencoded".into())],
-        b"ip=81.0.0.3&ttl=60",
-    );
-    assert_eq!(expiring.result(), "[81.0.0.3] has been added to greylist");
-    run("the first run loads the whole feed");
-    assert!(set().contains(&"81.0.0.3".to_owned()));
-    let log = std::fs::read_to_string(dir.join("ipset/log")).unwrap();
-    assert!(
-        log.contains("restore") && log.contains("swap blocked.new blocked"),
-        "{log}"
-    );
-
-    app.add("81.0.0.4");
-    app.remove("81.0.0.1");
-    run("adds and removes arrive as deltas");
-    assert!(std::fs::read_to_string(dir.join("ipset/log"))
-        .unwrap()
-        .contains("del blocked 81.0.0.1 -exist"));
-    run("nothing changed");
-    std::fs::remove_file(dir.join("ipset/blocked")).unwrap();
-    run("a set lost since the last run (a reboot) is loaded whole again");
-
-    server.advance(61);
-    run("an expiry arrives as a delta");
-    assert!(!set().contains(&"81.0.0.3".to_owned()));
-
-    let refused = agent("glf_0000000000000000000000000000000000000000000000000000000000000000");
-    assert!(!refused.status.success());
-    assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("refused (401)"),
-        "{}",
-        String::from_utf8_lossy(&refused.stderr)
-    );
-    server.kill();
 }

@@ -10,6 +10,7 @@ mod features;
 mod global_lists;
 mod hardening;
 mod helpers;
+mod ipset_agent;
 mod limits;
 mod list_operations;
 mod persistence;

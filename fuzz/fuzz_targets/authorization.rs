@@ -1,0 +1,14 @@
+//! The Authorization header of a feed request: Bearer or HTTP Basic (base64) with
+//! a feed token. Whatever arrives, only a feed token comes out of it.
+
+#![no_main]
+
+use greylist::domain::feed_token::from_authorization;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let header = String::from_utf8_lossy(data);
+    if let Some(token) = from_authorization(&header) {
+        assert!(token.starts_with("glf_"));
+    }
+});

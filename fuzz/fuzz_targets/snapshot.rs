@@ -1,0 +1,26 @@
+//! What an isolate reads back from KV: a shard, a manifest, a list's stored
+//! entries. Anything `encode` could not have written is refused; what decodes
+//! encodes back to the same bytes.
+
+#![no_main]
+
+use greylist::domain::ip_list::ListEntries;
+use greylist::domain::snapshot::{Manifest, Shard};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Some(shard) = Shard::decode(data) {
+        assert_eq!(shard.encode(), data);
+        let intervals = shard.intervals();
+        assert!(intervals.windows(2).all(|w| w[0].0 <= w[1].0));
+        for &(first, last) in intervals.iter().take(64) {
+            assert!(shard.contains(first) && shard.contains(last));
+        }
+    }
+    if let Some(entries) = ListEntries::decode(data) {
+        assert_eq!(ListEntries::decode(&entries.encode()), Some(entries));
+    }
+    if let Ok(manifest) = serde_json::from_slice::<Manifest>(data) {
+        let _ = manifest.shard_of(u32::MAX);
+    }
+});
