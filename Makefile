@@ -164,6 +164,11 @@ deploy-check: build $(TEST_WORKER)
 	@grep -q -a -F '/__test/' build-test/index_bg.wasm || { echo "deploy-check: the test build has no test hooks to look for"; exit 1; }
 	@! grep -r -l -a -F '/__test/' target/deploy-dry-run || { echo "deploy-check: the deployable bundle carries test hooks"; exit 1; }
 
+# Each guarantee's test, run with the guarantee broken on purpose (tests/breaks/*.patch):
+# every one must fail. On demand, not in make test: it rebuilds the worker for each break.
+breaks: tools $(NODE_TOOLS)
+	tests/breaks/run
+
 # The service against the runtime's floors, served by Miniflare directly; writes bench/results.json.
 bench: build $(FLOOR)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
