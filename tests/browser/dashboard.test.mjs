@@ -269,6 +269,9 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
 
     await shownAsText(page, "#history-rows", ip);
     await shownAsText(page, "#list-result", "address");
+    await page.getByRole("button", { name: "Create a feed token" }).click();
+    await page.locator("#token-new input").waitFor();
+    await shownAsText(page, "#token-rows", "ft_");
     assert.deepEqual(page.errors, []);
   });
 
