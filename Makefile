@@ -23,6 +23,7 @@ TEST_WORKER := build-test/index.js
 SOURCES := Cargo.toml Cargo.lock build.rs src/openapi.json $(shell find src -name '*.rs')
 FLOOR := bench/floor/build/index.js
 CHROMIUM := /usr/bin/chromium
+IPSET := /usr/sbin/ipset
 BUILD_ENV := WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt
 # worker-build keeps the wasm names section (function names for stack traces);
 # the build writes the module once more without it, which makes it about a fifth smaller.
@@ -58,6 +59,10 @@ $(SCHEMATHESIS):
 # Debian's browser: Playwright's own download cannot reach its host from these machines.
 $(CHROMIUM):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
+# The agent's test runs the real ipset in a network namespace of its own.
+$(IPSET):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ipset
 
 $(WASM_TARGET):
 	rustup target add wasm32-unknown-unknown
@@ -105,7 +110,7 @@ test:
 	printf "\nmake test took $$(( $$(date +%s) - start )) s:\n$$times"
 
 # What the test phases need beyond the build's tools, installed once.
-test-tools: tools $(CARGO_FUZZ) $(SCHEMATHESIS) $(CHROMIUM)
+test-tools: tools $(CARGO_FUZZ) $(SCHEMATHESIS) $(CHROMIUM) $(IPSET)
 
 # The code as rustfmt writes it, and clippy clean natively and for the Worker's
 # target, with and without the test hooks.

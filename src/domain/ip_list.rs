@@ -242,7 +242,11 @@ const MAX_LINE_BYTES: usize = 4096;
 /// A line over `MAX_LINE_BYTES`, named by its number and its start.
 fn too_long(line: usize, raw: &[u8]) -> LineError {
     let text = String::from_utf8_lossy(&raw[..64]).into_owned();
-    LineError { line, text, why: format!("longer than {MAX_LINE_BYTES} bytes") }
+    LineError {
+        line,
+        text,
+        why: format!("longer than {MAX_LINE_BYTES} bytes"),
+    }
 }
 
 impl Import {
@@ -516,7 +520,11 @@ mod tests {
             .why
             .contains("longer than"));
         let long_comment = format!("8.8.8.8\n# {}\n9.9.9.9\n", "x".repeat(5000));
-        assert_eq!(import(ListKind::Allow, &long_comment).unwrap_err().line, 2, "a long line is refused even when it ends within one chunk");
+        assert_eq!(
+            import(ListKind::Allow, &long_comment).unwrap_err().line,
+            2,
+            "a long line is refused even when it ends within one chunk"
+        );
     }
 
     #[test]

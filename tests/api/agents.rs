@@ -1,7 +1,6 @@
 //! For firewall agents: bulk changes with an answer per address, the feed with
 //! its ETag and deltas, feed tokens, and the ipset agent in `contrib/`.
 
-
 use serde_json::{json, Value};
 
 use crate::helpers::{send, unique_ip, Encoding, Server, TestApp, LIMIT};

@@ -28,7 +28,11 @@ const SET: &str = "blocked";
 
 impl Agent {
     fn new(base: &str, ipset: Ipset) -> Self {
-        Self { base: base.to_owned(), state: fresh_state_dir().join("agent"), ipset }
+        Self {
+            base: base.to_owned(),
+            state: fresh_state_dir().join("agent"),
+            ipset,
+        }
     }
 
     fn stand_in(base: &str) -> Self {
@@ -69,7 +73,10 @@ impl Agent {
         command.env("PATH", self.path());
         match &self.ipset {
             Ipset::StandIn(dir) => command.env("FAKE_IPSET_DIR", dir),
-            Ipset::Real(holder) => command.env("GREYLIST_TEST_NETNS", format!("/proc/{}/ns/net", holder.id())),
+            Ipset::Real(holder) => command.env(
+                "GREYLIST_TEST_NETNS",
+                format!("/proc/{}/ns/net", holder.id()),
+            ),
         };
     }
 
@@ -82,8 +89,13 @@ impl Agent {
     }
 
     fn run_against(&self, base: &str, feed_token: &str) -> Output {
-        let mut command = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/greylist-ipset-sync"));
-        command.arg(base).arg(SET).env("GREYLIST_FEED_TOKEN", feed_token).env("GREYLIST_STATE_DIR", &self.state);
+        let mut command =
+            Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/greylist-ipset-sync"));
+        command
+            .arg(base)
+            .arg(SET)
+            .env("GREYLIST_FEED_TOKEN", feed_token)
+            .env("GREYLIST_STATE_DIR", &self.state);
         self.environment(&mut command);
         command.output().unwrap()
     }
@@ -97,8 +109,17 @@ impl Agent {
         let listed = self.ipset(&["list", SET]);
         let text = String::from_utf8_lossy(&listed.stdout);
         let mut members: Vec<String> = match &self.ipset {
-            Ipset::StandIn(dir) => std::fs::read_to_string(dir.join(SET)).unwrap_or_default().lines().map(str::to_owned).collect(),
-            Ipset::Real(_) => text.lines().skip_while(|line| *line != "Members:").skip(1).map(str::to_owned).collect(),
+            Ipset::StandIn(dir) => std::fs::read_to_string(dir.join(SET))
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect(),
+            Ipset::Real(_) => text
+                .lines()
+                .skip_while(|line| *line != "Members:")
+                .skip(1)
+                .map(str::to_owned)
+                .collect(),
         };
         members.sort();
         members
@@ -122,17 +143,30 @@ impl Drop for Agent {
 
 /// The feed a firewall of this holder should hold, sorted.
 fn feed(app: &TestApp) -> Vec<String> {
-    let mut entries: Vec<String> = app.feed("scope=all").body.lines().filter(|l| !l.starts_with('#')).map(str::to_owned).collect();
+    let mut entries: Vec<String> = app
+        .feed("scope=all")
+        .body
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
     entries.sort();
     entries
 }
 
 fn token(app: &TestApp) -> String {
-    app.create_feed_token().json()["feedToken"].as_str().unwrap().to_owned()
+    app.create_feed_token().json()["feedToken"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 fn succeeded(output: &Output, what: &str) {
-    assert!(output.status.success(), "{what}: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// The agent through a holder's changes, an operator's edit (a reset, so a second
@@ -170,12 +204,22 @@ fn keeps_the_set_equal_to_the_feed(agent: &Agent, server: &Server, app: &TestApp
 fn the_agent_keeps_a_stand_in_set_equal_to_the_feed() {
     let server = Server::own(&[]);
     let app = TestApp::on(&server);
-    assert_eq!(server.replace_list("global-list", "82.0.0.0/16\n82.1.1.1\n").status, 200);
+    assert_eq!(
+        server
+            .replace_list("global-list", "82.0.0.0/16\n82.1.1.1\n")
+            .status,
+        200
+    );
     let agent = Agent::stand_in(&server.base);
     keeps_the_set_equal_to_the_feed(&agent, &server, &app);
-    let Ipset::StandIn(dir) = &agent.ipset else { unreachable!() };
+    let Ipset::StandIn(dir) = &agent.ipset else {
+        unreachable!()
+    };
     let log = std::fs::read_to_string(dir.join("log")).unwrap();
-    assert!(log.contains("restore") && log.contains("swap blocked.new blocked"), "{log}");
+    assert!(
+        log.contains("restore") && log.contains("swap blocked.new blocked"),
+        "{log}"
+    );
     assert!(log.contains("del blocked 81.0.0.1 -exist"), "{log}");
 }
 
@@ -183,7 +227,12 @@ fn the_agent_keeps_a_stand_in_set_equal_to_the_feed() {
 fn the_agent_keeps_a_real_ipset_equal_to_the_feed_in_a_namespace_of_its_own() {
     let server = Server::own(&[]);
     let app = TestApp::on(&server);
-    assert_eq!(server.replace_list("global-list", "82.0.0.0/16\n82.1.1.1\n").status, 200);
+    assert_eq!(
+        server
+            .replace_list("global-list", "82.0.0.0/16\n82.1.1.1\n")
+            .status,
+        200
+    );
     let agent = Agent::real(&server.base);
     keeps_the_set_equal_to_the_feed(&agent, &server, &app);
     let header = String::from_utf8_lossy(&agent.ipset(&["list", SET]).stdout).into_owned();
@@ -216,18 +265,49 @@ fn a_refused_token_a_server_error_or_no_network_leave_the_set_as_it_was() {
     let (set, remembered) = (agent.set(), agent.remembered());
     assert_eq!(set, ["83.0.0.1"]);
 
-    let unused_port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let unused_port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let failures = [
-        (agent.run("glf_0000000000000000000000000000000000000000000000000000000000000000"), "refused (401)"),
-        (agent.run_against(&failing_server("503 Service Unavailable"), &token), "answered HTTP 503"),
-        (agent.run_against(&failing_server("500 Internal Server Error"), &token), "answered HTTP 500"),
-        (agent.run_against(&format!("http://127.0.0.1:{unused_port}"), &token), "network error"),
+        (
+            agent.run("glf_0000000000000000000000000000000000000000000000000000000000000000"),
+            "refused (401)",
+        ),
+        (
+            agent.run_against(&failing_server("503 Service Unavailable"), &token),
+            "answered HTTP 503",
+        ),
+        (
+            agent.run_against(&failing_server("500 Internal Server Error"), &token),
+            "answered HTTP 500",
+        ),
+        (
+            agent.run_against(&format!("http://127.0.0.1:{unused_port}"), &token),
+            "network error",
+        ),
     ];
     for (output, message) in failures {
-        assert!(!output.status.success(), "{message}: the agent exits non-zero");
-        assert!(String::from_utf8_lossy(&output.stderr).contains(message), "{message}: {}", String::from_utf8_lossy(&output.stderr));
-        assert_eq!((agent.set(), agent.remembered()), (set.clone(), remembered.clone()), "{message}: the set and the cursor are as they were");
+        assert!(
+            !output.status.success(),
+            "{message}: the agent exits non-zero"
+        );
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(message),
+            "{message}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(
+            (agent.set(), agent.remembered()),
+            (set.clone(), remembered.clone()),
+            "{message}: the set and the cursor are as they were"
+        );
     }
     succeeded(&agent.run(&token), "a run after the failures");
-    assert_eq!(agent.set(), ["83.0.0.1", "83.0.0.2"], "the changes missed meanwhile arrive");
+    assert_eq!(
+        agent.set(),
+        ["83.0.0.1", "83.0.0.2"],
+        "the changes missed meanwhile arrive"
+    );
 }
