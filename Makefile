@@ -120,8 +120,9 @@ lint: $(WASM_TARGET)
 	cargo clippy --lib --target wasm32-unknown-unknown --quiet -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown --features test-hooks --quiet -- -D warnings
 
+# The rules and stores natively, and the check that no module imports from a layer above its own.
 unit:
-	cargo test --lib
+	cargo test --lib --test layers
 
 # The tests spend most of their time waiting on the server, so they run six at a
 # time on two cores. They run the test build, whose clock they move.

@@ -1,14 +1,14 @@
-//! The greylist service. `domain` holds the rules as plain Rust, tested natively;
-//! `http`, `store`, `stream` and the two Durable Objects are the Worker glue around it.
+//! The greylist service, in layers that point one way: `domain` (the rules and
+//! values) ← `platform` (the runtime's clock, settings, streams) and `store` (KV
+//! and SQLite adapters) ← `objects` (the two Durable Objects and their typed
+//! protocols) ← `http` (routes, wire formats, the one error mapping) ← this entry
+//! point. `tests/layers.rs` fails when a module imports from a layer above its own.
 
-pub mod clock;
-pub mod config;
 pub mod domain;
-pub mod holder_object;
 pub mod http;
-pub mod lists_object;
+pub mod objects;
+pub mod platform;
 pub mod store;
-pub mod stream;
 
 use worker::{event, Context, Env, Request, Response};
 

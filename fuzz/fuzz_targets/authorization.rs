@@ -3,12 +3,12 @@
 
 #![no_main]
 
-use greylist::domain::feed_token::from_authorization;
+use greylist::http::credentials::feed_token;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let header = String::from_utf8_lossy(data);
-    if let Some(token) = from_authorization(&header) {
+    if let Some(token) = feed_token(&header) {
         assert!(token.starts_with("glf_"));
     }
 });

@@ -4,7 +4,7 @@
 
 #![no_main]
 
-use greylist::domain::feed::{FeedQuery, FeedVersion};
+use greylist::http::feed_query::{FeedQuery, FeedVersion};
 use greylist::domain::page::{EntryCursor, HistoryCursor, PageCursor, PageQuery};
 use libfuzzer_sys::fuzz_target;
 

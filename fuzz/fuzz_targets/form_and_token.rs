@@ -5,11 +5,12 @@
 
 #![no_main]
 
-use greylist::domain::form::first_field;
+use greylist::http::form::first_field;
 use greylist::domain::time::UnixTime;
 use greylist::domain::ipv4::PublicIpv4;
 use greylist::domain::range::Ipv4Range;
-use greylist::domain::token::{bearer, TokenKey};
+use greylist::domain::token::TokenKey;
+use greylist::http::credentials::bearer;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,7 +1,6 @@
-//! The feed a firewall pulls: what it should challenge, as text or JSON, whole
-//! or as the changes since a cursor.
+//! The feed a firewall pulls: what it should challenge, item by item in address
+//! order, whole or as the changes since a cursor.
 
-use std::fmt;
 use std::net::Ipv4Addr;
 use std::rc::Rc;
 
@@ -12,138 +11,6 @@ use super::ipv4::PublicIpv4;
 use super::range::Ipv4Range;
 use super::snapshot::covers;
 use super::time::UnixTime;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// The caller's personal list.
-    Personal,
-    /// The personal list and the global list.
-    All,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Text,
-    Json,
-}
-
-/// Where a feed stands: the last change of the personal list it holds (the
-/// history's sequence number), and the global and allow lists' versions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FeedVersion {
-    pub changes: u64,
-    pub global: u64,
-    pub allow: u64,
-}
-
-impl fmt::Display for FeedVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.changes, self.global, self.allow)
-    }
-}
-
-impl FeedVersion {
-    pub fn parse(text: &str) -> Option<Self> {
-        let mut parts = text
-            .split('.')
-            .map(|part| part.parse::<u64>().ok().filter(|_| !part.starts_with('+')));
-        let version = Self {
-            changes: parts.next()??,
-            global: parts.next()??,
-            allow: parts.next()??,
-        };
-        parts.next().is_none().then_some(version)
-    }
-}
-
-/// What the caller asked for, from the query string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FeedQuery {
-    pub scope: Scope,
-    pub format: Format,
-    /// The changes since this cursor (JSON only), instead of the whole feed.
-    pub since: Option<FeedVersion>,
-}
-
-impl FeedQuery {
-    pub fn parse(query: &str) -> Result<Self, String> {
-        let mut parsed = Self {
-            scope: Scope::Personal,
-            format: Format::Text,
-            since: None,
-        };
-        for (key, value) in form_urlencoded::parse(query.as_bytes()) {
-            match (key.as_ref(), value.as_ref()) {
-                ("scope", "personal") => parsed.scope = Scope::Personal,
-                ("scope", "all") => parsed.scope = Scope::All,
-                ("format", "text") => parsed.format = Format::Text,
-                ("format", "json") => parsed.format = Format::Json,
-                ("since", cursor) => {
-                    parsed.since = Some(FeedVersion::parse(cursor).ok_or_else(|| {
-                        format!("since must be a cursor from an earlier answer, not {cursor:?}")
-                    })?)
-                }
-                ("scope", other) => return Err(format!("scope is personal or all, not {other:?}")),
-                ("format", other) => return Err(format!("format is text or json, not {other:?}")),
-                _ => {}
-            }
-        }
-        if parsed.since.is_some() && parsed.format != Format::Json {
-            return Err("since needs format=json".to_owned());
-        }
-        Ok(parsed)
-    }
-
-    /// The version the caller's firewall would have after this answer: the global
-    /// list's counts only when it is part of the feed.
-    pub fn version(&self, changes: u64, global: u64, allow: u64) -> FeedVersion {
-        FeedVersion {
-            changes,
-            global: if self.scope == Scope::All { global } else { 0 },
-            allow,
-        }
-    }
-
-    /// The `ETag` of the answer this query gets at `version`.
-    pub fn etag(&self, version: FeedVersion) -> String {
-        let scope = if self.scope == Scope::All {
-            "all"
-        } else {
-            "personal"
-        };
-        let format = if self.format == Format::Json {
-            "json"
-        } else {
-            "text"
-        };
-        match self.since {
-            Some(since) => format!("\"{scope}-delta-{since}-{version}\""),
-            None => format!("\"{scope}-{format}-{version}\""),
-        }
-    }
-
-    /// The personal history number to ask the changes after, when a delta can be
-    /// given at all: the operator's lists change by versions, not by entries, so
-    /// only while they are at the cursor's versions. (Whether the holder's history
-    /// still reaches back to it, the holder's object decides.)
-    pub fn delta_from(&self, global: u64, allow: u64) -> Option<u64> {
-        let now = self.version(0, global, allow);
-        self.since
-            .filter(|since| since.global == now.global && since.allow == now.allow)
-            .map(|since| since.changes)
-    }
-
-    /// The personal history number the caller holds, when `If-None-Match` names
-    /// the answer this query would get with it at the operator lists' `global`
-    /// and `allow` versions.
-    pub fn known_changes(&self, if_none_match: &str, global: u64, allow: u64) -> Option<u64> {
-        if_none_match.split(',').map(str::trim).find_map(|tag| {
-            let version = FeedVersion::parse(tag.trim_matches('"').rsplit('-').next()?)?;
-            (self.etag(self.version(version.changes, global, allow)) == tag)
-                .then_some(version.changes)
-        })
-    }
-}
 
 /// One line of a feed: an address or a CIDR block, with what the holder said of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,16 +26,7 @@ impl FeedItem {
         self.block.to_string()
     }
 
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "value": self.block.to_string(),
-            "scope": if self.global { "global" } else { "personal" },
-            "expiresAt": self.expires_at.map(UnixTime::to_rfc3339),
-            "comment": self.comment,
-        })
-    }
-
-    fn personal(entry: Entry) -> Self {
+    pub fn personal(entry: Entry) -> Self {
         let block = Ipv4Range::from_parts(entry.ip.to_u32(), 32).expect("an address is a /32");
         Self {
             block,
@@ -312,27 +170,29 @@ fn global_item(block: Ipv4Range) -> FeedItem {
     }
 }
 
-/// What the Worker asks of a holder's object for a feed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FeedRequest {
-    /// The feed token the request came with, if any: it must still exist.
-    pub token: Option<String>,
-    /// The changes since this history number, instead of the whole list.
-    pub since: Option<u64>,
-    /// The history number the caller already has: nothing else is sent if it is current.
-    pub known: Option<u64>,
+/// The personal part of a feed, at the holder's newest history number `changes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FeedAnswer {
+    /// The history number the caller has is current.
+    Unchanged { changes: u64 },
+    /// Every live entry; `reset` when changes were asked for but the history no longer reaches back.
+    Whole {
+        changes: u64,
+        reset: bool,
+        entries: Vec<Entry>,
+    },
+    /// What changed after the caller's number.
+    Delta { changes: u64, delta: PersonalDelta },
 }
 
-/// The holder's object's answer: its newest history number, and the list or its changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FeedAnswer {
-    pub changes: u64,
-    /// Set when `known` is current.
-    pub unchanged: bool,
-    /// Set when the whole list is sent although changes were asked for.
-    pub reset: bool,
-    pub entries: Option<Vec<Entry>>,
-    pub delta: Option<PersonalDelta>,
+impl FeedAnswer {
+    pub fn changes(&self) -> u64 {
+        match self {
+            Self::Unchanged { changes }
+            | Self::Whole { changes, .. }
+            | Self::Delta { changes, .. } => *changes,
+        }
+    }
 }
 
 /// The changes of the personal list since a cursor, as the holder's object
@@ -408,106 +268,6 @@ mod tests {
     }
 
     #[test]
-    fn queries_parse_with_defaults_and_refuse_the_unknown() {
-        let default = FeedQuery::parse("").unwrap();
-        assert_eq!(
-            (default.scope, default.format, default.since),
-            (Scope::Personal, Format::Text, None)
-        );
-        let delta = FeedQuery::parse("scope=all&format=json&since=7.3.2").unwrap();
-        assert_eq!(
-            delta.since,
-            Some(FeedVersion {
-                changes: 7,
-                global: 3,
-                allow: 2
-            })
-        );
-        assert!(FeedQuery::parse("since=7.3.2")
-            .unwrap_err()
-            .contains("format=json"));
-        assert!(FeedQuery::parse("scope=everything").is_err());
-        assert!(FeedQuery::parse("format=xml").is_err());
-        for bad in ["7.3", "7.3.2.1", "a.b.c", "+1.2.3", "-1.2.3", ""] {
-            assert!(
-                FeedQuery::parse(&format!("format=json&since={bad}")).is_err(),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn versions_round_trip_and_name_the_answer() {
-        let version = FeedVersion {
-            changes: 12,
-            global: 4,
-            allow: 1,
-        };
-        assert_eq!(FeedVersion::parse(&version.to_string()), Some(version));
-        let personal = FeedQuery::parse("").unwrap();
-        assert_eq!(
-            personal.version(12, 4, 1),
-            FeedVersion {
-                changes: 12,
-                global: 0,
-                allow: 1
-            },
-            "the global list is not part of it"
-        );
-        assert_ne!(
-            personal.etag(version),
-            FeedQuery::parse("format=json").unwrap().etag(version)
-        );
-        let delta = FeedQuery::parse("scope=all&format=json&since=3.4.1").unwrap();
-        assert_eq!(delta.delta_from(4, 1), Some(3));
-        assert_eq!(
-            delta.delta_from(5, 1),
-            None,
-            "the global list has a new version"
-        );
-        assert_eq!(
-            delta.delta_from(4, 2),
-            None,
-            "the allow list has a new version"
-        );
-        let personal = FeedQuery::parse("format=json&since=3.0.1").unwrap();
-        assert_eq!(
-            personal.delta_from(9, 1),
-            Some(3),
-            "the global list is not part of a personal feed"
-        );
-        assert_eq!(
-            FeedQuery::parse("format=json").unwrap().delta_from(4, 1),
-            None,
-            "no cursor, no delta"
-        );
-    }
-
-    #[test]
-    fn if_none_match_names_the_history_number_only_for_the_same_answer() {
-        let query = FeedQuery::parse("scope=all").unwrap();
-        let tag = query.etag(query.version(12, 4, 1));
-        assert_eq!(query.known_changes(&tag, 4, 1), Some(12));
-        assert_eq!(
-            query.known_changes(&format!("\"x\", {tag}"), 4, 1),
-            Some(12)
-        );
-        assert_eq!(
-            query.known_changes(&tag, 5, 1),
-            None,
-            "the global list changed"
-        );
-        assert_eq!(
-            FeedQuery::parse("format=json")
-                .unwrap()
-                .known_changes(&tag, 4, 1),
-            None,
-            "another answer"
-        );
-        assert_eq!(query.known_changes("*", 4, 1), None);
-    }
-
-    #[test]
     fn a_feed_is_sorted_and_leaves_out_what_the_allow_list_holds() {
         let personal = vec![
             entry("9.9.9.9"),
@@ -556,22 +316,6 @@ mod tests {
         assert_eq!(texts(everything), ["0.0.0.0/0"]);
         let top = feed_of(vec![], &[(u32::MAX - 2, u32::MAX)], &[]);
         assert_eq!(texts(top), ["255.255.255.253", "255.255.255.254/31"]);
-    }
-
-    #[test]
-    fn json_items_carry_scope_expiry_and_comment() {
-        let mut listed = entry("8.8.8.8");
-        listed.expires_at = Some(UnixTime(1_795_262_400));
-        listed.comment = Some("scanner".into());
-        let item = feed_of(vec![listed], &[], &[]).next().unwrap();
-        assert_eq!(
-            item.json(),
-            serde_json::json!({ "value": "8.8.8.8", "scope": "personal", "expiresAt": "2026-11-21T12:00:00Z", "comment": "scanner" })
-        );
-        let global = feed_of(vec![], &[interval("45.0.0.0/8")], &[])
-            .next()
-            .unwrap();
-        assert_eq!(global.json()["scope"], "global");
     }
 
     #[test]

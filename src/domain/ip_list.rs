@@ -6,38 +6,42 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::code::{serde_by_code, Coded};
 use super::ipv4::is_wholly_private;
 use super::range::Ipv4Range;
 
 /// At most this many entries in one `POST` edit.
 pub const MAX_EDIT_ENTRIES: usize = 10_000;
+/// The most an import may be: the most entries a list holds, with room for comments.
+pub const MAX_IMPORT_BYTES: usize = 128 * 1024 * 1024;
+/// Bytes an entry takes in storage: its first address and its prefix length.
+pub const ENTRY_BYTES: usize = 5;
 /// The most entries a list holds: the writer keeps a list in memory (8 bytes an
 /// entry, twice while an import replaces it) within a Durable Object's 128 MB.
 pub const MAX_LIST_ENTRIES: usize = 2_000_000;
 /// The widest range the global list takes: anything wider is more likely a typo than a listing.
 pub const WIDEST_GLOBAL_PREFIX: u8 = 8;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ListKind {
     Global,
     Allow,
 }
 
-impl ListKind {
-    pub const ALL: [Self; 2] = [Self::Global, Self::Allow];
+impl Coded for ListKind {
+    const ALL: &'static [Self] = &[Self::Global, Self::Allow];
 
-    pub fn name(self) -> &'static str {
+    fn code(self) -> &'static str {
         match self {
             Self::Global => "global",
             Self::Allow => "allow",
         }
     }
+}
 
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.name() == name)
-    }
+serde_by_code!(ListKind);
 
+impl ListKind {
     /// One entry as the operator wrote it: an address or a CIDR range without host
     /// bits. The global list takes only what a lookup could ever find: public
     /// addresses, and ranges no wider than /8 that are not wholly private.
@@ -77,7 +81,7 @@ impl ListKind {
 }
 
 /// An operator's edit of a list: `{"add": [...], "remove": [...]}`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EditRequest {
     #[serde(default)]
@@ -154,7 +158,7 @@ impl ListEntries {
     pub fn header(&self, kind: ListKind, version: u64) -> String {
         format!(
             "# {} list, version {version}, {} entries\n",
-            kind.name(),
+            kind.code(),
             self.0.len()
         )
     }
@@ -169,9 +173,9 @@ impl ListEntries {
         text
     }
 
-    /// Compact storage: five bytes an entry (first address, prefix length).
+    /// Compact storage: `ENTRY_BYTES` an entry (first address, prefix length).
     pub fn encode(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(self.0.len() * 5);
+        let mut bytes = Vec::with_capacity(self.0.len() * ENTRY_BYTES);
         for entry in &self.0 {
             bytes.extend_from_slice(&entry.first().to_le_bytes());
             bytes.push(entry.prefix());
@@ -181,7 +185,7 @@ impl ListEntries {
 
     pub fn decode(bytes: &[u8]) -> Option<Self> {
         let entries: Option<Vec<Ipv4Range>> = bytes
-            .chunks(5)
+            .chunks(ENTRY_BYTES)
             .map(|chunk| {
                 let first = u32::from_le_bytes(chunk.get(..4)?.try_into().ok()?);
                 Ipv4Range::from_parts(first, *chunk.get(4)?)

@@ -1,9 +1,10 @@
-pub mod bulk;
+//! The rules and values of the service: plain Rust, no I/O, no HTTP, no `worker::`
+//! types, time passed in; tested natively.
+
 pub mod code;
 pub mod entry;
 pub mod feed;
 pub mod feed_token;
-pub mod form;
 pub mod holder;
 pub mod ip_list;
 pub mod ipv4;
@@ -12,7 +13,6 @@ pub mod outcome;
 pub mod page;
 pub mod quota;
 pub mod range;
-pub mod route;
 pub mod settings;
 pub mod snapshot;
 pub mod time;

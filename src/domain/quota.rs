@@ -1,11 +1,10 @@
-//! The day's quota: what `GET /api/quota` answers, and the same numbers as IETF
-//! RateLimit headers (draft-ietf-httpapi-ratelimit-headers) on every change, so a
-//! client can pace itself before it meets the limit message.
+//! The day's quota: what `GET /api/quota` answers, and what the RateLimit headers
+//! of every change say, so a client can pace itself before it meets the limit message.
 
 use serde::Serialize;
 
 use super::holder::{DailyUsage, Limits};
-use super::time::{UnixTime, SECONDS_PER_DAY};
+use super::time::UnixTime;
 
 /// One daily limit and how much of it today has used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -50,20 +49,6 @@ impl Quota {
             resets_in_seconds,
         }
     }
-
-    /// `RateLimit-Policy` and `RateLimit`.
-    pub fn headers(&self) -> [(&'static str, String); 2] {
-        let (additions, removals, reset) = (self.additions, self.removals, self.resets_in_seconds);
-        let policy = format!(
-            "\"additions\";q={};w={SECONDS_PER_DAY}, \"removals\";q={};w={SECONDS_PER_DAY}",
-            additions.limit, removals.limit
-        );
-        let remaining = format!(
-            "\"additions\";r={};t={reset}, \"removals\";r={};t={reset}",
-            additions.left, removals.left
-        );
-        [("RateLimit-Policy", policy), ("RateLimit", remaining)]
-    }
 }
 
 #[cfg(test)]
@@ -71,31 +56,6 @@ mod tests {
     use super::*;
 
     const NOON: UnixTime = UnixTime(1_795_262_400);
-
-    #[test]
-    fn headers_state_quota_remaining_and_reset() {
-        let usage = DailyUsage {
-            day: NOON.utc_day(),
-            added: 10,
-            removed: 1000,
-            refused: 0,
-        };
-        let [policy, remaining] = Quota::of(usage, Limits::default(), NOON).headers();
-        assert_eq!(
-            policy,
-            (
-                "RateLimit-Policy",
-                "\"additions\";q=6000;w=86400, \"removals\";q=1000;w=86400".to_owned()
-            )
-        );
-        assert_eq!(
-            remaining,
-            (
-                "RateLimit",
-                "\"additions\";r=5990;t=43200, \"removals\";r=0;t=43200".to_owned()
-            )
-        );
-    }
 
     #[test]
     fn usage_of_an_earlier_day_leaves_the_whole_quota() {
@@ -107,8 +67,12 @@ mod tests {
         };
         let quota = Quota::of(yesterday, Limits::default(), NOON);
         assert_eq!(
-            quota.headers()[1].1,
-            "\"additions\";r=6000;t=43200, \"removals\";r=1000;t=43200"
+            (
+                quota.additions.left,
+                quota.removals.left,
+                quota.resets_in_seconds
+            ),
+            (6000, 1000, 43_200)
         );
         assert_eq!(
             (quota.additions.used, quota.removals.used, quota.refused),

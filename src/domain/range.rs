@@ -79,6 +79,21 @@ fn parse_prefix(s: &str) -> Option<u8> {
         .filter(|&p| p <= 32)
 }
 
+/// Serialized as its text and checked again when read back.
+impl serde::Serialize for Ipv4Range {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Ipv4Range {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Self::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("not a CIDR block: {text:?}")))
+    }
+}
+
 impl fmt::Display for Ipv4Range {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let prefix = self.prefix();

@@ -2,6 +2,8 @@
 //! checked once: a value that would make the service unsafe or make it fail later
 //! is refused here, with a message that names it.
 
+use std::fmt;
+
 use super::holder::Limits;
 
 /// Shorter secrets can be guessed: `JWT_SECRET` offline from any issued token,
@@ -11,8 +13,8 @@ pub const DEFAULT_TOKEN_LIFETIME_SECONDS: u64 = 3600;
 /// Thirty days: a stolen token stays useful no longer, and time arithmetic stays far from overflow.
 pub const MAX_TOKEN_LIFETIME_SECONDS: u64 = 30 * 86_400;
 pub const DEFAULT_CACHE_SECONDS: u64 = 60;
-/// decisions.md: a revocation, and a change to the global list or the allow list,
-/// shows everywhere within this many seconds.
+/// A revocation, and a change to the global list or the allow list, shows
+/// everywhere within this many seconds (the specification's settled decision).
 pub const PROPAGATION_BOUND_SECONDS: u64 = 60;
 
 /// How long the two caches in front of every KV record (licenses, the global
@@ -29,14 +31,9 @@ impl Freshness {
     /// KV's shortest edge cache, asked for on every read.
     pub const EDGE_SECONDS: u64 = 30;
 
-    /// Refuses a budget over the bound, so no setting can make the caches add up past it.
-    pub fn new(budget: u64) -> Result<Self, String> {
-        if budget > PROPAGATION_BOUND_SECONDS {
-            return Err(format!(
-                "CACHE_SECONDS must be at most {PROPAGATION_BOUND_SECONDS}, not {budget}"
-            ));
-        }
-        Ok(Self { budget })
+    /// None for a budget over the bound: no setting can make the caches add up past it.
+    pub fn new(budget: u64) -> Option<Self> {
+        (budget <= PROPAGATION_BOUND_SECONDS).then_some(Self { budget })
     }
 
     /// How long an isolate answers from a value it read, before it reads again.
@@ -51,10 +48,26 @@ impl Freshness {
     }
 }
 
+/// A secret setting: compared and used, never shown, not even in a debug print.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
-    pub jwt_secret: String,
-    pub admin_token: String,
+    pub jwt_secret: Secret,
+    pub admin_token: Secret,
     pub token_lifetime_seconds: u64,
     pub freshness: Freshness,
     pub limits: Limits,
@@ -73,14 +86,19 @@ impl Settings {
                 60..=MAX_TOKEN_LIFETIME_SECONDS,
             )?
             .unwrap_or(DEFAULT_TOKEN_LIFETIME_SECONDS),
-            freshness: Freshness::new(
-                seconds(
-                    "CACHE_SECONDS",
-                    var("CACHE_SECONDS"),
-                    0..=PROPAGATION_BOUND_SECONDS,
-                )?
-                .unwrap_or(DEFAULT_CACHE_SECONDS),
-            )?,
+            freshness: match var("CACHE_SECONDS") {
+                None => Freshness {
+                    budget: DEFAULT_CACHE_SECONDS,
+                },
+                Some(text) => text
+                    .trim()
+                    .parse()
+                    .ok()
+                    .and_then(Freshness::new)
+                    .ok_or_else(|| {
+                        out_of_bounds("CACHE_SECONDS", &text, 0..=PROPAGATION_BOUND_SECONDS)
+                    })?,
+            },
             limits: Limits {
                 additions: count("DAILY_ADDITIONS", var("DAILY_ADDITIONS"))?
                     .unwrap_or(Limits::default().additions),
@@ -91,13 +109,13 @@ impl Settings {
     }
 }
 
-fn secret(name: &str, value: Option<String>) -> Result<String, String> {
+fn secret(name: &str, value: Option<String>) -> Result<Secret, String> {
     match value {
         None => Err(format!("the secret {name} is not set")),
         Some(value) if value.len() < MIN_SECRET_BYTES => Err(format!(
             "the secret {name} must be at least {MIN_SECRET_BYTES} bytes"
         )),
-        Some(value) => Ok(value),
+        Some(value) => Ok(Secret(value)),
     }
 }
 
@@ -109,12 +127,16 @@ fn seconds(
     let Some(text) = value else { return Ok(None) };
     match text.trim().parse::<u64>() {
         Ok(n) if allowed.contains(&n) => Ok(Some(n)),
-        _ => Err(format!(
-            "{name} must be whole seconds from {} to {}, not {text:?}",
-            allowed.start(),
-            allowed.end()
-        )),
+        _ => Err(out_of_bounds(name, &text, allowed)),
     }
+}
+
+fn out_of_bounds(name: &str, text: &str, allowed: std::ops::RangeInclusive<u64>) -> String {
+    format!(
+        "{name} must be whole seconds from {} to {}, not {text:?}",
+        allowed.start(),
+        allowed.end()
+    )
 }
 
 fn count(name: &str, value: Option<String>) -> Result<Option<u32>, String> {
@@ -152,7 +174,7 @@ mod tests {
             (3600, Freshness::new(60).unwrap())
         );
         assert_eq!(
-            (settings.jwt_secret.as_str(), settings.admin_token.as_str()),
+            (settings.jwt_secret.expose(), settings.admin_token.expose()),
             (SECRET, SECRET)
         );
         assert_eq!(
@@ -252,7 +274,7 @@ mod tests {
                 "{bad}"
             );
         }
-        assert!(Freshness::new(61).is_err());
+        assert!(Freshness::new(61).is_none());
     }
 
     #[test]
@@ -299,5 +321,13 @@ mod tests {
             "{:?}",
             settings.freshness
         );
+    }
+
+    #[test]
+    fn secrets_never_show_in_a_debug_print() {
+        let settings = parse(&[]).unwrap();
+        let printed = format!("{settings:?}");
+        assert!(!printed.contains(SECRET), "{printed}");
+        assert!(printed.contains("Secret(…)"));
     }
 }

@@ -26,20 +26,12 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// The KV key of the manifest of a list's current version.
-    pub const KEY: &'static str = "manifest";
-
     /// Which shard holds `addr`.
     pub fn shard_of(&self, addr: u32) -> usize {
         self.shards
             .partition_point(|&first| first <= addr)
             .saturating_sub(1)
     }
-}
-
-/// The KV key of shard `index` of a list's version `version`.
-pub fn shard_key(version: u64, index: usize) -> String {
-    format!("v{version}/{index}")
 }
 
 /// Part of a snapshot: single addresses and wider intervals, each sorted, disjoint

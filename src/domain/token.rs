@@ -128,16 +128,6 @@ impl VerifiedTokens {
     }
 }
 
-/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, as RFC 6750 allows).
-pub fn bearer(header: &str) -> Option<&str> {
-    let (scheme, token) = header.trim().split_once(' ')?;
-    let token = token.trim_start();
-    (scheme.eq_ignore_ascii_case("bearer")
-        && !token.is_empty()
-        && !token.contains(char::is_whitespace))
-    .then_some(token)
-}
-
 fn time_options(now: UnixTime) -> TimeOptions<impl Fn() -> DateTime<Utc>> {
     let at = DateTime::from_timestamp(now.0 as i64, 0).unwrap_or(DateTime::<Utc>::MAX_UTC);
     TimeOptions::new(Duration::seconds(EXPIRY_LEEWAY_SECONDS), move || at)
@@ -173,23 +163,6 @@ mod tests {
     fn token_of_another_secret_is_refused() {
         let token = TokenKey::new("another-secret").issue(&license(), NOW, 3600);
         assert_eq!(key().verify(&token, NOW), Err(TokenError::Unverified));
-    }
-
-    #[test]
-    fn bearer_header_yields_its_token_only() {
-        assert_eq!(bearer("Bearer abc.def.ghi"), Some("abc.def.ghi"));
-        assert_eq!(bearer("bearer  abc"), Some("abc"));
-        for header in [
-            "",
-            "Bearer",
-            "Bearer ",
-            "Basic abc",
-            "Bearerabc",
-            "Bearer a b",
-            "Token abc",
-        ] {
-            assert_eq!(bearer(header), None, "{header:?}");
-        }
     }
 
     /// `{"alg":"none","typ":"JWT"}`, base64url.

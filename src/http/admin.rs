@@ -1,22 +1,27 @@
 //! The operator API under `/admin/`: licenses, the global list, the allow list.
 //! Every handler here runs only after `auth::operator` has passed.
 
+use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
-use serde_json::Value;
-use worker::{Context, Env, Method, Request, Response};
+use worker::{Context, Env, Request, Response};
 
 use super::body::{declared_within, Body};
 use super::error::ApiError;
+use super::etag;
+use super::form;
 use super::log::RequestLog;
 use super::reply::Reply;
-use crate::domain::form;
-use crate::domain::ip_list::ListKind;
+use crate::domain::code::Coded;
+use crate::domain::ip_list::{EditRequest, ListKind, MAX_IMPORT_BYTES};
 use crate::domain::license::LicenseId;
 use crate::domain::page::page_size;
 use crate::domain::time::Millis;
-use crate::lists_object::MAX_IMPORT_BYTES;
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::Revoke;
+use crate::objects::lists::client::writer;
+use crate::objects::lists::protocol::{Edit, Export, ExportHead, ListsStatus, Replace, Status};
+use crate::store::licenses;
 use crate::store::licenses::LicenseSummary;
-use crate::store::{holders, licenses, lists};
 
 /// An edit of at most 10 000 entries, with room for spaces and long ranges.
 pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
@@ -78,7 +83,7 @@ pub async fn revoke_license(
     let license = LicenseId::parse(id).ok_or(ApiError::NotFound("license"))?;
     log.license = Some(license.clone());
     if licenses::revoke(env, &license, now.unix()).await? {
-        holders::revoke(env, &license).await?;
+        holder(env, &license)?.ask(Revoke).await?;
         Ok(Reply::NoContent)
     } else {
         Err(ApiError::NotFound("license"))
@@ -93,74 +98,109 @@ pub async fn edit_list(
     ctx: &Context,
 ) -> Result<Reply, ApiError> {
     let body = Body::read(&mut req, ctx, MAX_EDIT_BYTES).await?;
-    let response = lists::call(
-        env,
-        Method::Post,
-        "edit",
-        Some(kind),
-        &[],
-        Some(body.text().into()),
-    )
-    .await?;
-    Ok(Reply::Json(200, writer_json(response).await?))
+    let edit = body.json::<EditRequest>().map_err(|e| {
+        ApiError::BadRequest(format!(
+            "expected {{\"add\": [...], \"remove\": [...]}}: {e}"
+        ))
+    })?;
+    Reply::json(200, &writer(env)?.ask(Edit { kind, edit }).await?)
+}
+
+/// What a replacement answers.
+#[derive(Serialize)]
+struct Replacement {
+    entries: usize,
+    added: usize,
+    removed: usize,
+    version: String,
 }
 
 /// `PUT`: the whole list as text, streamed to the writer, which parses it as it arrives.
 pub async fn replace_list(kind: ListKind, req: Request, env: &Env) -> Result<Reply, ApiError> {
     declared_within(&req, MAX_IMPORT_BYTES)?;
-    let body = req.inner().body().map(Into::into);
-    let response = lists::call(env, Method::Put, "replace", Some(kind), &[], body).await?;
-    Ok(Reply::Json(200, writer_json(response).await?))
+    let replaced = writer(env)?
+        .ask_uploading(Replace(kind), req.inner().body())
+        .await?;
+    let (added, removed) = (replaced.changes.added, replaced.changes.removed);
+    Reply::json(
+        200,
+        &Replacement {
+            entries: replaced.entries,
+            added,
+            removed,
+            version: replaced.version.to_string(),
+        },
+    )
 }
 
-/// `GET`: the list in the import format, streamed from the writer, with its version as `ETag`.
+/// `GET`: the list in the import format, `# <list> list, version <v>, <n> entries`
+/// first, streamed from the writer a page at a time, with its version as `ETag`.
 pub async fn export_list(kind: ListKind, req: Request, env: &Env) -> Result<Reply, ApiError> {
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
-    let mut response = lists::call(
-        env,
-        Method::Get,
-        "export",
-        Some(kind),
-        &[("If-None-Match", &if_none_match)],
-        None,
-    )
-    .await?;
-    match response.status_code() {
-        200 | 304 => Ok(Reply::Passed(response)),
-        status => Err(writer_error(status, &response.text().await?)),
-    }
+    let tag = |version: u64| format!("\"{version}\"");
+    let known = etag::tags(&if_none_match).find_map(|held| {
+        held.trim_matches('"')
+            .parse()
+            .ok()
+            .filter(|v: &u64| tag(*v) == held)
+    });
+    let (head, pages) = writer(env)?.ask_stream(Export { kind, known }).await?;
+    let response = match head {
+        ExportHead::NotModified { version } => Response::empty()?
+            .with_status(304)
+            .with_headers(etag_header(&tag(version))?),
+        ExportHead::List { version, entries } => {
+            let first = format!(
+                "# {} list, version {version}, {entries} entries\n",
+                kind.code()
+            );
+            let rest = stream::unfold(pages, |mut pages| async move {
+                let lines = match pages.next().await {
+                    Ok(Some(page)) => page
+                        .iter()
+                        .map(|entry| format!("{entry}\n"))
+                        .collect::<String>(),
+                    Ok(None) => return None,
+                    // The body breaks off: the client sees a cut transfer, never a short list.
+                    Err(fault) => {
+                        return Some((Err(worker::Error::RustError(fault.to_string())), pages))
+                    }
+                };
+                Some((Ok(lines.into_bytes()), pages))
+            });
+            let body = stream::once(async move { Ok(first.into_bytes()) }).chain(rest);
+            let response = Response::from_stream(body)?.with_headers(etag_header(&tag(version))?);
+            response
+                .headers()
+                .set("Content-Type", "text/plain; charset=utf-8")?;
+            response
+        }
+    };
+    Ok(Reply::Built(response))
+}
+
+fn etag_header(tag: &str) -> worker::Result<worker::Headers> {
+    let headers = worker::Headers::new();
+    headers.set("ETag", tag)?;
+    Ok(headers)
+}
+
+/// What `/admin/status` answers: both lists, and the number of licenses.
+#[derive(Serialize)]
+struct ServiceStatus {
+    #[serde(flatten)]
+    lists: ListsStatus,
+    licenses: usize,
 }
 
 /// `GET /admin/status`: both lists' sizes and published versions, and the number of licenses.
 pub async fn status(env: &Env) -> Result<Reply, ApiError> {
-    let mut status =
-        writer_json(lists::call(env, Method::Get, "status", None, &[], None).await?).await?;
-    status["licenses"] = licenses::count(env).await?.into();
-    Ok(Reply::Json(200, status))
-}
-
-/// The writer's answer: its JSON, or its refusal as this API's error.
-async fn writer_json(mut response: Response) -> Result<Value, ApiError> {
-    let status = response.status_code();
-    let text = response.text().await?;
-    match status {
-        200 => serde_json::from_str(&text)
-            .map_err(|e| ApiError::Internal(format!("lists object answered {text:?}: {e}"))),
-        status => Err(writer_error(status, &text)),
-    }
-}
-
-/// A refusal of the writer as this API's error; anything else it answers is a fault.
-fn writer_error(status: u16, text: &str) -> ApiError {
-    let message = || {
-        serde_json::from_str::<Value>(text)
-            .ok()
-            .and_then(|v| v["message"].as_str().map(str::to_owned))
-            .unwrap_or_default()
-    };
-    match status {
-        400 => ApiError::BadRequest(message()),
-        413 => ApiError::PayloadTooLarge(MAX_IMPORT_BYTES),
-        _ => ApiError::Internal(format!("lists object answered {status}: {text}")),
-    }
+    let lists = writer(env)?.ask(Status).await?;
+    Reply::json(
+        200,
+        &ServiceStatus {
+            lists,
+            licenses: licenses::count(env).await?,
+        },
+    )
 }

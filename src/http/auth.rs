@@ -6,13 +6,14 @@ use std::cell::RefCell;
 
 use worker::{Env, Request};
 
+use super::credentials::{bearer, feed_token};
 use super::error::ApiError;
 use super::log::RequestLog;
-use crate::config;
 use crate::domain::feed_token;
 use crate::domain::license::{secrets_match, LicenseId};
 use crate::domain::time::Millis;
-use crate::domain::token::{bearer, VerifiedTokens};
+use crate::domain::token::VerifiedTokens;
+use crate::platform::config;
 use crate::store::licenses;
 
 thread_local! {
@@ -39,7 +40,7 @@ pub async fn license_holder(
     let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
     let settings = config::settings(env)?;
     let license = TOKENS
-        .with_borrow_mut(|tokens| tokens.verify(&settings.jwt_secret, &token, now.unix()))
+        .with_borrow_mut(|tokens| tokens.verify(settings.jwt_secret.expose(), &token, now.unix()))
         .map_err(|e| ApiError::Unauthorized(e.code()))?;
     log.license = Some(license.clone());
     if licenses::is_active(env, &license, settings.freshness, now).await? {
@@ -58,7 +59,7 @@ pub async fn feed_reader(
     log: &mut RequestLog,
 ) -> Result<(LicenseId, Option<String>), ApiError> {
     let header = req.headers().get("Authorization")?.unwrap_or_default();
-    let Some(token) = feed_token::from_authorization(&header) else {
+    let Some(token) = feed_token(&header) else {
         return Ok((license_holder(req, env, now, log).await?, None));
     };
     let owner = licenses::feed_token_owner(env, &feed_token::digest(&token))
@@ -75,7 +76,7 @@ pub async fn feed_reader(
 pub fn operator(req: &Request, env: &Env) -> Result<(), ApiError> {
     let settings = config::settings(env)?;
     match bearer_token(req)? {
-        Some(token) if secrets_match(&token, &settings.admin_token) => Ok(()),
+        Some(token) if secrets_match(&token, settings.admin_token.expose()) => Ok(()),
         _ => Err(ApiError::AdminUnauthorized),
     }
 }

@@ -5,10 +5,10 @@
 use serde::de::DeserializeOwned;
 use worker::{Context, Request};
 
+use super::bulk::{BulkError, BulkRequest};
 use super::error::ApiError;
-use crate::domain::bulk::{BulkError, BulkRequest};
-use crate::domain::form;
-use crate::stream::{append, Chunks};
+use super::form;
+use crate::platform::stream::{append, Chunks};
 
 /// The limit of every body a holder or a login sends: a form with one address.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;

@@ -6,7 +6,6 @@ use worker::{Context, Env, Request};
 use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
 use super::reply::{to_json, Listing, Reply};
-use crate::config;
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
 use crate::domain::ipv4::PublicIpv4;
@@ -14,7 +13,9 @@ use crate::domain::license::LicenseId;
 use crate::domain::page::{counted, PageCursor, PageQuery};
 use crate::domain::quota::Quota;
 use crate::domain::time::{Millis, UnixTime};
-use crate::store::holders;
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::{History, ListEntries, Usage};
+use crate::platform::config;
 
 async fn page_query<C: PageCursor>(
     mut req: Request,
@@ -42,7 +43,9 @@ pub async fn list(
     env: &Env,
     ctx: &Context,
 ) -> Result<Reply, ApiError> {
-    let page = holders::list(env, license, &page_query(req, ctx, true).await?).await?;
+    let page = holder(env, license)?
+        .ask(ListEntries(page_query(req, ctx, true).await?))
+        .await?;
     Ok(Reply::Listing(Listing {
         message: counted(page.total, "address", "addresses"),
         lines: page.rows.iter().map(|entry| entry.ip.to_string()).collect(),
@@ -53,7 +56,7 @@ pub async fn list(
 
 /// `GET /api/quota`: the day's additions and removals, used and left, and when they reset.
 pub async fn quota(license: &LicenseId, env: &Env, now: Millis) -> Result<Reply, ApiError> {
-    let usage = holders::usage(env, license).await?;
+    let usage = holder(env, license)?.ask(Usage).await?;
     let quota = Quota::of(usage, config::settings(env)?.limits, now.unix());
     Reply::json(200, &quota)
 }
@@ -65,7 +68,9 @@ pub async fn history(
     env: &Env,
     ctx: &Context,
 ) -> Result<Reply, ApiError> {
-    let page = holders::history(env, license, &page_query(req, ctx, false).await?).await?;
+    let page = holder(env, license)?
+        .ask(History(page_query(req, ctx, false).await?))
+        .await?;
     Ok(Reply::Listing(Listing {
         message: counted(page.total, "change", "changes"),
         lines: page

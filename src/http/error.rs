@@ -4,6 +4,11 @@
 use worker::Response;
 
 use super::reply::BodyMode;
+use crate::domain::feed_token::MAX_PER_HOLDER as MAX_FEED_TOKENS;
+use crate::objects::holder::protocol::HolderRefusal;
+use crate::objects::lists::protocol::ListsRefusal;
+use crate::objects::protocol::Failure;
+use crate::platform::config::BadSettings;
 use crate::store::StoreError;
 
 #[derive(Debug, Clone)]
@@ -125,8 +130,8 @@ impl From<worker::Error> for ApiError {
     }
 }
 
-impl From<crate::config::BadSettings> for ApiError {
-    fn from(error: crate::config::BadSettings) -> Self {
+impl From<BadSettings> for ApiError {
+    fn from(error: BadSettings) -> Self {
         Self::Internal(error.0)
     }
 }
@@ -135,12 +140,67 @@ impl From<crate::config::BadSettings> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::LicenseRevoked => Self::Unauthorized("license_revoked"),
-            StoreError::FeedTokenRevoked => Self::Unauthorized("feed_token_revoked"),
             StoreError::UnknownCursor => {
                 Self::BadRequest("cursor is not one this service gave out".to_owned())
             }
-            error => Self::Internal(error.to_string()),
+            fault => Self::Internal(fault.to_string()),
         }
+    }
+}
+
+/// A holder object's refusals, as the holder is told them.
+impl From<Failure<HolderRefusal>> for ApiError {
+    fn from(failure: Failure<HolderRefusal>) -> Self {
+        match failure {
+            Failure::Refused(HolderRefusal::LicenseRevoked) => {
+                Self::Unauthorized("license_revoked")
+            }
+            Failure::Refused(HolderRefusal::FeedTokenRevoked) => {
+                Self::Unauthorized("feed_token_revoked")
+            }
+            Failure::Refused(HolderRefusal::TooManyFeedTokens) => Self::Conflict(format!(
+                "at most {MAX_FEED_TOKENS} feed tokens; revoke one first"
+            )),
+            Failure::Fault(fault) => fault.into(),
+        }
+    }
+}
+
+/// The lists' writer's refusals, as the operator is told them.
+impl From<Failure<ListsRefusal>> for ApiError {
+    fn from(failure: Failure<ListsRefusal>) -> Self {
+        match failure {
+            Failure::Refused(ListsRefusal::BadEdit(why) | ListsRefusal::BadImport(why)) => {
+                Self::BadRequest(why)
+            }
+            Failure::Refused(ListsRefusal::ImportTooLarge(limit)) => Self::PayloadTooLarge(limit),
+            Failure::Fault(fault) => fault.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_the_callers_and_faults_are_logged_500s() {
+        let fault = || StoreError::Sql(crate::store::sql::SqlError("disk I/O error".to_owned()));
+        let edit: ApiError = Failure::<ListsRefusal>::Fault(fault()).into();
+        assert_eq!(
+            (edit.status(), edit.detail()),
+            (500, Some("SQL: disk I/O error")),
+            "a failed save is ours, not a bad request"
+        );
+        let refused: ApiError =
+            Failure::Refused(ListsRefusal::BadEdit("\"x\": not an address".to_owned())).into();
+        assert_eq!(
+            (refused.status(), refused.message().as_str()),
+            (400, "Bad request: \"x\": not an address")
+        );
+        let holder: ApiError = Failure::<HolderRefusal>::Fault(fault()).into();
+        assert_eq!(holder.status(), 500);
+        let revoked: ApiError = Failure::Refused(HolderRefusal::LicenseRevoked).into();
+        assert_eq!((revoked.status(), revoked.code()), (401, "license_revoked"));
     }
 }

@@ -7,17 +7,21 @@ use serde_json::json;
 use worker::{Env, Request, Response};
 
 use super::error::ApiError;
+use super::feed_query::{FeedQuery, Format, Scope};
+use super::form;
 use super::reply::Reply;
-use crate::config;
-use crate::domain::feed::{FeedItem, FeedItems, FeedQuery, FeedRequest, Format, Scope};
+use crate::domain::feed::{FeedAnswer, FeedItem, FeedItems};
 use crate::domain::feed_token::{
-    self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, MAX_PER_HOLDER,
+    self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord,
 };
-use crate::domain::form;
 use crate::domain::ip_list::ListKind;
 use crate::domain::license::LicenseId;
-use crate::domain::time::Millis;
-use crate::store::{holders, licenses, lists, StoreError};
+use crate::domain::time::{Millis, UnixTime};
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::{CreateFeedToken, Feed, FeedTokens, RevokeFeedToken};
+use crate::objects::lists::client as lists;
+use crate::platform::config;
+use crate::store::{licenses, StoreError};
 
 /// Items in one part of a streamed feed.
 const PART_ITEMS: usize = 10_000;
@@ -47,33 +51,45 @@ pub async fn feed(
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let known = query.known_changes(&if_none_match, global_version, allow_version);
     let since = query.delta_from(global_version, allow_version);
-    let answer = holders::feed(
-        env,
-        license,
-        &FeedRequest {
+    let answer = holder(env, license)?
+        .ask(Feed {
             token,
             since,
             known,
-        },
-    )
-    .await?;
-    let version = query.version(answer.changes, global_version, allow_version);
-    let etag = query.etag(version);
-    let response = if answer.unchanged {
-        Response::empty()?.with_status(304)
-    } else if let Some(delta) = answer.delta {
-        let (new, deleted) = delta.filter(&global, &allow);
-        let items = |items: Vec<FeedItem>| items.iter().map(FeedItem::json).collect::<Vec<_>>();
-        Response::from_json(
-            &json!({ "new": items(new), "deleted": items(deleted), "cursor": version.to_string() }),
-        )?
-    } else {
-        let items = FeedItems::new(answer.entries.unwrap_or_default(), global, &allow);
-        let reset = query.since.is_some();
-        stream(items, query.format, &version.to_string(), reset)?
+        })
+        .await?;
+    let version = query.version(answer.changes(), global_version, allow_version);
+    let response = match answer {
+        FeedAnswer::Unchanged { .. } => Response::empty()?.with_status(304),
+        FeedAnswer::Delta { delta, .. } => {
+            let (new, deleted) = delta.filter(&global, &allow);
+            let items = |items: Vec<FeedItem>| items.iter().map(item_json).collect::<Vec<_>>();
+            Response::from_json(
+                &json!({ "new": items(new), "deleted": items(deleted), "cursor": version.to_string() }),
+            )?
+        }
+        FeedAnswer::Whole { entries, .. } => {
+            let items = FeedItems::new(entries, global, &allow);
+            stream(
+                items,
+                query.format,
+                &version.to_string(),
+                query.since.is_some(),
+            )?
+        }
     };
-    response.headers().set("ETag", &etag)?;
-    Ok(Reply::Passed(response))
+    response.headers().set("ETag", &query.etag(version))?;
+    Ok(Reply::Built(response))
+}
+
+/// An item as the JSON feed shows it.
+fn item_json(item: &FeedItem) -> serde_json::Value {
+    json!({
+        "value": item.block.to_string(),
+        "scope": if item.global { "global" } else { "personal" },
+        "expiresAt": item.expires_at.map(UnixTime::to_rfc3339),
+        "comment": item.comment,
+    })
 }
 
 /// The whole feed, a part at a time: never one string of a million lines.
@@ -118,7 +134,7 @@ fn stream(
                         if !std::mem::take(&mut first) {
                             text.push(',');
                         }
-                        text.push_str(&item.json().to_string());
+                        text.push_str(&item_json(&item).to_string());
                     }
                 }
             }
@@ -144,7 +160,7 @@ struct CreatedFeedToken<'a> {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct FeedTokens {
+struct TokenList {
     feed_tokens: Vec<FeedTokenInfo>,
 }
 
@@ -156,20 +172,12 @@ pub async fn create_token(license: &LicenseId, env: &Env) -> Result<Reply, ApiEr
         id: new.id.clone(),
         digest: digest.clone(),
     };
-    if !holders::create_feed_token(env, license, &record).await? {
-        return Err(ApiError::Conflict(format!(
-            "at most {MAX_PER_HOLDER} feed tokens; revoke one first"
-        )));
-    }
-    licenses::save_feed_token(
-        env,
-        &digest,
-        &FeedTokenOwner {
-            license: license.as_str().to_owned(),
-            id: new.id.clone(),
-        },
-    )
-    .await?;
+    holder(env, license)?.ask(CreateFeedToken(record)).await?;
+    let owner = FeedTokenOwner {
+        license: license.as_str().to_owned(),
+        id: new.id.clone(),
+    };
+    licenses::save_feed_token(env, &digest, &owner).await?;
     Reply::json(
         201,
         &CreatedFeedToken {
@@ -183,8 +191,8 @@ pub async fn create_token(license: &LicenseId, env: &Env) -> Result<Reply, ApiEr
 pub async fn list_tokens(license: &LicenseId, env: &Env) -> Result<Reply, ApiError> {
     Reply::json(
         200,
-        &FeedTokens {
-            feed_tokens: holders::feed_tokens(env, license).await?,
+        &TokenList {
+            feed_tokens: holder(env, license)?.ask(FeedTokens).await?,
         },
     )
 }
@@ -194,9 +202,38 @@ pub async fn revoke_token(license: &LicenseId, env: &Env, id: &str) -> Result<Re
     if !feed_token::is_id(id) {
         return Err(ApiError::NotFound("feed token"));
     }
-    let digest = holders::revoke_feed_token(env, license, id)
+    let digest = holder(env, license)?
+        .ask(RevokeFeedToken(id.to_owned()))
         .await?
         .ok_or(ApiError::NotFound("feed token"))?;
     licenses::forget_feed_token(env, &digest).await?;
     Ok(Reply::NoContent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::range::Ipv4Range;
+
+    #[test]
+    fn json_items_carry_scope_expiry_and_comment() {
+        let block = Ipv4Range::parse("8.8.8.8").unwrap();
+        let listed = FeedItem {
+            block,
+            global: false,
+            expires_at: Some(UnixTime(1_795_262_400)),
+            comment: Some("scanner".into()),
+        };
+        assert_eq!(
+            item_json(&listed),
+            json!({ "value": "8.8.8.8", "scope": "personal", "expiresAt": "2026-11-21T12:00:00Z", "comment": "scanner" })
+        );
+        let global = FeedItem {
+            block: Ipv4Range::parse("45.0.0.0/8").unwrap(),
+            global: true,
+            expires_at: None,
+            comment: None,
+        };
+        assert_eq!(item_json(&global)["scope"], "global");
+    }
 }

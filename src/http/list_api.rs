@@ -4,10 +4,9 @@
 use worker::{Context, Env, Request};
 
 use super::body::{Body, MAX_BODY_BYTES};
+use super::bulk::{BulkError, MAX_ADDRESSES};
 use super::error::ApiError;
 use super::reply::Reply;
-use crate::config;
-use crate::domain::bulk::{BulkError, MAX_ADDRESSES};
 use crate::domain::entry::EntryDetails;
 use crate::domain::holder::{Call, Operation};
 use crate::domain::ip_list::ListKind;
@@ -16,7 +15,11 @@ use crate::domain::license::LicenseId;
 use crate::domain::outcome::Outcome;
 use crate::domain::quota::Quota;
 use crate::domain::time::Millis;
-use crate::store::{holders, lists};
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::Perform;
+use crate::objects::lists::client as lists;
+use crate::platform::config;
+use crate::store::StoreError;
 
 /// A bulk request: a thousand addresses in a multipart form, with room to spare.
 pub const MAX_BULK_BYTES: usize = 256 * 1024;
@@ -90,7 +93,14 @@ fn details(
     .map_err(ApiError::BadRequest)
 }
 
-/// Steps in the order decisions.md fixes, for every address: validation, the
+/// An address's answer so far: given by validation or the operator's lists, or
+/// still the holder's object's to give.
+enum Settled {
+    Answered(Outcome),
+    AskHolder(PublicIpv4),
+}
+
+/// Steps in the order the specification fixes, for every address: validation, the
 /// allow list, then the lists, where the global list wins over the personal one.
 /// Malformed details (`ttl`, `expiresAt`, `comment`) refuse the request once an
 /// address has passed validation, as they always have.
@@ -105,68 +115,81 @@ async fn run(
     details: Result<EntryDetails, ApiError>,
     client: Option<String>,
     now: Millis,
-) -> Result<(Vec<Outcome>, Option<[(&'static str, String); 2]>), ApiError> {
+) -> Result<(Vec<Outcome>, Option<Quota>), ApiError> {
     let freshness = config::settings(env)?.freshness;
-    let mut settled: Vec<Result<Outcome, PublicIpv4>> = Vec::with_capacity(ips.len());
+    let mut settled = Vec::with_capacity(ips.len());
     for raw in ips {
         let ip = match PublicIpv4::parse(raw) {
             Ok(ip) => ip,
             Err(rejection) => {
-                settled.push(Ok(rejection.into()));
+                settled.push(Settled::Answered(rejection.into()));
                 continue;
             }
         };
         if let Err(error) = &details {
             return Err(error.clone());
         }
-        let outcome = if lists::contains(env, ListKind::Allow, ip.addr(), freshness, now).await? {
-            Ok(Outcome::AllowListed(ip))
-        } else if operation != Operation::Remove
-            && lists::contains(env, ListKind::Global, ip.addr(), freshness, now).await?
-        {
-            Ok(if operation == Operation::Add {
-                Outcome::AlreadyGlobal(ip)
+        settled.push(
+            if lists::contains(env, ListKind::Allow, ip.addr(), freshness, now).await? {
+                Settled::Answered(Outcome::AllowListed(ip))
+            } else if operation != Operation::Remove
+                && lists::contains(env, ListKind::Global, ip.addr(), freshness, now).await?
+            {
+                Settled::Answered(if operation == Operation::Add {
+                    Outcome::AlreadyGlobal(ip)
+                } else {
+                    Outcome::ListedGlobal(ip)
+                })
             } else {
-                Outcome::ListedGlobal(ip)
-            })
-        } else {
-            Err(ip)
-        };
-        settled.push(outcome);
+                Settled::AskHolder(ip)
+            },
+        );
     }
     let details = details.unwrap_or_default();
     let calls: Vec<Call> = settled
         .iter()
-        .filter_map(|outcome| outcome.as_ref().err())
-        .map(|&ip| Call {
-            operation,
-            ip,
-            details: details.clone(),
-            client: client.clone(),
+        .filter_map(|settled| match settled {
+            Settled::AskHolder(ip) => Some(Call {
+                operation,
+                ip: *ip,
+                details: details.clone(),
+                client: client.clone(),
+            }),
+            Settled::Answered(_) => None,
         })
         .collect();
     if calls.is_empty() {
-        return Ok((
-            settled
-                .into_iter()
-                .map(|outcome| outcome.expect("all settled"))
-                .collect(),
-            None,
-        ));
+        let outcomes = settled.into_iter().filter_map(|settled| match settled {
+            Settled::Answered(outcome) => Some(outcome),
+            Settled::AskHolder(_) => None,
+        });
+        return Ok((outcomes.collect(), None));
     }
-    let answers = holders::perform_calls(env, license, &calls).await?;
+    let asked = calls.len();
+    let answers = holder(env, license)?.ask(Perform(calls)).await?;
+    let miscounted = || {
+        StoreError::Corrupt(format!(
+            "the holder's object answered {} of {asked} calls",
+            answers.len()
+        ))
+    };
+    if answers.len() != asked {
+        return Err(miscounted().into());
+    }
     let quota = answers.last().and_then(|last| {
         last.usage
-            .map(|usage| Quota::of(usage, last.limits, now.unix()).headers())
+            .map(|usage| Quota::of(usage, last.limits, now.unix()))
     });
-    let mut answers = answers.into_iter();
+    let mut personal = answers.iter();
     let outcomes = settled
         .into_iter()
-        .map(|outcome| {
-            outcome.unwrap_or_else(|ip| {
-                Outcome::Personal(ip, answers.next().expect("one answer per call").outcome)
-            })
+        .map(|settled| match settled {
+            Settled::Answered(outcome) => Ok(outcome),
+            Settled::AskHolder(ip) => personal
+                .next()
+                .map(|answer| Outcome::Personal(ip, answer.outcome))
+                .ok_or_else(miscounted),
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     Ok((outcomes, quota))
 }

@@ -4,9 +4,9 @@
 use serde::Serialize;
 use worker::{console_error, console_log};
 
-use crate::clock;
 use crate::domain::license::LicenseId;
 use crate::domain::time::Millis;
+use crate::platform::clock;
 
 pub struct RequestLog {
     pub operation: &'static str,

@@ -7,9 +7,9 @@ use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
 use super::log::RequestLog;
 use super::reply::Reply;
-use crate::config;
 use crate::domain::time::Millis;
 use crate::domain::token::TokenKey;
+use crate::platform::config;
 use crate::store::licenses;
 
 #[derive(Deserialize)]
@@ -63,7 +63,7 @@ pub async fn handle(
     log.license = Some(license.clone());
     let settings = config::settings(env)?;
     let lifetime = settings.token_lifetime_seconds;
-    let token = TokenKey::new(&settings.jwt_secret).issue(&license, now.unix(), lifetime);
+    let token = TokenKey::new(settings.jwt_secret.expose()).issue(&license, now.unix(), lifetime);
     Reply::json(
         200,
         &LoginAnswer {

@@ -1,27 +1,36 @@
 //! The Worker's HTTP edge: route, authenticate, call the handler, answer, log.
+//! Wire formats (forms, bulk bodies, feed queries, credentials, ETags, RateLimit
+//! headers) live here, beside the handlers; `error.rs` is the one error mapping.
 
 pub mod admin;
 pub mod auth;
 pub mod body;
 pub mod browse;
+pub mod bulk;
+pub mod credentials;
 pub mod error;
+pub mod etag;
 pub mod feed;
+pub mod feed_query;
+pub mod form;
 pub mod list_api;
 pub mod log;
 pub mod login;
+pub mod rate_limit;
 pub mod reply;
+pub mod route;
 #[cfg(feature = "test-hooks")]
 pub mod test_hooks;
 
 use worker::{Context, Env, Request, Response};
 
 use crate::domain::license::LicenseId;
-use crate::domain::route::{HolderRoute, Miss, OperatorRoute, Route};
 use crate::domain::time::Millis;
-use crate::{clock, config};
+use crate::platform::{clock, config};
 use error::ApiError;
 use log::RequestLog;
 use reply::{BodyMode, Reply};
+use route::{HolderRoute, Miss, OperatorRoute, Route};
 
 pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     #[cfg(feature = "test-hooks")]

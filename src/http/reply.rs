@@ -5,8 +5,9 @@ use serde_json::{json, Value};
 use worker::Response;
 
 use super::error::ApiError;
+use super::{bulk, form, rate_limit};
 use crate::domain::outcome::Outcome;
-use crate::domain::{bulk, form};
+use crate::domain::quota::Quota;
 
 /// How a message body is shaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,15 +68,15 @@ pub struct Listing {
 /// A successful answer of any endpoint.
 pub enum Reply {
     /// A list operation's outcome, with the day's quota when the holder's list answered.
-    Outcome(Outcome, Option<[(&'static str, String); 2]>),
+    Outcome(Outcome, Option<Quota>),
     /// A bulk request's outcomes, in the order of its addresses, and the day's quota after them.
-    Outcomes(Vec<Outcome>, Option<[(&'static str, String); 2]>),
+    Outcomes(Vec<Outcome>, Option<Quota>),
     Listing(Listing),
     Json(u16, Value),
     NoContent,
     Document(&'static str),
-    /// An answer of another part of the service, its body streamed through as it is.
-    Passed(Response),
+    /// An answer its handler built whole (a streamed feed or export, with its ETag).
+    Built(Response),
 }
 
 /// Any typed value as JSON.
@@ -97,7 +98,7 @@ impl Reply {
             | Self::Json(..)
             | Self::NoContent
             | Self::Document(_)
-            | Self::Passed(_) => "ok",
+            | Self::Built(_) => "ok",
         }
     }
 
@@ -107,9 +108,7 @@ impl Reply {
                 let response = mode.render(&outcome.message())?;
                 let headers = response.headers();
                 headers.set("X-Greylist-Outcome", outcome.code())?;
-                for (name, value) in quota.iter().flatten() {
-                    headers.set(name, value)?;
-                }
+                set_quota(&response, quota.as_ref())?;
                 Ok(response)
             }
             Self::Outcomes(outcomes, quota) => {
@@ -133,9 +132,7 @@ impl Reply {
                         )?
                     }
                 };
-                for (name, value) in quota.iter().flatten() {
-                    response.headers().set(name, value)?;
-                }
+                set_quota(&response, quota.as_ref())?;
                 Ok(response)
             }
             Self::Listing(listing) => {
@@ -161,12 +158,17 @@ impl Reply {
             Self::Json(status, value) => Ok(Response::from_json(&value)?.with_status(status)),
             Self::NoContent => Ok(Response::empty()?.with_status(204)),
             Self::Document(text) => respond(text.to_owned(), "application/json"),
-            // A fetched answer's headers cannot be changed; its copy's can.
-            Self::Passed(response) => Ok(Response::from_body(response.body().clone())?
-                .with_status(response.status_code())
-                .with_headers(response.headers().clone())),
+            Self::Built(response) => Ok(response),
         }
     }
+}
+
+/// The day's quota, when there is one, as RateLimit headers.
+fn set_quota(response: &Response, quota: Option<&Quota>) -> worker::Result<()> {
+    for (name, value) in quota.iter().flat_map(|quota| rate_limit::headers(quota)) {
+        response.headers().set(name, &value)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

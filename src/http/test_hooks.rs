@@ -1,14 +1,19 @@
 //! Hooks for the end-to-end tests, compiled only with the `test-hooks` feature
-//! (`build-test/`): set the service's clock, and run a Durable Object's alarm now
-//! rather than when the runtime would. The deployable build has none of this,
-//! and `make deploy-check` fails if its bundle names any of these paths.
+//! (`build-test/`): set the service's clock, run a Durable Object's alarm now
+//! rather than when the runtime would, and make the lists' writer fail its next
+//! save as a storage fault would. The deployable build has none of this, and
+//! `make deploy-check` fails if its bundle names any of these paths.
 
 use serde::Deserialize;
 use worker::{Env, Method, Request, Response};
 
-use crate::clock;
 use crate::domain::license::LicenseId;
-use crate::store::{holders, lists};
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::RunAlarm as RunHolderAlarm;
+use crate::objects::lists::client::writer;
+use crate::objects::lists::protocol::{FailNextSave, RunAlarm as RunListsAlarm};
+use crate::objects::protocol::Failure;
+use crate::platform::clock;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -18,7 +23,8 @@ struct SetClock {
 
 pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
     let path = req.path();
-    let answer = match (req.method(), path.as_str()) {
+    let hook = |failure: Failure<_>| worker::Error::RustError(format!("{failure:?}"));
+    match (req.method(), path.as_str()) {
         (Method::Post, "/__test/clock") => {
             clock::set_offset(req.json::<SetClock>().await?.offset_ms);
             Response::from_json(
@@ -26,10 +32,20 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
             )
         }
         (Method::Post, "/__test/lists/alarm") => {
-            let mut answer = lists::call(env, Method::Post, "__test/alarm", None, &[], None)
+            writer(env)
+                .map_err(|e| e.to_string())?
+                .ask(RunListsAlarm)
                 .await
-                .map_err(|e| e.to_string())?;
-            Response::ok(answer.text().await?)
+                .map_err(hook)?;
+            Response::ok("ran")
+        }
+        (Method::Post, "/__test/lists/fail-next-save") => {
+            writer(env)
+                .map_err(|e| e.to_string())?
+                .ask(FailNextSave)
+                .await
+                .map_err(hook)?;
+            Response::ok("the next save fails")
         }
         (Method::Post, path) => match path
             .strip_prefix("/__test/holders/")
@@ -37,14 +53,15 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
         {
             Some(id) => {
                 let license = LicenseId::parse(id).ok_or("no such license")?;
-                holders::run_alarm(env, &license)
+                holder(env, &license)
+                    .map_err(|e| e.to_string())?
+                    .ask(RunHolderAlarm)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
                 Response::ok("ran")
             }
             None => Response::error("no such test hook", 404),
         },
         _ => Response::error("no such test hook", 404),
-    };
-    answer
+    }
 }

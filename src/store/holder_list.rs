@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use super::sql::{Row, Sql, SqlError, Value};
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
-use crate::domain::feed::{FeedAnswer, FeedRequest, PersonalDelta};
+use crate::domain::feed::{FeedAnswer, PersonalDelta};
 use crate::domain::feed_token::{
     FeedTokenInfo, NewFeedTokenRecord, MAX_PER_HOLDER as MAX_FEED_TOKENS,
 };
@@ -70,26 +70,9 @@ const DOTTED: &str =
     "((ip >> 24) || '.' || ((ip >> 16) & 255) || '.' || ((ip >> 8) & 255) || '.' || (ip & 255))";
 const ENTRY_COLUMNS: &str = "ip, added_at, expires_at, comment";
 
-/// Brings the schema to the newest version. Called where no `await` follows until
-/// the end, so the runtime commits each step together with its version number, or neither.
+/// Brings the holder's schema to the newest version.
 pub fn migrate(sql: &impl Sql) -> Result<(), SqlError> {
-    sql.script("CREATE TABLE IF NOT EXISTS schema_version (id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL)")?;
-    let current = match sql
-        .query("SELECT version FROM schema_version WHERE id = 0", &[])?
-        .first()
-    {
-        Some(row) => row.int(0)? as usize,
-        None => 0,
-    };
-    for (version, step) in MIGRATIONS.iter().enumerate().skip(current) {
-        sql.script(step)?;
-        sql.execute(
-            "INSERT INTO schema_version (id, version) VALUES (0, ?1)
-             ON CONFLICT (id) DO UPDATE SET version = excluded.version",
-            &[Value::int(version as u64 + 1)],
-        )?;
-    }
-    Ok(())
+    super::sql::migrate(sql, &MIGRATIONS)
 }
 
 fn ip_value(ip: PublicIpv4) -> Value {
@@ -287,19 +270,19 @@ impl<S: Sql> SqlListStore<S> {
     /// The whole live list, or the changes since `since` while the history still
     /// holds every change after it: each address once, in the order of its last
     /// change, listed with its entry or unlisted.
-    pub fn feed(&self, request: &FeedRequest, now: UnixTime) -> Result<FeedAnswer, SqlError> {
+    /// `known` is the history number the caller holds: when it is current, nothing else is read.
+    pub fn feed(
+        &self,
+        since: Option<u64>,
+        known: Option<u64>,
+        now: UnixTime,
+    ) -> Result<FeedAnswer, SqlError> {
         let (oldest, changes) = self.changes()?;
-        if request.known == Some(changes) {
-            return Ok(FeedAnswer {
-                changes,
-                unchanged: true,
-                reset: false,
-                entries: None,
-                delta: None,
-            });
+        if known == Some(changes) {
+            return Ok(FeedAnswer::Unchanged { changes });
         }
         let remembered = |since: u64| since <= changes && since + 1 >= oldest;
-        match request.since {
+        match since {
             Some(since) if remembered(since) => {
                 let codes = [Change::Added, Change::Removed, Change::Expired]
                     .map(|c| format!("'{}'", c.code()))
@@ -332,13 +315,7 @@ impl<S: Sql> SqlListStore<S> {
                         delta.unlisted.push(ip);
                     }
                 }
-                Ok(FeedAnswer {
-                    changes,
-                    unchanged: false,
-                    reset: false,
-                    entries: None,
-                    delta: Some(delta),
-                })
+                Ok(FeedAnswer::Delta { changes, delta })
             }
             since => {
                 let rows = self.sql.query(
@@ -348,12 +325,10 @@ impl<S: Sql> SqlListStore<S> {
                     ),
                     &[Value::int(now.0)],
                 )?;
-                Ok(FeedAnswer {
+                Ok(FeedAnswer::Whole {
                     changes,
-                    unchanged: false,
                     reset: since.is_some(),
-                    entries: Some(entries(rows)?),
-                    delta: None,
+                    entries: entries(rows)?,
                 })
             }
         }
@@ -668,13 +643,7 @@ mod tests {
         let entry = store.entry(ip("8.8.8.8")).unwrap().unwrap();
         for at in [NOON, NOON.plus(59), NOON.plus(60), NOON.plus(61)] {
             let listed = store.list(&query(None, 10, None), at).unwrap().total == 1;
-            let fed = store
-                .feed(&FeedRequest::default(), at)
-                .unwrap()
-                .entries
-                .unwrap()
-                .len()
-                == 1;
+            let fed = whole(&store, None, at).2.len() == 1;
             let due = store.expired(at, 10).unwrap().len() == 1;
             assert_eq!(
                 (listed, fed, due),
@@ -702,6 +671,28 @@ mod tests {
         }
     }
 
+    fn whole(
+        store: &SqlListStore<NativeSql>,
+        since: Option<u64>,
+        at: UnixTime,
+    ) -> (u64, bool, Vec<Entry>) {
+        match store.feed(since, None, at).unwrap() {
+            FeedAnswer::Whole {
+                changes,
+                reset,
+                entries,
+            } => (changes, reset, entries),
+            other => panic!("not the whole list: {other:?}"),
+        }
+    }
+
+    fn delta(store: &SqlListStore<NativeSql>, since: u64, at: UnixTime) -> Option<PersonalDelta> {
+        match store.feed(Some(since), None, at).unwrap() {
+            FeedAnswer::Delta { delta, .. } => Some(delta),
+            _ => None,
+        }
+    }
+
     #[test]
     fn a_feed_is_the_live_list_or_the_changes_since_a_cursor_each_address_once() {
         let mut store = sql_store();
@@ -713,22 +704,11 @@ mod tests {
             Some(Expiry::After(60)),
             NOON,
         );
-        let whole = store.feed(&FeedRequest::default(), NOON).unwrap();
+        let (changes, reset, entries) = whole(&store, None, NOON);
+        assert_eq!((changes, reset, entries.len()), (2, false, 2));
         assert_eq!(
-            (whole.changes, whole.entries.as_ref().map(Vec::len)),
-            (2, Some(2))
-        );
-        assert!(
-            store
-                .feed(
-                    &FeedRequest {
-                        known: Some(2),
-                        ..FeedRequest::default()
-                    },
-                    NOON
-                )
-                .unwrap()
-                .unchanged
+            store.feed(None, Some(2), NOON).unwrap(),
+            FeedAnswer::Unchanged { changes: 2 }
         );
 
         apply(&mut store, Operation::Remove, "8.8.8.1", None, NOON.plus(1));
@@ -736,17 +716,7 @@ mod tests {
         apply(&mut store, Operation::Remove, "8.8.8.3", None, NOON.plus(3));
         apply(&mut store, Operation::Add, "8.8.8.3", None, NOON.plus(4));
         assert_eq!(sweep(&mut store, NOON.plus(60), 10).unwrap(), 1);
-        let delta = store
-            .feed(
-                &FeedRequest {
-                    since: Some(2),
-                    ..FeedRequest::default()
-                },
-                NOON.plus(60),
-            )
-            .unwrap()
-            .delta
-            .unwrap();
+        let delta = delta(&store, 2, NOON.plus(60)).expect("a delta");
         assert_eq!(
             delta
                 .listed
@@ -764,20 +734,8 @@ mod tests {
             ["8.8.8.1", "8.8.8.2"],
             "in the order of their last change"
         );
-
-        let unknown = store
-            .feed(
-                &FeedRequest {
-                    since: Some(99),
-                    ..FeedRequest::default()
-                },
-                NOON.plus(60),
-            )
-            .unwrap();
-        assert!(
-            unknown.reset && unknown.entries.is_some(),
-            "a cursor from the future gets the whole list"
-        );
+        let (_, reset, _) = whole(&store, Some(99), NOON.plus(60));
+        assert!(reset, "a cursor from the future gets the whole list");
     }
 
     #[test]
@@ -797,44 +755,13 @@ mod tests {
             .execute("DELETE FROM history WHERE id <= 3", &[])
             .unwrap();
         assert!(
-            store
-                .feed(
-                    &FeedRequest {
-                        since: Some(3),
-                        ..FeedRequest::default()
-                    },
-                    NOON
-                )
-                .unwrap()
-                .delta
-                .is_some(),
+            delta(&store, 3, NOON).is_some(),
             "row 4 onwards is all there"
         );
-        assert!(
-            store
-                .feed(
-                    &FeedRequest {
-                        since: Some(2),
-                        ..FeedRequest::default()
-                    },
-                    NOON
-                )
-                .unwrap()
-                .reset,
-            "row 3 is gone"
-        );
+        assert!(whole(&store, Some(2), NOON).1, "row 3 is gone");
         store.raw().execute("DELETE FROM history", &[]).unwrap();
-        let after_trim = store
-            .feed(
-                &FeedRequest {
-                    since: Some(5),
-                    ..FeedRequest::default()
-                },
-                NOON,
-            )
-            .unwrap();
         assert!(
-            after_trim.delta.is_some(),
+            delta(&store, 5, NOON).is_some(),
             "numbers are never handed out twice, so the newest cursor stays valid"
         );
     }

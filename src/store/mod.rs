@@ -1,12 +1,12 @@
-//! Thin adapters over the platform's storage: KV for read-mostly global data,
-//! a Durable Object per license holder for the personal list, and the one
-//! writer of the operator's lists.
+//! Adapters over the platform's storage: KV for read-mostly global data (the
+//! license records, the published snapshots of the operator's lists) and the
+//! SQLite databases of the Durable Objects.
 
 pub mod holder_list;
-pub mod holders;
 pub mod kv;
 pub mod licenses;
-pub mod lists;
+pub mod list_tables;
+pub mod snapshots;
 pub mod sql;
 
 use std::fmt;
@@ -22,12 +22,12 @@ pub enum StoreError {
     Kv(KvError),
     Json(serde_json::Error),
     Randomness(getrandom::Error),
+    /// A Durable Object's SQLite database refused a statement.
+    Sql(sql::SqlError),
+    /// A Durable Object could not answer a call, with the detail it gave.
+    Object(String),
     /// Stored or answered data is not what this service writes.
     Corrupt(String),
-    /// The holder's object refuses every call: the license is revoked.
-    LicenseRevoked,
-    /// The holder's object no longer has the feed token.
-    FeedTokenRevoked,
     /// A paging cursor this service did not give out.
     UnknownCursor,
 }
@@ -39,11 +39,18 @@ impl fmt::Display for StoreError {
             Self::Kv(error) => write!(f, "KV: {error}"),
             Self::Json(error) => write!(f, "JSON: {error}"),
             Self::Randomness(error) => write!(f, "no randomness: {error}"),
+            Self::Sql(error) => write!(f, "SQL: {error}"),
+            Self::Object(detail) => write!(f, "object: {detail}"),
             Self::Corrupt(detail) => f.write_str(detail),
-            Self::LicenseRevoked => f.write_str("license revoked"),
-            Self::FeedTokenRevoked => f.write_str("feed token revoked"),
             Self::UnknownCursor => f.write_str("unknown cursor"),
         }
+    }
+}
+
+/// A Durable Object answers a fault of its own as a 500 with this text.
+impl From<StoreError> for worker::Error {
+    fn from(error: StoreError) -> Self {
+        worker::Error::RustError(error.to_string())
     }
 }
 
@@ -62,6 +69,12 @@ impl From<KvError> for StoreError {
 impl From<serde_json::Error> for StoreError {
     fn from(error: serde_json::Error) -> Self {
         Self::Json(error)
+    }
+}
+
+impl From<sql::SqlError> for StoreError {
+    fn from(error: sql::SqlError) -> Self {
+        Self::Sql(error)
     }
 }
 

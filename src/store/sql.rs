@@ -152,6 +152,32 @@ impl Sql for SqlStorage {
     }
 }
 
+/// Brings a database's schema to the newest version: step `n` takes it from version
+/// `n` to `n + 1`, and the version is recorded with each step. Called where no
+/// `await` follows until the end, so the runtime commits each step together with
+/// its number, or neither. Databases created before their version was recorded
+/// are at version 0, so a first step must be idempotent for them. A change to a
+/// schema is a new step at the end, never an edit of an old one.
+pub fn migrate(sql: &impl Sql, steps: &[&str]) -> Result<(), SqlError> {
+    sql.script("CREATE TABLE IF NOT EXISTS schema_version (id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL)")?;
+    let current = match sql
+        .query("SELECT version FROM schema_version WHERE id = 0", &[])?
+        .first()
+    {
+        Some(row) => row.int(0)? as usize,
+        None => 0,
+    };
+    for (version, step) in steps.iter().enumerate().skip(current) {
+        sql.script(step)?;
+        sql.execute(
+            "INSERT INTO schema_version (id, version) VALUES (0, ?1)
+             ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+            &[Value::int(version as u64 + 1)],
+        )?;
+    }
+    Ok(())
+}
+
 fn fault(error: worker::Error) -> SqlError {
     SqlError(error.to_string())
 }

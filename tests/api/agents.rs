@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{send, unique_ip, Encoding, Server, TestApp, LIMIT};
+use crate::helpers::{send, unique_ip, Encoding, Mode, Server, TestApp, LIMIT};
 
 fn values(items: &Value) -> Vec<String> {
     items
@@ -55,7 +55,7 @@ fn a_bulk_add_answers_each_address_as_the_single_operation_would() {
         "/api/addIpsToGreylist",
         "application/x-www-form-urlencoded",
         &form,
-        true,
+        Mode::Json,
     );
     assert_eq!(resp.status, 200, "{}", resp.body);
     let expected = [
@@ -110,7 +110,7 @@ fn a_bulk_add_answers_each_address_as_the_single_operation_would() {
         "/api/deleteIpsFromChallengeList",
         "text/plain",
         "71.0.0.1\n71.0.0.9\n\n10.0.0.1\n",
-        false,
+        Mode::Plain,
     );
     assert_eq!(plain.content_type, "text/plain; charset=utf-8");
     assert_eq!(plain.body, "[71.0.0.1] has been removed from greylist\n[71.0.0.9] is not on greylist\n[10.0.0.1] is private\n");
@@ -118,7 +118,7 @@ fn a_bulk_add_answers_each_address_as_the_single_operation_would() {
         "/api/addIpsToChallengeList",
         "application/json",
         r#"{"ips": ["71.0.0.3"], "ttl": 600, "comment": "scan"}"#,
-        true,
+        Mode::Json,
     );
     assert_eq!(by_json.json()["results"][0]["outcome"], "added");
 }
@@ -130,7 +130,7 @@ fn the_daily_limit_applies_item_by_item_inside_one_bulk_request() {
         "/api/addIpsToGreylist",
         "text/plain",
         "72.0.0.1\n72.0.0.2\n72.0.0.2\n72.0.0.3\n72.0.0.4\n72.0.0.5\n",
-        true,
+        Mode::Json,
     );
     let results: Vec<String> = resp.json()["results"]
         .as_array()
@@ -171,7 +171,7 @@ fn a_bulk_request_takes_1000_addresses_and_refuses_1001_changing_nothing() {
         "/api/addIpsToGreylist",
         "text/plain",
         &addresses(1001),
-        true,
+        Mode::Json,
     );
     assert_eq!(too_many.status, 413);
     assert_eq!(
@@ -187,7 +187,7 @@ fn a_bulk_request_takes_1000_addresses_and_refuses_1001_changing_nothing() {
         "/api/addIpsToGreylist",
         "text/plain",
         &addresses(1000),
-        true,
+        Mode::Json,
     );
     assert_eq!(resp.json()["counts"], json!({ "added": 1000 }));
     assert_eq!(
@@ -206,7 +206,7 @@ fn the_feed_lists_what_the_firewall_should_challenge_with_an_etag() {
         "/api/addIpToGreylist",
         "76.0.0.1",
         Encoding::Multipart,
-        true,
+        Mode::Json,
     );
     assert_eq!(added.result(), "[76.0.0.1] has been added to greylist");
     app.add("77.7.7.7");
@@ -267,12 +267,12 @@ fn deltas_carry_adds_removes_and_expiries_once_each_with_their_latest_state() {
         "/api/addIpToGreylist",
         "78.0.0.3",
         Encoding::Urlencoded,
-        true,
+        Mode::Json,
     );
     assert_eq!(expiring.result(), "[78.0.0.3] has been added to greylist");
     let ttl = app.post(
         "/api/addIpToGreylist",
-        true,
+        Mode::Json,
         &[("Content-Type", "application/x-www-form-urlencoded".into())],
         b"ip=78.0.0.4&ttl=60&comment=brief",
     );

@@ -4,7 +4,7 @@ use greylist::domain::license::LicenseId;
 use greylist::domain::time::UnixTime;
 use greylist::domain::token::TokenKey;
 
-use crate::helpers::{send, Encoding, Resp, Server, TestApp, JWT_SECRET, UNAUTHORIZED};
+use crate::helpers::{send, Encoding, Mode, Resp, Server, TestApp, JWT_SECRET, UNAUTHORIZED};
 
 fn assert_unauthorized(resp: &Resp) {
     assert_eq!(resp.status, 401, "{}", resp.body);
@@ -68,7 +68,7 @@ fn login_refuses_unknown_keys_and_missing_keys() {
 #[test]
 fn list_operations_refuse_missing_and_malformed_authorization() {
     let app = TestApp::new();
-    assert_unauthorized(&app.check_with(None, true));
+    assert_unauthorized(&app.check_with(None, Mode::Json));
     for header in [
         "",
         "Bearer",
@@ -77,9 +77,9 @@ fn list_operations_refuse_missing_and_malformed_authorization() {
         &app.token,
         "Bearer not.a.token",
     ] {
-        assert_unauthorized(&app.check_with(Some(header.to_owned()), true));
+        assert_unauthorized(&app.check_with(Some(header.to_owned()), Mode::Json));
     }
-    let plain = app.check_with(None, false);
+    let plain = app.check_with(None, Mode::Plain);
     assert_eq!(plain.status, 401);
     assert_eq!(plain.content_type, "text/plain; charset=utf-8");
     assert_eq!(plain.body, UNAUTHORIZED);
@@ -94,13 +94,13 @@ fn tokens_signed_with_another_secret_or_expired_are_refused() {
         UnixTime(app.server.now()),
         3600,
     );
-    assert_unauthorized(&app.check_with(Some(format!("Bearer {foreign}")), true));
+    assert_unauthorized(&app.check_with(Some(format!("Bearer {foreign}")), Mode::Json));
     let expired =
         TokenKey::new(JWT_SECRET).issue(&license, UnixTime(app.server.now() - 7200), 3600);
-    assert_unauthorized(&app.check_with(Some(format!("Bearer {expired}")), true));
+    assert_unauthorized(&app.check_with(Some(format!("Bearer {expired}")), Mode::Json));
     let fresh = TokenKey::new(JWT_SECRET).issue(&license, UnixTime(app.server.now()), 3600);
     assert_eq!(
-        app.check_with(Some(format!("Bearer {fresh}")), true)
+        app.check_with(Some(format!("Bearer {fresh}")), Mode::Json)
             .result(),
         "[8.8.8.8] is currently not on global greylist"
     );
@@ -114,7 +114,7 @@ fn a_revoked_license_can_neither_call_nor_log_in() {
         .server
         .admin("DELETE", &format!("/admin/licenses/{}", app.license), None);
     assert_eq!(revoked.status, 204);
-    assert_unauthorized(&app.check_with(Some(format!("Bearer {}", app.token)), true));
+    assert_unauthorized(&app.check_with(Some(format!("Bearer {}", app.token)), Mode::Json));
     assert_eq!(app.server.login(&app.license_key).status, 401);
 }
 
@@ -147,7 +147,7 @@ fn revocation_reaches_the_personal_list_at_once_even_through_a_warm_cache() {
         "/api/listGreylist",
         "/api/greylistHistory",
     ] {
-        assert_unauthorized(&app.call(path, "8.8.8.8", Encoding::Multipart, true));
+        assert_unauthorized(&app.call(path, "8.8.8.8", Encoding::Multipart, Mode::Json));
     }
     assert_eq!(app.get("/api/quota").status, 401);
 }
@@ -166,9 +166,14 @@ fn a_revoked_license_is_refused_within_the_bound_on_answers_that_need_no_list() 
                 "/api/checkIpOnGreylist",
                 "not-an-ip",
                 Encoding::Multipart,
-                true,
+                Mode::Json,
             ),
-            app.call("/api/checkIpOnGreylist", global, Encoding::Multipart, true),
+            app.call(
+                "/api/checkIpOnGreylist",
+                global,
+                Encoding::Multipart,
+                Mode::Json,
+            ),
         ]
     };
     for resp in answers_needing_no_list() {
@@ -211,7 +216,7 @@ fn an_access_token_is_refused_once_its_lifetime_and_the_leeway_have_passed() {
         "within the 10 s leeway"
     );
     server.advance(10);
-    assert_unauthorized(&app.check_with(Some(format!("Bearer {}", app.token)), true));
+    assert_unauthorized(&app.check_with(Some(format!("Bearer {}", app.token)), Mode::Json));
     assert_eq!(
         server.login(&app.license_key).status,
         200,

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use std::sync::Arc;
 
-use crate::helpers::{configuration_file, Encoding, Server, TestApp, INTERNAL_ERROR};
+use crate::helpers::{configuration_file, send, Encoding, Mode, Server, TestApp, INTERNAL_ERROR};
 
 const BURST_LIMIT: usize = 400;
 
@@ -36,7 +36,7 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
                         "/api/addIpToGreylist",
                         &address(n),
                         Encoding::Multipart,
-                        true,
+                        Mode::Json,
                     ) {
                         Ok(resp) if resp.status == 200 => {
                             assert_eq!(
@@ -124,7 +124,7 @@ fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation()
         "/api/addIpToGreylist",
         "54.54.54.54",
         Encoding::Multipart,
-        true,
+        Mode::Json,
     );
     assert_eq!(resp.status, 500);
     assert_eq!(resp.json(), json!({ "result": INTERNAL_ERROR }));
@@ -169,7 +169,7 @@ fn a_missing_kv_namespace_answers_500_and_is_logged_with_license_and_operation()
         "/api/addIpToGreylist",
         "55.55.55.55",
         Encoding::Urlencoded,
-        false,
+        Mode::Plain,
     );
     assert_eq!((resp.status, resp.body.as_str()), (500, INTERNAL_ERROR));
     assert_eq!(
@@ -191,4 +191,43 @@ fn a_missing_kv_namespace_answers_500_and_is_logged_with_license_and_operation()
     );
     assert!(!log.contains("panicked"), "{log}");
     server.kill();
+}
+
+#[test]
+fn a_storage_fault_of_the_lists_writer_is_a_logged_500_that_changes_nothing() {
+    let server = Server::own(&[]);
+    assert_eq!(server.edit_global_list(&["9.9.9.1"], &[]).status, 200);
+    let hook = send(
+        "POST",
+        &format!("{}/__test/lists/fail-next-save", server.base),
+        &[],
+        Some(b""),
+    );
+    assert_eq!(hook.status, 200, "{}", hook.body);
+    let failed = server.edit_global_list(&["9.9.9.2"], &[]);
+    assert_eq!(
+        (failed.status, failed.json()),
+        (500, json!({ "message": INTERNAL_ERROR })),
+        "a fault of ours, not a bad request"
+    );
+    let log = server.log_once(|line| line.contains("\"status\":500"));
+    let line = log
+        .lines()
+        .find(|l| l.contains("\"status\":500"))
+        .unwrap_or_else(|| panic!("no log line for the 500:\n{log}"));
+    assert!(
+        line.contains("\"operation\":\"edit_global_list\"") && line.contains("storage fault"),
+        "{line}"
+    );
+    let export = server.export_list("global-list", None);
+    assert!(
+        export.body.contains("9.9.9.1\n") && !export.body.contains("9.9.9.2"),
+        "the failed edit left the list as it was:\n{}",
+        export.body
+    );
+    assert_eq!(
+        server.edit_global_list(&["9.9.9.2"], &[]).json(),
+        json!({ "added": 1, "removed": 0 }),
+        "the next edit is saved"
+    );
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{send, Encoding, Server, TestApp};
+use crate::helpers::{send, Encoding, Mode, Server, TestApp};
 
 fn ips(page: &Value) -> Vec<&str> {
     page["entries"]
@@ -37,7 +37,7 @@ fn list_pages_newest_first_with_cursor_prefix_and_plain_mode() {
     assert_eq!(filtered["result"], "2 addresses");
     assert_eq!(ips(&filtered), ["203.0.114.2", "203.0.114.1"]);
 
-    let plain = app.form("/api/listChallengeList", &[("limit", "2")], false);
+    let plain = app.form("/api/listChallengeList", &[("limit", "2")], Mode::Plain);
     assert_eq!(plain.content_type, "text/plain; charset=utf-8");
     assert_eq!(plain.body, "198.252.206.1\n203.0.114.2\n");
     assert_eq!(plain.header("X-Greylist-Cursor"), Some(cursor));
@@ -48,7 +48,7 @@ fn list_pages_newest_first_with_cursor_prefix_and_plain_mode() {
         ("cursor", "bogus"),
         ("prefix", "203.%"),
     ] {
-        let resp = app.form("/api/listGreylist", &[bad], true);
+        let resp = app.form("/api/listGreylist", &[bad], Mode::Json);
         assert_eq!(resp.status, 400, "{bad:?}");
         assert!(resp.json()["result"]
             .as_str()
@@ -222,7 +222,7 @@ fn history_records_changes_refusals_and_the_client() {
         "{client}"
     );
 
-    let plain = app.form("/api/challengeListHistory", &[("limit", "1")], false);
+    let plain = app.form("/api/challengeListHistory", &[("limit", "1")], Mode::Plain);
     let line = plain.body.trim_end();
     assert!(line.contains(" removed 203.0.114.31 "), "{line}");
     assert!(plain.header("X-Greylist-Cursor").is_some());
@@ -235,7 +235,7 @@ fn add_and_remove_answers_carry_the_days_quota() {
         "/api/addIpToGreylist",
         "203.0.114.40",
         Encoding::Multipart,
-        true,
+        Mode::Json,
     );
     assert_eq!(
         added.header("RateLimit-Policy"),
@@ -251,7 +251,7 @@ fn add_and_remove_answers_carry_the_days_quota() {
         "/api/deleteIpFromGreylist",
         "203.0.114.40",
         Encoding::Multipart,
-        true,
+        Mode::Json,
     );
     assert!(removed
         .header("RateLimit")
@@ -261,7 +261,7 @@ fn add_and_remove_answers_carry_the_days_quota() {
         "/api/checkIpOnGreylist",
         "203.0.114.40",
         Encoding::Multipart,
-        true,
+        Mode::Json,
     );
     assert_eq!(check.header("RateLimit"), None, "check costs nothing");
 }
@@ -274,7 +274,7 @@ fn every_answer_names_its_outcome_in_a_header() {
     let _global = server.listed("global-list", &[&global]);
     let _allowed = server.listed("allow-list", &["104.200.0.0/24"]);
     let outcome = |path: &str, ip: &str| {
-        app.call(path, ip, Encoding::Multipart, false)
+        app.call(path, ip, Encoding::Multipart, Mode::Plain)
             .header("X-Greylist-Outcome")
             .map(str::to_owned)
     };
@@ -303,7 +303,7 @@ fn every_answer_names_its_outcome_in_a_header() {
     for n in 1..=3 {
         limited.add(&format!("203.0.114.{}", 60 + n));
     }
-    let refused = limited.call(add, "203.0.114.64", Encoding::Multipart, true);
+    let refused = limited.call(add, "203.0.114.64", Encoding::Multipart, Mode::Json);
     assert_eq!(refused.header("X-Greylist-Outcome"), Some("limit_reached"));
     let unauthorized = send("POST", &format!("{}{check}", server.base), &[], Some(b""));
     assert_eq!(

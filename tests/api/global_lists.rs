@@ -329,3 +329,55 @@ fn the_lists_and_their_published_version_survive_a_killed_server() {
     );
     restarted.kill();
 }
+
+#[test]
+fn a_first_start_takes_over_the_lists_an_earlier_version_kept_in_kv() {
+    // The state an earlier version left: the global list as one KV key per entry,
+    // the allow list as one text value of ranges.
+    let state = crate::helpers::fresh_state_dir();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let put = |binding: &str, key: &str, value: &str| {
+        let status = std::process::Command::new(root.join("node_modules/.bin/wrangler"))
+            .args([
+                "kv",
+                "key",
+                "put",
+                "--local",
+                "--binding",
+                binding,
+                key,
+                value,
+            ])
+            .arg("--config")
+            .arg(crate::helpers::test_config())
+            .arg("--persist-to")
+            .arg(state.join("wrangler"))
+            .env("WRANGLER_SEND_METRICS", "false")
+            .output()
+            .unwrap();
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+    };
+    put("GLOBAL_LIST", "9.9.9.9", "1");
+    put("GLOBAL_LIST", "198.51.99.0/24", "1");
+    put("ALLOW_LIST", "ranges", "104.16.0.0/13\n");
+    let server = Server::own_on(&state, &[]);
+    let app = TestApp::on(&server);
+    assert_eq!(app.check("9.9.9.9"), "[9.9.9.9] is on global greylist");
+    assert_eq!(
+        app.check("198.51.99.7"),
+        "[198.51.99.7] is on global greylist"
+    );
+    assert_eq!(
+        app.check("104.16.1.1"),
+        "[104.16.1.1] is on the global allow list, no action was taken"
+    );
+    assert_eq!(
+        entries_of(&server.export_list("global-list", None)),
+        ["9.9.9.9", "198.51.99.0/24"]
+    );
+    assert_eq!(server.status()["allowList"]["entries"], 1);
+}

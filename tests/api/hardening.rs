@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::helpers::{
-    send, status_before_the_body_ends, Encoding, Server, TestApp, ADMIN_TOKEN, INTERNAL_ERROR,
+    send, status_before_the_body_ends, Encoding, Mode, Server, TestApp, ADMIN_TOKEN, INTERNAL_ERROR,
 };
 
 #[test]
@@ -76,7 +76,7 @@ fn a_multipart_boundary_over_70_characters_carries_no_field() {
         let content_type = format!("multipart/form-data; boundary={boundary}");
         let resp = app.post(
             "/api/checkIpOnGreylist",
-            true,
+            Mode::Json,
             &[("Content-Type", content_type)],
             body.as_bytes(),
         );
@@ -106,7 +106,7 @@ fn no_answer_may_be_cached_or_sniffed() {
                 "/api/checkIpOnGreylist",
                 "8.8.8.8",
                 Encoding::Multipart,
-                true,
+                Mode::Json,
             ),
         ),
         ("refused login", server.login("not-a-key")),

@@ -65,6 +65,11 @@ impl Server {
         Arc::new(Server::start(&fresh_state_dir(), extra_vars, None))
     }
 
+    /// `own`, on state prepared in `state_dir` (its `wrangler/` folder is what the server persists to).
+    pub fn own_on(state_dir: &Path, extra_vars: &[(&str, &str)]) -> Arc<Server> {
+        Arc::new(Server::start(state_dir, extra_vars, None))
+    }
+
     /// `own`, on another wrangler configuration (made from `test_config()`).
     pub fn own_with_config(extra_vars: &[(&str, &str)], config: &Path) -> Arc<Server> {
         Arc::new(Server::start(&fresh_state_dir(), extra_vars, Some(config)))
@@ -644,6 +649,22 @@ fn try_send(
     })
 }
 
+/// Which answer a holder route is asked for: JSON (`?result_mode=json`) or plain text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Json,
+    Plain,
+}
+
+impl Mode {
+    fn query(self) -> &'static str {
+        match self {
+            Self::Json => "?result_mode=json",
+            Self::Plain => "",
+        }
+    }
+}
+
 /// How a test sends the `ip` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
@@ -728,8 +749,8 @@ impl TestApp {
     }
 
     /// A list operation with `ip` sent in the given encoding; `json` selects `result_mode=json`.
-    pub fn call(&self, path: &str, ip: &str, encoding: Encoding, json: bool) -> Resp {
-        self.try_call(path, ip, encoding, json)
+    pub fn call(&self, path: &str, ip: &str, encoding: Encoding, mode: Mode) -> Resp {
+        self.try_call(path, ip, encoding, mode)
             .unwrap_or_else(|why| panic!("POST {path}: no answer ({why})"))
     }
 
@@ -739,27 +760,27 @@ impl TestApp {
         path: &str,
         ip: &str,
         encoding: Encoding,
-        json: bool,
+        mode: Mode,
     ) -> Result<Resp, String> {
         let (content_type, body) = form_body(encoding, &[("ip", ip)]);
-        self.try_post(path, json, &[("Content-Type", content_type)], &body)
+        self.try_post(path, mode, &[("Content-Type", content_type)], &body)
     }
 
-    pub fn post(&self, path: &str, json: bool, headers: &[(&str, String)], body: &[u8]) -> Resp {
-        self.try_post(path, json, headers, body)
+    pub fn post(&self, path: &str, mode: Mode, headers: &[(&str, String)], body: &[u8]) -> Resp {
+        self.try_post(path, mode, headers, body)
             .unwrap_or_else(|why| panic!("POST {path}: no answer ({why})"))
     }
 
     fn try_post(
         &self,
         path: &str,
-        json: bool,
+        mode: Mode,
         headers: &[(&str, String)],
         body: &[u8],
     ) -> Result<Resp, String> {
         let mut all = vec![("Authorization", format!("Bearer {}", self.token))];
         all.extend(headers.iter().cloned());
-        let query = if json { "?result_mode=json" } else { "" };
+        let query = mode.query();
         try_send(
             "POST",
             &format!("{}{path}{query}", self.server.base),
@@ -769,46 +790,56 @@ impl TestApp {
     }
 
     /// A holder route with urlencoded fields.
-    pub fn form(&self, path: &str, fields: &[(&str, &str)], json: bool) -> Resp {
+    pub fn form(&self, path: &str, fields: &[(&str, &str)], mode: Mode) -> Resp {
         let (content_type, body) = form_body(Encoding::Urlencoded, fields);
-        self.post(path, json, &[("Content-Type", content_type)], &body)
+        self.post(path, mode, &[("Content-Type", content_type)], &body)
     }
 
     /// The first page of the history, in JSON.
     pub fn history(&self) -> Value {
-        let resp = self.form("/api/greylistHistory", &[], true);
+        let resp = self.form("/api/greylistHistory", &[], Mode::Json);
         assert_eq!(resp.status, 200, "{}", resp.body);
         resp.json()
     }
 
     pub fn check(&self, ip: &str) -> String {
-        self.call("/api/checkIpOnGreylist", ip, Encoding::Multipart, true)
-            .result()
+        self.call(
+            "/api/checkIpOnGreylist",
+            ip,
+            Encoding::Multipart,
+            Mode::Json,
+        )
+        .result()
     }
 
     pub fn add(&self, ip: &str) -> String {
-        self.call("/api/addIpToGreylist", ip, Encoding::Multipart, true)
+        self.call("/api/addIpToGreylist", ip, Encoding::Multipart, Mode::Json)
             .result()
     }
 
     pub fn remove(&self, ip: &str) -> String {
-        self.call("/api/deleteIpFromGreylist", ip, Encoding::Multipart, true)
-            .result()
+        self.call(
+            "/api/deleteIpFromGreylist",
+            ip,
+            Encoding::Multipart,
+            Mode::Json,
+        )
+        .result()
     }
 
     pub fn list(&self, fields: &[(&str, &str)]) -> Value {
-        let resp = self.form("/api/listGreylist", fields, true);
+        let resp = self.form("/api/listGreylist", fields, Mode::Json);
         assert_eq!(resp.status, 200, "{}", resp.body);
         resp.json()
     }
 
     pub fn add_with(&self, fields: &[(&str, &str)]) -> Resp {
-        self.form("/api/addIpToGreylist", fields, true)
+        self.form("/api/addIpToGreylist", fields, Mode::Json)
     }
-    pub fn bulk(&self, path: &str, content_type: &str, body: &str, json: bool) -> Resp {
+    pub fn bulk(&self, path: &str, content_type: &str, body: &str, mode: Mode) -> Resp {
         self.post(
             path,
-            json,
+            mode,
             &[("Content-Type", content_type.to_owned())],
             body.as_bytes(),
         )
@@ -845,13 +876,13 @@ impl TestApp {
     }
 
     /// A check of 8.8.8.8 with this `Authorization` header (or none).
-    pub fn check_with(&self, authorization: Option<String>, json: bool) -> Resp {
+    pub fn check_with(&self, authorization: Option<String>, mode: Mode) -> Resp {
         let (content_type, body) = form_body(Encoding::Urlencoded, &[("ip", "8.8.8.8")]);
         let mut headers = vec![("Content-Type", content_type)];
         if let Some(value) = authorization {
             headers.push(("Authorization", value));
         }
-        let query = if json { "?result_mode=json" } else { "" };
+        let query = mode.query();
         send(
             "POST",
             &format!("{}/api/checkIpOnGreylist{query}", self.server.base),

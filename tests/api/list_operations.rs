@@ -1,6 +1,6 @@
 //! Every outcome of every operation, in both encodings and both response modes.
 
-use crate::helpers::{unique_ip, Encoding, Server, TestApp};
+use crate::helpers::{unique_ip, Encoding, Mode, Server, TestApp};
 
 const CHECK: &str = "/api/checkIpOnGreylist";
 const ADD: &str = "/api/addIpToGreylist";
@@ -38,10 +38,10 @@ fn both_encodings_and_both_modes_give_the_same_messages() {
         let ip = format!("9.9.9.{}", n + 1);
         let added = format!("[{ip}] has been added to greylist");
 
-        let json = app.call(ADD, &ip, encoding, true);
+        let json = app.call(ADD, &ip, encoding, Mode::Json);
         assert_eq!(json.result(), added, "{encoding:?}");
 
-        let plain = app.call(CHECK, &ip, encoding, false);
+        let plain = app.call(CHECK, &ip, encoding, Mode::Plain);
         assert_eq!(plain.status, 200);
         assert_eq!(plain.content_type, "text/plain; charset=utf-8");
         assert_eq!(
@@ -49,7 +49,7 @@ fn both_encodings_and_both_modes_give_the_same_messages() {
             format!("[{ip}] is currently on your personal greylist")
         );
 
-        let plain = app.call(REMOVE, &ip, encoding, false);
+        let plain = app.call(REMOVE, &ip, encoding, Mode::Plain);
         assert_eq!(plain.body, format!("[{ip}] has been removed from greylist"));
     }
 }
@@ -61,7 +61,7 @@ fn other_result_mode_values_answer_in_plain_text() {
         crate::helpers::form_body(Encoding::Urlencoded, &[("ip", "1.1.1.1")]);
     let resp = app.post(
         &format!("{CHECK}?result_mode=xml"),
-        false,
+        Mode::Plain,
         &[("Content-Type", content_type)],
         &body,
     );
@@ -75,13 +75,23 @@ fn every_alias_path_reaches_its_operation() {
     let app = TestApp::new();
     let ip = "64.6.64.6";
     assert_eq!(
-        app.call("/api/addIpToChallengeList", ip, Encoding::Multipart, true)
-            .result(),
+        app.call(
+            "/api/addIpToChallengeList",
+            ip,
+            Encoding::Multipart,
+            Mode::Json
+        )
+        .result(),
         "[64.6.64.6] has been added to greylist"
     );
     assert_eq!(
-        app.call("/api/checkIpOnChallengeList", ip, Encoding::Multipart, true)
-            .result(),
+        app.call(
+            "/api/checkIpOnChallengeList",
+            ip,
+            Encoding::Multipart,
+            Mode::Json
+        )
+        .result(),
         "[64.6.64.6] is currently on your personal greylist"
     );
     for remove in [
@@ -91,7 +101,8 @@ fn every_alias_path_reaches_its_operation() {
     ] {
         app.add(ip);
         assert_eq!(
-            app.call(remove, ip, Encoding::Urlencoded, true).result(),
+            app.call(remove, ip, Encoding::Urlencoded, Mode::Json)
+                .result(),
             "[64.6.64.6] has been removed from greylist",
             "{remove}"
         );
@@ -104,30 +115,34 @@ fn invalid_and_private_addresses_are_refused_by_every_operation() {
     for path in [CHECK, ADD, REMOVE] {
         for encoding in [Encoding::Multipart, Encoding::Urlencoded] {
             assert_eq!(
-                app.call(path, "1.2.3", encoding, true).result(),
+                app.call(path, "1.2.3", encoding, Mode::Json).result(),
                 "[1.2.3] is invalid"
             );
             assert_eq!(
-                app.call(path, "01.2.3.4", encoding, true).result(),
+                app.call(path, "01.2.3.4", encoding, Mode::Json).result(),
                 "[01.2.3.4] is invalid"
             );
             assert_eq!(
-                app.call(path, "  not an ip ", encoding, true).result(),
+                app.call(path, "  not an ip ", encoding, Mode::Json)
+                    .result(),
                 "[not an ip] is invalid"
             );
-            assert_eq!(app.call(path, "", encoding, true).result(), "[] is invalid");
             assert_eq!(
-                app.call(path, "192.168.1.1", encoding, true).result(),
+                app.call(path, "", encoding, Mode::Json).result(),
+                "[] is invalid"
+            );
+            assert_eq!(
+                app.call(path, "192.168.1.1", encoding, Mode::Json).result(),
                 "[192.168.1.1] is private"
             );
             assert_eq!(
-                app.call(path, " 127.0.0.1\t", encoding, false).body,
+                app.call(path, " 127.0.0.1\t", encoding, Mode::Plain).body,
                 "[127.0.0.1] is private"
             );
         }
         let missing = app.post(
             path,
-            true,
+            Mode::Json,
             &[("Content-Type", "application/x-www-form-urlencoded".into())],
             b"other=1",
         );

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{send, Server, TestApp};
+use crate::helpers::{send, Mode, Server, TestApp};
 
 #[test]
 fn unknown_paths_are_404_in_the_requested_mode() {
@@ -105,7 +105,7 @@ fn bodies_over_16_kib_are_413() {
     body.resize(16 * 1024 + 1, b'x');
     let resp = app.post(
         "/api/addIpToGreylist",
-        true,
+        Mode::Json,
         &[("Content-Type", "application/x-www-form-urlencoded".into())],
         &body,
     );
@@ -117,7 +117,7 @@ fn bodies_over_16_kib_are_413() {
     body.truncate(16 * 1024);
     let resp = app.post(
         "/api/addIpToGreylist",
-        true,
+        Mode::Json,
         &[("Content-Type", "application/x-www-form-urlencoded".into())],
         &body,
     );
@@ -133,7 +133,7 @@ fn the_first_of_repeated_ip_fields_wins() {
     let app = TestApp::new();
     let resp = app.post(
         "/api/addIpToGreylist",
-        true,
+        Mode::Json,
         &[("Content-Type", "application/x-www-form-urlencoded".into())],
         b"ip=2.2.2.2&ip=3.3.3.3",
     );
@@ -160,7 +160,7 @@ fn bodies_that_carry_no_ip_field_are_invalid_not_errors() {
     for (content_type, body) in cases {
         let resp = app.post(
             "/api/checkIpOnGreylist",
-            true,
+            Mode::Json,
             &[("Content-Type", content_type.into())],
             body,
         );
@@ -168,7 +168,7 @@ fn bodies_that_carry_no_ip_field_are_invalid_not_errors() {
     }
     let non_utf8 = app.post(
         "/api/checkIpOnGreylist",
-        true,
+        Mode::Json,
         &[("Content-Type", "application/x-www-form-urlencoded".into())],
         b"ip=8.8.8.%FF",
     );
@@ -176,7 +176,7 @@ fn bodies_that_carry_no_ip_field_are_invalid_not_errors() {
     let long = format!("ip={}", "9".repeat(10_000));
     let resp = app.post(
         "/api/checkIpOnGreylist",
-        true,
+        Mode::Json,
         &[("Content-Type", "application/x-www-form-urlencoded".into())],
         long.as_bytes(),
     );

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::helpers::{form_body, Encoding, Server, TestApp, ADMIN_TOKEN, JWT_SECRET};
+use crate::helpers::{form_body, Encoding, Mode, Server, TestApp, ADMIN_TOKEN, JWT_SECRET};
 
 /// `{"alg":"none","typ":"JWT"}`, base64url.
 const ALG_NONE_HEADER: &str = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0";
@@ -60,13 +60,13 @@ fn naming_another_license_in_the_form_query_or_path_changes_nothing() {
         );
         attacker.post(
             &path,
-            false,
+            Mode::Plain,
             &[("Content-Type", content_type.clone())],
             &body,
         );
         let resp = attacker.post(
             &format!("/api/addIpToGreylist/{}", victim.license),
-            true,
+            Mode::Json,
             &[("Content-Type", content_type)],
             &body,
         );

@@ -4,9 +4,9 @@
 
 use std::sync::LazyLock;
 
-use super::code::Coded;
-use super::holder::Operation;
-use super::ip_list::ListKind;
+use crate::domain::code::Coded;
+use crate::domain::holder::Operation;
+use crate::domain::ip_list::ListKind;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::form;
-use super::outcome::Outcome;
+use crate::domain::outcome::Outcome;
 
 /// At most this many addresses in one request.
 pub const MAX_ADDRESSES: usize = 1000;

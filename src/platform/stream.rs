@@ -18,6 +18,14 @@ impl Chunks {
         Self(body.get_reader().unchecked_into())
     }
 
+    /// The body of an answer another part of the service sent.
+    pub fn of_response(response: &worker::Response) -> worker::Result<Self> {
+        match response.body() {
+            worker::ResponseBody::Stream(body) => Ok(Self::of(body.clone())),
+            _ => Err("an answer without a body to read".into()),
+        }
+    }
+
     /// The next chunk, or `None` at the end of the body.
     pub async fn next(&self) -> Result<Option<Uint8Array>, Unreadable> {
         let read = JsFuture::from(self.0.read())

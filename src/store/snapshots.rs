@@ -1,6 +1,5 @@
-//! The operator's lists as the Worker sees them: lookups answered from the
-//! published snapshot held in isolate memory, and the operator's calls passed
-//! to the one writer, the `OperatorLists` Durable Object.
+//! The operator's lists as an isolate holds them: the published snapshots, read
+//! from KV, lookups answered from memory.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -8,18 +7,16 @@ use std::future::Future;
 use std::net::Ipv4Addr;
 use std::rc::Rc;
 
-use worker::kv::KvStore;
-use worker::wasm_bindgen::JsValue;
-use worker::{console_error, Env, Headers, Method, Request, RequestInit, Response};
+use worker::console_error;
 
 use super::kv::{is_fresh, read_json, KvRead};
 use super::StoreError;
+use crate::domain::code::Coded;
 use crate::domain::feed::{subtract, Intervals};
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
-use crate::domain::snapshot::{shard_key, Manifest, Shard};
+use crate::domain::snapshot::{Manifest, Shard};
 use crate::domain::time::Millis;
-use crate::lists_object::{BINDING, NAME};
 
 /// The KV namespace a list's snapshots are published to.
 pub fn binding(kind: ListKind) -> &'static str {
@@ -38,30 +35,6 @@ pub trait ListSource {
     async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError>;
 }
 
-/// The lists of a deployment: KV, and the writer behind it.
-pub struct Deployed<'a>(pub &'a Env);
-
-impl ListSource for Deployed<'_> {
-    type Kv = KvStore;
-
-    fn kv(&self, kind: ListKind) -> Result<KvStore, StoreError> {
-        Ok(self.0.kv(binding(kind))?)
-    }
-
-    async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError> {
-        let mut response = call(self.0, Method::Get, "manifest", Some(kind), &[], None).await?;
-        let text = response.text().await?;
-        match response.status_code() {
-            200 => serde_json::from_str(&text)
-                .map_err(|e| StoreError::Corrupt(format!("lists object answered {text:?}: {e}"))),
-            status => Err(StoreError::Corrupt(format!(
-                "{} list: no manifest in KV, and the lists object answered {status}: {text}",
-                kind.name()
-            ))),
-        }
-    }
-}
-
 /// The global list's and the allow list's versions, and the one without the other.
 type Challenged = ((u64, u64), Rc<Intervals>);
 
@@ -77,6 +50,14 @@ pub struct Held {
 thread_local! {
     /// Workers isolates are single-threaded.
     static HELD: Rc<Held> = Rc::new(Held::default());
+}
+
+/// The KV key of the manifest of a list's current version.
+pub const MANIFEST_KEY: &str = "manifest";
+
+/// The KV key of shard `index` of a list's version `version`.
+pub fn shard_key(version: u64, index: usize) -> String {
+    format!("v{version}/{index}")
 }
 
 /// One version of a list, its shards loaded as lookups need them.
@@ -143,11 +124,11 @@ impl Version {
         let bytes = kv.read(&key).await?.ok_or_else(|| {
             StoreError::Corrupt(format!(
                 "{} list: shard {key} is not in KV yet",
-                kind.name()
+                kind.code()
             ))
         })?;
         let shard = Rc::new(Shard::decode(&bytes).ok_or_else(|| {
-            StoreError::Corrupt(format!("{} list: shard {key} does not decode", kind.name()))
+            StoreError::Corrupt(format!("{} list: shard {key} does not decode", kind.code()))
         })?);
         if let Some(slot) = self.shards.borrow_mut().get_mut(index) {
             *slot = Some(shard.clone());
@@ -156,45 +137,15 @@ impl Version {
     }
 }
 
-/// Whether `addr` is on the list, as its published snapshot says. Once an isolate
-/// holds the part of the snapshot an address falls in, the answer needs no I/O
-/// until the manifest is due to be read again (`Freshness::isolate_seconds`).
-pub async fn contains(
-    env: &Env,
-    kind: ListKind,
-    addr: Ipv4Addr,
-    freshness: Freshness,
-    now: Millis,
-) -> Result<bool, StoreError> {
-    HELD.with(Rc::clone)
-        .contains(&Deployed(env), kind, addr, freshness, now)
-        .await
-}
-
-/// The whole list as sorted disjoint intervals, with its version: every shard loaded.
-pub async fn intervals(
-    env: &Env,
-    kind: ListKind,
-    freshness: Freshness,
-    now: Millis,
-) -> Result<(u64, Rc<Intervals>), StoreError> {
-    HELD.with(Rc::clone)
-        .intervals(&Deployed(env), kind, freshness, now)
-        .await
-}
-
-/// The global list's intervals without what the allow list holds, with both versions.
-pub async fn challenged(
-    env: &Env,
-    freshness: Freshness,
-    now: Millis,
-) -> Result<(u64, u64, Rc<Intervals>), StoreError> {
-    HELD.with(Rc::clone)
-        .challenged(&Deployed(env), freshness, now)
-        .await
-}
-
 impl Held {
+    /// What this isolate holds.
+    pub fn isolate() -> Rc<Held> {
+        HELD.with(Rc::clone)
+    }
+
+    /// Whether `addr` is on the list, as its published snapshot says. Once an isolate
+    /// holds the part of the snapshot an address falls in, the answer needs no I/O
+    /// until the manifest is due to be read again (`Freshness::isolate_seconds`).
     pub async fn contains(
         &self,
         source: &impl ListSource,
@@ -212,6 +163,7 @@ impl Held {
         .await
     }
 
+    /// The whole list as sorted disjoint intervals, with its version: every shard loaded.
     pub async fn intervals(
         &self,
         source: &impl ListSource,
@@ -285,7 +237,7 @@ impl Held {
             (Err(error), Some(held)) => {
                 console_error!(
                     "{} list: keeping version {}: {error:?}",
-                    kind.name(),
+                    kind.code(),
                     held.manifest.version
                 );
                 return ask(held.clone()).await;
@@ -307,7 +259,7 @@ impl Held {
             (Err(error), Some(held)) => {
                 console_error!(
                     "{} list: keeping version {}: {error:?}",
-                    kind.name(),
+                    kind.code(),
                     held.manifest.version
                 );
                 ask(held).await
@@ -322,37 +274,10 @@ impl Held {
 /// its edge period), the writer is asked: it publishes first if it never did,
 /// taking over what an earlier version of the service kept in KV.
 async fn read_manifest(source: &impl ListSource, kind: ListKind) -> Result<Manifest, StoreError> {
-    match read_json::<Manifest>(&source.kv(kind)?, Manifest::KEY).await? {
+    match read_json::<Manifest>(&source.kv(kind)?, MANIFEST_KEY).await? {
         Some(manifest) => Ok(manifest),
         None => source.first_manifest(kind).await,
     }
-}
-
-/// A call to the writer; `body` is passed through as it is, a stream or a text.
-pub async fn call(
-    env: &Env,
-    method: Method,
-    route: &str,
-    kind: Option<ListKind>,
-    headers: &[(&str, &str)],
-    body: Option<JsValue>,
-) -> Result<Response, StoreError> {
-    let stub = env.durable_object(BINDING)?.get_by_name(NAME)?;
-    let query = kind.map_or(String::new(), |kind| format!("?list={}", kind.name()));
-    let sent = Headers::new();
-    crate::clock::forward(&sent)?;
-    for (name, value) in headers {
-        sent.set(name, value)?;
-    }
-    let mut init = RequestInit::new();
-    init.with_method(method).with_headers(sent).with_body(body);
-    let response = stub
-        .fetch_with_request(Request::new_with_init(
-            &format!("https://lists/{route}{query}"),
-            &init,
-        )?)
-        .await?;
-    Ok(response)
 }
 
 #[cfg(test)]
@@ -387,7 +312,7 @@ mod tests {
         async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError> {
             Err(StoreError::Corrupt(format!(
                 "the {} list was never published",
-                kind.name()
+                kind.code()
             )))
         }
     }
@@ -409,7 +334,7 @@ mod tests {
             entries: entries.len(),
             shards: starts,
         };
-        kv.write(Manifest::KEY, &serde_json::to_vec(&manifest).unwrap());
+        kv.write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());
     }
 
     fn listed(fake: &Fake, held: &Held, freshness: Freshness, at: u64, ip: &str) -> bool {
@@ -518,7 +443,7 @@ mod tests {
             shards: vec![0],
         };
         fake.global
-            .write(Manifest::KEY, &serde_json::to_vec(&manifest).unwrap());
+            .write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());
         let held = Held::default();
         let answer = held.contains(
             &fake,

@@ -1,0 +1,259 @@
+//! What a feed request asks for, from its query string and `If-None-Match`: the
+//! scope, the format, the cursor it holds, and the `ETag` of each answer.
+
+use std::fmt;
+
+use crate::domain::code::Coded;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The caller's personal list.
+    Personal,
+    /// The personal list and the global list.
+    All,
+}
+
+impl Coded for Scope {
+    const ALL: &'static [Self] = &[Self::Personal, Self::All];
+
+    fn code(self) -> &'static str {
+        match self {
+            Self::Personal => "personal",
+            Self::All => "all",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+impl Coded for Format {
+    const ALL: &'static [Self] = &[Self::Text, Self::Json];
+
+    fn code(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Json => "json",
+        }
+    }
+}
+
+/// Where a feed stands: the last change of the personal list it holds (the
+/// history's sequence number), and the global and allow lists' versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedVersion {
+    pub changes: u64,
+    pub global: u64,
+    pub allow: u64,
+}
+
+impl fmt::Display for FeedVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.changes, self.global, self.allow)
+    }
+}
+
+impl FeedVersion {
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut parts = text
+            .split('.')
+            .map(|part| part.parse::<u64>().ok().filter(|_| !part.starts_with('+')));
+        let version = Self {
+            changes: parts.next()??,
+            global: parts.next()??,
+            allow: parts.next()??,
+        };
+        parts.next().is_none().then_some(version)
+    }
+}
+
+/// What the caller asked for, from the query string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedQuery {
+    pub scope: Scope,
+    pub format: Format,
+    /// The changes since this cursor (JSON only), instead of the whole feed.
+    pub since: Option<FeedVersion>,
+}
+
+impl FeedQuery {
+    pub fn parse(query: &str) -> Result<Self, String> {
+        let mut parsed = Self {
+            scope: Scope::Personal,
+            format: Format::Text,
+            since: None,
+        };
+        for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+            match key.as_ref() {
+                "scope" => {
+                    parsed.scope = Scope::from_code(&value)
+                        .ok_or_else(|| format!("scope is personal or all, not {value:?}"))?
+                }
+                "format" => {
+                    parsed.format = Format::from_code(&value)
+                        .ok_or_else(|| format!("format is text or json, not {value:?}"))?
+                }
+                "since" => {
+                    let cursor = FeedVersion::parse(&value).ok_or_else(|| {
+                        format!("since must be a cursor from an earlier answer, not {value:?}")
+                    })?;
+                    parsed.since = Some(cursor);
+                }
+                _ => {}
+            }
+        }
+        if parsed.since.is_some() && parsed.format != Format::Json {
+            return Err("since needs format=json".to_owned());
+        }
+        Ok(parsed)
+    }
+
+    /// The version the caller's firewall would have after this answer: the global
+    /// list's counts only when it is part of the feed.
+    pub fn version(&self, changes: u64, global: u64, allow: u64) -> FeedVersion {
+        FeedVersion {
+            changes,
+            global: if self.scope == Scope::All { global } else { 0 },
+            allow,
+        }
+    }
+
+    /// The `ETag` of the answer this query gets at `version`.
+    pub fn etag(&self, version: FeedVersion) -> String {
+        let (scope, format) = (self.scope.code(), self.format.code());
+        match self.since {
+            Some(since) => format!("\"{scope}-delta-{since}-{version}\""),
+            None => format!("\"{scope}-{format}-{version}\""),
+        }
+    }
+
+    /// The personal history number to ask the changes after, when a delta can be
+    /// given at all: the operator's lists change by versions, not by entries, so
+    /// only while they are at the cursor's versions. (Whether the holder's history
+    /// still reaches back to it, the holder's object decides.)
+    pub fn delta_from(&self, global: u64, allow: u64) -> Option<u64> {
+        let now = self.version(0, global, allow);
+        self.since
+            .filter(|since| since.global == now.global && since.allow == now.allow)
+            .map(|since| since.changes)
+    }
+
+    /// The personal history number the caller holds, when `If-None-Match` names
+    /// the answer this query would get with it at the operator lists' `global`
+    /// and `allow` versions.
+    pub fn known_changes(&self, if_none_match: &str, global: u64, allow: u64) -> Option<u64> {
+        super::etag::tags(if_none_match).find_map(|tag| {
+            let version = FeedVersion::parse(tag.trim_matches('"').rsplit('-').next()?)?;
+            (self.etag(self.version(version.changes, global, allow)) == tag)
+                .then_some(version.changes)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_parse_with_defaults_and_refuse_the_unknown() {
+        let default = FeedQuery::parse("").unwrap();
+        assert_eq!(
+            (default.scope, default.format, default.since),
+            (Scope::Personal, Format::Text, None)
+        );
+        let delta = FeedQuery::parse("scope=all&format=json&since=7.3.2").unwrap();
+        assert_eq!(
+            delta.since,
+            Some(FeedVersion {
+                changes: 7,
+                global: 3,
+                allow: 2
+            })
+        );
+        assert!(FeedQuery::parse("since=7.3.2")
+            .unwrap_err()
+            .contains("format=json"));
+        assert!(FeedQuery::parse("scope=everything").is_err());
+        assert!(FeedQuery::parse("format=xml").is_err());
+        for bad in ["7.3", "7.3.2.1", "a.b.c", "+1.2.3", "-1.2.3", ""] {
+            assert!(
+                FeedQuery::parse(&format!("format=json&since={bad}")).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn versions_round_trip_and_name_the_answer() {
+        let version = FeedVersion {
+            changes: 12,
+            global: 4,
+            allow: 1,
+        };
+        assert_eq!(FeedVersion::parse(&version.to_string()), Some(version));
+        let personal = FeedQuery::parse("").unwrap();
+        assert_eq!(
+            personal.version(12, 4, 1),
+            FeedVersion {
+                changes: 12,
+                global: 0,
+                allow: 1
+            },
+            "the global list is not part of it"
+        );
+        assert_ne!(
+            personal.etag(version),
+            FeedQuery::parse("format=json").unwrap().etag(version)
+        );
+        let delta = FeedQuery::parse("scope=all&format=json&since=3.4.1").unwrap();
+        assert_eq!(delta.delta_from(4, 1), Some(3));
+        assert_eq!(
+            delta.delta_from(5, 1),
+            None,
+            "the global list has a new version"
+        );
+        assert_eq!(
+            delta.delta_from(4, 2),
+            None,
+            "the allow list has a new version"
+        );
+        let personal = FeedQuery::parse("format=json&since=3.0.1").unwrap();
+        assert_eq!(
+            personal.delta_from(9, 1),
+            Some(3),
+            "the global list is not part of a personal feed"
+        );
+        assert_eq!(
+            FeedQuery::parse("format=json").unwrap().delta_from(4, 1),
+            None,
+            "no cursor, no delta"
+        );
+    }
+
+    #[test]
+    fn if_none_match_names_the_history_number_only_for_the_same_answer() {
+        let query = FeedQuery::parse("scope=all").unwrap();
+        let tag = query.etag(query.version(12, 4, 1));
+        assert_eq!(query.known_changes(&tag, 4, 1), Some(12));
+        assert_eq!(
+            query.known_changes(&format!("\"x\", {tag}"), 4, 1),
+            Some(12)
+        );
+        assert_eq!(
+            query.known_changes(&tag, 5, 1),
+            None,
+            "the global list changed"
+        );
+        assert_eq!(
+            FeedQuery::parse("format=json")
+                .unwrap()
+                .known_changes(&tag, 4, 1),
+            None,
+            "another answer"
+        );
+        assert_eq!(query.known_changes("*", 4, 1), None);
+    }
+}

@@ -1,0 +1,6 @@
+//! A license holder's Durable Object: its protocol, the object, and the client
+//! the Worker calls it through.
+
+pub mod client;
+pub mod object;
+pub mod protocol;

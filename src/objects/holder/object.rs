@@ -1,0 +1,209 @@
+//! The Durable Object that owns one license holder's personal list. The runtime
+//! runs one request at a time per object, and `perform` never awaits, so the
+//! read-check-write of an add or remove cannot interleave with another; its
+//! writes commit together, before the answer leaves.
+
+use std::cell::Cell;
+
+use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
+
+use super::protocol::{
+    CreateFeedToken, Feed, FeedTokens, History, HolderCall, HolderProtocol, HolderRefusal,
+    ListEntries, Perform, Revoke, RevokeFeedToken, Usage,
+};
+use crate::domain::feed::FeedAnswer;
+use crate::domain::holder::{perform, sweep, Answer, Limits, ListStore, Operation};
+use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
+use crate::objects::protocol::{receive, refuse, Ask, Failure};
+use crate::platform::{clock, config};
+use crate::store::holder_list::{migrate, SqlListStore};
+use crate::store::sql::SqlError;
+
+/// Expired entries one alarm, or one feed read, removes at most; when there are
+/// more, the next alarm runs at once.
+const SWEEP_BATCH: usize = 1_000;
+
+type Outcome<T> = std::result::Result<T, Failure<HolderRefusal>>;
+
+#[durable_object]
+pub struct HolderList {
+    state: State,
+    sql: SqlStorage,
+    /// The limits once the schema exists; a configuration or storage fault otherwise,
+    /// answered as a 500 on every request rather than a panic at start.
+    ready: std::result::Result<Limits, String>,
+    /// When the next alarm is known to be set, so most requests need not ask.
+    alarm_at: Cell<Option<u64>>,
+    /// Whether the license is revoked, once read: every request of a holder comes
+    /// through this one object, so the answer cannot go stale here.
+    revoked: Cell<Option<bool>>,
+}
+
+impl DurableObject for HolderList {
+    fn new(state: State, env: Env) -> Self {
+        let sql = state.storage().sql();
+        let ready = migrate(&sql)
+            .map_err(|e| format!("schema: {e}"))
+            .and_then(|_| config::settings(&env).map(|s| s.limits).map_err(|e| e.0));
+        Self {
+            state,
+            sql,
+            ready,
+            alarm_at: Cell::new(None),
+            revoked: Cell::new(None),
+        }
+    }
+
+    async fn fetch(&self, mut req: Request) -> Result<Response> {
+        let limits = match &self.ready {
+            Ok(limits) => *limits,
+            Err(problem) => return Response::error(problem.clone(), 500),
+        };
+        clock::adopt(&req)?;
+        // The last wait before the work: from here a call runs without yielding, and the
+        // alarm calls after it are storage operations, during which the runtime delivers
+        // no other request to this object.
+        let call = receive::<HolderProtocol>(&mut req).await?;
+        let now = clock::now().unix();
+        // A revoked license is refused here at once, whatever an edge cache still says.
+        if !matches!(call, HolderCall::Revoke(_)) && self.is_revoked()? {
+            return refuse::<HolderProtocol>(HolderRefusal::LicenseRevoked);
+        }
+        let mut store = SqlListStore::new(&self.sql);
+        match call {
+            HolderCall::Perform(Perform(calls)) => {
+                Perform::reply(self.perform(&calls, now, limits).await)
+            }
+            HolderCall::ListEntries(ListEntries(query)) => {
+                ListEntries::reply(stored(store.list(&query, now)))
+            }
+            HolderCall::History(History(query)) => History::reply(stored(store.history(&query))),
+            HolderCall::Usage(Usage) => Usage::reply(stored(store.usage())),
+            HolderCall::Feed(feed) => Feed::reply(self.feed(&mut store, &feed, now)),
+            HolderCall::CreateFeedToken(CreateFeedToken(token)) => {
+                CreateFeedToken::reply(match store.create_feed_token(&token, now) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(Failure::Refused(HolderRefusal::TooManyFeedTokens)),
+                    Err(fault) => Err(fault.into()),
+                })
+            }
+            HolderCall::FeedTokens(FeedTokens) => FeedTokens::reply(stored(store.feed_tokens())),
+            HolderCall::RevokeFeedToken(RevokeFeedToken(id)) => {
+                RevokeFeedToken::reply(stored(store.revoke_feed_token(&id)))
+            }
+            HolderCall::Revoke(Revoke) => Revoke::reply(self.revoke(now)),
+            #[cfg(feature = "test-hooks")]
+            HolderCall::RunAlarm(super::protocol::RunAlarm) => {
+                DurableObject::alarm(self).await?;
+                super::protocol::RunAlarm::reply(Ok(()))
+            }
+        }
+    }
+
+    /// Deletes a batch of expired entries (recording each in the history); when that
+    /// was the last batch, drops old history and sets the next alarm for the next
+    /// expiry or a day from now, else runs again at once.
+    async fn alarm(&self) -> Result<Response> {
+        self.alarm_at.set(None);
+        let mut store = SqlListStore::new(&self.sql);
+        let now = clock::now().unix();
+        let next = if sweep(&mut store, now, SWEEP_BATCH).map_err(fault)? == SWEEP_BATCH {
+            Some(now)
+        } else {
+            store.tidy(now).map_err(fault)?
+        };
+        if let Some(at) = next {
+            self.schedule_sweep(at).await?;
+        }
+        Response::ok("swept")
+    }
+}
+
+impl HolderList {
+    fn revoke(&self, now: UnixTime) -> Outcome<()> {
+        SqlListStore::new(&self.sql).revoke(now)?;
+        self.revoked.set(Some(true));
+        Ok(())
+    }
+
+    /// Every call of a bulk request in one pass: nothing runs in between, and the
+    /// day's limits apply item by item in the order given.
+    async fn perform(
+        &self,
+        calls: &[crate::domain::holder::Call],
+        now: UnixTime,
+        limits: Limits,
+    ) -> Outcome<Vec<Answer>> {
+        let mut store = SqlListStore::new(&self.sql);
+        let answers = calls
+            .iter()
+            .map(|call| perform(&mut store, call, now, limits))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        // Adds and removes may leave something to sweep (an expiring entry, history); checks never do.
+        let next = calls
+            .iter()
+            .filter(|call| call.operation != Operation::Check)
+            .map(|call| {
+                call.details
+                    .expiry
+                    .map_or(now.plus(SECONDS_PER_DAY), |expiry| expiry.at(now))
+            })
+            .min();
+        if let Some(next) = next {
+            self.schedule_sweep(next)
+                .await
+                .map_err(|e| Failure::Fault(e.into()))?;
+        }
+        Ok(answers)
+    }
+
+    fn feed(
+        &self,
+        store: &mut SqlListStore<&SqlStorage>,
+        feed: &Feed,
+        now: UnixTime,
+    ) -> Outcome<FeedAnswer> {
+        if let Some(token) = &feed.token {
+            if !store.touch_feed_token(token, now)? {
+                return Err(Failure::Refused(HolderRefusal::FeedTokenRevoked));
+            }
+        }
+        // Entries past their expiry leave the list, and enter the history, before it is read.
+        while sweep(store, now, SWEEP_BATCH)? == SWEEP_BATCH {}
+        Ok(store.feed(feed.since, feed.known, now)?)
+    }
+
+    fn is_revoked(&self) -> Result<bool> {
+        if let Some(revoked) = self.revoked.get() {
+            return Ok(revoked);
+        }
+        let revoked = SqlListStore::new(&self.sql).is_revoked().map_err(fault)?;
+        self.revoked.set(Some(revoked));
+        Ok(revoked)
+    }
+
+    /// Makes sure an alarm fires no later than `at`.
+    async fn schedule_sweep(&self, at: UnixTime) -> Result<()> {
+        let storage = self.state.storage();
+        if self.alarm_at.get().is_none() {
+            self.alarm_at
+                .set(storage.get_alarm().await?.map(|ms| ms as u64 / 1000));
+        }
+        if self.alarm_at.get().is_none_or(|scheduled| scheduled > at.0) {
+            let when = chrono::DateTime::from_timestamp(at.0 as i64, 0)
+                .ok_or("alarm time out of range")?;
+            storage.set_alarm(when).await?;
+            self.alarm_at.set(Some(at.0));
+        }
+        Ok(())
+    }
+}
+
+/// What the store read or wrote, as an answer: its faults are the object's.
+fn stored<T>(result: std::result::Result<T, SqlError>) -> Outcome<T> {
+    result.map_err(Failure::from)
+}
+
+fn fault(error: SqlError) -> worker::Error {
+    worker::Error::RustError(format!("holder storage: {error}"))
+}

@@ -1,0 +1,92 @@
+//! The calls a holder's object takes, each with its answer, and its refusals.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::entry::{Entry, HistoryEvent};
+use crate::domain::feed::FeedAnswer;
+use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord};
+use crate::domain::holder::{Answer, Call, DailyUsage};
+use crate::domain::page::{EntryCursor, HistoryCursor, Page, PageQuery};
+use crate::objects::calls;
+use crate::objects::protocol::Protocol;
+
+pub enum HolderProtocol {}
+
+impl Protocol for HolderProtocol {
+    type Call = HolderCall;
+    type Refusal = HolderRefusal;
+}
+
+calls!(HolderProtocol => HolderCall {
+    Perform => Vec<Answer>,
+    ListEntries => Page<Entry, EntryCursor>,
+    History => Page<HistoryEvent, HistoryCursor>,
+    Usage => DailyUsage,
+    Feed => FeedAnswer,
+    CreateFeedToken => (),
+    FeedTokens => Vec<FeedTokenInfo>,
+    RevokeFeedToken => Option<String>,
+    Revoke => (),
+    #[cfg(feature = "test-hooks")]
+    RunAlarm => (),
+});
+
+/// What a holder's object refuses, whatever the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HolderRefusal {
+    /// The license is revoked: every call is refused from then on.
+    LicenseRevoked,
+    /// The feed token a feed came with no longer exists.
+    FeedTokenRevoked,
+    /// The holder has the most feed tokens it may.
+    TooManyFeedTokens,
+}
+
+/// Runs the list operations in order, in one visit: one answer per call.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Perform(pub Vec<Call>);
+
+/// A page of the live entries, newest first.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ListEntries(pub PageQuery<EntryCursor>);
+
+/// A page of the history, newest first.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct History(pub PageQuery<HistoryCursor>);
+
+/// The day's usage as stored (of any day).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Usage;
+
+/// The feed's personal part: the whole live list, or its changes after a history number.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Feed {
+    /// The feed token the request came with, if any: it must still exist.
+    pub token: Option<String>,
+    /// The changes since this history number, instead of the whole list.
+    pub since: Option<u64>,
+    /// The history number the caller already has: nothing else is sent if it is current.
+    pub known: Option<u64>,
+}
+
+/// Records a new feed token.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CreateFeedToken(pub NewFeedTokenRecord);
+
+/// The holder's feed tokens, never the tokens themselves.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FeedTokens;
+
+/// Deletes a feed token; answers its digest, or none when there was no such token.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RevokeFeedToken(pub String);
+
+/// The license is revoked: every later call is refused.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Revoke;
+
+/// Runs the alarm now: the test build's hook, not in the deployable one.
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunAlarm;

@@ -1,0 +1,84 @@
+//! The Worker's way to the lists' writer, and to the snapshots it publishes.
+
+use std::net::Ipv4Addr;
+use std::rc::Rc;
+
+use worker::kv::KvStore;
+use worker::Env;
+
+use super::protocol::{ListsProtocol, PublishedManifest};
+use crate::domain::feed::Intervals;
+use crate::domain::ip_list::ListKind;
+use crate::domain::settings::Freshness;
+use crate::domain::snapshot::Manifest;
+use crate::domain::time::Millis;
+use crate::objects::protocol::{Failure, Object};
+use crate::store::snapshots::{binding, Held, ListSource};
+use crate::store::StoreError;
+
+/// The Durable Object binding of the writer, and the name of its one instance.
+pub const BINDING: &str = "LISTS";
+pub const NAME: &str = "lists";
+
+pub fn writer(env: &Env) -> Result<Object<ListsProtocol>, StoreError> {
+    Ok(Object::new(env.durable_object(BINDING)?.get_by_name(NAME)?))
+}
+
+/// The lists of a deployment: KV, and the writer behind it.
+pub struct Deployed<'a>(pub &'a Env);
+
+impl ListSource for Deployed<'_> {
+    type Kv = KvStore;
+
+    fn kv(&self, kind: ListKind) -> Result<KvStore, StoreError> {
+        Ok(self.0.kv(binding(kind))?)
+    }
+
+    async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError> {
+        writer(self.0)?
+            .ask(PublishedManifest(kind))
+            .await
+            .map_err(|failure| match failure {
+                Failure::Fault(fault) => fault,
+                Failure::Refused(refusal) => StoreError::Corrupt(format!(
+                    "the lists' writer refused its manifest: {refusal:?}"
+                )),
+            })
+    }
+}
+
+/// Whether `addr` is on the list, as this isolate holds its published snapshot.
+pub async fn contains(
+    env: &Env,
+    kind: ListKind,
+    addr: Ipv4Addr,
+    freshness: Freshness,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    Held::isolate()
+        .contains(&Deployed(env), kind, addr, freshness, now)
+        .await
+}
+
+/// The whole list as sorted disjoint intervals, with its version.
+pub async fn intervals(
+    env: &Env,
+    kind: ListKind,
+    freshness: Freshness,
+    now: Millis,
+) -> Result<(u64, Rc<Intervals>), StoreError> {
+    Held::isolate()
+        .intervals(&Deployed(env), kind, freshness, now)
+        .await
+}
+
+/// The global list without what the allow list holds, with both versions.
+pub async fn challenged(
+    env: &Env,
+    freshness: Freshness,
+    now: Millis,
+) -> Result<(u64, u64, Rc<Intervals>), StoreError> {
+    Held::isolate()
+        .challenged(&Deployed(env), freshness, now)
+        .await
+}

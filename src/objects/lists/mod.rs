@@ -1,0 +1,6 @@
+//! The one writer of the operator's lists: its protocol, the object, and the
+//! client the Worker calls it through.
+
+pub mod client;
+pub mod object;
+pub mod protocol;

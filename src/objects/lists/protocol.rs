@@ -1,0 +1,115 @@
+//! The calls the lists' writer takes, each with its answer, and its refusals.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::ip_list::{Changes, EditRequest, ListKind};
+use crate::domain::range::Ipv4Range;
+use crate::domain::snapshot::Manifest;
+use crate::objects::calls;
+use crate::objects::protocol::Protocol;
+
+pub enum ListsProtocol {}
+
+impl Protocol for ListsProtocol {
+    type Call = ListsCall;
+    type Refusal = ListsRefusal;
+}
+
+calls!(ListsProtocol => ListsCall {
+    Edit => Changes,
+    Replace => Replaced,
+    Status => ListsStatus,
+    PublishedManifest => Manifest,
+    #[cfg(feature = "test-hooks")]
+    RunAlarm => (),
+    #[cfg(feature = "test-hooks")]
+    FailNextSave => (),
+} streamed {
+    Export => (ExportHead, Ipv4Range),
+});
+
+/// What the writer refuses: the operator's input, named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListsRefusal {
+    /// An entry of an edit is not one the list takes; the message names it.
+    BadEdit(String),
+    /// A line of an import is not an entry; the message names it by number.
+    BadImport(String),
+    /// An import over this many bytes.
+    ImportTooLarge(usize),
+}
+
+/// Removals, then additions, checked whole before anything changes; answered once published.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Edit {
+    pub kind: ListKind,
+    pub edit: EditRequest,
+}
+
+/// The whole list, from the text the request uploads; answered once published.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Replace(pub ListKind);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replaced {
+    pub entries: usize,
+    pub changes: Changes,
+    pub version: u64,
+}
+
+/// Both lists' sizes and published versions.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Status;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListsStatus {
+    pub global_list: ListStatus,
+    pub allow_list: ListStatus,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListStatus {
+    pub entries: usize,
+    /// Decimal text, as every version is shown.
+    pub version: String,
+    pub published_at: Option<String>,
+    pub snapshot_bytes: usize,
+}
+
+/// A list's current manifest, for an isolate that found none in KV: the writer
+/// publishes first if it never did.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PublishedManifest(pub ListKind);
+
+/// The list as published, a page of entries at a time, unless the caller holds
+/// that version already.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Export {
+    pub kind: ListKind,
+    pub known: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExportHead {
+    /// The caller's version is current; no entries follow.
+    NotModified {
+        version: u64,
+    },
+    List {
+        version: u64,
+        entries: usize,
+    },
+}
+
+/// Runs the alarm now (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunAlarm;
+
+/// Makes the next save of a list fail, as a storage fault would (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FailNextSave;

@@ -1,0 +1,45 @@
+//! The two Durable Objects, each thin: it receives a call of its protocol and
+//! dispatches it onto the domain's rules and the store's adapters. Each has a
+//! client, the typed way the Worker calls it.
+
+pub mod holder;
+pub mod lists;
+pub mod protocol;
+
+/// Makes each call type a variant of its protocol's call enum, with its typed
+/// answer: adding a call is one line here, one type, and one handler.
+macro_rules! calls {
+    ($protocol:ty => $call:ident { $($(#[$meta:meta])* $variant:ident => $answer:ty),* $(,)? }
+     $(streamed { $($streamed:ident => ($head:ty, $item:ty)),* $(,)? })?) => {
+        #[derive(Debug, serde::Serialize, serde::Deserialize)]
+        pub enum $call {
+            $($(#[$meta])* $variant($variant),)*
+            $($($streamed($streamed),)*)?
+        }
+        $(
+            $(#[$meta])*
+            impl From<$variant> for $call {
+                fn from(call: $variant) -> Self {
+                    Self::$variant(call)
+                }
+            }
+            $(#[$meta])*
+            impl $crate::objects::protocol::Ask<$protocol> for $variant {
+                type Answer = $answer;
+            }
+        )*
+        $($(
+            impl From<$streamed> for $call {
+                fn from(call: $streamed) -> Self {
+                    Self::$streamed(call)
+                }
+            }
+            impl $crate::objects::protocol::AskStream<$protocol> for $streamed {
+                type Head = $head;
+                type Item = $item;
+            }
+        )*)?
+    };
+}
+
+pub(crate) use calls;
