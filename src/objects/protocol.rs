@@ -165,10 +165,7 @@ fn from_header(encoded: &str) -> String {
 /// upload leaves the body unread, for its handler to stream.
 pub async fn receive<P: Protocol>(req: &mut Request) -> worker::Result<P::Call> {
     if let Some(encoded) = req.headers().get(CALL_HEADER)? {
-        let json: String = form_urlencoded::parse(encoded.as_bytes())
-            .map(|(k, _)| k.into_owned())
-            .collect();
-        return Ok(serde_json::from_str(&json)?);
+        return Ok(serde_json::from_str(&from_header(&encoded))?);
     }
     Ok(serde_json::from_slice(&req.bytes().await?)?)
 }
@@ -245,10 +242,7 @@ impl<P: Protocol> Object<P> {
         init.with_method(Method::Post);
         match upload {
             Some(body) => {
-                headers.set(
-                    CALL_HEADER,
-                    &form_urlencoded::byte_serialize(json.as_bytes()).collect::<String>(),
-                )?;
+                headers.set(CALL_HEADER, &to_header(&json))?;
                 init.with_body(body.map(Into::into));
             }
             None => {
