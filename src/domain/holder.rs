@@ -30,7 +30,7 @@ impl Coded for Operation {
 
 serde_by_code!(Operation);
 
-/// Daily limits per license holder (decisions.md: configuration, defaults 6000 and 1000).
+/// Daily limits per license holder: configuration, 6000 and 1000 by default (the specification).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     pub additions: u32,

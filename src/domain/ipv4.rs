@@ -96,7 +96,7 @@ fn parse_octet(part: &str) -> Option<u8> {
 }
 
 /// Ranges of the IANA IPv4 Special-Purpose Address Registry whose
-/// "Globally Reachable" is False, plus multicast (decisions.md).
+/// "Globally Reachable" is False, plus multicast (the specification's settled decisions).
 const NOT_GLOBAL: [Ipv4Range; 15] = [
     Ipv4Range::cidr([0, 0, 0, 0], 8),
     Ipv4Range::cidr([10, 0, 0, 0], 8),
@@ -267,7 +267,7 @@ mod tests {
         }
     }
 
-    /// decisions.md's table, written independently of `NOT_GLOBAL` as (network, prefix) pairs.
+    /// The settled decisions' table, written independently of `NOT_GLOBAL` as (network, prefix) pairs.
     const REFERENCE: [(&str, u32); 15] = [
         ("0.0.0.0", 8),
         ("10.0.0.0", 8),

@@ -56,7 +56,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The `result` text, byte for byte as the specification and decisions.md give it.
+    /// The `result` text, byte for byte as the specification and its settled decisions give it.
     pub fn message(&self) -> String {
         use PersonalOutcome as P;
         match self {

@@ -14,5 +14,6 @@ mod ipset_agent;
 mod limits;
 mod list_operations;
 mod persistence;
+mod readme;
 mod requests;
 mod security;
