@@ -6,96 +6,19 @@
 // of them /24 ranges, loaded with one PUT),
 // BENCH_SECONDS per scenario (default 5), BENCH_CONNECTIONS (default 8).
 
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, statSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { ADMIN, CONNECTIONS, SECONDS, holder, post, root, seedPersonal, seeded, serve as serveFrom, wrk } from "./lib.mjs";
 
 const PERSONAL = Number(process.env.BENCH_PERSONAL ?? 100000);
 const GLOBAL = Number(process.env.BENCH_GLOBAL ?? 1000000);
 const GLOBAL_SMALL = 10000;
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const SMALL = 1000;
-const ADMIN = "bench-admin-token-0123456789abcdef";
-const root = new URL("..", import.meta.url).pathname;
 const state = mkdtempSync(join(tmpdir(), "greylist-bench-"));
+const serve = (folder, vars) => serveFrom(folder, vars, join(state, folder));
 
-/** Starts a worker from its folder, with the bindings its wrangler.toml declares. */
-async function serve(folder, vars) {
-  process.chdir(join(root, folder));
-  const { workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.toml");
-  const mf = new Miniflare({
-    ...workerOptions,
-    name: undefined,
-    scriptPath: "build/index.js",
-    modules: true,
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
-    bindings: { ...workerOptions.bindings, ...vars },
-    kvPersist: join(state, folder, "kv"),
-    durableObjectsPersist: join(state, folder, "do"),
-    host: "127.0.0.1",
-    port: 0,
-    // The service still writes its log line per request; only printing them here is skipped.
-    handleRuntimeStdio: (stdout, stderr) => {
-      stdout.resume();
-      stderr.resume();
-    },
-  });
-  const url = (await mf.ready).toString().replace(/\/$/, "");
-  process.chdir(root);
-  return { mf, url };
-}
-
-/** Asynchronous on purpose: Miniflare drains workerd's output in this process, and a
- *  blocked event loop would stall the worker on a full stdout pipe. */
-async function wrk(url, env, connections = CONNECTIONS) {
-  const { stdout } = await promisify(execFile)(
-    "wrk",
-    ["-t", String(Math.min(2, connections)), "-c", String(connections), "-d", `${SECONDS}s`, "--latency", "-s", join(root, "bench/load.lua"), url],
-    { env: { ...process.env, ...env }, encoding: "utf8" },
-  );
-  return JSON.parse(stdout.trim().split("\n").pop());
-}
-
-async function post(url, path, { token, form, json, method = "POST", text } = {}) {
-  const headers = {};
-  if (token) headers.Authorization = `Bearer ${token}`;
-  let body;
-  if (json !== undefined) {
-    headers["Content-Type"] = "application/json";
-    body = JSON.stringify(json);
-  } else if (form) {
-    headers["Content-Type"] = "application/x-www-form-urlencoded";
-    body = new URLSearchParams(form).toString();
-  } else if (text !== undefined) {
-    headers["Content-Type"] = "text/plain";
-    body = text;
-  }
-  const response = await fetch(url + path, { method, headers, body });
-  return { status: response.status, text: await response.text() };
-}
-
-async function holder(url) {
-  const license = JSON.parse((await post(url, "/admin/licenses", { token: ADMIN })).text);
-  const login = await post(url, "/v2/authentication/login/license", { json: { licenseKey: license.licenseKey } });
-  return { key: license.licenseKey, token: JSON.parse(login.text).accessToken };
-}
-
-/** Runs `count` jobs with at most `width` in flight. */
-async function pool(count, width, job) {
-  let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < count) await job(next++);
-  }));
-}
-
-// 100.128.0.0/10: public (100.64.0.0/10 is not), and apart from load.lua's 20.x addresses.
-const seeded = (n) => `100.${128 + ((n >> 16) & 63)}.${(n >> 8) & 255}.${n & 255}`;
 const dotted = (u) => `${u >>> 24}.${(u >>> 16) & 255}.${(u >>> 8) & 255}.${u & 255}`;
 // Every other address from 45.0.0.0 and every other /24 from 46.0.0.0: no two entries
 // touch, so none merge and the snapshot holds each one (as a real list would).
@@ -139,12 +62,6 @@ async function secondsUntilListed(url, token, ip) {
   }
 }
 
-async function seedPersonal(url, token, count) {
-  await pool(count, 32, async (n) => {
-    const { text } = await post(url, "/api/addIpToGreylist", { token, form: { ip: seeded(n) } });
-    if (!text.endsWith("has been added to greylist")) throw new Error(`seeding: ${text}`);
-  });
-}
 
 const results = { quiet: [], date: new Date().toISOString(), machine: `${cpus().length} × ${cpus()[0].model}`, connections: CONNECTIONS, seconds: SECONDS, personal: PERSONAL, global: GLOBAL, rows: [], lists: {} };
 const row = async (name, floor, measured, note) => results.rows.push({ name, floor, ...(await measured), note });

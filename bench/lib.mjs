@@ -1,0 +1,95 @@
+// What the benchmarks share: serving a built worker with Miniflare directly, wrk
+// with bench/load.lua, and the service's own requests.
+
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+
+export const root = new URL("..", import.meta.url).pathname;
+export const ADMIN = "bench-admin-token-0123456789abcdef";
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
+
+/** Starts the worker built at `script` (relative to `folder`) from `folder`, with
+ *  the bindings its wrangler.toml declares, its state under `state`. */
+export async function serve(folder, vars, state, script = "build/index.js") {
+  process.chdir(join(root, folder));
+  const { workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.toml");
+  const mf = new Miniflare({
+    ...workerOptions,
+    name: undefined,
+    scriptPath: script,
+    modules: true,
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
+    bindings: { ...workerOptions.bindings, ...vars },
+    kvPersist: join(state, "kv"),
+    durableObjectsPersist: join(state, "do"),
+    host: "127.0.0.1",
+    port: 0,
+    // The service still writes its log line per request; only printing them here is skipped.
+    handleRuntimeStdio: (stdout, stderr) => {
+      stdout.resume();
+      stderr.resume();
+    },
+  });
+  const url = (await mf.ready).toString().replace(/\/$/, "");
+  process.chdir(root);
+  return { mf, url };
+}
+
+/** Asynchronous on purpose: Miniflare drains workerd's output in this process, and a
+ *  blocked event loop would stall the worker on a full stdout pipe. */
+export async function wrk(url, env, connections = CONNECTIONS) {
+  const { stdout } = await promisify(execFile)(
+    "wrk",
+    ["-t", String(Math.min(2, connections)), "-c", String(connections), "-d", `${SECONDS}s`, "--latency", "-s", join(root, "bench/load.lua"), url],
+    { env: { ...process.env, ...env }, encoding: "utf8" },
+  );
+  return JSON.parse(stdout.trim().split("\n").pop());
+}
+
+export async function post(url, path, { token, form, json, method = "POST", text } = {}) {
+  const headers = {};
+  if (token) headers.Authorization = `Bearer ${token}`;
+  let body;
+  if (json !== undefined) {
+    headers["Content-Type"] = "application/json";
+    body = JSON.stringify(json);
+  } else if (form) {
+    headers["Content-Type"] = "application/x-www-form-urlencoded";
+    body = new URLSearchParams(form).toString();
+  } else if (text !== undefined) {
+    headers["Content-Type"] = "text/plain";
+    body = text;
+  }
+  const response = await fetch(url + path, { method, headers, body });
+  return { status: response.status, text: await response.text() };
+}
+
+/** A new license holder: its key and an access token. */
+export async function holder(url) {
+  const license = JSON.parse((await post(url, "/admin/licenses", { token: ADMIN })).text);
+  const login = await post(url, "/v2/authentication/login/license", { json: { licenseKey: license.licenseKey } });
+  return { key: license.licenseKey, token: JSON.parse(login.text).accessToken };
+}
+
+/** Runs `count` jobs with at most `width` in flight. */
+export async function pool(count, width, job) {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < count) await job(next++);
+  }));
+}
+
+// 100.128.0.0/10: public (100.64.0.0/10 is not), and apart from load.lua's 20.x addresses.
+export const seeded = (n) => `100.${128 + ((n >> 16) & 63)}.${(n >> 8) & 255}.${n & 255}`;
+
+/** Adds `count` addresses to a holder's list, 32 at a time. */
+export async function seedPersonal(url, token, count) {
+  await pool(count, 32, async (n) => {
+    const { text } = await post(url, "/api/addIpToGreylist", { token, form: { ip: seeded(n) } });
+    if (!text.endsWith("has been added to greylist")) throw new Error(`seeding: ${text}`);
+  });
+}
