@@ -1,15 +1,13 @@
 //! The feed a firewall pulls: what it should challenge, item by item in address
 //! order, whole or as the changes since a cursor.
 
-use std::net::Ipv4Addr;
-use std::rc::Rc;
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
 use super::entry::Entry;
 use super::ipv4::PublicIpv4;
 use super::range::Ipv4Range;
-use super::snapshot::covers;
 use super::time::UnixTime;
 
 /// One line of a feed: an address or a CIDR block, with what the holder said of it.
@@ -82,86 +80,125 @@ fn block_at(first: u32, last: u32) -> Ipv4Range {
         .expect("a block aligned to its size")
 }
 
-/// A whole feed, item by item in address order, owning what it is built from so
-/// it can be streamed: the holder's live entries, and the global list's
-/// intervals, both without what the allow list holds.
-pub struct FeedItems {
-    personal: std::iter::Peekable<std::vec::IntoIter<Entry>>,
-    global: Rc<Intervals>,
-    next_global: usize,
-    /// Where the current global interval continues, when it is cut into several blocks.
+/// The CIDR blocks of sorted, disjoint intervals, in address order: each interval
+/// as the fewest blocks, so a feed is the same whatever shards its list came in.
+pub struct Blocks<I> {
+    intervals: I,
+    /// Where the current interval continues, when it is cut into several blocks.
     pending: Option<(u32, u32)>,
 }
 
-impl FeedItems {
-    /// `personal` in any order; `global` the global list without what the allow
-    /// list holds (`subtract`), shared by every feed of the same versions; both
-    /// sorted and disjoint. A personal entry is left out when the allow list
-    /// holds it, or when the global list does (its block is in the feed already).
-    pub fn new(mut personal: Vec<Entry>, global: Rc<Intervals>, allow: &[(u32, u32)]) -> Self {
-        personal.retain(|entry| {
-            !covers(allow, entry.ip.to_u32()) && !covers(&global, entry.ip.to_u32())
-        });
-        personal.sort_by_key(|entry| entry.ip);
+impl<I: Iterator<Item = (u32, u32)>> Blocks<I> {
+    pub fn new(intervals: I) -> Self {
         Self {
-            personal: personal.into_iter().peekable(),
-            global,
-            next_global: 0,
+            intervals,
             pending: None,
         }
     }
+}
 
-    /// How many items the feed has, without using it up.
-    pub fn total(&self) -> usize {
-        let mut blocks = 0;
-        for &(first, last) in &self.global[self.next_global..] {
-            let mut start = u64::from(first);
-            while start <= u64::from(last) {
-                start = u64::from(block_at(start as u32, last).last()) + 1;
-                blocks += 1;
-            }
-        }
-        self.personal.len() + blocks
-    }
+impl<I: Iterator<Item = (u32, u32)>> Iterator for Blocks<I> {
+    type Item = Ipv4Range;
 
-    fn next_global_block(&mut self) -> Option<Ipv4Range> {
-        let (first, last) = match self.pending.take() {
-            Some(rest) => rest,
-            None => {
-                let interval = *self.global.get(self.next_global)?;
-                self.next_global += 1;
-                interval
-            }
-        };
+    fn next(&mut self) -> Option<Ipv4Range> {
+        let (first, last) = self.pending.take().or_else(|| self.intervals.next())?;
         let block = block_at(first, last);
         if block.last() < last {
             self.pending = Some((block.last() + 1, last));
         }
         Some(block)
     }
-
-    fn peek_global(&self) -> Option<u32> {
-        self.pending
-            .map(|(first, _)| first)
-            .or_else(|| self.global.get(self.next_global).map(|&(first, _)| first))
-    }
 }
 
-impl Iterator for FeedItems {
-    type Item = FeedItem;
+/// Whether the block that holds `addr` in the feed is that one address alone:
+/// `interval` is the maximal interval of the global part that holds it.
+pub fn is_single_block(interval: (u32, u32), addr: u32) -> bool {
+    Blocks::new(std::iter::once(interval))
+        .find(|block| block.last() >= addr)
+        .is_some_and(|block| block.prefix() == 32)
+}
 
-    fn next(&mut self) -> Option<FeedItem> {
-        let personal_first = self.personal.peek().map(|entry| entry.ip.to_u32());
-        match (personal_first, self.peek_global()) {
-            (Some(p), Some(g)) if g < p => self.next_global_block().map(global_item),
-            (Some(_), _) => self.personal.next().map(FeedItem::personal),
-            (None, Some(_)) => self.next_global_block().map(global_item),
-            (None, None) => None,
+/// The maximal interval of `intervals` (sorted, disjoint, never adjacent) that holds `addr`.
+pub fn interval_of(intervals: &[(u32, u32)], addr: u32) -> Option<(u32, u32)> {
+    let after = intervals.partition_point(|&(first, _)| first <= addr);
+    (after > 0 && addr <= intervals[after - 1].1).then(|| intervals[after - 1])
+}
+
+/// What a whole feed needs next to go on in address order.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    Item(FeedItem),
+    /// The next page of the holder's entries, or `finish_personal`.
+    NeedPersonal,
+    /// The next part of the global blocks, or `finish_global`.
+    NeedGlobal,
+    Done,
+}
+
+/// A whole feed, merged a page at a time: the holder's entries (in address
+/// order, what the allow list holds already left out) and the global blocks (in
+/// address order, without what the allow list holds). Holds one page of each.
+/// An address that is both a personal entry and a global block of its own is
+/// one item, the personal one, so that a set loaded from the feed takes every line.
+#[derive(Debug, Default)]
+pub struct Merge {
+    personal: VecDeque<Entry>,
+    global: VecDeque<Ipv4Range>,
+    personal_done: bool,
+    global_done: bool,
+}
+
+impl Merge {
+    pub fn push_personal(&mut self, entries: Vec<Entry>) {
+        self.personal.extend(entries);
+    }
+
+    pub fn finish_personal(&mut self) {
+        self.personal_done = true;
+    }
+
+    pub fn push_global(&mut self, blocks: impl IntoIterator<Item = Ipv4Range>) {
+        self.global.extend(blocks);
+    }
+
+    pub fn finish_global(&mut self) {
+        self.global_done = true;
+    }
+
+    pub fn step(&mut self) -> Next {
+        loop {
+            if self.personal.is_empty() && !self.personal_done {
+                return Next::NeedPersonal;
+            }
+            if self.global.is_empty() && !self.global_done {
+                return Next::NeedGlobal;
+            }
+            let personal = self.personal.front().map(|entry| entry.ip.to_u32());
+            let global = self
+                .global
+                .front()
+                .map(|block| (block.first(), block.prefix()));
+            return match (personal, global) {
+                (Some(p), Some((g, prefix))) if g < p || (g == p && prefix < 32) => {
+                    Next::Item(global_item(self.global.pop_front().expect("a block")))
+                }
+                (Some(p), Some((g, _))) if g == p => {
+                    self.global.pop_front();
+                    continue;
+                }
+                (Some(_), _) => Next::Item(FeedItem::personal(
+                    self.personal.pop_front().expect("an entry"),
+                )),
+                (None, Some(_)) => {
+                    Next::Item(global_item(self.global.pop_front().expect("a block")))
+                }
+                (None, None) => Next::Done,
+            };
         }
     }
 }
 
-fn global_item(block: Ipv4Range) -> FeedItem {
+pub fn global_item(block: Ipv4Range) -> FeedItem {
     FeedItem {
         block,
         global: true,
@@ -170,73 +207,47 @@ fn global_item(block: Ipv4Range) -> FeedItem {
     }
 }
 
-/// The personal part of a feed, at the holder's newest history number `changes`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FeedAnswer {
-    /// The history number the caller has is current.
+/// What the holder's object answers a feed with, before its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FeedHead {
+    /// The history number the caller has is current; no records follow.
     Unchanged { changes: u64 },
-    /// Every live entry; `reset` when changes were asked for but the history no longer reaches back.
-    Whole {
-        changes: u64,
-        reset: bool,
-        entries: Vec<Entry>,
-    },
-    /// What changed after the caller's number.
-    Delta { changes: u64, delta: PersonalDelta },
+    /// Every live entry follows, in address order; `reset` when changes were asked
+    /// for but the history no longer reaches back.
+    Whole { changes: u64, reset: bool },
+    /// What changed after the caller's number follows: every `Gone` record, then
+    /// every `Listed` one, each address once.
+    Delta { changes: u64 },
 }
 
-impl FeedAnswer {
-    pub fn changes(&self) -> u64 {
+impl FeedHead {
+    /// The holder's newest history number, the personal part of the feed's version.
+    pub fn changes(self) -> u64 {
         match self {
-            Self::Unchanged { changes }
-            | Self::Whole { changes, .. }
-            | Self::Delta { changes, .. } => *changes,
+            Self::Unchanged { changes } | Self::Whole { changes, .. } | Self::Delta { changes } => {
+                changes
+            }
         }
     }
 }
 
-/// The changes of the personal list since a cursor, as the holder's object
-/// reports them: each address once, with its latest state, in the order of its
-/// last change.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PersonalDelta {
-    pub listed: Vec<Entry>,
-    pub unlisted: Vec<PublicIpv4>,
+/// One record of the personal part of a feed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FeedRecord {
+    /// An entry a firewall should hold (unless the allow list holds it).
+    Listed(Entry),
+    /// An address a firewall should no longer hold as a personal entry.
+    Gone(PublicIpv4),
 }
 
-impl PersonalDelta {
-    /// What a firewall holding the feed must add and delete: entries the allow
-    /// list holds, or the global list holds when it is part of the feed, are in
-    /// neither (the firewall never had them as personal entries, or still has
-    /// them as global blocks).
-    pub fn filter(
-        self,
-        global: &[(u32, u32)],
-        allow: &[(u32, u32)],
-    ) -> (Vec<FeedItem>, Vec<FeedItem>) {
-        let kept =
-            |addr: Ipv4Addr| !covers(allow, u32::from(addr)) && !covers(global, u32::from(addr));
-        let new = self
-            .listed
-            .into_iter()
-            .filter(|entry| kept(entry.ip.addr()))
-            .map(FeedItem::personal)
-            .collect();
-        let deleted = self
-            .unlisted
-            .into_iter()
-            .filter(|ip| kept(ip.addr()))
-            .map(|ip| {
-                FeedItem::personal(Entry {
-                    ip,
-                    added_at: UnixTime(0),
-                    expires_at: None,
-                    comment: None,
-                })
-            })
-            .collect();
-        (new, deleted)
-    }
+/// A personal address as a delta deletes it: the address alone.
+pub fn gone_item(ip: PublicIpv4) -> FeedItem {
+    FeedItem::personal(Entry {
+        ip,
+        added_at: UnixTime(0),
+        expires_at: None,
+        comment: None,
+    })
 }
 
 #[cfg(test)]
@@ -244,6 +255,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::domain::snapshot::covers;
 
     fn entry(ip: &str) -> Entry {
         Entry {
@@ -259,83 +271,94 @@ mod tests {
         (range.first(), range.last())
     }
 
-    fn feed_of(personal: Vec<Entry>, global: &[(u32, u32)], allow: &[(u32, u32)]) -> FeedItems {
-        FeedItems::new(personal, Rc::new(subtract(global, allow)), allow)
-    }
-
-    fn texts(items: FeedItems) -> Vec<String> {
-        items.map(|item| item.text()).collect()
+    /// A whole feed merged in pages of `page` from both sides, as the Worker drives it.
+    fn merged(personal: Vec<Entry>, global: &[(u32, u32)], page: usize) -> Vec<String> {
+        let mut personal = personal.into_iter();
+        let mut blocks = Blocks::new(global.iter().copied());
+        let mut merge = Merge::default();
+        let mut items = Vec::new();
+        loop {
+            match merge.step() {
+                Next::Item(item) => items.push(format!(
+                    "{}{}",
+                    item.text(),
+                    if item.global { "" } else { " p" }
+                )),
+                Next::NeedPersonal => {
+                    let part: Vec<Entry> = personal.by_ref().take(page).collect();
+                    if part.is_empty() {
+                        merge.finish_personal();
+                    }
+                    merge.push_personal(part);
+                }
+                Next::NeedGlobal => {
+                    let part: Vec<Ipv4Range> = blocks.by_ref().take(page).collect();
+                    if part.is_empty() {
+                        merge.finish_global();
+                    }
+                    merge.push_global(part);
+                }
+                Next::Done => return items,
+            }
+        }
     }
 
     #[test]
-    fn a_feed_is_sorted_and_leaves_out_what_the_allow_list_holds() {
+    fn a_whole_feed_is_in_address_order_and_an_address_in_both_parts_is_one_item() {
         let personal = vec![
-            entry("9.9.9.9"),
             entry("8.8.8.8"),
-            entry("104.16.0.5"),
+            entry("9.9.9.9"),
             entry("45.1.1.7"),
+            entry("45.3.0.1"),
         ];
-        let global = [interval("45.1.1.0/24"), interval("45.2.0.0/16")];
-        let allow = [interval("45.2.128.0/17"), interval("104.16.0.0/13")];
-        let items = feed_of(personal, &global, &allow);
-        assert_eq!(
-            texts(items),
-            ["8.8.8.8", "9.9.9.9", "45.1.1.0/24", "45.2.0.0/17"]
-        );
-        let personal_only = feed_of(vec![entry("9.9.9.9"), entry("104.16.0.5")], &[], &allow);
-        assert_eq!(texts(personal_only), ["9.9.9.9"]);
-    }
-
-    #[test]
-    fn a_feed_counts_its_items_before_it_is_read() {
-        let items = feed_of(
-            vec![entry("8.8.8.8")],
-            &[
-                (interval("10.0.0.1/32").0, interval("10.0.0.8/32").0),
-                (0xffff_fffe, u32::MAX),
-            ],
-            &[],
-        );
-        assert_eq!(items.total(), 6);
-        assert_eq!(items.total(), items.total());
-        assert_eq!(items.collect::<Vec<_>>().len(), 6);
+        let global = [
+            interval("45.1.1.0/24"),
+            interval("45.2.0.0/16"),
+            interval("45.3.0.1/32"),
+        ];
+        for page in [1, 2, 100] {
+            assert_eq!(
+                merged(personal.clone(), &global, page),
+                [
+                    "8.8.8.8 p",
+                    "9.9.9.9 p",
+                    "45.1.1.0/24",
+                    "45.1.1.7 p",
+                    "45.2.0.0/16",
+                    "45.3.0.1 p"
+                ],
+                "pages of {page}"
+            );
+        }
+        assert_eq!(merged(vec![], &[], 3), Vec::<String>::new());
     }
 
     #[test]
     fn intervals_become_the_fewest_cidr_blocks() {
-        let items = feed_of(
-            vec![],
-            &[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0)],
-            &[],
-        );
+        let texts = |intervals: &[(u32, u32)]| {
+            Blocks::new(intervals.iter().copied())
+                .map(|block| block.to_string())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            texts(items),
+            texts(&[(interval("10.0.0.1/32").0, interval("10.0.0.8/32").0)]),
             ["10.0.0.1", "10.0.0.2/31", "10.0.0.4/30", "10.0.0.8"]
         );
-        let everything = feed_of(vec![], &[(0, u32::MAX)], &[]);
-        assert_eq!(texts(everything), ["0.0.0.0/0"]);
-        let top = feed_of(vec![], &[(u32::MAX - 2, u32::MAX)], &[]);
-        assert_eq!(texts(top), ["255.255.255.253", "255.255.255.254/31"]);
+        assert_eq!(texts(&[(0, u32::MAX)]), ["0.0.0.0/0"]);
+        assert_eq!(
+            texts(&[(u32::MAX - 2, u32::MAX)]),
+            ["255.255.255.253", "255.255.255.254/31"]
+        );
     }
 
     #[test]
-    fn deltas_leave_out_what_the_allow_or_global_list_holds() {
-        let delta = PersonalDelta {
-            listed: vec![entry("8.8.8.8"), entry("104.16.0.5"), entry("45.1.1.9")],
-            unlisted: vec![
-                PublicIpv4::parse("9.9.9.9").unwrap(),
-                PublicIpv4::parse("45.1.1.10").unwrap(),
-            ],
-        };
-        let (new, deleted) = delta.filter(&[interval("45.1.1.0/24")], &[interval("104.16.0.0/13")]);
-        assert_eq!(
-            new.iter().map(FeedItem::text).collect::<Vec<_>>(),
-            ["8.8.8.8"]
-        );
-        assert_eq!(
-            deleted.iter().map(FeedItem::text).collect::<Vec<_>>(),
-            ["9.9.9.9"]
-        );
+    fn an_address_is_a_single_block_only_where_the_decomposition_makes_it_one() {
+        let span = (interval("10.0.0.1/32").0, interval("10.0.0.8/32").0);
+        let single = |ip: &str| is_single_block(span, interval(ip).0);
+        assert!(single("10.0.0.1") && single("10.0.0.8"));
+        assert!(!single("10.0.0.2") && !single("10.0.0.5"));
+        assert_eq!(interval_of(&[span], interval("10.0.0.3").0), Some(span));
+        assert_eq!(interval_of(&[span], interval("10.0.0.9").0), None);
     }
 
     fn intervals_strategy() -> impl Strategy<Value = Intervals> {
@@ -360,13 +383,17 @@ mod tests {
             allow in intervals_strategy(),
             probes in proptest::collection::vec(any::<u32>(), 0..40),
         ) {
-            let blocks: Vec<Ipv4Range> = feed_of(vec![], &global, &allow).map(|item| item.block).collect();
+            let blocks: Vec<Ipv4Range> = Blocks::new(subtract(&global, &allow).into_iter()).collect();
             prop_assert!(blocks.windows(2).all(|w| w[0].last() < w[1].first()), "sorted and disjoint");
             let edges = global.iter().chain(&allow).flat_map(|&(a, b)| [a, b, a.wrapping_sub(1), b.wrapping_add(1)]);
             for addr in probes.into_iter().chain(edges) {
                 let expected = covers(&global, addr) && !covers(&allow, addr);
                 let found = blocks.iter().any(|block| block.first() <= addr && addr <= block.last());
                 prop_assert_eq!(found, expected, "{:#x}", addr);
+                if let Some(span) = interval_of(&subtract(&global, &allow), addr) {
+                    let block = blocks.iter().find(|b| b.first() <= addr && addr <= b.last()).unwrap();
+                    prop_assert_eq!(is_single_block(span, addr), block.prefix() == 32);
+                }
             }
         }
     }

@@ -30,11 +30,14 @@ impl Coded for Operation {
 
 serde_by_code!(Operation);
 
-/// Daily limits per license holder: configuration, 6000 and 1000 by default (the specification).
+/// Limits per license holder, from configuration: the daily ones (6000 and 1000 by
+/// default, the specification's), and the most entries a personal list holds, so
+/// that no holder's list grows without bound (permanent entries are allowed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     pub additions: u32,
     pub removals: u32,
+    pub entries: u32,
 }
 
 impl Default for Limits {
@@ -42,6 +45,7 @@ impl Default for Limits {
         Self {
             additions: 6000,
             removals: 1000,
+            entries: 1_000_000,
         }
     }
 }
@@ -101,6 +105,8 @@ pub trait ListStore {
     /// Stores `entry`, replacing any row of the same address.
     fn insert(&mut self, entry: &Entry) -> Result<(), Self::Error>;
     fn delete(&mut self, ip: PublicIpv4) -> Result<(), Self::Error>;
+    /// Entries stored, expired ones not yet swept included: what the list's bound counts.
+    fn size(&self) -> Result<u64, Self::Error>;
     fn usage(&self) -> Result<DailyUsage, Self::Error>;
     fn save_usage(&mut self, usage: DailyUsage) -> Result<(), Self::Error>;
     /// Appends to the history, keeping only the newest `MAX_HISTORY_ROWS` rows.
@@ -148,7 +154,11 @@ pub fn perform<S: ListStore>(
             let outcome = if listed {
                 PersonalOutcome::AlreadyListed
             } else if usage.added >= limits.additions {
-                refuse(store, &mut usage, &event(Change::LimitRefused))?
+                let refused = event(Change::LimitRefused);
+                refuse(store, &mut usage, &refused, PersonalOutcome::LimitReached)?
+            } else if store.size()? >= u64::from(limits.entries) {
+                let refused = event(Change::LimitRefused);
+                refuse(store, &mut usage, &refused, PersonalOutcome::ListFull)?
             } else {
                 let details = call.details.clone();
                 store.insert(&Entry {
@@ -169,7 +179,8 @@ pub fn perform<S: ListStore>(
             let outcome = if !listed {
                 PersonalOutcome::NothingToRemove
             } else if usage.removed >= limits.removals {
-                refuse(store, &mut usage, &event(Change::LimitRefused))?
+                let refused = event(Change::LimitRefused);
+                refuse(store, &mut usage, &refused, PersonalOutcome::LimitReached)?
             } else {
                 store.delete(ip)?;
                 store.record(&event(Change::Removed))?;
@@ -187,19 +198,21 @@ pub fn perform<S: ListStore>(
     })
 }
 
-/// A script looping on a used-up quota must not grow the history without bound:
-/// every refusal is counted for the day, and only the day's first is recorded.
+/// A script looping on a used-up quota, or a full list, must not grow the history
+/// without bound: every refusal is counted for the day, and only the day's first
+/// is recorded. Answers `outcome`, the limit that refused.
 fn refuse<S: ListStore>(
     store: &mut S,
     usage: &mut DailyUsage,
     event: &HistoryEvent,
+    outcome: PersonalOutcome,
 ) -> Result<PersonalOutcome, S::Error> {
     usage.refused = usage.refused.saturating_add(1);
     if usage.refused == 1 {
         store.record(event)?;
     }
     store.save_usage(*usage)?;
-    Ok(PersonalOutcome::LimitReached)
+    Ok(outcome)
 }
 
 /// Removes an entry whose expiry has passed and records it at its expiry time.
@@ -254,6 +267,10 @@ pub mod memory {
         fn delete(&mut self, ip: PublicIpv4) -> Result<(), Infallible> {
             self.entries.remove(&ip);
             Ok(())
+        }
+
+        fn size(&self) -> Result<u64, Infallible> {
+            Ok(self.entries.len() as u64)
         }
 
         fn usage(&self) -> Result<DailyUsage, Infallible> {

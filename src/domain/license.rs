@@ -4,8 +4,24 @@
 use sha2::{Digest, Sha256};
 
 /// The public name of a license: the token's `sub` and the Durable Object's name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// As text on any wire, read back only in the shape `generate` makes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct LicenseId(String);
+
+impl TryFrom<String> for LicenseId {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        Self::parse(&text).ok_or_else(|| format!("not a license id: {text:?}"))
+    }
+}
+
+impl From<LicenseId> for String {
+    fn from(id: LicenseId) -> String {
+        id.0
+    }
+}
 
 /// A freshly issued license key (256 random bits).
 pub struct LicenseKey(String);
@@ -72,9 +88,34 @@ pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// How long to wait before telling a holder's object of its revocation again,
+/// after `attempts` failed: 5 seconds, doubling, at most an hour. The revocation
+/// is in force meanwhile (the license's record says so); this only brings the
+/// object, which answers logins without KV's delay, up to date.
+pub fn notice_retry_seconds(attempts: u32) -> u64 {
+    5u64.saturating_mul(1 << attempts.min(20)).min(3600)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn notices_are_retried_sooner_first_and_at_least_hourly() {
+        let waits: Vec<u64> = (0..12).map(notice_retry_seconds).collect();
+        assert_eq!(&waits[..4], [5, 10, 20, 40]);
+        assert_eq!(waits[11], 3600);
+        assert_eq!(notice_retry_seconds(u32::MAX), 3600);
+    }
+
+    #[test]
+    fn a_license_id_crosses_a_wire_as_text_and_only_in_its_shape() {
+        let id = LicenseId::generate().unwrap();
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, format!("\"{}\"", id.as_str()));
+        assert_eq!(serde_json::from_str::<LicenseId>(&json).unwrap(), id);
+        assert!(serde_json::from_str::<LicenseId>("\"lic_../x\"").is_err());
+    }
 
     #[test]
     fn generated_ids_parse_and_differ() {

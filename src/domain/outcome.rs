@@ -15,6 +15,8 @@ pub enum PersonalOutcome {
     Removed,
     NothingToRemove,
     LimitReached,
+    /// The personal list holds the most entries it may.
+    ListFull,
 }
 
 impl Coded for PersonalOutcome {
@@ -26,6 +28,7 @@ impl Coded for PersonalOutcome {
         Self::Removed,
         Self::NothingToRemove,
         Self::LimitReached,
+        Self::ListFull,
     ];
 
     /// Stable machine-readable code: `X-Greylist-Outcome`, and the wire form between worker and Durable Object.
@@ -38,6 +41,7 @@ impl Coded for PersonalOutcome {
             Self::Removed => "removed",
             Self::NothingToRemove => "not_on_list",
             Self::LimitReached => "limit_reached",
+            Self::ListFull => "list_full",
         }
     }
 }
@@ -74,7 +78,9 @@ impl Outcome {
                 P::AlreadyListed => format!("[{ip}] is already on your greylist"),
                 P::Removed => format!("[{ip}] has been removed from greylist"),
                 P::NothingToRemove => format!("[{ip}] is not on greylist"),
-                P::LimitReached => "Sorry, but you have reached the maximum limit".to_owned(),
+                P::LimitReached | P::ListFull => {
+                    "Sorry, but you have reached the maximum limit".to_owned()
+                }
             },
         }
     }

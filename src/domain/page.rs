@@ -107,6 +107,80 @@ pub fn page_size(limit: Option<&str>) -> Result<u32, String> {
     }
 }
 
+/// The addresses whose dotted text starts with `prefix`, as at most three
+/// inclusive ranges in ascending order, so that the list's filter is an index
+/// range rather than text built for every row. The whole octets of the prefix
+/// are fixed; its last part, possibly empty, is the start of the next octet's
+/// text (`11` is 11, 110 to 119; `2` is 2, 20 to 29, 200 to 255).
+pub fn prefix_ranges(prefix: &str) -> Vec<(u32, u32)> {
+    let parts: Vec<&str> = prefix.split('.').collect();
+    let Some((partial, whole)) = parts.split_last() else {
+        return Vec::new();
+    };
+    if whole.len() > 3 {
+        return Vec::new();
+    }
+    let mut base = 0u32;
+    for part in whole {
+        match octet(part) {
+            Some(value) => base = (base << 8) | value,
+            None => return Vec::new(),
+        }
+    }
+    // The partial octet's place, and the host bits below it, which may be anything.
+    let below = 8 * (3 - whole.len() as u32);
+    let fixed = u64::from(base) << (below + 8);
+    let host = (1u64 << below) - 1;
+    octets_starting(partial)
+        .into_iter()
+        .map(|(low, high)| {
+            let first = fixed | (u64::from(low) << below);
+            let last = fixed | (u64::from(high) << below) | host;
+            (first as u32, last as u32)
+        })
+        .collect()
+}
+
+/// An octet as dotted text writes it: 0 to 255, no sign, no leading zero.
+fn octet(text: &str) -> Option<u32> {
+    let valid = !text.is_empty()
+        && text.len() <= 3
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'));
+    valid
+        .then(|| text.parse().ok())
+        .flatten()
+        .filter(|&v| v <= 255)
+}
+
+/// The octet values whose text starts with `start`, as ascending ranges.
+fn octets_starting(start: &str) -> Vec<(u32, u32)> {
+    if start.is_empty() {
+        return vec![(0, 255)];
+    }
+    if start.len() > 3 || !start.bytes().all(|b| b.is_ascii_digit()) {
+        return Vec::new();
+    }
+    if start.starts_with('0') {
+        return if start == "0" {
+            vec![(0, 0)]
+        } else {
+            Vec::new()
+        };
+    }
+    let value: u32 = start.parse().expect("one to three digits");
+    [
+        (value, value),
+        (value * 10, value * 10 + 9),
+        (value * 100, value * 100 + 99),
+    ]
+    .into_iter()
+    .take(4 - start.len())
+    .filter(|&(low, _)| low <= 255)
+    .map(|(low, high)| (low, high.min(255)))
+    .collect()
+}
+
 /// `n` things, in the singular for one.
 pub fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -212,6 +286,68 @@ mod tests {
         assert_eq!(Query::parse(None, None, Some("")).unwrap().prefix, None);
         for bad in ["203.0.%", "a", "1.2.3.4.5.6.7.8.9"] {
             assert!(Query::parse(None, None, Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    fn dotted(addr: u32) -> String {
+        std::net::Ipv4Addr::from(addr).to_string()
+    }
+
+    #[test]
+    fn a_prefix_is_the_ranges_of_the_addresses_whose_text_starts_with_it() {
+        let ranges = |prefix: &str| {
+            prefix_ranges(prefix)
+                .into_iter()
+                .map(|(a, b)| format!("{}-{}", dotted(a), dotted(b)))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ranges("203.0.11"),
+            ["203.0.11.0-203.0.11.255", "203.0.110.0-203.0.119.255"]
+        );
+        assert_eq!(ranges("203.0.114."), ["203.0.114.0-203.0.114.255"]);
+        assert_eq!(
+            ranges("2"),
+            [
+                "2.0.0.0-2.255.255.255",
+                "20.0.0.0-29.255.255.255",
+                "200.0.0.0-255.255.255.255"
+            ]
+        );
+        assert_eq!(ranges(""), ["0.0.0.0-255.255.255.255"]);
+        assert_eq!(ranges("0"), ["0.0.0.0-0.255.255.255"]);
+        assert_eq!(
+            ranges("1.2.3.4"),
+            ["1.2.3.4-1.2.3.4", "1.2.3.40-1.2.3.49"],
+            "1.2.3.45 starts with 1.2.3.4 too"
+        );
+        assert_eq!(
+            ranges("1.2.3.25"),
+            ["1.2.3.25-1.2.3.25", "1.2.3.250-1.2.3.255"]
+        );
+        for nothing in ["01", "256", "1.2.3.4.", "1..2", "1.2.3.4.5", "9999"] {
+            assert_eq!(ranges(nothing), Vec::<String>::new(), "{nothing:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn prefix_ranges_match_exactly_the_addresses_whose_text_starts_with_the_prefix(
+            prefix in "[0-9.]{0,8}",
+            addrs in proptest::collection::vec(proptest::prelude::any::<u32>(), 1..64),
+        ) {
+            let ranges = prefix_ranges(&prefix);
+            proptest::prop_assert!(ranges.windows(2).all(|w| w[0].1 < w[1].0), "ascending and disjoint");
+            // Addresses at and around every range's edges, and addresses that share the prefix.
+            let edges = ranges.iter().flat_map(|&(a, b)| [a, b, a.wrapping_sub(1), b.wrapping_add(1)]);
+            let similar = addrs.iter().map(|&a| {
+                let text = format!("{prefix}{}", dotted(a));
+                text.parse::<std::net::Ipv4Addr>().map_or(a, u32::from)
+            });
+            for addr in addrs.iter().copied().chain(edges).chain(similar) {
+                let inside = ranges.iter().any(|&(a, b)| a <= addr && addr <= b);
+                proptest::prop_assert_eq!(inside, dotted(addr).starts_with(&prefix), "{}", dotted(addr));
+            }
         }
     }
 

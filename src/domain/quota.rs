@@ -93,6 +93,7 @@ mod tests {
             Limits {
                 additions: 5,
                 removals: 1,
+                entries: 9,
             },
             NOON,
         );

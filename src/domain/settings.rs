@@ -16,6 +16,10 @@ pub const DEFAULT_CACHE_SECONDS: u64 = 60;
 /// A revocation, and a change to the global list or the allow list, shows
 /// everywhere within this many seconds (the specification's settled decision).
 pub const PROPAGATION_BOUND_SECONDS: u64 = 60;
+/// Items in one page of a streamed answer (a feed, an export) unless set: what an
+/// object and the Worker hold of it at once, whatever the list's size.
+pub const DEFAULT_PAGE_ENTRIES: usize = 1000;
+pub const MAX_PAGE_ENTRIES: usize = 10_000;
 
 /// How long the two caches in front of every KV record (licenses, the global
 /// list, the allow list) may keep it, both derived here from one setting,
@@ -71,6 +75,8 @@ pub struct Settings {
     pub token_lifetime_seconds: u64,
     pub freshness: Freshness,
     pub limits: Limits,
+    /// Items in one page of a streamed answer (`PAGE_ENTRIES`).
+    pub page_entries: usize,
 }
 
 impl Settings {
@@ -104,6 +110,17 @@ impl Settings {
                     .unwrap_or(Limits::default().additions),
                 removals: count("DAILY_REMOVALS", var("DAILY_REMOVALS"))?
                     .unwrap_or(Limits::default().removals),
+                entries: count("PERSONAL_LIST_ENTRIES", var("PERSONAL_LIST_ENTRIES"))?
+                    .unwrap_or(Limits::default().entries),
+            },
+            page_entries: match count("PAGE_ENTRIES", var("PAGE_ENTRIES"))? {
+                None => DEFAULT_PAGE_ENTRIES,
+                Some(n) if (1..=MAX_PAGE_ENTRIES).contains(&(n as usize)) => n as usize,
+                Some(n) => {
+                    return Err(format!(
+                        "PAGE_ENTRIES must be 1 to {MAX_PAGE_ENTRIES}, not {n}"
+                    ))
+                }
             },
         })
     }
@@ -181,7 +198,8 @@ mod tests {
             settings.limits,
             Limits {
                 additions: 6000,
-                removals: 1000
+                removals: 1000,
+                entries: 1_000_000
             }
         );
     }
@@ -189,12 +207,17 @@ mod tests {
     #[test]
     fn daily_limits_are_whole_numbers_and_a_typo_is_refused_not_ignored() {
         assert_eq!(
-            parse(&[("DAILY_ADDITIONS", "5"), ("DAILY_REMOVALS", " 2 ")])
-                .unwrap()
-                .limits,
+            parse(&[
+                ("DAILY_ADDITIONS", "5"),
+                ("DAILY_REMOVALS", " 2 "),
+                ("PERSONAL_LIST_ENTRIES", "7")
+            ])
+            .unwrap()
+            .limits,
             Limits {
                 additions: 5,
-                removals: 2
+                removals: 2,
+                entries: 7
             }
         );
         assert_eq!(
@@ -204,6 +227,16 @@ mod tests {
         assert_eq!(
             parse(&[("DAILY_REMOVALS", "-1")]).unwrap_err(),
             "DAILY_REMOVALS must be a whole number, not \"-1\""
+        );
+        assert_eq!(parse(&[]).unwrap().page_entries, 1000);
+        assert_eq!(parse(&[("PAGE_ENTRIES", "10")]).unwrap().page_entries, 10);
+        assert_eq!(
+            parse(&[("PAGE_ENTRIES", "0")]).unwrap_err(),
+            "PAGE_ENTRIES must be 1 to 10000, not 0"
+        );
+        assert_eq!(
+            parse(&[("PERSONAL_LIST_ENTRIES", "1e6")]).unwrap_err(),
+            "PERSONAL_LIST_ENTRIES must be a whole number, not \"1e6\""
         );
     }
 

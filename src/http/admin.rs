@@ -16,10 +16,11 @@ use crate::domain::ip_list::{EditRequest, ListKind, MAX_IMPORT_BYTES};
 use crate::domain::license::LicenseId;
 use crate::domain::page::page_size;
 use crate::domain::time::Millis;
-use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::Revoke;
 use crate::objects::lists::client::writer;
 use crate::objects::lists::protocol::{Edit, Export, ExportHead, ListsStatus, Replace, Status};
+use crate::objects::protocol::Failure;
+use crate::objects::revocations::client::revocations;
+use crate::objects::revocations::protocol::Notify;
 use crate::store::licenses;
 use crate::store::licenses::LicenseSummary;
 
@@ -82,12 +83,20 @@ pub async fn revoke_license(
 ) -> Result<Reply, ApiError> {
     let license = LicenseId::parse(id).ok_or(ApiError::NotFound("license"))?;
     log.license = Some(license.clone());
-    if licenses::revoke(env, &license, now.unix()).await? {
-        holder(env, &license)?.ask(Revoke).await?;
-        Ok(Reply::NoContent)
-    } else {
-        Err(ApiError::NotFound("license"))
+    // The record first: from then on every path refuses the license within the
+    // propagation bound, whatever happens next. Then the holder's object, which
+    // answers logins at once, is told, now or by the revocations' retries.
+    if !licenses::revoke(env, &license, now.unix()).await? {
+        return Err(ApiError::NotFound("license"));
     }
+    revocations(env)?
+        .ask(Notify(license))
+        .await
+        .map_err(|failure| match failure {
+            Failure::Fault(fault) => ApiError::from(fault),
+            Failure::Refused(never) => match never {},
+        })?;
+    Ok(Reply::NoContent)
 }
 
 /// `POST`: `{"add": [...], "remove": [...]}`, checked and applied by the lists' writer.

@@ -60,16 +60,47 @@ pub async fn feed_reader(
 ) -> Result<(LicenseId, Option<String>), ApiError> {
     let header = req.headers().get("Authorization")?.unwrap_or_default();
     let Some(token) = feed_token(&header) else {
-        return Ok((license_holder(req, env, now, log).await?, None));
+        let license = license_holder(req, env, now, log).await?;
+        limit_polls(env, &format!("license:{}", license.as_str())).await?;
+        return Ok((license, None));
     };
-    let owner = licenses::feed_token_owner(env, &feed_token::digest(&token))
+    let digest = feed_token::digest(&token);
+    // Before anything is read: a flood of polls, or of made-up tokens, costs only the refusal.
+    limit_polls(env, &format!("token:{digest}")).await?;
+    let freshness = config::settings(env)?.freshness;
+    let owner = licenses::feed_token_owner(env, &digest, freshness, now)
         .await?
         .ok_or(ApiError::Unauthorized("feed_token_unknown"))?;
     let license = owner
         .license()
         .ok_or_else(|| ApiError::Internal(format!("feed token {} names no license", owner.id)))?;
     log.license = Some(license.clone());
+    // The license's standing, as for an access token: a revocation refuses its feed
+    // tokens within the same bound, even before its holder's object is told.
+    if !licenses::is_active(env, &license, freshness, now).await? {
+        return Err(ApiError::Unauthorized("license_revoked"));
+    }
     Ok((license, Some(owner.id)))
+}
+
+/// The rate-limiting binding that counts feed polls per token.
+const FEED_LIMITER: &str = "FEED_LIMITER";
+/// Its period (`wrangler.toml`): 120 polls a minute leave room for a poll every
+/// second, which CrowdSec's bouncers may be set to (they give up for good when
+/// their first pull fails).
+const FEED_LIMIT_PERIOD_SECONDS: u32 = 60;
+
+async fn limit_polls(env: &Env, key: &str) -> Result<(), ApiError> {
+    if env
+        .rate_limiter(FEED_LIMITER)?
+        .limit(key.to_owned())
+        .await?
+        .success
+    {
+        Ok(())
+    } else {
+        Err(ApiError::TooManyRequests(FEED_LIMIT_PERIOD_SECONDS))
+    }
 }
 
 /// The operator, proven by `ADMIN_TOKEN`, compared in constant time.

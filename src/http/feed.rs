@@ -3,32 +3,30 @@
 use std::rc::Rc;
 
 use serde::Serialize;
-use serde_json::json;
 use worker::{Env, Request, Response};
 
 use super::error::ApiError;
+use super::feed_body::{self, Operator, Shape};
 use super::feed_query::{FeedQuery, Format, Scope};
 use super::form;
 use super::reply::Reply;
-use crate::domain::feed::{FeedAnswer, FeedItem, FeedItems};
+use crate::domain::feed::FeedHead;
 use crate::domain::feed_token::{
     self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord,
 };
 use crate::domain::ip_list::ListKind;
 use crate::domain::license::LicenseId;
-use crate::domain::time::{Millis, UnixTime};
+use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{CreateFeedToken, Feed, FeedTokens, RevokeFeedToken};
 use crate::objects::lists::client as lists;
 use crate::platform::config;
 use crate::store::{licenses, StoreError};
 
-/// Items in one part of a streamed feed.
-const PART_ITEMS: usize = 10_000;
-
 /// `GET /api/greylistFeed`: the whole feed as text or JSON, or (JSON with
-/// `since`) the changes after a cursor. Costs one call to the holder's object;
-/// with the current `If-None-Match` it answers 304 and sends nothing else.
+/// `since`) the changes after a cursor. Costs one call to the holder's object,
+/// whose records stream through as they come; with the current `If-None-Match`
+/// it answers 304 and sends nothing else.
 pub async fn feed(
     license: &LicenseId,
     token: Option<String>,
@@ -38,7 +36,8 @@ pub async fn feed(
 ) -> Result<Reply, ApiError> {
     let query =
         FeedQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
-    let freshness = config::settings(env)?.freshness;
+    let settings = config::settings(env)?;
+    let freshness = settings.freshness;
     let (allow_version, allow) = lists::intervals(env, ListKind::Allow, freshness, now).await?;
     // The global list as the feed holds it: without what the allow list holds.
     let (global_version, global) = match query.scope {
@@ -51,103 +50,43 @@ pub async fn feed(
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let known = query.known_changes(&if_none_match, global_version, allow_version);
     let since = query.delta_from(global_version, allow_version);
-    let answer = holder(env, license)?
-        .ask(Feed {
+    let (head, records) = holder(env, license)?
+        .ask_stream(Feed {
             token,
             since,
             known,
         })
         .await?;
-    let version = query.version(answer.changes(), global_version, allow_version);
-    let response = match answer {
-        FeedAnswer::Unchanged { .. } => Response::empty()?.with_status(304),
-        FeedAnswer::Delta { delta, .. } => {
-            let (new, deleted) = delta.filter(&global, &allow);
-            let items = |items: Vec<FeedItem>| items.iter().map(item_json).collect::<Vec<_>>();
-            Response::from_json(
-                &json!({ "new": items(new), "deleted": items(deleted), "cursor": version.to_string() }),
-            )?
+    let version = query.version(head.changes(), global_version, allow_version);
+    let shape = match head {
+        FeedHead::Unchanged { .. } => {
+            let response = Response::empty()?.with_status(304);
+            response.headers().set("ETag", &query.etag(version))?;
+            return Ok(Reply::Built(response));
         }
-        FeedAnswer::Whole { entries, .. } => {
-            let items = FeedItems::new(entries, global, &allow);
-            stream(
-                items,
-                query.format,
-                &version.to_string(),
-                query.since.is_some(),
-            )?
-        }
+        FeedHead::Delta { .. } => Shape::Delta,
+        // Changes were asked for, but the whole feed is what answers them.
+        FeedHead::Whole { .. } => Shape::Whole {
+            reset: query.since.is_some(),
+        },
     };
+    let content_type = match query.format {
+        Format::Text => "text/plain; charset=utf-8",
+        Format::Json => "application/json",
+    };
+    let operator = Operator { global, allow };
+    let body = feed_body::body(
+        records,
+        operator,
+        query.format,
+        shape,
+        version.to_string(),
+        settings.page_entries,
+    );
+    let response = Response::from_stream(body)?;
+    response.headers().set("Content-Type", content_type)?;
     response.headers().set("ETag", &query.etag(version))?;
     Ok(Reply::Built(response))
-}
-
-/// An item as the JSON feed shows it.
-fn item_json(item: &FeedItem) -> serde_json::Value {
-    json!({
-        "value": item.block.to_string(),
-        "scope": if item.global { "global" } else { "personal" },
-        "expiresAt": item.expires_at.map(UnixTime::to_rfc3339),
-        "comment": item.comment,
-    })
-}
-
-/// The whole feed, a part at a time: never one string of a million lines.
-fn stream(
-    mut items: FeedItems,
-    format: Format,
-    version: &str,
-    reset: bool,
-) -> Result<Response, ApiError> {
-    let (head, tail, content_type) = match format {
-        Format::Text => (
-            format!(
-                "# greylist feed, version {version}, {} entries\n",
-                items.total()
-            ),
-            String::new(),
-            "text/plain; charset=utf-8",
-        ),
-        Format::Json => {
-            let reset = if reset { "\"reset\":true," } else { "" };
-            (
-                format!(
-                    "{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":["
-                ),
-                "]}".to_owned(),
-                "application/json",
-            )
-        }
-    };
-    let mut first = true;
-    let parts = std::iter::from_fn(move || {
-        let part: Vec<FeedItem> = items.by_ref().take(PART_ITEMS).collect();
-        (!part.is_empty()).then(|| {
-            let mut text = String::new();
-            for item in part {
-                match format {
-                    Format::Text => {
-                        text.push_str(&item.text());
-                        text.push('\n');
-                    }
-                    Format::Json => {
-                        if !std::mem::take(&mut first) {
-                            text.push(',');
-                        }
-                        text.push_str(&item_json(&item).to_string());
-                    }
-                }
-            }
-            text
-        })
-    });
-    let body = std::iter::once(head)
-        .chain(parts)
-        .chain(std::iter::once(tail))
-        .map(|text| Ok::<_, worker::Error>(text.into_bytes()));
-    let response = Response::from_stream(futures_util::stream::iter(body))?;
-    response.headers().set("Content-Type", content_type)?;
-    Ok(response)
 }
 
 /// A new feed token: the only time it is shown.
@@ -208,32 +147,4 @@ pub async fn revoke_token(license: &LicenseId, env: &Env, id: &str) -> Result<Re
         .ok_or(ApiError::NotFound("feed token"))?;
     licenses::forget_feed_token(env, &digest).await?;
     Ok(Reply::NoContent)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::range::Ipv4Range;
-
-    #[test]
-    fn json_items_carry_scope_expiry_and_comment() {
-        let block = Ipv4Range::parse("8.8.8.8").unwrap();
-        let listed = FeedItem {
-            block,
-            global: false,
-            expires_at: Some(UnixTime(1_795_262_400)),
-            comment: Some("scanner".into()),
-        };
-        assert_eq!(
-            item_json(&listed),
-            json!({ "value": "8.8.8.8", "scope": "personal", "expiresAt": "2026-11-21T12:00:00Z", "comment": "scanner" })
-        );
-        let global = FeedItem {
-            block: Ipv4Range::parse("45.0.0.0/8").unwrap(),
-            global: true,
-            expires_at: None,
-            comment: None,
-        };
-        assert_eq!(item_json(&global)["scope"], "global");
-    }
 }

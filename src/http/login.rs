@@ -9,6 +9,9 @@ use super::log::RequestLog;
 use super::reply::Reply;
 use crate::domain::time::Millis;
 use crate::domain::token::TokenKey;
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::{Admit, HolderRefusal};
+use crate::objects::protocol::Failure;
 use crate::platform::config;
 use crate::store::licenses;
 
@@ -61,6 +64,13 @@ pub async fn handle(
         .await?
         .ok_or(ApiError::LoginRefused)?;
     log.license = Some(license.clone());
+    // KV's edge may still show the key of a license revoked a moment ago; its
+    // holder's object knows at once.
+    match holder(env, &license)?.ask(Admit).await {
+        Ok(()) => {}
+        Err(Failure::Refused(HolderRefusal::LicenseRevoked)) => return Err(ApiError::LoginRefused),
+        Err(failure) => return Err(failure.into()),
+    }
     let settings = config::settings(env)?;
     let lifetime = settings.token_lifetime_seconds;
     let token = TokenKey::new(settings.jwt_secret.expose()).issue(&license, now.unix(), lifetime);

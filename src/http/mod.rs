@@ -11,6 +11,7 @@ pub mod credentials;
 pub mod error;
 pub mod etag;
 pub mod feed;
+pub mod feed_body;
 pub mod feed_query;
 pub mod form;
 pub mod list_api;

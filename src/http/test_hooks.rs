@@ -1,19 +1,23 @@
 //! Hooks for the end-to-end tests, compiled only with the `test-hooks` feature
 //! (`build-test/`): set the service's clock, run a Durable Object's alarm now
-//! rather than when the runtime would, and make the lists' writer fail its next
-//! save as a storage fault would. The deployable build has none of this, and
+//! rather than when the runtime would, make the lists' writer fail its next
+//! save as a storage fault would, and make the next notice of a revocation to a
+//! holder's object fail as an unreachable object would. The deployable build has none of this, and
 //! `make deploy-check` fails if its bundle names any of these paths.
 
 use serde::Deserialize;
 use worker::{Env, Method, Request, Response};
 
+use super::form;
 use crate::domain::license::LicenseId;
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::RunAlarm as RunHolderAlarm;
+use crate::objects::holder::protocol::{RunAlarm as RunHolderAlarm, WasmMemory};
 use crate::objects::lists::client::writer;
 use crate::objects::lists::protocol::{FailNextSave, RunAlarm as RunListsAlarm};
 use crate::objects::protocol::Failure;
-use crate::platform::clock;
+use crate::objects::revocations::client::revocations;
+use crate::objects::revocations::protocol::{FailNextNotice, RunAlarm as RunRevocationsAlarm};
+use crate::platform::{clock, memory};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -46,6 +50,41 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 .await
                 .map_err(hook)?;
             Response::ok("the next save fails")
+        }
+        (Method::Post, "/__test/revocations/fail-next-notice") => {
+            revocations(env)
+                .map_err(|e| e.to_string())?
+                .ask(FailNextNotice)
+                .await
+                .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
+            Response::ok("the next notice fails")
+        }
+        (Method::Post, "/__test/revocations/alarm") => {
+            let pending = revocations(env)
+                .map_err(|e| e.to_string())?
+                .ask(RunRevocationsAlarm)
+                .await
+                .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
+            Response::from_json(&serde_json::json!({ "pending": pending }))
+        }
+        (Method::Get, "/__test/memory") => {
+            let holder_bytes = match form::query_of(&req.inner().url())
+                .strip_prefix("license=")
+                .and_then(LicenseId::parse)
+            {
+                Some(license) => Some(
+                    holder(env, &license)
+                        .map_err(|e| e.to_string())?
+                        .ask(WasmMemory)
+                        .await
+                        .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?,
+                ),
+                None => None,
+            };
+            Response::from_json(&serde_json::json!({
+                "worker": memory::wasm_bytes(),
+                "holder": holder_bytes,
+            }))
         }
         (Method::Post, path) => match path
             .strip_prefix("/__test/holders/")

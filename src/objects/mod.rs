@@ -5,6 +5,7 @@
 pub mod holder;
 pub mod lists;
 pub mod protocol;
+pub mod revocations;
 
 /// Makes each call type a variant of its protocol's call enum, with its typed
 /// answer: adding a call is one line here, one type, and one handler.

@@ -3,4 +3,6 @@
 
 pub mod clock;
 pub mod config;
+#[cfg(feature = "test-hooks")]
+pub mod memory;
 pub mod stream;

@@ -21,6 +21,9 @@ const REMEMBERED: usize = 10_000;
 thread_local! {
     /// Whether each license is active, as this isolate last read it. Workers isolates are single-threaded.
     static STANDING: Rc<Remembered<bool>> = Rc::new(Remembered::new(REMEMBERED));
+    /// Whose each feed token presented is, or that it is no one's: a feed polled
+    /// with an unknown token costs one KV read a period, not one a poll.
+    static FEED_TOKENS: Rc<Remembered<Option<FeedTokenOwner>>> = Rc::new(Remembered::new(REMEMBERED));
 }
 
 #[derive(Serialize, Deserialize)]
@@ -231,11 +234,32 @@ pub async fn save_feed_token(
 
 /// Whose the token with this digest is, as KV says within the edge cache's period;
 /// the holder's object then checks that the token still exists.
+/// Whose the token of this digest is, as KV said within the bound. A revoked
+/// token that an isolate still remembers is refused by its holder's object,
+/// which checks on every feed that the token exists.
 pub async fn feed_token_owner(
     env: &Env,
     digest: &str,
+    freshness: Freshness,
+    now: Millis,
 ) -> Result<Option<FeedTokenOwner>, StoreError> {
-    read_json(&env.kv(BINDING)?, &feed_token_key(digest)).await
+    let remembered = FEED_TOKENS.with(Rc::clone);
+    owner_of(&env.kv(BINDING)?, &remembered, digest, freshness, now).await
+}
+
+async fn owner_of(
+    kv: &impl KvRead,
+    remembered: &Remembered<Option<FeedTokenOwner>>,
+    digest: &str,
+    freshness: Freshness,
+    now: Millis,
+) -> Result<Option<FeedTokenOwner>, StoreError> {
+    if let Some(owner) = remembered.get(digest, now, freshness) {
+        return Ok(owner);
+    }
+    let owner = read_json::<FeedTokenOwner>(kv, &feed_token_key(digest)).await?;
+    remembered.put(digest, owner.clone(), now, freshness);
+    Ok(owner)
 }
 
 pub async fn forget_feed_token(env: &Env, digest: &str) -> Result<(), StoreError> {
@@ -310,6 +334,47 @@ mod tests {
             }
         }
         longest
+    }
+
+    #[test]
+    fn an_unknown_feed_token_costs_one_kv_read_a_period_and_the_cache_is_capped() {
+        let kv = FakeKv::default();
+        let remembered = Remembered::new(2);
+        let freshness = Freshness::new(60).unwrap();
+        let owner = |digest: &str, at: u64| {
+            owner_of(
+                kv.at(Millis(at)),
+                &remembered,
+                digest,
+                freshness,
+                Millis(at),
+            )
+            .now_or_never()
+            .expect("the fake never waits")
+            .unwrap()
+        };
+        assert_eq!(owner("unknown", 0), None);
+        assert_eq!(owner("unknown", 29_999), None);
+        assert_eq!(kv.reads.get(), 1, "the second poll read nothing");
+        assert_eq!(owner("unknown", 30_000), None);
+        assert_eq!(kv.reads.get(), 2, "the isolate's period is over");
+        let known = FeedTokenOwner {
+            license: license().as_str().to_owned(),
+            id: "ft_1".into(),
+        };
+        kv.write(
+            &feed_token_key("known"),
+            &serde_json::to_vec(&known).unwrap(),
+        );
+        assert_eq!(owner("known", 30_001), Some(known));
+        owner("other", 30_002);
+        owner("another", 30_003);
+        assert!(
+            remembered
+                .get("unknown", Millis(30_004), freshness)
+                .is_none(),
+            "past its capacity the cache starts afresh"
+        );
     }
 
     #[test]

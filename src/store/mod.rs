@@ -2,10 +2,12 @@
 //! license records, the published snapshots of the operator's lists) and the
 //! SQLite databases of the Durable Objects.
 
+pub mod holder_feed;
 pub mod holder_list;
 pub mod kv;
 pub mod licenses;
 pub mod list_tables;
+pub mod revocations;
 pub mod snapshots;
 pub mod sql;
 

@@ -4,7 +4,7 @@
 
 use std::fmt::Debug;
 
-use super::holder_list::{migrate, SqlListStore};
+use super::holder_list::{ip_of, migrate, SqlListStore};
 use super::sql::native::NativeSql;
 use super::sql::Sql;
 use crate::domain::code::Coded;
@@ -23,6 +23,7 @@ const NOON: UnixTime = UnixTime(1_795_262_400);
 const LIMITS: Limits = Limits {
     additions: 3,
     removals: 2,
+    entries: u32::MAX,
 };
 
 /// A store the suite can look into: every entry by address, the history oldest first.
@@ -52,12 +53,11 @@ impl<S: Sql> Subject for SqlListStore<S> {
     fn all_entries(&self) -> Vec<Entry> {
         let mut all = Vec::new();
         for row in self
-            .raw()
+            .sql()
             .query("SELECT ip FROM entries ORDER BY ip", &[])
             .unwrap()
         {
-            let ip = PublicIpv4::from_addr(std::net::Ipv4Addr::from(row.int(0).unwrap() as u32))
-                .unwrap();
+            let ip = ip_of(row.blob(0).unwrap()).unwrap();
             all.push(self.entry(ip).unwrap().unwrap());
         }
         all
@@ -65,7 +65,7 @@ impl<S: Sql> Subject for SqlListStore<S> {
 
     fn all_history(&self) -> Vec<HistoryEvent> {
         let rows = self
-            .raw()
+            .sql()
             .query(
                 "SELECT at, change, ip, client FROM history ORDER BY id",
                 &[],
@@ -75,8 +75,7 @@ impl<S: Sql> Subject for SqlListStore<S> {
             .map(|row| HistoryEvent {
                 at: UnixTime(row.int(0).unwrap()),
                 change: Change::from_code(&row.text(1).unwrap()).unwrap(),
-                ip: PublicIpv4::from_addr(std::net::Ipv4Addr::from(row.int(2).unwrap() as u32))
-                    .unwrap(),
+                ip: ip_of(row.blob(2).unwrap()).unwrap(),
                 client: row.opt_text(3).unwrap(),
             })
             .collect()
@@ -229,11 +228,67 @@ fn a_zero_limit_refuses_every_change<S: Subject>(fresh: fn() -> S) {
         Limits {
             additions: 0,
             removals: 0,
+            entries: u32::MAX,
         },
     )
     .unwrap();
     assert_eq!(answer.outcome, P::LimitReached);
     assert!(store.all_entries().is_empty());
+}
+
+fn the_list_holds_at_most_its_bound_expired_entries_counted_until_swept<S: Subject>(
+    fresh: fn() -> S,
+) {
+    let mut store = fresh();
+    let limits = Limits {
+        entries: 2,
+        ..LIMITS
+    };
+    let add = |store: &mut S, n: u8, expiry: Option<Expiry>, at: UnixTime| {
+        let call = Call {
+            details: EntryDetails {
+                expiry,
+                comment: None,
+            },
+            ..call(Add, n)
+        };
+        perform(store, &call, at, limits).unwrap().outcome
+    };
+    assert_eq!(add(&mut store, 1, None, NOON), P::Added);
+    assert_eq!(add(&mut store, 2, Some(Expiry::After(60)), NOON), P::Added);
+    assert_eq!(store.size().unwrap(), 2);
+    assert_eq!(add(&mut store, 3, None, NOON), P::ListFull);
+    assert_eq!(store.all_entries().len(), 2, "a full list changes nothing");
+    assert_eq!(
+        (usage(&store).added, usage(&store).refused),
+        (2, 1),
+        "counted as a refusal, not an addition"
+    );
+    let later = NOON.plus(61);
+    assert_eq!(
+        add(&mut store, 3, None, later),
+        P::ListFull,
+        "an expired entry counts until it is swept"
+    );
+    sweep(&mut store, later, 10).unwrap();
+    assert_eq!(store.size().unwrap(), 1);
+    assert_eq!(
+        add(&mut store, 3, None, later),
+        P::Added,
+        "the sweep made room"
+    );
+    assert_eq!(
+        add(&mut store, 4, None, later),
+        P::LimitReached,
+        "full and out of additions: the daily limit is named"
+    );
+    let mut roomy = fresh();
+    for n in 1..=2 {
+        add(&mut roomy, n, None, NOON);
+    }
+    perform(&mut roomy, &call(Remove, 1), NOON, limits).unwrap();
+    assert_eq!(roomy.size().unwrap(), 1, "a removal makes room");
+    assert_eq!(add(&mut roomy, 3, None, NOON), P::Added);
 }
 
 fn the_answer_carries_the_days_usage_after_the_operation<S: Subject>(fresh: fn() -> S) {
@@ -400,6 +455,7 @@ fn the_history_keeps_only_the_newest_rows<S: Subject>(fresh: fn() -> S) {
     let limits = Limits {
         additions: u32::MAX,
         removals: u32::MAX,
+        entries: u32::MAX,
     };
     for n in 0..MAX_HISTORY_ROWS as u32 + 10 {
         perform(
@@ -517,6 +573,7 @@ for_both_stores!(
     removal_limit_allows_exactly_the_limit_and_refuses_without_change,
     counters_reset_at_midnight_utc_and_not_before,
     a_zero_limit_refuses_every_change,
+    the_list_holds_at_most_its_bound_expired_entries_counted_until_swept,
     the_answer_carries_the_days_usage_after_the_operation,
     details_are_stored_with_the_entry,
     an_expired_entry_is_gone_for_every_operation_at_its_second,

@@ -117,9 +117,18 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
 
 #[test]
 fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation() {
-    // A deploy whose holder objects cannot be reached: the binding is missing.
-    let server = server_without("HOLDERS");
-    let app = TestApp::on(&server);
+    // A deploy whose holder objects cannot be reached: the binding is missing. The
+    // holder logged in before it went (a login asks the holder's object too).
+    let healthy = Server::own(&[]);
+    let app = TestApp::on(&healthy);
+    healthy.kill();
+    let server = healthy.restart_with_config(&configuration_file("without-HOLDERS", &["HOLDERS"]));
+    let app = app.with_server(&server);
+    assert_eq!(
+        server.login(&app.license_key).status,
+        500,
+        "a login asks the holder's object"
+    );
     let resp = app.call(
         "/api/addIpToGreylist",
         "54.54.54.54",
@@ -134,15 +143,13 @@ fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation()
         "answers that need no storage still work"
     );
 
-    let log = server.log_once(|line| line.contains("\"status\":500"));
+    let add_failed = |l: &str| l.contains("\"status\":500") && l.contains("\"operation\":\"add\"");
+    let log = server.log_once(add_failed);
     let line = log
         .lines()
-        .find(|l| l.contains("\"status\":500"))
+        .find(|l| add_failed(l))
         .unwrap_or_else(|| panic!("no log line for the 500:\n{log}"));
-    assert!(
-        line.contains(&app.license) && line.contains("\"operation\":\"add\""),
-        "{line}"
-    );
+    assert!(line.contains(&app.license), "{line}");
     assert!(
         line.contains("HOLDERS"),
         "the detail names the fault: {line}"

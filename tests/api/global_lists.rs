@@ -7,7 +7,7 @@ use std::thread;
 
 use serde_json::json;
 
-use crate::helpers::{unique_ip, Resp, Server, TestApp};
+use crate::helpers::{kv_put_local, unique_ip, Resp, Server, TestApp};
 
 /// The entries of an export, without its header line.
 fn entries_of(export: &Resp) -> Vec<String> {
@@ -335,32 +335,7 @@ fn a_first_start_takes_over_the_lists_an_earlier_version_kept_in_kv() {
     // The state an earlier version left: the global list as one KV key per entry,
     // the allow list as one text value of ranges.
     let state = crate::helpers::fresh_state_dir();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let put = |binding: &str, key: &str, value: &str| {
-        let status = std::process::Command::new(root.join("node_modules/.bin/wrangler"))
-            .args([
-                "kv",
-                "key",
-                "put",
-                "--local",
-                "--binding",
-                binding,
-                key,
-                value,
-            ])
-            .arg("--config")
-            .arg(crate::helpers::test_config())
-            .arg("--persist-to")
-            .arg(state.join("wrangler"))
-            .env("WRANGLER_SEND_METRICS", "false")
-            .output()
-            .unwrap();
-        assert!(
-            status.status.success(),
-            "{}",
-            String::from_utf8_lossy(&status.stderr)
-        );
-    };
+    let put = |binding: &str, key: &str, value: &str| kv_put_local(&state, binding, key, value);
     put("GLOBAL_LIST", "9.9.9.9", "1");
     put("GLOBAL_LIST", "198.51.99.0/24", "1");
     put("ALLOW_LIST", "ranges", "104.16.0.0/13\n");

@@ -202,6 +202,35 @@ fn a_flood_of_logins_from_one_address_is_refused_with_429() {
 }
 
 #[test]
+fn a_flood_of_feed_polls_with_one_token_is_refused_with_429_and_others_poll_on() {
+    let app = TestApp::new();
+    let token = |app: &TestApp| {
+        let created = app.create_feed_token();
+        format!("Bearer {}", created.json()["feedToken"].as_str().unwrap())
+    };
+    let (flooding, other) = (token(&app), token(&app));
+    // The limit counts per fixed 60-second window, and the flood may straddle two.
+    let (answered, refusal) = (0..400)
+        .find_map(|n| {
+            Some(app.feed_with(&flooding, "", None))
+                .filter(|resp| resp.status != 200)
+                .map(|resp| (n, resp))
+        })
+        .expect("400 polls in a row, and none refused");
+    assert!(
+        (120..=240).contains(&answered),
+        "refused after {answered} polls, not after 120 in a window: room for one a second"
+    );
+    assert_eq!(refusal.status, 429, "{}", refusal.body);
+    assert_eq!(refusal.header("Retry-After"), Some("60"));
+    assert_eq!(
+        app.feed_with(&other, "", None).status,
+        200,
+        "the limit is the token's, not the holder's"
+    );
+}
+
+#[test]
 fn production_publishes_no_workers_dev_address() {
     let config =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/wrangler.toml")).unwrap();

@@ -92,21 +92,32 @@ impl Server {
             vars.push((key.to_string(), value.to_string()));
         }
         fs::create_dir_all(state_dir).unwrap();
-        let port = free_port();
-        let log_path = state_dir.join(format!("wrangler-{port}.log"));
         let config = config.map_or_else(test_config, Path::to_owned);
-        let (child, watchdog) = spawn_wrangler(state_dir, &log_path, port, &vars, &config);
-        let mut server = Server {
-            base: format!("http://127.0.0.1:{port}"),
-            state_dir: state_dir.to_owned(),
-            log_path,
-            vars,
-            config,
-            child: Mutex::new(Some(child)),
-            offset_ms: AtomicI64::new(0),
-            watchdog: Mutex::new(Some(watchdog)),
+        // Another process may take the free port between the probe and wrangler's bind.
+        let mut attempts = 0;
+        let mut server = loop {
+            let port = free_port();
+            let log_path = state_dir.join(format!("wrangler-{port}.log"));
+            let (child, watchdog) = spawn_wrangler(state_dir, &log_path, port, &vars, &config);
+            let server = Server {
+                base: format!("http://127.0.0.1:{port}"),
+                state_dir: state_dir.to_owned(),
+                log_path,
+                vars: vars.clone(),
+                config: config.clone(),
+                child: Mutex::new(Some(child)),
+                offset_ms: AtomicI64::new(0),
+                watchdog: Mutex::new(Some(watchdog)),
+            };
+            match server.wait_until_ready() {
+                Ok(()) => break server,
+                Err(log) if log.contains("Address already in use") && attempts < 3 => {
+                    attempts += 1;
+                    server.kill();
+                }
+                Err(log) => panic!("{log}"),
+            }
         };
-        server.wait_until_ready();
         server.base = server.worker_entry();
         // The next 06:00 UTC: every test has 18 hours before the daily counters start
         // again, and the clock never runs behind the real one, so that an alarm set for
@@ -126,6 +137,18 @@ impl Server {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         let server = Server::start(&self.state_dir, &extra, Some(&self.config));
+        server.set_offset(self.offset_ms.load(Ordering::SeqCst));
+        Arc::new(server)
+    }
+
+    /// `restart_from`, on another wrangler configuration (made from `test_config()`).
+    pub fn restart_with_config(&self, config: &Path) -> Arc<Server> {
+        let extra: Vec<(&str, &str)> = self
+            .vars
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let server = Server::start(&self.state_dir, &extra, Some(config));
         server.set_offset(self.offset_ms.load(Ordering::SeqCst));
         Arc::new(server)
     }
@@ -164,30 +187,39 @@ impl Server {
 
     /// SIGKILL to the whole process group: no chance to flush or shut down cleanly.
     pub fn kill(&self) {
-        if let Some(mut child) = self.child.lock().unwrap().take() {
+        // Also from `drop` while a failed test unwinds: a poisoned lock still holds the child.
+        let taken = self.child.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(mut child) = taken {
             kill_group(child.id());
             let _ = child.wait();
         }
     }
 
-    fn wait_until_ready(&self) {
+    /// Waits for the worker to answer; what went wrong, with the log, if it never does.
+    fn wait_until_ready(&self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(180);
         while Instant::now() < deadline {
             // A path no file answers reaches the Worker itself, so its 404 proves the wasm is loaded.
             if let Ok(resp) = try_send("GET", &format!("{}/no-such-endpoint", self.base), &[], None)
             {
                 if resp.status == 404 && resp.body.contains("no such endpoint") {
-                    return;
+                    return Ok(());
                 }
             }
             if let Some(child) = self.child.lock().unwrap().as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
-                    panic!("wrangler dev exited with {status}:\n{}", self.log());
+                    return Err(format!(
+                        "wrangler dev exited with {status}:\n{}",
+                        self.log()
+                    ));
                 }
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        panic!("wrangler dev did not answer within 180 s:\n{}", self.log());
+        Err(format!(
+            "wrangler dev did not answer within 180 s:\n{}",
+            self.log()
+        ))
     }
 
     /// The address of the worker's own runtime, behind `wrangler dev`'s proxy. The
@@ -219,6 +251,66 @@ impl Server {
             "no runtime of this server answers as the worker:\n{}",
             self.log()
         );
+    }
+
+    /// The server's runtime processes (`workerd`, where the Worker and its Durable
+    /// Objects run).
+    fn runtime_processes(&self) -> Vec<String> {
+        let group = self
+            .child
+            .lock()
+            .unwrap()
+            .as_ref()
+            .expect("a running server")
+            .id();
+        group_processes(group)
+            .into_iter()
+            .filter(|pid| {
+                fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "workerd")
+            })
+            .collect()
+    }
+
+    /// How far the runtime's resident memory rose above where it was while `work`
+    /// ran, sampled every 5 ms, in KiB.
+    pub fn memory_growth(&self, work: impl FnOnce()) -> u64 {
+        let processes = self.runtime_processes();
+        assert!(
+            !processes.is_empty(),
+            "no workerd process of this server to measure"
+        );
+        let resident = || -> u64 {
+            processes
+                .iter()
+                .filter_map(|pid| {
+                    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+                    status
+                        .lines()
+                        .find_map(|line| line.strip_prefix("VmRSS:"))?
+                        .trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+                .sum()
+        };
+        let before = resident();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let peak = std::thread::scope(|scope| {
+            let sampler = scope.spawn(|| {
+                let mut peak = before;
+                while !done.load(Ordering::SeqCst) {
+                    peak = peak.max(resident());
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                peak.max(resident())
+            });
+            work();
+            done.store(true, Ordering::SeqCst);
+            sampler.join().unwrap()
+        });
+        peak.saturating_sub(before)
     }
 
     pub fn log(&self) -> String {
@@ -461,8 +553,8 @@ fn kill_group(pgid: u32) {
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
 }
 
-/// The TCP ports that processes of a process group listen on (Linux `/proc`).
-fn listening_ports(group: u32) -> Vec<u16> {
+/// The processes of a process group (Linux `/proc`).
+fn group_processes(group: u32) -> Vec<String> {
     let in_group = |pid: &str| {
         let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // The fields after the command name, which is in parentheses: state, ppid, pgrp.
@@ -473,12 +565,18 @@ fn listening_ports(group: u32) -> Vec<u16> {
             .and_then(|pgrp| pgrp.parse::<u32>().ok())
             == Some(group)
     };
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()) && in_group(pid))
+        .collect()
+}
+
+/// The TCP ports that processes of a process group listen on (Linux `/proc`).
+fn listening_ports(group: u32) -> Vec<u16> {
     let mut sockets = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let pid = entry.file_name().to_string_lossy().into_owned();
-        if !pid.bytes().all(|b| b.is_ascii_digit()) || !in_group(&pid) {
-            continue;
-        }
+    for pid in group_processes(group) {
         for fd in fs::read_dir(format!("/proc/{pid}/fd"))
             .into_iter()
             .flatten()
@@ -530,6 +628,35 @@ fn free_port() -> u16 {
             return port;
         }
     }
+}
+
+/// Writes a KV value into the state a server persists to in `state_dir`, as
+/// `wrangler kv key put --local` does; no server may be running on it.
+pub fn kv_put_local(state_dir: &Path, binding: &str, key: &str, value: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let output = Command::new(root.join("node_modules/.bin/wrangler"))
+        .args([
+            "kv",
+            "key",
+            "put",
+            "--local",
+            "--binding",
+            binding,
+            key,
+            value,
+        ])
+        .arg("--config")
+        .arg(test_config())
+        .arg("--persist-to")
+        .arg(state_dir.join("wrangler"))
+        .env("WRANGLER_SEND_METRICS", "false")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 pub fn fresh_state_dir() -> PathBuf {
@@ -637,9 +764,10 @@ fn try_send(
         response.status(),
         response.header("Content-Type").unwrap_or("").to_owned(),
     );
-    // A body cut off (the server was killed mid-answer) is no answer.
-    let body = response
-        .into_string()
+    // A body cut off (the server was killed mid-answer) is no answer. Read whole,
+    // however large: ureq's `into_string` stops at 10 MB.
+    let mut body = String::new();
+    std::io::Read::read_to_string(&mut response.into_reader(), &mut body)
         .map_err(|e| format!("body cut off: {e}"))?;
     Ok(Resp {
         status,

@@ -4,6 +4,7 @@
 mod admin;
 mod agents;
 mod auth;
+mod bounded;
 mod concurrency;
 mod faults;
 mod features;
@@ -16,4 +17,5 @@ mod list_operations;
 mod persistence;
 mod readme;
 mod requests;
+mod revocation;
 mod security;

@@ -5,17 +5,21 @@
 
 use std::cell::Cell;
 
+use futures_util::stream;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    CreateFeedToken, Feed, FeedTokens, History, HolderCall, HolderProtocol, HolderRefusal,
+    Admit, CreateFeedToken, Feed, FeedTokens, History, HolderCall, HolderProtocol, HolderRefusal,
     ListEntries, Perform, Revoke, RevokeFeedToken, Usage,
 };
-use crate::domain::feed::FeedAnswer;
+use crate::domain::feed::{FeedHead, FeedRecord};
 use crate::domain::holder::{perform, sweep, Answer, Limits, ListStore, Operation};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
-use crate::objects::protocol::{receive, refuse, Ask, Failure};
+use crate::objects::protocol::{
+    receive, refuse, Ask, AskStream, Failure, Streamed, StreamedOutcome,
+};
 use crate::platform::{clock, config};
+use crate::store::holder_feed;
 use crate::store::holder_list::{migrate, SqlListStore};
 use crate::store::sql::SqlError;
 
@@ -25,13 +29,21 @@ const SWEEP_BATCH: usize = 1_000;
 
 type Outcome<T> = std::result::Result<T, Failure<HolderRefusal>>;
 
+/// What the object runs under, from the settings.
+#[derive(Clone, Copy)]
+struct Ready {
+    limits: Limits,
+    /// Records in one page of a feed.
+    page: usize,
+}
+
 #[durable_object]
 pub struct HolderList {
     state: State,
     sql: SqlStorage,
-    /// The limits once the schema exists; a configuration or storage fault otherwise,
+    /// The settings once the schema exists; a configuration or storage fault otherwise,
     /// answered as a 500 on every request rather than a panic at start.
-    ready: std::result::Result<Limits, String>,
+    ready: std::result::Result<Ready, String>,
     /// When the next alarm is known to be set, so most requests need not ask.
     alarm_at: Cell<Option<u64>>,
     /// Whether the license is revoked, once read: every request of a holder comes
@@ -44,7 +56,14 @@ impl DurableObject for HolderList {
         let sql = state.storage().sql();
         let ready = migrate(&sql)
             .map_err(|e| format!("schema: {e}"))
-            .and_then(|_| config::settings(&env).map(|s| s.limits).map_err(|e| e.0));
+            .and_then(|_| {
+                config::settings(&env)
+                    .map(|s| Ready {
+                        limits: s.limits,
+                        page: s.page_entries,
+                    })
+                    .map_err(|e| e.0)
+            });
         Self {
             state,
             sql,
@@ -55,8 +74,8 @@ impl DurableObject for HolderList {
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
-        let limits = match &self.ready {
-            Ok(limits) => *limits,
+        let ready = match &self.ready {
+            Ok(ready) => *ready,
             Err(problem) => return Response::error(problem.clone(), 500),
         };
         clock::adopt(&req)?;
@@ -69,17 +88,17 @@ impl DurableObject for HolderList {
         if !matches!(call, HolderCall::Revoke(_)) && self.is_revoked()? {
             return refuse::<HolderProtocol>(HolderRefusal::LicenseRevoked);
         }
-        let mut store = SqlListStore::new(&self.sql);
+        let store = SqlListStore::new(&self.sql);
         match call {
             HolderCall::Perform(Perform(calls)) => {
-                Perform::reply(self.perform(&calls, now, limits).await)
+                Perform::reply(self.perform(&calls, now, ready.limits).await)
             }
             HolderCall::ListEntries(ListEntries(query)) => {
                 ListEntries::reply(stored(store.list(&query, now)))
             }
             HolderCall::History(History(query)) => History::reply(stored(store.history(&query))),
             HolderCall::Usage(Usage) => Usage::reply(stored(store.usage())),
-            HolderCall::Feed(feed) => Feed::reply(self.feed(&mut store, &feed, now)),
+            HolderCall::Feed(feed) => Feed::reply(self.feed(feed, now, ready.page).await),
             HolderCall::CreateFeedToken(CreateFeedToken(token)) => {
                 CreateFeedToken::reply(match store.create_feed_token(&token, now) {
                     Ok(true) => Ok(()),
@@ -92,6 +111,12 @@ impl DurableObject for HolderList {
                 RevokeFeedToken::reply(stored(store.revoke_feed_token(&id)))
             }
             HolderCall::Revoke(Revoke) => Revoke::reply(self.revoke(now)),
+            // A revoked license was refused above.
+            HolderCall::Admit(Admit) => Admit::reply(Ok(())),
+            #[cfg(feature = "test-hooks")]
+            HolderCall::WasmMemory(super::protocol::WasmMemory) => {
+                super::protocol::WasmMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
+            }
             #[cfg(feature = "test-hooks")]
             HolderCall::RunAlarm(super::protocol::RunAlarm) => {
                 DurableObject::alarm(self).await?;
@@ -157,20 +182,39 @@ impl HolderList {
         Ok(answers)
     }
 
-    fn feed(
+    /// The feed's personal part: its head now, its records a page at a time as the
+    /// caller reads them. One batch of expired entries leaves the list first; the
+    /// alarm, set to run at once, takes the rest, so no read sweeps without bound.
+    async fn feed(
         &self,
-        store: &mut SqlListStore<&SqlStorage>,
-        feed: &Feed,
+        feed: Feed,
         now: UnixTime,
-    ) -> Outcome<FeedAnswer> {
+        page: usize,
+    ) -> StreamedOutcome<FeedHead, FeedRecord, HolderRefusal> {
+        let mut store = SqlListStore::new(self.sql.clone());
         if let Some(token) = &feed.token {
             if !store.touch_feed_token(token, now)? {
                 return Err(Failure::Refused(HolderRefusal::FeedTokenRevoked));
             }
         }
-        // Entries past their expiry leave the list, and enter the history, before it is read.
-        while sweep(store, now, SWEEP_BATCH)? == SWEEP_BATCH {}
-        Ok(store.feed(feed.since, feed.known, now)?)
+        if sweep(&mut store, now, SWEEP_BATCH)? == SWEEP_BATCH {
+            self.schedule_sweep(now)
+                .await
+                .map_err(|e| Failure::Fault(e.into()))?;
+        }
+        let (head, pages) = holder_feed::open(store, feed.since, feed.known, now, page)?;
+        let pages = stream::unfold(Some(pages), |pages| async move {
+            let mut pages = pages?;
+            match pages.next_page() {
+                Ok(Some(page)) => Some((Ok(page), Some(pages))),
+                Ok(None) => None,
+                Err(fault) => Some((Err(fault.into()), None)),
+            }
+        });
+        Ok(Streamed {
+            head,
+            pages: Box::pin(pages),
+        })
     }
 
     fn is_revoked(&self) -> Result<bool> {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::entry::{Entry, HistoryEvent};
-use crate::domain::feed::FeedAnswer;
+use crate::domain::feed::{FeedHead, FeedRecord};
 use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord};
 use crate::domain::holder::{Answer, Call, DailyUsage};
 use crate::domain::page::{EntryCursor, HistoryCursor, Page, PageQuery};
@@ -22,13 +22,17 @@ calls!(HolderProtocol => HolderCall {
     ListEntries => Page<Entry, EntryCursor>,
     History => Page<HistoryEvent, HistoryCursor>,
     Usage => DailyUsage,
-    Feed => FeedAnswer,
     CreateFeedToken => (),
     FeedTokens => Vec<FeedTokenInfo>,
     RevokeFeedToken => Option<String>,
     Revoke => (),
+    Admit => (),
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
+    #[cfg(feature = "test-hooks")]
+    WasmMemory => u64,
+} streamed {
+    Feed => (FeedHead, FeedRecord),
 });
 
 /// What a holder's object refuses, whatever the call.
@@ -59,7 +63,8 @@ pub struct History(pub PageQuery<HistoryCursor>);
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Usage;
 
-/// The feed's personal part: the whole live list, or its changes after a history number.
+/// The feed's personal part: the whole live list in address order, or its changes
+/// after a history number, a page at a time.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Feed {
     /// The feed token the request came with, if any: it must still exist.
@@ -86,7 +91,17 @@ pub struct RevokeFeedToken(pub String);
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Revoke;
 
+/// Whether the license may log in: refused once it is revoked, which this object
+/// knows at once, however long KV's caches still show the license's key.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Admit;
+
 /// Runs the alarm now: the test build's hook, not in the deployable one.
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RunAlarm;
+
+/// The object's WebAssembly memory in bytes (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WasmMemory;

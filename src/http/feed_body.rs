@@ -1,0 +1,333 @@
+//! A feed's body, written a part at a time as the holder's object sends its pages
+//! and the global list's blocks come: what the Worker holds at once is a page of
+//! each and the part being written, whatever the lists' sizes.
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use futures_util::stream::{self, Stream};
+use worker::console_error;
+
+use super::feed_query::Format;
+use crate::domain::feed::{
+    gone_item, interval_of, is_single_block, Blocks, FeedItem, FeedRecord, Intervals, Merge, Next,
+};
+use crate::domain::range::Ipv4Range;
+use crate::domain::snapshot::covers;
+use crate::domain::time::UnixTime;
+use crate::objects::protocol::Pages;
+use crate::store::StoreError;
+
+/// The sorted intervals of a list held in the isolate, read in order by one feed.
+pub struct HeldIntervals {
+    intervals: Rc<Intervals>,
+    next: usize,
+}
+
+impl HeldIntervals {
+    pub fn new(intervals: Rc<Intervals>) -> Self {
+        Self { intervals, next: 0 }
+    }
+}
+
+impl Iterator for HeldIntervals {
+    type Item = (u32, u32);
+
+    fn next(&mut self) -> Option<(u32, u32)> {
+        let interval = self.intervals.get(self.next).copied();
+        self.next += 1;
+        interval
+    }
+}
+
+/// The operator's lists as a feed sees them: the global part (the global list
+/// without what the allow list holds; empty for a personal feed) and the allow list.
+pub struct Operator {
+    pub global: Rc<Intervals>,
+    pub allow: Rc<Intervals>,
+}
+
+impl Operator {
+    /// Whether the global part has `addr` as a block of its own: a personal entry
+    /// of that address is then still in the feed, as the global block.
+    fn single_global_block(&self, addr: u32) -> bool {
+        interval_of(&self.global, addr).is_some_and(|span| is_single_block(span, addr))
+    }
+}
+
+/// What a feed's body holds: every item, or the changes after a cursor.
+pub enum Shape {
+    Whole { reset: bool },
+    Delta,
+}
+
+/// Where the writing is.
+enum Stage {
+    Head,
+    /// Whole: items in address order, merged.
+    Items,
+    /// Delta: the addresses to drop, then the entries to add.
+    Deleted,
+    New,
+    Tail,
+    Done,
+}
+
+struct Writer {
+    records: Pages<FeedRecord>,
+    operator: Operator,
+    blocks: Blocks<HeldIntervals>,
+    merge: Merge,
+    /// The delta's records of the page read, not written yet.
+    read: VecDeque<FeedRecord>,
+    format: Format,
+    shape: Shape,
+    version: String,
+    part_items: usize,
+    /// Items written so far; the JSON array's first needs no comma.
+    written: u64,
+    stage: Stage,
+}
+
+/// The body of a feed answer, as a stream of parts of at most `part_items` items.
+pub fn body(
+    records: Pages<FeedRecord>,
+    operator: Operator,
+    format: Format,
+    shape: Shape,
+    version: String,
+    part_items: usize,
+) -> impl Stream<Item = worker::Result<Vec<u8>>> {
+    let blocks = Blocks::new(HeldIntervals::new(operator.global.clone()));
+    let writer = Writer {
+        records,
+        operator,
+        blocks,
+        merge: Merge::default(),
+        read: VecDeque::new(),
+        format,
+        shape,
+        version,
+        part_items: part_items.max(1),
+        written: 0,
+        stage: Stage::Head,
+    };
+    stream::unfold(writer, |mut writer| async move {
+        match writer.part().await {
+            Ok(Some(text)) => Some((Ok(text.into_bytes()), writer)),
+            Ok(None) => None,
+            // The body breaks off: the client sees a cut transfer, never a short feed.
+            Err(fault) => {
+                console_error!("feed broke off: {fault}");
+                writer.stage = Stage::Done;
+                Some((Err(worker::Error::RustError(fault.to_string())), writer))
+            }
+        }
+    })
+}
+
+impl Writer {
+    /// The next part of the body, `None` after the last.
+    async fn part(&mut self) -> Result<Option<String>, StoreError> {
+        let mut text = String::new();
+        match self.stage {
+            Stage::Head => {
+                text = self.head();
+                self.stage = match self.shape {
+                    Shape::Whole { .. } => Stage::Items,
+                    Shape::Delta => Stage::Deleted,
+                };
+            }
+            Stage::Items => {
+                for _ in 0..self.part_items {
+                    match self.next_whole().await? {
+                        Some(item) => self.write(&mut text, &item),
+                        None => {
+                            self.stage = Stage::Tail;
+                            break;
+                        }
+                    }
+                }
+            }
+            Stage::Deleted => {
+                let mut count = 0;
+                while count < self.part_items {
+                    match self.next_record().await? {
+                        Some(FeedRecord::Gone(ip)) => {
+                            if !self.operator.single_global_block(ip.to_u32()) {
+                                self.write(&mut text, &gone_item(ip));
+                                count += 1;
+                            }
+                        }
+                        listed => {
+                            // The first entry to add belongs to the next array.
+                            if let Some(record) = listed {
+                                self.read.push_front(record);
+                            }
+                            self.written = 0;
+                            text.push_str("],\"new\":[");
+                            self.stage = Stage::New;
+                            break;
+                        }
+                    }
+                }
+            }
+            Stage::New => {
+                let mut count = 0;
+                while count < self.part_items {
+                    match self.next_record().await? {
+                        Some(FeedRecord::Listed(entry)) => {
+                            if !covers(&self.operator.allow, entry.ip.to_u32()) {
+                                self.write(&mut text, &FeedItem::personal(entry));
+                                count += 1;
+                            }
+                        }
+                        Some(FeedRecord::Gone(ip)) => {
+                            return Err(StoreError::Corrupt(format!(
+                                "a feed's delta dropped {ip} after its listed entries"
+                            )))
+                        }
+                        None => {
+                            self.stage = Stage::Tail;
+                            break;
+                        }
+                    }
+                }
+            }
+            Stage::Tail => {
+                text = self.tail();
+                self.stage = Stage::Done;
+            }
+            Stage::Done => return Ok(None),
+        }
+        Ok(Some(text))
+    }
+
+    async fn next_record(&mut self) -> Result<Option<FeedRecord>, StoreError> {
+        loop {
+            if let Some(record) = self.read.pop_front() {
+                return Ok(Some(record));
+            }
+            match self.records.next().await? {
+                Some(page) => self.read.extend(page),
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// The whole feed's next item in address order.
+    async fn next_whole(&mut self) -> Result<Option<FeedItem>, StoreError> {
+        loop {
+            match self.merge.step() {
+                Next::Item(item) => return Ok(Some(item)),
+                Next::Done => return Ok(None),
+                Next::NeedPersonal => match self.records.next().await? {
+                    Some(page) => {
+                        let mut entries = Vec::with_capacity(page.len());
+                        for record in page {
+                            match record {
+                                FeedRecord::Listed(entry)
+                                    if !covers(&self.operator.allow, entry.ip.to_u32()) =>
+                                {
+                                    entries.push(entry)
+                                }
+                                FeedRecord::Listed(_) => {}
+                                FeedRecord::Gone(ip) => {
+                                    return Err(StoreError::Corrupt(format!(
+                                        "a whole feed dropped {ip}"
+                                    )))
+                                }
+                            }
+                        }
+                        self.merge.push_personal(entries);
+                    }
+                    None => self.merge.finish_personal(),
+                },
+                Next::NeedGlobal => {
+                    let part: Vec<Ipv4Range> = self.blocks.by_ref().take(self.part_items).collect();
+                    if part.is_empty() {
+                        self.merge.finish_global();
+                    }
+                    self.merge.push_global(part);
+                }
+            }
+        }
+    }
+
+    fn head(&self) -> String {
+        let version = &self.version;
+        match (self.format, &self.shape) {
+            (Format::Text, _) => format!("# greylist feed, version {version}\n"),
+            (Format::Json, Shape::Whole { reset }) => {
+                let reset = if *reset { "\"reset\":true," } else { "" };
+                format!("{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":[")
+            }
+            // Keys in this order: the ipset agent reads the arrays by their neighbours.
+            (Format::Json, Shape::Delta) => {
+                format!("{{\"cursor\":\"{version}\",\"deleted\":[")
+            }
+        }
+    }
+
+    fn tail(&self) -> String {
+        match self.format {
+            // The count closes the feed, so a cut transfer is told from a short list.
+            Format::Text => format!("# end of feed, {} entries\n", self.written),
+            Format::Json => "]}".to_owned(),
+        }
+    }
+
+    fn write(&mut self, text: &mut String, item: &FeedItem) {
+        match self.format {
+            Format::Text => {
+                text.push_str(&item.text());
+                text.push('\n');
+            }
+            Format::Json => {
+                if self.written > 0 {
+                    text.push(',');
+                }
+                text.push_str(&item_json(item).to_string());
+            }
+        }
+        self.written += 1;
+    }
+}
+
+/// An item as the JSON feed shows it.
+pub fn item_json(item: &FeedItem) -> serde_json::Value {
+    serde_json::json!({
+        "value": item.block.to_string(),
+        "scope": if item.global { "global" } else { "personal" },
+        "expiresAt": item.expires_at.map(UnixTime::to_rfc3339),
+        "comment": item.comment,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_items_carry_scope_expiry_and_comment() {
+        let block = Ipv4Range::parse("8.8.8.8").unwrap();
+        let listed = FeedItem {
+            block,
+            global: false,
+            expires_at: Some(UnixTime(1_795_262_400)),
+            comment: Some("scanner".into()),
+        };
+        assert_eq!(
+            item_json(&listed),
+            json!({ "value": "8.8.8.8", "scope": "personal", "expiresAt": "2026-11-21T12:00:00Z", "comment": "scanner" })
+        );
+        let global = FeedItem {
+            block: Ipv4Range::parse("45.0.0.0/8").unwrap(),
+            global: true,
+            expires_at: None,
+            comment: None,
+        };
+        assert_eq!(item_json(&global)["scope"], "global");
+    }
+}

@@ -1,0 +1,376 @@
+//! The personal part of a feed, read from the holder's database a page at a time:
+//! whatever the list's size, a page is all that is held. The whole list goes in
+//! address order (so the Worker merges it with the global list as both stream);
+//! the changes after a cursor go as every address a firewall should drop, then
+//! every entry it should hold, each address once, in the order of its last change.
+
+use super::holder_list::{entries, ip_of, live, SqlListStore, ENTRY_COLUMNS};
+use super::sql::{Sql, SqlError, Value};
+use crate::domain::code::Coded;
+use crate::domain::entry::{Change, Entry};
+use crate::domain::feed::{FeedHead, FeedRecord};
+use crate::domain::time::UnixTime;
+
+/// The history rows a feed's changes are made of: what changes the list.
+fn listing_changes() -> String {
+    [Change::Added, Change::Removed, Change::Expired]
+        .map(|c| format!("'{}'", c.code()))
+        .join(", ")
+}
+
+/// Where a feed's reading is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Live entries after this address, as the rows keep it.
+    Whole {
+        after: Option<[u8; 16]>,
+    },
+    /// Addresses whose last change in the window, after this history number, unlisted them.
+    Gone {
+        after: u64,
+    },
+    /// Addresses whose last change in the window, after this history number, left them listed.
+    Listed {
+        after: u64,
+    },
+    Done,
+}
+
+/// A feed's personal part, read on demand.
+pub struct FeedPages<S: Sql> {
+    store: SqlListStore<S>,
+    now: UnixTime,
+    page: usize,
+    /// The changes read are those after the cursor up to the newest when the feed began,
+    /// so that a feed is the list as of one moment, and what came later is the next delta's.
+    window: (u64, u64),
+    step: Step,
+}
+
+/// Reads how a feed begins: unchanged when the caller's `known` number is current,
+/// the changes after `since` while the history still holds every one of them,
+/// the whole list otherwise.
+pub fn open<S: Sql>(
+    store: SqlListStore<S>,
+    since: Option<u64>,
+    known: Option<u64>,
+    now: UnixTime,
+    page: usize,
+) -> Result<(FeedHead, FeedPages<S>), SqlError> {
+    let (oldest, changes) = store.changes()?;
+    let remembered = |since: u64| since <= changes && since + 1 >= oldest;
+    let (head, step, window) = match since {
+        _ if known == Some(changes) => (FeedHead::Unchanged { changes }, Step::Done, (0, 0)),
+        Some(since) if remembered(since) => (
+            FeedHead::Delta { changes },
+            Step::Gone { after: since },
+            (since, changes),
+        ),
+        since => (
+            FeedHead::Whole {
+                changes,
+                reset: since.is_some(),
+            },
+            Step::Whole { after: None },
+            (0, changes),
+        ),
+    };
+    Ok((
+        head,
+        FeedPages {
+            store,
+            now,
+            page: page.max(1),
+            window,
+            step,
+        },
+    ))
+}
+
+impl<S: Sql> FeedPages<S> {
+    /// The next page of records, or `None` after the last.
+    pub fn next_page(&mut self) -> Result<Option<Vec<FeedRecord>>, SqlError> {
+        loop {
+            let (records, next) = match self.step {
+                Step::Done => return Ok(None),
+                Step::Whole { after } => self.whole(after)?,
+                Step::Gone { after } => self.changed(after, false)?,
+                Step::Listed { after } => self.changed(after, true)?,
+            };
+            self.step = next;
+            if !records.is_empty() {
+                return Ok(Some(records));
+            }
+        }
+    }
+
+    fn whole(&self, after: Option<[u8; 16]>) -> Result<(Vec<FeedRecord>, Step), SqlError> {
+        let rows = self.store.sql().query(
+            &format!(
+                "SELECT {ENTRY_COLUMNS} FROM entries WHERE {} AND ip > ?2 ORDER BY ip LIMIT ?3",
+                live("expires_at")
+            ),
+            &[
+                Value::int(self.now.0),
+                // The empty blob sorts before every address.
+                Value::Blob(after.map_or_else(Vec::new, |ip| ip.to_vec())),
+                Value::int(self.page as u64),
+            ],
+        )?;
+        let full = rows.len() == self.page;
+        let last = rows
+            .last()
+            .map(|row| {
+                <[u8; 16]>::try_from(row.blob(0)?)
+                    .map_err(|_| SqlError("an address of another size".to_owned()))
+            })
+            .transpose()?;
+        let listed: Vec<FeedRecord> = entries(rows)?.into_iter().map(FeedRecord::Listed).collect();
+        let next = match last {
+            Some(last) if full => Step::Whole { after: Some(last) },
+            _ => Step::Done,
+        };
+        Ok((listed, next))
+    }
+
+    /// A page of the window's last changes after history number `after`: those that
+    /// left the address listed, or those that did not.
+    fn changed(&self, after: u64, listed: bool) -> Result<(Vec<FeedRecord>, Step), SqlError> {
+        let codes = listing_changes();
+        let rows = self.store.sql().query(
+            &format!(
+                "SELECT h.id, h.ip, e.ip IS NOT NULL, e.added_at, e.expires_at, e.comment
+                 FROM history h LEFT JOIN entries e ON e.ip = h.ip AND {live}
+                 WHERE h.id > ?2 AND h.id <= ?3 AND h.change IN ({codes})
+                   AND (e.ip IS NOT NULL) = ?4
+                   AND NOT EXISTS (SELECT 1 FROM history later WHERE later.ip = h.ip
+                       AND later.id > h.id AND later.id <= ?3 AND later.change IN ({codes}))
+                 ORDER BY h.id LIMIT ?5",
+                live = live("e.expires_at"),
+            ),
+            &[
+                Value::int(self.now.0),
+                Value::int(after),
+                Value::int(self.window.1),
+                Value::int(u64::from(listed)),
+                Value::int(self.page as u64),
+            ],
+        )?;
+        let full = rows.len() == self.page;
+        let mut records = Vec::with_capacity(rows.len());
+        let mut last = after;
+        for row in &rows {
+            last = row.int(0)?;
+            // An address that is no longer public is left out.
+            let Some(ip) = ip_of(row.blob(1)?) else {
+                continue;
+            };
+            records.push(if listed {
+                FeedRecord::Listed(Entry {
+                    ip,
+                    added_at: UnixTime(row.opt_int(3)?.unwrap_or(0)),
+                    expires_at: row.opt_int(4)?.map(UnixTime),
+                    comment: row.opt_text(5)?,
+                })
+            } else {
+                FeedRecord::Gone(ip)
+            });
+        }
+        let next = match (full, listed) {
+            (true, false) => Step::Gone { after: last },
+            (true, true) => Step::Listed { after: last },
+            (false, false) => Step::Listed {
+                after: self.window.0,
+            },
+            (false, true) => Step::Done,
+        };
+        Ok((records, next))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::entry::{EntryDetails, Expiry};
+    use crate::domain::holder::{perform, sweep, Call, Limits, Operation};
+    use crate::domain::ipv4::PublicIpv4;
+    use crate::store::rule_tests::sql_store;
+    use crate::store::sql::native::NativeSql;
+
+    const NOON: UnixTime = UnixTime(1_795_262_400);
+    const NO_LIMITS: Limits = Limits {
+        additions: u32::MAX,
+        removals: u32::MAX,
+        entries: u32::MAX,
+    };
+
+    fn apply(
+        store: &mut SqlListStore<impl Sql>,
+        operation: Operation,
+        text: &str,
+        expiry: Option<Expiry>,
+        at: UnixTime,
+    ) {
+        let call = Call {
+            operation,
+            ip: PublicIpv4::parse(text).unwrap(),
+            details: EntryDetails {
+                expiry,
+                comment: None,
+            },
+            client: None,
+        };
+        perform(store, &call, at, NO_LIMITS).unwrap();
+    }
+
+    /// Every record of a feed read in pages of `page`, and its head.
+    fn read(
+        store: &SqlListStore<NativeSql>,
+        since: Option<u64>,
+        at: UnixTime,
+        page: usize,
+    ) -> (FeedHead, Vec<String>) {
+        let shared = SqlListStore::new(store.sql());
+        let (head, mut pages) = open(shared, since, None, at, page).unwrap();
+        let mut records = Vec::new();
+        while let Some(part) = pages.next_page().unwrap() {
+            assert!(part.len() <= page, "a page holds at most its size");
+            records.extend(part.into_iter().map(|record| match record {
+                FeedRecord::Listed(entry) => format!("+{}", entry.ip),
+                FeedRecord::Gone(ip) => format!("-{ip}"),
+            }));
+        }
+        (head, records)
+    }
+
+    #[test]
+    fn the_whole_list_comes_in_address_order_a_page_at_a_time() {
+        let mut store = sql_store();
+        for text in ["9.9.9.9", "8.8.8.8", "8.8.4.4", "1.1.1.1"] {
+            apply(&mut store, Operation::Add, text, None, NOON);
+        }
+        apply(
+            &mut store,
+            Operation::Add,
+            "7.7.7.7",
+            Some(Expiry::After(60)),
+            NOON,
+        );
+        for page in [1, 2, 3, 10] {
+            let (head, records) = read(&store, None, NOON.plus(60), page);
+            assert_eq!(
+                head,
+                FeedHead::Whole {
+                    changes: 5,
+                    reset: false
+                }
+            );
+            assert_eq!(
+                records,
+                ["+1.1.1.1", "+8.8.4.4", "+8.8.8.8", "+9.9.9.9"],
+                "pages of {page}; the expired entry is not live"
+            );
+        }
+        let (_, records) = read(&store, Some(99), NOON, 2);
+        assert_eq!(
+            records.len(),
+            5,
+            "a cursor from the future gets the whole list"
+        );
+    }
+
+    #[test]
+    fn changes_come_as_every_dropped_address_then_every_listed_entry_each_once() {
+        let mut store = sql_store();
+        apply(&mut store, Operation::Add, "8.8.8.1", None, NOON);
+        apply(
+            &mut store,
+            Operation::Add,
+            "8.8.8.2",
+            Some(Expiry::After(60)),
+            NOON,
+        );
+        apply(&mut store, Operation::Remove, "8.8.8.1", None, NOON.plus(1));
+        apply(&mut store, Operation::Add, "8.8.8.3", None, NOON.plus(2));
+        apply(&mut store, Operation::Remove, "8.8.8.3", None, NOON.plus(3));
+        apply(&mut store, Operation::Add, "8.8.8.3", None, NOON.plus(4));
+        apply(&mut store, Operation::Add, "8.8.8.4", None, NOON.plus(5));
+        assert_eq!(sweep(&mut store, NOON.plus(60), 10).unwrap(), 1);
+        for page in [1, 2, 10] {
+            let (head, records) = read(&store, Some(2), NOON.plus(60), page);
+            assert_eq!(head, FeedHead::Delta { changes: 8 });
+            assert_eq!(
+                records,
+                ["-8.8.8.1", "-8.8.8.2", "+8.8.8.3", "+8.8.8.4"],
+                "pages of {page}: dropped first, each group in the order of the last change"
+            );
+        }
+    }
+
+    #[test]
+    fn a_feed_reads_the_changes_up_to_its_start_only() {
+        let sql = NativeSql::new();
+        crate::store::holder_list::migrate(&sql).unwrap();
+        let mut store = SqlListStore::new(&sql);
+        apply(&mut store, Operation::Add, "8.8.8.1", None, NOON);
+        apply(&mut store, Operation::Add, "8.8.8.2", None, NOON);
+        let (head, mut pages) = open(SqlListStore::new(&sql), Some(0), None, NOON, 1).unwrap();
+        assert_eq!(head, FeedHead::Delta { changes: 2 });
+        let first = pages.next_page().unwrap().unwrap();
+        // A change while the feed streams is the next delta's, not this one's.
+        apply(&mut store, Operation::Add, "8.8.8.3", None, NOON);
+        let second = pages.next_page().unwrap().unwrap();
+        assert_eq!(pages.next_page().unwrap(), None);
+        assert_eq!(
+            [first, second].concat(),
+            ["8.8.8.1", "8.8.8.2"].map(|ip| FeedRecord::Listed(Entry {
+                ip: PublicIpv4::parse(ip).unwrap(),
+                added_at: NOON,
+                expires_at: None,
+                comment: None
+            }))
+        );
+    }
+
+    #[test]
+    fn a_current_number_is_unchanged_and_an_old_one_past_the_history_is_a_reset() {
+        let mut store = sql_store();
+        for n in 0..5 {
+            apply(
+                &mut store,
+                Operation::Add,
+                &format!("8.8.8.{n}"),
+                None,
+                NOON,
+            );
+        }
+        let shared = || SqlListStore::new(store.sql());
+        let (head, mut pages) = open(shared(), None, Some(5), NOON, 10).unwrap();
+        assert_eq!(head, FeedHead::Unchanged { changes: 5 });
+        assert_eq!(pages.next_page().unwrap(), None);
+        store
+            .sql()
+            .execute("DELETE FROM history WHERE id <= 3", &[])
+            .unwrap();
+        assert!(matches!(
+            open(shared(), Some(3), None, NOON, 10).unwrap().0,
+            FeedHead::Delta { .. }
+        ));
+        assert_eq!(
+            open(shared(), Some(2), None, NOON, 10).unwrap().0,
+            FeedHead::Whole {
+                changes: 5,
+                reset: true
+            },
+            "row 3 is gone"
+        );
+        store.sql().execute("DELETE FROM history", &[]).unwrap();
+        assert!(
+            matches!(
+                open(shared(), Some(5), None, NOON, 10).unwrap().0,
+                FeedHead::Delta { .. }
+            ),
+            "numbers are never handed out twice, so the newest cursor stays valid"
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! Memory per request is set by a page, never by a list: what a feed or a list
+//! read makes the Worker and the holder's object hold is the same for N entries
+//! and for ten times N (each read on a freshly started runtime, with a small page).
+
+use serde_json::json;
+
+use crate::helpers::*;
+
+/// Entries of the smaller list; each carries a 255-character comment of control
+/// characters, about 1.5 KB of JSON, so a reader that held the list would grow by
+/// tens of megabytes at ten times this.
+const N: usize = 2_000;
+/// Below this, growth is the allocator's, not the list's: a reader that held what
+/// it reads would grow by many times this at ten times N.
+const FLOOR_KIB: u64 = 1024;
+
+fn populate(app: &TestApp, entries: usize) {
+    let comment: String = "\u{1}".repeat(255);
+    for batch in 0..entries.div_ceil(1000) {
+        let ips: Vec<String> = (batch * 1000..((batch + 1) * 1000).min(entries))
+            .map(|n| format!("81.{}.{}.{}", n >> 16, (n >> 8) & 255, n & 255))
+            .collect();
+        let body = json!({ "ips": ips, "comment": comment }).to_string();
+        let resp = app.bulk(
+            "/api/addIpsToGreylist",
+            "application/json",
+            &body,
+            Mode::Json,
+        );
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        assert_eq!(
+            resp.json()["counts"]["added"],
+            json!(ips.len()),
+            "{}",
+            resp.body
+        );
+    }
+}
+
+/// A read of a holder's `n` entries, checked.
+type Read = fn(&TestApp, usize);
+
+/// The reads measured, each a name and what it does.
+fn reads() -> Vec<(&'static str, Read)> {
+    vec![
+        ("JSON feed", |app, n| {
+            let feed = app.feed("format=json");
+            assert_eq!(feed.status, 200);
+            assert_eq!(feed.json()["entries"].as_array().unwrap().len(), n);
+        }),
+        ("text feed", |app, n| {
+            let feed = app.feed("");
+            assert_eq!(feed.status, 200);
+            assert_eq!(feed.body.lines().count(), n + 2, "head, entries, tail");
+        }),
+        ("delta of every entry", |app, n| {
+            let allow = app.server.status()["allowList"]["version"].clone();
+            let since = format!("0.0.{}", allow.as_str().unwrap());
+            let delta = app.feed_json(&format!("format=json&since={since}"));
+            assert_eq!(delta["new"].as_array().unwrap().len(), n);
+        }),
+        ("list read, every page", |app, n| {
+            let mut cursor = String::new();
+            let mut read = 0;
+            loop {
+                let page = app.list(&[("limit", "1000"), ("cursor", &cursor)]);
+                read += page["entries"].as_array().unwrap().len();
+                match page["cursor"].as_str() {
+                    Some(next) => cursor = next.to_owned(),
+                    None => break,
+                }
+            }
+            assert_eq!(read, n);
+        }),
+    ]
+}
+
+/// What a read made the runtime hold, in KiB: the WebAssembly memory of the
+/// Worker and of the holder's object (one instance when `wrangler dev` runs both
+/// in one isolate) (the high-water marks of what the code held,
+/// which only grow), and the process's resident memory at its peak (which also
+/// carries the garbage the JavaScript engine has not collected yet, so it rises
+/// with the bytes that passed through, held or not: reported, not asserted).
+#[derive(Clone, Copy)]
+struct Growth {
+    worker: u64,
+    holder: u64,
+    resident: u64,
+}
+
+fn wasm_kib(app: &TestApp) -> (u64, u64) {
+    let resp = send(
+        "GET",
+        &format!("{}/__test/memory?license={}", app.server.base, app.license),
+        &[],
+        None,
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let json = resp.json();
+    (
+        json["worker"].as_u64().unwrap() / 1024,
+        json["holder"].as_u64().unwrap() / 1024,
+    )
+}
+
+/// Each read's growth on a holder of `entries` entries, each on a fresh runtime.
+fn growth_of_each_read(entries: usize) -> Vec<Growth> {
+    let server = Server::own(&[("DAILY_ADDITIONS", "100000"), ("PAGE_ENTRIES", "50")]);
+    let app = TestApp::on(&server);
+    populate(&app, entries);
+    server.kill();
+    reads()
+        .into_iter()
+        .map(|(_, read)| {
+            let fresh = server.restart_from();
+            let app = app.with_server(&fresh);
+            // The holder's object started and its database opened: what is measured is the read.
+            app.check("8.8.8.8");
+            let before = wasm_kib(&app);
+            let resident = fresh.memory_growth(|| read(&app, entries));
+            let after = wasm_kib(&app);
+            fresh.kill();
+            Growth {
+                worker: after.0 - before.0,
+                holder: after.1 - before.1,
+                resident,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_feed_and_a_list_read_hold_no_more_for_ten_times_the_entries() {
+    let small = growth_of_each_read(N);
+    let large = growth_of_each_read(10 * N);
+    for (((name, _), small), large) in reads().iter().zip(&small).zip(&large) {
+        println!(
+            "{name}: wasm +{} KiB, resident +{} KiB for {N} entries; wasm +{} KiB, resident +{} KiB for {}",
+            small.worker, small.resident, large.worker, large.resident, 10 * N
+        );
+        for (part, small, large) in [
+            ("the Worker", small.worker, large.worker),
+            ("the holder's object", small.holder, large.holder),
+        ] {
+            assert!(
+                large <= 2 * small.max(FLOOR_KIB),
+                "{name}: {part} grew {large} KiB for {} entries, {small} KiB for {N}",
+                10 * N
+            );
+        }
+    }
+}
