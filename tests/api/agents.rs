@@ -456,3 +456,42 @@ fn base64(text: &str) -> String {
         })
         .collect()
 }
+
+#[test]
+fn a_feed_sweeps_one_batch_of_expired_entries_and_the_alarm_the_rest() {
+    let server = Server::own(&[("DAILY_ADDITIONS", "10000")]);
+    let app = TestApp::on(&server);
+    let cursor = app.feed_json("format=json")["cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for batch in 0..2 {
+        let ips: Vec<String> = (0..750)
+            .map(|n| format!("83.0.{}.{}", batch * 3 + n / 250, n % 250))
+            .collect();
+        let body = json!({ "ips": ips, "ttl": 60 }).to_string();
+        let added = app.bulk(
+            "/api/addIpsToGreylist",
+            "application/json",
+            &body,
+            Mode::Json,
+        );
+        assert_eq!(added.json()["counts"]["added"], 750, "{}", added.body);
+    }
+    server.advance(61);
+    let changes = || app.history()["result"].as_str().unwrap().to_owned();
+    let first = app.feed_json(&format!("format=json&since={cursor}"));
+    assert_eq!(
+        first["deleted"].as_array().unwrap().len(),
+        1500,
+        "every expired entry leaves the firewall, swept or not"
+    );
+    assert_eq!(
+        changes(),
+        "2500 changes",
+        "1 500 added, and one batch of 1 000 expired: the feed's work is bounded"
+    );
+    server.run_holder_alarm(&app.license);
+    assert_eq!(changes(), "3000 changes", "the alarm swept the rest");
+    server.kill();
+}
