@@ -7,6 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::code::{serde_by_code, Coded};
+use super::intervals::merged;
 use super::ipv4::is_wholly_private;
 use super::range::Ipv4Range;
 
@@ -118,6 +119,11 @@ impl ListEntries {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// The addresses the entries cover, as sorted disjoint intervals, read lazily.
+    pub fn intervals(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        merged(self.0.iter().map(|range| (range.first(), range.last())))
     }
 
     /// Removals, then additions, in one pass over the list however long it is;

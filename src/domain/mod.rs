@@ -2,15 +2,18 @@
 //! types, time passed in; tested natively.
 
 pub mod code;
+pub mod delta;
 pub mod entry;
 pub mod feed;
 pub mod feed_token;
 pub mod holder;
+pub mod intervals;
 pub mod ip_list;
 pub mod ipv4;
 pub mod license;
 pub mod outcome;
 pub mod page;
+pub mod publication;
 pub mod quota;
 pub mod range;
 pub mod settings;

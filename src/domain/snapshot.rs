@@ -23,6 +23,11 @@ pub struct Manifest {
     /// The first address each shard covers, ascending, the first always 0; a
     /// shard covers every address up to the next one's first.
     pub shards: Vec<u32>,
+    /// The oldest version a feed's cursor may hold and still get the changes since
+    /// it (`delta`): every piece after it is published. 0 in manifests written
+    /// before there were pieces, which no cursor can use (version 0 has none).
+    #[serde(default)]
+    pub deltas_from: u64,
 }
 
 impl Manifest {
@@ -43,6 +48,19 @@ pub struct Shard {
 }
 
 impl Shard {
+    /// A shard of sorted, disjoint, never adjacent intervals.
+    pub fn of_intervals(intervals: Vec<(u32, u32)>) -> Self {
+        let mut shard = Self::default();
+        for (first, last) in intervals {
+            if first == last {
+                shard.singles.push(first);
+            } else {
+                shard.spans.push((first, last));
+            }
+        }
+        shard
+    }
+
     pub fn contains(&self, addr: u32) -> bool {
         if self.singles.binary_search(&addr).is_ok() {
             return true;
@@ -125,28 +143,12 @@ pub fn covers(intervals: &[(u32, u32)], addr: u32) -> bool {
 /// Merges the entries and cuts them into shards: the manifest's shard starts,
 /// and the shards.
 pub fn build(entries: &ListEntries) -> (Vec<u32>, Vec<Shard>) {
-    let mut merged: Vec<(u32, u32)> = Vec::with_capacity(entries.len());
-    for range in entries.as_slice() {
-        match merged.last_mut() {
-            Some((_, last)) if range.first() <= last.saturating_add(1) => {
-                *last = (*last).max(range.last())
-            }
-            _ => merged.push((range.first(), range.last())),
-        }
-    }
+    let merged: Vec<(u32, u32)> = entries.intervals().collect();
     let mut starts = Vec::new();
     let mut shards = Vec::new();
     for (index, part) in merged.chunks(SHARD_ENTRIES).enumerate() {
         starts.push(if index == 0 { 0 } else { part[0].0 });
-        let mut shard = Shard::default();
-        for &(first, last) in part {
-            if first == last {
-                shard.singles.push(first);
-            } else {
-                shard.spans.push((first, last));
-            }
-        }
-        shards.push(shard);
+        shards.push(Shard::of_intervals(part.to_vec()));
     }
     if shards.is_empty() {
         starts.push(0);
@@ -174,6 +176,7 @@ mod tests {
             published_at: 0,
             entries: 0,
             shards: starts.to_vec(),
+            deltas_from: 0,
         };
         shards[manifest.shard_of(addr)].contains(addr)
     }

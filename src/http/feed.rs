@@ -10,17 +10,21 @@ use super::feed_body::{self, Operator, Shape};
 use super::feed_query::{FeedQuery, Format, Scope};
 use super::form;
 use super::reply::Reply;
-use crate::domain::feed::FeedHead;
+use crate::domain::delta::{block_changes, touching, BlockChanges};
+use crate::domain::feed::{FeedHead, Intervals};
 use crate::domain::feed_token::{
     self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord,
 };
 use crate::domain::ip_list::ListKind;
 use crate::domain::license::LicenseId;
+use crate::domain::range::Ipv4Range;
+use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{CreateFeedToken, Feed, FeedTokens, RevokeFeedToken};
 use crate::objects::lists::client as lists;
 use crate::platform::config;
+use crate::store::holder_feed::MAX_PROBED;
 use crate::store::{licenses, StoreError};
 
 /// `GET /api/greylistFeed`: the whole feed as text or JSON, or (JSON with
@@ -49,26 +53,44 @@ pub async fn feed(
     };
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let known = query.known_changes(&if_none_match, global_version, allow_version);
-    let since = query.delta_from(global_version, allow_version);
-    let (head, records) = holder(env, license)?
+    let changes = match query.global_since(global_version, allow_version) {
+        Some(from) => global_changes(env, (from, global_version), &allow, freshness, now).await?,
+        None => None,
+    };
+    let since = query.delta_from(global_version, allow_version, changes.is_some());
+    let probe = changes.as_ref().map(probed).unwrap_or_default();
+    let (start, records) = holder(env, license)?
         .ask_stream(Feed {
             token,
             since,
             known,
+            probe,
         })
         .await?;
-    let version = query.version(head.changes(), global_version, allow_version);
-    let shape = match head {
-        FeedHead::Unchanged { .. } => {
+    let version = query.version(start.head.changes(), global_version, allow_version);
+    let (shape, changes) = match (start.head, changes) {
+        (FeedHead::Unchanged { .. }, _) => {
             let response = Response::empty()?.with_status(304);
             response.headers().set("ETag", &query.etag(version))?;
             return Ok(Reply::Built(response));
         }
-        FeedHead::Delta { .. } => Shape::Delta,
+        // The firewall holds the holder's own entries of these addresses: they stay.
+        (FeedHead::Delta { .. }, Some(mut changes)) => {
+            let held = |block: &Ipv4Range| {
+                block.prefix() == 32 && start.listed.binary_search(&block.first()).is_ok()
+            };
+            changes.deleted.retain(|block| !held(block));
+            changes.added.retain(|block| !held(block));
+            (Shape::Delta, changes)
+        }
+        (FeedHead::Delta { .. }, None) => (Shape::Delta, BlockChanges::default()),
         // Changes were asked for, but the whole feed is what answers them.
-        FeedHead::Whole { .. } => Shape::Whole {
-            reset: query.since.is_some(),
-        },
+        (FeedHead::Whole { .. }, _) => (
+            Shape::Whole {
+                reset: query.since.is_some(),
+            },
+            BlockChanges::default(),
+        ),
     };
     let content_type = match query.format {
         Format::Text => "text/plain; charset=utf-8",
@@ -78,6 +100,7 @@ pub async fn feed(
     let body = feed_body::body(
         records,
         operator,
+        changes,
         query.format,
         shape,
         version.to_string(),
@@ -87,6 +110,42 @@ pub async fn feed(
     response.headers().set("Content-Type", content_type)?;
     response.headers().set("ETag", &query.etag(version))?;
     Ok(Reply::Built(response))
+}
+
+/// How the feed's global blocks changed from the cursor's version of the global
+/// list to the current one, the allow list unchanged; `None` when the published
+/// changes do not say, or would make the holder's object look up more addresses
+/// than it takes: the whole feed answers then.
+async fn global_changes(
+    env: &Env,
+    span: (u64, u64),
+    allow: &Intervals,
+    freshness: Freshness,
+    now: Millis,
+) -> Result<Option<BlockChanges>, ApiError> {
+    let Some(change) = lists::changes(env, ListKind::Global, span, freshness, now).await? else {
+        return Ok(None);
+    };
+    let (version, global) = lists::intervals(env, ListKind::Global, freshness, now).await?;
+    if version != span.1 {
+        return Ok(None);
+    }
+    let changes = block_changes(&touching(&global, &change), &change, allow);
+    Ok((probed(&changes).len() <= MAX_PROBED).then_some(changes))
+}
+
+/// The single addresses among the blocks that change, ascending.
+fn probed(changes: &BlockChanges) -> Vec<u32> {
+    let mut addrs: Vec<u32> = changes
+        .deleted
+        .iter()
+        .chain(&changes.added)
+        .filter(|block| block.prefix() == 32)
+        .map(Ipv4Range::first)
+        .collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    addrs
 }
 
 /// A new feed token: the only time it is shown.

@@ -9,8 +9,10 @@ use futures_util::stream::{self, Stream};
 use worker::console_error;
 
 use super::feed_query::Format;
+use crate::domain::delta::BlockChanges;
 use crate::domain::feed::{
-    gone_item, interval_of, is_single_block, Blocks, FeedItem, FeedRecord, Intervals, Merge, Next,
+    global_item, gone_item, interval_of, is_single_block, Blocks, FeedItem, FeedRecord, Intervals,
+    Merge, Next,
 };
 use crate::domain::range::Ipv4Range;
 use crate::domain::snapshot::covers;
@@ -66,9 +68,12 @@ enum Stage {
     Head,
     /// Whole: items in address order, merged.
     Items,
-    /// Delta: the addresses to drop, then the entries to add.
+    /// Delta: the addresses to drop (the holder's, then the global blocks'), then
+    /// the entries to add (likewise).
     Deleted,
+    DeletedGlobal,
     New,
+    NewGlobal,
     Tail,
     Done,
 }
@@ -80,6 +85,9 @@ struct Writer {
     merge: Merge,
     /// The delta's records of the page read, not written yet.
     read: VecDeque<FeedRecord>,
+    /// The delta's global blocks to drop and to add, not written yet.
+    global_deleted: VecDeque<Ipv4Range>,
+    global_added: VecDeque<Ipv4Range>,
     format: Format,
     shape: Shape,
     version: String,
@@ -93,13 +101,17 @@ struct Writer {
 pub fn body(
     records: Pages<FeedRecord>,
     operator: Operator,
+    changes: BlockChanges,
     format: Format,
     shape: Shape,
     version: String,
     part_items: usize,
 ) -> impl Stream<Item = worker::Result<Vec<u8>>> {
     let blocks = Blocks::new(HeldIntervals::new(operator.global.clone()));
+    let BlockChanges { deleted, added } = changes;
     let writer = Writer {
+        global_deleted: deleted.into(),
+        global_added: added.into(),
         records,
         operator,
         blocks,
@@ -164,12 +176,35 @@ impl Writer {
                             if let Some(record) = listed {
                                 self.read.push_front(record);
                             }
-                            self.written = 0;
-                            text.push_str("],\"new\":[");
-                            self.stage = Stage::New;
+                            self.stage = Stage::DeletedGlobal;
                             break;
                         }
                     }
+                }
+            }
+            Stage::DeletedGlobal => {
+                for _ in 0..self.part_items {
+                    match self.global_deleted.pop_front() {
+                        Some(block) => self.write(&mut text, &global_item(block)),
+                        None => break,
+                    }
+                }
+                if self.global_deleted.is_empty() {
+                    // The first entry to add belongs to the next array.
+                    self.written = 0;
+                    text.push_str("],\"new\":[");
+                    self.stage = Stage::New;
+                }
+            }
+            Stage::NewGlobal => {
+                for _ in 0..self.part_items {
+                    match self.global_added.pop_front() {
+                        Some(block) => self.write(&mut text, &global_item(block)),
+                        None => break,
+                    }
+                }
+                if self.global_added.is_empty() {
+                    self.stage = Stage::Tail;
                 }
             }
             Stage::New => {
@@ -188,7 +223,7 @@ impl Writer {
                             )))
                         }
                         None => {
-                            self.stage = Stage::Tail;
+                            self.stage = Stage::NewGlobal;
                             break;
                         }
                     }

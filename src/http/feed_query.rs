@@ -131,14 +131,28 @@ impl FeedQuery {
     }
 
     /// The personal history number to ask the changes after, when a delta can be
-    /// given at all: the operator's lists change by versions, not by entries, so
-    /// only while they are at the cursor's versions. (Whether the holder's history
-    /// still reaches back to it, the holder's object decides.)
-    pub fn delta_from(&self, global: u64, allow: u64) -> Option<u64> {
+    /// given at all: while the allow list is at the cursor's version, and the
+    /// global list is too or `global_changes` (what changed in it since the
+    /// cursor's version is known). Whether the holder's history still reaches back
+    /// to it, the holder's object decides.
+    pub fn delta_from(&self, global: u64, allow: u64, global_changes: bool) -> Option<u64> {
         let now = self.version(0, global, allow);
         self.since
-            .filter(|since| since.global == now.global && since.allow == now.allow)
+            .filter(|since| {
+                since.allow == now.allow && (since.global == now.global || global_changes)
+            })
             .map(|since| since.changes)
+    }
+
+    /// The global list's version the cursor holds, when it is not the current one
+    /// and the feed includes the global list at the allow list's current version:
+    /// a delta can then carry the global list's changes.
+    pub fn global_since(&self, global: u64, allow: u64) -> Option<u64> {
+        self.since
+            .filter(|since| {
+                self.scope == Scope::All && since.allow == allow && since.global != global
+            })
+            .map(|since| since.global)
     }
 
     /// The personal history number the caller holds, when `If-None-Match` names
@@ -209,25 +223,40 @@ mod tests {
             FeedQuery::parse("format=json").unwrap().etag(version)
         );
         let delta = FeedQuery::parse("scope=all&format=json&since=3.4.1").unwrap();
-        assert_eq!(delta.delta_from(4, 1), Some(3));
+        assert_eq!(delta.delta_from(4, 1, false), Some(3));
         assert_eq!(
-            delta.delta_from(5, 1),
+            delta.delta_from(5, 1, false),
             None,
-            "the global list has a new version"
+            "the global list has a new version, its changes unknown"
+        );
+        assert_eq!(delta.global_since(5, 1), Some(4));
+        assert_eq!(
+            delta.delta_from(5, 1, true),
+            Some(3),
+            "the global list has a new version, and its changes are known"
         );
         assert_eq!(
-            delta.delta_from(4, 2),
+            delta.delta_from(4, 2, true),
             None,
             "the allow list has a new version"
         );
+        assert_eq!(delta.global_since(4, 2), None);
+        assert_eq!(delta.global_since(4, 1), None, "the global list is current");
         let personal = FeedQuery::parse("format=json&since=3.0.1").unwrap();
         assert_eq!(
-            personal.delta_from(9, 1),
+            personal.global_since(9, 1),
+            None,
+            "no global list in a personal feed"
+        );
+        assert_eq!(
+            personal.delta_from(9, 1, false),
             Some(3),
             "the global list is not part of a personal feed"
         );
         assert_eq!(
-            FeedQuery::parse("format=json").unwrap().delta_from(4, 1),
+            FeedQuery::parse("format=json")
+                .unwrap()
+                .delta_from(4, 1, false),
             None,
             "no cursor, no delta"
         );

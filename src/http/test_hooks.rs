@@ -13,7 +13,7 @@ use crate::domain::license::LicenseId;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{RunAlarm as RunHolderAlarm, WasmMemory};
 use crate::objects::lists::client::writer;
-use crate::objects::lists::protocol::{FailNextSave, RunAlarm as RunListsAlarm};
+use crate::objects::lists::protocol::{FailNextSave, FailPublications, RunAlarm as RunListsAlarm};
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::{FailNextNotice, RunAlarm as RunRevocationsAlarm};
@@ -36,12 +36,20 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
             )
         }
         (Method::Post, "/__test/lists/alarm") => {
-            writer(env)
+            let scheduled = writer(env)
                 .map_err(|e| e.to_string())?
                 .ask(RunListsAlarm)
                 .await
                 .map_err(hook)?;
-            Response::ok("ran")
+            Response::from_json(&serde_json::json!({ "wasScheduled": scheduled }))
+        }
+        (Method::Post, "/__test/lists/fail-publications") => {
+            writer(env)
+                .map_err(|e| e.to_string())?
+                .ask(FailPublications)
+                .await
+                .map_err(hook)?;
+            Response::ok("publications fail before their manifest until the writer restarts")
         }
         (Method::Post, "/__test/lists/fail-next-save") => {
             writer(env)

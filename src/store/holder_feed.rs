@@ -4,7 +4,7 @@
 //! the changes after a cursor go as every address a firewall should drop, then
 //! every entry it should hold, each address once, in the order of its last change.
 
-use super::holder_list::{entries, ip_of, live, SqlListStore, ENTRY_COLUMNS};
+use super::holder_list::{address_value, entries, ip_of, live, SqlListStore, ENTRY_COLUMNS};
 use super::sql::{Sql, SqlError, Value};
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry};
@@ -85,6 +85,42 @@ pub fn open<S: Sql>(
             step,
         },
     ))
+}
+
+/// Addresses probed at most in one feed: the single-address blocks a change of the
+/// global list adds or drops. A larger change is answered with the whole feed.
+pub const MAX_PROBED: usize = 10_000;
+/// Addresses looked up in one statement.
+const PROBE_BATCH: usize = 100;
+
+/// Which of `addrs` the list holds live at `now`: a delta of the global list leaves
+/// those alone, since the firewall holds them as the holder's own entries.
+pub fn listed<S: Sql>(
+    store: &SqlListStore<S>,
+    addrs: &[u32],
+    now: UnixTime,
+) -> Result<Vec<u32>, SqlError> {
+    let mut found = Vec::new();
+    for batch in addrs.chunks(PROBE_BATCH) {
+        let marks = (0..batch.len())
+            .map(|i| format!("?{}", i + 2))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let args: Vec<Value> = std::iter::once(Value::int(now.0))
+            .chain(batch.iter().map(|&addr| address_value(addr)))
+            .collect();
+        for row in store.sql().query(
+            &format!(
+                "SELECT ip FROM entries WHERE ip IN ({marks}) AND {}",
+                live("expires_at")
+            ),
+            &args,
+        )? {
+            found.extend(ip_of(row.blob(0)?).map(|ip| ip.to_u32()));
+        }
+    }
+    found.sort_unstable();
+    Ok(found)
 }
 
 impl<S: Sql> FeedPages<S> {
@@ -371,6 +407,33 @@ mod tests {
                 FeedHead::Delta { .. }
             ),
             "numbers are never handed out twice, so the newest cursor stays valid"
+        );
+    }
+
+    #[test]
+    fn a_probe_finds_the_live_entries_among_the_addresses_asked() {
+        let mut store = sql_store();
+        apply(&mut store, Operation::Add, "8.8.8.8", None, NOON);
+        apply(
+            &mut store,
+            Operation::Add,
+            "9.9.9.9",
+            Some(Expiry::After(60)),
+            NOON,
+        );
+        let addr = |text: &str| text.parse::<std::net::Ipv4Addr>().unwrap().into();
+        let asked: Vec<u32> = (0..250u32)
+            .map(|n| 0x0101_0000 + n)
+            .chain([addr("9.9.9.9"), addr("8.8.8.8")])
+            .collect();
+        assert_eq!(
+            listed(&store, &asked, NOON).unwrap(),
+            [addr("8.8.8.8"), addr("9.9.9.9")]
+        );
+        assert_eq!(
+            listed(&store, &asked, NOON.plus(60)).unwrap(),
+            [addr("8.8.8.8")],
+            "an expired entry is not held"
         );
     }
 }

@@ -1,17 +1,26 @@
 //! The lists' writer's SQLite database: each list's entries (compact rows of five
-//! bytes an entry), its publication state, and the versions whose shards still
-//! wait to be deleted from KV.
+//! bytes an entry), its publication state, the pieces of its recent changes, the
+//! versions it published when, and the versions whose shards wait to be deleted
+//! from KV.
 
-use super::sql::{Row, Sql, SqlError, Value};
+use super::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
 use crate::domain::code::Coded;
+use crate::domain::delta::Piece;
 use crate::domain::ip_list::{ListEntries, ListKind, ENTRY_BYTES};
+use crate::domain::publication::Publication;
 use crate::domain::snapshot::Manifest;
 
 /// Entries in one stored row: SQLite rows here hold at most 2 MB.
 const ROW_ENTRIES: usize = 200_000;
+/// Bytes of a piece of changes in one stored row.
+const ROW_PIECE_BYTES: usize = 1 << 20;
 
-/// See `sql::migrate`. The first step is the schema objects had before it was versioned.
-const MIGRATIONS: [&str; 1] = ["
+/// See `sql::migrate`. The first step is the schema objects had before it was
+/// versioned; the second replaces the `dirty` flag by counts of changes saved and
+/// published (a list marked dirty had one change saved that none published), and
+/// adds the pieces of changes and the versions' times.
+const MIGRATIONS: [&str; 2] = [
+    "
     CREATE TABLE IF NOT EXISTS lists (
         kind TEXT PRIMARY KEY, version INTEGER NOT NULL, published_at INTEGER NOT NULL,
         shards INTEGER NOT NULL, dirty INTEGER NOT NULL, reserved INTEGER NOT NULL, manifest TEXT
@@ -22,37 +31,30 @@ const MIGRATIONS: [&str; 1] = ["
     CREATE TABLE IF NOT EXISTS retired (
         kind TEXT NOT NULL, version INTEGER NOT NULL, shards INTEGER NOT NULL, at INTEGER NOT NULL,
         PRIMARY KEY (kind, version)
-    );"];
+    );",
+    "
+    ALTER TABLE lists ADD COLUMN saved INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE lists ADD COLUMN published INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE lists ADD COLUMN published_at_ms INTEGER NOT NULL DEFAULT 0;
+    UPDATE lists SET saved = dirty, published_at_ms = published_at * 1000;
+    ALTER TABLE lists DROP COLUMN dirty;
+    ALTER TABLE lists DROP COLUMN published_at;
+    CREATE TABLE pieces (
+        kind TEXT NOT NULL, version INTEGER NOT NULL, level INTEGER NOT NULL, part INTEGER NOT NULL,
+        data BLOB NOT NULL, in_kv INTEGER NOT NULL, PRIMARY KEY (kind, version, level, part)
+    );
+    CREATE TABLE versions (
+        kind TEXT NOT NULL, version INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (kind, version)
+    );",
+];
 
-/// A list's publication as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Publication {
-    /// The version isolates read; 0 before the first publication.
-    pub version: u64,
-    /// Seconds since the epoch.
-    pub published_at: u64,
-    /// The highest version number ever handed to a publication, published or not:
-    /// a publication that failed half way may have written shards under it.
-    pub reserved: u64,
-    /// Shards of the current version.
+/// A list's publication as stored: its state, and what its published version is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stored {
+    pub publication: Publication,
+    /// Shards of the published version.
     pub shards: usize,
-    /// A change was saved that no publication includes yet.
-    pub dirty: bool,
     pub manifest: Option<Manifest>,
-}
-
-impl Publication {
-    /// A list never published: changed, so that it will be.
-    pub fn unpublished() -> Self {
-        Self {
-            version: 0,
-            published_at: 0,
-            reserved: 0,
-            shards: 0,
-            dirty: true,
-            manifest: None,
-        }
-    }
 }
 
 /// A replaced version whose shards are deleted once no cache can name them.
@@ -61,6 +63,13 @@ pub struct Retired {
     pub kind: ListKind,
     pub version: u64,
     pub shards: usize,
+}
+
+/// Names one piece of a list's changes: the version it ends at, and its level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PieceKey {
+    pub version: u64,
+    pub level: u8,
 }
 
 pub struct ListTables<S: Sql> {
@@ -77,12 +86,13 @@ impl<S: Sql> ListTables<S> {
     }
 
     /// Every list stored, with its publication.
-    pub fn publications(&self) -> Result<Vec<(ListKind, Publication)>, SqlError> {
+    pub fn publications(&self) -> Result<Vec<(ListKind, Stored)>, SqlError> {
         let rows = self.sql.query(
-            "SELECT kind, version, published_at, reserved, shards, dirty, manifest FROM lists",
+            "SELECT kind, version, reserved, saved, published, published_at_ms, shards, manifest
+             FROM lists",
             &[],
         )?;
-        rows.iter().map(publication_of).collect()
+        rows.iter().map(stored_of).collect()
     }
 
     pub fn entries(&self, kind: ListKind) -> Result<ListEntries, SqlError> {
@@ -107,7 +117,7 @@ impl<S: Sql> ListTables<S> {
         &self,
         kind: ListKind,
         entries: &ListEntries,
-        publication: &Publication,
+        stored: &Stored,
     ) -> Result<(), SqlError> {
         self.sql.execute(
             "DELETE FROM entries WHERE kind = ?1",
@@ -127,36 +137,172 @@ impl<S: Sql> ListTables<S> {
                 ],
             )?;
         }
-        self.save_publication(kind, publication)
+        self.save_publication(kind, stored)
     }
 
-    pub fn save_publication(
-        &self,
-        kind: ListKind,
-        publication: &Publication,
-    ) -> Result<(), SqlError> {
-        let manifest = publication
+    pub fn save_publication(&self, kind: ListKind, stored: &Stored) -> Result<(), SqlError> {
+        let manifest = stored
             .manifest
             .as_ref()
             .map(|m| serde_json::to_string(m).map_err(|e| SqlError(e.to_string())))
             .transpose()?;
+        let p = &stored.publication;
         self.sql.execute(
-            "INSERT INTO lists (kind, version, published_at, shards, dirty, reserved, manifest)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-             ON CONFLICT (kind) DO UPDATE SET version = excluded.version, published_at = excluded.published_at,
-                shards = excluded.shards, dirty = excluded.dirty, reserved = excluded.reserved,
+            "INSERT INTO lists (kind, version, reserved, saved, published, published_at_ms, shards, manifest)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (kind) DO UPDATE SET version = excluded.version, reserved = excluded.reserved,
+                saved = excluded.saved, published = excluded.published,
+                published_at_ms = excluded.published_at_ms, shards = excluded.shards,
                 manifest = excluded.manifest",
             &[
                 Value::text(kind.code()),
-                Value::int(publication.version),
-                Value::int(publication.published_at),
-                Value::int(publication.shards as u64),
-                Value::int(u64::from(publication.dirty)),
-                Value::int(publication.reserved),
+                Value::int(p.version),
+                Value::int(p.reserved),
+                Value::int(p.saved),
+                Value::int(p.published),
+                Value::int(p.published_at_ms),
+                Value::int(stored.shards as u64),
                 Value::opt_text(manifest.as_deref()),
             ],
         )?;
         Ok(())
+    }
+
+    /// Stores a piece of changes, not yet in KV.
+    pub fn save_piece(&self, kind: ListKind, key: PieceKey, piece: &Piece) -> Result<(), SqlError> {
+        let bytes = piece.encode();
+        for (part, data) in bytes.chunks(ROW_PIECE_BYTES).enumerate() {
+            self.sql.execute(
+                "INSERT OR REPLACE INTO pieces (kind, version, level, part, data, in_kv)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 0)",
+                &[
+                    Value::text(kind.code()),
+                    Value::int(key.version),
+                    Value::int(u64::from(key.level)),
+                    Value::int(part as u64),
+                    Value::Blob(data.to_vec()),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A stored piece of changes, if the writer still has it.
+    pub fn piece(&self, kind: ListKind, key: PieceKey) -> Result<Option<Piece>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT data FROM pieces WHERE kind = ?1 AND version = ?2 AND level = ?3 ORDER BY part",
+            &[
+                Value::text(kind.code()),
+                Value::int(key.version),
+                Value::int(u64::from(key.level)),
+            ],
+        )?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let mut bytes = Vec::new();
+        for row in &rows {
+            bytes.extend_from_slice(row.blob(0)?);
+        }
+        Piece::decode(&bytes).map(Some).ok_or_else(|| {
+            SqlError(format!(
+                "a stored piece of changes, {key:?}, does not decode"
+            ))
+        })
+    }
+
+    /// The pieces not yet written to KV, oldest first.
+    pub fn pieces_not_in_kv(&self, kind: ListKind) -> Result<Vec<PieceKey>, SqlError> {
+        self.piece_keys(
+            kind,
+            "in_kv = 0 AND version <= ?2",
+            MAX_EXACT_INTEGER as u64,
+        )
+    }
+
+    pub fn piece_in_kv(&self, kind: ListKind, key: PieceKey) -> Result<(), SqlError> {
+        self.sql.execute(
+            "UPDATE pieces SET in_kv = 1 WHERE kind = ?1 AND version = ?2 AND level = ?3",
+            &[
+                Value::text(kind.code()),
+                Value::int(key.version),
+                Value::int(u64::from(key.level)),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The pieces that end at or before `version`: no cursor the window admits needs them.
+    pub fn pieces_until(&self, kind: ListKind, version: u64) -> Result<Vec<PieceKey>, SqlError> {
+        self.piece_keys(kind, "version <= ?2", version)
+    }
+
+    pub fn forget_piece(&self, kind: ListKind, key: PieceKey) -> Result<(), SqlError> {
+        self.sql.execute(
+            "DELETE FROM pieces WHERE kind = ?1 AND version = ?2 AND level = ?3",
+            &[
+                Value::text(kind.code()),
+                Value::int(key.version),
+                Value::int(u64::from(key.level)),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn piece_keys(
+        &self,
+        kind: ListKind,
+        condition: &str,
+        version: u64,
+    ) -> Result<Vec<PieceKey>, SqlError> {
+        let rows = self.sql.query(
+            &format!(
+                "SELECT DISTINCT version, level FROM pieces WHERE kind = ?1 AND {condition}
+                 ORDER BY version, level"
+            ),
+            &[Value::text(kind.code()), Value::int(version)],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(PieceKey {
+                    version: row.int(0)?,
+                    level: u8::try_from(row.int(1)?)
+                        .map_err(|_| SqlError("a piece's level over 255".to_owned()))?,
+                })
+            })
+            .collect()
+    }
+
+    /// Records that `version` was published at `at` (seconds), and answers the newest
+    /// version published at or before `before`: older ones are forgotten.
+    pub fn published_version(
+        &self,
+        kind: ListKind,
+        version: u64,
+        at: u64,
+        before: u64,
+    ) -> Result<Option<u64>, SqlError> {
+        let kind = Value::text(kind.code());
+        self.sql.execute(
+            "INSERT OR REPLACE INTO versions (kind, version, at) VALUES (?1, ?2, ?3)",
+            &[kind.clone(), Value::int(version), Value::int(at)],
+        )?;
+        let rows = self.sql.query(
+            "SELECT max(version) FROM versions WHERE kind = ?1 AND at <= ?2",
+            &[kind.clone(), Value::int(before)],
+        )?;
+        let newest = rows
+            .first()
+            .map(|row| row.opt_int(0))
+            .transpose()?
+            .flatten();
+        if let Some(newest) = newest {
+            self.sql.execute(
+                "DELETE FROM versions WHERE kind = ?1 AND version < ?2",
+                &[kind, Value::int(newest)],
+            )?;
+        }
+        Ok(newest)
     }
 
     /// Remembers a replaced version's shards, replaced at `at` (seconds).
@@ -208,22 +354,25 @@ fn kind_of(row: &Row, column: usize) -> Result<ListKind, SqlError> {
         .ok_or_else(|| SqlError(format!("a list this writer never kept: {code:?}")))
 }
 
-fn publication_of(row: &Row) -> Result<(ListKind, Publication), SqlError> {
-    let manifest = match row.opt_text(6)? {
+fn stored_of(row: &Row) -> Result<(ListKind, Stored), SqlError> {
+    let manifest = match row.opt_text(7)? {
         Some(text) => Some(
             serde_json::from_str(&text).map_err(|e| SqlError(format!("stored manifest: {e}")))?,
         ),
         None => None,
     };
-    let publication = Publication {
-        version: row.int(1)?,
-        published_at: row.int(2)?,
-        reserved: row.int(3)?,
-        shards: row.int(4)? as usize,
-        dirty: row.int(5)? != 0,
+    let stored = Stored {
+        publication: Publication {
+            version: row.int(1)?,
+            reserved: row.int(2)?,
+            saved: row.int(3)?,
+            published: row.int(4)?,
+            published_at_ms: row.int(5)?,
+        },
+        shards: row.int(6)? as usize,
         manifest,
     };
-    Ok((kind_of(row, 0)?, publication))
+    Ok((kind_of(row, 0)?, stored))
 }
 
 #[cfg(test)]
@@ -251,22 +400,22 @@ mod tests {
             published_at: 9,
             entries: many.len(),
             shards: vec![0],
+            deltas_from: 1,
         };
-        let publication = Publication {
-            version: 3,
-            published_at: 9,
-            reserved: 4,
+        let stored = Stored {
+            publication: Publication {
+                version: 3,
+                reserved: 4,
+                saved: 7,
+                published: 6,
+                published_at_ms: 9_000,
+            },
             shards: 1,
-            dirty: false,
             manifest: Some(manifest),
         };
-        tables.save(ListKind::Global, &many, &publication).unwrap();
+        tables.save(ListKind::Global, &many, &stored).unwrap();
         tables
-            .save(
-                ListKind::Allow,
-                &ListEntries::default(),
-                &Publication::unpublished(),
-            )
+            .save(ListKind::Allow, &ListEntries::default(), &Stored::default())
             .unwrap();
         assert_eq!(tables.entries(ListKind::Global).unwrap(), many);
         let rows = tables
@@ -274,14 +423,91 @@ mod tests {
             .query("SELECT count(*) FROM entries WHERE kind = 'global'", &[])
             .unwrap();
         assert_eq!(rows[0].int(0).unwrap(), 3);
-        let mut stored = tables.publications().unwrap();
-        stored.sort_by_key(|(kind, _)| kind.code());
+        let mut read = tables.publications().unwrap();
+        read.sort_by_key(|(kind, _)| kind.code());
         assert_eq!(
-            stored,
+            read,
             [
-                (ListKind::Allow, Publication::unpublished()),
-                (ListKind::Global, publication)
+                (ListKind::Allow, Stored::default()),
+                (ListKind::Global, stored)
             ]
+        );
+    }
+
+    #[test]
+    fn a_list_marked_dirty_before_the_counts_has_one_change_waiting_after_them() {
+        let sql = NativeSql::new();
+        super::super::sql::migrate(&sql, &MIGRATIONS[..1]).unwrap();
+        sql.execute(
+            "INSERT INTO lists VALUES ('global', 5, 1000, 2, 1, 6, NULL)",
+            &[],
+        )
+        .unwrap();
+        let tables = ListTables::new(sql);
+        tables.migrate().unwrap();
+        let (_, stored) = tables.publications().unwrap().remove(0);
+        assert_eq!(
+            stored.publication,
+            Publication {
+                version: 5,
+                reserved: 6,
+                saved: 1,
+                published: 0,
+                published_at_ms: 1_000_000,
+            }
+        );
+        assert!(
+            !stored.publication.includes(1),
+            "the change is still to publish"
+        );
+    }
+
+    #[test]
+    fn pieces_of_changes_round_trip_across_rows_and_are_tracked_until_in_kv() {
+        let tables = tables();
+        let big = Piece::Changed((0..300_000u32).map(|n| (n * 4, n * 4 + 1)).collect());
+        let key = PieceKey {
+            version: 4,
+            level: 2,
+        };
+        tables.save_piece(ListKind::Global, key, &big).unwrap();
+        let small = PieceKey {
+            version: 5,
+            level: 0,
+        };
+        tables
+            .save_piece(ListKind::Global, small, &Piece::Reset)
+            .unwrap();
+        assert_eq!(tables.piece(ListKind::Global, key).unwrap(), Some(big));
+        assert_eq!(tables.piece(ListKind::Allow, key).unwrap(), None);
+        assert_eq!(
+            tables.pieces_not_in_kv(ListKind::Global).unwrap(),
+            [key, small]
+        );
+        tables.piece_in_kv(ListKind::Global, key).unwrap();
+        assert_eq!(tables.pieces_not_in_kv(ListKind::Global).unwrap(), [small]);
+        assert_eq!(tables.pieces_until(ListKind::Global, 4).unwrap(), [key]);
+        tables.forget_piece(ListKind::Global, key).unwrap();
+        assert_eq!(tables.piece(ListKind::Global, key).unwrap(), None);
+    }
+
+    #[test]
+    fn the_window_starts_at_the_newest_version_published_before_its_bound() {
+        let tables = tables();
+        let kind = ListKind::Global;
+        assert_eq!(tables.published_version(kind, 1, 100, 50).unwrap(), None);
+        assert_eq!(
+            tables.published_version(kind, 2, 200, 150).unwrap(),
+            Some(1)
+        );
+        assert_eq!(
+            tables.published_version(kind, 4, 300, 250).unwrap(),
+            Some(2)
+        );
+        assert_eq!(
+            tables.published_version(kind, 5, 400, 260).unwrap(),
+            Some(2),
+            "versions before the window's start are forgotten, not the start"
         );
     }
 
@@ -311,7 +537,7 @@ mod tests {
         tables
             .sql
             .execute(
-                "INSERT INTO lists VALUES ('deny', 1, 1, 1, 0, 1, NULL)",
+                "INSERT INTO lists (kind, version, reserved, shards) VALUES ('deny', 1, 1, 1)",
                 &[],
             )
             .unwrap();

@@ -12,7 +12,9 @@ use worker::console_error;
 use super::kv::{is_fresh, read_json, KvRead};
 use super::StoreError;
 use crate::domain::code::Coded;
+use crate::domain::delta::{self, Piece, MAX_DELTA_INTERVALS};
 use crate::domain::feed::{subtract, Intervals};
+use crate::domain::intervals::{combine, Op};
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
 use crate::domain::snapshot::{Manifest, Shard};
@@ -42,6 +44,9 @@ type Challenged = ((u64, u64), Rc<Intervals>);
 #[derive(Default)]
 pub struct Held {
     lists: RefCell<HashMap<ListKind, Rc<Version>>>,
+    /// Changes composed for feeds, by list and span of versions: agents polling
+    /// one service mostly hold the same few cursors.
+    composed: RefCell<HashMap<(ListKind, u64, u64), Rc<Intervals>>>,
     /// The global list without the allow list, for the versions named: every feed of
     /// those versions shares it rather than computing its own copy.
     challenged: RefCell<Option<Challenged>>,
@@ -52,12 +57,20 @@ thread_local! {
     static HELD: Rc<Held> = Rc::new(Held::default());
 }
 
+/// Composed changes an isolate keeps at most.
+const COMPOSED_KEPT: usize = 16;
+
 /// The KV key of the manifest of a list's current version.
 pub const MANIFEST_KEY: &str = "manifest";
 
 /// The KV key of shard `index` of a list's version `version`.
 pub fn shard_key(version: u64, index: usize) -> String {
     format!("v{version}/{index}")
+}
+
+/// The KV key of the piece of a list's changes that ends at `version`, at `level` (`delta`).
+pub fn piece_key(version: u64, level: u8) -> String {
+    format!("d{version}.{level}")
 }
 
 /// One version of a list, its shards loaded as lookups need them.
@@ -177,6 +190,59 @@ impl Held {
             Ok((version.manifest.version, version.intervals(kv, kind).await?))
         })
         .await
+    }
+
+    /// The addresses whose membership changed from version `from` to `to`, from the
+    /// published pieces; `None` when the pieces no longer reach back that far, one
+    /// says the change is too large or unknown, or one is not visible yet: the
+    /// caller then answers with the whole list.
+    pub async fn changes(
+        &self,
+        source: &impl ListSource,
+        kind: ListKind,
+        (from, to): (u64, u64),
+        freshness: Freshness,
+        now: Millis,
+    ) -> Result<Option<Rc<Intervals>>, StoreError> {
+        let deltas_from = self
+            .answer(source, kind, freshness, now, |version| async move {
+                Ok(version.manifest.deltas_from)
+            })
+            .await?;
+        if deltas_from == 0 || from < deltas_from || from >= to {
+            return Ok(None);
+        }
+        if let Some(kept) = self.composed.borrow().get(&(kind, from, to)) {
+            return Ok(Some(kept.clone()));
+        }
+        let kv = source.kv(kind)?;
+        let mut change = Vec::new();
+        for (version, level) in delta::cover(from, to) {
+            let key = piece_key(version, level);
+            let Some(bytes) = kv.read(&key).await? else {
+                return Ok(None);
+            };
+            match Piece::decode(&bytes) {
+                Some(Piece::Changed(set)) => change = combine(&change, &set, Op::Xor),
+                Some(Piece::Reset) => return Ok(None),
+                None => {
+                    return Err(StoreError::Corrupt(format!(
+                        "{} list: piece {key} does not decode",
+                        kind.code()
+                    )))
+                }
+            }
+            if change.len() > MAX_DELTA_INTERVALS {
+                return Ok(None);
+            }
+        }
+        let change = Rc::new(change);
+        let mut composed = self.composed.borrow_mut();
+        if composed.len() >= COMPOSED_KEPT {
+            composed.clear();
+        }
+        composed.insert((kind, from, to), change.clone());
+        Ok(Some(change))
     }
 
     pub async fn challenged(
@@ -333,6 +399,7 @@ mod tests {
             published_at: 0,
             entries: entries.len(),
             shards: starts,
+            deltas_from: 0,
         };
         kv.write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());
     }
@@ -441,6 +508,7 @@ mod tests {
             published_at: 0,
             entries: 1,
             shards: vec![0],
+            deltas_from: 0,
         };
         fake.global
             .write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());

@@ -320,24 +320,108 @@ fn deltas_carry_adds_removes_and_expiries_once_each_with_their_latest_state() {
     server.kill();
 }
 
+/// The delta since `cursor` as (deleted, new) values, and the next cursor; applied
+/// to `held`, as a firewall applies it.
+fn delta(
+    app: &TestApp,
+    held: &mut std::collections::BTreeSet<String>,
+    cursor: &str,
+) -> (Vec<String>, Vec<String>, String) {
+    let answer = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
+    assert_eq!(
+        answer["reset"],
+        Value::Null,
+        "a delta, not the whole feed: {answer}"
+    );
+    let (deleted, new) = (values(&answer["deleted"]), values(&answer["new"]));
+    for value in &deleted {
+        held.remove(value);
+    }
+    held.extend(new.iter().cloned());
+    (deleted, new, answer["cursor"].as_str().unwrap().to_owned())
+}
+
 #[test]
-fn a_change_to_the_operator_lists_resets_a_delta_of_the_whole_feed() {
-    let server = Server::shared();
-    let app = TestApp::new();
+fn an_operator_edit_reaches_a_scope_all_delta_as_that_change_alone() {
+    // Its own server: on the shared one, other tests' edits of the global list would be in the deltas.
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    let many: Vec<String> = (0..300)
+        .map(|n| format!("45.1.{}.{}", n / 200, n % 200))
+        .collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    assert_eq!(server.edit_global_list(&many, &[]).status, 200);
+    assert_eq!(server.edit_global_list(&["45.0.0.1"], &[]).status, 200);
     app.add("79.0.0.1");
-    let cursor = app.feed_json("scope=all&format=json")["cursor"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let global = unique_ip();
-    let _global = server.listed("global-list", &[&global]);
+    let whole = app.feed_json("scope=all&format=json");
+    let mut held: std::collections::BTreeSet<String> =
+        values(&whole["entries"]).into_iter().collect();
+    assert!(held.len() > 3);
+    let cursor = whole["cursor"].as_str().unwrap().to_owned();
+
+    assert_eq!(server.edit_global_list(&["45.0.0.9"], &[]).status, 200);
+    let (deleted, new, cursor) = delta(&app, &mut held, &cursor);
+    assert_eq!(
+        (deleted, new),
+        (vec![], vec!["45.0.0.9".to_owned()]),
+        "one address added, one sent"
+    );
+
+    assert_eq!(server.edit_global_list(&[], &["45.0.0.1"]).status, 200);
+    let (deleted, new, cursor) = delta(&app, &mut held, &cursor);
+    assert_eq!((deleted, new), (vec!["45.0.0.1".to_owned()], vec![]));
+
+    // A neighbour joins: the firewall's block is replaced by the wider one the whole feed shows.
+    assert_eq!(server.edit_global_list(&["45.0.0.8"], &[]).status, 200);
+    let (deleted, new, after_neighbour) = delta(&app, &mut held, &cursor);
+    assert_eq!(
+        (deleted, new),
+        (vec!["45.0.0.9".to_owned()], vec!["45.0.0.8/31".to_owned()])
+    );
+
+    // Several versions at once compose into their net change.
+    assert_eq!(server.edit_global_list(&["45.0.0.20"], &[]).status, 200);
+    assert_eq!(
+        server
+            .edit_global_list(&[], &["45.0.0.20", "45.0.0.8"])
+            .status,
+        200
+    );
+    let (deleted, new, cursor) = delta(&app, &mut held, &after_neighbour);
+    assert_eq!(
+        (deleted, new),
+        (vec!["45.0.0.8/31".to_owned()], vec!["45.0.0.9".to_owned()])
+    );
+
+    // An address that is both the holder's entry and a global block is the holder's in a delta.
+    app.add("46.0.0.1");
+    let (_, new, cursor) = delta(&app, &mut held, &cursor);
+    assert_eq!(new, ["46.0.0.1"]);
+    assert_eq!(server.edit_global_list(&["46.0.0.1"], &[]).status, 200);
+    let (deleted, new, cursor) = delta(&app, &mut held, &cursor);
+    assert_eq!(
+        (deleted, new),
+        (vec![], vec![]),
+        "the firewall holds it already"
+    );
+    assert_eq!(server.edit_global_list(&[], &["46.0.0.1"]).status, 200);
+    let (deleted, new, cursor) = delta(&app, &mut held, &cursor);
+    assert_eq!((deleted, new), (vec![], vec![]), "the holder's entry stays");
+
+    // What a firewall holds after the deltas is what the whole feed says.
+    let whole: std::collections::BTreeSet<String> =
+        values(&app.feed_json("scope=all&format=json")["entries"])
+            .into_iter()
+            .collect();
+    assert_eq!(held, whole);
+
+    // A change of the allow list still starts the firewall afresh.
+    assert_eq!(server.edit_allow_list(&["45.1.0.0/24"], &[]).status, 200);
     let after = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
     assert_eq!(after["reset"], true);
-    // Tests running beside this one put neighbouring addresses on the shared global
-    // list, and the feed writes adjacent addresses as one CIDR block.
-    let feed = values(&after["entries"]);
-    assert!(covers(&feed, &global), "{global} not in {feed:?}");
-    assert!(feed.contains(&"79.0.0.1".to_owned()));
+    assert!(!covers(&values(&after["entries"]), "45.1.0.5"));
+    assert!(values(&after["entries"]).contains(&"79.0.0.1".to_owned()));
+    server.kill();
 }
 
 #[test]

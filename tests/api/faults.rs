@@ -238,3 +238,48 @@ fn a_storage_fault_of_the_lists_writer_is_a_logged_500_that_changes_nothing() {
         "the next edit is saved"
     );
 }
+
+#[test]
+fn a_change_saved_but_not_published_is_published_by_the_alarm_after_a_restart() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    assert_eq!(server.edit_global_list(&["9.9.8.1"], &[]).status, 200);
+    let hook = send(
+        "POST",
+        &format!("{}/__test/lists/fail-publications", server.base),
+        &[],
+        Some(b""),
+    );
+    assert_eq!(hook.status, 200, "{}", hook.body);
+    let failed = server.edit_global_list(&["9.9.8.2"], &[]);
+    assert_eq!(
+        failed.status, 500,
+        "KV failed before the manifest: {}",
+        failed.body
+    );
+    assert_eq!(
+        app.check("9.9.8.2"),
+        "[9.9.8.2] is currently not on global greylist",
+        "not published yet"
+    );
+    server.kill();
+    let server = server.restart_from();
+    let app = app.with_server(&server);
+    let alarm = send(
+        "POST",
+        &format!("{}/__test/lists/alarm", server.base),
+        &[],
+        Some(b""),
+    );
+    assert_eq!(
+        alarm.json(),
+        json!({ "wasScheduled": true }),
+        "an alarm stands for the saved change"
+    );
+    assert_eq!(
+        app.check("9.9.8.2"),
+        "[9.9.8.2] is on global greylist",
+        "published by the alarm"
+    );
+    server.kill();
+}

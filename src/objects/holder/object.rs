@@ -9,10 +9,10 @@ use futures_util::stream;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    Admit, CreateFeedToken, Feed, FeedTokens, History, HolderCall, HolderProtocol, HolderRefusal,
-    ListEntries, Perform, Revoke, RevokeFeedToken, Usage,
+    Admit, CreateFeedToken, Feed, FeedStart, FeedTokens, History, HolderCall, HolderProtocol,
+    HolderRefusal, ListEntries, Perform, Revoke, RevokeFeedToken, Usage,
 };
-use crate::domain::feed::{FeedHead, FeedRecord};
+use crate::domain::feed::FeedRecord;
 use crate::domain::holder::{perform, sweep, Answer, Limits, ListStore, Operation};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::protocol::{
@@ -22,6 +22,7 @@ use crate::platform::{clock, config};
 use crate::store::holder_feed;
 use crate::store::holder_list::{migrate, SqlListStore};
 use crate::store::sql::SqlError;
+use crate::store::StoreError;
 
 /// Expired entries one alarm, or one feed read, removes at most; when there are
 /// more, the next alarm runs at once.
@@ -190,7 +191,7 @@ impl HolderList {
         feed: Feed,
         now: UnixTime,
         page: usize,
-    ) -> StreamedOutcome<FeedHead, FeedRecord, HolderRefusal> {
+    ) -> StreamedOutcome<FeedStart, FeedRecord, HolderRefusal> {
         let mut store = SqlListStore::new(self.sql.clone());
         if let Some(token) = &feed.token {
             if !store.touch_feed_token(token, now)? {
@@ -202,6 +203,13 @@ impl HolderList {
                 .await
                 .map_err(|e| Failure::Fault(e.into()))?;
         }
+        if feed.probe.len() > holder_feed::MAX_PROBED {
+            return Err(Failure::Fault(StoreError::Corrupt(format!(
+                "a feed probed {} addresses",
+                feed.probe.len()
+            ))));
+        }
+        let listed = holder_feed::listed(&store, &feed.probe, now)?;
         let (head, pages) = holder_feed::open(store, feed.since, feed.known, now, page)?;
         let pages = stream::unfold(Some(pages), |pages| async move {
             let mut pages = pages?;
@@ -212,7 +220,7 @@ impl HolderList {
             }
         });
         Ok(Streamed {
-            head,
+            head: FeedStart { head, listed },
             pages: Box::pin(pages),
         })
     }

@@ -32,7 +32,7 @@ calls!(HolderProtocol => HolderCall {
     #[cfg(feature = "test-hooks")]
     WasmMemory => u64,
 } streamed {
-    Feed => (FeedHead, FeedRecord),
+    Feed => (FeedStart, FeedRecord),
 });
 
 /// What a holder's object refuses, whatever the call.
@@ -73,6 +73,16 @@ pub struct Feed {
     pub since: Option<u64>,
     /// The history number the caller already has: nothing else is sent if it is current.
     pub known: Option<u64>,
+    /// Addresses to look up (at most `holder_feed::MAX_PROBED`): which the list holds.
+    pub probe: Vec<u32>,
+}
+
+/// How a feed's personal part begins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedStart {
+    pub head: FeedHead,
+    /// Of the addresses probed, those the list holds live, ascending.
+    pub listed: Vec<u32>,
 }
 
 /// Records a new feed token.

@@ -82,3 +82,17 @@ pub async fn challenged(
         .challenged(&Deployed(env), freshness, now)
         .await
 }
+
+/// The addresses whose membership in the list changed between two versions, when
+/// the published pieces say (`Held::changes`).
+pub async fn changes(
+    env: &Env,
+    kind: ListKind,
+    span: (u64, u64),
+    freshness: Freshness,
+    now: Millis,
+) -> Result<Option<Rc<Intervals>>, StoreError> {
+    Held::isolate()
+        .changes(&Deployed(env), kind, span, freshness, now)
+        .await
+}

@@ -18,27 +18,30 @@ use super::protocol::{
     PublishedManifest, Replace, Replaced, Status,
 };
 use crate::domain::code::Coded;
+use crate::domain::delta::{self, Piece};
+use crate::domain::intervals::{combine_iter, Op};
 use crate::domain::ip_list::{
     Changes, EditRequest, Import, ListEntries, ListKind, MAX_IMPORT_BYTES, MAX_LIST_ENTRIES,
 };
+use crate::domain::publication::{Attempt, Next};
 use crate::domain::range::Ipv4Range;
 use crate::domain::snapshot::{self, Manifest, Shard};
 use crate::domain::time::UnixTime;
 use crate::objects::protocol::{receive, Ask, AskStream, Failure, Streamed};
 use crate::platform::clock;
 use crate::platform::stream::Chunks;
-use crate::store::list_tables::{ListTables, Publication, Retired};
-use crate::store::snapshots::{binding, shard_key, MANIFEST_KEY};
+use crate::store::list_tables::{ListTables, PieceKey, Retired, Stored};
+use crate::store::snapshots::{binding, piece_key, shard_key, MANIFEST_KEY};
 use crate::store::sql::SqlError;
 use crate::store::{for_each_key, StoreError};
 
-/// KV takes one write a second to a key; the manifest is written at most that often.
-const PUBLISH_INTERVAL_MS: u64 = 1_000;
 /// Shards of a replaced version stay this long, for isolates that still read its
 /// manifest from a cache (30 seconds at the edge, 30 in an isolate).
 const RETIRED_SHARDS_KEPT_SECONDS: u64 = 120;
 /// Entries in one page of a streamed export.
 const EXPORT_PAGE_ENTRIES: usize = 10_000;
+/// The changes of at least this long are published, whatever their number.
+const DELTA_WINDOW_SECONDS: u64 = 24 * 60 * 60;
 
 type Outcome<T> = std::result::Result<T, Failure<ListsRefusal>>;
 
@@ -46,37 +49,24 @@ type Outcome<T> = std::result::Result<T, Failure<ListsRefusal>>;
 struct List {
     /// Shared with exports still streaming; an edit then works on its own copy.
     entries: Rc<ListEntries>,
-    publication: Publication,
-    /// Counts changes; `published` is the count the last publication included.
-    changed: u64,
-    published: u64,
-    /// When the last publication's manifest was written, in ms.
-    published_ms: u64,
+    /// What the last version number handed out holds, when this instance knows it
+    /// (it does not after a restart with a change unpublished): the next piece of
+    /// changes is counted from it.
+    base: Option<Rc<ListEntries>>,
+    stored: Stored,
     publishing: bool,
 }
 
 impl List {
-    fn stored(entries: ListEntries, publication: Publication) -> Self {
-        let changed = u64::from(publication.dirty);
+    fn stored(entries: ListEntries, stored: Stored) -> Self {
+        let entries = Rc::new(entries);
+        let p = &stored.publication;
+        let settled = p.version > 0 && p.reserved == p.version && p.includes(p.saved);
         Self {
-            entries: Rc::new(entries),
-            publication,
-            changed,
-            published: 0,
-            published_ms: 0,
+            base: settled.then(|| entries.clone()),
+            entries,
+            stored,
             publishing: false,
-        }
-    }
-
-    fn dirty(&self) -> bool {
-        self.changed > self.published
-    }
-
-    /// The publication as it is to be stored: dirty while a change waits.
-    fn publication(&self) -> Publication {
-        Publication {
-            dirty: self.dirty(),
-            ..self.publication.clone()
         }
     }
 }
@@ -89,6 +79,9 @@ pub struct OperatorLists {
     lists: RefCell<Option<HashMap<ListKind, List>>>,
     /// The test build's way to make the next save fail, as a storage fault would.
     fail_next_save: Cell<bool>,
+    /// The test build's way to make every publication of this instance fail after
+    /// its shards, before its manifest, as KV failing half way would until a restart.
+    failing_publications: Cell<bool>,
 }
 
 impl DurableObject for OperatorLists {
@@ -100,6 +93,7 @@ impl DurableObject for OperatorLists {
             sql,
             lists: RefCell::new(None),
             fail_next_save: Cell::new(false),
+            failing_publications: Cell::new(false),
         }
     }
 
@@ -110,16 +104,20 @@ impl DurableObject for OperatorLists {
         // A list never published yet is published before anything is answered, so
         // that whoever woke this object finds a manifest from then on.
         for &kind in ListKind::ALL {
-            let (version, change) =
-                self.with_list(kind, |list| (list.publication.version, list.changed));
+            let (version, saved) = self.with_list(kind, |list| {
+                (
+                    list.stored.publication.version,
+                    list.stored.publication.saved,
+                )
+            });
             if version == 0 {
-                self.publish_including(kind, change).await?;
+                self.publish_including(kind, saved).await?;
             }
         }
         match call {
             ListsCall::Status(Status) => Status::reply(Ok(self.status())),
             ListsCall::Edit(Edit { kind, edit }) => {
-                let edited = self.edit(kind, edit);
+                let edited = self.edit(kind, edit).await;
                 Edit::reply(match edited {
                     Ok((changes, change)) => self
                         .publish_including(kind, change)
@@ -134,13 +132,13 @@ impl DurableObject for OperatorLists {
             }
             ListsCall::Export(Export { kind, known }) => {
                 // What is exported is published, so its version is the one its ETag names.
-                let change = self.with_list(kind, |list| list.changed);
-                self.publish_including(kind, change).await?;
+                let saved = self.with_list(kind, |list| list.stored.publication.saved);
+                self.publish_including(kind, saved).await?;
                 Export::reply(Ok(self.export(kind, known)))
             }
             // For an isolate whose KV read of the manifest came before the first one was written.
             ListsCall::PublishedManifest(PublishedManifest(kind)) => PublishedManifest::reply(
-                self.with_list(kind, |list| list.publication.manifest.clone())
+                self.with_list(kind, |list| list.stored.manifest.clone())
                     .ok_or_else(|| {
                         StoreError::Corrupt(format!("the {} list is not published", kind.code()))
                             .into()
@@ -148,23 +146,30 @@ impl DurableObject for OperatorLists {
             ),
             #[cfg(feature = "test-hooks")]
             ListsCall::RunAlarm(super::protocol::RunAlarm) => {
+                let scheduled = self.state.storage().get_alarm().await?.is_some();
                 DurableObject::alarm(self).await?;
-                super::protocol::RunAlarm::reply(Ok(()))
+                super::protocol::RunAlarm::reply(Ok(scheduled))
             }
             #[cfg(feature = "test-hooks")]
             ListsCall::FailNextSave(super::protocol::FailNextSave) => {
                 self.fail_next_save.set(true);
                 super::protocol::FailNextSave::reply(Ok(()))
             }
+            #[cfg(feature = "test-hooks")]
+            ListsCall::FailPublications(super::protocol::FailPublications) => {
+                self.failing_publications.set(true);
+                super::protocol::FailPublications::reply(Ok(()))
+            }
         }
     }
 
-    /// Publishes what an earlier publication could not (KV was unreachable).
+    /// Publishes every saved change no publication includes yet: set whenever a
+    /// change is saved, so none is left behind by a failure or a restart.
     async fn alarm(&self) -> Result<Response> {
         self.load().await?;
         for &kind in ListKind::ALL {
-            let change = self.with_list(kind, |list| list.changed);
-            self.publish_including(kind, change).await?;
+            let saved = self.with_list(kind, |list| list.stored.publication.saved);
+            self.publish_including(kind, saved).await?;
         }
         Response::ok("published")
     }
@@ -198,10 +203,10 @@ impl OperatorLists {
         let tables = self.tables();
         tables.migrate().map_err(fault)?;
         let mut lists = HashMap::new();
-        for (kind, publication) in tables.publications().map_err(fault)? {
+        for (kind, stored) in tables.publications().map_err(fault)? {
             lists.insert(
                 kind,
-                List::stored(tables.entries(kind).map_err(fault)?, publication),
+                List::stored(tables.entries(kind).map_err(fault)?, stored),
             );
         }
         let mut legacy = Vec::new();
@@ -218,55 +223,63 @@ impl OperatorLists {
             return Ok(());
         }
         for (kind, entries) in legacy {
-            let list = List::stored(entries, Publication::unpublished());
+            let list = List::stored(entries, Stored::default());
             tables
-                .save(kind, &list.entries, &list.publication())
+                .save(kind, &list.entries, &list.stored)
                 .map_err(fault)?;
             lists.insert(kind, list);
         }
-        let dirty = lists.values().any(List::dirty);
         *self.lists.borrow_mut() = Some(lists);
-        if dirty {
+        self.schedule().await
+    }
+
+    /// Sets the alarm for the earliest publication any list waits for.
+    async fn schedule(&self) -> Result<()> {
+        let now = clock::now().0;
+        let due = ListKind::ALL
+            .iter()
+            .filter_map(|&kind| self.with_list(kind, |list| list.stored.publication.alarm_at(now)))
+            .min();
+        if let Some(due) = due {
             self.state
                 .storage()
-                .set_alarm(Duration::from_millis(PUBLISH_INTERVAL_MS))
+                .set_alarm(Duration::from_millis(due.saturating_sub(now)))
                 .await?;
         }
         Ok(())
     }
 
     /// Saves `entries` as the list's new content and only then installs them: a
-    /// failed save leaves the list as it was. Returns the change's number.
-    fn save_change(
-        &self,
-        kind: ListKind,
-        entries: ListEntries,
-    ) -> std::result::Result<u64, SqlError> {
+    /// failed save leaves the list as it was. Returns the change's number, once the
+    /// alarm stands for its publication.
+    async fn save_change(&self, kind: ListKind, entries: ListEntries) -> Outcome<u64> {
         if self.fail_next_save.replace(false) {
-            return Err(SqlError(
-                "a storage fault, made by the test hook".to_owned(),
-            ));
+            let fault = SqlError("a storage fault, made by the test hook".to_owned());
+            return Err(StoreError::from(fault).into());
         }
-        self.with_list_mut(kind, |list| {
-            let publication = Publication {
-                dirty: true,
-                ..list.publication.clone()
-            };
-            self.tables().save(kind, &entries, &publication)?;
+        let change = self.with_list_mut(kind, |list| {
+            let mut stored = list.stored.clone();
+            let change = stored.publication.saved_one();
+            self.tables().save(kind, &entries, &stored)?;
             list.entries = Rc::new(entries);
-            list.changed += 1;
-            Ok(list.changed)
-        })
+            list.stored = stored;
+            Ok::<_, SqlError>(change)
+        })?;
+        self.schedule().await.map_err(StoreError::from)?;
+        Ok(change)
     }
 
     /// Validates every entry, then applies the edit, or refuses it whole naming the
     /// first bad entry. Returns what changed and the change's number.
-    fn edit(&self, kind: ListKind, edit: EditRequest) -> Outcome<(Changes, u64)> {
+    async fn edit(&self, kind: ListKind, edit: EditRequest) -> Outcome<(Changes, u64)> {
         let (add, remove) = kind
             .parse_edit(edit)
             .map_err(|why| Failure::Refused(ListsRefusal::BadEdit(why)))?;
-        let (mut entries, changed) = self.with_list(kind, |list| {
-            (ListEntries::clone(&list.entries), list.changed)
+        let (mut entries, saved) = self.with_list(kind, |list| {
+            (
+                ListEntries::clone(&list.entries),
+                list.stored.publication.saved,
+            )
         });
         if entries.len() + add.len() > MAX_LIST_ENTRIES {
             let why = format!(
@@ -276,9 +289,9 @@ impl OperatorLists {
         }
         let changes = entries.edit(add, remove);
         if changes == Changes::default() {
-            return Ok((changes, changed));
+            return Ok((changes, saved));
         }
-        Ok((changes, self.save_change(kind, entries)?))
+        Ok((changes, self.save_change(kind, entries).await?))
     }
 
     /// Reads the upload as it streams in, so the text is never held whole, then
@@ -310,15 +323,18 @@ impl OperatorLists {
             }
         }
         let imported = import.finish().map_err(|e| bad(e.to_string()))?;
-        let (mut entries, changed) = self.with_list(kind, |list| {
-            (ListEntries::clone(&list.entries), list.changed)
+        let (mut entries, saved) = self.with_list(kind, |list| {
+            (
+                ListEntries::clone(&list.entries),
+                list.stored.publication.saved,
+            )
         });
         let changes = entries.replace(imported);
         let count = entries.len();
         let change = if changes == Changes::default() {
-            changed
+            saved
         } else {
-            self.save_change(kind, entries)?
+            self.save_change(kind, entries).await?
         };
         let version = self.publish_including(kind, change).await?;
         Ok(Replaced {
@@ -332,7 +348,7 @@ impl OperatorLists {
     /// so even ten million are never one string here.
     fn export(&self, kind: ListKind, known: Option<u64>) -> Streamed<ExportHead, Ipv4Range> {
         let (entries, version) = self.with_list(kind, |list| {
-            (Rc::clone(&list.entries), list.publication.version)
+            (Rc::clone(&list.entries), list.stored.publication.version)
         });
         if known == Some(version) {
             return Streamed {
@@ -363,9 +379,12 @@ impl OperatorLists {
         let summary = |kind| {
             self.with_list(kind, |list| ListStatus {
                 entries: list.entries.len(),
-                version: list.publication.version.to_string(),
-                published_at: (list.publication.version > 0)
-                    .then(|| UnixTime(list.publication.published_at).to_rfc3339()),
+                version: list.stored.publication.version.to_string(),
+                published_at: list
+                    .stored
+                    .manifest
+                    .as_ref()
+                    .map(|manifest| UnixTime(manifest.published_at).to_rfc3339()),
                 snapshot_bytes: snapshot::build(&list.entries)
                     .1
                     .iter()
@@ -382,89 +401,106 @@ impl OperatorLists {
     /// Returns, with the version, once a publication includes change number
     /// `change`: at once when the last one is a second old, else after it,
     /// together with every change that arrived meanwhile. Other requests run
-    /// while one waits here.
+    /// while one waits here; what to do is `Publication::next`'s to say.
     async fn publish_including(
         &self,
         kind: ListKind,
         change: u64,
     ) -> std::result::Result<u64, StoreError> {
         loop {
-            let (published, publishing, last_ms) = self.with_list(kind, |list| {
-                (list.published, list.publishing, list.published_ms)
-            });
-            if published >= change {
-                return Ok(self.with_list(kind, |list| list.publication.version));
+            let now = clock::now().0;
+            let (publication, publishing) =
+                self.with_list(kind, |list| (list.stored.publication, list.publishing));
+            if publication.includes(change) {
+                return Ok(publication.version);
             }
-            let wait = (last_ms + PUBLISH_INTERVAL_MS).saturating_sub(clock::now().0);
-            if publishing || wait > 0 {
-                Delay::from(Duration::from_millis(wait.clamp(10, PUBLISH_INTERVAL_MS))).await;
+            let wait = match publication.next(now) {
+                _ if publishing => 10,
+                Next::WaitUntil(due) => due - now,
+                Next::Idle | Next::Publish => 0,
+            };
+            if wait > 0 {
+                Delay::from(Duration::from_millis(wait)).await;
                 continue;
             }
             self.with_list_mut(kind, |list| list.publishing = true);
             let published = self.publish(kind).await;
             self.with_list_mut(kind, |list| list.publishing = false);
             if let Err(error) = published {
-                // Nothing is lost: the list stays marked changed, and the alarm tries again.
+                // Nothing is lost: the change stays saved and unpublished, and the alarm tries again.
+                let retry = publication.failed(clock::now().0);
                 self.state
                     .storage()
-                    .set_alarm(Duration::from_secs(5))
+                    .set_alarm(Duration::from_millis(retry.saturating_sub(now)))
                     .await?;
                 return Err(error);
             }
         }
     }
 
-    /// Writes the new version's shards, then its manifest; only then is it the
-    /// version isolates read. Old versions' shards go once no cache can still name them.
+    /// Writes the new version's pieces of changes and shards, then its manifest;
+    /// only then is it the version isolates read. Old versions' shards, and the
+    /// shards of a publication that failed, go once no cache can still name them.
     async fn publish(&self, kind: ListKind) -> std::result::Result<(), StoreError> {
         let now_ms = clock::now().0;
+        let now = now_ms / 1000;
         let tables = self.tables();
-        let (version, upto, starts, shards, entries) = self.with_list_mut(kind, |list| {
-            // A number is never used twice, even when a publication fails after writing shards.
-            list.publication.reserved = list.publication.reserved.max(list.publication.version) + 1;
-            tables.save_publication(kind, &list.publication())?;
+        let (attempt, starts, shards, entries, reset) = self.with_list_mut(kind, |list| {
+            // The number is stored before anything is written under it, so it is never used twice.
+            let attempt = list.stored.publication.begin();
+            tables.save_publication(kind, &list.stored)?;
+            let reset = self.save_pieces(kind, list, attempt)?;
+            list.base = Some(list.entries.clone());
             let (starts, shards) = snapshot::build(&list.entries);
-            Ok::<_, SqlError>((
-                list.publication.reserved,
-                list.changed,
-                starts,
-                shards,
-                list.entries.len(),
-            ))
+            Ok::<_, SqlError>((attempt, starts, shards, list.entries.len(), reset))
         })?;
+        let window = tables.published_version(
+            kind,
+            attempt.version,
+            now,
+            now.saturating_sub(DELTA_WINDOW_SECONDS),
+        )?;
+        let since = self.with_list(kind, |list| {
+            list.stored.manifest.as_ref().map_or(0, |m| m.deltas_from)
+        });
+        let deltas_from = match (reset, since) {
+            (true, _) | (_, 0) => attempt.version,
+            (false, since) => since.max(window.unwrap_or(0)),
+        };
         let manifest = Manifest {
-            version,
-            published_at: now_ms / 1000,
+            version: attempt.version,
+            published_at: now,
             entries,
             shards: starts,
+            deltas_from,
         };
         let kv = self.env.kv(binding(kind))?;
-        for (index, shard) in shards.iter().enumerate() {
-            kv.put_bytes(&shard_key(version, index), &shard.encode())?
-                .execute()
-                .await?;
+        let written = self.write(kind, &kv, attempt, &shards, &manifest).await;
+        if let Err(error) = written {
+            // Whatever was written under the number is never named by a manifest this
+            // writer knows of: it goes like a replaced version's shards.
+            let orphan = Retired {
+                kind,
+                version: attempt.version,
+                shards: shards.len(),
+            };
+            tables.retire(orphan, now)?;
+            return Err(error);
         }
-        kv.put(MANIFEST_KEY, serde_json::to_string(&manifest)?)?
-            .execute()
-            .await?;
         let previous = self.with_list_mut(kind, |list| {
-            // The next manifest write is a second after this one, not after this publication began.
-            list.published_ms = clock::now().0;
             let previous = Retired {
                 kind,
-                version: list.publication.version,
-                shards: list.publication.shards,
+                version: list.stored.publication.version,
+                shards: list.stored.shards,
             };
-            list.published = upto;
-            list.publication.version = version;
-            list.publication.published_at = manifest.published_at;
-            list.publication.shards = shards.len();
-            list.publication.manifest = Some(manifest.clone());
+            // The next manifest write is a second after this one, not after this publication began.
+            list.stored.publication.succeeded(attempt, clock::now().0);
+            list.stored.shards = shards.len();
+            list.stored.manifest = Some(manifest.clone());
             tables
-                .save_publication(kind, &list.publication())
+                .save_publication(kind, &list.stored)
                 .map(|_| previous)
         })?;
-        let now = manifest.published_at;
         tables.retire(previous, now)?;
         for retired in tables.retired_before(now.saturating_sub(RETIRED_SHARDS_KEPT_SECONDS))? {
             let kv = self.env.kv(binding(retired.kind))?;
@@ -473,6 +509,92 @@ impl OperatorLists {
             }
             tables.forget_retired(retired)?;
         }
+        for key in tables.pieces_until(kind, deltas_from)? {
+            kv.delete(&piece_key(key.version, key.level)).await?;
+            tables.forget_piece(kind, key)?;
+        }
+        Ok(())
+    }
+
+    /// Stores the pieces of changes the attempt's version publishes: level 0 from
+    /// what the last number held, each level above from two of the level below.
+    /// Answers whether a cursor cannot cross this version (its change is unknown).
+    fn save_pieces(
+        &self,
+        kind: ListKind,
+        list: &List,
+        attempt: Attempt,
+    ) -> std::result::Result<bool, SqlError> {
+        let tables = self.tables();
+        let first = match &list.base {
+            Some(base) => Piece::of(combine_iter(
+                base.intervals(),
+                list.entries.intervals(),
+                Op::Xor,
+            )),
+            None => Piece::Reset,
+        };
+        let reset = first == Piece::Reset;
+        let mut below = first;
+        for level in delta::levels(attempt.version) {
+            let piece = match level {
+                0 => below,
+                _ => {
+                    let half = PieceKey {
+                        version: delta::piece_start(attempt.version, level - 1),
+                        level: level - 1,
+                    };
+                    match tables.piece(kind, half)? {
+                        Some(earlier) => Piece::join(&earlier, &below),
+                        None => Piece::Reset,
+                    }
+                }
+            };
+            tables.save_piece(
+                kind,
+                PieceKey {
+                    version: attempt.version,
+                    level,
+                },
+                &piece,
+            )?;
+            below = piece;
+        }
+        Ok(reset)
+    }
+
+    /// Writes to KV what a publication needs before its manifest: every piece not
+    /// there yet (a failed publication's included), the shards, then the manifest.
+    async fn write(
+        &self,
+        kind: ListKind,
+        kv: &worker::kv::KvStore,
+        attempt: Attempt,
+        shards: &[Shard],
+        manifest: &Manifest,
+    ) -> std::result::Result<(), StoreError> {
+        let tables = self.tables();
+        for key in tables.pieces_not_in_kv(kind)? {
+            if let Some(piece) = tables.piece(kind, key)? {
+                kv.put_bytes(&piece_key(key.version, key.level), &piece.encode())?
+                    .execute()
+                    .await?;
+            }
+            tables.piece_in_kv(kind, key)?;
+        }
+        for (index, shard) in shards.iter().enumerate() {
+            kv.put_bytes(&shard_key(attempt.version, index), &shard.encode())?
+                .execute()
+                .await?;
+        }
+        if self.failing_publications.get() {
+            return Err(StoreError::Corrupt(
+                "KV failed before the manifest, made by the test hook".to_owned(),
+            ));
+        }
+        kv.put(MANIFEST_KEY, serde_json::to_string(manifest)?)?
+            .execute()
+            .await?;
         Ok(())
     }
 }

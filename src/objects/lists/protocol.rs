@@ -21,9 +21,11 @@ calls!(ListsProtocol => ListsCall {
     Status => ListsStatus,
     PublishedManifest => Manifest,
     #[cfg(feature = "test-hooks")]
-    RunAlarm => (),
+    RunAlarm => bool,
     #[cfg(feature = "test-hooks")]
     FailNextSave => (),
+    #[cfg(feature = "test-hooks")]
+    FailPublications => (),
 } streamed {
     Export => (ExportHead, Ipv4Range),
 });
@@ -104,7 +106,7 @@ pub enum ExportHead {
     },
 }
 
-/// Runs the alarm now (test build only).
+/// Runs the alarm now, answering whether one was set (test build only).
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RunAlarm;
@@ -113,3 +115,9 @@ pub struct RunAlarm;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct FailNextSave;
+
+/// Makes every publication fail after its shards, before its manifest, until the
+/// object restarts (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FailPublications;

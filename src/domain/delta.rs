@@ -1,0 +1,293 @@
+//! The changes of an operator's list between published versions, so that a feed
+//! since a cursor answers what changed instead of the whole list.
+//!
+//! Version `v` publishes, for each level `l` from 0 to the number of trailing zero
+//! bits of `v`, the change over the versions `(v - 2^l, v]` (a Fenwick layout): any
+//! span of versions is the symmetric difference of at most two pieces a level, so
+//! a reader composes a few pieces however old its cursor, and a writer composes a
+//! level from two pieces of the level below. A change is a set of addresses: those
+//! that joined or left the list, one and the same thing (symmetric difference).
+
+use super::feed::Blocks;
+use super::intervals::{combine, Intervals, Op};
+use super::range::Ipv4Range;
+
+/// Levels a version publishes at most: pieces up to 2^24 versions wide.
+pub const MAX_LEVEL: u8 = 24;
+/// A piece that would hold more intervals is published as `Piece::Reset`: a
+/// cursor that old gets the whole list, which is then no larger than the change.
+pub const MAX_DELTA_INTERVALS: usize = 1_000_000;
+
+/// One published piece of the changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// The addresses whose membership changed over the piece's versions.
+    Changed(Intervals),
+    /// Too large a change, or one the writer no longer knows (it restarted with an
+    /// unpublished change): a cursor before it starts afresh.
+    Reset,
+}
+
+const FORMAT_CHANGED: u8 = 1;
+const FORMAT_RESET: u8 = 2;
+
+impl Piece {
+    /// A change, or `Reset` when it is over the bound.
+    pub fn of(change: Intervals) -> Self {
+        if change.len() > MAX_DELTA_INTERVALS {
+            Self::Reset
+        } else {
+            Self::Changed(change)
+        }
+    }
+
+    /// The piece `(v - 2^(l+1), v]` from its two halves of level `l`.
+    pub fn join(earlier: &Piece, later: &Piece) -> Self {
+        match (earlier, later) {
+            (Self::Changed(a), Self::Changed(b)) => Self::of(combine(a, b, Op::Xor)),
+            _ => Self::Reset,
+        }
+    }
+
+    /// Little-endian: the format byte, then each interval's first and last address.
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Self::Reset => vec![FORMAT_RESET],
+            Self::Changed(set) => {
+                let mut bytes = Vec::with_capacity(1 + set.len() * 8);
+                bytes.push(FORMAT_CHANGED);
+                for (first, last) in set {
+                    bytes.extend_from_slice(&first.to_le_bytes());
+                    bytes.extend_from_slice(&last.to_le_bytes());
+                }
+                bytes
+            }
+        }
+    }
+
+    /// `None` for anything `encode` could not have written.
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        match bytes.split_first()? {
+            (&FORMAT_RESET, []) => Some(Self::Reset),
+            (&FORMAT_CHANGED, body) if body.len() % 8 == 0 => {
+                let word = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("four bytes"));
+                let set: Intervals = body
+                    .chunks_exact(8)
+                    .map(|b| (word(&b[..4]), word(&b[4..])))
+                    .collect();
+                let ordered = set.iter().all(|(a, b)| a <= b)
+                    && set
+                        .windows(2)
+                        .all(|w| u64::from(w[0].1) + 1 < u64::from(w[1].0));
+                ordered.then_some(Self::Changed(set))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The levels version `version` publishes a piece at.
+pub fn levels(version: u64) -> impl Iterator<Item = u8> {
+    let top = (version.trailing_zeros() as u8).min(MAX_LEVEL);
+    (0..=top).filter(move |_| version > 0)
+}
+
+/// The first version a piece covers, after the one it starts from.
+pub fn piece_start(version: u64, level: u8) -> u64 {
+    version.saturating_sub(1 << level)
+}
+
+/// The pieces whose composition is the change from version `from` to `to`, the
+/// newest first: at each step the widest piece that ends there and starts no
+/// earlier than `from`. Empty when `from >= to`.
+pub fn cover(from: u64, to: u64) -> Vec<(u64, u8)> {
+    let mut pieces = Vec::new();
+    let mut at = to;
+    while at > from {
+        let mut level = 0;
+        while level < MAX_LEVEL
+            && at.trailing_zeros() > u32::from(level)
+            && at - (1 << (level + 1)) >= from
+        {
+            level += 1;
+        }
+        pieces.push((at, level));
+        at -= 1 << level;
+    }
+    pieces
+}
+
+/// A list's intervals that touch (hold or neighbour) an address of `change`:
+/// with `change`, they hold every maximal interval of both versions that differs.
+pub fn touching(set: &[(u32, u32)], change: &[(u32, u32)]) -> Intervals {
+    let mut out: Intervals = Vec::new();
+    for &(first, last) in change {
+        let from = set.partition_point(|&(_, end)| u64::from(end) + 1 < u64::from(first));
+        for &interval in set[from..]
+            .iter()
+            .take_while(|&&(start, _)| u64::from(start) <= u64::from(last) + 1)
+        {
+            if out.last() != Some(&interval) {
+                out.push(interval);
+            }
+        }
+    }
+    out
+}
+
+/// How a feed's CIDR blocks change from one version of the challenged set to the next.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct BlockChanges {
+    /// Blocks of the old version the new one has not.
+    pub deleted: Vec<Ipv4Range>,
+    /// Blocks of the new version the old one had not.
+    pub added: Vec<Ipv4Range>,
+}
+
+/// The blocks a feed drops and adds when the global list changes by `change`
+/// while the allow list stays `allow`: `around` is what `touching` gives for the
+/// new version. Every maximal interval of either version's challenged set (the
+/// global list without the allow list) is either within `around ∪ change` or the
+/// same in both, so only the blocks there can differ, and only those are compared.
+pub fn block_changes(
+    around: &[(u32, u32)],
+    change: &[(u32, u32)],
+    allow: &[(u32, u32)],
+) -> BlockChanges {
+    let old = combine(around, change, Op::Xor);
+    let blocks = |set: &[(u32, u32)]| -> Vec<Ipv4Range> {
+        Blocks::new(combine(set, allow, Op::Minus).into_iter()).collect()
+    };
+    let (old, new) = (blocks(&old), blocks(around));
+    BlockChanges {
+        deleted: sorted_minus(&old, &new),
+        added: sorted_minus(&new, &old),
+    }
+}
+
+/// The blocks of `a` that are not in `b`, both sorted.
+fn sorted_minus(a: &[Ipv4Range], b: &[Ipv4Range]) -> Vec<Ipv4Range> {
+    let mut rest = Vec::new();
+    let mut j = 0;
+    for &block in a {
+        while b.get(j).is_some_and(|&other| other < block) {
+            j += 1;
+        }
+        if b.get(j) != Some(&block) {
+            rest.push(block);
+        }
+    }
+    rest
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::domain::intervals::union_of_sorted;
+
+    #[test]
+    fn a_span_of_versions_is_a_few_aligned_pieces_newest_first() {
+        assert_eq!(cover(0, 1), [(1, 0)]);
+        assert_eq!(cover(0, 8), [(8, 3)]);
+        assert_eq!(cover(5, 12), [(12, 2), (8, 1), (6, 0)]);
+        assert_eq!(cover(7, 7), []);
+        assert_eq!(levels(12).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(levels(0).count(), 0);
+        assert_eq!(levels(1 << 40).count(), usize::from(MAX_LEVEL) + 1);
+        assert_eq!(piece_start(12, 2), 8);
+    }
+
+    #[test]
+    fn pieces_round_trip_and_refuse_what_they_did_not_write() {
+        let piece = Piece::Changed(vec![(1, 1), (3, 9), (u32::MAX, u32::MAX)]);
+        assert_eq!(Piece::decode(&piece.encode()), Some(piece.clone()));
+        assert_eq!(Piece::decode(&Piece::Reset.encode()), Some(Piece::Reset));
+        let bytes = piece.encode();
+        assert_eq!(Piece::decode(&bytes[..bytes.len() - 1]), None);
+        assert_eq!(
+            Piece::decode(&Piece::Changed(vec![(3, 9), (1, 1)]).encode()),
+            None
+        );
+        assert_eq!(
+            Piece::decode(&Piece::Changed(vec![(1, 1), (2, 9)]).encode()),
+            None,
+            "adjacent"
+        );
+        assert_eq!(Piece::join(&piece, &Piece::Reset), Piece::Reset);
+    }
+
+    #[test]
+    fn one_address_added_next_to_a_block_changes_the_blocks_around_it_only() {
+        let r = |text: &str| Ipv4Range::parse(text).unwrap();
+        // 10.0.0.0/24 was listed; 10.0.1.0/24 joins it, so the feed now shows one /23.
+        let new = [(r("10.0.0.0").first(), r("10.0.1.255").first())];
+        let change = [(r("10.0.1.0").first(), r("10.0.1.255").first())];
+        let changes = block_changes(&touching(&new, &change), &change, &[]);
+        assert_eq!(changes.deleted, [r("10.0.0.0/24")]);
+        assert_eq!(changes.added, [r("10.0.0.0/23")]);
+        // The allow list hides half of what joined.
+        let allow = [(r("10.0.1.128").first(), r("10.0.1.255").first())];
+        let changes = block_changes(&touching(&new, &change), &change, &allow);
+        assert_eq!(
+            (changes.deleted, changes.added),
+            (vec![], vec![r("10.0.1.0/25")])
+        );
+    }
+
+    fn set_strategy() -> impl Strategy<Value = Intervals> {
+        proptest::collection::vec((0u32..400, 0u32..40), 0..8).prop_map(|mut spans| {
+            spans.sort();
+            union_of_sorted(spans.into_iter().map(|(first, len)| (first, first + len)))
+        })
+    }
+
+    fn all_blocks(set: &[(u32, u32)], allow: &[(u32, u32)]) -> Vec<Ipv4Range> {
+        Blocks::new(combine(set, allow, Op::Minus).into_iter()).collect()
+    }
+
+    proptest! {
+        #[test]
+        fn the_block_changes_turn_the_old_feed_into_the_new_one(
+            old in set_strategy(),
+            new in set_strategy(),
+            allow in set_strategy(),
+        ) {
+            let change = combine(&old, &new, Op::Xor);
+            let changes = block_changes(&touching(&new, &change), &change, &allow);
+            let (before, after) = (all_blocks(&old, &allow), all_blocks(&new, &allow));
+            prop_assert_eq!(changes.deleted, sorted_minus(&before, &after));
+            prop_assert_eq!(changes.added, sorted_minus(&after, &before));
+        }
+
+        #[test]
+        fn composed_pieces_are_the_change_between_any_two_versions(
+            versions in proptest::collection::vec(set_strategy(), 2..20),
+            from in 0usize..20,
+            to in 0usize..20,
+        ) {
+            let (from, to) = (from % versions.len(), to % versions.len());
+            prop_assume!(from < to);
+            // Each version's pieces as the writer makes them, level by level.
+            let mut pieces = std::collections::HashMap::new();
+            for v in 1..versions.len() as u64 {
+                for level in levels(v) {
+                    let piece = if level == 0 {
+                        Piece::Changed(combine(&versions[v as usize - 1], &versions[v as usize], Op::Xor))
+                    } else {
+                        let half = 1u64 << (level - 1);
+                        Piece::join(&pieces[&(v - half, level - 1)], &pieces[&(v, level - 1)])
+                    };
+                    pieces.insert((v, level), piece);
+                }
+            }
+            let mut change = Vec::new();
+            for key in cover(from as u64, to as u64) {
+                let Piece::Changed(set) = &pieces[&key] else { unreachable!("small sets") };
+                change = combine(&change, set, Op::Xor);
+            }
+            prop_assert_eq!(change, combine(&versions[from], &versions[to], Op::Xor));
+        }
+    }
+}
