@@ -22,6 +22,8 @@ struct Agent {
     base: String,
     state: PathBuf,
     ipset: Ipset,
+    /// `GREYLIST_SET_HEADROOM`, when the test sets it.
+    headroom: Option<u32>,
 }
 
 const SET: &str = "blocked";
@@ -32,7 +34,14 @@ impl Agent {
             base: base.to_owned(),
             state: fresh_state_dir().join("agent"),
             ipset,
+            headroom: None,
         }
+    }
+
+    /// The agent leaving only this much room in a set it loads whole.
+    fn with_headroom(mut self, members: u32) -> Self {
+        self.headroom = Some(members);
+        self
     }
 
     fn stand_in(base: &str) -> Self {
@@ -96,6 +105,9 @@ impl Agent {
             .arg(SET)
             .env("GREYLIST_FEED_TOKEN", feed_token)
             .env("GREYLIST_STATE_DIR", &self.state);
+        if let Some(members) = self.headroom {
+            command.env("GREYLIST_SET_HEADROOM", members.to_string());
+        }
         self.environment(&mut command);
         command.output().unwrap()
     }
@@ -237,6 +249,65 @@ fn the_agent_keeps_a_real_ipset_equal_to_the_feed_in_a_namespace_of_its_own() {
     keeps_the_set_equal_to_the_feed(&agent, &server, &app);
     let header = String::from_utf8_lossy(&agent.ipset(&["list", SET]).stdout).into_owned();
     assert!(header.contains("Type: hash:net"), "{header}");
+}
+
+/// A set loaded whole with little room, then a delta that would pass its maxelem:
+/// the agent loads the whole feed into a larger set and says so, where a set that
+/// kept its bound would refuse the additions ("Hash is full") on every later run.
+fn grows_past_maxelem(agent: &Agent, app: &TestApp) {
+    let token = token(app);
+    app.add("84.0.0.1");
+    app.add("84.0.0.2");
+    succeeded(&agent.run(&token), "the first run");
+    let bound = |agent: &Agent| {
+        let terse = String::from_utf8_lossy(&agent.ipset(&["list", "-t", SET]).stdout).into_owned();
+        terse
+            .split_whitespace()
+            .skip_while(|word| *word != "maxelem")
+            .nth(1)
+            .and_then(|word| word.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("no maxelem in {terse}"))
+    };
+    let first = bound(agent);
+    let feed_now = feed(app);
+    assert_eq!(agent.set(), feed_now);
+    for n in 0..first - feed_now.len() + 1 {
+        app.add(&format!("84.0.1.{n}"));
+    }
+    let grown = agent.run(&token);
+    succeeded(&grown, "the run whose delta passes maxelem");
+    assert!(
+        String::from_utf8_lossy(&grown.stdout).contains("into a larger set"),
+        "the agent says it reloaded: {}",
+        String::from_utf8_lossy(&grown.stdout)
+    );
+    assert_eq!(
+        agent.set(),
+        feed(app),
+        "the larger set holds the whole feed"
+    );
+    assert!(bound(agent) > first, "the set's maxelem grew");
+    app.add("84.0.2.1");
+    succeeded(&agent.run(&token), "a delta into the larger set");
+    assert_eq!(agent.set(), feed(app));
+}
+
+#[test]
+fn the_agent_reloads_into_a_larger_stand_in_set_when_a_delta_would_pass_maxelem() {
+    let server = Server::own(&[]);
+    grows_past_maxelem(
+        &Agent::stand_in(&server.base).with_headroom(1),
+        &TestApp::on(&server),
+    );
+}
+
+#[test]
+fn the_agent_reloads_into_a_larger_real_ipset_when_a_delta_would_pass_maxelem() {
+    let server = Server::own(&[]);
+    grows_past_maxelem(
+        &Agent::real(&server.base).with_headroom(1),
+        &TestApp::on(&server),
+    );
 }
 
 /// Answers every connection with `status` and a short body, as a failing server would.
