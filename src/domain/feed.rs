@@ -35,37 +35,6 @@ impl FeedItem {
     }
 }
 
-/// Sorted, disjoint inclusive intervals, as a snapshot holds them.
-pub type Intervals = Vec<(u32, u32)>;
-
-/// `from` without every address of `minus`; both sorted and disjoint.
-pub fn subtract(from: &[(u32, u32)], minus: &[(u32, u32)]) -> Intervals {
-    let mut rest = Vec::with_capacity(from.len());
-    let mut passed = 0;
-    for &(first, last) in from {
-        let (mut start, last) = (u64::from(first), u64::from(last));
-        while minus
-            .get(passed)
-            .is_some_and(|&(_, cut_last)| u64::from(cut_last) < start)
-        {
-            passed += 1;
-        }
-        for &(cut_first, cut_last) in minus[passed..]
-            .iter()
-            .take_while(|&&(cut_first, _)| u64::from(cut_first) <= last)
-        {
-            if u64::from(cut_first) > start {
-                rest.push((start as u32, cut_first - 1));
-            }
-            start = start.max(u64::from(cut_last) + 1);
-        }
-        if start <= last {
-            rest.push((start as u32, last as u32));
-        }
-    }
-    rest
-}
-
 /// The largest CIDR block that starts at `first` and ends at or before `last`.
 fn block_at(first: u32, last: u32) -> Ipv4Range {
     let mut size: u64 = if first == 0 {
@@ -116,12 +85,6 @@ pub fn is_single_block(interval: (u32, u32), addr: u32) -> bool {
     Blocks::new(std::iter::once(interval))
         .find(|block| block.last() >= addr)
         .is_some_and(|block| block.prefix() == 32)
-}
-
-/// The maximal interval of `intervals` (sorted, disjoint, never adjacent) that holds `addr`.
-pub fn interval_of(intervals: &[(u32, u32)], addr: u32) -> Option<(u32, u32)> {
-    let after = intervals.partition_point(|&(first, _)| first <= addr);
-    (after > 0 && addr <= intervals[after - 1].1).then(|| intervals[after - 1])
 }
 
 /// What a whole feed needs next to go on in address order.
@@ -255,6 +218,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::domain::intervals::{combine, Intervals, Op, Seek};
     use crate::domain::snapshot::covers;
 
     fn entry(ip: &str) -> Entry {
@@ -357,8 +321,8 @@ mod tests {
         let single = |ip: &str| is_single_block(span, interval(ip).0);
         assert!(single("10.0.0.1") && single("10.0.0.8"));
         assert!(!single("10.0.0.2") && !single("10.0.0.5"));
-        assert_eq!(interval_of(&[span], interval("10.0.0.3").0), Some(span));
-        assert_eq!(interval_of(&[span], interval("10.0.0.9").0), None);
+        assert_eq!([span].interval_of(interval("10.0.0.3").0), Some(span));
+        assert_eq!([span].interval_of(interval("10.0.0.9").0), None);
     }
 
     fn intervals_strategy() -> impl Strategy<Value = Intervals> {
@@ -383,14 +347,15 @@ mod tests {
             allow in intervals_strategy(),
             probes in proptest::collection::vec(any::<u32>(), 0..40),
         ) {
-            let blocks: Vec<Ipv4Range> = Blocks::new(subtract(&global, &allow).into_iter()).collect();
+            let challenged = combine(&global, &allow, Op::Minus);
+            let blocks: Vec<Ipv4Range> = Blocks::new(challenged.iter().copied()).collect();
             prop_assert!(blocks.windows(2).all(|w| w[0].last() < w[1].first()), "sorted and disjoint");
             let edges = global.iter().chain(&allow).flat_map(|&(a, b)| [a, b, a.wrapping_sub(1), b.wrapping_add(1)]);
             for addr in probes.into_iter().chain(edges) {
                 let expected = covers(&global, addr) && !covers(&allow, addr);
                 let found = blocks.iter().any(|block| block.first() <= addr && addr <= block.last());
                 prop_assert_eq!(found, expected, "{:#x}", addr);
-                if let Some(span) = interval_of(&subtract(&global, &allow), addr) {
+                if let Some(span) = challenged.interval_of(addr) {
                     let block = blocks.iter().find(|b| b.first() <= addr && addr <= b.last()).unwrap();
                     prop_assert_eq!(is_single_block(span, addr), block.prefix() == 32);
                 }

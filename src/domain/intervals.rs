@@ -3,8 +3,52 @@
 //! combination of two sets (union, difference, symmetric difference), each one
 //! pass over both.
 
+use std::rc::Rc;
+
 /// Sorted, disjoint, never adjacent inclusive intervals.
 pub type Intervals = Vec<(u32, u32)>;
+
+/// A set read in order from any address on: intervals held in one slice, or a
+/// list held as its shards (`snapshot::Shards`), never flattened for a lookup.
+pub trait Seek {
+    /// The set's intervals in order, from the first that ends at or after `low`.
+    fn from(&self, low: u32) -> impl Iterator<Item = (u32, u32)> + '_;
+
+    /// The maximal interval that holds `addr`.
+    fn interval_of(&self, addr: u32) -> Option<(u32, u32)> {
+        self.from(addr).next().filter(|&(first, _)| first <= addr)
+    }
+}
+
+impl Seek for [(u32, u32)] {
+    fn from(&self, low: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self[self.partition_point(|&(_, last)| last < low)..]
+            .iter()
+            .copied()
+    }
+}
+
+/// `set` without what `cut` holds, read lazily: `set` may be a list of millions
+/// read in order, `cut` is held whole. An interval `cut` does not touch (most of
+/// them) passes as it is.
+pub fn without(
+    set: impl Iterator<Item = (u32, u32)>,
+    cut: Rc<Intervals>,
+) -> impl Iterator<Item = (u32, u32)> {
+    set.flat_map(move |(first, last)| {
+        let touched = cut
+            .from(first)
+            .next()
+            .is_some_and(|(start, _)| start <= last);
+        let rest = if touched {
+            combine(&[(first, last)], &clip(&cut, first, last), Op::Minus)
+        } else {
+            Vec::new()
+        };
+        let whole = (!touched).then_some((first, last));
+        whole.into_iter().chain(rest)
+    })
+}
 
 /// Ranges sorted by their first address (overlapping, nested or adjacent ones
 /// allowed) as the set they cover.
@@ -185,6 +229,20 @@ mod tests {
             }
             let there_and_back = combine(&combine(&a, &b, Op::Xor), &b, Op::Xor);
             prop_assert_eq!(there_and_back, a, "a change applied twice is undone");
+        }
+
+        #[test]
+        fn a_set_read_lazily_without_another_is_their_difference(
+            a in set_strategy(),
+            b in set_strategy(),
+            probes in proptest::collection::vec(any::<u32>(), 0..30),
+        ) {
+            let lazy: Intervals = without(a.iter().copied(), Rc::new(b.clone())).collect();
+            prop_assert_eq!(&lazy, &combine(&a, &b, Op::Minus));
+            for addr in probes.into_iter().chain(a.iter().map(|&(first, _)| first)) {
+                let expected = a.iter().copied().find(|&(x, y)| x <= addr && addr <= y);
+                prop_assert_eq!(a.interval_of(addr), expected, "{:#x}", addr);
+            }
         }
     }
 }

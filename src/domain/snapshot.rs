@@ -3,8 +3,11 @@
 //! shards that each fit in one KV value, and a manifest that names them.
 //! A lookup is a binary search in one shard.
 
+use std::rc::Rc;
+
 use serde::{Deserialize, Serialize};
 
+use super::intervals::Seek;
 use super::ip_list::ListEntries;
 
 /// Entries in one shard at most: 4 MB of spans, well under KV's 25 MiB a value,
@@ -70,19 +73,27 @@ impl Shard {
 
     /// Every interval, single addresses included, in address order.
     pub fn intervals(&self) -> Vec<(u32, u32)> {
-        let mut all = Vec::with_capacity(self.singles.len() + self.spans.len());
-        let (mut singles, mut spans) =
-            (self.singles.iter().peekable(), self.spans.iter().peekable());
-        loop {
-            let next = match (singles.peek(), spans.peek()) {
-                (Some(&&single), Some(&&(first, _))) if single < first => {
-                    singles.next().map(|&s| (s, s))
-                }
-                (_, Some(_)) => spans.next().copied(),
-                (Some(_), None) => singles.next().map(|&s| (s, s)),
-                (None, None) => return all,
-            };
-            all.extend(next);
+        let (mut single, mut span) = (0, 0);
+        std::iter::from_fn(|| self.next_at(&mut single, &mut span)).collect()
+    }
+
+    /// The interval after the single address `single` and the span `span`, in
+    /// address order, and the positions moved past it.
+    fn next_at(&self, single: &mut usize, span: &mut usize) -> Option<(u32, u32)> {
+        match (self.singles.get(*single), self.spans.get(*span)) {
+            (Some(&address), Some(&(first, _))) if address < first => {
+                *single += 1;
+                Some((address, address))
+            }
+            (_, Some(&interval)) => {
+                *span += 1;
+                Some(interval)
+            }
+            (Some(&address), None) => {
+                *single += 1;
+                Some((address, address))
+            }
+            (None, None) => None,
         }
     }
 
@@ -131,6 +142,73 @@ impl Shard {
             && spans.iter().all(|(a, b)| a <= b)
             && spans.windows(2).all(|w| w[0].1 < w[1].0);
         sorted.then_some(Self { singles, spans })
+    }
+}
+
+/// A version of a list as the shards an isolate holds, read in order or from any
+/// address on, never flattened into a copy beside them: what a feed streams.
+#[derive(Debug, Clone, Default)]
+pub struct Shards {
+    /// The first address each shard covers, as the manifest says.
+    starts: Rc<[u32]>,
+    shards: Rc<[Rc<Shard>]>,
+}
+
+impl Shards {
+    pub fn new(starts: Vec<u32>, shards: Vec<Rc<Shard>>) -> Self {
+        Self {
+            starts: starts.into(),
+            shards: shards.into(),
+        }
+    }
+
+    /// The intervals from the first that ends at or after `low`, in order; the
+    /// cursor holds the shards, so a feed's stream can own it.
+    pub fn read_from(&self, low: u32) -> ShardCursor {
+        let shard = self
+            .starts
+            .partition_point(|&first| first <= low)
+            .saturating_sub(1);
+        let (single, span) = self.shards.get(shard).map_or((0, 0), |held| {
+            (
+                held.singles.partition_point(|&address| address < low),
+                held.spans.partition_point(|&(_, last)| last < low),
+            )
+        });
+        ShardCursor {
+            shards: self.shards.clone(),
+            shard,
+            single,
+            span,
+        }
+    }
+}
+
+impl Seek for Shards {
+    fn from(&self, low: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.read_from(low)
+    }
+}
+
+/// Where a reading of `Shards` is.
+pub struct ShardCursor {
+    shards: Rc<[Rc<Shard>]>,
+    shard: usize,
+    single: usize,
+    span: usize,
+}
+
+impl Iterator for ShardCursor {
+    type Item = (u32, u32);
+
+    fn next(&mut self) -> Option<(u32, u32)> {
+        loop {
+            let shard = self.shards.get(self.shard)?;
+            if let Some(interval) = shard.next_at(&mut self.single, &mut self.span) {
+                return Some(interval);
+            }
+            (self.shard, self.single, self.span) = (self.shard + 1, 0, 0);
+        }
     }
 }
 
@@ -253,6 +331,34 @@ mod tests {
                 (u32::MAX, u32::MAX)
             ]
         );
+    }
+
+    proptest! {
+        #[test]
+        fn shards_read_from_any_address_as_the_list_they_cut(
+            mut spans in proptest::collection::vec((any::<u32>(), 0u32..4), 0..40),
+            per_shard in 1usize..5,
+            low in any::<u32>(),
+        ) {
+            spans.sort();
+            let list = crate::domain::intervals::union_of_sorted(
+                spans.into_iter().map(|(first, len)| (first, first.saturating_add(len))),
+            );
+            let (mut starts, mut shards) = (vec![0], vec![]);
+            for (index, part) in list.chunks(per_shard).enumerate() {
+                if index > 0 {
+                    starts.push(part[0].0);
+                }
+                shards.push(Rc::new(Shard::of_intervals(part.to_vec())));
+            }
+            let held = Shards::new(starts, shards);
+            prop_assert_eq!(held.read_from(0).collect::<Vec<_>>(), list.clone());
+            let after: Vec<(u32, u32)> = list.iter().copied().filter(|&(_, last)| last >= low).collect();
+            prop_assert_eq!(held.read_from(low).collect::<Vec<_>>(), after);
+            for addr in list.iter().flat_map(|&(first, last)| [first, last, last.wrapping_add(1)]).chain([low]) {
+                prop_assert_eq!(held.interval_of(addr), list.as_slice().interval_of(addr), "{:#x}", addr);
+            }
+        }
     }
 
     #[test]

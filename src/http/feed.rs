@@ -1,7 +1,5 @@
 //! The feed a firewall pulls, and the feed tokens that open it.
 
-use std::rc::Rc;
-
 use serde::Serialize;
 use worker::{Env, Request, Response};
 
@@ -11,14 +9,16 @@ use super::feed_query::{FeedQuery, Format, Scope};
 use super::form;
 use super::reply::Reply;
 use crate::domain::delta::{block_changes, touching, BlockChanges};
-use crate::domain::feed::{FeedHead, Intervals};
+use crate::domain::feed::FeedHead;
 use crate::domain::feed_token::{
     self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord,
 };
+use crate::domain::intervals::Intervals;
 use crate::domain::ip_list::ListKind;
 use crate::domain::license::LicenseId;
 use crate::domain::range::Ipv4Range;
 use crate::domain::settings::Freshness;
+use crate::domain::snapshot::Shards;
 use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{CreateFeedToken, Feed, FeedTokens, RevokeFeedToken};
@@ -43,18 +43,17 @@ pub async fn feed(
     let settings = config::settings(env)?;
     let freshness = settings.freshness;
     let (allow_version, allow) = lists::intervals(env, ListKind::Allow, freshness, now).await?;
-    // The global list as the feed holds it: without what the allow list holds.
+    // The global list as the isolate holds it; the feed leaves out what the allow list holds.
     let (global_version, global) = match query.scope {
-        Scope::All => {
-            let (global_version, _, challenged) = lists::challenged(env, freshness, now).await?;
-            (global_version, challenged)
-        }
-        Scope::Personal => (0, Rc::default()),
+        Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
+        Scope::Personal => (0, Shards::default()),
     };
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let known = query.known_changes(&if_none_match, global_version, allow_version);
     let changes = match query.global_since(global_version, allow_version) {
-        Some(from) => global_changes(env, (from, global_version), &allow, freshness, now).await?,
+        Some(from) => {
+            global_changes(env, (from, global_version), &global, &allow, freshness, now).await?
+        }
         None => None,
     };
     let since = query.delta_from(global_version, allow_version, changes.is_some());
@@ -113,12 +112,13 @@ pub async fn feed(
 }
 
 /// How the feed's global blocks changed from the cursor's version of the global
-/// list to the current one, the allow list unchanged; `None` when the published
+/// list to the current one (`global`, version `span.1`), the allow list unchanged; `None` when the published
 /// changes do not say, or would make the holder's object look up more addresses
 /// than it takes: the whole feed answers then.
 async fn global_changes(
     env: &Env,
     span: (u64, u64),
+    global: &Shards,
     allow: &Intervals,
     freshness: Freshness,
     now: Millis,
@@ -126,11 +126,7 @@ async fn global_changes(
     let Some(change) = lists::changes(env, ListKind::Global, span, freshness, now).await? else {
         return Ok(None);
     };
-    let (version, global) = lists::intervals(env, ListKind::Global, freshness, now).await?;
-    if version != span.1 {
-        return Ok(None);
-    }
-    let changes = block_changes(&touching(&global, &change), &change, allow);
+    let changes = block_changes(&touching(global, &change), &change, allow);
     Ok((probed(&changes).len() <= MAX_PROBED).then_some(changes))
 }
 

@@ -11,49 +11,37 @@ use worker::console_error;
 use super::feed_query::Format;
 use crate::domain::delta::BlockChanges;
 use crate::domain::feed::{
-    global_item, gone_item, interval_of, is_single_block, Blocks, FeedItem, FeedRecord, Intervals,
-    Merge, Next,
+    global_item, gone_item, is_single_block, Blocks, FeedItem, FeedRecord, Merge, Next,
 };
+use crate::domain::intervals::{without, Intervals, Seek};
 use crate::domain::range::Ipv4Range;
-use crate::domain::snapshot::covers;
+use crate::domain::snapshot::{covers, Shards};
 use crate::domain::time::UnixTime;
 use crate::objects::protocol::Pages;
 use crate::store::StoreError;
 
-/// The sorted intervals of a list held in the isolate, read in order by one feed.
-pub struct HeldIntervals {
-    intervals: Rc<Intervals>,
-    next: usize,
-}
-
-impl HeldIntervals {
-    pub fn new(intervals: Rc<Intervals>) -> Self {
-        Self { intervals, next: 0 }
-    }
-}
-
-impl Iterator for HeldIntervals {
-    type Item = (u32, u32);
-
-    fn next(&mut self) -> Option<(u32, u32)> {
-        let interval = self.intervals.get(self.next).copied();
-        self.next += 1;
-        interval
-    }
-}
-
-/// The operator's lists as a feed sees them: the global part (the global list
-/// without what the allow list holds; empty for a personal feed) and the allow list.
+/// The operator's lists as a feed sees them: the global list (empty for a
+/// personal feed), of which the feed holds what the allow list does not.
 pub struct Operator {
-    pub global: Rc<Intervals>,
+    pub global: Shards,
     pub allow: Rc<Intervals>,
 }
 
 impl Operator {
+    /// The global part's intervals from the first that ends at or after `low`:
+    /// the global list's, cut where the allow list holds addresses.
+    fn challenged_from(&self, low: u32) -> impl Iterator<Item = (u32, u32)> + 'static {
+        without(self.global.read_from(low), self.allow.clone())
+    }
+
     /// Whether the global part has `addr` as a block of its own: a personal entry
     /// of that address is then still in the feed, as the global block.
     fn single_global_block(&self, addr: u32) -> bool {
-        interval_of(&self.global, addr).is_some_and(|span| is_single_block(span, addr))
+        self.global.interval_of(addr).is_some_and(|listed| {
+            without(std::iter::once(listed), self.allow.clone())
+                .find(|&(_, last)| last >= addr)
+                .is_some_and(|span| span.0 <= addr && is_single_block(span, addr))
+        })
     }
 }
 
@@ -81,7 +69,7 @@ enum Stage {
 struct Writer {
     records: Pages<FeedRecord>,
     operator: Operator,
-    blocks: Blocks<HeldIntervals>,
+    blocks: Blocks<Box<dyn Iterator<Item = (u32, u32)>>>,
     merge: Merge,
     /// The delta's records of the page read, not written yet.
     read: VecDeque<FeedRecord>,
@@ -107,7 +95,7 @@ pub fn body(
     version: String,
     part_items: usize,
 ) -> impl Stream<Item = worker::Result<Vec<u8>>> {
-    let blocks = Blocks::new(HeldIntervals::new(operator.global.clone()));
+    let blocks = Blocks::new(Box::new(operator.challenged_from(0)) as Box<dyn Iterator<Item = _>>);
     let BlockChanges { deleted, added } = changes;
     let writer = Writer {
         global_deleted: deleted.into(),

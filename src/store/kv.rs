@@ -110,6 +110,9 @@ pub mod fake {
         stored: RefCell<HashMap<String, Vec<u8>>>,
         edge: RefCell<HashMap<String, Cached>>,
         pub reads: Cell<usize>,
+        /// When set, every read answers only on its second poll, as a read over the
+        /// network would: requests polled in turn overlap in time.
+        pub slow: Cell<bool>,
     }
 
     impl FakeKv {
@@ -132,6 +135,17 @@ pub mod fake {
     impl KvRead for FakeKv {
         async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
             self.reads.set(self.reads.get() + 1);
+            let mut answered = !self.slow.get();
+            std::future::poll_fn(|context| {
+                if answered {
+                    std::task::Poll::Ready(())
+                } else {
+                    answered = true;
+                    context.waker().wake_by_ref();
+                    std::task::Poll::Pending
+                }
+            })
+            .await;
             let now = self.now.get();
             let mut edge = self.edge.borrow_mut();
             if let Some((cached_at, value)) = edge.get(key) {

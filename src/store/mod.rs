@@ -8,6 +8,7 @@ pub mod kv;
 pub mod licenses;
 pub mod list_tables;
 pub mod revocations;
+pub mod shared_load;
 pub mod snapshots;
 pub mod sql;
 

@@ -10,14 +10,14 @@ use std::rc::Rc;
 use worker::console_error;
 
 use super::kv::{is_fresh, read_json, KvRead};
+use super::shared_load::SharedLoad;
 use super::StoreError;
 use crate::domain::code::Coded;
 use crate::domain::delta::{self, Piece, MAX_DELTA_INTERVALS};
-use crate::domain::feed::{subtract, Intervals};
-use crate::domain::intervals::{combine, Op};
+use crate::domain::intervals::{combine, Intervals, Op};
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
-use crate::domain::snapshot::{Manifest, Shard};
+use crate::domain::snapshot::{Manifest, Shard, Shards};
 use crate::domain::time::Millis;
 
 /// The KV namespace a list's snapshots are published to.
@@ -37,19 +37,15 @@ pub trait ListSource {
     async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError>;
 }
 
-/// The global list's and the allow list's versions, and the one without the other.
-type Challenged = ((u64, u64), Rc<Intervals>);
-
 /// What one isolate holds of the published lists.
 #[derive(Default)]
 pub struct Held {
     lists: RefCell<HashMap<ListKind, Rc<Version>>>,
+    /// A newer version being loaded: the requests that find it share its loads.
+    loading: RefCell<HashMap<ListKind, Rc<Version>>>,
     /// Changes composed for feeds, by list and span of versions: agents polling
     /// one service mostly hold the same few cursors.
     composed: RefCell<HashMap<(ListKind, u64, u64), Rc<Intervals>>>,
-    /// The global list without the allow list, for the versions named: every feed of
-    /// those versions shares it rather than computing its own copy.
-    challenged: RefCell<Option<Challenged>>,
 }
 
 thread_local! {
@@ -78,18 +74,22 @@ struct Version {
     manifest: Manifest,
     /// When the manifest was last read.
     checked: Cell<Millis>,
-    shards: RefCell<Vec<Option<Rc<Shard>>>>,
-    intervals: RefCell<Option<Rc<Intervals>>>,
+    shards: Vec<SharedLoad<Rc<Shard>>>,
+    intervals: SharedLoad<Rc<Intervals>>,
 }
 
 impl Version {
     fn new(manifest: Manifest, now: Millis) -> Self {
-        let shards = RefCell::new(vec![None; manifest.shards.len()]);
+        let shards = manifest
+            .shards
+            .iter()
+            .map(|_| SharedLoad::default())
+            .collect();
         Self {
             manifest,
             checked: Cell::new(now),
             shards,
-            intervals: RefCell::new(None),
+            intervals: SharedLoad::default(),
         }
     }
 
@@ -105,22 +105,22 @@ impl Version {
             .contains(addr))
     }
 
-    /// Every shard's intervals in order, flattened once per version.
+    /// Every shard's intervals in order, flattened once per version: the allow
+    /// list, which every feed cuts out of the global list it reads shard by shard.
     async fn intervals(
         &self,
         kv: &impl KvRead,
         kind: ListKind,
     ) -> Result<Rc<Intervals>, StoreError> {
-        if let Some(intervals) = self.intervals.borrow().clone() {
-            return Ok(intervals);
-        }
-        let mut all = Vec::new();
-        for index in 0..self.manifest.shards.len() {
-            all.extend(self.shard(kv, kind, index).await?.intervals());
-        }
-        let all = Rc::new(all);
-        *self.intervals.borrow_mut() = Some(all.clone());
-        Ok(all)
+        self.intervals
+            .get_or_load(|| async {
+                let mut all = Vec::new();
+                for index in 0..self.manifest.shards.len() {
+                    all.extend(self.shard(kv, kind, index).await?.intervals());
+                }
+                Ok(Rc::new(all))
+            })
+            .await
     }
 
     async fn shard(
@@ -129,24 +129,23 @@ impl Version {
         kind: ListKind,
         index: usize,
     ) -> Result<Rc<Shard>, StoreError> {
-        if let Some(shard) = self.shards.borrow().get(index).cloned().flatten() {
-            return Ok(shard);
-        }
-        let key = shard_key(self.manifest.version, index);
-        // A shard that is not visible yet is an error, never an empty list.
-        let bytes = kv.read(&key).await?.ok_or_else(|| {
-            StoreError::Corrupt(format!(
-                "{} list: shard {key} is not in KV yet",
-                kind.code()
-            ))
+        let slot = self.shards.get(index).ok_or_else(|| {
+            StoreError::Corrupt(format!("{} list: no shard {index}", kind.code()))
         })?;
-        let shard = Rc::new(Shard::decode(&bytes).ok_or_else(|| {
-            StoreError::Corrupt(format!("{} list: shard {key} does not decode", kind.code()))
-        })?);
-        if let Some(slot) = self.shards.borrow_mut().get_mut(index) {
-            *slot = Some(shard.clone());
-        }
-        Ok(shard)
+        slot.get_or_load(|| async {
+            let key = shard_key(self.manifest.version, index);
+            // A shard that is not visible yet is an error, never an empty list.
+            let bytes = kv.read(&key).await?.ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "{} list: shard {key} is not in KV yet",
+                    kind.code()
+                ))
+            })?;
+            Shard::decode(&bytes).map(Rc::new).ok_or_else(|| {
+                StoreError::Corrupt(format!("{} list: shard {key} does not decode", kind.code()))
+            })
+        })
+        .await
     }
 }
 
@@ -188,6 +187,27 @@ impl Held {
         let kv = &kv;
         self.answer(source, kind, freshness, now, |version| async move {
             Ok((version.manifest.version, version.intervals(kv, kind).await?))
+        })
+        .await
+    }
+
+    /// The whole list as its shards, with its version: every shard loaded, none copied.
+    pub async fn shards(
+        &self,
+        source: &impl ListSource,
+        kind: ListKind,
+        freshness: Freshness,
+        now: Millis,
+    ) -> Result<(u64, Shards), StoreError> {
+        let kv = source.kv(kind)?;
+        let kv = &kv;
+        self.answer(source, kind, freshness, now, |version| async move {
+            let mut shards = Vec::with_capacity(version.shards.len());
+            for index in 0..version.shards.len() {
+                shards.push(version.shard(kv, kind, index).await?);
+            }
+            let starts = version.manifest.shards.clone();
+            Ok((version.manifest.version, Shards::new(starts, shards)))
         })
         .await
     }
@@ -245,31 +265,17 @@ impl Held {
         Ok(Some(change))
     }
 
-    pub async fn challenged(
-        &self,
-        source: &impl ListSource,
-        freshness: Freshness,
-        now: Millis,
-    ) -> Result<(u64, u64, Rc<Intervals>), StoreError> {
-        let (global_version, global) = self
-            .intervals(source, ListKind::Global, freshness, now)
-            .await?;
-        let (allow_version, allow) = self
-            .intervals(source, ListKind::Allow, freshness, now)
-            .await?;
-        let versions = (global_version, allow_version);
-        let kept = self
-            .challenged
-            .borrow()
-            .as_ref()
-            .filter(|(at, _)| *at == versions)
-            .map(|(_, c)| c.clone());
-        if let Some(kept) = kept {
-            return Ok((global_version, allow_version, kept));
+    /// The version `manifest` names, shared with the requests already loading it.
+    fn candidate(&self, kind: ListKind, manifest: Manifest, now: Millis) -> Rc<Version> {
+        let mut loading = self.loading.borrow_mut();
+        match loading.get(&kind) {
+            Some(version) if version.manifest.version == manifest.version => version.clone(),
+            _ => {
+                let version = Rc::new(Version::new(manifest, now));
+                loading.insert(kind, version.clone());
+                version
+            }
         }
-        let challenged = Rc::new(subtract(&global, &allow));
-        *self.challenged.borrow_mut() = Some((versions, challenged.clone()));
-        Ok((global_version, allow_version, challenged))
     }
 
     /// Answers from the version of the list this isolate should use. A newer
@@ -294,12 +300,15 @@ impl Held {
         {
             return ask(held.clone()).await;
         }
-        let candidate = match (read_manifest(source, kind).await, &held) {
+        let read = read_manifest(source, kind).await;
+        // What is held now: another request may have loaded a version while this one read.
+        let held = self.lists.borrow().get(&kind).cloned();
+        let candidate = match (read, &held) {
             (Ok(manifest), Some(held)) if manifest.version == held.manifest.version => {
                 held.checked.set(now);
                 return ask(held.clone()).await;
             }
-            (Ok(manifest), _) => Rc::new(Version::new(manifest, now)),
+            (Ok(manifest), _) => self.candidate(kind, manifest, now),
             (Err(error), Some(held)) => {
                 console_error!(
                     "{} list: keeping version {}: {error:?}",
@@ -310,7 +319,17 @@ impl Held {
             }
             (Err(error), None) => return Err(error),
         };
-        match (ask(candidate.clone()).await, held) {
+        let answer = ask(candidate.clone()).await;
+        {
+            let mut loading = self.loading.borrow_mut();
+            if loading
+                .get(&kind)
+                .is_some_and(|l| Rc::ptr_eq(l, &candidate))
+            {
+                loading.remove(&kind);
+            }
+        }
+        match (answer, held) {
             (Ok(answer), _) => {
                 // Another request may have swapped in a newer version meanwhile; never go back.
                 let mut lists = self.lists.borrow_mut();
@@ -497,6 +516,63 @@ mod tests {
             fake.global.reads.get(),
             2,
             "one manifest and one shard in 30 s"
+        );
+    }
+
+    #[test]
+    fn requests_that_meet_a_new_version_together_load_it_once() {
+        let fake = Fake::default();
+        publish(&fake.global, 1, &["8.8.8.8", "198.51.99.0/24"]);
+        fake.global.at(Millis(PUBLISHED_AT));
+        let held = Held::default();
+        let freshness = Freshness::new(0).unwrap();
+        fake.global.slow.set(true);
+        let mut checks: Vec<_> = (0..8)
+            .map(|n| {
+                Box::pin(held.contains(
+                    &fake,
+                    ListKind::Global,
+                    Ipv4Addr::new(8, 8, 8, 8 - n),
+                    freshness,
+                    Millis(PUBLISHED_AT),
+                ))
+            })
+            .collect();
+        let mut feeds: Vec<_> = (0..8)
+            .map(|_| {
+                Box::pin(held.shards(&fake, ListKind::Global, freshness, Millis(PUBLISHED_AT)))
+            })
+            .collect();
+        // Polled in turn, as the runtime would: each waits on KV while the others start.
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut listed: Vec<Option<bool>> = vec![None; 8];
+        let mut versions: Vec<Option<usize>> = vec![None; 8];
+        while listed.contains(&None) || versions.contains(&None) {
+            for (check, answer) in checks
+                .iter_mut()
+                .zip(&mut listed)
+                .filter(|(_, a)| a.is_none())
+            {
+                if let std::task::Poll::Ready(found) = check.as_mut().poll(&mut context) {
+                    *answer = Some(found.unwrap());
+                }
+            }
+            for (feed, answer) in feeds
+                .iter_mut()
+                .zip(&mut versions)
+                .filter(|(_, a)| a.is_none())
+            {
+                if let std::task::Poll::Ready(found) = feed.as_mut().poll(&mut context) {
+                    *answer = Some(found.unwrap().1.read_from(0).count());
+                }
+            }
+        }
+        assert_eq!(listed[..2], [Some(true), Some(false)]);
+        assert_eq!(versions, vec![Some(2); 8]);
+        assert_eq!(
+            fake.global.reads.get(),
+            16 + 1,
+            "one manifest read a request, and the version's one shard read once for all of them"
         );
     }
 

@@ -150,3 +150,46 @@ fn a_feed_and_a_list_read_hold_no_more_for_ten_times_the_entries() {
         }
     }
 }
+
+/// What a `scope=all` text feed made the Worker hold, in KiB, beyond the shards of
+/// a global list of `entries` separate single addresses that a check had already loaded
+/// (one shard at these sizes), on a freshly started runtime.
+fn growth_of_a_global_feed(entries: u32) -> u64 {
+    let server = Server::own(&[("PAGE_ENTRIES", "50")]);
+    // Every other address, so that each stays a block of its own in the feed.
+    let list: String = (0..entries)
+        .map(|n| n * 2)
+        .map(|a| format!("82.{}.{}.{}\n", a >> 16, (a >> 8) & 255, a & 255))
+        .collect();
+    assert_eq!(server.replace_list("global-list", &list).status, 200);
+    server.kill();
+    let fresh = server.restart_from();
+    let app = TestApp::on(&fresh);
+    assert!(app.check("82.0.0.1").contains("on global greylist"));
+    let before = wasm_kib(&app).0;
+    let feed = app.feed("scope=all");
+    assert_eq!(feed.status, 200);
+    assert_eq!(
+        feed.body.lines().count(),
+        entries as usize + 2,
+        "head, entries, tail"
+    );
+    let growth = wasm_kib(&app).0 - before;
+    fresh.kill();
+    growth
+}
+
+#[test]
+fn a_global_feed_reads_the_shards_held_and_copies_none_of_them() {
+    let (small, large) = (
+        growth_of_a_global_feed(40_000),
+        growth_of_a_global_feed(400_000),
+    );
+    println!(
+        "scope=all feed: wasm +{small} KiB for 40 000 global entries, +{large} KiB for 400 000"
+    );
+    assert!(
+        large <= 2 * small.max(FLOOR_KIB),
+        "the Worker grew {large} KiB for 400 000 global entries, {small} KiB for 40 000"
+    );
+}

@@ -7,10 +7,11 @@ use worker::kv::KvStore;
 use worker::Env;
 
 use super::protocol::{ListsProtocol, PublishedManifest};
-use crate::domain::feed::Intervals;
+use crate::domain::intervals::Intervals;
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
 use crate::domain::snapshot::Manifest;
+use crate::domain::snapshot::Shards;
 use crate::domain::time::Millis;
 use crate::objects::protocol::{Failure, Object};
 use crate::store::snapshots::{binding, Held, ListSource};
@@ -72,14 +73,15 @@ pub async fn intervals(
         .await
 }
 
-/// The global list without what the allow list holds, with both versions.
-pub async fn challenged(
+/// The whole list as the shards the isolate holds, with its version.
+pub async fn shards(
     env: &Env,
+    kind: ListKind,
     freshness: Freshness,
     now: Millis,
-) -> Result<(u64, u64, Rc<Intervals>), StoreError> {
+) -> Result<(u64, Shards), StoreError> {
     Held::isolate()
-        .challenged(&Deployed(env), freshness, now)
+        .shards(&Deployed(env), kind, freshness, now)
         .await
 }
 
