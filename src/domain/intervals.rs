@@ -36,16 +36,13 @@ pub fn without(
     cut: Rc<Intervals>,
 ) -> impl Iterator<Item = (u32, u32)> {
     set.flat_map(move |(first, last)| {
-        let touched = cut
-            .from(first)
-            .next()
-            .is_some_and(|(start, _)| start <= last);
-        let rest = if touched {
-            combine(&[(first, last)], &clip(&cut, first, last), Op::Minus)
-        } else {
+        let here = clip(&cut, first, last);
+        let whole = here.is_empty().then_some((first, last));
+        let rest = if here.is_empty() {
             Vec::new()
+        } else {
+            combine(&[(first, last)], &here, Op::Minus)
         };
-        let whole = (!touched).then_some((first, last));
         whole.into_iter().chain(rest)
     })
 }

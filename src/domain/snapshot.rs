@@ -71,12 +71,6 @@ impl Shard {
         covers(&self.spans, addr)
     }
 
-    /// Every interval, single addresses included, in address order.
-    pub fn intervals(&self) -> Vec<(u32, u32)> {
-        let (mut single, mut span) = (0, 0);
-        std::iter::from_fn(|| self.next_at(&mut single, &mut span)).collect()
-    }
-
     /// The interval after the single address `single` and the span `span`, in
     /// address order, and the positions moved past it.
     fn next_at(&self, single: &mut usize, span: &mut usize) -> Option<(u32, u32)> {
@@ -323,7 +317,9 @@ mod tests {
         ]));
         let ip = |s: &str| u32::from(s.parse::<Ipv4Addr>().unwrap());
         assert_eq!(
-            shards[0].intervals(),
+            Shards::new(vec![0], vec![Rc::new(shards[0].clone())])
+                .read_from(0)
+                .collect::<Vec<_>>(),
             [
                 (ip("1.2.3.0"), ip("1.2.3.255")),
                 (ip("8.8.8.8"), ip("8.8.8.8")),

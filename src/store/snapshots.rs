@@ -114,13 +114,20 @@ impl Version {
     ) -> Result<Rc<Intervals>, StoreError> {
         self.intervals
             .get_or_load(|| async {
-                let mut all = Vec::new();
-                for index in 0..self.manifest.shards.len() {
-                    all.extend(self.shard(kv, kind, index).await?.intervals());
-                }
-                Ok(Rc::new(all))
+                Ok(Rc::new(
+                    self.all_shards(kv, kind).await?.read_from(0).collect(),
+                ))
             })
             .await
+    }
+
+    /// Every shard, loaded.
+    async fn all_shards(&self, kv: &impl KvRead, kind: ListKind) -> Result<Shards, StoreError> {
+        let mut shards = Vec::with_capacity(self.shards.len());
+        for index in 0..self.shards.len() {
+            shards.push(self.shard(kv, kind, index).await?);
+        }
+        Ok(Shards::new(self.manifest.shards.clone(), shards))
     }
 
     async fn shard(
@@ -202,12 +209,10 @@ impl Held {
         let kv = source.kv(kind)?;
         let kv = &kv;
         self.answer(source, kind, freshness, now, |version| async move {
-            let mut shards = Vec::with_capacity(version.shards.len());
-            for index in 0..version.shards.len() {
-                shards.push(version.shard(kv, kind, index).await?);
-            }
-            let starts = version.manifest.shards.clone();
-            Ok((version.manifest.version, Shards::new(starts, shards)))
+            Ok((
+                version.manifest.version,
+                version.all_shards(kv, kind).await?,
+            ))
         })
         .await
     }
