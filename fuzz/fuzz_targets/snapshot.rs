@@ -5,13 +5,17 @@
 #![no_main]
 
 use greylist::domain::ip_list::ListEntries;
-use greylist::domain::snapshot::{Manifest, Shard};
+use std::rc::Rc;
+
+use greylist::domain::snapshot::{Manifest, Shard, Shards};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Some(shard) = Shard::decode(data) {
         assert_eq!(shard.encode(), data);
-        let intervals = shard.intervals();
+        let intervals: Vec<(u32, u32)> = Shards::new(vec![0], vec![Rc::new(shard.clone())])
+            .read_from(0)
+            .collect();
         assert!(intervals.windows(2).all(|w| w[0].0 <= w[1].0));
         for &(first, last) in intervals.iter().take(64) {
             assert!(shard.contains(first) && shard.contains(last));
