@@ -19,7 +19,15 @@ pub trait KvRead {
     /// shortest edge cache, `Freshness::EDGE_SECONDS` (KV keeps a value 60 seconds
     /// when not told otherwise, which alone would use up the bound).
     async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// A short wait of the calling request's own, before it looks again at a
+    /// value another request is reading (see `SharedLoad`).
+    async fn pause(&self);
 }
+
+/// How long a request waits before it looks again at a load another is doing: a
+/// shard read from KV takes milliseconds.
+const PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 
 impl KvRead for KvStore {
     async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -29,11 +37,19 @@ impl KvRead for KvStore {
             .bytes()
             .await?)
     }
+
+    async fn pause(&self) {
+        worker::Delay::from(PAUSE).await
+    }
 }
 
 impl<T: KvRead> KvRead for std::rc::Rc<T> {
     async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         (**self).read(key).await
+    }
+
+    async fn pause(&self) {
+        (**self).pause().await
     }
 }
 
@@ -113,6 +129,8 @@ pub mod fake {
         /// When set, every read answers only on its second poll, as a read over the
         /// network would: requests polled in turn overlap in time.
         pub slow: Cell<bool>,
+        /// How often a request paused to wait for another's read.
+        pub pauses: Cell<usize>,
     }
 
     impl FakeKv {
@@ -135,17 +153,9 @@ pub mod fake {
     impl KvRead for FakeKv {
         async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
             self.reads.set(self.reads.get() + 1);
-            let mut answered = !self.slow.get();
-            std::future::poll_fn(|context| {
-                if answered {
-                    std::task::Poll::Ready(())
-                } else {
-                    answered = true;
-                    context.waker().wake_by_ref();
-                    std::task::Poll::Pending
-                }
-            })
-            .await;
+            if self.slow.get() {
+                yield_once().await;
+            }
             let now = self.now.get();
             let mut edge = self.edge.borrow_mut();
             if let Some((cached_at, value)) = edge.get(key) {
@@ -157,5 +167,26 @@ pub mod fake {
             edge.insert(key.to_owned(), (now, value.clone()));
             Ok(value)
         }
+
+        async fn pause(&self) {
+            self.pauses.set(self.pauses.get() + 1);
+            yield_once().await
+        }
+    }
+
+    /// Answers on its second poll, as anything over the network would: futures
+    /// polled in turn overlap in time.
+    pub async fn yield_once() {
+        let mut polled = false;
+        std::future::poll_fn(|context| {
+            if polled {
+                std::task::Poll::Ready(())
+            } else {
+                polled = true;
+                context.waker().wake_by_ref();
+                std::task::Poll::Pending
+            }
+        })
+        .await
     }
 }

@@ -4,15 +4,14 @@
 //! hold one copy of it, not a hundred.
 
 use std::cell::RefCell;
-use std::future::{poll_fn, Future};
-use std::task::{Poll, Waker};
+use std::future::Future;
 
 use super::StoreError;
 
 enum State<T> {
     Empty,
-    /// One request is loading it; these wait.
-    Loading(Vec<Waker>),
+    /// One request is loading it.
+    Loading,
     Ready(T),
 }
 
@@ -29,18 +28,15 @@ impl<T: Clone> Default for SharedLoad<T> {
 }
 
 /// The loading request's claim: dropped before it finished (its request ended, or
-/// the load failed), it gives the slot back and wakes the waiters, so that one of
-/// them loads in its place; a failure is never remembered.
+/// the load failed), it gives the slot back, so that a waiter loads in its place;
+/// a failure is never remembered.
 struct Claim<'a, T: Clone> {
     slot: &'a SharedLoad<T>,
 }
 
 impl<T: Clone> Drop for Claim<'_, T> {
     fn drop(&mut self) {
-        let mut state = self.slot.state.borrow_mut();
-        if let State::Loading(waiters) = std::mem::replace(&mut *state, State::Empty) {
-            waiters.into_iter().for_each(Waker::wake);
-        }
+        *self.slot.state.borrow_mut() = State::Empty;
     }
 }
 
@@ -54,40 +50,34 @@ impl<T: Clone> SharedLoad<T> {
     }
 
     /// The value, loaded by `load` unless it is loaded or being loaded already.
-    pub async fn get_or_load<F, Fut>(&self, load: F) -> Result<T, StoreError>
+    /// A request that finds another loading it looks again after each `pause`,
+    /// never waiting to be woken by the loader: the Workers runtime cancels, as
+    /// hung, a request that waits on nothing of its own, and would run the woken
+    /// request's code on behalf of the request that woke it.
+    pub async fn get_or_load<F, Fut, P, Paused>(&self, load: F, pause: P) -> Result<T, StoreError>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
+        P: Fn() -> Paused,
+        Paused: Future<Output = ()>,
     {
-        let claim = poll_fn(|context| {
-            let mut state = self.state.borrow_mut();
-            match &mut *state {
-                State::Ready(value) => Poll::Ready(Err(value.clone())),
-                State::Loading(waiters) => {
-                    if !waiters.iter().any(|w| w.will_wake(context.waker())) {
-                        waiters.push(context.waker().clone());
+        let claim = loop {
+            {
+                let mut state = self.state.borrow_mut();
+                match &*state {
+                    State::Ready(value) => return Ok(value.clone()),
+                    State::Loading => {}
+                    State::Empty => {
+                        *state = State::Loading;
+                        break Claim { slot: self };
                     }
-                    Poll::Pending
-                }
-                State::Empty => {
-                    *state = State::Loading(Vec::new());
-                    Poll::Ready(Ok(Claim { slot: self }))
                 }
             }
-        })
-        .await;
-        let claim = match claim {
-            Ok(claim) => claim,
-            Err(value) => return Ok(value),
+            pause().await;
         };
         let value = load().await?;
-        let waiters =
-            match std::mem::replace(&mut *self.state.borrow_mut(), State::Ready(value.clone())) {
-                State::Loading(waiters) => waiters,
-                _ => Vec::new(),
-            };
+        *self.state.borrow_mut() = State::Ready(value.clone());
         std::mem::forget(claim);
-        waiters.into_iter().for_each(Waker::wake);
         Ok(value)
     }
 }
@@ -100,6 +90,7 @@ mod tests {
     use std::task::{Context, Poll, Waker};
 
     use super::*;
+    use crate::store::kv::fake::yield_once;
 
     /// A load that waits until the test opens its gate, counting how often it ran.
     async fn gated(
@@ -108,7 +99,7 @@ mod tests {
         fails: bool,
     ) -> Result<u32, StoreError> {
         runs.set(runs.get() + 1);
-        poll_fn(|context| {
+        std::future::poll_fn(|context| {
             if gate.get() {
                 Poll::Ready(())
             } else {
@@ -132,8 +123,10 @@ mod tests {
     fn requests_waiting_together_share_one_load() {
         let slot = SharedLoad::<u32>::default();
         let (gate, runs) = (Rc::new(Cell::new(false)), Rc::new(Cell::new(0)));
-        let mut first = pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), false)));
-        let mut second = pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), false)));
+        let mut first =
+            pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), false), yield_once));
+        let mut second =
+            pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), false), yield_once));
         assert!(poll(first.as_mut()).is_pending());
         assert!(poll(second.as_mut()).is_pending());
         gate.set(true);
@@ -152,11 +145,14 @@ mod tests {
         let slot = SharedLoad::<u32>::default();
         let (gate, runs) = (Rc::new(Cell::new(false)), Rc::new(Cell::new(0)));
         {
-            let mut abandoned = pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), false)));
+            let mut abandoned =
+                pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), false), yield_once));
             assert!(poll(abandoned.as_mut()).is_pending());
         }
-        let mut failing = pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), true)));
-        let mut waiting = pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), false)));
+        let mut failing =
+            pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), true), yield_once));
+        let mut waiting =
+            pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), false), yield_once));
         assert!(poll(failing.as_mut()).is_pending());
         assert!(poll(waiting.as_mut()).is_pending());
         gate.set(true);
@@ -166,5 +162,59 @@ mod tests {
             "the waiter loads in the failed load's place"
         );
         assert_eq!(runs.get(), 3);
+    }
+
+    /// Counts the times it was woken.
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_waiter_looks_again_after_pauses_of_its_own_and_is_never_woken_by_the_loader() {
+        let slot = SharedLoad::<u32>::default();
+        let (gate, runs, pauses) = (
+            Rc::new(Cell::new(false)),
+            Rc::new(Cell::new(0)),
+            Cell::new(0),
+        );
+        // A pause as a timer is: pending once, woken by nothing the test sees.
+        let pause = || {
+            pauses.set(pauses.get() + 1);
+            let mut waited = false;
+            std::future::poll_fn(move |_| {
+                if std::mem::replace(&mut waited, true) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+        };
+        let mut loader = pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), false), pause));
+        let mut waiter = pin!(slot.get_or_load(|| gated(gate.clone(), runs.clone(), false), pause));
+        let wakes = std::sync::Arc::new(Wakes(Default::default()));
+        let waiter_waker = Waker::from(wakes.clone());
+        assert!(poll(loader.as_mut()).is_pending());
+        assert!(waiter
+            .as_mut()
+            .poll(&mut Context::from_waker(&waiter_waker))
+            .is_pending());
+        gate.set(true);
+        assert!(matches!(poll(loader.as_mut()), Poll::Ready(Ok(7))));
+        assert_eq!(
+            wakes.0.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "the loader woke the waiter: the runtime would run it in the loader's request"
+        );
+        assert!(matches!(
+            waiter
+                .as_mut()
+                .poll(&mut Context::from_waker(&waiter_waker)),
+            Poll::Ready(Ok(7))
+        ));
+        assert_eq!((runs.get(), pauses.get()), (1, 1));
     }
 }

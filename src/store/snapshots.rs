@@ -113,11 +113,14 @@ impl Version {
         kind: ListKind,
     ) -> Result<Rc<Intervals>, StoreError> {
         self.intervals
-            .get_or_load(|| async {
-                Ok(Rc::new(
-                    self.all_shards(kv, kind).await?.read_from(0).collect(),
-                ))
-            })
+            .get_or_load(
+                || async {
+                    Ok(Rc::new(
+                        self.all_shards(kv, kind).await?.read_from(0).collect(),
+                    ))
+                },
+                || kv.pause(),
+            )
             .await
     }
 
@@ -139,19 +142,25 @@ impl Version {
         let slot = self.shards.get(index).ok_or_else(|| {
             StoreError::Corrupt(format!("{} list: no shard {index}", kind.code()))
         })?;
-        slot.get_or_load(|| async {
-            let key = shard_key(self.manifest.version, index);
-            // A shard that is not visible yet is an error, never an empty list.
-            let bytes = kv.read(&key).await?.ok_or_else(|| {
-                StoreError::Corrupt(format!(
-                    "{} list: shard {key} is not in KV yet",
-                    kind.code()
-                ))
-            })?;
-            Shard::decode(&bytes).map(Rc::new).ok_or_else(|| {
-                StoreError::Corrupt(format!("{} list: shard {key} does not decode", kind.code()))
-            })
-        })
+        slot.get_or_load(
+            || async {
+                let key = shard_key(self.manifest.version, index);
+                // A shard that is not visible yet is an error, never an empty list.
+                let bytes = kv.read(&key).await?.ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "{} list: shard {key} is not in KV yet",
+                        kind.code()
+                    ))
+                })?;
+                Shard::decode(&bytes).map(Rc::new).ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "{} list: shard {key} does not decode",
+                        kind.code()
+                    ))
+                })
+            },
+            || kv.pause(),
+        )
         .await
     }
 }

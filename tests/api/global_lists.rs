@@ -356,3 +356,36 @@ fn a_first_start_takes_over_the_lists_an_earlier_version_kept_in_kv() {
     );
     assert_eq!(server.status()["allowList"]["entries"], 1);
 }
+
+/// A new version met by many requests at once is loaded by one of them while the
+/// others wait; every one of them answers. The runtime cancels a request that
+/// waits on nothing of its own, so a waiter must not sleep until another
+/// request's load wakes it.
+#[test]
+fn requests_that_meet_a_new_version_together_all_answer() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    for variant in 1..4u32 {
+        let mut text = String::from("64.64.64.64\n");
+        text.extend((0..60_000u32).map(|n| format!("66.{variant}.{}.{}\n", n >> 8, n & 255)));
+        assert_eq!(server.replace_list("global-list", &text).status, 200);
+        let start = std::sync::Barrier::new(16);
+        let answers: Vec<String> = thread::scope(|scope| {
+            let checks: Vec<_> = (0..16)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        app.check("64.64.64.64")
+                    })
+                })
+                .collect();
+            checks.into_iter().map(|c| c.join().unwrap()).collect()
+        });
+        assert!(
+            answers
+                .iter()
+                .all(|a| a == "[64.64.64.64] is on global greylist"),
+            "version {variant}: {answers:?}"
+        );
+    }
+}
