@@ -8,6 +8,8 @@
 //! level from two pieces of the level below. A change is a set of addresses: those
 //! that joined or left the list, one and the same thing (symmetric difference).
 
+use serde::{Deserialize, Serialize};
+
 use super::feed::Blocks;
 use super::intervals::{combine, Intervals, Op, Seek};
 use super::range::Ipv4Range;
@@ -143,24 +145,47 @@ pub struct BlockChanges {
     pub added: Vec<Ipv4Range>,
 }
 
-/// The blocks a feed drops and adds when the global list changes by `change`
-/// while the allow list stays `allow`: `around` is what `touching` gives for the
-/// new version. Every maximal interval of either version's challenged set (the
-/// global list without the allow list) is either within `around ∪ change` or the
-/// same in both, so only the blocks there can differ, and only those are compared.
+/// The blocks a feed drops and adds when the global list changes by
+/// `global_change` and the allow list by `allow_change`, to `allow`: `around` is
+/// what `touching` gives for the new global list and the union of both changes.
+/// Every maximal interval of either version's challenged set (the global list
+/// without the allow list) is either within `around` and the changes or the same
+/// in both, so only the blocks there can differ, and only those are compared.
 pub fn block_changes(
     around: &[(u32, u32)],
-    change: &[(u32, u32)],
+    global_change: &[(u32, u32)],
     allow: &[(u32, u32)],
+    allow_change: &[(u32, u32)],
 ) -> BlockChanges {
-    let old = combine(around, change, Op::Xor);
-    let blocks = |set: &[(u32, u32)]| -> Vec<Ipv4Range> {
+    let old = combine(around, global_change, Op::Xor);
+    let old_allow = combine(allow, allow_change, Op::Xor);
+    let blocks = |set: &[(u32, u32)], allow: &[(u32, u32)]| -> Vec<Ipv4Range> {
         Blocks::new(combine(set, allow, Op::Minus).into_iter()).collect()
     };
-    let (old, new) = (blocks(&old), blocks(around));
+    let (old, new) = (blocks(&old, &old_allow), blocks(around, allow));
     BlockChanges {
         deleted: sorted_minus(&old, &new),
         added: sorted_minus(&new, &old),
+    }
+}
+
+/// Where a change of the allow list moves a holder's own entries: those it now
+/// holds leave the feed, those it no longer holds join it.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllowMoves {
+    /// Addresses the allow list holds now and did not.
+    pub hidden: Intervals,
+    /// Addresses the allow list held and does not now.
+    pub shown: Intervals,
+}
+
+impl AllowMoves {
+    /// `change` is the allow list's change, `allow` its new version.
+    pub fn of(change: &[(u32, u32)], allow: &[(u32, u32)]) -> Self {
+        Self {
+            hidden: combine(change, allow, Op::Both),
+            shown: combine(change, allow, Op::Minus),
+        }
     }
 }
 
@@ -185,6 +210,7 @@ mod tests {
 
     use super::*;
     use crate::domain::intervals::union_of_sorted;
+    use crate::domain::snapshot::covers;
 
     #[test]
     fn a_span_of_versions_is_a_few_aligned_pieces_newest_first() {
@@ -223,12 +249,12 @@ mod tests {
         // 10.0.0.0/24 was listed; 10.0.1.0/24 joins it, so the feed now shows one /23.
         let new = [(r("10.0.0.0").first(), r("10.0.1.255").first())];
         let change = [(r("10.0.1.0").first(), r("10.0.1.255").first())];
-        let changes = block_changes(&touching(new.as_slice(), &change), &change, &[]);
+        let changes = block_changes(&touching(new.as_slice(), &change), &change, &[], &[]);
         assert_eq!(changes.deleted, [r("10.0.0.0/24")]);
         assert_eq!(changes.added, [r("10.0.0.0/23")]);
         // The allow list hides half of what joined.
         let allow = [(r("10.0.1.128").first(), r("10.0.1.255").first())];
-        let changes = block_changes(&touching(new.as_slice(), &change), &change, &allow);
+        let changes = block_changes(&touching(new.as_slice(), &change), &change, &allow, &[]);
         assert_eq!(
             (changes.deleted, changes.added),
             (vec![], vec![r("10.0.1.0/25")])
@@ -251,13 +277,28 @@ mod tests {
         fn the_block_changes_turn_the_old_feed_into_the_new_one(
             old in set_strategy(),
             new in set_strategy(),
-            allow in set_strategy(),
+            old_allow in set_strategy(),
+            new_allow in set_strategy(),
         ) {
             let change = combine(&old, &new, Op::Xor);
-            let changes = block_changes(&touching(new.as_slice(), &change), &change, &allow);
-            let (before, after) = (all_blocks(&old, &allow), all_blocks(&new, &allow));
+            let allow_change = combine(&old_allow, &new_allow, Op::Xor);
+            let around = touching(new.as_slice(), &combine(&change, &allow_change, Op::Union));
+            let changes = block_changes(&around, &change, &new_allow, &allow_change);
+            let (before, after) = (all_blocks(&old, &old_allow), all_blocks(&new, &new_allow));
             prop_assert_eq!(changes.deleted, sorted_minus(&before, &after));
             prop_assert_eq!(changes.added, sorted_minus(&after, &before));
+        }
+
+        #[test]
+        fn an_allow_change_hides_what_it_now_holds_and_shows_what_it_let_go(
+            old_allow in set_strategy(),
+            new_allow in set_strategy(),
+            addr in 0u32..450,
+        ) {
+            let moves = AllowMoves::of(&combine(&old_allow, &new_allow, Op::Xor), &new_allow);
+            let (before, after) = (covers(&old_allow, addr), covers(&new_allow, addr));
+            prop_assert_eq!(covers(&moves.hidden, addr), !before && after);
+            prop_assert_eq!(covers(&moves.shown, addr), before && !after);
         }
 
         #[test]

@@ -71,6 +71,8 @@ pub fn merged(ranges: impl IntoIterator<Item = (u32, u32)>) -> impl Iterator<Ite
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     Union,
+    /// What both hold.
+    Both,
     /// What the first holds and the second does not.
     Minus,
     /// What exactly one of them holds: the change from one to the other.
@@ -81,6 +83,7 @@ impl Op {
     fn holds(self, a: bool, b: bool) -> bool {
         match self {
             Self::Union => a || b,
+            Self::Both => a && b,
             Self::Minus => a && !b,
             Self::Xor => a != b,
         }

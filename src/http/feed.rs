@@ -1,5 +1,7 @@
 //! The feed a firewall pulls, and the feed tokens that open it.
 
+use std::rc::Rc;
+
 use serde::Serialize;
 use worker::{Env, Request, Response};
 
@@ -8,12 +10,12 @@ use super::feed_body::{self, Operator, Shape};
 use super::feed_query::{FeedQuery, Format, Scope};
 use super::form;
 use super::reply::Reply;
-use crate::domain::delta::{block_changes, touching, BlockChanges};
+use crate::domain::delta::{block_changes, touching, AllowMoves, BlockChanges};
 use crate::domain::feed::FeedHead;
 use crate::domain::feed_token::{
     self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord,
 };
-use crate::domain::intervals::Intervals;
+use crate::domain::intervals::{combine, Intervals, Op};
 use crate::domain::ip_list::ListKind;
 use crate::domain::license::LicenseId;
 use crate::domain::range::Ipv4Range;
@@ -24,7 +26,7 @@ use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{CreateFeedToken, Feed, FeedTokens, RevokeFeedToken};
 use crate::objects::lists::client as lists;
 use crate::platform::config;
-use crate::store::holder_feed::MAX_PROBED;
+use crate::store::holder_feed::{MAX_MOVED_RANGES, MAX_PROBED};
 use crate::store::{licenses, StoreError};
 
 /// `GET /api/greylistFeed`: the whole feed as text or JSON, or (JSON with
@@ -50,20 +52,28 @@ pub async fn feed(
     };
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let known = query.known_changes(&if_none_match, global_version, allow_version);
-    let changes = match query.global_since(global_version, allow_version) {
-        Some(from) => {
-            global_changes(env, (from, global_version), &global, &allow, freshness, now).await?
+    let changes = match query.since {
+        Some(_) => {
+            let lists = Lists {
+                global: (global_version, &global),
+                allow: (allow_version, &allow),
+            };
+            operator_changes(env, &query, lists, freshness, now).await?
         }
         None => None,
     };
-    let since = query.delta_from(global_version, allow_version, changes.is_some());
-    let probe = changes.as_ref().map(probed).unwrap_or_default();
+    let since = query.delta_from(changes.is_some());
+    let (probe, moves) = changes
+        .as_ref()
+        .map(|c| (probed(&c.blocks), c.moves.clone()))
+        .unwrap_or_default();
     let (start, records) = holder(env, license)?
         .ask_stream(Feed {
             token,
             since,
             known,
             probe,
+            moves,
         })
         .await?;
     let version = query.version(start.head.changes(), global_version, allow_version);
@@ -74,7 +84,13 @@ pub async fn feed(
             return Ok(Reply::Built(response));
         }
         // The firewall holds the holder's own entries of these addresses: they stay.
-        (FeedHead::Delta { .. }, Some(mut changes)) => {
+        (
+            FeedHead::Delta { .. },
+            Some(OperatorChanges {
+                blocks: mut changes,
+                ..
+            }),
+        ) => {
             let held = |block: &Ipv4Range| {
                 block.prefix() == 32 && start.listed.binary_search(&block.first()).is_ok()
             };
@@ -111,23 +127,64 @@ pub async fn feed(
     Ok(Reply::Built(response))
 }
 
-/// How the feed's global blocks changed from the cursor's version of the global
-/// list to the current one (`global`, version `span.1`), the allow list unchanged; `None` when the published
+/// The operator's lists as a feed answers from them: each with its version.
+struct Lists<'a> {
+    global: (u64, &'a Shards),
+    allow: (u64, &'a Intervals),
+}
+
+/// What changed in the operator's lists since a feed's cursor, as the feed shows it.
+struct OperatorChanges {
+    /// How the global blocks changed.
+    blocks: BlockChanges,
+    /// Where the allow list's change moved the holder's own entries.
+    moves: AllowMoves,
+}
+
+/// What changed in the global list (in a `scope=all` feed) and in the allow list
+/// from the cursor's versions to the current ones; `None` when the published
 /// changes do not say, or would make the holder's object look up more addresses
-/// than it takes: the whole feed answers then.
-async fn global_changes(
+/// or intervals than it takes: the whole feed answers then.
+async fn operator_changes(
     env: &Env,
-    span: (u64, u64),
-    global: &Shards,
-    allow: &Intervals,
+    query: &FeedQuery,
+    lists: Lists<'_>,
     freshness: Freshness,
     now: Millis,
-) -> Result<Option<BlockChanges>, ApiError> {
-    let Some(change) = lists::changes(env, ListKind::Global, span, freshness, now).await? else {
+) -> Result<Option<OperatorChanges>, ApiError> {
+    let change = |kind: ListKind, since: Option<u64>, version: u64| async move {
+        match since {
+            Some(from) => lists::changes(env, kind, (from, version), freshness, now).await,
+            None => Ok(Some(Rc::default())),
+        }
+    };
+    let (global_version, global) = lists.global;
+    let (allow_version, allow) = lists.allow;
+    let Some(global_change) = change(
+        ListKind::Global,
+        query.global_since(global_version),
+        global_version,
+    )
+    .await?
+    else {
         return Ok(None);
     };
-    let changes = block_changes(&touching(global, &change), &change, allow);
-    Ok((probed(&changes).len() <= MAX_PROBED).then_some(changes))
+    let Some(allow_change) = change(
+        ListKind::Allow,
+        query.allow_since(allow_version),
+        allow_version,
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let moves = AllowMoves::of(&allow_change, allow);
+    if moves.hidden.len() + moves.shown.len() > MAX_MOVED_RANGES {
+        return Ok(None);
+    }
+    let around = touching(global, &combine(&global_change, &allow_change, Op::Union));
+    let blocks = block_changes(&around, &global_change, allow, &allow_change);
+    Ok((probed(&blocks).len() <= MAX_PROBED).then_some(OperatorChanges { blocks, moves }))
 }
 
 /// The single addresses among the blocks that change, ascending.

@@ -131,28 +131,27 @@ impl FeedQuery {
     }
 
     /// The personal history number to ask the changes after, when a delta can be
-    /// given at all: while the allow list is at the cursor's version, and the
-    /// global list is too or `global_changes` (what changed in it since the
-    /// cursor's version is known). Whether the holder's history still reaches back
-    /// to it, the holder's object decides.
-    pub fn delta_from(&self, global: u64, allow: u64, global_changes: bool) -> Option<u64> {
-        let now = self.version(0, global, allow);
-        self.since
-            .filter(|since| {
-                since.allow == now.allow && (since.global == now.global || global_changes)
-            })
-            .map(|since| since.changes)
+    /// given at all: when what changed in the operator's lists since the cursor is
+    /// `known`. Whether the holder's history still reaches back to it, the
+    /// holder's object decides.
+    pub fn delta_from(&self, known: bool) -> Option<u64> {
+        self.since.filter(|_| known).map(|since| since.changes)
     }
 
     /// The global list's version the cursor holds, when it is not the current one
-    /// and the feed includes the global list at the allow list's current version:
-    /// a delta can then carry the global list's changes.
-    pub fn global_since(&self, global: u64, allow: u64) -> Option<u64> {
+    /// and the feed includes the global list: a delta then carries its changes.
+    pub fn global_since(&self, global: u64) -> Option<u64> {
         self.since
-            .filter(|since| {
-                self.scope == Scope::All && since.allow == allow && since.global != global
-            })
+            .filter(|since| self.scope == Scope::All && since.global != global)
             .map(|since| since.global)
+    }
+
+    /// The allow list's version the cursor holds, when it is not the current one:
+    /// a delta then carries what its changes hide and show.
+    pub fn allow_since(&self, allow: u64) -> Option<u64> {
+        self.since
+            .filter(|since| since.allow != allow)
+            .map(|since| since.allow)
     }
 
     /// The personal history number the caller holds, when `If-None-Match` names
@@ -223,40 +222,25 @@ mod tests {
             FeedQuery::parse("format=json").unwrap().etag(version)
         );
         let delta = FeedQuery::parse("scope=all&format=json&since=3.4.1").unwrap();
-        assert_eq!(delta.delta_from(4, 1, false), Some(3));
+        assert_eq!(delta.global_since(4), None, "the global list is current");
+        assert_eq!(delta.global_since(5), Some(4));
+        assert_eq!(delta.allow_since(1), None, "the allow list is current");
+        assert_eq!(delta.allow_since(2), Some(1));
+        assert_eq!(delta.delta_from(true), Some(3));
         assert_eq!(
-            delta.delta_from(5, 1, false),
+            delta.delta_from(false),
             None,
-            "the global list has a new version, its changes unknown"
+            "what changed in the operator's lists is not known"
         );
-        assert_eq!(delta.global_since(5, 1), Some(4));
-        assert_eq!(
-            delta.delta_from(5, 1, true),
-            Some(3),
-            "the global list has a new version, and its changes are known"
-        );
-        assert_eq!(
-            delta.delta_from(4, 2, true),
-            None,
-            "the allow list has a new version"
-        );
-        assert_eq!(delta.global_since(4, 2), None);
-        assert_eq!(delta.global_since(4, 1), None, "the global list is current");
         let personal = FeedQuery::parse("format=json&since=3.0.1").unwrap();
         assert_eq!(
-            personal.global_since(9, 1),
+            personal.global_since(9),
             None,
             "no global list in a personal feed"
         );
+        assert_eq!(personal.allow_since(2), Some(1), "but the allow list is");
         assert_eq!(
-            personal.delta_from(9, 1, false),
-            Some(3),
-            "the global list is not part of a personal feed"
-        );
-        assert_eq!(
-            FeedQuery::parse("format=json")
-                .unwrap()
-                .delta_from(4, 1, false),
+            FeedQuery::parse("format=json").unwrap().delta_from(true),
             None,
             "no cursor, no delta"
         );

@@ -2,11 +2,14 @@
 //! whatever the list's size, a page is all that is held. The whole list goes in
 //! address order (so the Worker merges it with the global list as both stream);
 //! the changes after a cursor go as every address a firewall should drop, then
-//! every entry it should hold, each address once, in the order of its last change.
+//! every entry it should hold, each address once: the list's own changes in the
+//! order of their last change, and the entries a change of the allow list moved,
+//! in address order.
 
 use super::holder_list::{address_value, entries, ip_of, live, SqlListStore, ENTRY_COLUMNS};
 use super::sql::{Sql, SqlError, Value};
 use crate::domain::code::Coded;
+use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Change, Entry};
 use crate::domain::feed::{FeedHead, FeedRecord};
 use crate::domain::time::UnixTime;
@@ -29,9 +32,21 @@ enum Step {
     Gone {
         after: u64,
     },
+    /// Live entries in the allow list's `range`th new interval, after this address:
+    /// the firewall may hold any of them, and should hold none now.
+    Hidden {
+        range: usize,
+        after: Option<[u8; 16]>,
+    },
     /// Addresses whose last change in the window, after this history number, left them listed.
     Listed {
         after: u64,
+    },
+    /// Live entries in the `range`th interval the allow list let go, after this
+    /// address, unchanged in the window (a changed one came as `Listed`).
+    Shown {
+        range: usize,
+        after: Option<[u8; 16]>,
     },
     Done,
 }
@@ -44,15 +59,17 @@ pub struct FeedPages<S: Sql> {
     /// The changes read are those after the cursor up to the newest when the feed began,
     /// so that a feed is the list as of one moment, and what came later is the next delta's.
     window: (u64, u64),
+    /// Where a change of the allow list since the cursor moved the holder's entries.
+    moves: AllowMoves,
     step: Step,
 }
 
 /// Reads how a feed begins: unchanged when the caller's `known` number is current,
-/// the changes after `since` while the history still holds every one of them,
-/// the whole list otherwise.
+/// the changes after `since` while the history still holds every one of them
+/// (with the entries `moves` names), the whole list otherwise.
 pub fn open<S: Sql>(
     store: SqlListStore<S>,
-    since: Option<u64>,
+    (since, moves): (Option<u64>, AllowMoves),
     known: Option<u64>,
     now: UnixTime,
     page: usize,
@@ -82,6 +99,7 @@ pub fn open<S: Sql>(
             now,
             page: page.max(1),
             window,
+            moves,
             step,
         },
     ))
@@ -90,6 +108,9 @@ pub fn open<S: Sql>(
 /// Addresses probed at most in one feed: the single-address blocks a change of the
 /// global list adds or drops. A larger change is answered with the whole feed.
 pub const MAX_PROBED: usize = 10_000;
+/// Intervals of a change of the allow list a feed's delta looks in at most (one
+/// statement each at least). A larger change is answered with the whole feed.
+pub const MAX_MOVED_RANGES: usize = 1_000;
 /// Addresses looked up in one statement.
 const PROBE_BATCH: usize = 100;
 
@@ -132,6 +153,8 @@ impl<S: Sql> FeedPages<S> {
                 Step::Whole { after } => self.whole(after)?,
                 Step::Gone { after } => self.changed(after, false)?,
                 Step::Listed { after } => self.changed(after, true)?,
+                Step::Hidden { range, after } => self.moved(range, after, false)?,
+                Step::Shown { range, after } => self.moved(range, after, true)?,
             };
             self.step = next;
             if !records.is_empty() {
@@ -215,10 +238,95 @@ impl<S: Sql> FeedPages<S> {
         let next = match (full, listed) {
             (true, false) => Step::Gone { after: last },
             (true, true) => Step::Listed { after: last },
-            (false, false) => Step::Listed {
-                after: self.window.0,
+            (false, false) => Step::Hidden {
+                range: 0,
+                after: None,
             },
-            (false, true) => Step::Done,
+            (false, true) => Step::Shown {
+                range: 0,
+                after: None,
+            },
+        };
+        Ok((records, next))
+    }
+
+    /// A page of the entries in the `range`th interval the allow list now holds
+    /// (`shown` false), or let go (`shown` true), after the address `after`.
+    fn moved(
+        &self,
+        range: usize,
+        after: Option<[u8; 16]>,
+        shown: bool,
+    ) -> Result<(Vec<FeedRecord>, Step), SqlError> {
+        let ranges = if shown {
+            &self.moves.shown
+        } else {
+            &self.moves.hidden
+        };
+        let Some(&(first, last)) = ranges.get(range) else {
+            let next = if shown {
+                Step::Done
+            } else {
+                Step::Listed {
+                    after: self.window.0,
+                }
+            };
+            return Ok((Vec::new(), next));
+        };
+        let unchanged = if shown {
+            format!(
+                "AND NOT EXISTS (SELECT 1 FROM history h WHERE h.ip = entries.ip
+                     AND h.id > ?6 AND h.id <= ?7 AND h.change IN ({}))",
+                listing_changes()
+            )
+        } else {
+            String::new()
+        };
+        let mut args = vec![
+            Value::int(self.now.0),
+            Value::Blob(after.map_or_else(Vec::new, |ip| ip.to_vec())),
+            address_value(first),
+            address_value(last),
+            Value::int(self.page as u64),
+        ];
+        if shown {
+            args.extend([Value::int(self.window.0), Value::int(self.window.1)]);
+        }
+        let rows = self.store.sql().query(
+            &format!(
+                "SELECT {ENTRY_COLUMNS} FROM entries
+                 WHERE {} AND ip > ?2 AND ip >= ?3 AND ip <= ?4 {unchanged}
+                 ORDER BY ip LIMIT ?5",
+                live("expires_at")
+            ),
+            &args,
+        )?;
+        let full = rows.len() == self.page;
+        let last_read = rows
+            .last()
+            .map(|row| {
+                <[u8; 16]>::try_from(row.blob(0)?)
+                    .map_err(|_| SqlError("an address of another size".to_owned()))
+            })
+            .transpose()?;
+        let records = entries(rows)?
+            .into_iter()
+            .map(|entry| {
+                if shown {
+                    FeedRecord::Listed(entry)
+                } else {
+                    FeedRecord::Gone(entry.ip)
+                }
+            })
+            .collect();
+        let (range, after) = match last_read {
+            Some(last_read) if full => (range, Some(last_read)),
+            _ => (range + 1, None),
+        };
+        let next = if shown {
+            Step::Shown { range, after }
+        } else {
+            Step::Hidden { range, after }
         };
         Ok((records, next))
     }
@@ -266,6 +374,15 @@ mod tests {
         at: UnixTime,
         page: usize,
     ) -> (FeedHead, Vec<String>) {
+        read_moved(store, (since, AllowMoves::default()), at, page)
+    }
+
+    fn read_moved(
+        store: &SqlListStore<NativeSql>,
+        since: (Option<u64>, AllowMoves),
+        at: UnixTime,
+        page: usize,
+    ) -> (FeedHead, Vec<String>) {
         let shared = SqlListStore::new(store.sql());
         let (head, mut pages) = open(shared, since, None, at, page).unwrap();
         let mut records = Vec::new();
@@ -277,6 +394,50 @@ mod tests {
             }));
         }
         (head, records)
+    }
+
+    #[test]
+    fn a_change_of_the_allow_list_drops_what_it_now_holds_and_adds_what_it_let_go_each_once() {
+        let mut store = sql_store();
+        for text in [
+            "8.8.8.1", "8.8.8.2", "8.8.8.3", "9.9.9.1", "9.9.9.2", "9.9.9.3",
+        ] {
+            apply(&mut store, Operation::Add, text, None, NOON);
+        }
+        // After the cursor (3 of 6 adds): a change inside each moved range, one outside.
+        apply(&mut store, Operation::Remove, "8.8.8.3", None, NOON.plus(1));
+        apply(&mut store, Operation::Add, "8.8.8.9", None, NOON.plus(2));
+        apply(&mut store, Operation::Remove, "9.9.9.3", None, NOON.plus(3));
+        apply(&mut store, Operation::Add, "9.9.9.9", None, NOON.plus(4));
+        apply(&mut store, Operation::Add, "7.7.7.7", None, NOON.plus(5));
+        let range = |first: &str, last: &str| {
+            let addr = |text: &str| PublicIpv4::parse(text).unwrap().to_u32();
+            (addr(first), addr(last))
+        };
+        let moves = AllowMoves {
+            hidden: vec![range("8.8.8.0", "8.8.8.255")],
+            shown: vec![range("9.9.9.0", "9.9.9.1"), range("9.9.9.3", "9.9.9.255")],
+        };
+        for page in [1, 2, 10] {
+            let (head, records) = read_moved(&store, (Some(6), moves.clone()), NOON.plus(6), page);
+            assert_eq!(head, FeedHead::Delta { changes: 11 });
+            assert_eq!(
+                records,
+                [
+                    // The list's own changes, then every live entry the allow list now holds.
+                    "-8.8.8.3", "-9.9.9.3", "-8.8.8.1", "-8.8.8.2", "-8.8.8.9",
+                    // The list's own changes, then the unchanged entries it let go
+                    // (9.9.9.2 is between its ranges).
+                    "+8.8.8.9", "+9.9.9.9", "+7.7.7.7", "+9.9.9.1",
+                ],
+                "pages of {page}"
+            );
+        }
+        let (head, _) = read_moved(&store, (None, moves), NOON.plus(6), 10);
+        assert!(
+            matches!(head, FeedHead::Whole { .. }),
+            "a whole feed ignores the moves"
+        );
     }
 
     #[test]
@@ -350,7 +511,14 @@ mod tests {
         let mut store = SqlListStore::new(&sql);
         apply(&mut store, Operation::Add, "8.8.8.1", None, NOON);
         apply(&mut store, Operation::Add, "8.8.8.2", None, NOON);
-        let (head, mut pages) = open(SqlListStore::new(&sql), Some(0), None, NOON, 1).unwrap();
+        let (head, mut pages) = open(
+            SqlListStore::new(&sql),
+            (Some(0), AllowMoves::default()),
+            None,
+            NOON,
+            1,
+        )
+        .unwrap();
         assert_eq!(head, FeedHead::Delta { changes: 2 });
         let first = pages.next_page().unwrap().unwrap();
         // A change while the feed streams is the next delta's, not this one's.
@@ -381,7 +549,8 @@ mod tests {
             );
         }
         let shared = || SqlListStore::new(store.sql());
-        let (head, mut pages) = open(shared(), None, Some(5), NOON, 10).unwrap();
+        let (head, mut pages) =
+            open(shared(), (None, AllowMoves::default()), Some(5), NOON, 10).unwrap();
         assert_eq!(head, FeedHead::Unchanged { changes: 5 });
         assert_eq!(pages.next_page().unwrap(), None);
         store
@@ -389,11 +558,15 @@ mod tests {
             .execute("DELETE FROM history WHERE id <= 3", &[])
             .unwrap();
         assert!(matches!(
-            open(shared(), Some(3), None, NOON, 10).unwrap().0,
+            open(shared(), (Some(3), AllowMoves::default()), None, NOON, 10)
+                .unwrap()
+                .0,
             FeedHead::Delta { .. }
         ));
         assert_eq!(
-            open(shared(), Some(2), None, NOON, 10).unwrap().0,
+            open(shared(), (Some(2), AllowMoves::default()), None, NOON, 10)
+                .unwrap()
+                .0,
             FeedHead::Whole {
                 changes: 5,
                 reset: true
@@ -403,7 +576,9 @@ mod tests {
         store.sql().execute("DELETE FROM history", &[]).unwrap();
         assert!(
             matches!(
-                open(shared(), Some(5), None, NOON, 10).unwrap().0,
+                open(shared(), (Some(5), AllowMoves::default()), None, NOON, 10)
+                    .unwrap()
+                    .0,
                 FeedHead::Delta { .. }
             ),
             "numbers are never handed out twice, so the newest cursor stays valid"

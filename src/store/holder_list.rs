@@ -646,9 +646,14 @@ mod tests {
         let entry = store.entry(ip("8.8.8.8")).unwrap().unwrap();
         for at in [NOON, NOON.plus(59), NOON.plus(60), NOON.plus(61)] {
             let listed = store.list(&query(None, 10, None), at).unwrap().total == 1;
-            let (_, mut feed) =
-                super::super::holder_feed::open(SqlListStore::new(store.sql()), None, None, at, 10)
-                    .unwrap();
+            let (_, mut feed) = super::super::holder_feed::open(
+                SqlListStore::new(store.sql()),
+                (None, Default::default()),
+                None,
+                at,
+                10,
+            )
+            .unwrap();
             let fed = feed.next_page().unwrap().is_some();
             let due = store.expired(at, 10).unwrap().len() == 1;
             assert_eq!(

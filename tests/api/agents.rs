@@ -415,12 +415,93 @@ fn an_operator_edit_reaches_a_scope_all_delta_as_that_change_alone() {
             .collect();
     assert_eq!(held, whole);
 
-    // A change of the allow list still starts the firewall afresh.
+    // A change of the allow list is a delta too.
     assert_eq!(server.edit_allow_list(&["45.1.0.0/24"], &[]).status, 200);
-    let after = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
-    assert_eq!(after["reset"], true);
-    assert!(!covers(&values(&after["entries"]), "45.1.0.5"));
-    assert!(values(&after["entries"]).contains(&"79.0.0.1".to_owned()));
+    let (deleted, new, _) = delta(&app, &mut held, &cursor);
+    assert!(covers(&deleted, "45.1.0.5"), "{deleted:?}");
+    assert!(new.is_empty(), "{new:?}");
+    assert!(!covers(
+        &held.iter().cloned().collect::<Vec<_>>(),
+        "45.1.0.5"
+    ));
+    assert!(held.contains("79.0.0.1"));
+    server.kill();
+}
+
+/// The whole feed's values, as a set.
+fn whole(app: &TestApp, query: &str) -> std::collections::BTreeSet<String> {
+    values(&app.feed_json(query)["entries"])
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn an_allow_list_edit_reaches_a_delta_as_what_it_hides_and_shows() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    assert_eq!(
+        server
+            .edit_global_list(&["47.0.0.0/16", "48.0.0.1"], &[])
+            .status,
+        200
+    );
+    let commented = app.add_with(&[("ip", "49.0.0.1"), ("comment", "scanner")]);
+    assert_eq!(commented.status, 200, "{}", commented.body);
+    app.add("49.0.0.2");
+    let first = app.feed_json("scope=all&format=json");
+    let mut held: std::collections::BTreeSet<String> =
+        values(&first["entries"]).into_iter().collect();
+    let cursor = first["cursor"].as_str().unwrap().to_owned();
+    let personal = app.feed_json("format=json")["cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The allow list takes a /24 out of a global block, and two of the holder's own addresses.
+    assert_eq!(
+        server
+            .edit_allow_list(&["47.0.1.0/24", "49.0.0.0/30"], &[])
+            .status,
+        200
+    );
+    let (deleted, new, cursor) = delta(&app, &mut held, &cursor);
+    assert_eq!(
+        deleted,
+        ["49.0.0.1", "49.0.0.2", "47.0.0.0/16"],
+        "the holder's entries it now holds, then the global block it cuts"
+    );
+    assert_eq!(new.len(), 8, "the rest of the /16 as blocks: {new:?}");
+    assert!(new.contains(&"47.0.0.0/24".to_owned()) && new.contains(&"47.0.128.0/17".to_owned()));
+    assert_eq!(held, whole(&app, "scope=all&format=json"));
+    let personal_delta = app.feed_json(&format!("format=json&since={personal}"));
+    assert_eq!(personal_delta["reset"], Value::Null, "{personal_delta}");
+    assert_eq!(
+        (
+            values(&personal_delta["deleted"]),
+            values(&personal_delta["new"])
+        ),
+        (vec!["49.0.0.1".to_owned(), "49.0.0.2".to_owned()], vec![]),
+        "a personal feed drops the holder's entries the allow list now holds"
+    );
+
+    // Taken back: what it hid comes back as it was, the comment with it.
+    assert_eq!(
+        server
+            .edit_allow_list(&[], &["47.0.1.0/24", "49.0.0.0/30"])
+            .status,
+        200
+    );
+    let answer = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
+    assert_eq!(answer["reset"], Value::Null, "{answer}");
+    let (deleted, new) = (values(&answer["deleted"]), values(&answer["new"]));
+    assert_eq!(deleted.len(), 8, "{deleted:?}");
+    assert_eq!(new, ["49.0.0.1", "49.0.0.2", "47.0.0.0/16"]);
+    assert_eq!(answer["new"][0]["comment"], "scanner", "{answer}");
+    for value in &deleted {
+        held.remove(value);
+    }
+    held.extend(new);
+    assert_eq!(held, whole(&app, "scope=all&format=json"));
     server.kill();
 }
 

@@ -181,8 +181,9 @@ fn succeeded(output: &Output, what: &str) {
     );
 }
 
-/// The agent through a holder's changes, an operator's edit (a reset, so a second
-/// whole load onto the set already there), a lost set, and an expiry.
+/// The agent through a holder's changes, an allow-list edit and its undoing, an
+/// operator's edit (a reset, so a second whole load onto the set already there),
+/// a lost set, and an expiry.
 fn keeps_the_set_equal_to_the_feed(agent: &Agent, server: &Server, app: &TestApp) {
     let token = token(app);
     let run = |what: &str| {
@@ -200,6 +201,13 @@ fn keeps_the_set_equal_to_the_feed(agent: &Agent, server: &Server, app: &TestApp
     app.remove("81.0.0.1");
     run("adds and removes arrive as deltas");
     run("nothing changed");
+
+    assert_eq!(server.edit_allow_list(&["81.0.0.2"], &[]).status, 200);
+    run("an allow-list edit arrives as a delta");
+    assert!(!agent.set().contains(&"81.0.0.2".to_owned()));
+    assert_eq!(server.edit_allow_list(&[], &["81.0.0.2"]).status, 200);
+    run("and so does taking it back");
+    assert!(agent.set().contains(&"81.0.0.2".to_owned()));
 
     assert_eq!(server.edit_global_list(&["82.2.2.2"], &[]).status, 200);
     run("a new version of the global list loads the whole feed again, onto the set that is there");

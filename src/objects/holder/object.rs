@@ -209,8 +209,15 @@ impl HolderList {
                 feed.probe.len()
             ))));
         }
+        let moved = feed.moves.hidden.len() + feed.moves.shown.len();
+        if moved > holder_feed::MAX_MOVED_RANGES {
+            return Err(Failure::Fault(StoreError::Corrupt(format!(
+                "a feed looked in {moved} intervals of the allow list"
+            ))));
+        }
         let listed = holder_feed::listed(&store, &feed.probe, now)?;
-        let (head, pages) = holder_feed::open(store, feed.since, feed.known, now, page)?;
+        let (head, pages) =
+            holder_feed::open(store, (feed.since, feed.moves), feed.known, now, page)?;
         let pages = stream::unfold(Some(pages), |pages| async move {
             let mut pages = pages?;
             match pages.next_page() {

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Entry, HistoryEvent};
 use crate::domain::feed::{FeedHead, FeedRecord};
 use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord};
@@ -75,6 +76,9 @@ pub struct Feed {
     pub known: Option<u64>,
     /// Addresses to look up (at most `holder_feed::MAX_PROBED`): which the list holds.
     pub probe: Vec<u32>,
+    /// Where a change of the allow list since the cursor moved the list's entries
+    /// (at most `holder_feed::MAX_MOVED_RANGES` intervals): a delta carries them.
+    pub moves: AllowMoves,
 }
 
 /// How a feed's personal part begins.
