@@ -335,37 +335,11 @@ impl<S: Sql> FeedPages<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::entry::{EntryDetails, Expiry};
-    use crate::domain::holder::{perform, sweep, Call, Limits, Operation};
+    use crate::domain::entry::Expiry;
+    use crate::domain::holder::{sweep, Operation};
     use crate::domain::ipv4::PublicIpv4;
-    use crate::store::rule_tests::sql_store;
+    use crate::store::rule_tests::{apply, sql_store, NOON};
     use crate::store::sql::native::NativeSql;
-
-    const NOON: UnixTime = UnixTime(1_795_262_400);
-    const NO_LIMITS: Limits = Limits {
-        additions: u32::MAX,
-        removals: u32::MAX,
-        entries: u32::MAX,
-    };
-
-    fn apply(
-        store: &mut SqlListStore<impl Sql>,
-        operation: Operation,
-        text: &str,
-        expiry: Option<Expiry>,
-        at: UnixTime,
-    ) {
-        let call = Call {
-            operation,
-            ip: PublicIpv4::parse(text).unwrap(),
-            details: EntryDetails {
-                expiry,
-                comment: None,
-            },
-            client: None,
-        };
-        perform(store, &call, at, NO_LIMITS).unwrap();
-    }
 
     /// Every record of a feed read in pages of `page`, and its head.
     fn read(

@@ -486,39 +486,13 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::domain::entry::{EntryDetails, Expiry};
-    use crate::domain::holder::{perform, Call, Limits, Operation};
-    use crate::store::rule_tests::sql_store;
+    use crate::domain::entry::Expiry;
+    use crate::domain::holder::Operation;
+    use crate::store::rule_tests::{apply, sql_store, NOON};
     use crate::store::sql::native::NativeSql;
-
-    const NOON: UnixTime = UnixTime(1_795_262_400);
-    const NO_LIMITS: Limits = Limits {
-        additions: u32::MAX,
-        removals: u32::MAX,
-        entries: u32::MAX,
-    };
 
     fn ip(text: &str) -> PublicIpv4 {
         PublicIpv4::parse(text).unwrap()
-    }
-
-    fn apply(
-        store: &mut SqlListStore<NativeSql>,
-        operation: Operation,
-        text: &str,
-        expiry: Option<Expiry>,
-        at: UnixTime,
-    ) {
-        let call = Call {
-            operation,
-            ip: ip(text),
-            details: EntryDetails {
-                expiry,
-                comment: None,
-            },
-            client: None,
-        };
-        perform(store, &call, at, NO_LIMITS).unwrap();
     }
 
     fn page_ips(page: &Page<Entry, EntryCursor>) -> Vec<String> {

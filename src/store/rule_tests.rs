@@ -19,7 +19,13 @@ use crate::domain::time::UnixTime;
 use Operation::{Add, Check, Remove};
 
 /// 2026-11-21 12:00:00 UTC.
-const NOON: UnixTime = UnixTime(1_795_262_400);
+pub const NOON: UnixTime = UnixTime(1_795_262_400);
+/// Limits no test of the stores' reads reaches.
+pub const NO_LIMITS: Limits = Limits {
+    additions: u32::MAX,
+    removals: u32::MAX,
+    entries: u32::MAX,
+};
 const LIMITS: Limits = Limits {
     additions: 3,
     removals: 2,
@@ -47,6 +53,26 @@ pub fn sql_store() -> SqlListStore<NativeSql> {
     let sql = NativeSql::new();
     migrate(&sql).unwrap();
     SqlListStore::new(sql)
+}
+
+/// One operation on `text`, with `expiry` and no comment, at `at`, within no limits.
+pub fn apply(
+    store: &mut SqlListStore<impl Sql>,
+    operation: Operation,
+    text: &str,
+    expiry: Option<Expiry>,
+    at: UnixTime,
+) {
+    let call = Call {
+        operation,
+        ip: PublicIpv4::parse(text).unwrap(),
+        details: EntryDetails {
+            expiry,
+            comment: None,
+        },
+        client: None,
+    };
+    perform(store, &call, at, NO_LIMITS).unwrap();
 }
 
 impl<S: Sql> Subject for SqlListStore<S> {
