@@ -124,11 +124,13 @@ struct Replacement {
     version: String,
 }
 
-/// `PUT`: the whole list as text, streamed to the writer, which parses it as it arrives.
+/// `PUT`: the whole list as text, streamed to the writer, which parses it as it
+/// arrives (and counts its limit on the text, however it was sent).
 pub async fn replace_list(kind: ListKind, req: Request, env: &Env) -> Result<Reply, ApiError> {
     declared_within(&req, MAX_IMPORT_BYTES)?;
+    let gzip = gzipped(&req)?;
     let replaced = writer(env)?
-        .ask_uploading(Replace(kind), req.inner().body())
+        .ask_uploading(Replace { kind, gzip }, req.inner().body())
         .await?;
     let (added, removed) = (replaced.changes.added, replaced.changes.removed);
     Reply::json(
@@ -140,6 +142,18 @@ pub async fn replace_list(kind: ListKind, req: Request, env: &Env) -> Result<Rep
             version: replaced.version.to_string(),
         },
     )
+}
+
+/// Whether an import comes gzipped (`Content-Encoding: gzip`, which the writer
+/// decompresses as it reads): ten million lines are about 140 MB of text, past
+/// the request body limit of most plans, and about a tenth of that gzipped.
+fn gzipped(req: &Request) -> Result<bool, ApiError> {
+    let coding = req.headers().get("Content-Encoding")?.unwrap_or_default();
+    match coding.trim() {
+        "" | "identity" => Ok(false),
+        gzip if gzip.eq_ignore_ascii_case("gzip") => Ok(true),
+        other => Err(ApiError::UnsupportedEncoding(other.to_owned())),
+    }
 }
 
 /// `GET`: the list in the import format, `# <list> list, version <v>, <n> entries`

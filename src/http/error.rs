@@ -22,6 +22,8 @@ pub enum ApiError {
     MethodNotAllowed(String),
     /// The route's limit, in bytes.
     PayloadTooLarge(usize),
+    /// A `Content-Encoding` the route does not decode.
+    UnsupportedEncoding(String),
     /// A bulk request with more addresses (first) than it may carry (second).
     TooManyAddresses(usize, usize),
     /// Too many requests from one client address; it may try again after this many seconds.
@@ -40,6 +42,7 @@ impl ApiError {
             Self::NotFound(_) => 404,
             Self::MethodNotAllowed(_) => 405,
             Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => 413,
+            Self::UnsupportedEncoding(_) => 415,
             Self::TooManyRequests(_) => 429,
             Self::BadRequest(_) => 400,
             Self::Conflict(_) => 409,
@@ -69,6 +72,9 @@ impl ApiError {
             Self::TooManyAddresses(sent, max) => {
                 format!("Payload too large: at most {max} addresses a request, not {sent}")
             }
+            Self::UnsupportedEncoding(coding) => format!(
+                "Unsupported media type: the body may be sent as it is or with Content-Encoding gzip, not {coding:?}"
+            ),
             Self::TooManyRequests(seconds) => {
                 format!("Too many requests: try again in {seconds} seconds")
             }
@@ -89,6 +95,7 @@ impl ApiError {
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => "payload_too_large",
+            Self::UnsupportedEncoding(_) => "unsupported_encoding",
             Self::TooManyRequests(_) => "too_many_requests",
             Self::BadRequest(_) => "bad_request",
             Self::Conflict(_) => "conflict",

@@ -389,7 +389,11 @@ mod tests {
         assert!(
             matches!(back, HolderCall::Perform(Perform(calls)) if calls.len() == 1 && calls[0].ip == ip)
         );
-        let upload: ListsCall = Replace(ListKind::Allow).into();
+        let upload: ListsCall = Replace {
+            kind: ListKind::Allow,
+            gzip: true,
+        }
+        .into();
         let json = serde_json::to_string(&upload).unwrap();
         let header = to_header(&json);
         assert!(header.bytes().all(|b| b.is_ascii_graphic()), "{header}");

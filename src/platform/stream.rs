@@ -2,12 +2,23 @@
 //! JavaScript value, so a caller can stop before anything over its limit is
 //! copied into the Worker's memory.
 
-use worker::js_sys::{Reflect, Uint8Array};
+use worker::js_sys::{Array, Function, Reflect, Uint8Array};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::web_sys::{ReadableStream, ReadableStreamDefaultReader};
 
 pub struct Chunks(ReadableStreamDefaultReader);
+
+/// `body` decompressed as it is read, by the runtime's own `DecompressionStream`:
+/// nothing of it is held here, and a malformed stream breaks off where it goes wrong.
+pub fn gunzip(body: ReadableStream) -> worker::Result<ReadableStream> {
+    let global = worker::js_sys::global();
+    let decompression: Function =
+        Reflect::get(&global, &"DecompressionStream".into())?.dyn_into()?;
+    let decompressor = Reflect::construct(&decompression, &Array::of1(&"gzip".into()))?;
+    let pipe_through: Function = Reflect::get(&body, &"pipeThrough".into())?.dyn_into()?;
+    Ok(pipe_through.call1(&body, &decompressor)?.unchecked_into())
+}
 
 /// The body broke off before its end (the client went away).
 #[derive(Debug)]

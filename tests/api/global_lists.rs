@@ -7,7 +7,7 @@ use std::thread;
 
 use serde_json::json;
 
-use crate::helpers::{kv_put_local, unique_ip, Resp, Server, TestApp};
+use crate::helpers::{kv_put_local, send, unique_ip, Resp, Server, TestApp, ADMIN_TOKEN};
 
 /// The entries of an export, without its header line.
 fn entries_of(export: &Resp) -> Vec<String> {
@@ -388,4 +388,81 @@ fn requests_that_meet_a_new_version_together_all_answer() {
             "version {variant}: {answers:?}"
         );
     }
+}
+
+/// `text` compressed by the system's gzip, as an operator's script would send it.
+fn gzip(text: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("gzip")
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gzip");
+    let mut stdin = child.stdin.take().unwrap();
+    let text = text.to_vec();
+    let writer = thread::spawn(move || stdin.write_all(&text).unwrap());
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(output.status.success());
+    output.stdout
+}
+
+/// A replacement of the global list sent with `Content-Encoding: encoding`.
+fn put_encoded(server: &Server, encoding: &str, body: &[u8]) -> Resp {
+    let headers = [
+        ("Authorization", format!("Bearer {ADMIN_TOKEN}")),
+        ("Content-Type", "text/plain".to_owned()),
+        ("Content-Encoding", encoding.to_owned()),
+    ];
+    send(
+        "PUT",
+        &format!("{}/admin/global-list", server.base),
+        &headers,
+        Some(body),
+    )
+}
+
+#[test]
+fn an_import_sent_gzipped_is_read_as_its_text_and_other_encodings_are_refused() {
+    let server = Server::own(&[]);
+    let text: String = (0..50_000u32)
+        .map(|n| format!("{}\n", std::net::Ipv4Addr::from((67 << 24) + 2 * n)))
+        .collect();
+    let gzipped = gzip(text.as_bytes());
+    assert!(
+        gzipped.len() * 4 < text.len(),
+        "{} of {}",
+        gzipped.len(),
+        text.len()
+    );
+    let resp = put_encoded(&server, "gzip", &gzipped);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(resp.json()["entries"], 50_000, "{}", resp.body);
+    let export = server.admin("GET", "/admin/global-list", None);
+    assert_eq!(entries_of(&export), text.lines().collect::<Vec<_>>());
+
+    let not_gzip = put_encoded(&server, "gzip", b"68.0.0.1\n");
+    assert_eq!(not_gzip.status, 400, "{}", not_gzip.body);
+    assert!(
+        not_gzip.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("the body is not gzip"),
+        "{}",
+        not_gzip.body
+    );
+    let brotli = put_encoded(&server, "br", &gzipped);
+    assert_eq!(brotli.status, 415, "{}", brotli.body);
+    assert_eq!(
+        brotli.json()["message"],
+        "Unsupported media type: the body may be sent as it is or with Content-Encoding gzip, not \"br\""
+    );
+    let export = server.admin("GET", "/admin/global-list", None);
+    assert_eq!(
+        entries_of(&export).len(),
+        50_000,
+        "refusals changed nothing"
+    );
+    server.kill();
 }

@@ -29,7 +29,7 @@ use crate::domain::snapshot::{self, Manifest, Shard};
 use crate::domain::time::UnixTime;
 use crate::objects::protocol::{receive, Ask, AskStream, Failure, Streamed};
 use crate::platform::clock;
-use crate::platform::stream::Chunks;
+use crate::platform::stream::{gunzip, Chunks};
 use crate::store::list_tables::{ListTables, PieceKey, Retired, Stored};
 use crate::store::snapshots::{binding, piece_key, shard_key, MANIFEST_KEY};
 use crate::store::sql::SqlError;
@@ -127,8 +127,8 @@ impl DurableObject for OperatorLists {
                     Err(failure) => Err(failure),
                 })
             }
-            ListsCall::Replace(Replace(kind)) => {
-                Replace::reply(self.replace(kind, req.inner().body()).await)
+            ListsCall::Replace(Replace { kind, gzip }) => {
+                Replace::reply(self.replace(kind, req.inner().body(), gzip).await)
             }
             ListsCall::Export(Export { kind, known }) => {
                 // What is exported is published, so its version is the one its ETag names.
@@ -300,17 +300,24 @@ impl OperatorLists {
         &self,
         kind: ListKind,
         body: Option<worker::web_sys::ReadableStream>,
+        gzip: bool,
     ) -> Outcome<Replaced> {
         let bad = |why: String| Failure::Refused(ListsRefusal::BadImport(why));
+        let broke_off = if gzip {
+            "the body is not gzip, or broke off"
+        } else {
+            "the body broke off"
+        };
         let mut import = Import::new(kind);
+        // The limit is on the text, however it was sent.
         let mut total = 0;
+        let body = match body {
+            Some(body) if gzip => Some(gunzip(body)?),
+            body => body,
+        };
         if let Some(body) = body {
             let chunks = Chunks::of(body);
-            while let Some(chunk) = chunks
-                .next()
-                .await
-                .map_err(|_| bad("the body broke off".to_owned()))?
-            {
+            while let Some(chunk) = chunks.next().await.map_err(|_| bad(broke_off.to_owned()))? {
                 total += chunk.length() as usize;
                 if total > MAX_IMPORT_BYTES {
                     return Err(Failure::Refused(ListsRefusal::ImportTooLarge(

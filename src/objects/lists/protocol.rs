@@ -49,9 +49,13 @@ pub struct Edit {
     pub edit: EditRequest,
 }
 
-/// The whole list, from the text the request uploads; answered once published.
+/// The whole list, from the text the request uploads (gzipped when `gzip`);
+/// answered once published.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Replace(pub ListKind);
+pub struct Replace {
+    pub kind: ListKind,
+    pub gzip: bool,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Replaced {
