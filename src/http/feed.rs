@@ -84,21 +84,15 @@ pub async fn feed(
             return Ok(Reply::Built(response));
         }
         // The firewall holds the holder's own entries of these addresses: they stay.
-        (
-            FeedHead::Delta { .. },
-            Some(OperatorChanges {
-                blocks: mut changes,
-                ..
-            }),
-        ) => {
+        (FeedHead::Delta { .. }, changes) => {
+            let mut blocks = changes.map(|c| c.blocks).unwrap_or_default();
             let held = |block: &Ipv4Range| {
                 block.prefix() == 32 && start.listed.binary_search(&block.first()).is_ok()
             };
-            changes.deleted.retain(|block| !held(block));
-            changes.added.retain(|block| !held(block));
-            (Shape::Delta, changes)
+            blocks.deleted.retain(|block| !held(block));
+            blocks.added.retain(|block| !held(block));
+            (Shape::Delta, blocks)
         }
-        (FeedHead::Delta { .. }, None) => (Shape::Delta, BlockChanges::default()),
         // Changes were asked for, but the whole feed is what answers them.
         (FeedHead::Whole { .. }, _) => (
             Shape::Whole {
