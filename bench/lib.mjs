@@ -2,6 +2,7 @@
 // with bench/load.lua, and the service's own requests.
 
 import { execFile } from "node:child_process";
+import { createWriteStream } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Miniflare } from "miniflare";
@@ -28,10 +29,11 @@ export async function serve(folder, vars, state, script = "build/index.js") {
     durableObjectsPersist: join(state, "do"),
     host: "127.0.0.1",
     port: 0,
-    // The service still writes its log line per request; only printing them here is skipped.
+    // The runtime's output (a log line per request, and any fault) goes to a file, not the terminal.
     handleRuntimeStdio: (stdout, stderr) => {
-      stdout.resume();
-      stderr.resume();
+      const log = createWriteStream(join(root, "target", `bench-${folder.replace(/\W/g, "") || "service"}.log`));
+      stdout.pipe(log);
+      stderr.pipe(log);
     },
   });
   const url = (await mf.ready).toString().replace(/\/$/, "");

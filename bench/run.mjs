@@ -4,17 +4,21 @@
 //
 // Sizes: BENCH_PERSONAL (default 100000), BENCH_GLOBAL (default 1000000, a quarter
 // of them /24 ranges, loaded with one PUT),
-// BENCH_SECONDS per scenario (default 5), BENCH_CONNECTIONS (default 8).
+// BENCH_SECONDS per scenario (default 5), BENCH_CONNECTIONS (default 8),
+// BENCH_FEED_PERSONAL (default 300000: the holder whose feed is read whole, each
+// entry with a 255-character comment).
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, statSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { ADMIN, CONNECTIONS, SECONDS, holder, post, root, seedPersonal, seeded, serve as serveFrom, wrk } from "./lib.mjs";
+import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
 
 const PERSONAL = Number(process.env.BENCH_PERSONAL ?? 100000);
 const GLOBAL = Number(process.env.BENCH_GLOBAL ?? 1000000);
 const GLOBAL_SMALL = 10000;
+const FEED_PERSONAL = Number(process.env.BENCH_FEED_PERSONAL ?? 300000);
 const SMALL = 1000;
 const state = mkdtempSync(join(tmpdir(), "greylist-bench-"));
 const serve = (folder, vars) => serveFrom(folder, vars, join(state, folder));
@@ -87,6 +91,9 @@ try {
   const big = await holder(url);
   const small = await holder(url);
   const spread = await Promise.all(Array.from({ length: 8 }, () => holder(url)));
+  // Logged in now: the login row below uses up the login limit of this address.
+  const agent = await holder(url);
+  const commented = await holder(url);
   console.error(`seeding ${PERSONAL} personal entries, ${SMALL} for the small list, ${GLOBAL} global entries…`);
   await seedPersonal(url, big.token, PERSONAL);
   await seedPersonal(url, small.token, SMALL);
@@ -141,6 +148,18 @@ try {
   await quiet(`add, ${SMALL} entries`, "write", run(add, [small.token], "seq:80000000", "ip", 1));
   await quiet(`add, ${PERSONAL} entries`, "write", run(add, [big.token], "seq:100000000", "ip", 1));
   results.bulk = await bulkAdds(url, small.token);
+
+  // Size: what the runtime holds, and what an agent is sent, as the lists grow.
+  const pid = runtimePid();
+  results.scale = { feedPersonal: FEED_PERSONAL };
+  console.error("8 scope=all feeds at a time across a new version of the global list…");
+  results.scale.feedsAcrossVersion = await feedsAcrossAVersionChange(url, pid, spread.map((h) => h.token), "44.0.0.1");
+  results.scale.globalEdit = await bytesPerEdit(url, agent.token, "global-list", { add: ["44.0.0.3"] });
+  results.scale.allowEdit = await bytesPerEdit(url, agent.token, "allow-list", { add: [globalAddress(9)] });
+  console.error(`seeding ${FEED_PERSONAL} personal entries with 255-character comments…`);
+  await seedCommented(url, commented.token, FEED_PERSONAL, seeded);
+  results.scale.personalText = await personalFeed(url, pid, commented.token, "text");
+  results.scale.personalJson = await personalFeed(url, pid, commented.token, "json");
   await mf.dispose();
 
   const wasm = readFileSync(join(root, "build/index_bg.wasm"));
@@ -155,7 +174,7 @@ try {
 }
 
 /** The targets of the performance issue, each with what was measured. */
-function targets({ rows, quiet, floors, quietFloors, wasm, lists, bulk }) {
+function targets({ rows, quiet, floors, quietFloors, wasm, lists, bulk, scale }) {
   const by = (name) => rows.find((r) => r.name === name);
   const p50 = (name, floor) => by(name).p50_us / floors[floor].p50_us;
   // From the one-connection rows: under load, p50 is mostly time spent queueing.
@@ -191,10 +210,20 @@ function targets({ rows, quiet, floors, quietFloors, wasm, lists, bulk }) {
     target(`${op}: p50 changes < 20 % from ${SMALL} to ${PERSONAL} entries (one connection)`, growth(op), Math.abs(growth(op)) < 0.2, `${(growth(op) * 100).toFixed(0)} %`);
   }
   target("wasm ≤ 200 KiB gzipped", wasm.gzip, wasm.gzip <= 200 * 1024, `${(wasm.gzip / 1024).toFixed(1)} KiB`);
+  const across = scale.feedsAcrossVersion.growthMB;
+  target(`8 scope=all feeds at a time across a new version of ${GLOBAL} global entries: the runtime grows < 128 MB`, across, across < 128, `${across.toFixed(0)} MB`);
+  for (const [what, edit] of [["an edit of the global list", scale.globalEdit], ["an edit of the allow list", scale.allowEdit]]) {
+    const share = edit.deltaBytes / edit.wholeBytes;
+    target(`scope=all delta after ${what}: ≤ 1 % of the whole feed's bytes`, share, share <= 0.01, `${edit.deltaBytes} B of ${(edit.wholeBytes / 1e6).toFixed(1)} MB`);
+  }
+  for (const [format, read] of [["text", scale.personalText], ["JSON", scale.personalJson]]) {
+    const shown = read.error ?? `${read.growthMB.toFixed(0)} MB (${(read.bytes / 1e6).toFixed(0)} MB sent in ${read.seconds.toFixed(1)} s)`;
+    target(`${format} feed of ${FEED_PERSONAL} commented entries, whole: the runtime grows < 128 MB`, read.growthMB, !read.error && read.growthMB < 128, shown);
+  }
   return list;
 }
 
-function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets, lists }) {
+function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets, lists, scale }) {
   const ms = (us) => (us / 1000).toFixed(2);
   const errors = (r) => `${r.errors} (${r.status_errors}, ${r.timeouts})`;
   const floorLabel = { bare: "bare", do: "DO", write: "DO write" };
@@ -229,6 +258,8 @@ function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets,
     "",
     ...table("One request at a time", 1, quietFloors, quiet),
     "",
+    ...scaleLines(scale),
+    "",
     "| target | measured | met |",
     "|---|---:|---|",
     ...targets.map((t) => `| ${t.what} | ${t.shown} | ${t.ok ? "yes" : "no"} |`),
@@ -236,4 +267,24 @@ function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets,
     `wasm module: ${(wasm.raw / 1024).toFixed(1)} KiB raw, ${(wasm.gzip / 1024).toFixed(1)} KiB gzipped`,
   ];
   console.log(lines.join("\n"));
+}
+
+function scaleLines({ feedsAcrossVersion: across, globalEdit, allowEdit, personalText, personalJson }) {
+  const mb = (x) => x.toFixed(0);
+  return [
+    "Size (the runtime's resident memory, sampled every 20 ms while the requests ran)",
+    "",
+    "| scenario | time | sent | runtime before | runtime growth |",
+    "|---|---:|---:|---:|---:|",
+    `| 8 scope=all text feeds at a time across a new version of ${GLOBAL} global entries (${across.feeds} feeds) | ${across.seconds.toFixed(1)} s | | ${mb(across.beforeMB)} MB | +${mb(across.growthMB)} MB |`,
+    ...[[`personal text feed, ${FEED_PERSONAL} entries with 255-character comments`, personalText], ["personal JSON feed, the same", personalJson]].map(
+      ([name, read]) =>
+        `| ${name}${read.error ? ` (${read.error})` : ""} | ${read.seconds.toFixed(1)} s | ${(read.bytes / 1e6).toFixed(1)} MB | ${mb(read.beforeMB)} MB | +${mb(read.growthMB)} MB |`,
+    ),
+    "",
+    "| sent to one agent (scope=all, JSON) | whole feed | delta after the edit | items in the delta |",
+    "|---|---:|---:|---:|",
+    `| one address added to the global list | ${globalEdit.wholeBytes} B | ${globalEdit.deltaBytes} B | ${globalEdit.items} |`,
+    `| one address of it added to the allow list | ${allowEdit.wholeBytes} B | ${allowEdit.deltaBytes} B | ${allowEdit.items} |`,
+  ];
 }
