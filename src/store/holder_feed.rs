@@ -7,7 +7,7 @@
 //! in address order.
 
 use super::holder_list::{address_value, entries, ip_of, live, SqlListStore, ENTRY_COLUMNS};
-use super::sql::{Sql, SqlError, Value};
+use super::sql::{Row, Sql, SqlError, Value};
 use crate::domain::code::Coded;
 use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Change, Entry};
@@ -144,6 +144,16 @@ pub fn listed<S: Sql>(
     Ok(found)
 }
 
+/// The address of a page's last row, where the next page reads on from.
+fn last_address(rows: &[Row]) -> Result<Option<[u8; 16]>, SqlError> {
+    rows.last()
+        .map(|row| {
+            <[u8; 16]>::try_from(row.blob(0)?)
+                .map_err(|_| SqlError("an address of another size".to_owned()))
+        })
+        .transpose()
+}
+
 impl<S: Sql> FeedPages<S> {
     /// The next page of records, or `None` after the last.
     pub fn next_page(&mut self) -> Result<Option<Vec<FeedRecord>>, SqlError> {
@@ -177,13 +187,7 @@ impl<S: Sql> FeedPages<S> {
             ],
         )?;
         let full = rows.len() == self.page;
-        let last = rows
-            .last()
-            .map(|row| {
-                <[u8; 16]>::try_from(row.blob(0)?)
-                    .map_err(|_| SqlError("an address of another size".to_owned()))
-            })
-            .transpose()?;
+        let last = last_address(&rows)?;
         let listed: Vec<FeedRecord> = entries(rows)?.into_iter().map(FeedRecord::Listed).collect();
         let next = match last {
             Some(last) if full => Step::Whole { after: Some(last) },
@@ -302,13 +306,7 @@ impl<S: Sql> FeedPages<S> {
             &args,
         )?;
         let full = rows.len() == self.page;
-        let last_read = rows
-            .last()
-            .map(|row| {
-                <[u8; 16]>::try_from(row.blob(0)?)
-                    .map_err(|_| SqlError("an address of another size".to_owned()))
-            })
-            .transpose()?;
+        let last_read = last_address(&rows)?;
         let records = entries(rows)?
             .into_iter()
             .map(|entry| {
