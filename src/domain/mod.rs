@@ -2,6 +2,7 @@
 //! types, time passed in; tested natively.
 
 pub mod code;
+pub mod cut;
 pub mod delta;
 pub mod entry;
 pub mod feed;

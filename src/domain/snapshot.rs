@@ -8,7 +8,6 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use super::intervals::Seek;
-use super::ip_list::ListEntries;
 
 /// Entries in one shard at most: 4 MB of spans, well under KV's 25 MiB a value,
 /// and small enough that an isolate loads only the part of a large list it touches.
@@ -26,6 +25,11 @@ pub struct Manifest {
     /// The first address each shard covers, ascending, the first always 0; a
     /// shard covers every address up to the next one's first.
     pub shards: Vec<u32>,
+    /// The KV key of each shard: a shard the version before holds unchanged keeps
+    /// its key (`cut`). Empty in manifests written before, whose shards are keyed
+    /// by their version and index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
     /// The oldest version a feed's cursor may hold and still get the changes since
     /// it (`delta`): every piece after it is published. 0 in manifests written
     /// before there were pieces, which no cursor can use (version 0 has none).
@@ -40,6 +44,33 @@ impl Manifest {
             .partition_point(|&first| first <= addr)
             .saturating_sub(1)
     }
+
+    /// How many of its shards this version wrote: the others it shares with the
+    /// version before.
+    pub fn written(&self) -> usize {
+        match self.keys.is_empty() {
+            true => self.shards.len(),
+            false => (0..self.keys.len())
+                .filter(|&index| self.keys[index] == shard_key(self.version, index))
+                .count(),
+        }
+    }
+
+    /// The KV key of shard `index`, if the manifest has that shard.
+    pub fn key(&self, index: usize) -> Option<String> {
+        if index >= self.shards.len() {
+            return None;
+        }
+        match self.keys.is_empty() {
+            true => Some(shard_key(self.version, index)),
+            false => self.keys.get(index).cloned(),
+        }
+    }
+}
+
+/// The KV key of a shard first written by version `version` as its shard `index`.
+pub fn shard_key(version: u64, index: usize) -> String {
+    format!("v{version}/{index}")
 }
 
 /// Part of a snapshot: single addresses and wider intervals, each sorted, disjoint
@@ -212,21 +243,12 @@ pub fn covers(intervals: &[(u32, u32)], addr: u32) -> bool {
     after > 0 && addr <= intervals[after - 1].1
 }
 
-/// Merges the entries and cuts them into shards: the manifest's shard starts,
-/// and the shards.
-pub fn build(entries: &ListEntries) -> (Vec<u32>, Vec<Shard>) {
-    let merged: Vec<(u32, u32)> = entries.intervals().collect();
-    let mut starts = Vec::new();
-    let mut shards = Vec::new();
-    for (index, part) in merged.chunks(SHARD_ENTRIES).enumerate() {
-        starts.push(if index == 0 { 0 } else { part[0].0 });
-        shards.push(Shard::of_intervals(part.to_vec()));
-    }
-    if shards.is_empty() {
-        starts.push(0);
-        shards.push(Shard::default());
-    }
-    (starts, shards)
+/// Bytes the snapshot of `intervals` takes in `shards` shards, in memory as in KV.
+pub fn size(intervals: impl Iterator<Item = (u32, u32)>, shards: usize) -> usize {
+    let spans: usize = intervals
+        .map(|(first, last)| if first == last { 4 } else { 8 })
+        .sum();
+    8 * shards + spans
 }
 
 #[cfg(test)]
@@ -236,10 +258,18 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::domain::ip_list::ListEntries;
     use crate::domain::range::Ipv4Range;
 
     fn entries(list: &[&str]) -> ListEntries {
         ListEntries::new(list.iter().map(|s| Ipv4Range::parse(s).unwrap()).collect())
+    }
+
+    /// A list cut anew, as its first version.
+    fn build(entries: &ListEntries) -> (Vec<u32>, Vec<Shard>) {
+        let plan = crate::domain::cut::plan(1, entries, None);
+        let shards = plan.writes.into_iter().map(|(_, shard)| shard).collect();
+        (plan.starts, shards)
     }
 
     fn lookup(starts: &[u32], shards: &[Shard], addr: u32) -> bool {
@@ -248,6 +278,7 @@ mod tests {
             published_at: 0,
             entries: 0,
             shards: starts.to_vec(),
+            keys: vec![],
             deltas_from: 0,
         };
         shards[manifest.shard_of(addr)].contains(addr)
@@ -369,7 +400,10 @@ mod tests {
             .map(|n| Ipv4Range::from_parts(0x0800_0000 + n * 2, 32).unwrap())
             .collect();
         let (starts, shards) = build(&ListEntries::new(many));
-        assert_eq!(shards.len(), 3);
+        assert_eq!(
+            shards.len(),
+            (SHARD_ENTRIES * 2 + 7).div_ceil(crate::domain::cut::FILL)
+        );
         assert_eq!(starts[0], 0);
         for probe in [
             0x0800_0000,

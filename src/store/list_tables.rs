@@ -19,7 +19,9 @@ const ROW_PIECE_BYTES: usize = 1 << 20;
 /// versioned; the second replaces the `dirty` flag by counts of changes saved and
 /// published (a list marked dirty had one change saved that none published), and
 /// adds the pieces of changes and the versions' times.
-const MIGRATIONS: [&str; 2] = [
+/// The third names retired shards by key, not by version and count, since a
+/// version keeps the shards it shares with the one before (`cut`).
+const MIGRATIONS: [&str; 3] = [
     "
     CREATE TABLE IF NOT EXISTS lists (
         kind TEXT PRIMARY KEY, version INTEGER NOT NULL, published_at INTEGER NOT NULL,
@@ -46,23 +48,32 @@ const MIGRATIONS: [&str; 2] = [
     CREATE TABLE versions (
         kind TEXT NOT NULL, version INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (kind, version)
     );",
+    "
+    CREATE TABLE retired_shards (
+        kind TEXT NOT NULL, key TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (kind, key)
+    );
+    WITH RECURSIVE n(i) AS (
+        SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < (SELECT max(shards) FROM retired)
+    )
+    INSERT OR IGNORE INTO retired_shards (kind, key, at)
+        SELECT retired.kind, 'v' || retired.version || '/' || n.i, retired.at
+        FROM retired JOIN n ON n.i < retired.shards;
+    DROP TABLE retired;
+    ALTER TABLE lists DROP COLUMN shards;",
 ];
 
 /// A list's publication as stored: its state, and what its published version is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Stored {
     pub publication: Publication,
-    /// Shards of the published version.
-    pub shards: usize,
     pub manifest: Option<Manifest>,
 }
 
-/// A replaced version whose shards are deleted once no cache can name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A shard no manifest names any more, deleted once no cache can name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Retired {
     pub kind: ListKind,
-    pub version: u64,
-    pub shards: usize,
+    pub key: String,
 }
 
 /// Names one piece of a list's changes: the version it ends at, and its level.
@@ -88,8 +99,7 @@ impl<S: Sql> ListTables<S> {
     /// Every list stored, with its publication.
     pub fn publications(&self) -> Result<Vec<(ListKind, Stored)>, SqlError> {
         let rows = self.sql.query(
-            "SELECT kind, version, reserved, saved, published, published_at_ms, shards, manifest
-             FROM lists",
+            "SELECT kind, version, reserved, saved, published, published_at_ms, manifest FROM lists",
             &[],
         )?;
         rows.iter().map(stored_of).collect()
@@ -148,12 +158,11 @@ impl<S: Sql> ListTables<S> {
             .transpose()?;
         let p = &stored.publication;
         self.sql.execute(
-            "INSERT INTO lists (kind, version, reserved, saved, published, published_at_ms, shards, manifest)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            "INSERT INTO lists (kind, version, reserved, saved, published, published_at_ms, manifest)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT (kind) DO UPDATE SET version = excluded.version, reserved = excluded.reserved,
                 saved = excluded.saved, published = excluded.published,
-                published_at_ms = excluded.published_at_ms, shards = excluded.shards,
-                manifest = excluded.manifest",
+                published_at_ms = excluded.published_at_ms, manifest = excluded.manifest",
             &[
                 Value::text(kind.code()),
                 Value::int(p.version),
@@ -161,7 +170,6 @@ impl<S: Sql> ListTables<S> {
                 Value::int(p.saved),
                 Value::int(p.published),
                 Value::int(p.published_at_ms),
-                Value::int(stored.shards as u64),
                 Value::opt_text(manifest.as_deref()),
             ],
         )?;
@@ -305,44 +313,37 @@ impl<S: Sql> ListTables<S> {
         Ok(newest)
     }
 
-    /// Remembers a replaced version's shards, replaced at `at` (seconds).
-    pub fn retire(&self, retired: Retired, at: u64) -> Result<(), SqlError> {
-        self.sql.execute(
-            "INSERT OR IGNORE INTO retired (kind, version, shards, at) VALUES (?1, ?2, ?3, ?4)",
-            &[
-                Value::text(retired.kind.code()),
-                Value::int(retired.version),
-                Value::int(retired.shards as u64),
-                Value::int(at),
-            ],
-        )?;
+    /// Remembers shards no manifest names any more, from `at` (seconds).
+    pub fn retire(&self, kind: ListKind, keys: &[String], at: u64) -> Result<(), SqlError> {
+        for key in keys {
+            self.sql.execute(
+                "INSERT OR IGNORE INTO retired_shards (kind, key, at) VALUES (?1, ?2, ?3)",
+                &[Value::text(kind.code()), Value::text(key), Value::int(at)],
+            )?;
+        }
         Ok(())
     }
 
-    /// The versions replaced before `before` (seconds), whose shards may go.
+    /// The shards retired before `before` (seconds), which may go.
     pub fn retired_before(&self, before: u64) -> Result<Vec<Retired>, SqlError> {
         let rows = self.sql.query(
-            "SELECT kind, version, shards FROM retired WHERE at < ?1",
+            "SELECT kind, key FROM retired_shards WHERE at < ?1 ORDER BY kind, key",
             &[Value::int(before)],
         )?;
         rows.iter()
             .map(|row| {
                 Ok(Retired {
                     kind: kind_of(row, 0)?,
-                    version: row.int(1)?,
-                    shards: row.int(2)? as usize,
+                    key: row.text(1)?,
                 })
             })
             .collect()
     }
 
-    pub fn forget_retired(&self, retired: Retired) -> Result<(), SqlError> {
+    pub fn forget_retired(&self, retired: &Retired) -> Result<(), SqlError> {
         self.sql.execute(
-            "DELETE FROM retired WHERE kind = ?1 AND version = ?2",
-            &[
-                Value::text(retired.kind.code()),
-                Value::int(retired.version),
-            ],
+            "DELETE FROM retired_shards WHERE kind = ?1 AND key = ?2",
+            &[Value::text(retired.kind.code()), Value::text(&retired.key)],
         )?;
         Ok(())
     }
@@ -355,7 +356,7 @@ fn kind_of(row: &Row, column: usize) -> Result<ListKind, SqlError> {
 }
 
 fn stored_of(row: &Row) -> Result<(ListKind, Stored), SqlError> {
-    let manifest = match row.opt_text(7)? {
+    let manifest = match row.opt_text(6)? {
         Some(text) => Some(
             serde_json::from_str(&text).map_err(|e| SqlError(format!("stored manifest: {e}")))?,
         ),
@@ -369,7 +370,6 @@ fn stored_of(row: &Row) -> Result<(ListKind, Stored), SqlError> {
             published: row.int(4)?,
             published_at_ms: row.int(5)?,
         },
-        shards: row.int(6)? as usize,
         manifest,
     };
     Ok((kind_of(row, 0)?, stored))
@@ -400,6 +400,7 @@ mod tests {
             published_at: 9,
             entries: many.len(),
             shards: vec![0],
+            keys: vec!["v2/0".to_owned()],
             deltas_from: 1,
         };
         let stored = Stored {
@@ -410,7 +411,6 @@ mod tests {
                 published: 6,
                 published_at_ms: 9_000,
             },
-            shards: 1,
             manifest: Some(manifest),
         };
         tables.save(ListKind::Global, &many, &stored).unwrap();
@@ -512,23 +512,50 @@ mod tests {
     }
 
     #[test]
-    fn retired_versions_are_due_once_their_time_has_passed() {
+    fn retired_shards_are_due_once_their_time_has_passed() {
         let tables = tables();
-        let retired = Retired {
-            kind: ListKind::Allow,
-            version: 2,
-            shards: 3,
-        };
-        tables.retire(retired, 100).unwrap();
-        tables.retire(retired, 500).unwrap();
+        let keys = ["v2/0".to_owned(), "v3/1".to_owned()];
+        tables.retire(ListKind::Allow, &keys, 100).unwrap();
+        tables.retire(ListKind::Allow, &keys[..1], 500).unwrap();
         assert_eq!(tables.retired_before(100).unwrap(), []);
+        let due = tables.retired_before(101).unwrap();
         assert_eq!(
-            tables.retired_before(101).unwrap(),
-            [retired],
+            due.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
+            ["v2/0", "v3/1"],
             "the first retirement counts"
         );
-        tables.forget_retired(retired).unwrap();
-        assert_eq!(tables.retired_before(1_000).unwrap(), []);
+        tables.forget_retired(&due[0]).unwrap();
+        assert_eq!(tables.retired_before(1_000).unwrap(), due[1..]);
+    }
+
+    #[test]
+    fn versions_retired_before_keys_are_retired_shard_by_shard() {
+        let sql = NativeSql::new();
+        super::super::sql::migrate(&sql, &MIGRATIONS[..2]).unwrap();
+        sql.execute(
+            "INSERT INTO retired (kind, version, shards, at) VALUES ('global', 4, 3, 70), ('allow', 9, 1, 80)",
+            &[],
+        )
+        .unwrap();
+        let tables = ListTables::new(sql);
+        tables.migrate().unwrap();
+        let due: Vec<(ListKind, String)> = tables
+            .retired_before(81)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.kind, r.key))
+            .collect();
+        let key = |k: &str| k.to_owned();
+        assert_eq!(
+            due,
+            [
+                (ListKind::Allow, key("v9/0")),
+                (ListKind::Global, key("v4/0")),
+                (ListKind::Global, key("v4/1")),
+                (ListKind::Global, key("v4/2"))
+            ]
+        );
+        assert_eq!(tables.retired_before(70).unwrap().len(), 0);
     }
 
     #[test]
@@ -537,7 +564,7 @@ mod tests {
         tables
             .sql
             .execute(
-                "INSERT INTO lists (kind, version, reserved, shards) VALUES ('deny', 1, 1, 1)",
+                "INSERT INTO lists (kind, version, reserved) VALUES ('deny', 1, 1)",
                 &[],
             )
             .unwrap();

@@ -41,6 +41,13 @@ impl<T: Clone> Drop for Claim<'_, T> {
 }
 
 impl<T: Clone> SharedLoad<T> {
+    /// A slot that holds `value` from the start.
+    pub fn ready(value: T) -> Self {
+        Self {
+            state: RefCell::new(State::Ready(value)),
+        }
+    }
+
     /// The value if it is loaded.
     pub fn get(&self) -> Option<T> {
         match &*self.state.borrow() {

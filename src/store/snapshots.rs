@@ -59,11 +59,6 @@ const COMPOSED_KEPT: usize = 16;
 /// The KV key of the manifest of a list's current version.
 pub const MANIFEST_KEY: &str = "manifest";
 
-/// The KV key of shard `index` of a list's version `version`.
-pub fn shard_key(version: u64, index: usize) -> String {
-    format!("v{version}/{index}")
-}
-
 /// The KV key of the piece of a list's changes that ends at `version`, at `level` (`delta`).
 pub fn piece_key(version: u64, level: u8) -> String {
     format!("d{version}.{level}")
@@ -79,11 +74,17 @@ struct Version {
 }
 
 impl Version {
-    fn new(manifest: Manifest, now: Millis) -> Self {
-        let shards = manifest
-            .shards
-            .iter()
-            .map(|_| SharedLoad::default())
+    /// A version whose shards are loaded as they are needed, but for those the
+    /// version `before` holds loaded under the same key: a version after an edit
+    /// shares every shard the edit left alone.
+    fn new(manifest: Manifest, now: Millis, before: Option<&Version>) -> Self {
+        let shards = (0..manifest.shards.len())
+            .map(|index| {
+                before
+                    .zip(manifest.key(index))
+                    .and_then(|(before, key)| before.loaded(&key))
+                    .map_or_else(SharedLoad::default, SharedLoad::ready)
+            })
             .collect();
         Self {
             manifest,
@@ -91,6 +92,13 @@ impl Version {
             shards,
             intervals: SharedLoad::default(),
         }
+    }
+
+    /// The shard read under `key`, if this version holds it loaded.
+    fn loaded(&self, key: &str) -> Option<Rc<Shard>> {
+        let index = (0..self.shards.len())
+            .find(|&index| self.manifest.key(index).as_deref() == Some(key))?;
+        self.shards[index].get()
     }
 
     async fn contains(
@@ -139,12 +147,15 @@ impl Version {
         kind: ListKind,
         index: usize,
     ) -> Result<Rc<Shard>, StoreError> {
-        let slot = self.shards.get(index).ok_or_else(|| {
-            StoreError::Corrupt(format!("{} list: no shard {index}", kind.code()))
-        })?;
+        let (slot, key) = self
+            .shards
+            .get(index)
+            .zip(self.manifest.key(index))
+            .ok_or_else(|| {
+                StoreError::Corrupt(format!("{} list: no shard {index}", kind.code()))
+            })?;
         slot.get_or_load(
             || async {
-                let key = shard_key(self.manifest.version, index);
                 // A shard that is not visible yet is an error, never an empty list.
                 let bytes = kv.read(&key).await?.ok_or_else(|| {
                     StoreError::Corrupt(format!(
@@ -280,12 +291,18 @@ impl Held {
     }
 
     /// The version `manifest` names, shared with the requests already loading it.
-    fn candidate(&self, kind: ListKind, manifest: Manifest, now: Millis) -> Rc<Version> {
+    fn candidate(
+        &self,
+        kind: ListKind,
+        manifest: Manifest,
+        now: Millis,
+        held: Option<&Version>,
+    ) -> Rc<Version> {
         let mut loading = self.loading.borrow_mut();
         match loading.get(&kind) {
             Some(version) if version.manifest.version == manifest.version => version.clone(),
             _ => {
-                let version = Rc::new(Version::new(manifest, now));
+                let version = Rc::new(Version::new(manifest, now, held));
                 loading.insert(kind, version.clone());
                 version
             }
@@ -322,7 +339,7 @@ impl Held {
                 held.checked.set(now);
                 return ask(held.clone()).await;
             }
-            (Ok(manifest), _) => self.candidate(kind, manifest, now),
+            (Ok(manifest), held) => self.candidate(kind, manifest, now, held.as_deref()),
             (Err(error), Some(held)) => {
                 console_error!(
                     "{} list: keeping version {}: {error:?}",
@@ -384,9 +401,10 @@ mod tests {
     use futures_util::FutureExt;
 
     use super::*;
+    use crate::domain::cut;
     use crate::domain::ip_list::ListEntries;
     use crate::domain::range::Ipv4Range;
-    use crate::domain::snapshot;
+    use crate::domain::snapshot::shard_key;
     use crate::store::kv::fake::FakeKv;
 
     const PUBLISHED_AT: u64 = 1_795_262_400_000;
@@ -418,20 +436,25 @@ mod tests {
 
     /// Writes a version as the writer does: its shards, then its manifest.
     fn publish(kv: &FakeKv, version: u64, entries: &[&str]) {
-        let (starts, shards) = snapshot::build(&ListEntries::new(
-            entries
-                .iter()
-                .map(|e| Ipv4Range::parse(e).unwrap())
-                .collect(),
-        ));
-        for (index, shard) in shards.iter().enumerate() {
-            kv.write(&shard_key(version, index), &shard.encode());
+        let plan = cut::plan(
+            version,
+            &ListEntries::new(
+                entries
+                    .iter()
+                    .map(|e| Ipv4Range::parse(e).unwrap())
+                    .collect(),
+            ),
+            None,
+        );
+        for (index, shard) in &plan.writes {
+            kv.write(&plan.keys[*index], &shard.encode());
         }
         let manifest = Manifest {
             version,
             published_at: 0,
             entries: entries.len(),
-            shards: starts,
+            shards: plan.starts,
+            keys: plan.keys,
             deltas_from: 0,
         };
         kv.write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());
@@ -591,6 +614,48 @@ mod tests {
     }
 
     #[test]
+    fn a_new_version_reads_only_the_shards_it_does_not_share_with_the_one_held() {
+        let fake = Fake::default();
+        let ip = |s: &str| u32::from(s.parse::<Ipv4Addr>().unwrap());
+        let shard = |address: &str| Shard::of_intervals(vec![(ip(address), ip(address))]).encode();
+        let version = |version, keys: [String; 2]| {
+            let manifest = Manifest {
+                version,
+                published_at: 0,
+                entries: 2,
+                shards: vec![0, ip("128.0.0.0")],
+                keys: keys.to_vec(),
+                deltas_from: 0,
+            };
+            serde_json::to_vec(&manifest).unwrap()
+        };
+        fake.global.write(&shard_key(1, 0), &shard("8.8.8.8"));
+        fake.global.write(&shard_key(1, 1), &shard("200.1.1.1"));
+        fake.global.write(
+            MANIFEST_KEY,
+            &version(1, [shard_key(1, 0), shard_key(1, 1)]),
+        );
+        let (held, every_time) = (Held::default(), Freshness::new(0).unwrap());
+        assert!(listed(&fake, &held, every_time, PUBLISHED_AT, "8.8.8.8"));
+        assert!(listed(&fake, &held, every_time, PUBLISHED_AT, "200.1.1.1"));
+        fake.global.write(&shard_key(2, 1), &shard("200.1.1.2"));
+        fake.global.write(
+            MANIFEST_KEY,
+            &version(2, [shard_key(1, 0), shard_key(2, 1)]),
+        );
+        // Gone from KV: only the shard the isolate holds can still answer for it.
+        fake.global.delete(&shard_key(1, 0));
+        // Past the edge cache's period, which would still answer with version 1.
+        let later = PUBLISHED_AT + Freshness::EDGE_SECONDS * 1000;
+        let reads = fake.global.reads.get();
+        assert!(listed(&fake, &held, every_time, later, "8.8.8.8"));
+        assert_eq!(fake.global.reads.get(), reads + 1, "the manifest only");
+        assert!(!listed(&fake, &held, every_time, later, "200.1.1.1"));
+        assert!(listed(&fake, &held, every_time, later, "200.1.1.2"));
+        assert_eq!(fake.global.reads.get(), reads + 4, "and the new shard once");
+    }
+
+    #[test]
     fn a_shard_missing_from_kv_is_an_error_never_an_empty_list() {
         let fake = Fake::default();
         let manifest = Manifest {
@@ -598,6 +663,7 @@ mod tests {
             published_at: 0,
             entries: 1,
             shards: vec![0],
+            keys: vec![],
             deltas_from: 0,
         };
         fake.global

@@ -466,3 +466,37 @@ fn an_import_sent_gzipped_is_read_as_its_text_and_other_encodings_are_refused() 
     );
     server.kill();
 }
+
+/// The cuts of a list stay where they were, so an edit writes to KV, and isolates
+/// load again, only the shard it falls in; a restarted writer cuts the same way.
+#[test]
+fn an_edit_of_a_large_list_writes_the_one_shard_it_falls_in() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    let address = |n: u32| std::net::Ipv4Addr::from((68 << 24) + n).to_string();
+    // Even addresses, none adjacent: 600 000 intervals, over one shard's 500 000.
+    let text: String = (0..600_000).map(|n| address(2 * n) + "\n").collect();
+    assert_eq!(server.replace_list("global-list", &text).status, 200);
+    let shards = |server: &Server| {
+        let status = server.status()["globalList"].clone();
+        (status["shards"].clone(), status["shardsWritten"].clone())
+    };
+    assert_eq!(shards(&server), (json!(3), json!(3)));
+    let (first, last) = (address(1), address(2 * 599_999));
+    let on_global = |ip: &str| format!("[{ip}] is on global greylist");
+    assert_eq!(app.check(&last), on_global(&last));
+
+    assert_eq!(server.edit_global_list(&[&first], &[]).status, 200);
+    assert_eq!(shards(&server), (json!(3), json!(1)));
+    assert_eq!(app.check(&first), on_global(&first));
+    assert_eq!(app.check(&last), on_global(&last), "through the shard kept");
+    server.kill();
+
+    let restarted = server.restart_from();
+    let again = app.with_server(&restarted);
+    assert_eq!(restarted.edit_global_list(&[], &[&first]).status, 200);
+    assert_eq!(shards(&restarted), (json!(3), json!(1)));
+    assert_ne!(again.check(&first), on_global(&first));
+    assert_eq!(again.check(&last), on_global(&last));
+    restarted.kill();
+}

@@ -18,6 +18,7 @@ use super::protocol::{
     PublishedManifest, Replace, Replaced, Status,
 };
 use crate::domain::code::Coded;
+use crate::domain::cut::{self, Published};
 use crate::domain::delta::{self, Piece};
 use crate::domain::intervals::{combine_iter, Op};
 use crate::domain::ip_list::{
@@ -30,8 +31,8 @@ use crate::domain::time::UnixTime;
 use crate::objects::protocol::{receive, Ask, AskStream, Failure, Streamed};
 use crate::platform::clock;
 use crate::platform::stream::{gunzip, Chunks};
-use crate::store::list_tables::{ListTables, PieceKey, Retired, Stored};
-use crate::store::snapshots::{binding, piece_key, shard_key, MANIFEST_KEY};
+use crate::store::list_tables::{ListTables, PieceKey, Stored};
+use crate::store::snapshots::{binding, piece_key, MANIFEST_KEY};
 use crate::store::sql::SqlError;
 use crate::store::{for_each_key, StoreError};
 
@@ -53,6 +54,9 @@ struct List {
     /// (it does not after a restart with a change unpublished): the next piece of
     /// changes is counted from it.
     base: Option<Rc<ListEntries>>,
+    /// What the published version holds, when this instance knows it: the next
+    /// version is cut like it, and keeps the shards it shares with it.
+    published: Option<Rc<ListEntries>>,
     stored: Stored,
     publishing: bool,
 }
@@ -64,6 +68,7 @@ impl List {
         let settled = p.version > 0 && p.reserved == p.version && p.includes(p.saved);
         Self {
             base: settled.then(|| entries.clone()),
+            published: settled.then(|| entries.clone()),
             entries,
             stored,
             publishing: false,
@@ -384,19 +389,18 @@ impl OperatorLists {
 
     fn status(&self) -> ListsStatus {
         let summary = |kind| {
-            self.with_list(kind, |list| ListStatus {
-                entries: list.entries.len(),
-                version: list.stored.publication.version.to_string(),
-                published_at: list
-                    .stored
-                    .manifest
-                    .as_ref()
-                    .map(|manifest| UnixTime(manifest.published_at).to_rfc3339()),
-                snapshot_bytes: snapshot::build(&list.entries)
-                    .1
-                    .iter()
-                    .map(Shard::size)
-                    .sum(),
+            self.with_list(kind, |list| {
+                let manifest = list.stored.manifest.as_ref();
+                let shards = manifest.map_or(1, |manifest| manifest.shards.len());
+                ListStatus {
+                    entries: list.entries.len(),
+                    version: list.stored.publication.version.to_string(),
+                    published_at: manifest
+                        .map(|manifest| UnixTime(manifest.published_at).to_rfc3339()),
+                    snapshot_bytes: snapshot::size(list.entries.intervals(), shards),
+                    shards,
+                    shards_written: manifest.map_or(0, Manifest::written),
+                }
             })
         };
         ListsStatus {
@@ -445,22 +449,29 @@ impl OperatorLists {
         }
     }
 
-    /// Writes the new version's pieces of changes and shards, then its manifest;
-    /// only then is it the version isolates read. Old versions' shards, and the
-    /// shards of a publication that failed, go once no cache can still name them.
+    /// Writes the new version's pieces of changes and the shards it does not share
+    /// with the version before, then its manifest; only then is it the version
+    /// isolates read. Shards no manifest names any more, a failed publication's
+    /// included, go once no cache can still name them.
     async fn publish(&self, kind: ListKind) -> std::result::Result<(), StoreError> {
         let now_ms = clock::now().0;
         let now = now_ms / 1000;
         let tables = self.tables();
-        let (attempt, starts, shards, entries, reset) = self.with_list_mut(kind, |list| {
+        let (attempt, entries, reset) = self.with_list_mut(kind, |list| {
             // The number is stored before anything is written under it, so it is never used twice.
             let attempt = list.stored.publication.begin();
             tables.save_publication(kind, &list.stored)?;
             let reset = self.save_pieces(kind, list, attempt)?;
             list.base = Some(list.entries.clone());
-            let (starts, shards) = snapshot::build(&list.entries);
-            Ok::<_, SqlError>((attempt, starts, shards, list.entries.len(), reset))
+            Ok::<_, SqlError>((attempt, list.entries.clone(), reset))
         })?;
+        let plan = self.with_list(kind, |list| {
+            let before = list.stored.manifest.as_ref().map(|manifest| Published {
+                manifest,
+                entries: list.published.as_deref(),
+            });
+            cut::plan(attempt.version, &entries, before)
+        });
         let window = tables.published_version(
             kind,
             attempt.version,
@@ -477,44 +488,38 @@ impl OperatorLists {
         let manifest = Manifest {
             version: attempt.version,
             published_at: now,
-            entries,
-            shards: starts,
+            entries: entries.len(),
+            shards: plan.starts,
+            keys: plan.keys,
             deltas_from,
         };
         let kv = self.env.kv(binding(kind))?;
-        let written = self.write(kind, &kv, attempt, &shards, &manifest).await;
+        let written = self.write(kind, &kv, &plan.writes, &manifest).await;
         if let Err(error) = written {
-            // Whatever was written under the number is never named by a manifest this
+            // What was written under the number is never named by a manifest this
             // writer knows of: it goes like a replaced version's shards.
-            let orphan = Retired {
-                kind,
-                version: attempt.version,
-                shards: shards.len(),
-            };
-            tables.retire(orphan, now)?;
+            let orphans: Vec<String> = plan
+                .writes
+                .iter()
+                .map(|(index, _)| manifest.keys[*index].clone())
+                .collect();
+            tables.retire(kind, &orphans, now)?;
             return Err(error);
         }
-        let previous = self.with_list_mut(kind, |list| {
-            let previous = Retired {
-                kind,
-                version: list.stored.publication.version,
-                shards: list.stored.shards,
-            };
+        self.with_list_mut(kind, |list| {
             // The next manifest write is a second after this one, not after this publication began.
             list.stored.publication.succeeded(attempt, clock::now().0);
-            list.stored.shards = shards.len();
             list.stored.manifest = Some(manifest.clone());
-            tables
-                .save_publication(kind, &list.stored)
-                .map(|_| previous)
+            list.published = Some(entries);
+            tables.save_publication(kind, &list.stored)
         })?;
-        tables.retire(previous, now)?;
+        tables.retire(kind, &plan.gone, now)?;
         for retired in tables.retired_before(now.saturating_sub(RETIRED_SHARDS_KEPT_SECONDS))? {
-            let kv = self.env.kv(binding(retired.kind))?;
-            for index in 0..retired.shards {
-                kv.delete(&shard_key(retired.version, index)).await?;
-            }
-            tables.forget_retired(retired)?;
+            self.env
+                .kv(binding(retired.kind))?
+                .delete(&retired.key)
+                .await?;
+            tables.forget_retired(&retired)?;
         }
         for key in tables.pieces_until(kind, deltas_from)? {
             kv.delete(&piece_key(key.version, key.level)).await?;
@@ -576,8 +581,7 @@ impl OperatorLists {
         &self,
         kind: ListKind,
         kv: &worker::kv::KvStore,
-        attempt: Attempt,
-        shards: &[Shard],
+        shards: &[(usize, Shard)],
         manifest: &Manifest,
     ) -> std::result::Result<(), StoreError> {
         let tables = self.tables();
@@ -589,8 +593,8 @@ impl OperatorLists {
             }
             tables.piece_in_kv(kind, key)?;
         }
-        for (index, shard) in shards.iter().enumerate() {
-            kv.put_bytes(&shard_key(attempt.version, index), &shard.encode())?
+        for (index, shard) in shards {
+            kv.put_bytes(&manifest.keys[*index], &shard.encode())?
                 .execute()
                 .await?;
         }

@@ -83,6 +83,9 @@ pub struct ListStatus {
     pub version: String,
     pub published_at: Option<String>,
     pub snapshot_bytes: usize,
+    /// Shards of the published version, and how many of them its publication wrote.
+    pub shards: usize,
+    pub shards_written: usize,
 }
 
 /// A list's current manifest, for an isolate that found none in KV: the writer
