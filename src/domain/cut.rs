@@ -1,68 +1,68 @@
 //! Where a version of a list is cut into shards, and which of them it shares with
-//! the version published before it. The cuts stay where they were from one
-//! version to the next, so an edit changes the shard it falls in and no other:
-//! only that shard is written to KV, and only that shard is loaded again by the
-//! isolates, whatever the size of the list.
+//! the version published before it. A shard is a run of the writer's chunks
+//! (`chunk`); the cuts stay where they were from one version to the next, so an
+//! edit changes the shard it falls in and no other: only that shard is written to
+//! KV, and only that shard is loaded again by the isolates, whatever the size of
+//! the list.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
-use super::ip_list::ListEntries;
-use super::snapshot::{shard_key, Manifest, Shard, SHARD_ENTRIES};
+use super::chunk::ChunkInfo;
+use super::snapshot::{shard_key, Manifest, SHARD_ENTRIES};
 
-/// Intervals a shard is cut to hold when it is cut anew: half what it may hold,
-/// so that edits grow it a long time before it splits.
+/// Entries a shard is cut to hold when it is cut anew: half what it may hold, so
+/// that edits grow it a long time before it splits.
 pub const FILL: usize = SHARD_ENTRIES / 2;
 
-/// A version's shards: where each begins, the KV key each is read under, and
-/// those this version writes.
+/// A version's shards: where each begins, the chunks it is made of, the KV key it
+/// is read under, and those this version writes.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Plan {
     pub starts: Vec<u32>,
+    pub chunks: Vec<Range<usize>>,
     pub keys: Vec<String>,
     /// The shards this version writes, by index; the others are an earlier version's.
-    pub writes: Vec<(usize, Shard)>,
+    pub writes: Vec<usize>,
     /// Keys the version before named that this one does not.
     pub gone: Vec<String>,
 }
 
-/// The published version a new one is cut like: its manifest, and the entries it
-/// holds when they are known (without them no shard is shared).
+/// The published version a new one is cut like: its manifest, and the last edit
+/// it includes (a chunk written since is changed).
 pub struct Published<'a> {
     pub manifest: &'a Manifest,
-    pub entries: Option<&'a ListEntries>,
+    pub rev: u64,
 }
 
-/// Cuts `entries` for version `version` where `before` was cut, reusing each of its
-/// shards that holds what the new version holds there.
-pub fn plan(version: u64, entries: &ListEntries, before: Option<Published>) -> Plan {
-    let merged: Vec<(u32, u32)> = entries.intervals().collect();
+/// Cuts the chunks into shards for version `version` where `before` was cut,
+/// reusing each of its shards whose chunks are all as they were.
+pub fn plan(version: u64, chunks: &[ChunkInfo], before: Option<Published>) -> Plan {
     let previous = before.as_ref().map_or(&[][..], |b| &b.manifest.shards[..]);
-    let starts = cuts(&merged, previous);
+    let groups = groups(chunks, previous);
+    let starts: Vec<u32> = groups
+        .iter()
+        .map(|group| chunks[group.start].start)
+        .collect();
     let old_keys: Vec<String> = before.as_ref().map_or_else(Vec::new, |b| {
         (0..b.manifest.shards.len())
             .filter_map(|index| b.manifest.key(index))
             .collect()
     });
-    let old_merged: Option<Vec<(u32, u32)>> = before
-        .as_ref()
-        .and_then(|b| b.entries)
-        .map(|entries| entries.intervals().collect());
-    let old_parts = old_merged
-        .as_deref()
-        .map_or_else(Vec::new, |merged| parts(merged, previous));
-    let mut keys = Vec::with_capacity(starts.len());
+    let mut keys = Vec::with_capacity(groups.len());
     let mut writes = Vec::new();
-    for (index, (start, part)) in starts.iter().zip(parts(&merged, &starts)).enumerate() {
-        let same = previous
-            .binary_search(start)
-            .ok()
-            .filter(|&old| old_parts.get(old) == Some(&part))
-            .and_then(|old| old_keys.get(old));
+    for (index, group) in groups.iter().enumerate() {
+        let same = before.as_ref().and_then(|b| {
+            let old = previous.binary_search(&starts[index]).ok()?;
+            let same_end = previous.get(old + 1) == starts.get(index + 1);
+            let unchanged = chunks[group.clone()].iter().all(|chunk| chunk.rev <= b.rev);
+            (same_end && unchanged).then(|| old_keys.get(old).cloned())?
+        });
         match same {
-            Some(key) => keys.push(key.clone()),
+            Some(key) => keys.push(key),
             None => {
                 keys.push(shard_key(version, index));
-                writes.push((index, Shard::of_intervals(part.to_vec())));
+                writes.push(index);
             }
         }
     }
@@ -74,57 +74,59 @@ pub fn plan(version: u64, entries: &ListEntries, before: Option<Published>) -> P
         .collect();
     Plan {
         starts,
+        chunks: groups,
         keys,
         writes,
         gone,
     }
 }
 
-/// The first address of each shard: the first 0, then each of `previous` that no
-/// interval straddles, a straddled one moved just past its interval; a shard left
-/// empty goes, and one over `SHARD_ENTRIES` is cut in parts of about `FILL`.
-fn cuts(merged: &[(u32, u32)], previous: &[u32]) -> Vec<u32> {
-    let mut kept = vec![0u32];
-    for &cut in previous.iter().filter(|&&cut| cut > 0) {
-        let at = merged.partition_point(|&(_, last)| last < cut);
-        let cut = match merged.get(at) {
-            Some(&(first, last)) if first < cut => match last.checked_add(1) {
-                Some(past) => past,
-                None => continue,
-            },
-            _ => cut,
+/// The chunks of each shard. A shard begins at the first chunk, and at each chunk
+/// where one began before and may still begin: where no interval of the list
+/// reaches across or up to its start. A shard left empty joins the one before,
+/// and one over `SHARD_ENTRIES` entries is cut in parts of about `FILL`.
+fn groups(chunks: &[ChunkInfo], previous: &[u32]) -> Vec<Range<usize>> {
+    let mut may_begin = Vec::with_capacity(chunks.len());
+    let mut reach: Option<u32> = None;
+    for (index, chunk) in chunks.iter().enumerate() {
+        let clear = match reach.map(|r| r.checked_add(1)) {
+            _ if index == 0 => true,
+            None => true,
+            Some(None) => false,
+            Some(Some(after)) => {
+                after < chunk.start || (after == chunk.start && chunk.first != Some(chunk.start))
+            }
         };
-        if kept.last().is_some_and(|&last| cut > last) {
-            kept.push(cut);
-        }
+        may_begin.push(clear);
+        reach = reach.max(chunk.reach);
     }
-    let mut starts = Vec::with_capacity(kept.len());
-    for (index, (&start, part)) in kept.iter().zip(parts(merged, &kept)).enumerate() {
-        if part.is_empty() && index > 0 {
-            continue;
-        }
-        starts.push(start);
-        if part.len() > SHARD_ENTRIES {
-            let size = part.len().div_ceil(part.len().div_ceil(FILL));
-            starts.extend(part.chunks(size).skip(1).map(|piece| piece[0].0));
-        }
-    }
-    starts
-}
-
-/// The intervals each shard holds: those that begin from its start to the next one's.
-fn parts<'a>(merged: &'a [(u32, u32)], starts: &[u32]) -> Vec<&'a [(u32, u32)]> {
-    let begin = |start: u32| merged.partition_point(|&(first, _)| first < start);
-    starts
-        .iter()
-        .enumerate()
-        .map(|(index, &start)| {
-            let end = starts
-                .get(index + 1)
-                .map_or(merged.len(), |&next| begin(next));
-            &merged[begin(start).min(end)..end]
+    let begins: Vec<usize> = (0..chunks.len())
+        .filter(|&index| {
+            index == 0 || (may_begin[index] && previous.binary_search(&chunks[index].start).is_ok())
         })
-        .collect()
+        .collect();
+    let mut groups: Vec<Range<usize>> = Vec::with_capacity(begins.len());
+    for (n, &begin) in begins.iter().enumerate() {
+        let end = begins.get(n + 1).copied().unwrap_or(chunks.len());
+        let entries: usize = chunks[begin..end].iter().map(|chunk| chunk.entries).sum();
+        match groups.last_mut() {
+            Some(last) if entries == 0 => last.end = end,
+            _ if entries > SHARD_ENTRIES => {
+                let mut from = begin;
+                let mut held = 0;
+                for index in begin..end {
+                    if held >= FILL && may_begin[index] {
+                        groups.push(from..index);
+                        (from, held) = (index, 0);
+                    }
+                    held += chunks[index].entries;
+                }
+                groups.push(from..end);
+            }
+            _ => groups.push(begin..end),
+        }
+    }
+    groups
 }
 
 #[cfg(test)]
@@ -132,7 +134,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::domain::range::Ipv4Range;
+    use crate::domain::chunk::CHUNK_FILL;
 
     fn manifest(version: u64, plan: &Plan) -> Manifest {
         Manifest {
@@ -145,181 +147,203 @@ mod tests {
         }
     }
 
-    /// Single addresses, two apart, so that none merge: `count` of them from `from`.
-    fn spread(from: u32, count: usize) -> Vec<Ipv4Range> {
+    /// `count` full chunks of single addresses two apart, from 1.0.0.0, written by edit 1.
+    fn full(count: usize) -> Vec<ChunkInfo> {
         (0..count as u32)
-            .map(|n| Ipv4Range::from_parts(from + n * 2, 32).unwrap())
-            .collect()
-    }
-
-    /// Every shard's intervals, read through the keys, as an isolate would: the
-    /// shards written by `plans` in order, later ones over earlier ones.
-    fn read(plans: &[(u64, &Plan)], last: &Plan) -> Vec<(u32, u32)> {
-        let mut written = std::collections::HashMap::new();
-        for (_, plan) in plans {
-            for (index, shard) in &plan.writes {
-                written.insert(plan.keys[*index].clone(), shard.clone());
-            }
-        }
-        let held = last
-            .keys
-            .iter()
-            .map(|key| std::rc::Rc::new(written[key].clone()))
-            .collect();
-        crate::domain::snapshot::Shards::new(last.starts.clone(), held)
-            .read_from(0)
+            .map(|n| {
+                let start = if n == 0 {
+                    0
+                } else {
+                    0x0100_0000 + n * 2 * CHUNK_FILL as u32
+                };
+                let first = 0x0100_0000 + n * 2 * CHUNK_FILL as u32;
+                ChunkInfo {
+                    start,
+                    rev: 1,
+                    entries: CHUNK_FILL,
+                    first: Some(first),
+                    reach: Some(first + 2 * (CHUNK_FILL as u32 - 1)),
+                }
+            })
             .collect()
     }
 
     #[test]
     fn an_edit_writes_the_one_shard_it_falls_in_and_keeps_the_others_keys() {
-        let entries = ListEntries::new(spread(0x0100_0000, SHARD_ENTRIES * 2));
-        let first = plan(1, &entries, None);
-        assert_eq!(first.starts.len(), 4, "cut anew in parts of FILL");
-        assert_eq!(first.writes.len(), 4);
-        let mut edited = entries.clone();
-        edited.edit(spread(0x0100_0001, 1), vec![]);
+        let chunks = full(40);
+        let first = plan(1, &chunks, None);
+        assert_eq!(
+            first.starts.len(),
+            40 * CHUNK_FILL / FILL,
+            "cut anew in parts of FILL"
+        );
+        assert_eq!(first.writes.len(), first.starts.len());
+        let mut edited = chunks.clone();
+        edited[9].rev = 2;
+        edited[9].entries += 1;
         let published = manifest(1, &first);
         let second = plan(
             2,
             &edited,
             Some(Published {
                 manifest: &published,
-                entries: Some(&entries),
+                rev: 1,
             }),
         );
         assert_eq!(second.starts, first.starts);
-        assert_eq!(second.writes.len(), 1, "only the shard of 1.0.0.1");
-        assert_eq!(second.writes[0].0, 0);
-        assert_eq!(second.keys[0], shard_key(2, 0));
-        assert_eq!(second.keys[1..], first.keys[1..]);
-        assert_eq!(second.gone, [shard_key(1, 0)]);
-        assert_eq!(
-            read(&[(1, &first), (2, &second)], &second),
-            edited.intervals().collect::<Vec<_>>()
-        );
+        let hit = second
+            .chunks
+            .iter()
+            .position(|group| group.contains(&9))
+            .unwrap();
+        assert_eq!(second.writes, [hit]);
+        assert_eq!(second.keys[hit], shard_key(2, hit));
+        for index in (0..second.keys.len()).filter(|&index| index != hit) {
+            assert_eq!(second.keys[index], first.keys[index]);
+        }
+        assert_eq!(second.gone, [first.keys[hit].clone()]);
     }
 
     #[test]
     fn an_unchanged_list_writes_nothing_and_a_manifest_before_keys_is_read_by_version() {
-        let entries = ListEntries::new(spread(0x0100_0000, 10));
-        let mut published = manifest(7, &plan(7, &entries, None));
+        let chunks = full(3);
+        let mut published = manifest(7, &plan(7, &chunks, None));
         published.keys.clear();
         let again = plan(
             8,
-            &entries,
+            &chunks,
             Some(Published {
                 manifest: &published,
-                entries: Some(&entries),
+                rev: 1,
             }),
         );
-        assert_eq!(again.writes, []);
+        assert_eq!(again.writes, Vec::<usize>::new());
         assert_eq!(again.keys, [shard_key(7, 0)]);
         assert_eq!(again.gone, Vec::<String>::new());
     }
 
     #[test]
-    fn without_the_entries_published_every_shard_is_written_and_every_old_key_goes() {
-        let entries = ListEntries::new(spread(0x0100_0000, SHARD_ENTRIES * 2));
-        let first = plan(1, &entries, None);
+    fn a_shard_grown_past_its_bound_is_cut_and_an_emptied_one_joins_the_one_before() {
+        let chunks = full(40);
+        let first = plan(1, &chunks, None);
         let published = manifest(1, &first);
-        let blind = Published {
-            manifest: &published,
-            entries: None,
-        };
-        let second = plan(2, &entries, Some(blind));
-        assert_eq!(second.starts, first.starts, "cut where it was");
-        assert_eq!(second.writes.len(), 4);
-        assert_eq!(second.gone, first.keys);
-    }
-
-    #[test]
-    fn a_shard_grown_past_its_bound_is_cut_in_two_and_an_emptied_one_goes() {
-        let entries = ListEntries::new(spread(0x0100_0000, SHARD_ENTRIES * 2));
-        let first = plan(1, &entries, None);
-        assert_eq!(first.starts.len(), 4);
-        let mut grown = entries.clone();
-        grown.edit(spread(0x1000, SHARD_ENTRIES - FILL + 1), vec![]);
-        let published = manifest(1, &first);
+        let per_shard = first.chunks[0].len();
+        assert_eq!(per_shard, FILL.div_ceil(CHUNK_FILL));
+        // Chunks split inside the first shard: twice as many, each as full as before.
+        let mut grown: Vec<ChunkInfo> = chunks[..per_shard]
+            .iter()
+            .flat_map(|chunk| {
+                let later = ChunkInfo {
+                    start: chunk.first.unwrap() + 1,
+                    rev: 2,
+                    ..*chunk
+                };
+                [ChunkInfo { rev: 2, ..*chunk }, later]
+            })
+            .collect();
+        grown.extend_from_slice(&chunks[per_shard..]);
         let second = plan(
             2,
             &grown,
             Some(Published {
                 manifest: &published,
-                entries: Some(&entries),
+                rev: 1,
             }),
         );
         assert_eq!(
             second.starts.len(),
-            6,
-            "the first in three: {:?}",
-            second.starts
+            first.starts.len() + 1,
+            "the first in two"
         );
-        assert_eq!(second.keys[3..], first.keys[1..], "the others are kept");
-        assert_eq!(second.writes.len(), 3);
-        let emptied = ListEntries::new(spread(0x0100_0000, FILL));
+        assert_eq!(second.keys[2..], first.keys[1..], "the others are kept");
+        assert_eq!(second.writes, [0, 1]);
+        let mut emptied = chunks.clone();
+        for chunk in &mut emptied[per_shard..2 * per_shard] {
+            (chunk.entries, chunk.first, chunk.reach, chunk.rev) = (0, None, None, 2);
+        }
         let third = plan(
             3,
             &emptied,
             Some(Published {
                 manifest: &published,
-                entries: Some(&entries),
+                rev: 1,
             }),
         );
-        assert_eq!(third.starts, [0]);
-        assert_eq!(third.keys, [first.keys[0].clone()], "the first is kept");
-        assert_eq!(third.gone, first.keys[1..]);
+        assert_eq!(third.starts.len(), first.starts.len() - 1);
+        assert_eq!(third.chunks[0], 0..2 * per_shard);
+        assert_eq!(third.writes, [0]);
+        assert_eq!(third.gone, first.keys[..2]);
     }
 
-    fn range_strategy() -> impl Strategy<Value = Ipv4Range> {
-        (any::<u32>(), 8u8..=32).prop_map(|(addr, prefix)| {
-            Ipv4Range::from_parts(addr & (u32::MAX << (32 - prefix)), prefix).unwrap()
-        })
+    #[test]
+    fn a_shard_never_begins_where_an_interval_reaches_across_or_up_to_it() {
+        let at = |start: u32, first: u32, reach: u32| ChunkInfo {
+            start,
+            rev: 1,
+            entries: FILL,
+            first: Some(first),
+            reach: Some(reach),
+        };
+        let chunks = [
+            at(0, 10, 1000),
+            at(500, 600, 700),
+            at(1001, 1001, 1100),
+            at(1101, 1102, 1200),
+            at(1300, 1300, 1400),
+        ];
+        let cut = plan(1, &chunks, None);
+        // 500 lies inside 10..1000; 1001 touches 1000; 1101 is clear (1102 does not touch 1100).
+        assert_eq!(cut.starts, [0, 1101, 1300]);
+        let again = plan(
+            2,
+            &chunks,
+            Some(Published {
+                manifest: &manifest(1, &cut),
+                rev: 1,
+            }),
+        );
+        assert_eq!(again.starts, cut.starts);
+        assert_eq!(again.writes, Vec::<usize>::new());
     }
 
     proptest! {
-        /// Whatever the cuts of the version before, the shards a version names hold
-        /// its intervals exactly, none straddled, and a lookup finds each address
-        /// in the shard its start says.
+        /// Whatever the cuts before, the shards cover every chunk once, in order,
+        /// begin where the list allows, and reuse a key only for the same chunks unchanged.
         #[test]
-        fn the_shards_named_hold_the_new_list_and_no_interval_is_cut(
-            old in proptest::collection::vec(range_strategy(), 0..60),
-            new in proptest::collection::vec(range_strategy(), 0..60),
-            cuts_before in proptest::collection::vec(any::<u32>(), 0..6),
-            probes in proptest::collection::vec(any::<u32>(), 0..20),
+        fn shards_cover_the_chunks_and_reuse_only_what_is_unchanged(
+            sizes in proptest::collection::vec((0usize..3 * CHUNK_FILL, 0u32..3, any::<bool>()), 1..40),
+            cuts_before in proptest::collection::vec(0usize..40, 0..8),
         ) {
-            let (old, new) = (ListEntries::new(old), ListEntries::new(new));
-            let old_merged: Vec<(u32, u32)> = old.intervals().collect();
-            let mut starts = cuts(&old_merged, &cuts_before);
-            starts.sort_unstable();
-            let first = Plan {
-                keys: (0..starts.len()).map(|index| shard_key(1, index)).collect(),
-                writes: parts(&old_merged, &starts)
-                    .into_iter()
-                    .map(|part| Shard::of_intervals(part.to_vec()))
-                    .enumerate()
-                    .collect(),
-                starts,
-                gone: vec![],
-            };
-            let published = manifest(1, &first);
-            let second = plan(2, &new, Some(Published { manifest: &published, entries: Some(&old) }));
-            let merged: Vec<(u32, u32)> = new.intervals().collect();
-            prop_assert_eq!(read(&[(1, &first), (2, &second)], &second), merged.clone());
-            prop_assert_eq!(second.starts[0], 0);
-            prop_assert!(second.starts.windows(2).all(|w| w[0] < w[1]));
-            for &start in &second.starts {
-                prop_assert!(!merged.iter().any(|&(first, last)| first < start && start <= last));
+            let mut chunks = Vec::new();
+            let mut address = 0u32;
+            for (n, &(entries, gap, changed)) in sizes.iter().enumerate() {
+                let start = if n == 0 { 0 } else { address + gap };
+                let first = (entries > 0).then_some(start + gap);
+                let reach = first.map(|first| first + entries as u32 + gap);
+                address = reach.unwrap_or(start) + 1;
+                chunks.push(ChunkInfo { start, rev: if changed { 2 } else { 1 }, entries, first, reach });
             }
-            for addr in probes.into_iter().chain(merged.iter().map(|&(first, _)| first)) {
-                let held = second.keys[manifest(2, &second).shard_of(addr)].clone();
-                let inside = merged.iter().any(|&(first, last)| first <= addr && addr <= last);
-                let shard = second.writes.iter().find(|(i, _)| second.keys[*i] == held).map(|(_, s)| s.clone())
-                    .or_else(|| first.writes.iter().find(|(i, _)| first.keys[*i] == held).map(|(_, s)| s.clone()));
-                prop_assert_eq!(shard.unwrap().contains(addr), inside, "{:#x}", addr);
+            let mut previous: Vec<u32> = cuts_before.iter().filter_map(|&i| chunks.get(i).map(|c| c.start)).collect();
+            previous.push(0);
+            previous.sort_unstable();
+            previous.dedup();
+            let old = Manifest { version: 1, published_at: 0, entries: 0, keys: vec![], shards: previous.clone(), deltas_from: 0 };
+            let cut = plan(2, &chunks, Some(Published { manifest: &old, rev: 1 }));
+            prop_assert_eq!(cut.chunks.first().map(|g| g.start), Some(0));
+            prop_assert_eq!(cut.chunks.last().map(|g| g.end), Some(chunks.len()));
+            for pair in cut.chunks.windows(2) {
+                prop_assert_eq!(pair[0].end, pair[1].start);
+                let begin = pair[1].start;
+                let reach = chunks[..begin].iter().filter_map(|c| c.reach).max();
+                prop_assert!(reach.is_none_or(|r| r < chunks[begin].start && !(r + 1 == chunks[begin].start && chunks[begin].first == Some(chunks[begin].start))));
             }
-            if old == new {
-                prop_assert_eq!(second.writes.len(), 0);
+            for (index, key) in cut.keys.iter().enumerate() {
+                if *key != shard_key(2, index) {
+                    let old_index = previous.iter().position(|&s| s == cut.starts[index]).unwrap();
+                    prop_assert_eq!(key, &shard_key(1, old_index));
+                    prop_assert_eq!(previous.get(old_index + 1), cut.starts.get(index + 1));
+                    prop_assert!(chunks[cut.chunks[index].clone()].iter().all(|c| c.rev == 1));
+                }
             }
         }
     }

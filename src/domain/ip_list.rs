@@ -13,13 +13,17 @@ use super::range::Ipv4Range;
 
 /// At most this many entries in one `POST` edit.
 pub const MAX_EDIT_ENTRIES: usize = 10_000;
-/// The most an import may be: the most entries a list holds, with room for comments.
-pub const MAX_IMPORT_BYTES: usize = 128 * 1024 * 1024;
+/// The most an import's text may be, however it was sent: the most entries a list
+/// holds, 16 bytes a line, with room for comments.
+pub const MAX_IMPORT_BYTES: usize = 256 * 1024 * 1024;
 /// Bytes an entry takes in storage: its first address and its prefix length.
 pub const ENTRY_BYTES: usize = 5;
-/// The most entries a list holds: the writer keeps a list in memory (8 bytes an
-/// entry, twice while an import replaces it) within a Durable Object's 128 MB.
-pub const MAX_LIST_ENTRIES: usize = 2_000_000;
+/// The most entries a list holds: the isolates hold the global list's snapshot, 4
+/// bytes an address, 40 MB at this size, within an isolate's 128 MB. The writer
+/// holds a chunk at a time, whatever the size (`chunk`).
+pub const MAX_LIST_ENTRIES: usize = 10_000_000;
+/// Entries an import holds before it hands them on as one sorted run (8 MB).
+pub const RUN_ENTRIES: usize = 1 << 20;
 /// The widest range the global list takes: anything wider is more likely a typo than a listing.
 pub const WIDEST_GLOBAL_PREFIX: u8 = 8;
 
@@ -242,6 +246,8 @@ impl fmt::Display for LineError {
 pub struct Import {
     kind: ListKind,
     entries: Vec<Ipv4Range>,
+    /// Entries read and handed on in runs.
+    handed_on: usize,
     partial: Vec<u8>,
     line: usize,
 }
@@ -264,6 +270,7 @@ impl Import {
         Self {
             kind,
             entries: Vec::new(),
+            handed_on: 0,
             partial: Vec::new(),
             line: 0,
         }
@@ -289,7 +296,18 @@ impl Import {
         Ok(())
     }
 
-    /// The whole import, sorted and without duplicates; nothing is returned when a line is bad.
+    /// The entries read since the last run, sorted and without duplicates, once
+    /// there are `RUN_ENTRIES` of them: an import of any size is held a run at a time.
+    pub fn run(&mut self) -> Option<ListEntries> {
+        if self.entries.len() < RUN_ENTRIES {
+            return None;
+        }
+        self.handed_on += self.entries.len();
+        Some(ListEntries::new(std::mem::take(&mut self.entries)))
+    }
+
+    /// The last run (the whole import when it took one), sorted and without
+    /// duplicates; nothing is returned when a line is bad.
     pub fn finish(mut self) -> Result<ListEntries, LineError> {
         let last = std::mem::take(&mut self.partial);
         if !last.is_empty() {
@@ -320,7 +338,7 @@ impl Import {
             text: text.trim_end().to_owned(),
             why,
         };
-        if self.entries.len() >= MAX_LIST_ENTRIES {
+        if self.handed_on + self.entries.len() >= MAX_LIST_ENTRIES {
             return Err(refuse(format!(
                 "a list holds at most {MAX_LIST_ENTRIES} entries"
             )));

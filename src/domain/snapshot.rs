@@ -122,6 +122,12 @@ impl Shard {
         }
     }
 
+    /// Its intervals, in order.
+    pub fn intervals(&self) -> Vec<(u32, u32)> {
+        let (mut single, mut span) = (0, 0);
+        std::iter::from_fn(|| self.next_at(&mut single, &mut span)).collect()
+    }
+
     /// Bytes the shard holds in memory, as in KV.
     pub fn size(&self) -> usize {
         8 + self.singles.len() * 4 + self.spans.len() * 8
@@ -265,11 +271,21 @@ mod tests {
         ListEntries::new(list.iter().map(|s| Ipv4Range::parse(s).unwrap()).collect())
     }
 
-    /// A list cut anew, as its first version.
+    /// A list cut into shards of `FILL` intervals, as a first version is.
     fn build(entries: &ListEntries) -> (Vec<u32>, Vec<Shard>) {
-        let plan = crate::domain::cut::plan(1, entries, None);
-        let shards = plan.writes.into_iter().map(|(_, shard)| shard).collect();
-        (plan.starts, shards)
+        let merged: Vec<(u32, u32)> = entries.intervals().collect();
+        let mut starts = vec![0];
+        let mut shards = Vec::new();
+        for (index, part) in merged.chunks(crate::domain::cut::FILL).enumerate() {
+            if index > 0 {
+                starts.push(part[0].0);
+            }
+            shards.push(Shard::of_intervals(part.to_vec()));
+        }
+        if shards.is_empty() {
+            shards.push(Shard::default());
+        }
+        (starts, shards)
     }
 
     fn lookup(starts: &[u32], shards: &[Shard], addr: u32) -> bool {

@@ -6,12 +6,10 @@
 use super::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
 use crate::domain::code::Coded;
 use crate::domain::delta::Piece;
-use crate::domain::ip_list::{ListEntries, ListKind, ENTRY_BYTES};
+use crate::domain::ip_list::{ListEntries, ListKind};
 use crate::domain::publication::Publication;
 use crate::domain::snapshot::Manifest;
 
-/// Entries in one stored row: SQLite rows here hold at most 2 MB.
-const ROW_ENTRIES: usize = 200_000;
 /// Bytes of a piece of changes in one stored row.
 const ROW_PIECE_BYTES: usize = 1 << 20;
 
@@ -20,8 +18,12 @@ const ROW_PIECE_BYTES: usize = 1 << 20;
 /// published (a list marked dirty had one change saved that none published), and
 /// adds the pieces of changes and the versions' times.
 /// The third names retired shards by key, not by version and count, since a
-/// version keeps the shards it shares with the one before (`cut`).
-const MIGRATIONS: [&str; 3] = [
+/// version keeps the shards it shares with the one before (`cut`). The fourth
+/// keeps the lists in chunks with their provenance (`list_chunks`), the edits
+/// that made them, the runs of imports under way, the shards the publications
+/// built, and the last edit each published version includes; the whole lists of
+/// the `entries` table are taken over into chunks by the writer when it loads.
+const MIGRATIONS: [&str; 4] = [
     "
     CREATE TABLE IF NOT EXISTS lists (
         kind TEXT PRIMARY KEY, version INTEGER NOT NULL, published_at INTEGER NOT NULL,
@@ -60,12 +62,34 @@ const MIGRATIONS: [&str; 3] = [
         FROM retired JOIN n ON n.i < retired.shards;
     DROP TABLE retired;
     ALTER TABLE lists DROP COLUMN shards;",
+    "
+    CREATE TABLE chunks (
+        kind TEXT NOT NULL, start INTEGER NOT NULL, rev INTEGER NOT NULL, state INTEGER NOT NULL,
+        entries INTEGER NOT NULL, first INTEGER, reach INTEGER, data BLOB NOT NULL,
+        PRIMARY KEY (kind, start, rev)
+    );
+    CREATE INDEX chunks_by_state ON chunks (kind, state, start);
+    CREATE TABLE edits (
+        id INTEGER PRIMARY KEY, kind TEXT NOT NULL, at INTEGER NOT NULL, source TEXT NOT NULL,
+        added INTEGER NOT NULL, removed INTEGER NOT NULL
+    );
+    CREATE TABLE runs (
+        import INTEGER NOT NULL, run INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL,
+        PRIMARY KEY (import, run, part)
+    );
+    CREATE TABLE shards (
+        kind TEXT NOT NULL, key TEXT NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL,
+        PRIMARY KEY (kind, key, part)
+    );
+    ALTER TABLE lists ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// A list's publication as stored: its state, and what its published version is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Stored {
     pub publication: Publication,
+    /// The last edit the published version includes: a chunk written later changed.
+    pub rev: u64,
     pub manifest: Option<Manifest>,
 }
 
@@ -84,7 +108,7 @@ pub struct PieceKey {
 }
 
 pub struct ListTables<S: Sql> {
-    sql: S,
+    pub(super) sql: S,
 }
 
 impl<S: Sql> ListTables<S> {
@@ -99,12 +123,13 @@ impl<S: Sql> ListTables<S> {
     /// Every list stored, with its publication.
     pub fn publications(&self) -> Result<Vec<(ListKind, Stored)>, SqlError> {
         let rows = self.sql.query(
-            "SELECT kind, version, reserved, saved, published, published_at_ms, manifest FROM lists",
+            "SELECT kind, version, reserved, saved, published, published_at_ms, manifest, rev FROM lists",
             &[],
         )?;
         rows.iter().map(stored_of).collect()
     }
 
+    /// A list as an earlier version of the writer kept it: whole, in rows of entries.
     pub fn entries(&self, kind: ListKind) -> Result<ListEntries, SqlError> {
         let mut bytes = Vec::new();
         for row in self.sql.query(
@@ -121,33 +146,13 @@ impl<S: Sql> ListTables<S> {
         })
     }
 
-    /// Writes a list whole, with its publication. No `await` runs between the
-    /// statements, so the runtime commits them together.
-    pub fn save(
-        &self,
-        kind: ListKind,
-        entries: &ListEntries,
-        stored: &Stored,
-    ) -> Result<(), SqlError> {
+    /// Forgets a list kept whole by an earlier version of the writer, once taken over.
+    pub fn forget_entries(&self, kind: ListKind) -> Result<(), SqlError> {
         self.sql.execute(
             "DELETE FROM entries WHERE kind = ?1",
             &[Value::text(kind.code())],
         )?;
-        for (n, part) in entries
-            .encode()
-            .chunks(ROW_ENTRIES * ENTRY_BYTES)
-            .enumerate()
-        {
-            self.sql.execute(
-                "INSERT INTO entries (kind, n, data) VALUES (?1, ?2, ?3)",
-                &[
-                    Value::text(kind.code()),
-                    Value::int(n as u64),
-                    Value::Blob(part.to_vec()),
-                ],
-            )?;
-        }
-        self.save_publication(kind, stored)
+        Ok(())
     }
 
     pub fn save_publication(&self, kind: ListKind, stored: &Stored) -> Result<(), SqlError> {
@@ -158,11 +163,12 @@ impl<S: Sql> ListTables<S> {
             .transpose()?;
         let p = &stored.publication;
         self.sql.execute(
-            "INSERT INTO lists (kind, version, reserved, saved, published, published_at_ms, manifest)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO lists (kind, version, reserved, saved, published, published_at_ms, manifest, rev)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
              ON CONFLICT (kind) DO UPDATE SET version = excluded.version, reserved = excluded.reserved,
                 saved = excluded.saved, published = excluded.published,
-                published_at_ms = excluded.published_at_ms, manifest = excluded.manifest",
+                published_at_ms = excluded.published_at_ms, manifest = excluded.manifest,
+                rev = excluded.rev",
             &[
                 Value::text(kind.code()),
                 Value::int(p.version),
@@ -171,6 +177,7 @@ impl<S: Sql> ListTables<S> {
                 Value::int(p.published),
                 Value::int(p.published_at_ms),
                 Value::opt_text(manifest.as_deref()),
+                Value::int(stored.rev),
             ],
         )?;
         Ok(())
@@ -370,6 +377,7 @@ fn stored_of(row: &Row) -> Result<(ListKind, Stored), SqlError> {
             published: row.int(4)?,
             published_at_ms: row.int(5)?,
         },
+        rev: row.int(7)?,
         manifest,
     };
     Ok((kind_of(row, 0)?, stored))
@@ -388,17 +396,12 @@ mod tests {
     }
 
     #[test]
-    fn a_list_and_its_publication_round_trip_through_rows_of_at_most_200_000_entries() {
+    fn a_publication_round_trips_and_a_list_kept_whole_before_chunks_is_read_back_once() {
         let tables = tables();
-        let many = ListEntries::new(
-            (0..450_000u32)
-                .map(|n| Ipv4Range::from_parts(0x0800_0000 + n, 32).unwrap())
-                .collect(),
-        );
         let manifest = Manifest {
             version: 3,
             published_at: 9,
-            entries: many.len(),
+            entries: 2,
             shards: vec![0],
             keys: vec!["v2/0".to_owned()],
             deltas_from: 1,
@@ -411,18 +414,13 @@ mod tests {
                 published: 6,
                 published_at_ms: 9_000,
             },
+            rev: 12,
             manifest: Some(manifest),
         };
-        tables.save(ListKind::Global, &many, &stored).unwrap();
+        tables.save_publication(ListKind::Global, &stored).unwrap();
         tables
-            .save(ListKind::Allow, &ListEntries::default(), &Stored::default())
+            .save_publication(ListKind::Allow, &Stored::default())
             .unwrap();
-        assert_eq!(tables.entries(ListKind::Global).unwrap(), many);
-        let rows = tables
-            .sql
-            .query("SELECT count(*) FROM entries WHERE kind = 'global'", &[])
-            .unwrap();
-        assert_eq!(rows[0].int(0).unwrap(), 3);
         let mut read = tables.publications().unwrap();
         read.sort_by_key(|(kind, _)| kind.code());
         assert_eq!(
@@ -431,6 +429,27 @@ mod tests {
                 (ListKind::Allow, Stored::default()),
                 (ListKind::Global, stored)
             ]
+        );
+        // As the writer before chunks kept a list: its entries, five bytes each, in rows.
+        let many = ListEntries::new(
+            (0..450_000u32)
+                .map(|n| Ipv4Range::from_parts(0x0800_0000 + n, 32).unwrap())
+                .collect(),
+        );
+        for (n, part) in many.encode().chunks(200_000 * 5).enumerate() {
+            tables
+                .sql
+                .execute(
+                    "INSERT INTO entries (kind, n, data) VALUES ('global', ?1, ?2)",
+                    &[Value::int(n as u64), Value::Blob(part.to_vec())],
+                )
+                .unwrap();
+        }
+        assert_eq!(tables.entries(ListKind::Global).unwrap(), many);
+        tables.forget_entries(ListKind::Global).unwrap();
+        assert_eq!(
+            tables.entries(ListKind::Global).unwrap(),
+            ListEntries::default()
         );
     }
 

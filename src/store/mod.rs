@@ -6,6 +6,7 @@ pub mod holder_feed;
 pub mod holder_list;
 pub mod kv;
 pub mod licenses;
+pub mod list_chunks;
 pub mod list_tables;
 pub mod revocations;
 pub mod shared_load;

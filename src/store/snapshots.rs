@@ -401,7 +401,6 @@ mod tests {
     use futures_util::FutureExt;
 
     use super::*;
-    use crate::domain::cut;
     use crate::domain::ip_list::ListEntries;
     use crate::domain::range::Ipv4Range;
     use crate::domain::snapshot::shard_key;
@@ -436,25 +435,20 @@ mod tests {
 
     /// Writes a version as the writer does: its shards, then its manifest.
     fn publish(kv: &FakeKv, version: u64, entries: &[&str]) {
-        let plan = cut::plan(
-            version,
-            &ListEntries::new(
-                entries
-                    .iter()
-                    .map(|e| Ipv4Range::parse(e).unwrap())
-                    .collect(),
-            ),
-            None,
+        let list = ListEntries::new(
+            entries
+                .iter()
+                .map(|e| Ipv4Range::parse(e).unwrap())
+                .collect(),
         );
-        for (index, shard) in &plan.writes {
-            kv.write(&plan.keys[*index], &shard.encode());
-        }
+        let shard = Shard::of_intervals(list.intervals().collect());
+        kv.write(&shard_key(version, 0), &shard.encode());
         let manifest = Manifest {
             version,
             published_at: 0,
             entries: entries.len(),
-            shards: plan.starts,
-            keys: plan.keys,
+            shards: vec![0],
+            keys: vec![shard_key(version, 0)],
             deltas_from: 0,
         };
         kv.write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());

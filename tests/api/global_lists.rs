@@ -500,3 +500,56 @@ fn an_edit_of_a_large_list_writes_the_one_shard_it_falls_in() {
     assert_eq!(again.check(&last), on_global(&last));
     restarted.kill();
 }
+
+/// The body of a chunked HTTP/1.1 response, read whole.
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        let end = raw.windows(2).position(|w| w == b"\r\n").expect("a chunk's size line");
+        let size = usize::from_str_radix(std::str::from_utf8(&raw[..end]).unwrap().trim(), 16)
+            .expect("a hex size");
+        if size == 0 {
+            return body;
+        }
+        body.extend_from_slice(&raw[end + 2..end + 2 + size]);
+        raw = &raw[end + 2 + size + 2..];
+    }
+}
+
+/// An export reads the list of the moment it began, chunk by chunk: an edit that
+/// lands while it streams replaces chunks the export has still to read, and those
+/// stay until the export has read them.
+#[test]
+fn an_export_under_way_reads_the_list_it_began_with_whatever_lands_meanwhile() {
+    use std::io::{Read, Write};
+    let server = Server::own(&[]);
+    let address = |n: u32| std::net::Ipv4Addr::from((69 << 24) + n).to_string();
+    let text: String = (0..1_000_000).map(|n| address(2 * n) + "\n").collect();
+    assert_eq!(server.replace_list("global-list", &text).status, 200);
+    let version = server.status()["globalList"]["version"].clone();
+    let mut stream = std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    let request = format!(
+        "GET /admin/global-list HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = vec![0; 64 * 1024];
+    stream.read_exact(&mut raw).unwrap();
+    // The last chunk of the list changes while the export has only begun.
+    let (last, added) = (address(2 * 999_999), address(2 * 999_999 + 1));
+    let edit = server.edit_global_list(&[&added], &[&last]);
+    assert_eq!(edit.status, 200, "{}", edit.body);
+    stream.read_to_end(&mut raw).unwrap();
+    let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..head_end]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains(&format!("ETag: \"{}\"", version.as_str().unwrap())), "{head}");
+    let body = String::from_utf8(dechunk(&raw[head_end + 4..])).unwrap();
+    let entries: Vec<&str> = body.lines().filter(|line| !line.starts_with('#')).collect();
+    assert_eq!(entries.len(), 1_000_000);
+    assert_eq!(entries.last(), Some(&last.as_str()));
+    assert!(!body.contains(&format!("\n{added}\n")));
+    // Then the chunks it read are gone at the next change, and the list is the edited one.
+    assert_eq!(server.edit_global_list(&[], &[&added]).status, 200);
+    let after = server.export_list("global-list", None);
+    assert_eq!(entries_of(&after).len(), 999_999);
+}

@@ -17,20 +17,21 @@ use super::protocol::{
     Edit, Export, ExportHead, ListStatus, ListsCall, ListsProtocol, ListsRefusal, ListsStatus,
     PublishedManifest, Replace, Replaced, Status,
 };
+use crate::domain::chunk::ChunkInfo;
 use crate::domain::code::Coded;
 use crate::domain::cut::{self, Published};
 use crate::domain::delta::{self, Piece};
-use crate::domain::intervals::{combine_iter, Op};
 use crate::domain::ip_list::{
     Changes, EditRequest, Import, ListEntries, ListKind, MAX_IMPORT_BYTES, MAX_LIST_ENTRIES,
 };
 use crate::domain::publication::{Attempt, Next};
 use crate::domain::range::Ipv4Range;
-use crate::domain::snapshot::{self, Manifest, Shard};
+use crate::domain::snapshot::Manifest;
 use crate::domain::time::UnixTime;
 use crate::objects::protocol::{receive, Ask, AskStream, Failure, Streamed};
 use crate::platform::clock;
 use crate::platform::stream::{gunzip, Chunks};
+use crate::store::list_chunks::Source;
 use crate::store::list_tables::{ListTables, PieceKey, Stored};
 use crate::store::snapshots::{binding, piece_key, MANIFEST_KEY};
 use crate::store::sql::SqlError;
@@ -39,40 +40,22 @@ use crate::store::{for_each_key, StoreError};
 /// Shards of a replaced version stay this long, for isolates that still read its
 /// manifest from a cache (30 seconds at the edge, 30 in an isolate).
 const RETIRED_SHARDS_KEPT_SECONDS: u64 = 120;
-/// Entries in one page of a streamed export.
-const EXPORT_PAGE_ENTRIES: usize = 10_000;
 /// The changes of at least this long are published, whatever their number.
 const DELTA_WINDOW_SECONDS: u64 = 24 * 60 * 60;
 
 type Outcome<T> = std::result::Result<T, Failure<ListsRefusal>>;
 
-/// One list as the object holds it.
+/// One list as the object holds it: the index of its chunks, never its entries.
 struct List {
-    /// Shared with exports still streaming; an edit then works on its own copy.
-    entries: Rc<ListEntries>,
-    /// What the last version number handed out holds, when this instance knows it
-    /// (it does not after a restart with a change unpublished): the next piece of
-    /// changes is counted from it.
-    base: Option<Rc<ListEntries>>,
-    /// What the published version holds, when this instance knows it: the next
-    /// version is cut like it, and keeps the shards it shares with it.
-    published: Option<Rc<ListEntries>>,
+    /// Its live chunks, in address order.
+    chunks: Vec<ChunkInfo>,
     stored: Stored,
     publishing: bool,
 }
 
 impl List {
-    fn stored(entries: ListEntries, stored: Stored) -> Self {
-        let entries = Rc::new(entries);
-        let p = &stored.publication;
-        let settled = p.version > 0 && p.reserved == p.version && p.includes(p.saved);
-        Self {
-            base: settled.then(|| entries.clone()),
-            published: settled.then(|| entries.clone()),
-            entries,
-            stored,
-            publishing: false,
-        }
+    fn entries(&self) -> usize {
+        self.chunks.iter().map(|chunk| chunk.entries).sum()
     }
 }
 
@@ -82,6 +65,10 @@ pub struct OperatorLists {
     env: Env,
     sql: SqlStorage,
     lists: RefCell<Option<HashMap<ListKind, List>>>,
+    /// The last number an edit or import was given (the `edits` table).
+    last_edit: Cell<u64>,
+    /// Exports streaming now: the chunks an edit replaces stay until none is.
+    exports: Rc<Cell<usize>>,
     /// The test build's way to make the next save fail, as a storage fault would.
     fail_next_save: Cell<bool>,
     /// The test build's way to make every publication of this instance fail after
@@ -97,6 +84,8 @@ impl DurableObject for OperatorLists {
             env,
             sql,
             lists: RefCell::new(None),
+            last_edit: Cell::new(0),
+            exports: Rc::new(Cell::new(0)),
             fail_next_save: Cell::new(false),
             failing_publications: Cell::new(false),
         }
@@ -120,7 +109,7 @@ impl DurableObject for OperatorLists {
             }
         }
         match call {
-            ListsCall::Status(Status) => Status::reply(Ok(self.status())),
+            ListsCall::Status(Status) => Status::reply(self.status()),
             ListsCall::Edit(Edit { kind, edit }) => {
                 let edited = self.edit(kind, edit).await;
                 Edit::reply(match edited {
@@ -199,26 +188,21 @@ impl OperatorLists {
             .expect("both lists"))
     }
 
-    /// Reads both lists once per instance; a first start takes over the lists the
-    /// service kept in KV before this object existed.
+    /// Reads both lists' indexes once per instance; a first start takes over the
+    /// lists an earlier version of the service kept whole, in this object's rows or in KV.
     async fn load(&self) -> Result<()> {
         if self.lists.borrow().is_some() {
             return Ok(());
         }
         let tables = self.tables();
         tables.migrate().map_err(fault)?;
-        let mut lists = HashMap::new();
-        for (kind, stored) in tables.publications().map_err(fault)? {
-            lists.insert(
-                kind,
-                List::stored(tables.entries(kind).map_err(fault)?, stored),
-            );
-        }
+        let stored: HashMap<ListKind, Stored> =
+            tables.publications().map_err(fault)?.into_iter().collect();
         let mut legacy = Vec::new();
         for kind in ListKind::ALL
             .iter()
             .copied()
-            .filter(|kind| !lists.contains_key(kind))
+            .filter(|kind| !stored.contains_key(kind))
         {
             legacy.push((kind, legacy_entries(&self.env, kind).await?));
         }
@@ -227,13 +211,40 @@ impl OperatorLists {
         if self.lists.borrow().is_some() {
             return Ok(());
         }
-        for (kind, entries) in legacy {
-            let list = List::stored(entries, Stored::default());
-            tables
-                .save(kind, &list.entries, &list.stored)
-                .map_err(fault)?;
-            lists.insert(kind, list);
+        tables.drop_imports().map_err(fault)?;
+        let mut last_edit = tables.last_edit().map_err(fault)?;
+        let mut lists = HashMap::new();
+        for &kind in ListKind::ALL {
+            let mut chunks = tables.chunk_index(kind).map_err(fault)?;
+            let stored = stored.get(&kind).cloned();
+            if chunks.is_empty() {
+                let entries = match (&stored, legacy.iter().find(|(k, _)| *k == kind)) {
+                    (_, Some((_, entries))) => entries.clone(),
+                    _ => tables.entries(kind).map_err(fault)?,
+                };
+                last_edit += 1;
+                chunks = tables.install(kind, &entries, last_edit).map_err(fault)?;
+                let changes = Changes {
+                    added: entries.len(),
+                    removed: 0,
+                };
+                tables
+                    .record_edit(last_edit, kind, clock::now().0, Source::TakenOver, changes)
+                    .map_err(fault)?;
+                tables.forget_entries(kind).map_err(fault)?;
+            }
+            let stored = stored.unwrap_or_default();
+            tables.save_publication(kind, &stored).map_err(fault)?;
+            lists.insert(
+                kind,
+                List {
+                    chunks,
+                    stored,
+                    publishing: false,
+                },
+            );
         }
+        self.last_edit.set(last_edit);
         *self.lists.borrow_mut() = Some(lists);
         self.schedule().await
     }
@@ -254,66 +265,144 @@ impl OperatorLists {
         Ok(())
     }
 
-    /// Saves `entries` as the list's new content and only then installs them: a
-    /// failed save leaves the list as it was. Returns the change's number, once the
-    /// alarm stands for its publication.
-    async fn save_change(&self, kind: ListKind, entries: ListEntries) -> Outcome<u64> {
-        if self.fail_next_save.replace(false) {
-            let fault = SqlError("a storage fault, made by the test hook".to_owned());
-            return Err(StoreError::from(fault).into());
-        }
+    /// The number the next edit or import is given.
+    fn next_edit(&self) -> u64 {
+        self.last_edit.set(self.last_edit.get() + 1);
+        self.last_edit.get()
+    }
+
+    /// Counts a change saved to the list's chunks, with its record, and installs
+    /// them. Returns the change's number, once the alarm stands for its publication.
+    async fn changed(
+        &self,
+        kind: ListKind,
+        (id, source, changes): (u64, Source, Changes),
+        chunks: Vec<ChunkInfo>,
+    ) -> Outcome<u64> {
         let change = self.with_list_mut(kind, |list| {
             let mut stored = list.stored.clone();
             let change = stored.publication.saved_one();
-            self.tables().save(kind, &entries, &stored)?;
-            list.entries = Rc::new(entries);
+            let tables = self.tables();
+            tables.record_edit(id, kind, clock::now().0, source, changes)?;
+            tables.save_publication(kind, &stored)?;
+            list.chunks = chunks;
             list.stored = stored;
             Ok::<_, SqlError>(change)
-        })?;
+        });
+        let change = self.or_reload(change)?;
+        if self.exports.get() == 0 {
+            self.or_reload(self.tables().forget_replaced_chunks())?;
+        }
         self.schedule().await.map_err(StoreError::from)?;
         Ok(change)
     }
 
-    /// Validates every entry, then applies the edit, or refuses it whole naming the
-    /// first bad entry. Returns what changed and the change's number.
+    /// A fault of the storage, after which the lists are read again from it: what
+    /// was written before the fault stays, and memory never says otherwise.
+    fn or_reload<T>(&self, result: std::result::Result<T, SqlError>) -> Outcome<T> {
+        result.map_err(|error| {
+            *self.lists.borrow_mut() = None;
+            Failure::from(StoreError::from(error))
+        })
+    }
+
+    /// The test build's storage fault, made by `FailNextSave`.
+    fn injected_fault(&self) -> Outcome<()> {
+        if self.fail_next_save.replace(false) {
+            let fault = SqlError("a storage fault, made by the test hook".to_owned());
+            return Err(StoreError::from(fault).into());
+        }
+        Ok(())
+    }
+
+    /// Validates every entry, then applies the edit to the chunks it falls in, or
+    /// refuses it whole naming the first bad entry. Returns what changed and the
+    /// change's number.
     async fn edit(&self, kind: ListKind, edit: EditRequest) -> Outcome<(Changes, u64)> {
         let (add, remove) = kind
             .parse_edit(edit)
             .map_err(|why| Failure::Refused(ListsRefusal::BadEdit(why)))?;
-        let (mut entries, saved) = self.with_list(kind, |list| {
+        let (add, remove) = (ListEntries::new(add), ListEntries::new(remove));
+        let (chunks, entries, saved) = self.with_list(kind, |list| {
             (
-                ListEntries::clone(&list.entries),
+                list.chunks.clone(),
+                list.entries(),
                 list.stored.publication.saved,
             )
         });
-        if entries.len() + add.len() > MAX_LIST_ENTRIES {
+        if entries + add.len() > MAX_LIST_ENTRIES {
             let why = format!(
                 "a list holds at most {MAX_LIST_ENTRIES} entries; replace it whole with PUT"
             );
             return Err(Failure::Refused(ListsRefusal::BadEdit(why)));
         }
-        let changes = entries.edit(add, remove);
+        self.injected_fault()?;
+        let id = self.next_edit();
+        let edited = self.tables().edit(kind, &chunks, (&add, &remove), id);
+        let (changes, chunks) = self.or_reload(edited)?;
         if changes == Changes::default() {
             return Ok((changes, saved));
         }
-        Ok((changes, self.save_change(kind, entries).await?))
+        let change = self
+            .changed(kind, (id, Source::Edit, changes), chunks)
+            .await?;
+        Ok((changes, change))
     }
 
-    /// Reads the upload as it streams in, so the text is never held whole, then
-    /// replaces the list and publishes it.
+    /// Reads the upload as it streams in, a sorted run of entries at a time kept
+    /// in SQLite, merges the runs into chunks staged beside the list, and swaps
+    /// them in at once; then publishes. Nothing here holds more than a run.
     async fn replace(
         &self,
         kind: ListKind,
         body: Option<worker::web_sys::ReadableStream>,
         gzip: bool,
     ) -> Outcome<Replaced> {
+        let import = self.next_edit();
+        let staged = self.stage(kind, import, body, gzip).await;
+        let tables = self.tables();
+        let (count, changes) = match staged {
+            Ok(staged) => staged,
+            Err(failure) => {
+                self.or_reload(tables.drop_import(import))?;
+                return Err(failure);
+            }
+        };
+        let change = if changes == Changes::default() {
+            self.or_reload(tables.drop_import(import))?;
+            self.with_list(kind, |list| list.stored.publication.saved)
+        } else {
+            // Numbered anew, so that a publication made while it was staged counts its chunks as changed.
+            let chunks = self.or_reload(tables.swap_in(kind, import, self.next_edit()))?;
+            self.changed(kind, (import, Source::Import, changes), chunks)
+                .await?
+        };
+        let version = self.publish_including(kind, change).await?;
+        Ok(Replaced {
+            entries: count,
+            changes,
+            version,
+        })
+    }
+
+    /// Reads the import into runs, then merges them into staged chunks: the
+    /// number of entries, and what the import changes.
+    async fn stage(
+        &self,
+        kind: ListKind,
+        import: u64,
+        body: Option<worker::web_sys::ReadableStream>,
+        gzip: bool,
+    ) -> Outcome<(usize, Changes)> {
         let bad = |why: String| Failure::Refused(ListsRefusal::BadImport(why));
         let broke_off = if gzip {
             "the body is not gzip, or broke off"
         } else {
             "the body broke off"
         };
-        let mut import = Import::new(kind);
+        let tables = self.tables();
+        let mut reading = Import::new(kind);
+        let mut runs = 0;
         // The limit is on the text, however it was sent.
         let mut total = 0;
         let body = match body {
@@ -329,38 +418,32 @@ impl OperatorLists {
                         MAX_IMPORT_BYTES,
                     )));
                 }
-                import
+                reading
                     .push(&chunk.to_vec())
                     .map_err(|e| bad(e.to_string()))?;
+                if let Some(run) = reading.run() {
+                    tables.stage_run(import, runs, &run)?;
+                    runs += 1;
+                }
             }
         }
-        let imported = import.finish().map_err(|e| bad(e.to_string()))?;
-        let (mut entries, saved) = self.with_list(kind, |list| {
-            (
-                ListEntries::clone(&list.entries),
-                list.stored.publication.saved,
-            )
-        });
-        let changes = entries.replace(imported);
-        let count = entries.len();
-        let change = if changes == Changes::default() {
-            saved
-        } else {
-            self.save_change(kind, entries).await?
-        };
-        let version = self.publish_including(kind, change).await?;
-        Ok(Replaced {
-            entries: count,
-            changes,
-            version,
-        })
+        let last = reading.finish().map_err(|e| bad(e.to_string()))?;
+        tables.stage_run(import, runs, &last)?;
+        self.injected_fault()?;
+        // The list as it is now: the runs were read while edits went on.
+        let chunks = self.with_list(kind, |list| list.chunks.clone());
+        Ok(tables.merge_runs(kind, import, runs + 1, &chunks)?)
     }
 
-    /// The list as published, a page at a time from a shared copy of its entries,
-    /// so even ten million are never one string here.
+    /// The list as published, a chunk a page, from the chunks of that moment:
+    /// those an edit replaces meanwhile stay until no export reads them.
     fn export(&self, kind: ListKind, known: Option<u64>) -> Streamed<ExportHead, Ipv4Range> {
-        let (entries, version) = self.with_list(kind, |list| {
-            (Rc::clone(&list.entries), list.stored.publication.version)
+        let (chunks, entries, version) = self.with_list(kind, |list| {
+            (
+                list.chunks.clone(),
+                list.entries(),
+                list.stored.publication.version,
+            )
         });
         if known == Some(version) {
             return Streamed {
@@ -368,18 +451,13 @@ impl OperatorLists {
                 pages: Box::pin(stream::empty()),
             };
         }
-        let head = ExportHead::List {
-            version,
-            entries: entries.len(),
-        };
-        let pages = stream::iter(0..entries.len().div_ceil(EXPORT_PAGE_ENTRIES)).map(move |page| {
-            Ok(entries
-                .as_slice()
-                .iter()
-                .skip(page * EXPORT_PAGE_ENTRIES)
-                .take(EXPORT_PAGE_ENTRIES)
-                .copied()
-                .collect())
+        let head = ExportHead::List { version, entries };
+        let reading = Reading::new(self.exports.clone());
+        let sql = self.sql.clone();
+        let pages = stream::iter(chunks).map(move |info| {
+            let _reading = &reading;
+            let entries = ListTables::new(&sql).chunk(kind, &info)?;
+            Ok(entries.into_iter().map(|kept| kept.range).collect())
         });
         Streamed {
             head,
@@ -387,26 +465,29 @@ impl OperatorLists {
         }
     }
 
-    fn status(&self) -> ListsStatus {
+    fn status(&self) -> Outcome<ListsStatus> {
+        let tables = self.tables();
         let summary = |kind| {
             self.with_list(kind, |list| {
                 let manifest = list.stored.manifest.as_ref();
-                let shards = manifest.map_or(1, |manifest| manifest.shards.len());
-                ListStatus {
-                    entries: list.entries.len(),
+                Ok::<_, SqlError>(ListStatus {
+                    entries: list.entries(),
                     version: list.stored.publication.version.to_string(),
                     published_at: manifest
                         .map(|manifest| UnixTime(manifest.published_at).to_rfc3339()),
-                    snapshot_bytes: snapshot::size(list.entries.intervals(), shards),
-                    shards,
+                    snapshot_bytes: manifest
+                        .map(|manifest| tables.snapshot_bytes(kind, manifest))
+                        .transpose()?
+                        .unwrap_or(0),
+                    shards: manifest.map_or(0, |manifest| manifest.shards.len()),
                     shards_written: manifest.map_or(0, Manifest::written),
-                }
+                })
             })
         };
-        ListsStatus {
-            global_list: summary(ListKind::Global),
-            allow_list: summary(ListKind::Allow),
-        }
+        Ok(ListsStatus {
+            global_list: summary(ListKind::Global)?,
+            allow_list: summary(ListKind::Allow)?,
+        })
     }
 
     /// Returns, with the version, once a publication includes change number
@@ -449,29 +530,32 @@ impl OperatorLists {
         }
     }
 
-    /// Writes the new version's pieces of changes and the shards it does not share
-    /// with the version before, then its manifest; only then is it the version
-    /// isolates read. Shards no manifest names any more, a failed publication's
-    /// included, go once no cache can still name them.
+    /// Builds the new version's shards that it does not share with the version
+    /// before, from the chunks, and its piece of changes, all kept in SQLite in
+    /// one stretch with no await, so they are the list of one moment; then writes
+    /// them to KV, then its manifest: only then is it the version isolates read.
+    /// Shards no manifest names any more, a failed publication's included, go once
+    /// no cache can still name them.
     async fn publish(&self, kind: ListKind) -> std::result::Result<(), StoreError> {
-        let now_ms = clock::now().0;
-        let now = now_ms / 1000;
+        let now = clock::now().0 / 1000;
         let tables = self.tables();
-        let (attempt, entries, reset) = self.with_list_mut(kind, |list| {
+        let (attempt, plan, entries, reset, rev) = self.with_list_mut(kind, |list| {
             // The number is stored before anything is written under it, so it is never used twice.
             let attempt = list.stored.publication.begin();
             tables.save_publication(kind, &list.stored)?;
-            let reset = self.save_pieces(kind, list, attempt)?;
-            list.base = Some(list.entries.clone());
-            Ok::<_, SqlError>((attempt, list.entries.clone(), reset))
-        })?;
-        let plan = self.with_list(kind, |list| {
             let before = list.stored.manifest.as_ref().map(|manifest| Published {
                 manifest,
-                entries: list.published.as_deref(),
+                rev: list.stored.rev,
             });
-            cut::plan(attempt.version, &entries, before)
-        });
+            let plan = cut::plan(attempt.version, &list.chunks, before);
+            let piece =
+                tables.build_shards(kind, &list.chunks, &plan, list.stored.manifest.as_ref())?;
+            let reset = piece == Piece::Reset;
+            self.save_pieces(kind, piece, attempt)?;
+            // Every live chunk was written by an edit numbered at most this one.
+            let rev = self.last_edit.get();
+            Ok::<_, SqlError>((attempt, plan, list.entries(), reset, rev))
+        })?;
         let window = tables.published_version(
             kind,
             attempt.version,
@@ -488,29 +572,28 @@ impl OperatorLists {
         let manifest = Manifest {
             version: attempt.version,
             published_at: now,
-            entries: entries.len(),
+            entries,
             shards: plan.starts,
             keys: plan.keys,
             deltas_from,
         };
+        let written: Vec<String> = plan
+            .writes
+            .iter()
+            .map(|&index| manifest.keys[index].clone())
+            .collect();
         let kv = self.env.kv(binding(kind))?;
-        let written = self.write(kind, &kv, &plan.writes, &manifest).await;
-        if let Err(error) = written {
+        if let Err(error) = self.write(kind, &kv, &written, &manifest).await {
             // What was written under the number is never named by a manifest this
             // writer knows of: it goes like a replaced version's shards.
-            let orphans: Vec<String> = plan
-                .writes
-                .iter()
-                .map(|(index, _)| manifest.keys[*index].clone())
-                .collect();
-            tables.retire(kind, &orphans, now)?;
+            tables.retire(kind, &written, now)?;
             return Err(error);
         }
         self.with_list_mut(kind, |list| {
             // The next manifest write is a second after this one, not after this publication began.
             list.stored.publication.succeeded(attempt, clock::now().0);
             list.stored.manifest = Some(manifest.clone());
-            list.published = Some(entries);
+            list.stored.rev = rev;
             tables.save_publication(kind, &list.stored)
         })?;
         tables.retire(kind, &plan.gone, now)?;
@@ -519,6 +602,7 @@ impl OperatorLists {
                 .kv(binding(retired.kind))?
                 .delete(&retired.key)
                 .await?;
+            tables.forget_shard(retired.kind, &retired.key)?;
             tables.forget_retired(&retired)?;
         }
         for key in tables.pieces_until(kind, deltas_from)? {
@@ -528,25 +612,16 @@ impl OperatorLists {
         Ok(())
     }
 
-    /// Stores the pieces of changes the attempt's version publishes: level 0 from
-    /// what the last number held, each level above from two of the level below.
-    /// Answers whether a cursor cannot cross this version (its change is unknown).
+    /// Stores the pieces of changes the attempt's version publishes: level 0 is
+    /// `first`, what changed since the version before; each level above joins two
+    /// of the level below.
     fn save_pieces(
         &self,
         kind: ListKind,
-        list: &List,
+        first: Piece,
         attempt: Attempt,
-    ) -> std::result::Result<bool, SqlError> {
+    ) -> std::result::Result<(), SqlError> {
         let tables = self.tables();
-        let first = match &list.base {
-            Some(base) => Piece::of(combine_iter(
-                base.intervals(),
-                list.entries.intervals(),
-                Op::Xor,
-            )),
-            None => Piece::Reset,
-        };
-        let reset = first == Piece::Reset;
         let mut below = first;
         for level in delta::levels(attempt.version) {
             let piece = match level {
@@ -572,7 +647,7 @@ impl OperatorLists {
             )?;
             below = piece;
         }
-        Ok(reset)
+        Ok(())
     }
 
     /// Writes to KV what a publication needs before its manifest: every piece not
@@ -581,7 +656,7 @@ impl OperatorLists {
         &self,
         kind: ListKind,
         kv: &worker::kv::KvStore,
-        shards: &[(usize, Shard)],
+        shards: &[String],
         manifest: &Manifest,
     ) -> std::result::Result<(), StoreError> {
         let tables = self.tables();
@@ -593,10 +668,11 @@ impl OperatorLists {
             }
             tables.piece_in_kv(kind, key)?;
         }
-        for (index, shard) in shards {
-            kv.put_bytes(&manifest.keys[*index], &shard.encode())?
-                .execute()
-                .await?;
+        for key in shards {
+            let bytes = tables.shard_bytes(kind, key)?.ok_or_else(|| {
+                StoreError::Corrupt(format!("{} list: shard {key} was not kept", kind.code()))
+            })?;
+            kv.put_bytes(key, &bytes)?.execute().await?;
         }
         if self.failing_publications.get() {
             return Err(StoreError::Corrupt(
@@ -638,4 +714,21 @@ async fn legacy_entries(env: &Env, kind: ListKind) -> Result<ListEntries> {
         }
     }
     Ok(ListEntries::new(entries))
+}
+
+/// An export under way: counted while its stream lives, so that the chunks it
+/// reads are not deleted under it.
+struct Reading(Rc<Cell<usize>>);
+
+impl Reading {
+    fn new(exports: Rc<Cell<usize>>) -> Self {
+        exports.set(exports.get() + 1);
+        Self(exports)
+    }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
 }

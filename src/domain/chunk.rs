@@ -1,0 +1,264 @@
+//! A list as the writer keeps it in SQLite: cut by address into chunks of at most
+//! `CHUNK_ENTRIES` entries, each entry with its provenance (the edit or import that
+//! added it), so that an edit reads and rewrites only the chunks it falls in and a
+//! list of ten million entries is never in the writer's memory whole. A chunk
+//! holds the entries whose first address runs from its start to the next chunk's.
+
+use super::ip_list::Changes;
+use super::range::Ipv4Range;
+
+/// Entries in one chunk at most: its row stays well under SQLite's 2 MB a value.
+pub const CHUNK_ENTRIES: usize = 65_536;
+/// Entries a chunk is cut to hold when it is written anew: half what it may hold,
+/// so that edits grow it a long time before it splits.
+pub const CHUNK_FILL: usize = CHUNK_ENTRIES / 2;
+/// The first byte of a stored chunk: this layout (IPv4 entries). Another family
+/// is another layout under another byte, beside this one, without a migration.
+const FORMAT_IPV4: u8 = 4;
+/// Bytes an entry takes: first address, prefix length, and the edit that added it.
+pub const KEPT_BYTES: usize = 9;
+
+/// One entry as the writer keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Kept {
+    pub range: Ipv4Range,
+    /// The edit or import that added it (the writer's `edits` table).
+    pub edit: u64,
+}
+
+/// What the writer knows of a chunk without reading it: enough to find the chunks
+/// an edit falls in, and where a shard may begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkInfo {
+    pub start: u32,
+    /// The edit that wrote this chunk's row last.
+    pub rev: u64,
+    pub entries: usize,
+    /// The first address of its first entry.
+    pub first: Option<u32>,
+    /// The last address any of its entries reaches.
+    pub reach: Option<u32>,
+}
+
+impl ChunkInfo {
+    pub fn of(start: u32, rev: u64, entries: &[Kept]) -> Self {
+        Self {
+            start,
+            rev,
+            entries: entries.len(),
+            first: entries.first().map(|kept| kept.range.first()),
+            reach: entries.iter().map(|kept| kept.range.last()).max(),
+        }
+    }
+}
+
+/// A chunk's entries as stored: the format byte, then each entry in order.
+pub fn encode(entries: &[Kept]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(1 + entries.len() * KEPT_BYTES);
+    bytes.push(FORMAT_IPV4);
+    for kept in entries {
+        bytes.extend_from_slice(&kept.range.first().to_le_bytes());
+        bytes.push(kept.range.prefix());
+        bytes.extend_from_slice(&(kept.edit as u32).to_le_bytes());
+    }
+    bytes
+}
+
+/// `None` for anything `encode` could not have written.
+pub fn decode(bytes: &[u8]) -> Option<Vec<Kept>> {
+    let (&format, body) = bytes.split_first()?;
+    if format != FORMAT_IPV4 || body.len() % KEPT_BYTES != 0 {
+        return None;
+    }
+    let word = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("four bytes"));
+    let entries: Vec<Kept> = body
+        .chunks_exact(KEPT_BYTES)
+        .map(|b| {
+            Some(Kept {
+                range: Ipv4Range::from_parts(word(&b[..4]), b[4])?,
+                edit: u64::from(word(&b[5..9])),
+            })
+        })
+        .collect::<Option<_>>()?;
+    entries
+        .windows(2)
+        .all(|w| w[0].range < w[1].range)
+        .then_some(entries)
+}
+
+/// Removes `remove`, then adds `add` as edit `edit`, both sorted and without
+/// duplicates; an entry already there keeps its provenance. Counts only what changed.
+pub fn apply(
+    entries: &mut Vec<Kept>,
+    add: &[Ipv4Range],
+    remove: &[Ipv4Range],
+    edit: u64,
+) -> Changes {
+    let before = entries.len();
+    entries.retain(|kept| remove.binary_search(&kept.range).is_err());
+    let removed = before - entries.len();
+    let mut old = std::mem::take(entries).into_iter().peekable();
+    let mut added = 0;
+    for &range in add {
+        while let Some(earlier) = old.next_if(|kept| kept.range < range) {
+            entries.push(earlier);
+        }
+        match old.next_if(|kept| kept.range == range) {
+            Some(same) => entries.push(same),
+            None => {
+                entries.push(Kept { range, edit });
+                added += 1;
+            }
+        }
+    }
+    entries.extend(old);
+    Changes { added, removed }
+}
+
+/// The entries of the chunk that starts at `start`, as chunks of at most
+/// `CHUNK_ENTRIES`: itself when they fit, else parts of about `CHUNK_FILL` cut
+/// between two first addresses, each with its start.
+pub fn cut(start: u32, entries: Vec<Kept>) -> Vec<(u32, Vec<Kept>)> {
+    if entries.len() <= CHUNK_ENTRIES {
+        return vec![(start, entries)];
+    }
+    let mut parts: Vec<(u32, Vec<Kept>)> = vec![(start, Vec::with_capacity(CHUNK_FILL + 33))];
+    for kept in entries {
+        let (_, part) = parts.last_mut().expect("one part at least");
+        // Entries of one first address stay together: at most 33 of them.
+        let full = part.len() >= CHUNK_FILL
+            && part
+                .last()
+                .is_some_and(|last| last.range.first() != kept.range.first());
+        if full {
+            parts.push((kept.range.first(), Vec::with_capacity(CHUNK_FILL + 33)));
+        }
+        parts.last_mut().expect("one part at least").1.push(kept);
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn range(text: &str) -> Ipv4Range {
+        Ipv4Range::parse(text).unwrap()
+    }
+
+    fn kept(text: &str, edit: u64) -> Kept {
+        Kept {
+            range: range(text),
+            edit,
+        }
+    }
+
+    #[test]
+    fn a_chunk_round_trips_and_refuses_what_it_did_not_write() {
+        let entries = vec![
+            kept("1.2.3.0/24", 7),
+            kept("1.2.3.4", 9),
+            kept("9.0.0.0/8", 1),
+        ];
+        let bytes = encode(&entries);
+        assert_eq!(bytes.len(), 1 + 3 * KEPT_BYTES);
+        assert_eq!(decode(&bytes), Some(entries.clone()));
+        assert_eq!(decode(&bytes[..bytes.len() - 1]), None, "cut short");
+        assert_eq!(decode(&[6]), None, "another layout");
+        let unsorted = encode(&[entries[2], entries[0]]);
+        assert_eq!(decode(&unsorted), None);
+        assert_eq!(decode(&encode(&[])), Some(vec![]));
+    }
+
+    #[test]
+    fn an_edit_counts_what_changed_and_keeps_the_provenance_of_what_stayed() {
+        let mut entries = vec![kept("1.1.1.1", 1), kept("2.2.2.2", 1), kept("3.3.3.3", 1)];
+        let changes = apply(
+            &mut entries,
+            &[range("1.1.1.1"), range("4.4.4.4")],
+            &[range("2.2.2.2"), range("5.5.5.5")],
+            2,
+        );
+        assert_eq!(
+            changes,
+            Changes {
+                added: 1,
+                removed: 1
+            }
+        );
+        assert_eq!(
+            entries,
+            [kept("1.1.1.1", 1), kept("3.3.3.3", 1), kept("4.4.4.4", 2)]
+        );
+        let info = ChunkInfo::of(0, 2, &entries);
+        assert_eq!(
+            (info.entries, info.first, info.reach),
+            (
+                3,
+                Some(range("1.1.1.1").first()),
+                Some(range("4.4.4.4").first())
+            )
+        );
+    }
+
+    #[test]
+    fn a_chunk_over_its_bound_is_cut_between_two_first_addresses() {
+        // Three entries at each first address: a cut never parts them.
+        let entries: Vec<Kept> = (0..CHUNK_ENTRIES as u32)
+            .flat_map(|n| {
+                let first = 0x0800_0000 + (n << 8);
+                [24, 28, 32].map(|prefix| Kept {
+                    range: Ipv4Range::from_parts(first, prefix).unwrap(),
+                    edit: 1,
+                })
+            })
+            .collect();
+        let parts = cut(5, entries.clone());
+        assert_eq!(parts[0].0, 5);
+        assert!(parts
+            .iter()
+            .all(|(_, part)| part.len() <= CHUNK_ENTRIES && !part.is_empty()));
+        for pair in parts.windows(2) {
+            let (_, before) = &pair[0];
+            let (start, after) = &pair[1];
+            assert_eq!(after[0].range.first(), *start);
+            assert!(before.last().unwrap().range.first() < *start);
+        }
+        let joined: Vec<Kept> = parts.into_iter().flat_map(|(_, part)| part).collect();
+        assert_eq!(joined, entries);
+        assert_eq!(
+            cut(7, entries[..10].to_vec()),
+            [(7, entries[..10].to_vec())]
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn an_edit_of_a_chunk_is_the_edit_of_its_entries(
+            old in proptest::collection::btree_set((any::<u32>(), 24u8..=32), 0..40),
+            add in proptest::collection::btree_set((any::<u32>(), 24u8..=32), 0..20),
+            remove in proptest::collection::btree_set((any::<u32>(), 24u8..=32), 0..20),
+        ) {
+            let ranges = |set: std::collections::BTreeSet<(u32, u8)>| {
+                let mut ranges: Vec<Ipv4Range> = set
+                    .into_iter()
+                    .map(|(addr, prefix)| Ipv4Range::from_parts(addr & (u32::MAX << (32 - prefix)), prefix).unwrap())
+                    .collect();
+                ranges.sort();
+                ranges.dedup();
+                ranges
+            };
+            let (old, add, remove) = (ranges(old), ranges(add), ranges(remove));
+            let mut model = crate::domain::ip_list::ListEntries::new(old.clone());
+            let expected = model.edit(add.clone(), remove.clone());
+            let mut entries: Vec<Kept> = old.iter().map(|&range| Kept { range, edit: 1 }).collect();
+            prop_assert_eq!(apply(&mut entries, &add, &remove, 2), expected);
+            prop_assert_eq!(entries.iter().map(|kept| kept.range).collect::<Vec<_>>(), model.as_slice().to_vec());
+            for kept in &entries {
+                prop_assert_eq!(kept.edit == 1, old.contains(&kept.range) && !remove.contains(&kept.range));
+            }
+        }
+    }
+}

@@ -1,0 +1,806 @@
+//! The writer's lists in SQLite, a chunk a row (`chunk`): the chunks an edit falls
+//! in read and rewritten, an import staged in sorted runs and merged into chunks
+//! beside the list it replaces, and the shards of each publication built from the
+//! chunks and kept beside them, so that the next publication can tell what changed.
+//! Nothing here holds more than a chunk, a run's part or a shard at a time.
+//!
+//! A chunk row is live (`state` 1), replaced (0: kept while an export may still
+//! read it) or staged (2: written by an import not swapped in yet).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::list_tables::ListTables;
+use super::sql::{Sql, SqlError, Value};
+use crate::domain::chunk::{self, ChunkInfo, Kept, CHUNK_FILL};
+use crate::domain::code::Coded;
+use crate::domain::cut::Plan;
+use crate::domain::delta::{Piece, MAX_DELTA_INTERVALS};
+use crate::domain::intervals::{clip, combine, union_of_sorted, Intervals, Op};
+use crate::domain::ip_list::{Changes, ListEntries, ListKind};
+use crate::domain::range::Ipv4Range;
+use crate::domain::snapshot::{Manifest, Shard};
+
+const LIVE: u64 = 1;
+const STAGED: u64 = 2;
+/// Entries in one stored part of an import's run.
+const RUN_PART_ENTRIES: usize = 65_536;
+/// Bytes of a shard in one stored row: SQLite rows here hold at most 2 MB.
+const SHARD_PART_BYTES: usize = 1 << 20;
+
+/// Where an edit or import came from, as the `edits` table records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Edit,
+    Import,
+    /// Entries an earlier version of the writer kept, taken over as they were.
+    TakenOver,
+}
+
+impl Source {
+    fn code(self) -> &'static str {
+        match self {
+            Source::Edit => "edit",
+            Source::Import => "import",
+            Source::TakenOver => "taken-over",
+        }
+    }
+}
+
+impl<S: Sql> ListTables<S> {
+    /// The list's live chunks, in address order.
+    pub fn chunk_index(&self, kind: ListKind) -> Result<Vec<ChunkInfo>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT start, rev, entries, first, reach FROM chunks WHERE kind = ?1 AND state = 1
+             ORDER BY start",
+            &[Value::text(kind.code())],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(ChunkInfo {
+                    start: address(row.int(0)?)?,
+                    rev: row.int(1)?,
+                    entries: row.int(2)? as usize,
+                    first: row.opt_int(3)?.map(address).transpose()?,
+                    reach: row.opt_int(4)?.map(address).transpose()?,
+                })
+            })
+            .collect()
+    }
+
+    /// The entries of a chunk, live or replaced.
+    pub fn chunk(&self, kind: ListKind, info: &ChunkInfo) -> Result<Vec<Kept>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT data FROM chunks WHERE kind = ?1 AND start = ?2 AND rev = ?3",
+            &[
+                Value::text(kind.code()),
+                Value::int(u64::from(info.start)),
+                Value::int(info.rev),
+            ],
+        )?;
+        let row = rows
+            .first()
+            .ok_or_else(|| SqlError(format!("the {} list has no chunk {info:?}", kind.code())))?;
+        chunk::decode(row.blob(0)?).ok_or_else(|| {
+            SqlError(format!(
+                "a chunk of the {} list does not decode",
+                kind.code()
+            ))
+        })
+    }
+
+    fn write_chunk(
+        &self,
+        kind: ListKind,
+        (start, entries): (u32, &[Kept]),
+        rev: u64,
+        state: u64,
+    ) -> Result<ChunkInfo, SqlError> {
+        let info = ChunkInfo::of(start, rev, entries);
+        self.sql.execute(
+            "INSERT OR REPLACE INTO chunks (kind, start, rev, state, entries, first, reach, data)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            &[
+                Value::text(kind.code()),
+                Value::int(u64::from(start)),
+                Value::int(rev),
+                Value::int(state),
+                Value::int(info.entries as u64),
+                Value::opt_int(info.first.map(u64::from)),
+                Value::opt_int(info.reach.map(u64::from)),
+                Value::Blob(chunk::encode(entries)),
+            ],
+        )?;
+        Ok(info)
+    }
+
+    fn replace_chunk(&self, kind: ListKind, info: &ChunkInfo) -> Result<(), SqlError> {
+        self.sql.execute(
+            "UPDATE chunks SET state = 0 WHERE kind = ?1 AND start = ?2 AND rev = ?3",
+            &[
+                Value::text(kind.code()),
+                Value::int(u64::from(info.start)),
+                Value::int(info.rev),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Replaces the list's chunks by `entries`, as written by `id`: what an
+    /// earlier version of the writer kept, taken over.
+    pub fn install(
+        &self,
+        kind: ListKind,
+        entries: &ListEntries,
+        id: u64,
+    ) -> Result<Vec<ChunkInfo>, SqlError> {
+        self.sql.execute(
+            "UPDATE chunks SET state = 0 WHERE kind = ?1 AND state = 1",
+            &[Value::text(kind.code())],
+        )?;
+        let kept = entries
+            .as_slice()
+            .iter()
+            .map(|&range| Kept { range, edit: id });
+        let mut index = Vec::new();
+        for part in parts_of(kept) {
+            index.push(self.write_chunk(kind, (part.0, &part.1), id, LIVE)?);
+        }
+        Ok(index)
+    }
+
+    /// Applies an edit, as `id`, to the chunks it falls in, each read, changed and
+    /// rewritten (cut in two when it grew past its bound) one at a time. Returns
+    /// what changed and the list's chunks after it.
+    pub fn edit(
+        &self,
+        kind: ListKind,
+        index: &[ChunkInfo],
+        (add, remove): (&ListEntries, &ListEntries),
+        id: u64,
+    ) -> Result<(Changes, Vec<ChunkInfo>), SqlError> {
+        let (mut add, mut remove) = (add.as_slice(), remove.as_slice());
+        let mut total = Changes::default();
+        let mut after = Vec::with_capacity(index.len() + 1);
+        for (n, info) in index.iter().enumerate() {
+            // What falls in this chunk: entries whose first address is before the next chunk's start.
+            let next = index.get(n + 1).map(|next| next.start);
+            let mine = |ranges: &[Ipv4Range]| {
+                ranges.partition_point(|range| next.is_none_or(|next| range.first() < next))
+            };
+            let (these_added, rest) = add.split_at(mine(add));
+            add = rest;
+            let (these_removed, rest) = remove.split_at(mine(remove));
+            remove = rest;
+            if these_added.is_empty() && these_removed.is_empty() {
+                after.push(*info);
+                continue;
+            }
+            let mut entries = self.chunk(kind, info)?;
+            let changes = chunk::apply(&mut entries, these_added, these_removed, id);
+            if changes == Changes::default() {
+                after.push(*info);
+                continue;
+            }
+            total.added += changes.added;
+            total.removed += changes.removed;
+            self.replace_chunk(kind, info)?;
+            for (start, part) in chunk::cut(info.start, entries) {
+                after.push(self.write_chunk(kind, (start, &part), id, LIVE)?);
+            }
+        }
+        Ok((total, after))
+    }
+
+    /// Deletes the chunks replaced: once no export can still be reading them.
+    pub fn forget_replaced_chunks(&self) -> Result<(), SqlError> {
+        self.sql
+            .execute("DELETE FROM chunks WHERE state = 0", &[])?;
+        Ok(())
+    }
+
+    /// Stores run `run` of import `import`: a part of its entries, sorted.
+    pub fn stage_run(
+        &self,
+        import: u64,
+        run: usize,
+        entries: &ListEntries,
+    ) -> Result<(), SqlError> {
+        for (part, slice) in entries.as_slice().chunks(RUN_PART_ENTRIES).enumerate() {
+            self.sql.execute(
+                "INSERT OR REPLACE INTO runs (import, run, part, data) VALUES (?1, ?2, ?3, ?4)",
+                &[
+                    Value::int(import),
+                    Value::int(run as u64),
+                    Value::int(part as u64),
+                    Value::Blob(ListEntries::new(slice.to_vec()).encode()),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    fn run_part(
+        &self,
+        import: u64,
+        run: usize,
+        part: usize,
+    ) -> Result<Option<Vec<Ipv4Range>>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT data FROM runs WHERE import = ?1 AND run = ?2 AND part = ?3",
+            &[
+                Value::int(import),
+                Value::int(run as u64),
+                Value::int(part as u64),
+            ],
+        )?;
+        rows.first()
+            .map(|row| {
+                let entries = ListEntries::decode(row.blob(0)?)
+                    .ok_or_else(|| SqlError("a run of an import does not decode".to_owned()))?;
+                Ok(entries.as_slice().to_vec())
+            })
+            .transpose()
+    }
+
+    /// Merges the `runs` runs of import `import` into staged chunks beside the
+    /// list's, an entry already listed keeping its provenance. Returns the
+    /// entries and what the import changes.
+    pub fn merge_runs(
+        &self,
+        kind: ListKind,
+        import: u64,
+        runs: usize,
+        index: &[ChunkInfo],
+    ) -> Result<(usize, Changes), SqlError> {
+        let mut cursors: Vec<RunCursor> = (0..runs).map(RunCursor::new).collect();
+        let mut heap = BinaryHeap::new();
+        for (run, cursor) in cursors.iter_mut().enumerate() {
+            if let Some(range) = cursor.next(self, import)? {
+                heap.push(Reverse((range, run)));
+            }
+        }
+        let mut old = OldEntries::new(index);
+        let (mut count, mut kept) = (0, 0);
+        let mut last: Option<Ipv4Range> = None;
+        let mut part: (u32, Vec<Kept>) = (0, Vec::with_capacity(CHUNK_FILL + 33));
+        while let Some(Reverse((range, run))) = heap.pop() {
+            if let Some(next) = cursors[run].next(self, import)? {
+                heap.push(Reverse((next, run)));
+            }
+            if last == Some(range) {
+                continue;
+            }
+            last = Some(range);
+            let edit = match old.find(self, kind, range)? {
+                Some(edit) => {
+                    kept += 1;
+                    edit
+                }
+                None => import,
+            };
+            let full = part.1.len() >= CHUNK_FILL
+                && part
+                    .1
+                    .last()
+                    .is_some_and(|last| last.range.first() != range.first());
+            if full {
+                self.write_chunk(kind, (part.0, &part.1), import, STAGED)?;
+                part = (range.first(), Vec::with_capacity(CHUNK_FILL + 33));
+            }
+            part.1.push(Kept { range, edit });
+            count += 1;
+        }
+        self.write_chunk(kind, (part.0, &part.1), import, STAGED)?;
+        let before: usize = index.iter().map(|info| info.entries).sum();
+        Ok((
+            count,
+            Changes {
+                added: count - kept,
+                removed: before - kept,
+            },
+        ))
+    }
+
+    /// Makes the chunks import `import` staged the list's, as written by `rev`, and
+    /// answers them.
+    pub fn swap_in(
+        &self,
+        kind: ListKind,
+        import: u64,
+        rev: u64,
+    ) -> Result<Vec<ChunkInfo>, SqlError> {
+        let kind_code = Value::text(kind.code());
+        self.sql.execute(
+            "UPDATE chunks SET state = 0 WHERE kind = ?1 AND state = 1",
+            std::slice::from_ref(&kind_code),
+        )?;
+        self.sql.execute(
+            "UPDATE chunks SET state = 1, rev = ?3 WHERE kind = ?1 AND state = 2 AND rev = ?2",
+            &[kind_code, Value::int(import), Value::int(rev)],
+        )?;
+        self.drop_runs(import)?;
+        self.chunk_index(kind)
+    }
+
+    fn drop_runs(&self, import: u64) -> Result<(), SqlError> {
+        self.sql
+            .execute("DELETE FROM runs WHERE import = ?1", &[Value::int(import)])?;
+        Ok(())
+    }
+
+    /// Forgets what import `import` staged: it failed, or changed nothing.
+    pub fn drop_import(&self, import: u64) -> Result<(), SqlError> {
+        self.drop_runs(import)?;
+        self.sql.execute(
+            "DELETE FROM chunks WHERE state = 2 AND rev = ?1",
+            &[Value::int(import)],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets every import under way: after a restart none is.
+    pub fn drop_imports(&self) -> Result<(), SqlError> {
+        self.sql.execute("DELETE FROM runs", &[])?;
+        self.sql
+            .execute("DELETE FROM chunks WHERE state = 2", &[])?;
+        Ok(())
+    }
+
+    /// Records edit or import `id`: when, of which list, from where, what it changed.
+    pub fn record_edit(
+        &self,
+        id: u64,
+        kind: ListKind,
+        at_ms: u64,
+        source: Source,
+        changes: Changes,
+    ) -> Result<(), SqlError> {
+        self.sql.execute(
+            "INSERT INTO edits (id, kind, at, source, added, removed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                Value::int(id),
+                Value::text(kind.code()),
+                Value::int(at_ms),
+                Value::text(source.code()),
+                Value::int(changes.added as u64),
+                Value::int(changes.removed as u64),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The highest number an edit or import was given: numbers are never given twice.
+    pub fn last_edit(&self) -> Result<u64, SqlError> {
+        let rows = self.sql.query(
+            "SELECT max(m) FROM (SELECT max(id) AS m FROM edits UNION ALL SELECT max(rev) FROM chunks)",
+            &[],
+        )?;
+        Ok(rows
+            .first()
+            .map(|row| row.opt_int(0))
+            .transpose()?
+            .flatten()
+            .unwrap_or(0))
+    }
+
+    /// Builds and keeps the shards `plan` writes, from the chunks of `index`, and
+    /// answers what changed since `before` (whose shards this table kept): a reset
+    /// when that is unknown or too large.
+    pub fn build_shards(
+        &self,
+        kind: ListKind,
+        index: &[ChunkInfo],
+        plan: &Plan,
+        before: Option<&Manifest>,
+    ) -> Result<Piece, SqlError> {
+        let mut change: Option<Intervals> = before.map(|_| Vec::new());
+        for &shard_index in &plan.writes {
+            let mut ranges = Vec::new();
+            for info in &index[plan.chunks[shard_index].clone()] {
+                ranges.extend(
+                    self.chunk(kind, info)?
+                        .iter()
+                        .map(|kept| (kept.range.first(), kept.range.last())),
+                );
+            }
+            let intervals = union_of_sorted(ranges);
+            let low = plan.starts[shard_index];
+            let high = plan
+                .starts
+                .get(shard_index + 1)
+                .map_or(u32::MAX, |next| next - 1);
+            if let (Some(found), Some(before)) = (change.as_mut(), before) {
+                match self.published_between(kind, before, low, high)? {
+                    Some(old) => found.extend(combine(&old, &intervals, Op::Xor)),
+                    None => change = None,
+                }
+                if change
+                    .as_ref()
+                    .is_some_and(|c| c.len() > MAX_DELTA_INTERVALS)
+                {
+                    change = None;
+                }
+            }
+            self.save_shard(
+                kind,
+                &plan.keys[shard_index],
+                &Shard::of_intervals(intervals),
+            )?;
+        }
+        Ok(change.map_or(Piece::Reset, |change| Piece::of(union_of_sorted(change))))
+    }
+
+    /// The intervals of the version `manifest` names from `low` to `high`, if this
+    /// table kept every shard of it there.
+    fn published_between(
+        &self,
+        kind: ListKind,
+        manifest: &Manifest,
+        low: u32,
+        high: u32,
+    ) -> Result<Option<Intervals>, SqlError> {
+        let mut old = Vec::new();
+        for index in manifest.shard_of(low)..=manifest.shard_of(high) {
+            let Some(key) = manifest.key(index) else {
+                return Ok(None);
+            };
+            let Some(shard) = self.shard(kind, &key)? else {
+                return Ok(None);
+            };
+            old.extend(clip(&shard.intervals(), low, high));
+        }
+        Ok(Some(old))
+    }
+
+    fn save_shard(&self, kind: ListKind, key: &str, shard: &Shard) -> Result<(), SqlError> {
+        self.forget_shard(kind, key)?;
+        let bytes = shard.encode();
+        for (part, data) in bytes.chunks(SHARD_PART_BYTES).enumerate() {
+            self.sql.execute(
+                "INSERT INTO shards (kind, key, part, data) VALUES (?1, ?2, ?3, ?4)",
+                &[
+                    Value::text(kind.code()),
+                    Value::text(key),
+                    Value::int(part as u64),
+                    Value::Blob(data.to_vec()),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A shard a publication built, as its bytes, if this table keeps it.
+    pub fn shard_bytes(&self, kind: ListKind, key: &str) -> Result<Option<Vec<u8>>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT data FROM shards WHERE kind = ?1 AND key = ?2 ORDER BY part",
+            &[Value::text(kind.code()), Value::text(key)],
+        )?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let mut bytes = Vec::new();
+        for row in &rows {
+            bytes.extend_from_slice(row.blob(0)?);
+        }
+        Ok(Some(bytes))
+    }
+
+    fn shard(&self, kind: ListKind, key: &str) -> Result<Option<Shard>, SqlError> {
+        self.shard_bytes(kind, key)?
+            .map(|bytes| {
+                Shard::decode(&bytes)
+                    .ok_or_else(|| SqlError(format!("kept shard {key} does not decode")))
+            })
+            .transpose()
+    }
+
+    pub fn forget_shard(&self, kind: ListKind, key: &str) -> Result<(), SqlError> {
+        self.sql.execute(
+            "DELETE FROM shards WHERE kind = ?1 AND key = ?2",
+            &[Value::text(kind.code()), Value::text(key)],
+        )?;
+        Ok(())
+    }
+
+    /// Bytes of the shards `manifest` names that this table keeps.
+    pub fn snapshot_bytes(&self, kind: ListKind, manifest: &Manifest) -> Result<usize, SqlError> {
+        let mut total = 0;
+        for index in 0..manifest.shards.len() {
+            let key = manifest.key(index).unwrap_or_default();
+            let rows = self.sql.query(
+                "SELECT coalesce(sum(length(data)), 0) FROM shards WHERE kind = ?1 AND key = ?2",
+                &[Value::text(kind.code()), Value::text(key)],
+            )?;
+            total += rows.first().map(|row| row.int(0)).transpose()?.unwrap_or(0) as usize;
+        }
+        Ok(total)
+    }
+}
+
+fn address(value: u64) -> Result<u32, SqlError> {
+    u32::try_from(value).map_err(|_| SqlError(format!("an address over 32 bits: {value}")))
+}
+
+/// Entries in order as chunks of about `CHUNK_FILL`, cut between two first
+/// addresses, the first starting at 0; an empty list is one empty chunk.
+fn parts_of(entries: impl Iterator<Item = Kept>) -> Vec<(u32, Vec<Kept>)> {
+    let mut parts: Vec<(u32, Vec<Kept>)> = vec![(0, Vec::new())];
+    for kept in entries {
+        let (_, part) = parts.last_mut().expect("one part at least");
+        let full = part.len() >= CHUNK_FILL
+            && part
+                .last()
+                .is_some_and(|last| last.range.first() != kept.range.first());
+        if full {
+            parts.push((kept.range.first(), Vec::new()));
+        }
+        parts.last_mut().expect("one part at least").1.push(kept);
+    }
+    parts
+}
+
+/// Where the merge of an import is in one of its runs.
+struct RunCursor {
+    run: usize,
+    part: usize,
+    held: std::vec::IntoIter<Ipv4Range>,
+}
+
+impl RunCursor {
+    fn new(run: usize) -> Self {
+        Self {
+            run,
+            part: 0,
+            held: Vec::new().into_iter(),
+        }
+    }
+
+    fn next<S: Sql>(
+        &mut self,
+        tables: &ListTables<S>,
+        import: u64,
+    ) -> Result<Option<Ipv4Range>, SqlError> {
+        loop {
+            if let Some(range) = self.held.next() {
+                return Ok(Some(range));
+            }
+            match tables.run_part(import, self.run, self.part)? {
+                Some(entries) => {
+                    self.part += 1;
+                    self.held = entries.into_iter();
+                }
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The list's entries before an import, read a chunk at a time as the merge goes.
+struct OldEntries<'a> {
+    index: &'a [ChunkInfo],
+    next_chunk: usize,
+    held: std::iter::Peekable<std::vec::IntoIter<Kept>>,
+}
+
+impl<'a> OldEntries<'a> {
+    fn new(index: &'a [ChunkInfo]) -> Self {
+        Self {
+            index,
+            next_chunk: 0,
+            held: Vec::new().into_iter().peekable(),
+        }
+    }
+
+    /// The provenance of `range` if the list held it; ranges are asked in order.
+    fn find<S: Sql>(
+        &mut self,
+        tables: &ListTables<S>,
+        kind: ListKind,
+        range: Ipv4Range,
+    ) -> Result<Option<u64>, SqlError> {
+        loop {
+            while self.held.next_if(|kept| kept.range < range).is_some() {}
+            if let Some(kept) = self.held.peek() {
+                return Ok((kept.range == range).then_some(kept.edit));
+            }
+            let Some(info) = self.index.get(self.next_chunk) else {
+                return Ok(None);
+            };
+            self.next_chunk += 1;
+            self.held = tables.chunk(kind, info)?.into_iter().peekable();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::chunk::CHUNK_ENTRIES;
+    use crate::domain::cut::{self, Published};
+    use crate::store::sql::native::NativeSql;
+
+    const KIND: ListKind = ListKind::Global;
+
+    fn tables() -> ListTables<NativeSql> {
+        let tables = ListTables::new(NativeSql::new());
+        tables.migrate().unwrap();
+        tables
+    }
+
+    /// `count` single addresses `step` apart from 8.0.0.0, plus `offset`.
+    fn spread(count: u32, step: u32, offset: u32) -> ListEntries {
+        ListEntries::new(
+            (0..count)
+                .map(|n| Ipv4Range::from_parts(0x0800_0000 + n * step + offset, 32).unwrap())
+                .collect(),
+        )
+    }
+
+    fn read_all(tables: &ListTables<NativeSql>, index: &[ChunkInfo]) -> Vec<Kept> {
+        index
+            .iter()
+            .flat_map(|info| tables.chunk(KIND, info).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn an_edit_over_many_chunks_is_the_edit_of_the_whole_list() {
+        let tables = tables();
+        let list = spread(150_000, 4, 0);
+        let index = tables.install(KIND, &list, 1).unwrap();
+        assert_eq!(index.len(), 150_000usize.div_ceil(CHUNK_FILL));
+        // Enough into the first chunk to split it, and some out of the fourth.
+        let add = spread(33_000, 2, 1);
+        let remove =
+            ListEntries::new(list.as_slice()[3 * CHUNK_FILL..3 * CHUNK_FILL + 10].to_vec());
+        let (changes, after) = tables.edit(KIND, &index, (&add, &remove), 2).unwrap();
+        let mut model = list.clone();
+        assert_eq!(
+            changes,
+            model.edit(add.as_slice().to_vec(), remove.as_slice().to_vec())
+        );
+        assert_eq!(
+            after,
+            tables.chunk_index(KIND).unwrap(),
+            "what is stored is what is answered"
+        );
+        assert!(after.len() > index.len(), "the first chunk was cut");
+        assert!(after.iter().all(|info| info.entries <= CHUNK_ENTRIES));
+        let kept = read_all(&tables, &after);
+        assert_eq!(
+            kept.iter().map(|k| k.range).collect::<Vec<_>>(),
+            model.as_slice()
+        );
+        for entry in &kept {
+            let added = add.as_slice().binary_search(&entry.range).is_ok();
+            assert_eq!(entry.edit, if added { 2 } else { 1 }, "{}", entry.range);
+        }
+        let untouched = index.iter().filter(|info| after.contains(info)).count();
+        assert_eq!(
+            untouched,
+            index.len() - 2,
+            "only the first and fourth chunks were rewritten"
+        );
+    }
+
+    #[test]
+    fn an_import_merges_its_runs_beside_the_list_and_swaps_in_at_once() {
+        let tables = tables();
+        let range = |s: &str| Ipv4Range::parse(s).unwrap();
+        let entries = |list: &[&str]| ListEntries::new(list.iter().map(|s| range(s)).collect());
+        let index = tables
+            .install(KIND, &entries(&["1.1.1.1", "2.2.2.2"]), 1)
+            .unwrap();
+        tables
+            .stage_run(7, 0, &entries(&["3.3.3.3", "1.1.1.1"]))
+            .unwrap();
+        tables
+            .stage_run(7, 1, &entries(&["3.3.3.3", "4.4.4.0/24"]))
+            .unwrap();
+        let (count, changes) = tables.merge_runs(KIND, 7, 2, &index).unwrap();
+        assert_eq!(
+            (count, changes),
+            (
+                3,
+                Changes {
+                    added: 2,
+                    removed: 1
+                }
+            )
+        );
+        assert_eq!(
+            tables.chunk_index(KIND).unwrap(),
+            index,
+            "staged, not yet the list"
+        );
+        let after = tables.swap_in(KIND, 7, 8).unwrap();
+        assert!(after.iter().all(|info| info.rev == 8));
+        let kept: Vec<(String, u64)> = read_all(&tables, &after)
+            .iter()
+            .map(|k| (k.range.to_string(), k.edit))
+            .collect();
+        let expected = [("1.1.1.1", 1), ("3.3.3.3", 7), ("4.4.4.0/24", 7)];
+        assert_eq!(kept, expected.map(|(r, e)| (r.to_owned(), e)));
+        tables.forget_replaced_chunks().unwrap();
+        tables.stage_run(9, 0, &entries(&["5.5.5.5"])).unwrap();
+        tables.merge_runs(KIND, 9, 1, &after).unwrap();
+        tables.drop_import(9).unwrap();
+        let rows = tables
+            .sql
+            .query("SELECT count(*) FROM chunks", &[])
+            .unwrap();
+        assert_eq!(
+            rows[0].int(0).unwrap() as usize,
+            after.len(),
+            "nothing else is left"
+        );
+        let rows = tables.sql.query("SELECT count(*) FROM runs", &[]).unwrap();
+        assert_eq!(rows[0].int(0).unwrap(), 0);
+    }
+
+    /// The intervals of every shard a manifest names, in order, as kept here.
+    fn published(tables: &ListTables<NativeSql>, manifest: &Manifest) -> Intervals {
+        (0..manifest.shards.len())
+            .flat_map(|index| {
+                let bytes = tables
+                    .shard_bytes(KIND, &manifest.key(index).unwrap())
+                    .unwrap()
+                    .unwrap();
+                Shard::decode(&bytes).unwrap().intervals()
+            })
+            .collect()
+    }
+
+    fn manifest(version: u64, plan: &Plan) -> Manifest {
+        Manifest {
+            version,
+            published_at: 0,
+            entries: 0,
+            shards: plan.starts.clone(),
+            keys: plan.keys.clone(),
+            deltas_from: 0,
+        }
+    }
+
+    #[test]
+    fn shards_built_from_the_chunks_hold_the_list_and_the_piece_is_what_changed() {
+        let tables = tables();
+        // Pairs of adjacent addresses, so that shards hold intervals, not single addresses.
+        let mut list = spread(300_000, 4, 0);
+        list.edit(spread(300_000, 4, 1).as_slice().to_vec(), vec![]);
+        let index = tables.install(KIND, &list, 1).unwrap();
+        let first = cut::plan(1, &index, None);
+        assert!(first.starts.len() > 1);
+        assert_eq!(
+            tables.build_shards(KIND, &index, &first, None).unwrap(),
+            Piece::Reset
+        );
+        let v1 = manifest(1, &first);
+        let old: Intervals = list.intervals().collect();
+        assert_eq!(published(&tables, &v1), old);
+
+        let add = ListEntries::new(vec![
+            Ipv4Range::parse("8.0.0.2").unwrap(),
+            Ipv4Range::parse("8.0.0.0/30").unwrap(),
+        ]);
+        let remove = ListEntries::new(vec![Ipv4Range::parse("8.0.0.1").unwrap()]);
+        let (_, after) = tables.edit(KIND, &index, (&add, &remove), 2).unwrap();
+        list.edit(add.as_slice().to_vec(), remove.as_slice().to_vec());
+        let second = cut::plan(
+            2,
+            &after,
+            Some(Published {
+                manifest: &v1,
+                rev: 1,
+            }),
+        );
+        assert_eq!(second.writes, [0]);
+        let piece = tables
+            .build_shards(KIND, &after, &second, Some(&v1))
+            .unwrap();
+        let new: Intervals = list.intervals().collect();
+        assert_eq!(piece, Piece::of(combine(&old, &new, Op::Xor)));
+        assert_eq!(published(&tables, &manifest(2, &second)), new);
+    }
+}
