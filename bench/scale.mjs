@@ -36,7 +36,7 @@ export function runtimePid() {
 const resident = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
 
 /** The runtime's resident size before `job` and at its peak while `job` ran, with `job`'s answer and seconds. */
-async function sampled(pid, job) {
+export async function sampled(pid, job) {
   const before = resident(pid);
   let peak = before;
   const timer = setInterval(() => (peak = Math.max(peak, resident(pid))), 20);
@@ -72,10 +72,12 @@ const bytes = (text) => Buffer.byteLength(text);
 const second = () => new Promise((resolve) => setTimeout(resolve, 1000));
 
 /** Eight agents (one a token) pulling the whole global list, each again a second
- *  after its last pull, until each has seen the version an edit made (the
- *  isolate reads the manifest again within CACHE_SECONDS). */
-export async function feedsAcrossAVersionChange(url, pid, tokens, marker) {
-  const edit = await post(url, "/admin/global-list", { token: ADMIN, json: { add: [marker] } });
+ *  after its last pull, until each has seen the version `edit` made (the isolate
+ *  reads the manifest again within CACHE_SECONDS): the address `marker` added, or
+ *  with `{ removed: true }` gone. */
+export async function feedsAcrossAVersionChange(url, pid, tokens, marker, { removed = false } = {}) {
+  const json = removed ? { remove: [marker] } : { add: [marker] };
+  const edit = await post(url, "/admin/global-list", { token: ADMIN, json });
   if (edit.status !== 200) throw new Error(`global edit: ${edit.status} ${edit.text}`);
   let feeds = 0;
   const { seconds, beforeMB, growthMB } = await sampled(pid, () =>
@@ -84,7 +86,7 @@ export async function feedsAcrossAVersionChange(url, pid, tokens, marker) {
         for (;;) {
           const text = await feed(url, token, "scope=all");
           feeds++;
-          if (text.includes(`\n${marker}\n`)) return;
+          if (text.includes(`\n${marker}\n`) !== removed) return;
           await second();
         }
       }),

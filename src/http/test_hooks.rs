@@ -13,7 +13,9 @@ use crate::domain::license::LicenseId;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{RunAlarm as RunHolderAlarm, WasmMemory};
 use crate::objects::lists::client::writer;
-use crate::objects::lists::protocol::{FailNextSave, FailPublications, RunAlarm as RunListsAlarm};
+use crate::objects::lists::protocol::{
+    FailNextSave, FailPublications, RunAlarm as RunListsAlarm, WriterMemory,
+};
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::{FailNextNotice, RunAlarm as RunRevocationsAlarm};
@@ -74,6 +76,14 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 .await
                 .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
             Response::from_json(&serde_json::json!({ "pending": pending }))
+        }
+        (Method::Get, "/__test/memory") if form::query_of(&req.inner().url()) == "writer" => {
+            let bytes = writer(env)
+                .map_err(|e| e.to_string())?
+                .ask(WriterMemory)
+                .await
+                .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
+            Response::from_json(&serde_json::json!({ "writer": bytes }))
         }
         (Method::Get, "/__test/memory") => {
             let holder_bytes = match form::query_of(&req.inner().url())

@@ -505,7 +505,10 @@ fn an_edit_of_a_large_list_writes_the_one_shard_it_falls_in() {
 fn dechunk(mut raw: &[u8]) -> Vec<u8> {
     let mut body = Vec::new();
     loop {
-        let end = raw.windows(2).position(|w| w == b"\r\n").expect("a chunk's size line");
+        let end = raw
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .expect("a chunk's size line");
         let size = usize::from_str_radix(std::str::from_utf8(&raw[..end]).unwrap().trim(), 16)
             .expect("a hex size");
         if size == 0 {
@@ -527,7 +530,8 @@ fn an_export_under_way_reads_the_list_it_began_with_whatever_lands_meanwhile() {
     let text: String = (0..1_000_000).map(|n| address(2 * n) + "\n").collect();
     assert_eq!(server.replace_list("global-list", &text).status, 200);
     let version = server.status()["globalList"]["version"].clone();
-    let mut stream = std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    let mut stream =
+        std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
     let request = format!(
         "GET /admin/global-list HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nConnection: close\r\n\r\n"
     );
@@ -542,7 +546,10 @@ fn an_export_under_way_reads_the_list_it_began_with_whatever_lands_meanwhile() {
     let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
     let head = String::from_utf8_lossy(&raw[..head_end]).into_owned();
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(head.contains(&format!("ETag: \"{}\"", version.as_str().unwrap())), "{head}");
+    assert!(
+        head.contains(&format!("ETag: \"{}\"", version.as_str().unwrap())),
+        "{head}"
+    );
     let body = String::from_utf8(dechunk(&raw[head_end + 4..])).unwrap();
     let entries: Vec<&str> = body.lines().filter(|line| !line.starts_with('#')).collect();
     assert_eq!(entries.len(), 1_000_000);
@@ -552,4 +559,48 @@ fn an_export_under_way_reads_the_list_it_began_with_whatever_lands_meanwhile() {
     assert_eq!(server.edit_global_list(&[], &[&added]).status, 200);
     let after = server.export_list("global-list", None);
     assert_eq!(entries_of(&after).len(), 999_999);
+}
+
+/// The high-water mark of the writer's WebAssembly memory, in MiB.
+fn writer_mib(server: &Server) -> f64 {
+    let resp = send(
+        "GET",
+        &format!("{}/__test/memory?writer", server.base),
+        &[],
+        None,
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()["writer"].as_u64().unwrap() as f64 / (1 << 20) as f64
+}
+
+/// What the writer held to take in, gzipped, an import of `count` entries, on a
+/// fresh runtime, beyond what it held once started.
+fn writer_growth_of_an_import(count: u32) -> f64 {
+    let server = Server::own(&[]);
+    assert_eq!(server.edit_global_list(&["70.0.0.1"], &[]).status, 200);
+    let before = writer_mib(&server);
+    let text: String = (0..count)
+        .map(|n| format!("{}\n", std::net::Ipv4Addr::from((70 << 24) + 2 * n)))
+        .collect();
+    let resp = put_encoded(&server, "gzip", &gzip(text.as_bytes()));
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(resp.json()["entries"], count);
+    let growth = writer_mib(&server) - before;
+    server.kill();
+    growth
+}
+
+/// The writer holds a run of an import, a chunk and a shard at a time, never the
+/// list: what it holds for an import of four times the entries is the same.
+#[test]
+fn the_writer_holds_as_much_for_an_import_of_4_800_000_entries_as_for_1_200_000() {
+    let small = writer_growth_of_an_import(1_200_000);
+    let large = writer_growth_of_an_import(4_800_000);
+    eprintln!(
+        "writer memory growth: {small:.1} MiB for 1 200 000 entries, {large:.1} MiB for 4 800 000"
+    );
+    assert!(
+        large < small * 1.5 + 4.0,
+        "{large:.1} MiB against {small:.1} MiB"
+    );
 }

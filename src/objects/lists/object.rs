@@ -150,6 +150,10 @@ impl DurableObject for OperatorLists {
                 super::protocol::FailNextSave::reply(Ok(()))
             }
             #[cfg(feature = "test-hooks")]
+            ListsCall::WriterMemory(super::protocol::WriterMemory) => {
+                super::protocol::WriterMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
+            }
+            #[cfg(feature = "test-hooks")]
             ListsCall::FailPublications(super::protocol::FailPublications) => {
                 self.failing_publications.set(true);
                 super::protocol::FailPublications::reply(Ok(()))

@@ -26,6 +26,8 @@ calls!(ListsProtocol => ListsCall {
     FailNextSave => (),
     #[cfg(feature = "test-hooks")]
     FailPublications => (),
+    #[cfg(feature = "test-hooks")]
+    WriterMemory => u64,
 } streamed {
     Export => (ExportHead, Ipv4Range),
 });
@@ -128,3 +130,9 @@ pub struct FailNextSave;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct FailPublications;
+
+/// The writer's WebAssembly linear memory, in bytes: the high-water mark of what
+/// its Rust side ever held at once (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WriterMemory;

@@ -1,0 +1,105 @@
+// The global list at 10 000 000 entries: an import sent gzipped, timed, with the
+// runtime's memory while the writer takes it in; then what the runtime holds while
+// checks touch every shard, and while eight agents pull `scope=all` across a new
+// version. Part of `make bench` (run.mjs); alone: `node bench/ten-million.mjs`
+// after `make build` (BENCH_TEN_MILLION sets the size).
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { request } from "node:http";
+import { gzipSync } from "node:zlib";
+import { ADMIN, holder, post, serve } from "./lib.mjs";
+import { feedsAcrossAVersionChange, runtimePid, sampled } from "./scale.mjs";
+
+export const TEN_MILLION = Number(process.env.BENCH_TEN_MILLION ?? 10_000_000);
+
+const dotted = (u) => `${u >>> 24}.${(u >>> 16) & 255}.${(u >>> 8) & 255}.${u & 255}`;
+
+/** `count` entries: three in four single addresses two apart from 45.0.0.0, the
+ *  fourth a /28 from 60.0.0.0, 32 addresses apart: none touch another, all public. */
+function lines(count) {
+  const parts = [];
+  for (let n = 0; n < count; n++) {
+    parts.push(n % 4 === 3 ? `${dotted(60 * 2 ** 24 + 32 * (n >> 2))}/28` : dotted(45 * 2 ** 24 + 2 * (n - (n >> 2))));
+  }
+  return parts.join("\n") + "\n";
+}
+
+/** A gzipped import with its length declared, as curl sends a file. (undici's
+ *  fetch broke off uploads of this size to Miniflare with EPIPE.) */
+function put(url, body) {
+  const target = new URL(url);
+  const headers = { Authorization: `Bearer ${ADMIN}`, "Content-Type": "text/plain", "Content-Encoding": "gzip", "Content-Length": body.length };
+  return new Promise((resolve, reject) => {
+    const sent = request({ host: target.hostname, port: target.port, path: target.pathname, method: "PUT", headers }, (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (part) => (text += part));
+      response.on("end", () => resolve({ status: response.statusCode, text }));
+    });
+    sent.on("error", reject);
+    sent.end(body);
+  });
+}
+
+const status = async (url) =>
+  JSON.parse(await fetch(`${url}/admin/status`, { headers: { Authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())).globalList;
+
+/** The rows of the 10 000 000-entry global list, on a runtime of its own. */
+export async function tenMillion(state) {
+  const { mf, url } = await serve(".", {
+    JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef",
+    ADMIN_TOKEN: ADMIN,
+    CACHE_SECONDS: "60",
+  }, state);
+  try {
+    const agents = await Promise.all(Array.from({ length: 8 }, () => holder(url)));
+    const pid = runtimePid();
+    const text = lines(TEN_MILLION);
+    const gzipped = gzipSync(Buffer.from(text));
+    console.error(`importing ${TEN_MILLION} global entries (${(text.length / 2 ** 20).toFixed(0)} MiB of text, ${(gzipped.length / 2 ** 20).toFixed(0)} MiB gzipped)…`);
+    const imported = await sampled(pid, async () => {
+      const { status: code, text: answer } = await put(`${url}/admin/global-list`, gzipped);
+      if (code !== 200) throw new Error(`PUT of ${TEN_MILLION}: ${code} ${answer.slice(0, 300)}`);
+      return JSON.parse(answer);
+    });
+    const list = await status(url);
+    // A check in every shard: the isolate then holds the whole snapshot.
+    const probes = list.shards;
+    const checked = await sampled(pid, async () => {
+      for (let n = 0; n < probes; n++) {
+        const ip = dotted(45 * 2 ** 24 + 2 * Math.floor(((TEN_MILLION * 3) / 4 - 1) * (n / Math.max(1, probes - 1))));
+        const { text: answer } = await post(url, "/api/checkIpOnGreylist", { token: agents[0].token, form: { ip } });
+        if (!answer.endsWith("is on global greylist")) throw new Error(`check of ${ip}: ${answer}`);
+      }
+    });
+    console.error("8 scope=all feeds at a time across a new version of the 10 000 000-entry list…");
+    // The list is full: the new version is one entry fewer.
+    const gone = dotted(45 * 2 ** 24 + 2 * 1000);
+    const across = await feedsAcrossAVersionChange(url, pid, agents.map((a) => a.token), gone, { removed: true });
+    const edited = await status(url);
+    return {
+      entries: list.entries,
+      shards: list.shards,
+      snapshotBytes: list.snapshotBytes,
+      textBytes: text.length,
+      gzipBytes: gzipped.length,
+      import: { seconds: imported.seconds, beforeMB: imported.beforeMB, growthMB: imported.growthMB },
+      checks: { probes, beforeMB: checked.beforeMB, growthMB: checked.growthMB },
+      feedsAcrossVersion: across,
+      edit: { shards: edited.shards, shardsWritten: edited.shardsWritten },
+    };
+  } finally {
+    await mf.dispose();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const state = mkdtempSync(join(tmpdir(), "greylist-ten-million-"));
+  try {
+    console.log(JSON.stringify(await tenMillion(state), null, 2));
+  } finally {
+    rmSync(state, { recursive: true, force: true });
+  }
+}
