@@ -6,7 +6,8 @@
 // of them /24 ranges, loaded with one PUT),
 // BENCH_SECONDS per scenario (default 5), BENCH_CONNECTIONS (default 8),
 // BENCH_FEED_PERSONAL (default 300000: the holder whose feed is read whole, each
-// entry with a 255-character comment).
+// entry with a 255-character comment), BENCH_TEN_MILLION (default 10000000: the
+// global list imported last, on a runtime of its own).
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, statSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
@@ -14,6 +15,7 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { ADMIN, CONNECTIONS, SECONDS, holder, post, root, seedPersonal, seeded, serve as serveFrom, wrk } from "./lib.mjs";
 import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
+import { TEN_MILLION, tenMillion } from "./ten-million.mjs";
 
 const PERSONAL = Number(process.env.BENCH_PERSONAL ?? 100000);
 const GLOBAL = Number(process.env.BENCH_GLOBAL ?? 1000000);
@@ -161,6 +163,7 @@ try {
   results.scale.personalText = await personalFeed(url, pid, commented.token, "text");
   results.scale.personalJson = await personalFeed(url, pid, commented.token, "json");
   await mf.dispose();
+  results.scale.tenMillion = await tenMillion(join(state, "ten-million"));
 
   const wasm = readFileSync(join(root, "build/index_bg.wasm"));
   results.floors = floors;
@@ -220,6 +223,22 @@ function targets({ rows, quiet, floors, quietFloors, wasm, lists, bulk, scale })
     const shown = read.error ?? `${read.growthMB.toFixed(0)} MB (${(read.bytes / 1e6).toFixed(0)} MB sent in ${read.seconds.toFixed(1)} s)`;
     target(`${format} feed of ${FEED_PERSONAL} commented entries, whole: the runtime grows < 128 MB`, read.growthMB, !read.error && read.growthMB < 128, shown);
   }
+  const ten = scale.tenMillion;
+  target(`PUT of ${TEN_MILLION} global entries, gzipped: ≤ 300 s`, ten.import.seconds, ten.import.seconds <= 300, `${ten.import.seconds.toFixed(1)} s`);
+  // What one isolate holds: the whole snapshot (every shard loaded by the checks), and what the feeds across a version added.
+  const held = ten.snapshotBytes / 2 ** 20 + ten.feedsAcrossVersion.growthMB;
+  target(
+    `isolate at ${TEN_MILLION} global entries: the snapshot, then 8 scope=all feeds at a time across a new version, < 128 MB`,
+    held,
+    held < 128,
+    `${(ten.snapshotBytes / 2 ** 20).toFixed(0)} MB + ${ten.feedsAcrossVersion.growthMB.toFixed(0)} MB`,
+  );
+  target(
+    `an edit of the ${TEN_MILLION}-entry list writes 1 shard of ${ten.edit.shards}`,
+    ten.edit.shardsWritten,
+    ten.edit.shardsWritten === 1,
+    `${ten.edit.shardsWritten} of ${ten.edit.shards}`,
+  );
   return list;
 }
 
@@ -269,14 +288,22 @@ function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets,
   console.log(lines.join("\n"));
 }
 
-function scaleLines({ feedsAcrossVersion: across, globalEdit, allowEdit, personalText, personalJson }) {
+function scaleLines({ feedsAcrossVersion: across, globalEdit, allowEdit, personalText, personalJson, tenMillion: ten }) {
   const mb = (x) => x.toFixed(0);
   return [
+    `The global list at ${ten.entries} entries: ${(ten.textBytes / 2 ** 20).toFixed(0)} MiB of text sent gzipped ` +
+      `(${(ten.gzipBytes / 2 ** 20).toFixed(0)} MiB), imported in ${ten.import.seconds.toFixed(1)} s; ${ten.shards} shards, ` +
+      `${(ten.snapshotBytes / 2 ** 20).toFixed(1)} MiB in an isolate's memory once a check touched each; an edit wrote ` +
+      `${ten.edit.shardsWritten} shard of ${ten.edit.shards}.`,
+    "",
     "Size (the runtime's resident memory, sampled every 20 ms while the requests ran)",
     "",
     "| scenario | time | sent | runtime before | runtime growth |",
     "|---|---:|---:|---:|---:|",
     `| 8 scope=all text feeds at a time across a new version of ${GLOBAL} global entries (${across.feeds} feeds) | ${across.seconds.toFixed(1)} s | | ${mb(across.beforeMB)} MB | +${mb(across.growthMB)} MB |`,
+    `| import of ${ten.entries} global entries, gzipped (the writer, the Worker, KV and SQLite in one runtime) | ${ten.import.seconds.toFixed(1)} s | | ${mb(ten.import.beforeMB)} MB | +${mb(ten.import.growthMB)} MB |`,
+    `| checks of ${ten.checks.probes} addresses, one in each shard of ${ten.entries} | | | ${mb(ten.checks.beforeMB)} MB | +${mb(ten.checks.growthMB)} MB |`,
+    `| 8 scope=all text feeds at a time across a new version of ${ten.entries} global entries (${ten.feedsAcrossVersion.feeds} feeds) | ${ten.feedsAcrossVersion.seconds.toFixed(1)} s | | ${mb(ten.feedsAcrossVersion.beforeMB)} MB | +${mb(ten.feedsAcrossVersion.growthMB)} MB |`,
     ...[[`personal text feed, ${FEED_PERSONAL} entries with 255-character comments`, personalText], ["personal JSON feed, the same", personalJson]].map(
       ([name, read]) =>
         `| ${name}${read.error ? ` (${read.error})` : ""} | ${read.seconds.toFixed(1)} s | ${(read.bytes / 1e6).toFixed(1)} MB | ${mb(read.beforeMB)} MB | +${mb(read.growthMB)} MB |`,
