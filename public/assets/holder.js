@@ -169,12 +169,15 @@ const loadHistory = view.pagedTable({
 
 $("history-refresh").addEventListener("click", () => loadHistory(false));
 
+const scopeLabel = { personal: "Your list", all: "Your list and the global list" };
+
 async function loadTokens() {
   const result = $("tokens-result");
   await view.guard(result, async () => {
     const { feedTokens } = await session.call("/api/feedTokens");
     fill($("token-rows"), feedTokens.map((token) => el("tr", {},
       el("td", { class: "mono" }, token.id),
+      el("td", {}, scopeLabel[token.scope] ?? token.scope),
       el("td", {}, when(token.createdAt)),
       el("td", {}, token.lastUsed ? when(token.lastUsed) : "Never"),
       el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Revoke ${token.id}`, onclick: (e) => revokeToken(e.currentTarget, token.id) }, "Revoke")))));
@@ -186,7 +189,7 @@ async function loadTokens() {
 $("token-create").addEventListener("click", (event) => {
   const result = $("tokens-result");
   busy(event.currentTarget, () => view.guard(result, async () => {
-    const created = await session.call("/api/feedTokens", { method: "POST" });
+    const created = await session.call("/api/feedTokens", { method: "POST", body: { scope: $("token-scope").value } });
     show($("token-new"), secretBox(`Feed token ${created.id}`, created.feedToken, "Shown only now: copy it into your firewall's configuration."));
     await loadTokens();
   }));

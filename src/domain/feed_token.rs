@@ -3,7 +3,41 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::code::Coded;
 use super::license::{hex, key_digest, random, LicenseId};
+
+/// What a feed reads, and what a feed token may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// The holder's personal list.
+    Personal,
+    /// The personal list and the global list.
+    All,
+}
+
+impl Coded for Scope {
+    const ALL: &'static [Self] = &[Self::Personal, Self::All];
+
+    fn code(self) -> &'static str {
+        match self {
+            Self::Personal => "personal",
+            Self::All => "all",
+        }
+    }
+}
+
+impl Scope {
+    /// Whether a token of this scope may read a feed of `asked`.
+    pub fn allows(self, asked: Scope) -> bool {
+        self == Scope::All || asked == Scope::Personal
+    }
+}
+
+/// The scope of a token made before tokens had one: everything, as it could read then.
+fn made_before_scopes() -> Scope {
+    Scope::All
+}
 
 /// At most this many feed tokens per holder.
 pub const MAX_PER_HOLDER: usize = 20;
@@ -30,6 +64,7 @@ impl NewFeedToken {
 pub struct NewFeedTokenRecord {
     pub id: String,
     pub digest: String,
+    pub scope: Scope,
 }
 
 /// A token as the holder sees it in the list: never the token itself.
@@ -37,6 +72,7 @@ pub struct NewFeedTokenRecord {
 #[serde(rename_all = "camelCase")]
 pub struct FeedTokenInfo {
     pub id: String,
+    pub scope: Scope,
     pub created_at: String,
     pub last_used: Option<String>,
 }
@@ -46,6 +82,8 @@ pub struct FeedTokenInfo {
 pub struct FeedTokenOwner {
     pub license: String,
     pub id: String,
+    #[serde(default = "made_before_scopes")]
+    pub scope: Scope,
 }
 
 impl FeedTokenOwner {
@@ -95,5 +133,20 @@ mod tests {
         }
         assert_eq!(digest(&a.token).len(), 64);
         assert_ne!(digest(&a.token), a.token);
+    }
+
+    #[test]
+    fn a_token_reads_its_scope_and_one_made_before_scopes_reads_everything() {
+        let before: FeedTokenOwner =
+            serde_json::from_str(r#"{"license":"lic_0","id":"ft_0"}"#).unwrap();
+        assert_eq!(before.scope, Scope::All);
+        let personal: FeedTokenOwner =
+            serde_json::from_str(r#"{"license":"lic_0","id":"ft_0","scope":"personal"}"#).unwrap();
+        assert_eq!(personal.scope, Scope::Personal);
+        assert!(Scope::All.allows(Scope::All) && Scope::All.allows(Scope::Personal));
+        assert!(Scope::Personal.allows(Scope::Personal));
+        assert!(!Scope::Personal.allows(Scope::All));
+        assert_eq!(Scope::from_code("all"), Some(Scope::All));
+        assert_eq!(Scope::from_code("everything"), None);
     }
 }

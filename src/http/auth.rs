@@ -9,7 +9,7 @@ use worker::{Env, Request};
 use super::credentials::{bearer, feed_token};
 use super::error::ApiError;
 use super::log::RequestLog;
-use crate::domain::feed_token;
+use crate::domain::feed_token::{self, Scope};
 use crate::domain::license::{secrets_match, LicenseId};
 use crate::domain::time::Millis;
 use crate::domain::token::VerifiedTokens;
@@ -50,19 +50,32 @@ pub async fn license_holder(
     }
 }
 
-/// Who may read a feed: a holder with an access token, or with one of its feed
-/// tokens (whose id comes along, for the holder's object to check it still exists).
+/// Who reads a feed, and what it may read.
+pub struct FeedReader {
+    pub license: LicenseId,
+    /// The feed token's id, for the holder's object to check it still exists;
+    /// `None` for an access token.
+    pub token: Option<String>,
+    /// An access token reads everything; a feed token what its scope says.
+    pub may_read: Scope,
+}
+
+/// Who may read a feed: a holder with an access token, or with one of its feed tokens.
 pub async fn feed_reader(
     req: &Request,
     env: &Env,
     now: Millis,
     log: &mut RequestLog,
-) -> Result<(LicenseId, Option<String>), ApiError> {
+) -> Result<FeedReader, ApiError> {
     let header = req.headers().get("Authorization")?.unwrap_or_default();
     let Some(token) = feed_token(&header) else {
         let license = license_holder(req, env, now, log).await?;
         limit_polls(env, &format!("license:{}", license.as_str())).await?;
-        return Ok((license, None));
+        return Ok(FeedReader {
+            license,
+            token: None,
+            may_read: Scope::All,
+        });
     };
     let digest = feed_token::digest(&token);
     // Before anything is read: a flood of polls, or of made-up tokens, costs only the refusal.
@@ -80,7 +93,11 @@ pub async fn feed_reader(
     if !licenses::is_active(env, &license, freshness, now).await? {
         return Err(ApiError::Unauthorized("license_revoked"));
     }
-    Ok((license, Some(owner.id)))
+    Ok(FeedReader {
+        license,
+        token: Some(owner.id),
+        may_read: owner.scope,
+    })
 }
 
 /// The rate-limiting binding that counts feed polls per token.

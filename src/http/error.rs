@@ -31,6 +31,9 @@ pub enum ApiError {
     BadRequest(String),
     /// The request conflicts with what the holder has (too many feed tokens).
     Conflict(String),
+    /// The credential is valid but does not open what was asked (a feed token of
+    /// scope `personal` asking for `scope=all`).
+    Forbidden(String),
     /// A fault on our side (storage, configuration); the detail is logged, never shown.
     Internal(String),
 }
@@ -46,6 +49,7 @@ impl ApiError {
             Self::TooManyRequests(_) => 429,
             Self::BadRequest(_) => 400,
             Self::Conflict(_) => 409,
+            Self::Forbidden(_) => 403,
             Self::Internal(_) => 500,
         }
     }
@@ -80,6 +84,7 @@ impl ApiError {
             }
             Self::BadRequest(detail) => format!("Bad request: {detail}"),
             Self::Conflict(detail) => format!("Conflict: {detail}"),
+            Self::Forbidden(detail) => format!("Forbidden: {detail}"),
             Self::Internal(_) => {
                 "Internal error: the request could not be completed, try again later".to_owned()
             }
@@ -99,6 +104,7 @@ impl ApiError {
             Self::TooManyRequests(_) => "too_many_requests",
             Self::BadRequest(_) => "bad_request",
             Self::Conflict(_) => "conflict",
+            Self::Forbidden(_) => "forbidden",
             Self::Internal(_) => "internal_error",
         }
     }

@@ -2,18 +2,21 @@
 
 use std::rc::Rc;
 
-use serde::Serialize;
-use worker::{Env, Request, Response};
+use serde::{Deserialize, Serialize};
+use worker::{Context, Env, Request, Response};
 
+use super::auth::FeedReader;
+use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
 use super::feed_body::{self, Operator, Shape};
-use super::feed_query::{FeedQuery, Format, Scope};
+use super::feed_query::{FeedQuery, Format};
 use super::form;
 use super::reply::Reply;
+use crate::domain::code::Coded;
 use crate::domain::delta::{block_changes, touching, AllowMoves, BlockChanges};
 use crate::domain::feed::FeedHead;
 use crate::domain::feed_token::{
-    self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord,
+    self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, Scope,
 };
 use crate::domain::intervals::{combine, Intervals, Op};
 use crate::domain::ip_list::ListKind;
@@ -34,14 +37,24 @@ use crate::store::{licenses, StoreError};
 /// whose records stream through as they come; with the current `If-None-Match`
 /// it answers 304 and sends nothing else.
 pub async fn feed(
-    license: &LicenseId,
-    token: Option<String>,
+    reader: FeedReader,
     req: Request,
     env: &Env,
     now: Millis,
 ) -> Result<Reply, ApiError> {
+    let FeedReader {
+        license,
+        token,
+        may_read,
+    } = reader;
+    let license = &license;
     let query =
         FeedQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
+    if !may_read.allows(query.scope) {
+        return Err(ApiError::Forbidden(
+            "this feed token reads the personal list only (scope personal); create one of scope all to read the global list too".to_owned(),
+        ));
+    }
     let settings = config::settings(env)?;
     let freshness = settings.freshness;
     let (allow_version, allow) = lists::intervals(env, ListKind::Allow, freshness, now).await?;
@@ -201,6 +214,7 @@ fn probed(changes: &BlockChanges) -> Vec<u32> {
 struct CreatedFeedToken<'a> {
     id: &'a str,
     feed_token: &'a str,
+    scope: Scope,
 }
 
 #[derive(Serialize)]
@@ -209,18 +223,49 @@ struct TokenList {
     feed_tokens: Vec<FeedTokenInfo>,
 }
 
-/// `POST /api/feedTokens`: a new read-only token for the feed, shown this once.
-pub async fn create_token(license: &LicenseId, env: &Env) -> Result<Reply, ApiError> {
+/// What `POST /api/feedTokens` may carry as JSON.
+#[derive(Deserialize)]
+struct TokenRequest {
+    scope: Option<String>,
+}
+
+/// The scope a new token asks for, as a form field or in JSON; `personal` when none.
+fn requested_scope(body: &Body) -> Result<Scope, ApiError> {
+    let asked = if body.is_json() {
+        body.json::<TokenRequest>()
+            .map_err(|e| ApiError::BadRequest(format!("the body is not a token request: {e}")))?
+            .scope
+    } else {
+        body.field("scope")
+    };
+    match asked.as_deref().map(str::trim) {
+        None | Some("") => Ok(Scope::Personal),
+        Some(code) => Scope::from_code(code)
+            .ok_or_else(|| ApiError::BadRequest(format!("scope is personal or all, not {code:?}"))),
+    }
+}
+
+/// `POST /api/feedTokens`: a new read-only token for the feed, of the scope asked
+/// (`personal` unless `all` is), shown this once.
+pub async fn create_token(
+    license: &LicenseId,
+    mut req: Request,
+    env: &Env,
+    ctx: &Context,
+) -> Result<Reply, ApiError> {
+    let scope = requested_scope(&Body::read(&mut req, ctx, MAX_BODY_BYTES).await?)?;
     let new = NewFeedToken::generate().map_err(StoreError::Randomness)?;
     let digest = feed_token::digest(&new.token);
     let record = NewFeedTokenRecord {
         id: new.id.clone(),
         digest: digest.clone(),
+        scope,
     };
     holder(env, license)?.ask(CreateFeedToken(record)).await?;
     let owner = FeedTokenOwner {
         license: license.as_str().to_owned(),
         id: new.id.clone(),
+        scope,
     };
     licenses::save_feed_token(env, &digest, &owner).await?;
     Reply::json(
@@ -228,6 +273,7 @@ pub async fn create_token(license: &LicenseId, env: &Env) -> Result<Reply, ApiEr
         &CreatedFeedToken {
             id: &new.id,
             feed_token: &new.token,
+            scope,
         },
     )
 }

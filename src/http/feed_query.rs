@@ -4,25 +4,7 @@
 use std::fmt;
 
 use crate::domain::code::Coded;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// The caller's personal list.
-    Personal,
-    /// The personal list and the global list.
-    All,
-}
-
-impl Coded for Scope {
-    const ALL: &'static [Self] = &[Self::Personal, Self::All];
-
-    fn code(self) -> &'static str {
-        match self {
-            Self::Personal => "personal",
-            Self::All => "all",
-        }
-    }
-}
+use crate::domain::feed_token::Scope;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {

@@ -95,8 +95,8 @@ async fn dispatch(
             holder(route, &license, req, env, ctx, now).await
         }
         Route::Feed => {
-            let (license, feed_token) = auth::feed_reader(&req, env, now, log).await?;
-            feed::feed(&license, feed_token, req, env, now).await
+            let reader = auth::feed_reader(&req, env, now, log).await?;
+            feed::feed(reader, req, env, now).await
         }
         Route::Operator(route) => {
             auth::operator(&req, env)?;
@@ -129,7 +129,7 @@ async fn holder(
         HolderRoute::ListEntries => browse::list(license, req, env, ctx).await,
         HolderRoute::History => browse::history(license, req, env, ctx).await,
         HolderRoute::Quota => browse::quota(license, env, now).await,
-        HolderRoute::CreateFeedToken => feed::create_token(license, env).await,
+        HolderRoute::CreateFeedToken => feed::create_token(license, req, env, ctx).await,
         HolderRoute::FeedTokens => feed::list_tokens(license, env).await,
         HolderRoute::RevokeFeedToken(id) => feed::revoke_token(license, env, &id).await,
     }

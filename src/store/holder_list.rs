@@ -8,7 +8,7 @@ use super::sql::{Row, Sql, SqlError, Value};
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
 use crate::domain::feed_token::{
-    FeedTokenInfo, NewFeedTokenRecord, MAX_PER_HOLDER as MAX_FEED_TOKENS,
+    FeedTokenInfo, NewFeedTokenRecord, Scope, MAX_PER_HOLDER as MAX_FEED_TOKENS,
 };
 use crate::domain::holder::{DailyUsage, ListStore, MAX_HISTORY_ROWS};
 use crate::domain::ipv4::PublicIpv4;
@@ -21,7 +21,7 @@ pub const HISTORY_DAYS: u64 = 90;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -91,6 +91,9 @@ const MIGRATIONS: [&str; 5] = [
         BEGIN UPDATE list_size SET entries = entries + 1 WHERE id = 0; END;
     CREATE TRIGGER entries_counted_out AFTER DELETE ON entries
         BEGIN UPDATE list_size SET entries = entries - 1 WHERE id = 0; END;",
+    // A feed token's scope: the personal list, or all it may read. Tokens made
+    // before read everything, as they could then.
+    "ALTER TABLE feed_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'all';",
 ];
 
 /// `Entry::is_live` for the rows of a query, on the expiry column named: `?1` is the time.
@@ -347,11 +350,12 @@ impl<S: Sql> SqlListStore<S> {
             return Ok(false);
         }
         self.sql.execute(
-            "INSERT INTO feed_tokens (id, digest, created_at) VALUES (?1, ?2, ?3)",
+            "INSERT INTO feed_tokens (id, digest, created_at, scope) VALUES (?1, ?2, ?3, ?4)",
             &[
                 Value::text(&token.id),
                 Value::text(&token.digest),
                 Value::int(now.0),
+                Value::text(token.scope.code()),
             ],
         )?;
         Ok(true)
@@ -359,13 +363,16 @@ impl<S: Sql> SqlListStore<S> {
 
     pub fn feed_tokens(&self) -> Result<Vec<FeedTokenInfo>, SqlError> {
         let rows = self.sql.query(
-            "SELECT id, created_at, last_used FROM feed_tokens ORDER BY created_at, id",
+            "SELECT id, created_at, last_used, scope FROM feed_tokens ORDER BY created_at, id",
             &[],
         )?;
         rows.iter()
             .map(|row| {
+                let scope = row.text(3)?;
                 Ok(FeedTokenInfo {
                     id: row.text(0)?,
+                    scope: Scope::from_code(&scope)
+                        .ok_or_else(|| SqlError(format!("a feed token of scope {scope:?}")))?,
                     created_at: UnixTime(row.int(1)?).to_rfc3339(),
                     last_used: row.opt_int(2)?.map(|at| UnixTime(at).to_rfc3339()),
                 })
@@ -663,6 +670,11 @@ mod tests {
             let token = NewFeedTokenRecord {
                 id: format!("ft_{n:016x}"),
                 digest: format!("d{n}"),
+                scope: if n % 2 == 0 {
+                    Scope::Personal
+                } else {
+                    Scope::All
+                },
             };
             assert!(store.create_feed_token(&token, NOON).unwrap());
         }
@@ -670,7 +682,8 @@ mod tests {
             .create_feed_token(
                 &NewFeedTokenRecord {
                     id: "ft_x".into(),
-                    digest: "x".into()
+                    digest: "x".into(),
+                    scope: Scope::All,
                 },
                 NOON
             )
@@ -680,6 +693,10 @@ mod tests {
             .unwrap());
         let listed = store.feed_tokens().unwrap();
         assert_eq!(listed[1].last_used.as_deref(), Some("2026-11-21T12:00:05Z"));
+        assert_eq!(
+            (listed[0].scope, listed[1].scope),
+            (Scope::Personal, Scope::All)
+        );
         assert_eq!(
             store
                 .revoke_feed_token("ft_0000000000000001")
@@ -706,6 +723,20 @@ mod tests {
             .query("SELECT revoked_at FROM standing", &[])
             .unwrap();
         assert_eq!(at[0].int(0).unwrap(), NOON.0, "the first revocation counts");
+    }
+
+    #[test]
+    fn a_feed_token_made_before_scopes_reads_everything() {
+        let sql = NativeSql::new();
+        super::super::sql::migrate(&sql, &MIGRATIONS[..5]).unwrap();
+        sql.execute(
+            "INSERT INTO feed_tokens (id, digest, created_at) VALUES ('ft_0', 'd', 5)",
+            &[],
+        )
+        .unwrap();
+        migrate(&sql).unwrap();
+        let listed = SqlListStore::new(sql).feed_tokens().unwrap();
+        assert_eq!(listed[0].scope, Scope::All);
     }
 
     #[test]

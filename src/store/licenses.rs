@@ -361,6 +361,7 @@ mod tests {
         let known = FeedTokenOwner {
             license: license().as_str().to_owned(),
             id: "ft_1".into(),
+            scope: crate::domain::feed_token::Scope::Personal,
         };
         kv.write(
             &feed_token_key("known"),

@@ -660,3 +660,86 @@ fn a_feed_sweeps_one_batch_of_expired_entries_and_the_alarm_the_rest() {
     assert_eq!(changes(), "3000 changes", "the alarm swept the rest");
     server.kill();
 }
+
+#[test]
+fn a_feed_token_reads_what_its_scope_allows() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    server.edit_global_list(&["81.0.0.9"], &[]);
+    app.add("81.0.0.1");
+    let create = |content_type: Option<&str>, body: &str| {
+        let mut headers = vec![("Authorization", format!("Bearer {}", app.token))];
+        headers.extend(content_type.map(|t| ("Content-Type", t.to_owned())));
+        let resp = send(
+            "POST",
+            &format!("{}/api/feedTokens", server.base),
+            &headers,
+            Some(body.as_bytes()),
+        );
+        assert_eq!(resp.status, 201, "{body}: {}", resp.body);
+        let json = resp.json();
+        (
+            json["feedToken"].as_str().unwrap().to_owned(),
+            json["scope"].as_str().unwrap().to_owned(),
+        )
+    };
+    let form = Some("application/x-www-form-urlencoded");
+    let (personal, scope) = create(None, "");
+    assert_eq!(scope, "personal", "the default");
+    let (also_personal, _) = create(form, "scope=personal");
+    let (all, scope) = create(form, "scope=all");
+    assert_eq!(scope, "all");
+    let (all_json, scope) = create(Some("application/json"), r#"{"scope": "all"}"#);
+    assert_eq!(scope, "all");
+
+    let feed = |token: &str, query: &str| app.feed_with(&format!("Bearer {token}"), query, None);
+    for token in [&personal, &also_personal] {
+        assert_eq!(feed(token, "").status, 200);
+        let refused = feed(token, "scope=all");
+        assert_eq!(refused.status, 403, "{}", refused.body);
+        assert!(
+            refused
+                .body
+                .contains("Forbidden: this feed token reads the personal list only"),
+            "{}",
+            refused.body
+        );
+    }
+    for token in [&all, &all_json] {
+        let whole = feed(token, "scope=all");
+        assert_eq!(whole.status, 200, "{}", whole.body);
+        assert!(whole.body.contains("\n81.0.0.9\n") && whole.body.contains("\n81.0.0.1\n"));
+    }
+    let listed = app.get("/api/feedTokens").json()["feedTokens"].clone();
+    let mut scopes: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|token| token["scope"].as_str().unwrap())
+        .collect();
+    scopes.sort();
+    assert_eq!(scopes, ["all", "all", "personal", "personal"]);
+
+    for (content_type, body) in [
+        (form, "scope=everything"),
+        (Some("application/json"), r#"{"scope": 1}"#),
+    ] {
+        let mut headers = vec![("Authorization", format!("Bearer {}", app.token))];
+        headers.extend(content_type.map(|t| ("Content-Type", t.to_owned())));
+        let refused = send(
+            "POST",
+            &format!("{}/api/feedTokens", server.base),
+            &headers,
+            Some(body.as_bytes()),
+        );
+        assert_eq!(refused.status, 400, "{body}: {}", refused.body);
+    }
+    assert_eq!(
+        app.get("/api/feedTokens").json()["feedTokens"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4,
+        "a refusal makes no token"
+    );
+}

@@ -994,12 +994,19 @@ impl TestApp {
         resp.json()
     }
 
+    /// A feed token of scope `all`: it reads every feed this holder may.
     pub fn create_feed_token(&self) -> Resp {
         send(
             "POST",
             &format!("{}/api/feedTokens", self.server.base),
-            &[("Authorization", format!("Bearer {}", self.token))],
-            None,
+            &[
+                ("Authorization", format!("Bearer {}", self.token)),
+                (
+                    "Content-Type",
+                    "application/x-www-form-urlencoded".to_owned(),
+                ),
+            ],
+            Some(b"scope=all"),
         )
     }
 

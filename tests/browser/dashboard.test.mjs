@@ -206,26 +206,36 @@ describe("holder page", () => {
     await listRow(page, b).waitFor();
   });
 
-  test("feed tokens are created (shown once), listed and revoked", async () => {
+  test("feed tokens are created (shown once) with what they read, listed and revoked", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey);
+    const pull = (token, query = "") => fetch(`${base}/api/greylistFeed${query}`, { headers: { Authorization: `Bearer ${token}` } });
+    await page.getByLabel("What it reads").selectOption("all");
     await page.getByRole("button", { name: "Create a feed token" }).click();
     const shown = page.locator("#token-new input");
     await shown.waitFor();
-    const token = await shown.inputValue();
-    assert.match(token, /^glf_/);
-    const feed = await fetch(`${base}/api/greylistFeed`, { headers: { Authorization: `Bearer ${token}` } });
-    assert.equal(feed.status, 200, "the token shown opens the feed");
+    const everything = await shown.inputValue();
+    assert.match(everything, /^glf_/);
+    assert.equal((await pull(everything, "?scope=all")).status, 200, "a token of scope all opens the global feed");
     const row = page.locator("#token-rows tr");
     await row.first().waitFor();
-    assert.equal(await row.count(), 1);
-
-    await row.getByRole("button", { name: /^Revoke/ }).click();
-    await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
+    await page.getByLabel("What it reads").selectOption("personal");
+    await page.getByRole("button", { name: "Create a feed token" }).click();
+    await row.nth(1).waitFor();
+    const token = await shown.inputValue();
+    assert.notEqual(token, everything);
+    assert.equal((await pull(token)).status, 200, "the token shown opens the feed");
+    assert.equal((await pull(token, "?scope=all")).status, 403, "but not the global list");
+    // Two tokens made within a second list in the order of their ids.
+    assert.deepEqual((await row.locator("td:nth-child(2)").allInnerTexts()).sort(), ["Your list", "Your list and the global list"]);
+    for (const left of [1, 0]) {
+      await row.first().getByRole("button", { name: /^Revoke/ }).click();
+      await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
+      await row.nth(left).waitFor({ state: "detached" });
+      assert.equal(await row.count(), left);
+    }
     await page.locator("#tokens-result", { hasText: "revoked" }).waitFor();
-    assert.equal(await row.count(), 0);
-    const refused = await fetch(`${base}/api/greylistFeed`, { headers: { Authorization: `Bearer ${token}` } });
-    assert.equal(refused.status, 401);
+    for (const revoked of [token, everything]) assert.equal((await pull(revoked)).status, 401);
   });
 });
 
