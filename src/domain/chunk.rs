@@ -115,26 +115,57 @@ pub fn apply(
     Changes { added, removed }
 }
 
+/// Cuts entries arriving in address order into chunks of about `CHUNK_FILL`,
+/// each begun at an entry's first address, the entries of one first address
+/// (at most 33) kept together; one chunk is held at a time.
+pub struct Filling {
+    start: u32,
+    part: Vec<Kept>,
+}
+
+impl Filling {
+    /// The first chunk begins at `start`.
+    pub fn new(start: u32) -> Self {
+        Self {
+            start,
+            part: Vec::with_capacity(CHUNK_FILL + 33),
+        }
+    }
+
+    /// Adds the next entry; hands back the chunk it completed, if it did.
+    pub fn push(&mut self, kept: Kept) -> Option<(u32, Vec<Kept>)> {
+        let full = self.part.len() >= CHUNK_FILL
+            && self
+                .part
+                .last()
+                .is_some_and(|last| last.range.first() != kept.range.first());
+        let done = full.then(|| {
+            let next = Vec::with_capacity(CHUNK_FILL + 33);
+            let start = std::mem::replace(&mut self.start, kept.range.first());
+            (start, std::mem::replace(&mut self.part, next))
+        });
+        self.part.push(kept);
+        done
+    }
+
+    /// The last chunk, empty when no entry came.
+    pub fn finish(self) -> (u32, Vec<Kept>) {
+        (self.start, self.part)
+    }
+}
+
 /// The entries of the chunk that starts at `start`, as chunks of at most
-/// `CHUNK_ENTRIES`: itself when they fit, else parts of about `CHUNK_FILL` cut
-/// between two first addresses, each with its start.
+/// `CHUNK_ENTRIES`: itself when they fit, else parts of about `CHUNK_FILL`.
 pub fn cut(start: u32, entries: Vec<Kept>) -> Vec<(u32, Vec<Kept>)> {
     if entries.len() <= CHUNK_ENTRIES {
         return vec![(start, entries)];
     }
-    let mut parts: Vec<(u32, Vec<Kept>)> = vec![(start, Vec::with_capacity(CHUNK_FILL + 33))];
-    for kept in entries {
-        let (_, part) = parts.last_mut().expect("one part at least");
-        // Entries of one first address stay together: at most 33 of them.
-        let full = part.len() >= CHUNK_FILL
-            && part
-                .last()
-                .is_some_and(|last| last.range.first() != kept.range.first());
-        if full {
-            parts.push((kept.range.first(), Vec::with_capacity(CHUNK_FILL + 33)));
-        }
-        parts.last_mut().expect("one part at least").1.push(kept);
-    }
+    let mut filling = Filling::new(start);
+    let mut parts: Vec<(u32, Vec<Kept>)> = entries
+        .into_iter()
+        .filter_map(|kept| filling.push(kept))
+        .collect();
+    parts.push(filling.finish());
     parts
 }
 

@@ -130,22 +130,26 @@ fn groups(chunks: &[ChunkInfo], previous: &[u32]) -> Vec<Range<usize>> {
 }
 
 #[cfg(test)]
+impl Plan {
+    /// The manifest that would name this plan's shards as version `version`.
+    pub fn manifest(&self, version: u64) -> Manifest {
+        Manifest {
+            version,
+            published_at: 0,
+            entries: 0,
+            shards: self.starts.clone(),
+            keys: self.keys.clone(),
+            deltas_from: 0,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     use super::*;
     use crate::domain::chunk::CHUNK_FILL;
-
-    fn manifest(version: u64, plan: &Plan) -> Manifest {
-        Manifest {
-            version,
-            published_at: 0,
-            entries: 0,
-            shards: plan.starts.clone(),
-            keys: plan.keys.clone(),
-            deltas_from: 0,
-        }
-    }
 
     /// `count` full chunks of single addresses two apart, from 1.0.0.0, written by edit 1.
     fn full(count: usize) -> Vec<ChunkInfo> {
@@ -181,7 +185,7 @@ mod tests {
         let mut edited = chunks.clone();
         edited[9].rev = 2;
         edited[9].entries += 1;
-        let published = manifest(1, &first);
+        let published = first.manifest(1);
         let second = plan(
             2,
             &edited,
@@ -207,7 +211,7 @@ mod tests {
     #[test]
     fn an_unchanged_list_writes_nothing_and_a_manifest_before_keys_is_read_by_version() {
         let chunks = full(3);
-        let mut published = manifest(7, &plan(7, &chunks, None));
+        let mut published = plan(7, &chunks, None).manifest(7);
         published.keys.clear();
         let again = plan(
             8,
@@ -226,7 +230,7 @@ mod tests {
     fn a_shard_grown_past_its_bound_is_cut_and_an_emptied_one_joins_the_one_before() {
         let chunks = full(40);
         let first = plan(1, &chunks, None);
-        let published = manifest(1, &first);
+        let published = first.manifest(1);
         let per_shard = first.chunks[0].len();
         assert_eq!(per_shard, FILL.div_ceil(CHUNK_FILL));
         // Chunks split inside the first shard: twice as many, each as full as before.
@@ -298,7 +302,7 @@ mod tests {
             2,
             &chunks,
             Some(Published {
-                manifest: &manifest(1, &cut),
+                manifest: &cut.manifest(1),
                 rev: 1,
             }),
         );

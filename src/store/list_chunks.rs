@@ -12,7 +12,7 @@ use std::collections::BinaryHeap;
 
 use super::list_tables::ListTables;
 use super::sql::{Sql, SqlError, Value};
-use crate::domain::chunk::{self, ChunkInfo, Kept, CHUNK_FILL};
+use crate::domain::chunk::{self, ChunkInfo, Filling, Kept};
 use crate::domain::code::Coded;
 use crate::domain::cut::Plan;
 use crate::domain::delta::{Piece, MAX_DELTA_INTERVALS};
@@ -138,14 +138,15 @@ impl<S: Sql> ListTables<S> {
             "UPDATE chunks SET state = 0 WHERE kind = ?1 AND state = 1",
             &[Value::text(kind.code())],
         )?;
-        let kept = entries
-            .as_slice()
-            .iter()
-            .map(|&range| Kept { range, edit: id });
+        let mut filling = Filling::new(0);
         let mut index = Vec::new();
-        for part in parts_of(kept) {
-            index.push(self.write_chunk(kind, (part.0, &part.1), id, LIVE)?);
+        for &range in entries.as_slice() {
+            if let Some((start, part)) = filling.push(Kept { range, edit: id }) {
+                index.push(self.write_chunk(kind, (start, &part), id, LIVE)?);
+            }
         }
+        let (start, part) = filling.finish();
+        index.push(self.write_chunk(kind, (start, &part), id, LIVE)?);
         Ok(index)
     }
 
@@ -263,7 +264,7 @@ impl<S: Sql> ListTables<S> {
         let mut old = OldEntries::new(index);
         let (mut count, mut kept) = (0, 0);
         let mut last: Option<Ipv4Range> = None;
-        let mut part: (u32, Vec<Kept>) = (0, Vec::with_capacity(CHUNK_FILL + 33));
+        let mut filling = Filling::new(0);
         while let Some(Reverse((range, run))) = heap.pop() {
             if let Some(next) = cursors[run].next(self, import)? {
                 heap.push(Reverse((next, run)));
@@ -279,19 +280,13 @@ impl<S: Sql> ListTables<S> {
                 }
                 None => import,
             };
-            let full = part.1.len() >= CHUNK_FILL
-                && part
-                    .1
-                    .last()
-                    .is_some_and(|last| last.range.first() != range.first());
-            if full {
-                self.write_chunk(kind, (part.0, &part.1), import, STAGED)?;
-                part = (range.first(), Vec::with_capacity(CHUNK_FILL + 33));
+            if let Some((start, part)) = filling.push(Kept { range, edit }) {
+                self.write_chunk(kind, (start, &part), import, STAGED)?;
             }
-            part.1.push(Kept { range, edit });
             count += 1;
         }
-        self.write_chunk(kind, (part.0, &part.1), import, STAGED)?;
+        let (start, part) = filling.finish();
+        self.write_chunk(kind, (start, &part), import, STAGED)?;
         let before: usize = index.iter().map(|info| info.entries).sum();
         Ok((
             count,
@@ -522,24 +517,6 @@ fn address(value: u64) -> Result<u32, SqlError> {
     u32::try_from(value).map_err(|_| SqlError(format!("an address over 32 bits: {value}")))
 }
 
-/// Entries in order as chunks of about `CHUNK_FILL`, cut between two first
-/// addresses, the first starting at 0; an empty list is one empty chunk.
-fn parts_of(entries: impl Iterator<Item = Kept>) -> Vec<(u32, Vec<Kept>)> {
-    let mut parts: Vec<(u32, Vec<Kept>)> = vec![(0, Vec::new())];
-    for kept in entries {
-        let (_, part) = parts.last_mut().expect("one part at least");
-        let full = part.len() >= CHUNK_FILL
-            && part
-                .last()
-                .is_some_and(|last| last.range.first() != kept.range.first());
-        if full {
-            parts.push((kept.range.first(), Vec::new()));
-        }
-        parts.last_mut().expect("one part at least").1.push(kept);
-    }
-    parts
-}
-
 /// Where the merge of an import is in one of its runs.
 struct RunCursor {
     run: usize,
@@ -616,7 +593,7 @@ impl<'a> OldEntries<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::chunk::CHUNK_ENTRIES;
+    use crate::domain::chunk::{CHUNK_ENTRIES, CHUNK_FILL};
     use crate::domain::cut::{self, Published};
     use crate::store::sql::native::NativeSql;
 
@@ -752,17 +729,6 @@ mod tests {
             .collect()
     }
 
-    fn manifest(version: u64, plan: &Plan) -> Manifest {
-        Manifest {
-            version,
-            published_at: 0,
-            entries: 0,
-            shards: plan.starts.clone(),
-            keys: plan.keys.clone(),
-            deltas_from: 0,
-        }
-    }
-
     #[test]
     fn shards_built_from_the_chunks_hold_the_list_and_the_piece_is_what_changed() {
         let tables = tables();
@@ -776,7 +742,7 @@ mod tests {
             tables.build_shards(KIND, &index, &first, None).unwrap(),
             Piece::Reset
         );
-        let v1 = manifest(1, &first);
+        let v1 = first.manifest(1);
         let old: Intervals = list.intervals().collect();
         assert_eq!(published(&tables, &v1), old);
 
@@ -801,6 +767,6 @@ mod tests {
             .unwrap();
         let new: Intervals = list.intervals().collect();
         assert_eq!(piece, Piece::of(combine(&old, &new, Op::Xor)));
-        assert_eq!(published(&tables, &manifest(2, &second)), new);
+        assert_eq!(published(&tables, &second.manifest(2)), new);
     }
 }
