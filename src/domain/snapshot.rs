@@ -249,14 +249,6 @@ pub fn covers(intervals: &[(u32, u32)], addr: u32) -> bool {
     after > 0 && addr <= intervals[after - 1].1
 }
 
-/// Bytes the snapshot of `intervals` takes in `shards` shards, in memory as in KV.
-pub fn size(intervals: impl Iterator<Item = (u32, u32)>, shards: usize) -> usize {
-    let spans: usize = intervals
-        .map(|(first, last)| if first == last { 4 } else { 8 })
-        .sum();
-    8 * shards + spans
-}
-
 #[cfg(test)]
 mod tests {
     use std::net::Ipv4Addr;

@@ -365,10 +365,15 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    /// The highest number an edit or import was given: numbers are never given twice.
+    /// The highest number an edit or import was given, as far as anything kept
+    /// says (a publication keeps the last it counted, which may have left no row):
+    /// numbers are never given twice.
     pub fn last_edit(&self) -> Result<u64, SqlError> {
         let rows = self.sql.query(
-            "SELECT max(m) FROM (SELECT max(id) AS m FROM edits UNION ALL SELECT max(rev) FROM chunks)",
+            "SELECT max(m) FROM (
+                SELECT max(id) AS m FROM edits UNION ALL SELECT max(rev) FROM chunks
+                UNION ALL SELECT max(rev) FROM lists
+            )",
             &[],
         )?;
         Ok(rows
@@ -595,6 +600,7 @@ mod tests {
     use super::*;
     use crate::domain::chunk::{CHUNK_ENTRIES, CHUNK_FILL};
     use crate::domain::cut::{self, Published};
+    use crate::store::list_tables::Stored;
     use crate::store::sql::native::NativeSql;
 
     const KIND: ListKind = ListKind::Global;
@@ -659,6 +665,41 @@ mod tests {
             index.len() - 2,
             "only the first and fourth chunks were rewritten"
         );
+    }
+
+    #[test]
+    fn numbers_are_never_given_twice_even_those_only_a_publication_counted() {
+        let tables = tables();
+        assert_eq!(tables.last_edit().unwrap(), 0);
+        tables.install(KIND, &spread(3, 4, 0), 5).unwrap();
+        assert_eq!(tables.last_edit().unwrap(), 5);
+        tables
+            .record_edit(7, KIND, 0, Source::Edit, Changes::default())
+            .unwrap();
+        assert_eq!(tables.last_edit().unwrap(), 7);
+        let counted = Stored {
+            rev: 9,
+            ..Stored::default()
+        };
+        tables.save_publication(KIND, &counted).unwrap();
+        assert_eq!(tables.last_edit().unwrap(), 9);
+    }
+
+    #[test]
+    fn an_edit_whose_transaction_fails_leaves_every_chunk_as_it_was() {
+        use crate::store::sql::Transactional;
+        let tables = tables();
+        let list = spread(150_000, 4, 0);
+        let index = tables.install(KIND, &list, 1).unwrap();
+        let add = spread(33_000, 2, 1);
+        let failed: Result<(), SqlError> = tables.sql.atomically(|| {
+            tables.edit(KIND, &index, (&add, &ListEntries::default()), 2)?;
+            Err(SqlError("a fault after the writes".to_owned()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(tables.chunk_index(KIND).unwrap(), index);
+        let kept: Vec<Ipv4Range> = read_all(&tables, &index).iter().map(|k| k.range).collect();
+        assert_eq!(kept, list.as_slice());
     }
 
     #[test]

@@ -4,7 +4,9 @@
 
 use std::fmt;
 
-use worker::{SqlStorage, SqlStorageValue};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use worker::{SqlStorage, SqlStorageValue, State};
 
 /// A value bound to a statement or read from a row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,6 +151,86 @@ impl Sql for SqlStorage {
 
     fn script(&self, statements: &str) -> Result<(), SqlError> {
         self.exec(statements, None).map(drop).map_err(fault)
+    }
+}
+
+/// A database that runs several statements as one transaction: all their writes,
+/// or none when the body fails.
+pub trait Transactional: Sql {
+    fn atomically<T>(&self, body: impl FnOnce() -> Result<T, SqlError>) -> Result<T, SqlError>;
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// A Durable Object's storage, for what `worker::Storage` does not offer.
+    #[derive(Clone)]
+    pub type ObjectStorage;
+
+    #[wasm_bindgen(method, catch, js_name = transactionSync)]
+    fn transaction_sync(
+        this: &ObjectStorage,
+        body: &mut dyn FnMut() -> Result<JsValue, JsValue>,
+    ) -> Result<JsValue, JsValue>;
+}
+
+/// A Durable Object's SQLite database with its storage's `transactionSync`.
+#[derive(Clone)]
+pub struct DurableSql {
+    sql: SqlStorage,
+    storage: ObjectStorage,
+}
+
+impl DurableSql {
+    /// The database of the object whose state this is; the state goes back to the object.
+    pub fn of(state: State) -> Result<(State, Self), worker::Error> {
+        let inner = state._inner();
+        let storage = inner
+            .storage()
+            .map_err(|e| worker::Error::RustError(format!("no storage: {e:?}")))?
+            .unchecked_into::<ObjectStorage>();
+        let state = State::from(inner);
+        let sql = state.storage().sql();
+        Ok((state, Self { sql, storage }))
+    }
+}
+
+impl Sql for DurableSql {
+    fn query(&self, statement: &str, args: &[Value]) -> Result<Vec<Row>, SqlError> {
+        self.sql.query(statement, args)
+    }
+
+    fn execute(&self, statement: &str, args: &[Value]) -> Result<usize, SqlError> {
+        self.sql.execute(statement, args)
+    }
+
+    fn script(&self, statements: &str) -> Result<(), SqlError> {
+        self.sql.script(statements)
+    }
+}
+
+impl Transactional for DurableSql {
+    fn atomically<T>(&self, body: impl FnOnce() -> Result<T, SqlError>) -> Result<T, SqlError> {
+        let mut body = Some(body);
+        let mut outcome = None;
+        let ran = {
+            let mut run = || -> Result<JsValue, JsValue> {
+                let result = body.take().map(|body| body());
+                let failed = !matches!(result, Some(Ok(_)));
+                outcome = result;
+                // Thrown, the runtime rolls the transaction back.
+                match failed {
+                    true => Err(JsValue::from_str("rolled back")),
+                    false => Ok(JsValue::UNDEFINED),
+                }
+            };
+            self.storage.transaction_sync(&mut run)
+        };
+        match (outcome, ran) {
+            (Some(Err(error)), _) => Err(error),
+            (Some(Ok(value)), Ok(_)) => Ok(value),
+            (_, Err(thrown)) => Err(SqlError(format!("the transaction failed: {thrown:?}"))),
+            (None, Ok(_)) => Err(SqlError("the transaction did not run".to_owned())),
+        }
     }
 }
 
@@ -298,6 +380,16 @@ pub mod native {
 
         fn script(&self, statements: &str) -> Result<(), SqlError> {
             self.0.execute_batch(statements).map_err(error)
+        }
+    }
+
+    impl super::Transactional for NativeSql {
+        fn atomically<T>(&self, body: impl FnOnce() -> Result<T, SqlError>) -> Result<T, SqlError> {
+            self.0.execute_batch("BEGIN").map_err(error)?;
+            let result = body();
+            let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            self.0.execute_batch(end).map_err(error)?;
+            result
         }
     }
 }

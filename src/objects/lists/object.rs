@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
 use worker::{
-    durable_object, Delay, DurableObject, Env, Request, Response, Result, SqlStorage, State,
+    console_error, durable_object, Delay, DurableObject, Env, Request, Response, Result, State,
 };
 
 use super::protocol::{
@@ -34,7 +34,7 @@ use crate::platform::stream::{gunzip, Chunks};
 use crate::store::list_chunks::Source;
 use crate::store::list_tables::{ListTables, PieceKey, Stored};
 use crate::store::snapshots::{binding, piece_key, MANIFEST_KEY};
-use crate::store::sql::SqlError;
+use crate::store::sql::{DurableSql, SqlError, Transactional};
 use crate::store::{for_each_key, StoreError};
 
 /// Shards of a replaced version stay this long, for isolates that still read its
@@ -63,7 +63,7 @@ impl List {
 pub struct OperatorLists {
     state: State,
     env: Env,
-    sql: SqlStorage,
+    sql: DurableSql,
     lists: RefCell<Option<HashMap<ListKind, List>>>,
     /// The last number an edit or import was given (the `edits` table).
     last_edit: Cell<u64>,
@@ -78,7 +78,7 @@ pub struct OperatorLists {
 
 impl DurableObject for OperatorLists {
     fn new(state: State, env: Env) -> Self {
-        let sql = state.storage().sql();
+        let (state, sql) = DurableSql::of(state).expect("a Durable Object has its storage");
         Self {
             state,
             env,
@@ -174,7 +174,7 @@ impl DurableObject for OperatorLists {
 }
 
 impl OperatorLists {
-    fn tables(&self) -> ListTables<&SqlStorage> {
+    fn tables(&self) -> ListTables<&DurableSql> {
         ListTables::new(&self.sql)
     }
 
@@ -227,15 +227,20 @@ impl OperatorLists {
                     _ => tables.entries(kind).map_err(fault)?,
                 };
                 last_edit += 1;
-                chunks = tables.install(kind, &entries, last_edit).map_err(fault)?;
                 let changes = Changes {
                     added: entries.len(),
                     removed: 0,
                 };
-                tables
-                    .record_edit(last_edit, kind, clock::now().0, Source::TakenOver, changes)
+                let at = clock::now().0;
+                chunks = self
+                    .sql
+                    .atomically(|| {
+                        let chunks = tables.install(kind, &entries, last_edit)?;
+                        tables.record_edit(last_edit, kind, at, Source::TakenOver, changes)?;
+                        tables.forget_entries(kind)?;
+                        Ok(chunks)
+                    })
                     .map_err(fault)?;
-                tables.forget_entries(kind).map_err(fault)?;
             }
             let stored = stored.unwrap_or_default();
             tables.save_publication(kind, &stored).map_err(fault)?;
@@ -275,25 +280,35 @@ impl OperatorLists {
         self.last_edit.get()
     }
 
-    /// Counts a change saved to the list's chunks, with its record, and installs
-    /// them. Returns the change's number, once the alarm stands for its publication.
-    async fn changed(
+    /// Within the transaction that wrote a change to the list's chunks: records it
+    /// and counts it saved. Answers the publication state to install once committed.
+    fn count_change(
         &self,
         kind: ListKind,
         (id, source, changes): (u64, Source, Changes),
+    ) -> std::result::Result<Stored, SqlError> {
+        let tables = self.tables();
+        let mut stored = self.with_list(kind, |list| list.stored.clone());
+        stored.publication.saved_one();
+        tables.record_edit(id, kind, clock::now().0, source, changes)?;
+        tables.save_publication(kind, &stored)?;
+        self.injected_fault()?;
+        Ok(stored)
+    }
+
+    /// Installs a committed change: the list's chunks and publication state. Returns
+    /// the change's number, once the alarm stands for its publication.
+    async fn install(
+        &self,
+        kind: ListKind,
         chunks: Vec<ChunkInfo>,
+        stored: Stored,
     ) -> Outcome<u64> {
-        let change = self.with_list_mut(kind, |list| {
-            let mut stored = list.stored.clone();
-            let change = stored.publication.saved_one();
-            let tables = self.tables();
-            tables.record_edit(id, kind, clock::now().0, source, changes)?;
-            tables.save_publication(kind, &stored)?;
+        let change = stored.publication.saved;
+        self.with_list_mut(kind, |list| {
             list.chunks = chunks;
             list.stored = stored;
-            Ok::<_, SqlError>(change)
         });
-        let change = self.or_reload(change)?;
         if self.exports.get() == 0 {
             self.or_reload(self.tables().forget_replaced_chunks())?;
         }
@@ -301,22 +316,44 @@ impl OperatorLists {
         Ok(change)
     }
 
-    /// A fault of the storage, after which the lists are read again from it: what
-    /// was written before the fault stays, and memory never says otherwise.
+    /// A fault of the storage, after which the lists' indexes and publications are
+    /// read again from it, in place (other requests hold on to the lists): what was
+    /// written before the fault stays, and memory never says otherwise.
     fn or_reload<T>(&self, result: std::result::Result<T, SqlError>) -> Outcome<T> {
         result.map_err(|error| {
-            *self.lists.borrow_mut() = None;
+            if let Err(again) = self.reindex() {
+                console_error!("lists: read again after a fault, and failed: {again}");
+            }
             Failure::from(StoreError::from(error))
         })
     }
 
-    /// The test build's storage fault, made by `FailNextSave`.
-    fn injected_fault(&self) -> Outcome<()> {
-        if self.fail_next_save.replace(false) {
-            let fault = SqlError("a storage fault, made by the test hook".to_owned());
-            return Err(StoreError::from(fault).into());
+    /// Reads both lists' chunk indexes and publications again into the lists held.
+    fn reindex(&self) -> std::result::Result<(), SqlError> {
+        let tables = self.tables();
+        let stored: HashMap<ListKind, Stored> = tables.publications()?.into_iter().collect();
+        for &kind in ListKind::ALL {
+            let chunks = tables.chunk_index(kind)?;
+            let stored = stored.get(&kind).cloned().unwrap_or_default();
+            self.with_list_mut(kind, |list| {
+                list.chunks = chunks;
+                list.stored = stored;
+            });
         }
+        self.last_edit
+            .set(self.last_edit.get().max(tables.last_edit()?));
         Ok(())
+    }
+
+    /// The test build's storage fault, made by `FailNextSave`: raised after a
+    /// change's writes, inside their transaction, so that it must undo them all.
+    fn injected_fault(&self) -> std::result::Result<(), SqlError> {
+        match self.fail_next_save.replace(false) {
+            true => Err(SqlError(
+                "a storage fault, made by the test hook".to_owned(),
+            )),
+            false => Ok(()),
+        }
     }
 
     /// Validates every entry, then applies the edit to the chunks it falls in, or
@@ -340,17 +377,22 @@ impl OperatorLists {
             );
             return Err(Failure::Refused(ListsRefusal::BadEdit(why)));
         }
-        self.injected_fault()?;
         let id = self.next_edit();
-        let edited = self.tables().edit(kind, &chunks, (&add, &remove), id);
-        let (changes, chunks) = self.or_reload(edited)?;
-        if changes == Changes::default() {
-            return Ok((changes, saved));
+        let tables = self.tables();
+        let edited = self.sql.atomically(|| {
+            let (changes, chunks) = tables.edit(kind, &chunks, (&add, &remove), id)?;
+            if changes == Changes::default() {
+                return Ok((changes, None));
+            }
+            let stored = self.count_change(kind, (id, Source::Edit, changes))?;
+            Ok((changes, Some((chunks, stored))))
+        });
+        match self.or_reload(edited)? {
+            (changes, None) => Ok((changes, saved)),
+            (changes, Some((chunks, stored))) => {
+                Ok((changes, self.install(kind, chunks, stored).await?))
+            }
         }
-        let change = self
-            .changed(kind, (id, Source::Edit, changes), chunks)
-            .await?;
-        Ok((changes, change))
     }
 
     /// Reads the upload as it streams in, a sorted run of entries at a time kept
@@ -377,9 +419,14 @@ impl OperatorLists {
             self.with_list(kind, |list| list.stored.publication.saved)
         } else {
             // Numbered anew, so that a publication made while it was staged counts its chunks as changed.
-            let chunks = self.or_reload(tables.swap_in(kind, import, self.next_edit()))?;
-            self.changed(kind, (import, Source::Import, changes), chunks)
-                .await?
+            let rev = self.next_edit();
+            let swapped = self.sql.atomically(|| {
+                let chunks = tables.swap_in(kind, import, rev)?;
+                let stored = self.count_change(kind, (import, Source::Import, changes))?;
+                Ok((chunks, stored))
+            });
+            let (chunks, stored) = self.or_reload(swapped)?;
+            self.install(kind, chunks, stored).await?
         };
         let version = self.publish_including(kind, change).await?;
         Ok(Replaced {
@@ -433,7 +480,6 @@ impl OperatorLists {
         }
         let last = reading.finish().map_err(|e| bad(e.to_string()))?;
         tables.stage_run(import, runs, &last)?;
-        self.injected_fault()?;
         // The list as it is now: the runs were read while edits went on.
         let chunks = self.with_list(kind, |list| list.chunks.clone());
         Ok(tables.merge_runs(kind, import, runs + 1, &chunks)?)
@@ -543,23 +589,30 @@ impl OperatorLists {
     async fn publish(&self, kind: ListKind) -> std::result::Result<(), StoreError> {
         let now = clock::now().0 / 1000;
         let tables = self.tables();
-        let (attempt, plan, entries, reset, rev) = self.with_list_mut(kind, |list| {
-            // The number is stored before anything is written under it, so it is never used twice.
-            let attempt = list.stored.publication.begin();
-            tables.save_publication(kind, &list.stored)?;
-            let before = list.stored.manifest.as_ref().map(|manifest| Published {
-                manifest,
-                rev: list.stored.rev,
-            });
-            let plan = cut::plan(attempt.version, &list.chunks, before);
-            let piece =
-                tables.build_shards(kind, &list.chunks, &plan, list.stored.manifest.as_ref())?;
-            let reset = piece == Piece::Reset;
-            self.save_pieces(kind, piece, attempt)?;
-            // Every live chunk was written by an edit numbered at most this one.
-            let rev = self.last_edit.get();
-            Ok::<_, SqlError>((attempt, plan, list.entries(), reset, rev))
-        })?;
+        let built = self.sql.atomically(|| {
+            self.with_list_mut(kind, |list| {
+                // The number is stored before anything is written under it, so it is never used twice.
+                let attempt = list.stored.publication.begin();
+                tables.save_publication(kind, &list.stored)?;
+                let before = list.stored.manifest.as_ref().map(|manifest| Published {
+                    manifest,
+                    rev: list.stored.rev,
+                });
+                let plan = cut::plan(attempt.version, &list.chunks, before);
+                let piece = tables.build_shards(
+                    kind,
+                    &list.chunks,
+                    &plan,
+                    list.stored.manifest.as_ref(),
+                )?;
+                let reset = piece == Piece::Reset;
+                self.save_pieces(kind, piece, attempt)?;
+                // Every live chunk was written by an edit numbered at most this one.
+                let rev = self.last_edit.get();
+                Ok((attempt, plan, list.entries(), reset, rev))
+            })
+        });
+        let (attempt, plan, entries, reset, rev) = built?;
         let window = tables.published_version(
             kind,
             attempt.version,
