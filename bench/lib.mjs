@@ -85,6 +85,22 @@ export async function pool(count, width, job) {
   }));
 }
 
+export const dotted = (u) => `${u >>> 24}.${(u >>> 16) & 255}.${(u >>> 8) & 255}.${u & 255}`;
+
+// Every other address from 45.0.0.0, and ranges apart from one another: no two
+// entries touch, so none merge and the snapshot holds each one (as a real list would).
+export const globalAddress = (n) => dotted(45 * 2 ** 24 + 2 * n);
+
+/** The global list as an import: `count` entries, every fourth a range of
+ *  `/prefix`, `step` addresses apart from `from` (the others `globalAddress`). */
+export function globalImport(count, { from = 46 * 2 ** 24, prefix = 24, step = 512 } = {}) {
+  const lines = [];
+  for (let n = 0; n < count; n++) {
+    lines.push(n % 4 === 3 ? `${dotted(from + step * (n >> 2))}/${prefix}` : globalAddress(n - (n >> 2)));
+  }
+  return lines.join("\n") + "\n";
+}
+
 // 100.128.0.0/10: public (100.64.0.0/10 is not), and apart from load.lua's 20.x addresses.
 export const seeded = (n) => `100.${128 + ((n >> 16) & 63)}.${(n >> 8) & 255}.${n & 255}`;
 

@@ -9,21 +9,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "node:http";
 import { gzipSync } from "node:zlib";
-import { ADMIN, holder, post, serve } from "./lib.mjs";
+import { ADMIN, dotted, globalAddress, globalImport, holder, post, serve } from "./lib.mjs";
 import { feedsAcrossAVersionChange, runtimePid, sampled } from "./scale.mjs";
 
 export const TEN_MILLION = Number(process.env.BENCH_TEN_MILLION ?? 10_000_000);
 
-const dotted = (u) => `${u >>> 24}.${(u >>> 16) & 255}.${(u >>> 8) & 255}.${u & 255}`;
+// Ranges are /28s from 60.0.0.0: /24s apart would run into private space at this size.
+const RANGES = { from: 60 * 2 ** 24, prefix: 28, step: 32 };
 
-/** `count` entries: three in four single addresses two apart from 45.0.0.0, the
- *  fourth a /28 from 60.0.0.0, 32 addresses apart: none touch another, all public. */
-function lines(count) {
-  const parts = [];
-  for (let n = 0; n < count; n++) {
-    parts.push(n % 4 === 3 ? `${dotted(60 * 2 ** 24 + 32 * (n >> 2))}/28` : dotted(45 * 2 ** 24 + 2 * (n - (n >> 2))));
-  }
-  return parts.join("\n") + "\n";
+/** The address of the `i`th entry of the list in address order (singles come first). */
+function nth(i) {
+  const singles = TEN_MILLION - Math.floor(TEN_MILLION / 4);
+  return i < singles ? globalAddress(i) : dotted(RANGES.from + RANGES.step * (i - singles));
 }
 
 /** A gzipped import with its length declared, as curl sends a file. (undici's
@@ -56,7 +53,7 @@ export async function tenMillion(state) {
   try {
     const agents = await Promise.all(Array.from({ length: 8 }, () => holder(url)));
     const pid = runtimePid();
-    const text = lines(TEN_MILLION);
+    const text = globalImport(TEN_MILLION, RANGES);
     const gzipped = gzipSync(Buffer.from(text));
     console.error(`importing ${TEN_MILLION} global entries (${(text.length / 2 ** 20).toFixed(0)} MiB of text, ${(gzipped.length / 2 ** 20).toFixed(0)} MiB gzipped)…`);
     const imported = await sampled(pid, async () => {
@@ -65,18 +62,19 @@ export async function tenMillion(state) {
       return JSON.parse(answer);
     });
     const list = await status(url);
-    // A check in every shard: the isolate then holds the whole snapshot.
-    const probes = list.shards;
+    // Checks spread over the list twice as densely as its shards: each shard holds
+    // one at least, and the isolate then holds the whole snapshot.
+    const probes = 2 * list.shards;
     const checked = await sampled(pid, async () => {
       for (let n = 0; n < probes; n++) {
-        const ip = dotted(45 * 2 ** 24 + 2 * Math.floor(((TEN_MILLION * 3) / 4 - 1) * (n / Math.max(1, probes - 1))));
+        const ip = nth(Math.floor(((TEN_MILLION - 1) * n) / (probes - 1)));
         const { text: answer } = await post(url, "/api/checkIpOnGreylist", { token: agents[0].token, form: { ip } });
         if (!answer.endsWith("is on global greylist")) throw new Error(`check of ${ip}: ${answer}`);
       }
     });
     console.error("8 scope=all feeds at a time across a new version of the 10 000 000-entry list…");
     // The list is full: the new version is one entry fewer.
-    const gone = dotted(45 * 2 ** 24 + 2 * 1000);
+    const gone = globalAddress(1000);
     const across = await feedsAcrossAVersionChange(url, pid, agents.map((a) => a.token), gone, { removed: true });
     const edited = await status(url);
     return {
