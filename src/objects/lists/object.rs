@@ -309,8 +309,11 @@ impl OperatorLists {
             list.chunks = chunks;
             list.stored = stored;
         });
+        // The change is committed: a fault here only delays the clean-up to the next change.
         if self.exports.get() == 0 {
-            self.or_reload(self.tables().forget_replaced_chunks())?;
+            if let Err(error) = self.tables().forget_replaced_chunks() {
+                console_error!("lists: replaced chunks kept for now: {error}");
+            }
         }
         self.schedule().await.map_err(StoreError::from)?;
         Ok(change)
@@ -425,6 +428,10 @@ impl OperatorLists {
                 let stored = self.count_change(kind, (import, Source::Import, changes))?;
                 Ok((chunks, stored))
             });
+            if swapped.is_err() {
+                // Undone: what the import staged goes too, not at the next restart.
+                self.or_reload(tables.drop_import(import))?;
+            }
             let (chunks, stored) = self.or_reload(swapped)?;
             self.install(kind, chunks, stored).await?
         };
