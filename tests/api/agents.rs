@@ -667,15 +667,19 @@ fn a_feed_token_reads_what_its_scope_allows() {
     let app = TestApp::on(&server);
     server.edit_global_list(&["81.0.0.9"], &[]);
     app.add("81.0.0.1");
-    let create = |content_type: Option<&str>, body: &str| {
+    // A token asked for with this body, sent with this content type (or none).
+    let ask = |content_type: Option<&str>, body: &str| {
         let mut headers = vec![("Authorization", format!("Bearer {}", app.token))];
         headers.extend(content_type.map(|t| ("Content-Type", t.to_owned())));
-        let resp = send(
+        send(
             "POST",
             &format!("{}/api/feedTokens", server.base),
             &headers,
             Some(body.as_bytes()),
-        );
+        )
+    };
+    let create = |content_type: Option<&str>, body: &str| {
+        let resp = ask(content_type, body);
         assert_eq!(resp.status, 201, "{body}: {}", resp.body);
         let json = resp.json();
         (
@@ -724,14 +728,7 @@ fn a_feed_token_reads_what_its_scope_allows() {
         (form, "scope=everything"),
         (Some("application/json"), r#"{"scope": 1}"#),
     ] {
-        let mut headers = vec![("Authorization", format!("Bearer {}", app.token))];
-        headers.extend(content_type.map(|t| ("Content-Type", t.to_owned())));
-        let refused = send(
-            "POST",
-            &format!("{}/api/feedTokens", server.base),
-            &headers,
-            Some(body.as_bytes()),
-        );
+        let refused = ask(content_type, body);
         assert_eq!(refused.status, 400, "{body}: {}", refused.body);
     }
     assert_eq!(
