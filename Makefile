@@ -24,6 +24,9 @@ SOURCES := Cargo.toml Cargo.lock build.rs src/openapi.json $(shell find src -nam
 FLOOR := bench/floor/build/index.js
 CHROMIUM := /usr/bin/chromium
 IPSET := /usr/sbin/ipset
+NFT := /usr/sbin/nft
+CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
+CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 BUILD_ENV := WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt
 # worker-build keeps the wasm names section (function names for stack traces);
 # the build writes the module once more without it, which makes it about a fifth smaller.
@@ -63,6 +66,16 @@ $(CHROMIUM):
 # The agent's test runs the real ipset in a network namespace of its own.
 $(IPSET):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ipset
+
+# The appliance formats' tests load an nft file with the real nft, in a namespace.
+$(NFT):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
+
+# Debian's CrowdSec bouncer that runs a script per decision, for the decision
+# stream's end-to-end test. Without --no-install-recommends apt pulls crowdsec
+# itself, whose post-install fails offline and leaves dpkg broken.
+$(CUSTOM_BOUNCER):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends crowdsec-custom-bouncer=$(CUSTOM_BOUNCER_VERSION)
 
 $(WASM_TARGET):
 	rustup target add wasm32-unknown-unknown
@@ -110,7 +123,7 @@ test:
 	printf "\nmake test took $$(( $$(date +%s) - start )) s:\n$$times"
 
 # What the test phases need beyond the build's tools, installed once.
-test-tools: tools $(CARGO_FUZZ) $(SCHEMATHESIS) $(CHROMIUM) $(IPSET)
+test-tools: tools $(CARGO_FUZZ) $(SCHEMATHESIS) $(CHROMIUM) $(IPSET) $(NFT) $(CUSTOM_BOUNCER)
 
 # The code as rustfmt writes it, and clippy clean natively and for the Worker's
 # target, with and without the test hooks.

@@ -26,20 +26,28 @@ key=$(curl -sf -X POST "$base/admin/licenses" -H "Authorization: Bearer $admin" 
 token=$(curl -sf -X POST "$base/v2/authentication/login/license" -H 'Content-Type: application/json' \
   -d "{\"licenseKey\": \"$key\"}" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')
 [ -n "$token" ] || { echo "could not log in"; cat "$state/wrangler.log"; exit 1; }
+bouncer=$(curl -sf -X POST "$base/api/feedTokens" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+  -d '{"scope": "all"}' | sed -n 's/.*"feedToken":"\([^"]*\)".*/\1/p')
+[ -n "$bouncer" ] || { echo "could not make a feed token"; cat "$state/wrangler.log"; exit 1; }
 
 # One worker each: with two threads, hypothesis's reading of lambda sources now and then
 # trips CPython 3.11's parser ("AST constructor recursion depth mismatch"), a fault of the
-# tool. The two runs are separate processes, so they go side by side.
+# tool. The runs are separate processes, so they go side by side.
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance
-# The holder's routes with an access token, the operator's with the admin token.
-"$st" run src/openapi.json --url "$base" -H "Authorization: Bearer $token" --exclude-path-regex '^/admin/' \
+# The holder's routes with an access token, the operator's with the admin token,
+# CrowdSec's with a feed token as a bouncer's key.
+"$st" run src/openapi.json --url "$base" -H "Authorization: Bearer $token" --exclude-path-regex '^/(admin|v1)/' \
   --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color > "$state/holder.txt" 2>&1 &
 holder=$!
 "$st" run src/openapi.json --url "$base" -H "Authorization: Bearer $admin" --include-path-regex '^/admin/' \
   --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color > "$state/operator.txt" 2>&1 &
 operator=$!
+"$st" run src/openapi.json --url "$base" -H "X-Api-Key: $bouncer" --include-path-regex '^/v1/' \
+  --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color > "$state/bouncer.txt" 2>&1 &
+bouncer_run=$!
 status=0
 wait $holder || status=1
 wait $operator || status=1
-cat "$state/holder.txt" "$state/operator.txt"
+wait $bouncer_run || status=1
+cat "$state/holder.txt" "$state/operator.txt" "$state/bouncer.txt"
 exit $status

@@ -4,7 +4,8 @@
 
 #![no_main]
 
-use greylist::http::feed_query::{FeedQuery, FeedVersion};
+use greylist::domain::feed::FeedVersion;
+use greylist::http::feed_query::FeedQuery;
 use greylist::domain::page::{EntryCursor, HistoryCursor, PageCursor, PageQuery};
 use libfuzzer_sys::fuzz_target;
 

@@ -2,6 +2,7 @@
 //! order, whole or as the changes since a cursor.
 
 use std::collections::VecDeque;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -181,15 +182,23 @@ pub enum FeedHead {
     /// What changed after the caller's number follows: every `Gone` record, then
     /// every `Listed` one, each address once.
     Delta { changes: u64 },
+    /// A pull that re-announces everything: the `Gone` records after the token's
+    /// position, then every live entry in address order.
+    Renewal { changes: u64 },
+    /// The operator's lists changed since the token's position: nothing follows;
+    /// the caller works out their changes from `position` and asks again.
+    Moved { changes: u64, position: FeedVersion },
 }
 
 impl FeedHead {
     /// The holder's newest history number, the personal part of the feed's version.
     pub fn changes(self) -> u64 {
         match self {
-            Self::Unchanged { changes } | Self::Whole { changes, .. } | Self::Delta { changes } => {
-                changes
-            }
+            Self::Unchanged { changes }
+            | Self::Whole { changes, .. }
+            | Self::Delta { changes }
+            | Self::Renewal { changes }
+            | Self::Moved { changes, .. } => changes,
         }
     }
 }
@@ -211,6 +220,35 @@ pub fn gone_item(ip: PublicIpv4) -> FeedItem {
         expires_at: None,
         comment: None,
     })
+}
+
+/// Where a feed stands: the last change of the personal list it holds (the
+/// history's sequence number), and the global and allow lists' versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedVersion {
+    pub changes: u64,
+    pub global: u64,
+    pub allow: u64,
+}
+
+impl fmt::Display for FeedVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.changes, self.global, self.allow)
+    }
+}
+
+impl FeedVersion {
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut parts = text
+            .split('.')
+            .map(|part| part.parse::<u64>().ok().filter(|_| !part.starts_with('+')));
+        let version = Self {
+            changes: parts.next()??,
+            global: parts.next()??,
+            allow: parts.next()??,
+        };
+        parts.next().is_none().then_some(version)
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::code::Coded;
+use super::decision::DecisionType;
 use super::license::{hex, key_digest, random, LicenseId};
+use super::time::UnixTime;
 
 /// What a feed reads, and what a feed token may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +67,8 @@ pub struct NewFeedTokenRecord {
     pub id: String,
     pub digest: String,
     pub scope: Scope,
+    /// What its CrowdSec decisions tell a bouncer to do.
+    pub decision: DecisionType,
 }
 
 /// A token as the holder sees it in the list: never the token itself.
@@ -73,8 +77,70 @@ pub struct NewFeedTokenRecord {
 pub struct FeedTokenInfo {
     pub id: String,
     pub scope: Scope,
+    pub decision_type: DecisionType,
     pub created_at: String,
     pub last_used: Option<String>,
+    /// The `User-Agent` of its last pull.
+    pub user_agent: Option<String>,
+    /// What its last pull read: `text`, `json`, `mikrotik`, `nftables`, `ipset`, `decisions`.
+    pub pulled: Option<String>,
+    /// Whether it pulled within its usual interval; `None` before two pulls.
+    pub keeping_up: Option<bool>,
+}
+
+/// Who pulled, and what, as a token's record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullClient {
+    pub user_agent: Option<String>,
+    pub pulled: String,
+}
+
+/// Characters of a `User-Agent` kept: enough for any bouncer's name and version.
+const USER_AGENT_CHARS: usize = 200;
+/// A token's last pull is written at most once this often when nothing else
+/// changed: a row written costs money, and a bouncer may pull every second.
+pub const TOUCH_SECONDS: u64 = 60;
+
+impl PullClient {
+    pub fn new(user_agent: Option<&str>, pulled: &str) -> Self {
+        Self {
+            user_agent: user_agent
+                .map(|agent| {
+                    agent
+                        .trim()
+                        .chars()
+                        .take(USER_AGENT_CHARS)
+                        .collect::<String>()
+                })
+                .filter(|agent| !agent.is_empty()),
+            pulled: pulled.to_owned(),
+        }
+    }
+}
+
+/// A token's last pull as recorded: when, by whom, what.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LastPull {
+    pub at: Option<UnixTime>,
+    pub client: Option<PullClient>,
+}
+
+impl LastPull {
+    /// Whether a pull at `now` by `client` is worth a row written: another client
+    /// or another kind of pull, or the last one recorded long enough ago.
+    pub fn worth_recording(&self, client: &PullClient, now: UnixTime) -> bool {
+        self.client.as_ref() != Some(client)
+            || self
+                .at
+                .is_none_or(|at| now.0 >= at.0.saturating_add(TOUCH_SECONDS))
+    }
+}
+
+/// Whether a token whose pulls came `interval` seconds apart, the last at `last`,
+/// is keeping up at `now`: pulled within twice its interval (and a minute's slack,
+/// the granularity pulls are recorded with).
+pub fn keeping_up(last: UnixTime, interval: u64, now: UnixTime) -> bool {
+    now.0 <= last.0 + 2 * interval.max(TOUCH_SECONDS) + TOUCH_SECONDS
 }
 
 /// Whose a token is, as its digest's record says.
@@ -148,5 +214,49 @@ mod tests {
         assert!(!Scope::Personal.allows(Scope::All));
         assert_eq!(Scope::from_code("all"), Some(Scope::All));
         assert_eq!(Scope::from_code("everything"), None);
+    }
+
+    #[test]
+    fn a_pull_is_written_when_it_says_something_new_or_a_minute_on() {
+        let bouncer = PullClient::new(Some(" crowdsec-firewall-bouncer/v0.0.25 "), "decisions");
+        assert_eq!(
+            bouncer.user_agent.as_deref(),
+            Some("crowdsec-firewall-bouncer/v0.0.25")
+        );
+        assert_eq!(
+            PullClient::new(Some(&"x".repeat(500)), "text")
+                .user_agent
+                .unwrap()
+                .len(),
+            200
+        );
+        assert_eq!(PullClient::new(Some("  "), "text").user_agent, None);
+        let last = LastPull {
+            at: Some(UnixTime(1000)),
+            client: Some(bouncer.clone()),
+        };
+        assert!(LastPull::default().worth_recording(&bouncer, UnixTime(1000)));
+        assert!(!last.worth_recording(&bouncer, UnixTime(1059)));
+        assert!(last.worth_recording(&bouncer, UnixTime(1060)));
+        assert!(last.worth_recording(
+            &PullClient::new(Some("MikroTik"), "mikrotik"),
+            UnixTime(1001)
+        ));
+        assert!(last.worth_recording(
+            &PullClient::new(bouncer.user_agent.as_deref(), "text"),
+            UnixTime(1001)
+        ));
+    }
+
+    #[test]
+    fn a_token_keeps_up_while_it_pulls_within_twice_its_interval() {
+        assert!(keeping_up(UnixTime(1000), 60, UnixTime(1180)));
+        assert!(!keeping_up(UnixTime(1000), 60, UnixTime(1181)));
+        assert!(keeping_up(UnixTime(1000), 3600, UnixTime(1000 + 7260)));
+        assert!(!keeping_up(UnixTime(1000), 3600, UnixTime(1000 + 7261)));
+        assert!(
+            keeping_up(UnixTime(1000), 5, UnixTime(1180)),
+            "recorded a minute apart at best"
+        );
     }
 }

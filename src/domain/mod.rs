@@ -4,6 +4,7 @@
 pub mod chunk;
 pub mod code;
 pub mod cut;
+pub mod decision;
 pub mod delta;
 pub mod entry;
 pub mod feed;

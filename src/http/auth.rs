@@ -9,7 +9,7 @@ use worker::{Env, Request};
 use super::credentials::{bearer, feed_token};
 use super::error::ApiError;
 use super::log::RequestLog;
-use crate::domain::feed_token::{self, Scope};
+use crate::domain::feed_token::{self, FeedTokenOwner, Scope};
 use crate::domain::license::{secrets_match, LicenseId};
 use crate::domain::time::Millis;
 use crate::domain::token::VerifiedTokens;
@@ -77,7 +77,62 @@ pub async fn feed_reader(
             may_read: Scope::All,
         });
     };
-    let digest = feed_token::digest(&token);
+    let (license, owner) = by_feed_token(&token, env, now, log).await?;
+    Ok(FeedReader {
+        license,
+        token: Some(owner.id),
+        may_read: owner.scope,
+    })
+}
+
+/// A CrowdSec bouncer, by the feed token it sends as its key.
+pub struct BouncerKey {
+    pub license: LicenseId,
+    /// The token's id: its position and its record are the holder's object's.
+    pub token: String,
+    /// What the token reads.
+    pub scope: Scope,
+}
+
+/// Who a CrowdSec bouncer reads for: the feed token in its `X-Api-Key`. A key
+/// missing, unknown or revoked is the Local API's 403, whatever the reason.
+pub async fn bouncer(
+    req: &Request,
+    env: &Env,
+    now: Millis,
+    log: &mut RequestLog,
+) -> Result<BouncerKey, ApiError> {
+    let key = req.headers().get("X-Api-Key")?.unwrap_or_default();
+    let key = key.trim();
+    if !feed_token::is_token(key) {
+        return Err(ApiError::AccessForbidden("api_key_missing"));
+    }
+    let (license, owner) = by_feed_token(key, env, now, log)
+        .await
+        .map_err(bouncer_refusal)?;
+    Ok(BouncerKey {
+        license,
+        token: owner.id,
+        scope: owner.scope,
+    })
+}
+
+/// A refusal as a bouncer is told it: every "who are you" refusal is its 403.
+pub fn bouncer_refusal(error: ApiError) -> ApiError {
+    match error {
+        ApiError::Unauthorized(reason) => ApiError::AccessForbidden(reason),
+        other => other,
+    }
+}
+
+/// The license and record of a feed token, while both stand.
+async fn by_feed_token(
+    token: &str,
+    env: &Env,
+    now: Millis,
+    log: &mut RequestLog,
+) -> Result<(LicenseId, FeedTokenOwner), ApiError> {
+    let digest = feed_token::digest(token);
     // Before anything is read: a flood of polls, or of made-up tokens, costs only the refusal.
     limit_polls(env, &format!("token:{digest}")).await?;
     let freshness = config::settings(env)?.freshness;
@@ -93,11 +148,7 @@ pub async fn feed_reader(
     if !licenses::is_active(env, &license, freshness, now).await? {
         return Err(ApiError::Unauthorized("license_revoked"));
     }
-    Ok(FeedReader {
-        license,
-        token: Some(owner.id),
-        may_read: owner.scope,
-    })
+    Ok((license, owner))
 }
 
 /// The rate-limiting binding that counts feed polls per token.

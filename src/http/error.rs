@@ -15,6 +15,9 @@ use crate::store::StoreError;
 pub enum ApiError {
     /// A list operation without a valid access token; the reason is logged only.
     Unauthorized(&'static str),
+    /// A CrowdSec bouncer's key is missing, unknown or revoked: the Local API's
+    /// own 403 and text, which bouncers expect; the reason is logged only.
+    AccessForbidden(&'static str),
     AdminUnauthorized,
     LoginRefused,
     NotFound(&'static str),
@@ -49,7 +52,7 @@ impl ApiError {
             Self::TooManyRequests(_) => 429,
             Self::BadRequest(_) => 400,
             Self::Conflict(_) => 409,
-            Self::Forbidden(_) => 403,
+            Self::Forbidden(_) | Self::AccessForbidden(_) => 403,
             Self::Internal(_) => 500,
         }
     }
@@ -63,6 +66,7 @@ impl ApiError {
                 "Unauthorized: the admin token is missing or invalid".to_owned()
             }
             Self::LoginRefused => "Unauthorized: the license key is unknown or revoked".to_owned(),
+            Self::AccessForbidden(_) => "access forbidden".to_owned(),
             Self::NotFound(what) => format!("Not found: no such {what}"),
             Self::MethodNotAllowed(allowed) => format!("Method not allowed: use {allowed}"),
             Self::PayloadTooLarge(limit) if limit % (1 << 20) == 0 => format!(
@@ -94,7 +98,7 @@ impl ApiError {
     /// The code the request's log line carries.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Unauthorized(reason) => reason,
+            Self::Unauthorized(reason) | Self::AccessForbidden(reason) => reason,
             Self::AdminUnauthorized => "admin_unauthorized",
             Self::LoginRefused => "login_refused",
             Self::NotFound(_) => "not_found",

@@ -5,18 +5,20 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 use worker::{Context, Env, Request, Response};
 
+use super::appliance::ApplianceFile;
 use super::auth::FeedReader;
 use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
-use super::feed_body::{self, Operator, Shape};
+use super::feed_body::{self, Operator, Render, Shape};
 use super::feed_query::{FeedQuery, Format};
 use super::form;
 use super::reply::Reply;
 use crate::domain::code::Coded;
+use crate::domain::decision::DecisionType;
 use crate::domain::delta::{block_changes, touching, AllowMoves, BlockChanges};
 use crate::domain::feed::FeedHead;
 use crate::domain::feed_token::{
-    self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, Scope,
+    self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, PullClient, Scope,
 };
 use crate::domain::intervals::{combine, Intervals, Op};
 use crate::domain::ip_list::ListKind;
@@ -26,7 +28,9 @@ use crate::domain::settings::Freshness;
 use crate::domain::snapshot::Shards;
 use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{CreateFeedToken, Feed, FeedTokens, RevokeFeedToken};
+use crate::objects::holder::protocol::{
+    CreateFeedToken, Feed, FeedStart, FeedTokens, RevokeFeedToken,
+};
 use crate::objects::lists::client as lists;
 use crate::platform::config;
 use crate::store::holder_feed::{MAX_MOVED_RANGES, MAX_PROBED};
@@ -78,11 +82,16 @@ pub async fn feed(
     let since = query.delta_from(changes.is_some());
     let (probe, moves) = changes
         .as_ref()
-        .map(|c| (probed(&c.blocks), c.moves.clone()))
+        .map(OperatorChanges::asked)
         .unwrap_or_default();
     let (start, records) = holder(env, license)?
         .ask_stream(Feed {
             token,
+            client: Some(PullClient::new(
+                user_agent(&req)?.as_deref(),
+                query.format.code(),
+            )),
+            pull: None,
             since,
             known,
             probe,
@@ -96,16 +105,10 @@ pub async fn feed(
             response.headers().set("ETag", &query.etag(version))?;
             return Ok(Reply::Built(response));
         }
-        // The firewall holds the holder's own entries of these addresses: they stay.
-        (FeedHead::Delta { .. }, changes) => {
-            let mut blocks = changes.map(|c| c.blocks).unwrap_or_default();
-            let held = |block: &Ipv4Range| {
-                block.prefix() == 32 && start.listed.binary_search(&block.first()).is_ok()
-            };
-            blocks.deleted.retain(|block| !held(block));
-            blocks.added.retain(|block| !held(block));
-            (Shape::Delta, blocks)
-        }
+        (FeedHead::Delta { .. }, changes) => (
+            Shape::Delta,
+            held_apart(&start, changes.map(|c| c.blocks).unwrap_or_default()),
+        ),
         // Changes were asked for, but the whole feed is what answers them.
         (FeedHead::Whole { .. }, _) => (
             Shape::Whole {
@@ -113,17 +116,26 @@ pub async fn feed(
             },
             BlockChanges::default(),
         ),
+        (FeedHead::Renewal { .. } | FeedHead::Moved { .. }, _) => {
+            return Err(ApiError::Internal(
+                "a feed that is not a pull was answered as one".to_owned(),
+            ))
+        }
     };
-    let content_type = match query.format {
-        Format::Text => "text/plain; charset=utf-8",
-        Format::Json => "application/json",
+    let (render, content_type) = match query.format.appliance() {
+        Some(kind) => (
+            Render::Appliance(ApplianceFile::new(kind, query.list.clone(), now.unix())),
+            "text/plain; charset=utf-8",
+        ),
+        None if query.format == Format::Json => (Render::Json, "application/json"),
+        None => (Render::Text, "text/plain; charset=utf-8"),
     };
     let operator = Operator { global, allow };
     let body = feed_body::body(
         records,
         operator,
         changes,
-        query.format,
+        render,
         shape,
         version.to_string(),
         settings.page_entries,
@@ -134,25 +146,48 @@ pub async fn feed(
     Ok(Reply::Built(response))
 }
 
+/// The client's `User-Agent`, as a feed token's record shows who pulled.
+pub(super) fn user_agent(req: &Request) -> Result<Option<String>, ApiError> {
+    Ok(req.headers().get("User-Agent")?)
+}
+
+/// The global blocks that change, without the single addresses the holder lists
+/// itself: the firewall holds those as the holder's own entries, and they stay.
+pub(super) fn held_apart(start: &FeedStart, mut blocks: BlockChanges) -> BlockChanges {
+    let held = |block: &Ipv4Range| {
+        block.prefix() == 32 && start.listed.binary_search(&block.first()).is_ok()
+    };
+    blocks.deleted.retain(|block| !held(block));
+    blocks.added.retain(|block| !held(block));
+    blocks
+}
+
 /// The operator's lists as a feed answers from them: each with its version.
-struct Lists<'a> {
-    global: (u64, &'a Shards),
-    allow: (u64, &'a Intervals),
+pub(super) struct Lists<'a> {
+    pub global: (u64, &'a Shards),
+    pub allow: (u64, &'a Intervals),
 }
 
 /// What changed in the operator's lists since a feed's cursor, as the feed shows it.
-struct OperatorChanges {
+pub(super) struct OperatorChanges {
     /// How the global blocks changed.
-    blocks: BlockChanges,
+    pub blocks: BlockChanges,
     /// Where the allow list's change moved the holder's own entries.
-    moves: AllowMoves,
+    pub moves: AllowMoves,
+}
+
+impl OperatorChanges {
+    /// The addresses the holder's object looks up, and the intervals it looks in.
+    pub fn asked(&self) -> (Vec<u32>, AllowMoves) {
+        (probed(&self.blocks), self.moves.clone())
+    }
 }
 
 /// What changed in the global list (in a `scope=all` feed) and in the allow list
 /// from the cursor's versions to the current ones; `None` when the published
 /// changes do not say, or would make the holder's object look up more addresses
 /// or intervals than it takes: the whole feed answers then.
-async fn operator_changes(
+pub(super) async fn operator_changes(
     env: &Env,
     query: &FeedQuery,
     lists: Lists<'_>,
@@ -215,6 +250,7 @@ struct CreatedFeedToken<'a> {
     id: &'a str,
     feed_token: &'a str,
     scope: Scope,
+    decision_type: DecisionType,
 }
 
 #[derive(Serialize)]
@@ -225,24 +261,38 @@ struct TokenList {
 
 /// What `POST /api/feedTokens` may carry as JSON.
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct TokenRequest {
     scope: Option<String>,
+    decision_type: Option<String>,
 }
 
-/// The scope a new token asks for, as a form field or in JSON; `personal` when none.
-fn requested_scope(body: &Body) -> Result<Scope, ApiError> {
-    let asked = if body.is_json() {
-        body.json::<TokenRequest>()
-            .map_err(|e| ApiError::BadRequest(format!("the body is not a token request: {e}")))?
-            .scope
+/// What a new token asks for, as form fields or in JSON: its scope (`personal`
+/// when none) and its CrowdSec decisions' type (`ban` when none).
+fn requested(body: &Body) -> Result<(Scope, DecisionType), ApiError> {
+    let (scope, decision) = if body.is_json() {
+        let asked = body
+            .json::<TokenRequest>()
+            .map_err(|e| ApiError::BadRequest(format!("the body is not a token request: {e}")))?;
+        (asked.scope, asked.decision_type)
     } else {
-        body.field("scope")
+        (body.field("scope"), body.field("decisionType"))
     };
-    match asked.as_deref().map(str::trim) {
-        None | Some("") => Ok(Scope::Personal),
-        Some(code) => Scope::from_code(code)
-            .ok_or_else(|| ApiError::BadRequest(format!("scope is personal or all, not {code:?}"))),
+    fn coded<T: Coded>(asked: Option<String>, default: T, what: &str) -> Result<T, ApiError> {
+        match asked.as_deref().map(str::trim) {
+            None | Some("") => Ok(default),
+            Some(code) => T::from_code(code)
+                .ok_or_else(|| ApiError::BadRequest(format!("{what}, not {code:?}"))),
+        }
     }
+    Ok((
+        coded(scope, Scope::Personal, "scope is personal or all")?,
+        coded(
+            decision,
+            DecisionType::Ban,
+            "decisionType is ban or captcha",
+        )?,
+    ))
 }
 
 /// `POST /api/feedTokens`: a new read-only token for the feed, of the scope asked
@@ -253,13 +303,14 @@ pub async fn create_token(
     env: &Env,
     ctx: &Context,
 ) -> Result<Reply, ApiError> {
-    let scope = requested_scope(&Body::read(&mut req, ctx, MAX_BODY_BYTES).await?)?;
+    let (scope, decision) = requested(&Body::read(&mut req, ctx, MAX_BODY_BYTES).await?)?;
     let new = NewFeedToken::generate().map_err(StoreError::Randomness)?;
     let digest = feed_token::digest(&new.token);
     let record = NewFeedTokenRecord {
         id: new.id.clone(),
         digest: digest.clone(),
         scope,
+        decision,
     };
     holder(env, license)?.ask(CreateFeedToken(record)).await?;
     let owner = FeedTokenOwner {
@@ -274,6 +325,7 @@ pub async fn create_token(
             id: &new.id,
             feed_token: &new.token,
             scope,
+            decision_type: decision,
         },
     )
 }

@@ -8,7 +8,8 @@ use std::rc::Rc;
 use futures_util::stream::{self, Stream};
 use worker::console_error;
 
-use super::feed_query::Format;
+use super::appliance::ApplianceFile;
+use crate::domain::decision::{Decision, DecisionType, Filter};
 use crate::domain::delta::BlockChanges;
 use crate::domain::feed::{
     global_item, gone_item, is_single_block, Blocks, FeedItem, FeedRecord, Merge, Next,
@@ -34,6 +35,15 @@ impl Operator {
         without(self.global.read_from(low), self.allow.clone())
     }
 
+    /// The global part's block that holds `addr`, as a whole feed writes it.
+    pub fn block_holding(&self, addr: u32) -> Option<Ipv4Range> {
+        let span = self
+            .challenged_from(addr)
+            .next()
+            .filter(|&(first, _)| first <= addr)?;
+        Blocks::new(std::iter::once(span)).find(|block| block.last() >= addr)
+    }
+
     /// Whether the global part has `addr` as a block of its own: a personal entry
     /// of that address is then still in the feed, as the global block.
     fn single_global_block(&self, addr: u32) -> bool {
@@ -45,10 +55,25 @@ impl Operator {
     }
 }
 
-/// What a feed's body holds: every item, or the changes after a cursor.
+/// What a feed's body holds: every item, or the changes after a cursor, or
+/// (a CrowdSec pull's renewal) the deletions after one and every item.
 pub enum Shape {
     Whole { reset: bool },
     Delta,
+    Renewal,
+}
+
+/// How a feed's items are written.
+pub enum Render {
+    Text,
+    Json,
+    /// CrowdSec's decisions, as a token's bouncer takes them.
+    Decisions {
+        kind: DecisionType,
+        now: UnixTime,
+        filter: Filter,
+    },
+    Appliance(ApplianceFile),
 }
 
 /// Where the writing is.
@@ -76,12 +101,14 @@ struct Writer {
     /// The delta's global blocks to drop and to add, not written yet.
     global_deleted: VecDeque<Ipv4Range>,
     global_added: VecDeque<Ipv4Range>,
-    format: Format,
+    render: Render,
     shape: Shape,
     version: String,
     part_items: usize,
     /// Items written so far; the JSON array's first needs no comma.
     written: u64,
+    /// Whether the items being written are deletions.
+    deleting: bool,
     stage: Stage,
 }
 
@@ -90,7 +117,7 @@ pub fn body(
     records: Pages<FeedRecord>,
     operator: Operator,
     changes: BlockChanges,
-    format: Format,
+    render: Render,
     shape: Shape,
     version: String,
     part_items: usize,
@@ -105,11 +132,12 @@ pub fn body(
         blocks,
         merge: Merge::default(),
         read: VecDeque::new(),
-        format,
+        render,
         shape,
         version,
         part_items: part_items.max(1),
         written: 0,
+        deleting: false,
         stage: Stage::Head,
     };
     stream::unfold(writer, |mut writer| async move {
@@ -135,7 +163,10 @@ impl Writer {
                 text = self.head();
                 self.stage = match self.shape {
                     Shape::Whole { .. } => Stage::Items,
-                    Shape::Delta => Stage::Deleted,
+                    Shape::Delta | Shape::Renewal => {
+                        self.deleting = true;
+                        Stage::Deleted
+                    }
                 };
             }
             Stage::Items => {
@@ -180,8 +211,12 @@ impl Writer {
                 if self.global_deleted.is_empty() {
                     // The first entry to add belongs to the next array.
                     self.written = 0;
+                    self.deleting = false;
                     text.push_str("],\"new\":[");
-                    self.stage = Stage::New;
+                    self.stage = match self.shape {
+                        Shape::Renewal => Stage::Items,
+                        _ => Stage::New,
+                    };
                 }
             }
             Stage::NewGlobal => {
@@ -238,13 +273,22 @@ impl Writer {
         }
     }
 
+    /// The next page of records: first what a delta's last stage read ahead.
+    async fn next_page(&mut self) -> Result<Option<Vec<FeedRecord>>, StoreError> {
+        if self.read.is_empty() {
+            self.records.next().await
+        } else {
+            Ok(Some(self.read.drain(..).collect()))
+        }
+    }
+
     /// The whole feed's next item in address order.
     async fn next_whole(&mut self) -> Result<Option<FeedItem>, StoreError> {
         loop {
             match self.merge.step() {
                 Next::Item(item) => return Ok(Some(item)),
                 Next::Done => return Ok(None),
-                Next::NeedPersonal => match self.records.next().await? {
+                Next::NeedPersonal => match self.next_page().await? {
                     Some(page) => {
                         let mut entries = Vec::with_capacity(page.len());
                         for record in page {
@@ -279,38 +323,56 @@ impl Writer {
 
     fn head(&self) -> String {
         let version = &self.version;
-        match (self.format, &self.shape) {
-            (Format::Text, _) => format!("# greylist feed, version {version}\n"),
-            (Format::Json, Shape::Whole { reset }) => {
+        match (&self.render, &self.shape) {
+            (Render::Text, _) => format!("# greylist feed, version {version}\n"),
+            (Render::Appliance(file), _) => file.head(version),
+            (Render::Json, Shape::Whole { reset }) => {
                 let reset = if *reset { "\"reset\":true," } else { "" };
                 format!("{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":[")
             }
             // Keys in this order: the ipset agent reads the arrays by their neighbours.
-            (Format::Json, Shape::Delta) => {
-                format!("{{\"cursor\":\"{version}\",\"deleted\":[")
+            (Render::Json, _) => format!("{{\"cursor\":\"{version}\",\"deleted\":["),
+            (Render::Decisions { .. }, Shape::Whole { .. }) => {
+                "{\"deleted\":[],\"new\":[".to_owned()
             }
+            (Render::Decisions { .. }, _) => "{\"deleted\":[".to_owned(),
         }
     }
 
     fn tail(&self) -> String {
-        match self.format {
+        match &self.render {
             // The count closes the feed, so a cut transfer is told from a short list.
-            Format::Text => format!("# end of feed, {} entries\n", self.written),
-            Format::Json => "]}".to_owned(),
+            Render::Text => format!("# end of feed, {} entries\n", self.written),
+            Render::Appliance(file) => file.tail(),
+            Render::Json | Render::Decisions { .. } => "]}".to_owned(),
         }
     }
 
     fn write(&mut self, text: &mut String, item: &FeedItem) {
-        match self.format {
-            Format::Text => {
+        match &mut self.render {
+            Render::Text => {
                 text.push_str(&item.text());
                 text.push('\n');
             }
-            Format::Json => {
+            Render::Appliance(file) => {
+                file.item(item, text);
+                return;
+            }
+            Render::Json => {
                 if self.written > 0 {
                     text.push(',');
                 }
                 text.push_str(&item_json(item).to_string());
+            }
+            Render::Decisions { kind, now, filter } => {
+                let decision = Decision::of(item, *kind, *now, self.deleting);
+                if !filter.admits(&decision) {
+                    return;
+                }
+                if self.written > 0 {
+                    text.push(',');
+                }
+                text.push_str(&serde_json::to_string(&decision).unwrap_or_default());
             }
         }
         self.written += 1;

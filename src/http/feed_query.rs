@@ -1,62 +1,59 @@
 //! What a feed request asks for, from its query string and `If-None-Match`: the
 //! scope, the format, the cursor it holds, and the `ETag` of each answer.
 
-use std::fmt;
-
+use super::appliance::{Appliance, ListName};
 use crate::domain::code::Coded;
+use crate::domain::feed::FeedVersion;
 use crate::domain::feed_token::Scope;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Text,
     Json,
+    Mikrotik,
+    Nftables,
+    Ipset,
 }
 
 impl Coded for Format {
-    const ALL: &'static [Self] = &[Self::Text, Self::Json];
+    const ALL: &'static [Self] = &[
+        Self::Text,
+        Self::Json,
+        Self::Mikrotik,
+        Self::Nftables,
+        Self::Ipset,
+    ];
 
     fn code(self) -> &'static str {
         match self {
             Self::Text => "text",
             Self::Json => "json",
+            Self::Mikrotik => "mikrotik",
+            Self::Nftables => "nftables",
+            Self::Ipset => "ipset",
         }
     }
 }
 
-/// Where a feed stands: the last change of the personal list it holds (the
-/// history's sequence number), and the global and allow lists' versions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FeedVersion {
-    pub changes: u64,
-    pub global: u64,
-    pub allow: u64,
-}
-
-impl fmt::Display for FeedVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.changes, self.global, self.allow)
-    }
-}
-
-impl FeedVersion {
-    pub fn parse(text: &str) -> Option<Self> {
-        let mut parts = text
-            .split('.')
-            .map(|part| part.parse::<u64>().ok().filter(|_| !part.starts_with('+')));
-        let version = Self {
-            changes: parts.next()??,
-            global: parts.next()??,
-            allow: parts.next()??,
-        };
-        parts.next().is_none().then_some(version)
+impl Format {
+    /// The appliance file this format is, if it is one.
+    pub fn appliance(self) -> Option<Appliance> {
+        match self {
+            Self::Text | Self::Json => None,
+            Self::Mikrotik => Some(Appliance::Mikrotik),
+            Self::Nftables => Some(Appliance::Nftables),
+            Self::Ipset => Some(Appliance::Ipset),
+        }
     }
 }
 
 /// What the caller asked for, from the query string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedQuery {
     pub scope: Scope,
     pub format: Format,
+    /// The list an appliance file fills.
+    pub list: ListName,
     /// The changes since this cursor (JSON only), instead of the whole feed.
     pub since: Option<FeedVersion>,
 }
@@ -66,6 +63,7 @@ impl FeedQuery {
         let mut parsed = Self {
             scope: Scope::Personal,
             format: Format::Text,
+            list: ListName::default(),
             since: None,
         };
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
@@ -75,8 +73,14 @@ impl FeedQuery {
                         .ok_or_else(|| format!("scope is personal or all, not {value:?}"))?
                 }
                 "format" => {
-                    parsed.format = Format::from_code(&value)
-                        .ok_or_else(|| format!("format is text or json, not {value:?}"))?
+                    parsed.format = Format::from_code(&value).ok_or_else(|| {
+                        format!("format is text, json, mikrotik, nftables or ipset, not {value:?}")
+                    })?
+                }
+                "list" => {
+                    parsed.list = ListName::parse(&value).ok_or_else(|| {
+                        format!("list is 1 to 31 letters, digits, _ or -, not {value:?}")
+                    })?
                 }
                 "since" => {
                     let cursor = FeedVersion::parse(&value).ok_or_else(|| {
@@ -106,9 +110,12 @@ impl FeedQuery {
     /// The `ETag` of the answer this query gets at `version`.
     pub fn etag(&self, version: FeedVersion) -> String {
         let (scope, format) = (self.scope.code(), self.format.code());
-        match self.since {
-            Some(since) => format!("\"{scope}-delta-{since}-{version}\""),
-            None => format!("\"{scope}-{format}-{version}\""),
+        match (self.since, self.format.appliance()) {
+            (Some(since), _) => format!("\"{scope}-delta-{since}-{version}\""),
+            (None, None) => format!("\"{scope}-{format}-{version}\""),
+            // The file names its list, and its timeouts count down from the answer's
+            // moment: a file is current only as long as its version and list are.
+            (None, Some(_)) => format!("\"{scope}-{format}-{}-{version}\"", self.list.as_str()),
         }
     }
 
@@ -173,6 +180,17 @@ mod tests {
             .contains("format=json"));
         assert!(FeedQuery::parse("scope=everything").is_err());
         assert!(FeedQuery::parse("format=xml").is_err());
+        let file = FeedQuery::parse("format=mikrotik&list=edge-1").unwrap();
+        assert_eq!(
+            (file.format, file.list.as_str()),
+            (Format::Mikrotik, "edge-1")
+        );
+        assert_eq!(
+            FeedQuery::parse("format=ipset").unwrap().list.as_str(),
+            "greylist"
+        );
+        assert!(FeedQuery::parse("format=nftables&list=a;b").is_err());
+        assert!(FeedQuery::parse("format=nftables&since=1.2.3").is_err());
         for bad in ["7.3", "7.3.2.1", "a.b.c", "+1.2.3", "-1.2.3", ""] {
             assert!(
                 FeedQuery::parse(&format!("format=json&since={bad}")).is_err(),

@@ -3,11 +3,13 @@
 //! headers) live here, beside the handlers; `error.rs` is the one error mapping.
 
 pub mod admin;
+pub mod appliance;
 pub mod auth;
 pub mod body;
 pub mod browse;
 pub mod bulk;
 pub mod credentials;
+pub mod decisions;
 pub mod error;
 pub mod etag;
 pub mod feed;
@@ -31,7 +33,7 @@ use crate::platform::{clock, config};
 use error::ApiError;
 use log::RequestLog;
 use reply::{BodyMode, Reply};
-use route::{HolderRoute, Miss, OperatorRoute, Route};
+use route::{BouncerRoute, HolderRoute, Miss, OperatorRoute, Route};
 
 pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     #[cfg(feature = "test-hooks")]
@@ -42,7 +44,8 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
     let holders = match &route {
         Ok(route) => route.is_holders(),
         Err(Miss::MethodNotAllowed(routes)) => routes.iter().any(Route::is_holders),
-        Err(Miss::NotFound) => true,
+        // CrowdSec's clients read a JSON `message` from any error of its API's paths.
+        Err(Miss::NotFound) => !req.path().trim_start_matches('/').starts_with("v1/"),
     };
     let mode = if holders {
         BodyMode::of_url(&req.inner().url())
@@ -97,6 +100,15 @@ async fn dispatch(
         Route::Feed => {
             let reader = auth::feed_reader(&req, env, now, log).await?;
             feed::feed(reader, req, env, now).await
+        }
+        Route::Bouncer(route) => {
+            let reader = auth::bouncer(&req, env, now, log).await?;
+            let answer = match route {
+                BouncerRoute::Stream => decisions::stream(reader, req, env, now).await,
+                BouncerRoute::StreamHead => decisions::stream_head(),
+                BouncerRoute::Decisions => decisions::live(reader, req, env, now).await,
+            };
+            answer.map_err(auth::bouncer_refusal)
         }
         Route::Operator(route) => {
             auth::operator(&req, env)?;

@@ -16,8 +16,19 @@ pub enum Route {
     Feed,
     /// Only `ADMIN_TOKEN` opens these.
     Operator(OperatorRoute),
+    /// CrowdSec's Local API, as its bouncers call it: a feed token in `X-Api-Key`.
+    Bouncer(BouncerRoute),
     Login,
     OpenApi,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BouncerRoute {
+    Stream,
+    /// The stream's `HEAD`: whether the key opens it, nothing read or moved.
+    StreamHead,
+    /// Live mode: the decisions that cover one address.
+    Decisions,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +140,17 @@ static PATHS: LazyLock<Vec<(&'static str, Vec<Route>)>> = LazyLock::new(|| {
         ),
         ("/api/greylistFeed", vec![Route::Feed]),
         ("/api/challengeListFeed", vec![Route::Feed]),
+        (
+            "/v1/decisions/stream",
+            vec![
+                Route::Bouncer(BouncerRoute::Stream),
+                Route::Bouncer(BouncerRoute::StreamHead),
+            ],
+        ),
+        (
+            "/v1/decisions",
+            vec![Route::Bouncer(BouncerRoute::Decisions)],
+        ),
         ("/openapi.json", vec![Route::OpenApi]),
         ("/v2/authentication/login/license", vec![Route::Login]),
         (
@@ -143,6 +165,11 @@ static PATHS: LazyLock<Vec<(&'static str, Vec<Route>)>> = LazyLock::new(|| {
         ("/admin/status", vec![Route::Operator(O::Status)]),
     ]
 });
+
+/// How many slashes end a path.
+fn trailing(path: &str) -> usize {
+    path.len() - path.trim_end_matches('/').len()
+}
 
 /// Makes the route of a path that ends in an id.
 type WithId = fn(String) -> Route;
@@ -159,6 +186,12 @@ const ID_PATHS: [(&str, WithId); 2] = [
 
 impl Route {
     fn on_path(path: &str) -> Vec<Self> {
+        // A bouncer's base URL may end in a slash or not, and its client may add one.
+        let bouncer = path.trim_start_matches('/');
+        let path = match bouncer.strip_prefix("v1/") {
+            Some(rest) => &path[path.len() - bouncer.len() - 1..path.len() - trailing(rest)],
+            None => path,
+        };
         if let Some((_, routes)) = PATHS.iter().find(|(p, _)| *p == path) {
             return routes.clone();
         }
@@ -190,7 +223,9 @@ impl Route {
         use OperatorRoute as O;
         match self {
             Self::Holder(H::RevokeFeedToken(_)) | Self::Operator(O::RevokeLicense(_)) => "DELETE",
+            Self::Bouncer(BouncerRoute::StreamHead) => "HEAD",
             Self::OpenApi | Self::Feed | Self::Holder(H::FeedTokens | H::Quota) => "GET",
+            Self::Bouncer(_) => "GET",
             Self::Operator(O::ExportList(_) | O::Status | O::Licenses) => "GET",
             Self::Operator(O::ReplaceList(_)) => "PUT",
             _ => "POST",
@@ -212,6 +247,9 @@ impl Route {
             Self::Holder(H::FeedTokens) => "list_feed_tokens",
             Self::Holder(H::RevokeFeedToken(_)) => "revoke_feed_token",
             Self::Feed => "feed",
+            Self::Bouncer(BouncerRoute::Stream) => "decision_stream",
+            Self::Bouncer(BouncerRoute::StreamHead) => "decision_stream_head",
+            Self::Bouncer(BouncerRoute::Decisions) => "decisions",
             Self::OpenApi => "openapi",
             Self::Login => "login",
             Self::Operator(O::CreateLicense) => "create_license",
@@ -286,6 +324,64 @@ mod tests {
         ] {
             assert_eq!(Route::resolve("POST", path), Ok(Route::Holder(H::Bulk(op))));
         }
+    }
+
+    #[test]
+    fn every_route_goes_to_the_worker_before_any_static_file() {
+        let config = include_str!("../../wrangler.toml");
+        let list = config
+            .split("run_worker_first = [")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .expect("run_worker_first in wrangler.toml");
+        let patterns: Vec<&str> = list
+            .lines()
+            .map(|line| line.trim().trim_end_matches(',').trim_matches('"'))
+            .filter(|line| !line.is_empty())
+            .collect();
+        let first = |path: &str| {
+            patterns.iter().any(|p| match p.strip_suffix('*') {
+                Some(prefix) => path.starts_with(prefix),
+                None => path == *p,
+            })
+        };
+        for (path, _) in Route::all() {
+            let concrete = path.replace("{id}", "x");
+            assert!(first(&concrete), "{path} is not in run_worker_first");
+        }
+    }
+
+    #[test]
+    fn a_bouncers_paths_route_with_or_without_slashes_around_them() {
+        use BouncerRoute as B;
+        for path in [
+            "/v1/decisions/stream",
+            "//v1/decisions/stream",
+            "/v1/decisions/stream/",
+        ] {
+            assert_eq!(
+                Route::resolve("GET", path),
+                Ok(Route::Bouncer(B::Stream)),
+                "{path}"
+            );
+            assert_eq!(
+                Route::resolve("HEAD", path),
+                Ok(Route::Bouncer(B::StreamHead))
+            );
+        }
+        assert_eq!(
+            Route::resolve("GET", "//v1/decisions"),
+            Ok(Route::Bouncer(B::Decisions))
+        );
+        assert!(matches!(
+            Route::resolve("POST", "/v1/decisions/stream"),
+            Err(Miss::MethodNotAllowed(_))
+        ));
+        assert_eq!(Route::resolve("GET", "/v1/watchers"), Err(Miss::NotFound));
+        assert_eq!(
+            Route::resolve("GET", "/api/greylistFeed/"),
+            Err(Miss::NotFound)
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use super::holder_list::{address_value, entries, ip_of, live, SqlListStore, ENTRY_COLUMNS};
 use super::sql::{Row, Sql, SqlError, Value};
 use crate::domain::code::Coded;
+use crate::domain::decision::{Position, Pull, PullPlan};
 use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Change, Entry};
 use crate::domain::feed::{FeedHead, FeedRecord};
@@ -61,6 +62,8 @@ pub struct FeedPages<S: Sql> {
     window: (u64, u64),
     /// Where a change of the allow list since the cursor moved the holder's entries.
     moves: AllowMoves,
+    /// A renewal: after the addresses to drop, every live entry.
+    renewal: bool,
     step: Step,
 }
 
@@ -100,9 +103,54 @@ pub fn open<S: Sql>(
             page: page.max(1),
             window,
             moves,
+            renewal: false,
             step,
         },
     ))
+}
+
+/// Reads how a feed token's pull begins, from where its previous pull left it
+/// (`stored`): the plan, so that the caller moves the position once the answer
+/// is read, and the personal part.
+pub fn open_pull<S: Sql>(
+    store: SqlListStore<S>,
+    (pull, moves): (Pull, AllowMoves),
+    stored: Option<Position>,
+    now: UnixTime,
+    page: usize,
+) -> Result<(PullPlan, FeedHead, FeedPages<S>), SqlError> {
+    let (oldest, changes) = store.changes()?;
+    let remembered = |since: u64| since <= changes && since + 1 >= oldest;
+    let plan = PullPlan::of(&pull, stored, changes, remembered, now);
+    let (head, step, window) = match plan {
+        PullPlan::Unchanged => (FeedHead::Unchanged { changes }, Step::Done, (0, 0)),
+        PullPlan::Moved(position) => (FeedHead::Moved { changes, position }, Step::Done, (0, 0)),
+        PullPlan::Whole { reset } => (
+            FeedHead::Whole { changes, reset },
+            Step::Whole { after: None },
+            (0, changes),
+        ),
+        PullPlan::Delta { since } => (
+            FeedHead::Delta { changes },
+            Step::Gone { after: since },
+            (since, changes),
+        ),
+        PullPlan::Renewal { since } => (
+            FeedHead::Renewal { changes },
+            Step::Gone { after: since },
+            (since, changes),
+        ),
+    };
+    let pages = FeedPages {
+        store,
+        now,
+        page: page.max(1),
+        window,
+        moves,
+        renewal: matches!(plan, PullPlan::Renewal { .. }),
+        step,
+    };
+    Ok((plan, head, pages))
 }
 
 /// Addresses probed at most in one feed: the single-address blocks a change of the
@@ -155,6 +203,11 @@ fn last_address(rows: &[Row]) -> Result<Option<[u8; 16]>, SqlError> {
 }
 
 impl<S: Sql> FeedPages<S> {
+    /// The store the pages read, to record where the pull left its token once read.
+    pub fn store(&self) -> &SqlListStore<S> {
+        &self.store
+    }
+
     /// The next page of records, or `None` after the last.
     pub fn next_page(&mut self) -> Result<Option<Vec<FeedRecord>>, SqlError> {
         loop {
@@ -268,12 +321,12 @@ impl<S: Sql> FeedPages<S> {
             &self.moves.hidden
         };
         let Some(&(first, last)) = ranges.get(range) else {
-            let next = if shown {
-                Step::Done
-            } else {
-                Step::Listed {
+            let next = match (shown, self.renewal) {
+                (true, _) => Step::Done,
+                (false, true) => Step::Whole { after: None },
+                (false, false) => Step::Listed {
                     after: self.window.0,
-                }
+                },
             };
             return Ok((Vec::new(), next));
         };

@@ -7,9 +7,6 @@ use std::net::Ipv4Addr;
 use super::sql::{Row, Sql, SqlError, Value};
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
-use crate::domain::feed_token::{
-    FeedTokenInfo, NewFeedTokenRecord, Scope, MAX_PER_HOLDER as MAX_FEED_TOKENS,
-};
 use crate::domain::holder::{DailyUsage, ListStore, MAX_HISTORY_ROWS};
 use crate::domain::ipv4::PublicIpv4;
 use crate::domain::page::{prefix_ranges, EntryCursor, HistoryCursor, Page, PageQuery};
@@ -21,7 +18,7 @@ pub const HISTORY_DAYS: u64 = 90;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-const MIGRATIONS: [&str; 6] = [
+pub(super) const MIGRATIONS: [&str; 7] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -94,6 +91,15 @@ const MIGRATIONS: [&str; 6] = [
     // A feed token's scope: the personal list, or all it may read. Tokens made
     // before read everything, as they could then.
     "ALTER TABLE feed_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'all';",
+    // What a token's CrowdSec decisions say, where its pulls stand (the cursor of
+    // its previous answer and when one last announced everything), and who pulled
+    // last, what, and how often, for the dashboard.
+    "ALTER TABLE feed_tokens ADD COLUMN decision TEXT NOT NULL DEFAULT 'ban';
+    ALTER TABLE feed_tokens ADD COLUMN position TEXT;
+    ALTER TABLE feed_tokens ADD COLUMN renewed_at INTEGER;
+    ALTER TABLE feed_tokens ADD COLUMN user_agent TEXT;
+    ALTER TABLE feed_tokens ADD COLUMN pulled TEXT;
+    ALTER TABLE feed_tokens ADD COLUMN pull_interval INTEGER;",
 ];
 
 /// `Entry::is_live` for the rows of a query, on the expiry column named: `?1` is the time.
@@ -330,65 +336,6 @@ impl<S: Sql> SqlListStore<S> {
         } else {
             (oldest, newest)
         })
-    }
-
-    /// Whether the token still exists; when it does, it was used now.
-    pub fn touch_feed_token(&self, id: &str, now: UnixTime) -> Result<bool, SqlError> {
-        Ok(self.sql.execute(
-            "UPDATE feed_tokens SET last_used = ?1 WHERE id = ?2",
-            &[Value::int(now.0), Value::text(id)],
-        )? > 0)
-    }
-
-    /// Records a new token, unless the holder has the most it may.
-    pub fn create_feed_token(
-        &self,
-        token: &NewFeedTokenRecord,
-        now: UnixTime,
-    ) -> Result<bool, SqlError> {
-        if self.count("SELECT count(*) FROM feed_tokens", &[])? >= MAX_FEED_TOKENS as u64 {
-            return Ok(false);
-        }
-        self.sql.execute(
-            "INSERT INTO feed_tokens (id, digest, created_at, scope) VALUES (?1, ?2, ?3, ?4)",
-            &[
-                Value::text(&token.id),
-                Value::text(&token.digest),
-                Value::int(now.0),
-                Value::text(token.scope.code()),
-            ],
-        )?;
-        Ok(true)
-    }
-
-    pub fn feed_tokens(&self) -> Result<Vec<FeedTokenInfo>, SqlError> {
-        let rows = self.sql.query(
-            "SELECT id, created_at, last_used, scope FROM feed_tokens ORDER BY created_at, id",
-            &[],
-        )?;
-        rows.iter()
-            .map(|row| {
-                let scope = row.text(3)?;
-                Ok(FeedTokenInfo {
-                    id: row.text(0)?,
-                    scope: Scope::from_code(&scope)
-                        .ok_or_else(|| SqlError(format!("a feed token of scope {scope:?}")))?,
-                    created_at: UnixTime(row.int(1)?).to_rfc3339(),
-                    last_used: row.opt_int(2)?.map(|at| UnixTime(at).to_rfc3339()),
-                })
-            })
-            .collect()
-    }
-
-    /// Deletes a token; its digest, so that its record can go too, or `None` when there was none.
-    pub fn revoke_feed_token(&self, id: &str) -> Result<Option<String>, SqlError> {
-        let found = self.sql.query(
-            "SELECT digest FROM feed_tokens WHERE id = ?1",
-            &[Value::text(id)],
-        )?;
-        self.sql
-            .execute("DELETE FROM feed_tokens WHERE id = ?1", &[Value::text(id)])?;
-        found.first().map(|row| row.text(0)).transpose()
     }
 }
 
@@ -664,54 +611,6 @@ mod tests {
     }
 
     #[test]
-    fn feed_tokens_are_capped_touched_and_revoked() {
-        let store = sql_store();
-        for n in 0..MAX_FEED_TOKENS {
-            let token = NewFeedTokenRecord {
-                id: format!("ft_{n:016x}"),
-                digest: format!("d{n}"),
-                scope: if n % 2 == 0 {
-                    Scope::Personal
-                } else {
-                    Scope::All
-                },
-            };
-            assert!(store.create_feed_token(&token, NOON).unwrap());
-        }
-        assert!(!store
-            .create_feed_token(
-                &NewFeedTokenRecord {
-                    id: "ft_x".into(),
-                    digest: "x".into(),
-                    scope: Scope::All,
-                },
-                NOON
-            )
-            .unwrap());
-        assert!(store
-            .touch_feed_token("ft_0000000000000001", NOON.plus(5))
-            .unwrap());
-        let listed = store.feed_tokens().unwrap();
-        assert_eq!(listed[1].last_used.as_deref(), Some("2026-11-21T12:00:05Z"));
-        assert_eq!(
-            (listed[0].scope, listed[1].scope),
-            (Scope::Personal, Scope::All)
-        );
-        assert_eq!(
-            store
-                .revoke_feed_token("ft_0000000000000001")
-                .unwrap()
-                .as_deref(),
-            Some("d1")
-        );
-        assert!(!store.touch_feed_token("ft_0000000000000001", NOON).unwrap());
-        assert_eq!(
-            store.revoke_feed_token("ft_0000000000000001").unwrap(),
-            None
-        );
-    }
-
-    #[test]
     fn revocation_is_recorded_once() {
         let store = sql_store();
         assert!(!store.is_revoked().unwrap());
@@ -723,20 +622,6 @@ mod tests {
             .query("SELECT revoked_at FROM standing", &[])
             .unwrap();
         assert_eq!(at[0].int(0).unwrap(), NOON.0, "the first revocation counts");
-    }
-
-    #[test]
-    fn a_feed_token_made_before_scopes_reads_everything() {
-        let sql = NativeSql::new();
-        super::super::sql::migrate(&sql, &MIGRATIONS[..5]).unwrap();
-        sql.execute(
-            "INSERT INTO feed_tokens (id, digest, created_at) VALUES ('ft_0', 'd', 5)",
-            &[],
-        )
-        .unwrap();
-        migrate(&sql).unwrap();
-        let listed = SqlListStore::new(sql).feed_tokens().unwrap();
-        assert_eq!(listed[0].scope, Scope::All);
     }
 
     #[test]

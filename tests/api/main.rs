@@ -3,9 +3,12 @@
 
 mod admin;
 mod agents;
+mod appliances;
 mod auth;
 mod bounded;
 mod concurrency;
+mod crowdsec;
+mod decisions;
 mod faults;
 mod features;
 mod global_lists;

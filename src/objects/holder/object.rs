@@ -10,15 +10,19 @@ use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlS
 
 use super::protocol::{
     Admit, CreateFeedToken, Feed, FeedStart, FeedTokens, History, HolderCall, HolderProtocol,
-    HolderRefusal, ListEntries, Perform, Revoke, RevokeFeedToken, Usage,
+    HolderRefusal, ListEntries, Lookup, Perform, Revoke, RevokeFeedToken, Usage,
 };
-use crate::domain::feed::FeedRecord;
+use crate::domain::decision::DecisionType;
+use crate::domain::entry::Entry;
+use crate::domain::feed::{FeedHead, FeedRecord, FeedVersion};
+use crate::domain::feed_token::PullClient;
 use crate::domain::holder::{perform, sweep, Answer, Limits, ListStore, Operation};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::protocol::{
     receive, refuse, Ask, AskStream, Failure, Streamed, StreamedOutcome,
 };
 use crate::platform::{clock, config};
+use crate::store::feed_tokens::TokenState;
 use crate::store::holder_feed;
 use crate::store::holder_list::{migrate, SqlListStore};
 use crate::store::sql::SqlError;
@@ -107,7 +111,8 @@ impl DurableObject for HolderList {
                     Err(fault) => Err(fault.into()),
                 })
             }
-            HolderCall::FeedTokens(FeedTokens) => FeedTokens::reply(stored(store.feed_tokens())),
+            HolderCall::FeedTokens(FeedTokens) => FeedTokens::reply(stored(store.feed_tokens(now))),
+            HolderCall::Lookup(lookup) => Lookup::reply(self.lookup(&lookup, now)),
             HolderCall::RevokeFeedToken(RevokeFeedToken(id)) => {
                 RevokeFeedToken::reply(stored(store.revoke_feed_token(&id)))
             }
@@ -192,13 +197,13 @@ impl HolderList {
         now: UnixTime,
         page: usize,
     ) -> StreamedOutcome<FeedStart, FeedRecord, HolderRefusal> {
-        let mut store = SqlListStore::new(self.sql.clone());
-        if let Some(token) = &feed.token {
-            if !store.touch_feed_token(token, now)? {
-                return Err(Failure::Refused(HolderRefusal::FeedTokenRevoked));
-            }
-        }
-        if sweep(&mut store, now, SWEEP_BATCH)? == SWEEP_BATCH {
+        let store = SqlListStore::new(self.sql.clone());
+        let token = match &feed.token {
+            Some(id) => Some((id.clone(), self.token(&store, id)?)),
+            None => None,
+        };
+        let mut sweeping = SqlListStore::new(&self.sql);
+        if sweep(&mut sweeping, now, SWEEP_BATCH)? == SWEEP_BATCH {
             self.schedule_sweep(now)
                 .await
                 .map_err(|e| Failure::Fault(e.into()))?;
@@ -216,20 +221,85 @@ impl HolderList {
             ))));
         }
         let listed = holder_feed::listed(&store, &feed.probe, now)?;
-        let (head, pages) =
-            holder_feed::open(store, (feed.since, feed.moves), feed.known, now, page)?;
-        let pages = stream::unfold(Some(pages), |pages| async move {
-            let mut pages = pages?;
+        let decision = token
+            .as_ref()
+            .map_or(DecisionType::Ban, |(_, state)| state.decision);
+        // A pull's position moves once its answer has been read to the end: a
+        // bouncer whose transfer broke off is answered the same changes again.
+        let (head, pages, finish) = match (feed.pull, token) {
+            (Some(pull), Some((id, state))) => {
+                let (plan, head, pages) =
+                    holder_feed::open_pull(store, (pull, feed.moves), state.position, now, page)?;
+                let current = FeedVersion {
+                    changes: head.changes(),
+                    global: pull.global,
+                    allow: pull.allow,
+                };
+                let position = plan.next(state.position, current, now);
+                (head, pages, Some((id, state, position)))
+            }
+            (_, token) => {
+                let (head, pages) =
+                    holder_feed::open(store, (feed.since, feed.moves), feed.known, now, page)?;
+                let finish = token.map(|(id, state)| (id, state, None));
+                (head, pages, finish)
+            }
+        };
+        let client = feed.client.unwrap_or_else(|| PullClient::new(None, "feed"));
+        let finish = finish.map(|(id, state, position)| Finish {
+            id,
+            state,
+            client,
+            position,
+            now,
+        });
+        // An answer with nothing to follow is recorded now; any other once it is read.
+        let finish = match (head, finish) {
+            (FeedHead::Unchanged { .. } | FeedHead::Moved { .. }, Some(finish)) => {
+                finish.record(pages.store())?;
+                None
+            }
+            (_, finish) => finish,
+        };
+        let pages = stream::unfold(Some((pages, finish)), |read| async move {
+            let (mut pages, finish) = read?;
             match pages.next_page() {
-                Ok(Some(page)) => Some((Ok(page), Some(pages))),
-                Ok(None) => None,
+                Ok(Some(page)) => Some((Ok(page), Some((pages, finish)))),
+                Ok(None) => match finish.map(|finish| finish.record(pages.store())) {
+                    Some(Err(fault)) => Some((Err(fault.into()), None)),
+                    _ => None,
+                },
                 Err(fault) => Some((Err(fault.into()), None)),
             }
         });
         Ok(Streamed {
-            head: FeedStart { head, listed },
+            head: FeedStart {
+                head,
+                decision,
+                listed,
+            },
             pages: Box::pin(pages),
         })
+    }
+
+    /// The feed token a request came with, as it stands; refused when revoked.
+    fn token<S: crate::store::sql::Sql>(
+        &self,
+        store: &SqlListStore<S>,
+        id: &str,
+    ) -> Outcome<TokenState> {
+        store
+            .token_state(id)?
+            .ok_or(Failure::Refused(HolderRefusal::FeedTokenRevoked))
+    }
+
+    /// One address, as a bouncer in live mode asks: the live entry, if any.
+    fn lookup(&self, lookup: &Lookup, now: UnixTime) -> Outcome<(DecisionType, Option<Entry>)> {
+        let store = SqlListStore::new(&self.sql);
+        let state = self.token(&store, &lookup.token)?;
+        store.record_pull(&lookup.token, &state, &lookup.client, None, now)?;
+        let entry = store.entry(lookup.ip)?.filter(|entry| entry.is_live(now));
+        Ok((state.decision, entry))
     }
 
     fn is_revoked(&self) -> Result<bool> {
@@ -261,6 +331,24 @@ impl HolderList {
 /// What the store read or wrote, as an answer: its faults are the object's.
 fn stored<T>(result: std::result::Result<T, SqlError>) -> Outcome<T> {
     result.map_err(Failure::from)
+}
+
+/// What a token's record takes once its pull is answered.
+struct Finish {
+    id: String,
+    state: TokenState,
+    client: PullClient,
+    position: Option<crate::domain::decision::Position>,
+    now: UnixTime,
+}
+
+impl Finish {
+    fn record<S: crate::store::sql::Sql>(
+        &self,
+        store: &SqlListStore<S>,
+    ) -> std::result::Result<(), SqlError> {
+        store.record_pull(&self.id, &self.state, &self.client, self.position, self.now)
+    }
 }
 
 fn fault(error: SqlError) -> worker::Error {

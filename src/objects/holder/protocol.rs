@@ -2,11 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::decision::{DecisionType, Pull};
 use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Entry, HistoryEvent};
 use crate::domain::feed::{FeedHead, FeedRecord};
-use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord};
+use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
 use crate::domain::holder::{Answer, Call, DailyUsage};
+use crate::domain::ipv4::PublicIpv4;
 use crate::domain::page::{EntryCursor, HistoryCursor, Page, PageQuery};
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
@@ -26,6 +28,7 @@ calls!(HolderProtocol => HolderCall {
     CreateFeedToken => (),
     FeedTokens => Vec<FeedTokenInfo>,
     RevokeFeedToken => Option<String>,
+    Lookup => (DecisionType, Option<Entry>),
     Revoke => (),
     Admit => (),
     #[cfg(feature = "test-hooks")]
@@ -70,6 +73,10 @@ pub struct Usage;
 pub struct Feed {
     /// The feed token the request came with, if any: it must still exist.
     pub token: Option<String>,
+    /// Who pulls with that token, and what, for its record.
+    pub client: Option<PullClient>,
+    /// A CrowdSec stream pull: the token's position says what changed, not `since`.
+    pub pull: Option<Pull>,
     /// The changes since this history number, instead of the whole list.
     pub since: Option<u64>,
     /// The history number the caller already has: nothing else is sent if it is current.
@@ -85,6 +92,8 @@ pub struct Feed {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FeedStart {
     pub head: FeedHead,
+    /// What the token's CrowdSec decisions say (`ban` for an access token).
+    pub decision: DecisionType,
     /// Of the addresses probed, those the list holds live, ascending.
     pub listed: Vec<u32>,
 }
@@ -100,6 +109,15 @@ pub struct FeedTokens;
 /// Deletes a feed token; answers its digest, or none when there was no such token.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RevokeFeedToken(pub String);
+
+/// A CrowdSec bouncer's live question: the token's decision type, and the live
+/// entry of one address, if the list holds it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Lookup {
+    pub token: String,
+    pub client: PullClient,
+    pub ip: PublicIpv4,
+}
 
 /// The license is revoked: every later call is refused.
 #[derive(Debug, Serialize, Deserialize)]

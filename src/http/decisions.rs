@@ -1,0 +1,275 @@
+//! CrowdSec's Local API, the part its bouncers read: the decision stream and
+//! live mode. Any bouncer becomes a greylist agent with a URL and a feed token:
+//! the token's scope says what it reads, its position in the holder's object
+//! what it already has.
+
+use std::net::Ipv4Addr;
+
+use worker::{Env, Request, Response};
+
+use super::auth::BouncerKey;
+use super::error::ApiError;
+use super::feed::{held_apart, operator_changes, user_agent, Lists, OperatorChanges};
+use super::feed_body::{self, Operator, Render, Shape};
+use super::feed_query::{FeedQuery, Format};
+use super::form;
+use super::reply::Reply;
+use crate::domain::decision::{Decision, Filter, OperatorFrom, Pull};
+use crate::domain::delta::BlockChanges;
+use crate::domain::feed::{FeedHead, FeedItem};
+use crate::domain::feed_token::{PullClient, Scope};
+use crate::domain::ip_list::ListKind;
+use crate::domain::ipv4::PublicIpv4;
+use crate::domain::snapshot::{covers, Shards};
+use crate::domain::time::Millis;
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::{Feed, Lookup};
+use crate::objects::lists::client as lists;
+use crate::platform::config;
+
+/// What a pull asks for, from its query string: the Local API's parameters;
+/// any other is ignored, as it ignores them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamQuery {
+    /// Only the exact `startup=true` asks for everything.
+    pub startup: bool,
+    pub filter: Filter,
+}
+
+/// A comma-joined list, its words trimmed, the empty ones dropped.
+fn words(value: &str, lower: bool) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            if lower {
+                word.to_lowercase()
+            } else {
+                word.to_owned()
+            }
+        })
+        .collect()
+}
+
+impl StreamQuery {
+    pub fn parse(query: &str) -> Self {
+        let mut parsed = Self::default();
+        for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+            match key.as_ref() {
+                "startup" => parsed.startup = value == "true",
+                "scopes" => parsed.filter.scopes = Some(words(&value, true)),
+                "origins" => parsed.filter.origins = Some(words(&value, false)),
+                "scenarios_containing" => parsed.filter.containing = words(&value, true),
+                "scenarios_not_containing" => parsed.filter.not_containing = words(&value, true),
+                _ => {}
+            }
+        }
+        parsed
+    }
+}
+
+/// The operator's lists as a pull by a token of `scope` reads them.
+async fn operator_lists(
+    env: &Env,
+    scope: Scope,
+    now: Millis,
+) -> Result<
+    (
+        (u64, Shards),
+        (u64, std::rc::Rc<crate::domain::intervals::Intervals>),
+    ),
+    ApiError,
+> {
+    let freshness = config::settings(env)?.freshness;
+    let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
+    let global = match scope {
+        Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
+        Scope::Personal => (0, Shards::default()),
+    };
+    Ok((global, allow))
+}
+
+/// `GET /v1/decisions/stream`: with `startup=true`, every decision the token's
+/// bouncer should enforce; otherwise what changed since the token's previous
+/// pull. One call to the holder's object; two on the first pull after the
+/// operator's lists changed, when their changes since the token's position are
+/// worked out between them.
+pub async fn stream(
+    bouncer: BouncerKey,
+    req: Request,
+    env: &Env,
+    now: Millis,
+) -> Result<Reply, ApiError> {
+    let BouncerKey {
+        license,
+        token,
+        scope: may_read,
+    } = bouncer;
+    let query = StreamQuery::parse(form::query_of(&req.inner().url()));
+    let settings = config::settings(env)?;
+    let ((global_version, global), (allow_version, allow)) =
+        operator_lists(env, may_read, now).await?;
+    let client = PullClient::new(user_agent(&req)?.as_deref(), "decisions");
+    let mut pull = Pull {
+        startup: query.startup,
+        global: global_version,
+        allow: allow_version,
+        from: None,
+    };
+    let ask = |pull, (probe, moves)| Feed {
+        token: Some(token.clone()),
+        client: Some(client.clone()),
+        pull: Some(pull),
+        probe,
+        moves,
+        ..Feed::default()
+    };
+    let object = holder(env, &license)?;
+    let (mut start, mut records) = object.ask_stream(ask(pull, Default::default())).await?;
+    let mut changes = None;
+    if let FeedHead::Moved { position, .. } = start.head {
+        let since = FeedQuery {
+            scope: may_read,
+            format: Format::Json,
+            list: Default::default(),
+            since: Some(position),
+        };
+        let lists = Lists {
+            global: (global_version, &global),
+            allow: (allow_version, &allow),
+        };
+        changes = operator_changes(env, &since, lists, settings.freshness, now).await?;
+        pull.from = Some(OperatorFrom {
+            position,
+            known: changes.is_some(),
+        });
+        let asked = changes
+            .as_ref()
+            .map(OperatorChanges::asked)
+            .unwrap_or_default();
+        (start, records) = object.ask_stream(ask(pull, asked)).await?;
+    }
+    let blocks = changes.map(|c| c.blocks).unwrap_or_default();
+    let (shape, blocks) =
+        match start.head {
+            FeedHead::Unchanged { .. } => return json_body("{\"deleted\":[],\"new\":[]}"),
+            FeedHead::Moved { .. } => return Err(ApiError::Internal(
+                "a token's position moved during its pull: is one token shared by two bouncers?"
+                    .to_owned(),
+            )),
+            FeedHead::Whole { .. } => (Shape::Whole { reset: false }, BlockChanges::default()),
+            FeedHead::Delta { .. } => (Shape::Delta, held_apart(&start, blocks)),
+            FeedHead::Renewal { .. } => (Shape::Renewal, held_apart(&start, blocks)),
+        };
+    let render = Render::Decisions {
+        kind: start.decision,
+        now: now.unix(),
+        filter: query.filter,
+    };
+    let body = feed_body::body(
+        records,
+        Operator { global, allow },
+        blocks,
+        render,
+        shape,
+        String::new(),
+        settings.page_entries,
+    );
+    let response = Response::from_stream(body)?;
+    response.headers().set("Content-Type", "application/json")?;
+    Ok(Reply::Built(response))
+}
+
+/// `HEAD /v1/decisions/stream`: 200 when the key opens the stream; nothing is
+/// read, and the token's position stays where it is.
+pub fn stream_head() -> Result<Reply, ApiError> {
+    let response = Response::empty()?;
+    response.headers().set("Content-Type", "application/json")?;
+    Ok(Reply::Built(response))
+}
+
+fn json_body(body: &str) -> Result<Reply, ApiError> {
+    let response = Response::ok(body)?;
+    response.headers().set("Content-Type", "application/json")?;
+    Ok(Reply::Built(response))
+}
+
+/// `GET /v1/decisions?ip=<addr>` (live mode): the decisions that cover the
+/// address, or the exact body `null` when none does (the Lua bouncer compares
+/// the body with that text).
+pub async fn live(
+    bouncer: BouncerKey,
+    req: Request,
+    env: &Env,
+    now: Millis,
+) -> Result<Reply, ApiError> {
+    let BouncerKey {
+        license,
+        token,
+        scope: may_read,
+    } = bouncer;
+    let url = req.inner().url();
+    let asked = form_urlencoded::parse(form::query_of(&url).as_bytes())
+        .find(|(key, _)| key == "ip")
+        .map(|(_, value)| value.trim().to_owned())
+        .ok_or_else(|| ApiError::BadRequest("ip is required".to_owned()))?;
+    let addr: Ipv4Addr = asked
+        .parse()
+        .map_err(|_| ApiError::BadRequest(format!("ip {asked:?} is not an IPv4 address")))?;
+    let Some(ip) = PublicIpv4::from_addr(addr) else {
+        return json_body("null");
+    };
+    let ((_, global), (_, allow)) = operator_lists(env, may_read, now).await?;
+    if covers(&allow, ip.to_u32()) {
+        return json_body("null");
+    }
+    let client = PullClient::new(user_agent(&req)?.as_deref(), "live");
+    let (kind, entry) = holder(env, &license)?
+        .ask(Lookup { token, client, ip })
+        .await?;
+    let operator = Operator { global, allow };
+    let mut items: Vec<FeedItem> = entry.map(FeedItem::personal).into_iter().collect();
+    if let Some(block) = operator.block_holding(ip.to_u32()) {
+        // A global block of this one address is the holder's entry, sent once.
+        if items.is_empty() || block.prefix() < 32 {
+            items.push(crate::domain::feed::global_item(block));
+        }
+    }
+    if items.is_empty() {
+        return json_body("null");
+    }
+    let decisions: Vec<Decision> = items
+        .iter()
+        .map(|item| Decision::of(item, kind, now.unix(), false))
+        .collect();
+    let body =
+        serde_json::to_string(&decisions).map_err(|e| ApiError::Internal(format!("JSON: {e}")))?;
+    json_body(&body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pull_reads_the_local_apis_parameters_and_ignores_the_rest() {
+        assert_eq!(StreamQuery::parse(""), StreamQuery::default());
+        assert!(StreamQuery::parse("startup=true").startup);
+        for not in ["startup=false", "startup=TRUE", "startup=1", "startup="] {
+            assert!(!StreamQuery::parse(not).startup, "{not}");
+        }
+        let query = StreamQuery::parse(
+            "scopes=Ip,%20range&origins=greylist,CAPI&scenarios_containing=SSH,,http&scenarios_not_containing=bf&community_pull=false",
+        );
+        assert_eq!(
+            query.filter,
+            Filter {
+                scopes: Some(vec!["ip".into(), "range".into()]),
+                origins: Some(vec!["greylist".into(), "CAPI".into()]),
+                containing: vec!["ssh".into(), "http".into()],
+                not_containing: vec!["bf".into()],
+            }
+        );
+    }
+}
