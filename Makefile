@@ -27,6 +27,8 @@ IPSET := /usr/sbin/ipset
 NFT := /usr/sbin/nft
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
+FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
+FIREWALL_BOUNCER_VERSION := 0.0.25-4~deb12u1
 BUILD_ENV := WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt
 # worker-build keeps the wasm names section (function names for stack traces);
 # the build writes the module once more without it, which makes it about a fifth smaller.
@@ -77,6 +79,10 @@ $(NFT):
 $(CUSTOM_BOUNCER):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends crowdsec-custom-bouncer=$(CUSTOM_BOUNCER_VERSION)
 
+# And its firewall bouncer, run in nftables mode in a namespace of the test's own.
+$(FIREWALL_BOUNCER):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends crowdsec-firewall-bouncer=$(FIREWALL_BOUNCER_VERSION)
+
 $(WASM_TARGET):
 	rustup target add wasm32-unknown-unknown
 
@@ -123,7 +129,7 @@ test:
 	printf "\nmake test took $$(( $$(date +%s) - start )) s:\n$$times"
 
 # What the test phases need beyond the build's tools, installed once.
-test-tools: tools $(CARGO_FUZZ) $(SCHEMATHESIS) $(CHROMIUM) $(IPSET) $(NFT) $(CUSTOM_BOUNCER)
+test-tools: tools $(CARGO_FUZZ) $(SCHEMATHESIS) $(CHROMIUM) $(IPSET) $(NFT) $(CUSTOM_BOUNCER) $(FIREWALL_BOUNCER)
 
 # The code as rustfmt writes it, and clippy clean natively and for the Worker's
 # target, with and without the test hooks.

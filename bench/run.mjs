@@ -14,6 +14,7 @@ import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { ADMIN, CONNECTIONS, SECONDS, globalAddress, globalImport, holder, post, root, seedPersonal, seeded, serve as serveFrom, wrk } from "./lib.mjs";
+import { streamPulls } from "./stream.mjs";
 import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
 import { TEN_MILLION, tenMillion } from "./ten-million.mjs";
 
@@ -82,6 +83,7 @@ try {
   const spread = await Promise.all(Array.from({ length: 8 }, () => holder(url)));
   // Logged in now: the login row below uses up the login limit of this address.
   const agent = await holder(url);
+  const bouncer = await holder(url);
   const commented = await holder(url);
   console.error(`seeding ${PERSONAL} personal entries, ${SMALL} for the small list, ${GLOBAL} global entries…`);
   await seedPersonal(url, big.token, PERSONAL);
@@ -137,6 +139,8 @@ try {
   await quiet(`add, ${SMALL} entries`, "write", run(add, [small.token], "seq:80000000", "ip", 1));
   await quiet(`add, ${PERSONAL} entries`, "write", run(add, [big.token], "seq:100000000", "ip", 1));
   results.bulk = await bulkAdds(url, small.token);
+  // A CrowdSec bouncer's pulls: 21.0.0.0 onwards, apart from load.lua's 20.x addresses.
+  results.stream = await streamPulls(url, bouncer.token, 21 * 2 ** 24);
 
   // Size: what the runtime holds, and what an agent is sent, as the lists grow.
   const pid = runtimePid();
@@ -229,7 +233,7 @@ function targets({ rows, quiet, floors, quietFloors, wasm, lists, bulk, scale })
   return list;
 }
 
-function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets, lists, scale }) {
+function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets, lists, scale, stream }) {
   const ms = (us) => (us / 1000).toFixed(2);
   const errors = (r) => `${r.errors} (${r.status_errors}, ${r.timeouts})`;
   const floorLabel = { bare: "bare", do: "DO", write: "DO write" };
@@ -265,6 +269,13 @@ function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets,
     ...table("One request at a time", 1, quietFloors, quiet),
     "",
     ...scaleLines(scale),
+    "",
+    "CrowdSec decision stream pulls (one at a time, tokens of scope personal)",
+    "",
+    "| pull | p50 ms | p99 ms | answer |",
+    "|---|---:|---:|---:|",
+    `| nothing new (${stream.quietPulls} pulls over 20 tokens) | ${stream.quietP50.toFixed(2)} | ${stream.quietP99.toFixed(2)} | 23 B |`,
+    `| ${stream.newEntries} new entries since the token's last pull (5 rounds) | ${stream.newP50.toFixed(2)} | | ${(stream.newBytes / 1024).toFixed(1)} KiB |`,
     "",
     "| target | measured | met |",
     "|---|---:|---|",

@@ -1,7 +1,9 @@
 // The license holder's page: log in with the license key, then the quota,
-// check, add, bulk changes, the list, the history and feed tokens.
+// the last 30 days, check, add, bulk changes, the list, the history and feed
+// tokens with who pulls with them.
 import { ApiError, Session, login } from "./api.js";
 import { $, Page } from "./page.js";
+import { activityChart } from "./chart.js";
 import { busy, confirmAction, el, fill, lines, say, secretBox, show, when } from "./ui.js";
 
 const session = new Session("greylist.holder");
@@ -31,6 +33,7 @@ function licenseOf(token) {
 }
 
 function refreshAll() {
+  loadActivity();
   loadQuota();
   loadList(false);
   loadHistory(false);
@@ -93,9 +96,19 @@ $("add-form").addEventListener("submit", (event) => {
   }));
 });
 
-/** After a change the quota, list and history all moved. */
+/** After a change the quota, list, history and activity all moved. */
 function afterChange() {
-  return Promise.all([loadQuota(), loadList(false), loadHistory(false)]);
+  return Promise.all([loadQuota(), loadList(false), loadHistory(false), loadActivity()]);
+}
+
+async function loadActivity() {
+  await view.guard($("activity-result"), async () => {
+    const { days } = await session.call("/api/activity");
+    show($("activity-chart"), activityChart(days));
+    fill($("activity-rows"), days.slice().reverse().map((day) => el("tr", {},
+      el("td", {}, day.date), el("td", {}, String(day.added)), el("td", {}, String(day.removed)),
+      el("td", {}, String(day.expired)), el("td", {}, String(day.refused)))));
+  });
 }
 
 $("bulk-form").addEventListener("submit", (event) => {
@@ -170,6 +183,20 @@ const loadHistory = view.pagedTable({
 $("history-refresh").addEventListener("click", () => loadHistory(false));
 
 const scopeLabel = { personal: "Your list", all: "Your list and the global list" };
+const decisionLabel = { ban: "Block", captcha: "Challenge" };
+const pulledLabel = {
+  text: "the text feed", json: "the JSON feed", mikrotik: "a MikroTik script", nftables: "an nftables file",
+  ipset: "an ipset file", decisions: "CrowdSec decisions", live: "a CrowdSec live lookup", feed: "the feed",
+};
+
+/** When a token last pulled, what, and whether it keeps to its usual interval. */
+function lastPull(token) {
+  if (!token.lastUsed) return "Never";
+  const state = token.keepingUp === false
+    ? el("span", { class: "badge late" }, "late")
+    : token.keepingUp ? el("span", { class: "badge ok" }, "keeping up") : null;
+  return [when(token.lastUsed), " ", state, el("br"), el("span", { class: "hint" }, pulledLabel[token.pulled] ?? token.pulled ?? "")];
+}
 
 async function loadTokens() {
   const result = $("tokens-result");
@@ -178,8 +205,10 @@ async function loadTokens() {
     fill($("token-rows"), feedTokens.map((token) => el("tr", {},
       el("td", { class: "mono" }, token.id),
       el("td", {}, scopeLabel[token.scope] ?? token.scope),
+      el("td", {}, decisionLabel[token.decisionType] ?? token.decisionType),
       el("td", {}, when(token.createdAt)),
-      el("td", {}, token.lastUsed ? when(token.lastUsed) : "Never"),
+      el("td", {}, lastPull(token)),
+      el("td", { class: "mono" }, token.userAgent ?? "—"),
       el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Revoke ${token.id}`, onclick: (e) => revokeToken(e.currentTarget, token.id) }, "Revoke")))));
     $("token-table").hidden = feedTokens.length === 0;
     say(result, feedTokens.length ? "" : "No feed tokens yet.");
@@ -189,7 +218,7 @@ async function loadTokens() {
 $("token-create").addEventListener("click", (event) => {
   const result = $("tokens-result");
   busy(event.currentTarget, () => view.guard(result, async () => {
-    const created = await session.call("/api/feedTokens", { method: "POST", body: { scope: $("token-scope").value } });
+    const created = await session.call("/api/feedTokens", { method: "POST", body: { scope: $("token-scope").value, decisionType: $("token-decision").value } });
     show($("token-new"), secretBox(`Feed token ${created.id}`, created.feedToken, "Shown only now: copy it into your firewall's configuration."));
     await loadTokens();
   }));

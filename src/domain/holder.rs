@@ -113,6 +113,8 @@ pub trait ListStore {
     fn record(&mut self, event: &HistoryEvent) -> Result<(), Self::Error>;
     /// At most `limit` entries whose expiry is at or before `now`, earliest first.
     fn expired(&self, now: UnixTime, limit: usize) -> Result<Vec<Entry>, Self::Error>;
+    /// Counts `count` entries that expired on `day`, for the day's activity.
+    fn count_expired(&mut self, day: u64, count: u32) -> Result<(), Self::Error>;
 }
 
 /// Runs one operation of the state table: only an actual addition or removal
@@ -234,6 +236,11 @@ pub fn sweep<S: ListStore>(store: &mut S, now: UnixTime, batch: usize) -> Result
     for entry in &expired {
         expire(store, entry, now)?;
     }
+    // Earliest first: the entries of one day of expiry are next to each other.
+    let day = |entry: &Entry| entry.expires_at.unwrap_or(now).utc_day();
+    for run in expired.chunk_by(|a, b| day(a) == day(b)) {
+        store.count_expired(day(&run[0]), run.len() as u32)?;
+    }
     Ok(expired.len())
 }
 
@@ -250,6 +257,8 @@ pub mod memory {
         pub entries: BTreeMap<PublicIpv4, Entry>,
         pub usage: DailyUsage,
         pub history: Vec<HistoryEvent>,
+        /// Entries expired, by day of expiry.
+        pub expired: BTreeMap<u64, u32>,
     }
 
     impl ListStore for MemoryStore {
@@ -286,6 +295,11 @@ pub mod memory {
             self.history.push(event.clone());
             let excess = self.history.len().saturating_sub(MAX_HISTORY_ROWS as usize);
             self.history.drain(..excess);
+            Ok(())
+        }
+
+        fn count_expired(&mut self, day: u64, count: u32) -> Result<(), Infallible> {
+            *self.expired.entry(day).or_default() += count;
             Ok(())
         }
 

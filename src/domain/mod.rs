@@ -1,6 +1,7 @@
 //! The rules and values of the service: plain Rust, no I/O, no HTTP, no `worker::`
 //! types, time passed in; tested natively.
 
+pub mod activity;
 pub mod chunk;
 pub mod code;
 pub mod cut;

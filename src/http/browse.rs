@@ -14,7 +14,7 @@ use crate::domain::page::{counted, PageCursor, PageQuery};
 use crate::domain::quota::Quota;
 use crate::domain::time::{Millis, UnixTime};
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{History, ListEntries, Usage};
+use crate::objects::holder::protocol::{Activity, History, ListEntries, Usage};
 use crate::platform::config;
 
 async fn page_query<C: PageCursor>(
@@ -59,6 +59,38 @@ pub async fn quota(license: &LicenseId, env: &Env, now: Millis) -> Result<Reply,
     let usage = holder(env, license)?.ask(Usage).await?;
     let quota = Quota::of(usage, config::settings(env)?.limits, now.unix());
     Reply::json(200, &quota)
+}
+
+/// A day of the activity chart, as the dashboard reads it.
+#[derive(Serialize)]
+struct DayView {
+    date: String,
+    added: u32,
+    removed: u32,
+    expired: u32,
+    refused: u32,
+}
+
+#[derive(Serialize)]
+struct ActivityView {
+    days: Vec<DayView>,
+}
+
+/// `GET /api/activity`: the last 30 days' adds, removes, expiries and refusals,
+/// oldest first, a quiet day as zeros.
+pub async fn activity(license: &LicenseId, env: &Env) -> Result<Reply, ApiError> {
+    let days = holder(env, license)?.ask(Activity).await?;
+    let days = days
+        .iter()
+        .map(|day| DayView {
+            date: day.date(),
+            added: day.added,
+            removed: day.removed,
+            expired: day.expired,
+            refused: day.refused,
+        })
+        .collect();
+    Reply::json(200, &ActivityView { days })
 }
 
 /// The caller's changes, newest first.

@@ -141,6 +141,7 @@ async fn holder(
         HolderRoute::ListEntries => browse::list(license, req, env, ctx).await,
         HolderRoute::History => browse::history(license, req, env, ctx).await,
         HolderRoute::Quota => browse::quota(license, env, now).await,
+        HolderRoute::Activity => browse::activity(license, env).await,
         HolderRoute::CreateFeedToken => feed::create_token(license, req, env, ctx).await,
         HolderRoute::FeedTokens => feed::list_tokens(license, env).await,
         HolderRoute::RevokeFeedToken(id) => feed::revoke_token(license, env, &id).await,

@@ -38,6 +38,7 @@ pub enum HolderRoute {
     ListEntries,
     History,
     Quota,
+    Activity,
     CreateFeedToken,
     FeedTokens,
     RevokeFeedToken(String),
@@ -131,6 +132,7 @@ static PATHS: LazyLock<Vec<(&'static str, Vec<Route>)>> = LazyLock::new(|| {
         ("/api/greylistHistory", holder(H::History)),
         ("/api/challengeListHistory", holder(H::History)),
         ("/api/quota", holder(H::Quota)),
+        ("/api/activity", holder(H::Activity)),
         (
             "/api/feedTokens",
             vec![
@@ -224,7 +226,9 @@ impl Route {
         match self {
             Self::Holder(H::RevokeFeedToken(_)) | Self::Operator(O::RevokeLicense(_)) => "DELETE",
             Self::Bouncer(BouncerRoute::StreamHead) => "HEAD",
-            Self::OpenApi | Self::Feed | Self::Holder(H::FeedTokens | H::Quota) => "GET",
+            Self::OpenApi | Self::Feed | Self::Holder(H::FeedTokens | H::Quota | H::Activity) => {
+                "GET"
+            }
             Self::Bouncer(_) => "GET",
             Self::Operator(O::ExportList(_) | O::Status | O::Licenses) => "GET",
             Self::Operator(O::ReplaceList(_)) => "PUT",
@@ -243,6 +247,7 @@ impl Route {
             Self::Holder(H::ListEntries) => "list",
             Self::Holder(H::History) => "history",
             Self::Holder(H::Quota) => "quota",
+            Self::Holder(H::Activity) => "activity",
             Self::Holder(H::CreateFeedToken) => "create_feed_token",
             Self::Holder(H::FeedTokens) => "list_feed_tokens",
             Self::Holder(H::RevokeFeedToken(_)) => "revoke_feed_token",

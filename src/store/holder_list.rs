@@ -5,6 +5,7 @@
 use std::net::Ipv4Addr;
 
 use super::sql::{Row, Sql, SqlError, Value};
+use crate::domain::activity::{ActivityDay, ACTIVITY_DAYS};
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
 use crate::domain::holder::{DailyUsage, ListStore, MAX_HISTORY_ROWS};
@@ -18,7 +19,7 @@ pub const HISTORY_DAYS: u64 = 90;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-pub(super) const MIGRATIONS: [&str; 7] = [
+pub(super) const MIGRATIONS: [&str; 8] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -100,6 +101,16 @@ pub(super) const MIGRATIONS: [&str; 7] = [
     ALTER TABLE feed_tokens ADD COLUMN user_agent TEXT;
     ALTER TABLE feed_tokens ADD COLUMN pulled TEXT;
     ALTER TABLE feed_tokens ADD COLUMN pull_interval INTEGER;",
+    // The day's usage becomes a row a day: the same one write per change, and the
+    // last 30 days kept for the dashboard's chart, with the day's expiries.
+    "CREATE TABLE activity (
+        day INTEGER PRIMARY KEY, added INTEGER NOT NULL DEFAULT 0,
+        removed INTEGER NOT NULL DEFAULT 0, refused INTEGER NOT NULL DEFAULT 0,
+        expired INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID;
+    INSERT INTO activity (day, added, removed, refused)
+        SELECT day, added, removed, refused FROM usage;
+    DROP TABLE usage;",
 ];
 
 /// `Entry::is_live` for the rows of a query, on the expiry column named: `?1` is the time.
@@ -112,6 +123,12 @@ const EXPIRED: &str = "expires_at <= ?1";
 /// Sorts after every row: the largest integer that crosses into JavaScript exactly.
 const AFTER_ALL: u64 = (1 << 53) - 1;
 pub(super) const ENTRY_COLUMNS: &str = "ip, added_at, expires_at, comment";
+
+/// A day's count, as a column holds it.
+fn count(row: &Row, column: usize) -> Result<u32, SqlError> {
+    row.int(column)
+        .and_then(|n| u32::try_from(n).map_err(|_| SqlError(format!("count {n} out of range"))))
+}
 
 /// Brings the holder's schema to the newest version.
 pub fn migrate(sql: &impl Sql) -> Result<(), SqlError> {
@@ -297,7 +314,31 @@ impl<S: Sql> SqlListStore<S> {
 
     /// Drops history older than `HISTORY_DAYS`; returns when the next sweep is due, if
     /// anything is left to sweep.
+    /// The rows of the chart's window up to `today`.
+    pub fn activity(&self, today: u64) -> Result<Vec<ActivityDay>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT day, added, removed, expired, refused FROM activity WHERE day > ?1 ORDER BY day",
+            &[Value::int(today.saturating_sub(ACTIVITY_DAYS))],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(ActivityDay {
+                    day: row.int(0)?,
+                    added: count(row, 1)?,
+                    removed: count(row, 2)?,
+                    expired: count(row, 3)?,
+                    refused: count(row, 4)?,
+                })
+            })
+            .collect()
+    }
+
     pub fn tidy(&self, now: UnixTime) -> Result<Option<UnixTime>, SqlError> {
+        // The chart's window and the day before it: today's usage is the newest row.
+        self.sql.execute(
+            "DELETE FROM activity WHERE day < ?1",
+            &[Value::int(now.utc_day().saturating_sub(ACTIVITY_DAYS))],
+        )?;
         // From the front only: a feed's cursor relies on the history having no gaps.
         self.sql.execute(
             "DELETE FROM history WHERE id < coalesce(
@@ -378,31 +419,40 @@ impl<S: Sql> ListStore for SqlListStore<S> {
 
     fn usage(&self) -> Result<DailyUsage, SqlError> {
         let rows = self.sql.query(
-            "SELECT day, added, removed, refused FROM usage WHERE id = 0",
+            "SELECT day, added, removed, refused FROM activity ORDER BY day DESC LIMIT 1",
             &[],
         )?;
         let Some(row) = rows.first() else {
             return Ok(DailyUsage::default());
         };
-        let count = |column| {
-            row.int(column).and_then(|n| {
-                u32::try_from(n).map_err(|_| SqlError(format!("count {n} out of range")))
-            })
-        };
         Ok(DailyUsage {
             day: row.int(0)?,
-            added: count(1)?,
-            removed: count(2)?,
-            refused: count(3)?,
+            added: count(row, 1)?,
+            removed: count(row, 2)?,
+            refused: count(row, 3)?,
         })
     }
 
     fn save_usage(&mut self, usage: DailyUsage) -> Result<(), SqlError> {
         self.sql.execute(
-            "INSERT INTO usage (id, day, added, removed, refused) VALUES (0, ?1, ?2, ?3, ?4)
-             ON CONFLICT (id) DO UPDATE SET
-                day = excluded.day, added = excluded.added, removed = excluded.removed, refused = excluded.refused",
-            &[Value::int(usage.day), Value::int(usage.added.into()), Value::int(usage.removed.into()), Value::int(usage.refused.into())],
+            "INSERT INTO activity (day, added, removed, refused) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (day) DO UPDATE SET
+                added = excluded.added, removed = excluded.removed, refused = excluded.refused",
+            &[
+                Value::int(usage.day),
+                Value::int(usage.added.into()),
+                Value::int(usage.removed.into()),
+                Value::int(usage.refused.into()),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn count_expired(&mut self, day: u64, count: u32) -> Result<(), SqlError> {
+        self.sql.execute(
+            "INSERT INTO activity (day, expired) VALUES (?1, ?2)
+             ON CONFLICT (day) DO UPDATE SET expired = expired + excluded.expired",
+            &[Value::int(day), Value::int(count.into())],
         )?;
         Ok(())
     }
@@ -441,7 +491,7 @@ mod tests {
 
     use super::*;
     use crate::domain::entry::Expiry;
-    use crate::domain::holder::Operation;
+    use crate::domain::holder::{sweep, Operation};
     use crate::store::rule_tests::{apply, sql_store, NOON};
     use crate::store::sql::native::NativeSql;
 
@@ -608,6 +658,67 @@ mod tests {
             prop_assert_eq!(store.list(&query(None, 1000, None), at).unwrap().total, live);
             prop_assert_eq!(store.expired(at, 1000).unwrap().len() as u64, expiries.len() as u64 - live);
         }
+    }
+
+    #[test]
+    fn a_days_activity_counts_its_changes_and_the_expiries_of_that_day_for_thirty_days() {
+        let mut store = sql_store();
+        let day = NOON.utc_day();
+        apply(&mut store, Operation::Add, "8.8.8.8", None, NOON);
+        apply(
+            &mut store,
+            Operation::Add,
+            "8.8.4.4",
+            Some(Expiry::At(NOON.plus(60))),
+            NOON,
+        );
+        apply(&mut store, Operation::Remove, "8.8.8.8", None, NOON);
+        // Swept the next day: counted on the day it expired.
+        let next = NOON.plus(SECONDS_PER_DAY);
+        assert_eq!(sweep(&mut store, next, 10).unwrap(), 1);
+        apply(&mut store, Operation::Add, "9.9.9.9", None, next);
+        let rows = store.activity(day + 1).unwrap();
+        let counts: Vec<(u64, u32, u32, u32)> = rows
+            .iter()
+            .map(|r| (r.day, r.added, r.removed, r.expired))
+            .collect();
+        assert_eq!(counts, [(day, 2, 1, 1), (day + 1, 1, 0, 0)]);
+        assert_eq!(
+            store.usage().unwrap().day,
+            day + 1,
+            "the day's usage is the newest row"
+        );
+        assert_eq!(store.usage().unwrap().added, 1);
+        // Thirty days on, the first day has left the window and the table.
+        let later = NOON.plus(30 * SECONDS_PER_DAY);
+        assert_eq!(store.activity(later.utc_day()).unwrap().len(), 1);
+        store.tidy(NOON.plus(31 * SECONDS_PER_DAY)).unwrap();
+        let kept = store.sql().query("SELECT day FROM activity", &[]).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].int(0).unwrap(), day + 1);
+    }
+
+    #[test]
+    fn the_days_usage_row_becomes_its_activity_row() {
+        let sql = NativeSql::new();
+        super::super::sql::migrate(&sql, &MIGRATIONS[..7]).unwrap();
+        sql.execute(
+            "INSERT INTO usage (id, day, added, removed, refused) VALUES (0, 20000, 4, 2, 1)",
+            &[],
+        )
+        .unwrap();
+        migrate(&sql).unwrap();
+        let store = SqlListStore::new(sql);
+        assert_eq!(
+            store.usage().unwrap(),
+            DailyUsage {
+                day: 20000,
+                added: 4,
+                removed: 2,
+                refused: 1
+            }
+        );
+        assert_eq!(store.activity(20000).unwrap()[0].expired, 0);
     }
 
     #[test]

@@ -126,20 +126,7 @@ fn debians_custom_bouncer_enforces_the_greylist_and_follows_every_change() {
     app.add_with(&[("ip", "23.94.20.1"), ("comment", "port scan")]);
     app.add_with(&[("ip", "23.94.20.2"), ("ttl", "120")]);
     assert_eq!(server.edit_global_list(&["45.90.0.0/16"], &[]).status, 200);
-    let made = send(
-        "POST",
-        &format!("{}/api/feedTokens", server.base),
-        &[
-            ("Authorization", format!("Bearer {}", app.token)),
-            ("Content-Type", "application/json".to_owned()),
-        ],
-        Some(json!({ "scope": "all" }).to_string().as_bytes()),
-    )
-    .json();
-    let (id, key) = (
-        made["id"].as_str().unwrap().to_owned(),
-        made["feedToken"].as_str().unwrap().to_owned(),
-    );
+    let (id, key) = app.feed_token(json!({ "scope": "all" }));
     let bouncer = Bouncer::start(&server.base, &key);
     // Its first pull (startup): everything, each with its duration and scenario.
     assert_eq!(

@@ -10,25 +10,6 @@ use super::helpers::{send, Resp, Server, TestApp};
 const BOUNCER: &str = "crowdsec-firewall-bouncer/v0.0.25-debian";
 const NOTHING_NEW: &str = r#"{"deleted":[],"new":[]}"#;
 
-/// A feed token of this scope and decision type: its id and the token.
-fn token(app: &TestApp, request: Value) -> (String, String) {
-    let resp = send(
-        "POST",
-        &format!("{}/api/feedTokens", app.server.base),
-        &[
-            ("Authorization", format!("Bearer {}", app.token)),
-            ("Content-Type", "application/json".to_owned()),
-        ],
-        Some(request.to_string().as_bytes()),
-    );
-    assert_eq!(resp.status, 201, "{}", resp.body);
-    let made = resp.json();
-    (
-        made["id"].as_str().unwrap().to_owned(),
-        made["feedToken"].as_str().unwrap().to_owned(),
-    )
-}
-
 fn pull_at(server: &Server, method: &str, path: &str, key: Option<&str>) -> Resp {
     let mut headers = vec![("User-Agent", BOUNCER.to_owned())];
     headers.extend(key.map(|key| ("X-Api-Key", key.to_owned())));
@@ -72,7 +53,7 @@ fn own() -> Arc<Server> {
 #[test]
 fn startup_holds_every_entry_then_each_pull_only_what_changed_since_the_tokens_last() {
     let app = TestApp::new();
-    let (_, key) = token(&app, json!({ "scope": "personal" }));
+    let (_, key) = app.feed_token(json!({ "scope": "personal" }));
     let [a, b, c] = ["23.94.7.1", "23.94.7.2", "23.94.7.3"].map(String::from);
     let added = app.add_with(&[("ip", &a), ("comment", "ssh brute force")]);
     assert_eq!(added.status, 200, "{}", added.body);
@@ -145,7 +126,7 @@ fn startup_holds_every_entry_then_each_pull_only_what_changed_since_the_tokens_l
     );
     assert_eq!(pull(&app.server, &key, "").body, NOTHING_NEW);
     // Another token has a position of its own.
-    let (_, other) = token(&app, json!({}));
+    let (_, other) = app.feed_token(json!({}));
     let fresh = pull(&app.server, &other, "").json();
     assert_eq!(sorted(values(&fresh, "new")), sorted(vec![b, c]));
     // Startup again: everything, whatever the position.
@@ -159,7 +140,7 @@ fn startup_holds_every_entry_then_each_pull_only_what_changed_since_the_tokens_l
 fn an_entry_that_expires_is_deleted_at_the_next_pull_and_standing_ones_are_announced_again() {
     let server = own();
     let app = TestApp::on(&server);
-    let (_, key) = token(&app, json!({ "scope": "personal" }));
+    let (_, key) = app.feed_token(json!({ "scope": "personal" }));
     app.add_with(&[("ip", "23.94.8.1"), ("ttl", "60")]);
     app.add_with(&[("ip", "23.94.8.2")]);
     pull(&server, &key, "startup=true");
@@ -181,8 +162,8 @@ fn an_entry_that_expires_is_deleted_at_the_next_pull_and_standing_ones_are_annou
 fn the_global_and_allow_lists_changes_reach_a_token_of_scope_all_as_changes() {
     let server = own();
     let app = TestApp::on(&server);
-    let (_, all) = token(&app, json!({ "scope": "all" }));
-    let (_, personal) = token(&app, json!({ "scope": "personal" }));
+    let (_, all) = app.feed_token(json!({ "scope": "all" }));
+    let (_, personal) = app.feed_token(json!({ "scope": "personal" }));
     app.add("23.94.9.1");
     app.add("23.94.9.2");
     assert_eq!(
@@ -259,7 +240,7 @@ fn the_global_and_allow_lists_changes_reach_a_token_of_scope_all_as_changes() {
 fn filters_and_the_tokens_decision_type_shape_what_a_bouncer_gets() {
     let server = own();
     let app = TestApp::on(&server);
-    let (_, captcha) = token(&app, json!({ "scope": "all", "decisionType": "captcha" }));
+    let (_, captcha) = app.feed_token(json!({ "scope": "all", "decisionType": "captcha" }));
     app.add_with(&[("ip", "23.94.10.1"), ("comment", "SSH-bf")]);
     app.add_with(&[("ip", "23.94.10.2"), ("comment", "http probing")]);
     assert_eq!(server.edit_global_list(&["45.80.0.0/16"], &[]).status, 200);
@@ -308,7 +289,7 @@ fn filters_and_the_tokens_decision_type_shape_what_a_bouncer_gets() {
 #[test]
 fn a_key_missing_unknown_or_revoked_is_the_local_apis_403_and_every_error_has_a_message() {
     let app = TestApp::new();
-    let (id, key) = token(&app, json!({}));
+    let (id, key) = app.feed_token(json!({}));
     let forbidden = |resp: Resp| {
         assert_eq!(resp.status, 403, "{}", resp.body);
         assert_eq!(resp.json(), json!({ "message": "access forbidden" }));
@@ -379,7 +360,7 @@ fn a_key_missing_unknown_or_revoked_is_the_local_apis_403_and_every_error_has_a_
 fn live_mode_answers_the_decisions_on_one_address_or_exactly_null() {
     let server = own();
     let app = TestApp::on(&server);
-    let (_, key) = token(&app, json!({ "scope": "all" }));
+    let (_, key) = app.feed_token(json!({ "scope": "all" }));
     app.add_with(&[("ip", "23.94.11.1"), ("comment", "scanner")]);
     assert_eq!(
         server
@@ -422,7 +403,7 @@ fn live_mode_answers_the_decisions_on_one_address_or_exactly_null() {
 #[test]
 fn the_token_list_shows_who_pulled_last_and_what() {
     let app = TestApp::new();
-    let (id, key) = token(&app, json!({ "scope": "all", "decisionType": "captcha" }));
+    let (id, key) = app.feed_token(json!({ "scope": "all", "decisionType": "captcha" }));
     pull(&app.server, &key, "startup=true");
     let listed = app.get("/api/feedTokens").json();
     let mine = listed["feedTokens"]

@@ -1010,6 +1010,25 @@ impl TestApp {
         )
     }
 
+    /// A feed token made with this JSON request (`scope`, `decisionType`): its id and the token.
+    pub fn feed_token(&self, request: Value) -> (String, String) {
+        let resp = send(
+            "POST",
+            &format!("{}/api/feedTokens", self.server.base),
+            &[
+                ("Authorization", format!("Bearer {}", self.token)),
+                ("Content-Type", "application/json".to_owned()),
+            ],
+            Some(request.to_string().as_bytes()),
+        );
+        assert_eq!(resp.status, 201, "{}", resp.body);
+        let made = resp.json();
+        (
+            made["id"].as_str().unwrap().to_owned(),
+            made["feedToken"].as_str().unwrap().to_owned(),
+        )
+    }
+
     /// A check of 8.8.8.8 with this `Authorization` header (or none).
     pub fn check_with(&self, authorization: Option<String>, mode: Mode) -> Resp {
         let (content_type, body) = form_body(Encoding::Urlencoded, &[("ip", "8.8.8.8")]);

@@ -11,6 +11,7 @@ mod crowdsec;
 mod decisions;
 mod faults;
 mod features;
+mod firewall_bouncer;
 mod global_lists;
 mod hardening;
 mod helpers;

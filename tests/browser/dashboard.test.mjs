@@ -237,6 +237,50 @@ describe("holder page", () => {
     await page.locator("#tokens-result", { hasText: "revoked" }).waitFor();
     for (const revoked of [token, everything]) assert.equal((await pull(revoked)).status, 401);
   });
+  test("a bouncer's pull shows on its token: when, what it read, its client, and what its decisions say", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    let page = await holderPage(licenseKey);
+    await page.getByLabel("What it reads").selectOption("all");
+    await page.getByLabel("CrowdSec decisions").selectOption("captcha");
+    await page.getByRole("button", { name: "Create a feed token" }).click();
+    const shown = page.locator("#token-new input");
+    await shown.waitFor();
+    const token = await shown.inputValue();
+    const row = page.locator("#token-rows tr").first();
+    await row.waitFor();
+    assert.match(await row.innerText(), /Challenge[\s\S]*Never/);
+    const agent = "crowdsec-firewall-bouncer/v0.0.25";
+    const pulled = await fetch(`${base}/v1/decisions/stream?startup=true`, { headers: { "X-Api-Key": token, "User-Agent": agent } });
+    assert.equal(pulled.status, 200);
+    page = await holderPage(licenseKey);
+    await page.locator("#token-rows tr", { hasText: agent }).waitFor();
+    const cells = await page.locator("#token-rows tr").first().locator("td").allInnerTexts();
+    assert.equal(cells[2], "Challenge");
+    assert.match(cells[4], /CrowdSec decisions/);
+    assert.equal(cells[5], agent);
+  });
+
+  test("the last 30 days are drawn as bars, with the same counts in a table", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey);
+    const [one, two] = [uniqueIp(), uniqueIp()];
+    await addOne(page, one, "first");
+    await addOne(page, two, "second");
+    await listRow(page, one).getByRole("button", { name: `Remove ${one}` }).click();
+    await page.locator("#list-result", { hasText: "removed" }).waitFor();
+    await page.locator("#activity-chart svg.chart rect.bar.removed").waitFor();
+    assert.equal(await page.locator("#activity-chart svg.chart g").count(), 30, "a bar a day");
+    const label = await page.locator("#activity-chart svg.chart").getAttribute("aria-label");
+    assert.match(label, /^30 days from .*: 2 added, 1 removed, 0 expired, 0 refused; busiest day 3\.$/);
+    await page.getByText("The same as a table").click();
+    const rows = page.locator("#activity-rows tr");
+    assert.equal(await rows.count(), 30);
+    const today = new Date().toISOString().slice(0, 10);
+    const first = await rows.first().locator("td").allInnerTexts();
+    assert.ok(first[0] >= today, `today (or the test clock's) first: ${first[0]}`);
+    assert.deepEqual(first.slice(1), ["2", "1", "0", "0"]);
+    assert.deepEqual(page.errors, []);
+  });
 });
 
 describe("text from a user or the API is shown as text, never run (the CSP turned off)", () => {
@@ -282,6 +326,13 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await page.getByRole("button", { name: "Create a feed token" }).click();
     await page.locator("#token-new input").waitFor();
     await shownAsText(page, "#token-rows", "ft_");
+    // A client names itself: its User-Agent is shown as text.
+    const token = await page.locator("#token-new input").inputValue();
+    const pulled = await fetch(`${base}/v1/decisions/stream`, { headers: { "X-Api-Key": token, "User-Agent": markup(4) } });
+    assert.equal(pulled.status, 200);
+    const again = await holderPage(licenseKey, DESKTOP, "light", true);
+    await shownAsText(again, "#token-rows", markup(4));
+    assert.deepEqual(again.errors, []);
     assert.deepEqual(page.errors, []);
   });
 
@@ -397,6 +448,15 @@ describe("both pages", () => {
 
   test("screenshots at desktop and phone width, and nothing wider than a phone", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
+    // A bouncer that has pulled, so the feed tokens show one.
+    const login = await fetch(`${base}/v2/authentication/login/license`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ licenseKey }),
+    }).then((r) => r.json());
+    const made = await fetch(`${base}/api/feedTokens`, {
+      method: "POST", headers: { Authorization: `Bearer ${login.accessToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ scope: "all" }),
+    }).then((r) => r.json());
+    const pulled = await fetch(`${base}/v1/decisions/stream?startup=true`, { headers: { "X-Api-Key": made.feedToken, "User-Agent": "crowdsec-firewall-bouncer/v0.0.25" } });
+    assert.equal(pulled.status, 200);
     for (const [name, viewport] of [["desktop", DESKTOP], ["phone", PHONE]]) {
       const holder = await holderPage(licenseKey, viewport);
       if (name === "desktop") {
@@ -406,6 +466,11 @@ describe("both pages", () => {
       await holder.locator("#list-rows tr").nth(1).waitFor();
       await holder.locator("#history-rows tr").nth(1).waitFor();
       await holder.screenshot({ path: join(SCREENSHOTS, `holder-${name}.png`), fullPage: true });
+      if (name === "desktop") {
+        const dark = await holderPage(licenseKey, viewport, "dark");
+        await dark.locator("#activity-chart svg.chart rect.bar.added").waitFor();
+        await dark.screenshot({ path: join(SCREENSHOTS, "holder-dark.png"), fullPage: true });
+      }
       const operator = await operatorPage(viewport);
       await operator.locator("#license-rows tr").first().waitFor();
       await operator.screenshot({ path: join(SCREENSHOTS, `operator-${name}.png`), fullPage: true });

@@ -9,9 +9,10 @@ use futures_util::stream;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    Admit, CreateFeedToken, Feed, FeedStart, FeedTokens, History, HolderCall, HolderProtocol,
-    HolderRefusal, ListEntries, Lookup, Perform, Revoke, RevokeFeedToken, Usage,
+    Activity, Admit, CreateFeedToken, Feed, FeedStart, FeedTokens, History, HolderCall,
+    HolderProtocol, HolderRefusal, ListEntries, Lookup, Perform, Revoke, RevokeFeedToken, Usage,
 };
+use crate::domain::activity::last_days;
 use crate::domain::decision::DecisionType;
 use crate::domain::entry::Entry;
 use crate::domain::feed::{FeedHead, FeedRecord, FeedVersion};
@@ -103,6 +104,10 @@ impl DurableObject for HolderList {
             }
             HolderCall::History(History(query)) => History::reply(stored(store.history(&query))),
             HolderCall::Usage(Usage) => Usage::reply(stored(store.usage())),
+            HolderCall::Activity(Activity) => {
+                let today = now.utc_day();
+                Activity::reply(stored(store.activity(today)).map(|rows| last_days(&rows, today)))
+            }
             HolderCall::Feed(feed) => Feed::reply(self.feed(feed, now, ready.page).await),
             HolderCall::CreateFeedToken(CreateFeedToken(token)) => {
                 CreateFeedToken::reply(match store.create_feed_token(&token, now) {

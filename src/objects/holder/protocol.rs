@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::activity::ActivityDay;
 use crate::domain::decision::{DecisionType, Pull};
 use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Entry, HistoryEvent};
@@ -25,6 +26,7 @@ calls!(HolderProtocol => HolderCall {
     ListEntries => Page<Entry, EntryCursor>,
     History => Page<HistoryEvent, HistoryCursor>,
     Usage => DailyUsage,
+    Activity => Vec<ActivityDay>,
     CreateFeedToken => (),
     FeedTokens => Vec<FeedTokenInfo>,
     RevokeFeedToken => Option<String>,
@@ -97,6 +99,10 @@ pub struct FeedStart {
     /// Of the addresses probed, those the list holds live, ascending.
     pub listed: Vec<u32>,
 }
+
+/// The last 30 days' activity, oldest first.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Activity;
 
 /// Records a new feed token.
 #[derive(Debug, Serialize, Deserialize)]
