@@ -1,8 +1,8 @@
-// The activity chart: plain SVG, one stacked bar a day, colours from the
+// Bar charts in plain SVG: one stacked bar an item, colours from the
 // stylesheet (so light and dark both read), a title per bar for pointers and
-// a summary for screen readers, which also get the table beside it.
+// a summary for screen readers, which also get the table beside each chart.
 const SVG = "http://www.w3.org/2000/svg";
-const SERIES = [
+const ACTIVITY = [
   ["added", "Added"],
   ["removed", "Removed"],
   ["expired", "Expired"],
@@ -19,40 +19,60 @@ function svg(tag, attrs = {}, ...children) {
   return node;
 }
 
-/** The chart of `days` (oldest first), with its legend. */
-export function activityChart(days) {
-  const total = (day) => SERIES.reduce((sum, [key]) => sum + day[key], 0);
-  const peak = Math.max(1, ...days.map(total));
-  const step = WIDTH / Math.max(1, days.length);
+/** Bars of `items`, each stacking its `series` counts; `label(item)` names one
+ *  (in its title and under the first and last bars), `summary` is what a screen
+ *  reader hears. With its legend of each series' total, when there is more than one. */
+function barChart(items, series, label, summary) {
+  const total = (item) => series.reduce((sum, [key]) => sum + item[key], 0);
+  const peak = Math.max(1, ...items.map(total));
+  const step = WIDTH / Math.max(1, items.length);
   const scale = (HEIGHT - AXIS) / peak;
-  const sums = Object.fromEntries(SERIES.map(([key]) => [key, days.reduce((sum, day) => sum + day[key], 0)]));
-  const summary = `${days.length} days from ${days[0]?.date ?? ""} to ${days.at(-1)?.date ?? ""}: ` +
-    SERIES.map(([key, label]) => `${sums[key]} ${label.toLowerCase()}`).join(", ") + `; busiest day ${peak}.`;
-  const bars = days.map((day, index) => {
+  const bars = items.map((item, index) => {
     let top = HEIGHT - AXIS;
-    const parts = SERIES.filter(([key]) => day[key] > 0).map(([key]) => {
-      const height = day[key] * scale;
+    const parts = series.filter(([key]) => item[key] > 0).map(([key]) => {
+      const height = item[key] * scale;
       top -= height;
       return svg("rect", { class: `bar ${key}`, x: index * step + 1, y: top, width: Math.max(1, step - 2), height });
     });
-    const detail = SERIES.map(([key, label]) => `${label} ${day[key]}`).join(", ");
-    return svg("g", {}, svg("title", {}, `${day.date}: ${detail}`), ...parts);
+    const detail = series.map(([key, name]) => `${name} ${item[key].toLocaleString()}`).join(", ");
+    return svg("g", {}, svg("title", {}, `${label(item)}: ${detail}`), ...parts);
   });
-  const label = (x, text, anchor) => svg("text", { class: "axis", x, y: HEIGHT - 4, "text-anchor": anchor }, text);
+  const axis = (x, text, anchor) => svg("text", { class: "axis", x, y: HEIGHT - 4, "text-anchor": anchor }, text);
   const chart = svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img", "aria-label": summary, class: "chart" },
     svg("line", { class: "baseline", x1: 0, x2: WIDTH, y1: HEIGHT - AXIS, y2: HEIGHT - AXIS }),
     ...bars,
-    label(0, days[0]?.date ?? "", "start"),
-    label(WIDTH, days.at(-1)?.date ?? "", "end"));
-  const legend = document.createElement("ul");
-  legend.className = "legend";
-  for (const [key, label] of SERIES) {
-    const item = document.createElement("li");
-    item.append(svg("svg", { viewBox: "0 0 10 10", class: "swatch", "aria-hidden": "true" }, svg("rect", { class: `bar ${key}`, width: 10, height: 10 })), `${label}: ${sums[key]}`);
-    legend.append(item);
-  }
+    axis(0, items.length ? label(items[0]) : "", "start"),
+    axis(WIDTH, items.length ? label(items.at(-1)) : "", "end"));
   const figure = document.createElement("figure");
   figure.className = "activity";
-  figure.append(chart, legend);
+  figure.append(chart);
+  if (series.length > 1) {
+    const legend = document.createElement("ul");
+    legend.className = "legend";
+    for (const [key, name] of series) {
+      const item = document.createElement("li");
+      const sum = items.reduce((acc, it) => acc + it[key], 0);
+      item.append(svg("svg", { viewBox: "0 0 10 10", class: "swatch", "aria-hidden": "true" }, svg("rect", { class: `bar ${key}`, width: 10, height: 10 })), `${name}: ${sum}`);
+      legend.append(item);
+    }
+    figure.append(legend);
+  }
   return figure;
+}
+
+/** A holder's last days (oldest first): adds, removes, expiries and refusals a day. */
+export function activityChart(days) {
+  const sums = ACTIVITY.map(([key, name]) => `${days.reduce((sum, day) => sum + day[key], 0)} ${name.toLowerCase()}`);
+  const peak = Math.max(0, ...days.map((day) => ACTIVITY.reduce((sum, [key]) => sum + day[key], 0)));
+  const summary = `${days.length} days from ${days[0]?.date ?? ""} to ${days.at(-1)?.date ?? ""}: ${sums.join(", ")}; busiest day ${Math.max(1, peak)}.`;
+  return barChart(days, ACTIVITY, (day) => day.date, summary);
+}
+
+/** A list's size after each of its last changes (oldest first). */
+export function sizeChart(points, when) {
+  const sizes = points.map((point) => point.entries);
+  const summary = points.length
+    ? `${points.length} changes from ${when(points[0].at)} to ${when(points.at(-1).at)}: from ${sizes[0].toLocaleString()} to ${sizes.at(-1).toLocaleString()} entries, at most ${Math.max(...sizes).toLocaleString()}.`
+    : "No change yet.";
+  return barChart(points, [["entries", "Entries"]], (point) => when(point.at), summary);
 }

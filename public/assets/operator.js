@@ -1,7 +1,9 @@
-// The operator's page: log in with the admin token, then the lists' status,
+// The operator's page: log in with the admin token, then the lists' status and
+// the global list's size over its last changes,
 // licenses, and the global list and allow list.
 import { ApiError, Session, SessionEnded } from "./api.js";
 import { $, Page } from "./page.js";
+import { sizeChart } from "./chart.js";
 import { busy, confirmAction, el, fill, lines, say, secretBox, show, when } from "./ui.js";
 
 const session = new Session("greylist.operator");
@@ -37,6 +39,10 @@ async function loadStatus() {
       el("td", { class: "mono" }, list.version),
       el("td", {}, list.publishedAt ? when(list.publishedAt) : "Not yet"));
     fill($("status-rows"), [row("Global list", status.globalList), row("Allow list", status.allowList)]);
+    const recent = status.globalList.recent;
+    show($("sizes-chart"), sizeChart(recent, when));
+    fill($("sizes-rows"), recent.slice().reverse().map((point) => el("tr", {},
+      el("td", {}, when(point.at)), el("td", {}, point.entries.toLocaleString()))));
     say($("status-result"), `${status.licenses} ${status.licenses === 1 ? "license" : "licenses"} issued.`);
   });
 }

@@ -342,17 +342,19 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    /// Records edit or import `id`: when, of which list, from where, what it changed.
+    /// Records edit or import `id`: when, of which list, from where, what it
+    /// changed, and the list's size after it.
     pub fn record_edit(
         &self,
         id: u64,
         kind: ListKind,
         at_ms: u64,
-        source: Source,
-        changes: Changes,
+        (source, changes): (Source, Changes),
+        entries: usize,
     ) -> Result<(), SqlError> {
         self.sql.execute(
-            "INSERT INTO edits (id, kind, at, source, added, removed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO edits (id, kind, at, source, added, removed, entries)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             &[
                 Value::int(id),
                 Value::text(kind.code()),
@@ -360,9 +362,26 @@ impl<S: Sql> ListTables<S> {
                 Value::text(source.code()),
                 Value::int(changes.added as u64),
                 Value::int(changes.removed as u64),
+                Value::int(entries as u64),
             ],
         )?;
         Ok(())
+    }
+
+    /// The list's size after each of its last `count` changes, oldest first, with
+    /// when each was made (milliseconds); changes recorded before sizes were are left out.
+    pub fn sizes(&self, kind: ListKind, count: usize) -> Result<Vec<(u64, u64)>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT at, entries FROM edits WHERE kind = ?1 AND entries IS NOT NULL
+             ORDER BY id DESC LIMIT ?2",
+            &[Value::text(kind.code()), Value::int(count as u64)],
+        )?;
+        let mut sizes = rows
+            .iter()
+            .map(|row| Ok((row.int(0)?, row.int(1)?)))
+            .collect::<Result<Vec<_>, SqlError>>()?;
+        sizes.reverse();
+        Ok(sizes)
     }
 
     /// The highest number an edit or import was given, as far as anything kept
@@ -668,13 +687,45 @@ mod tests {
     }
 
     #[test]
+    fn the_lists_size_after_each_change_reads_back_oldest_first() {
+        let tables = tables();
+        for (id, entries) in [(1, 10), (2, 15), (3, 12)] {
+            let changes = Changes {
+                added: 5,
+                removed: 0,
+            };
+            tables
+                .record_edit(id, KIND, id * 1000, (Source::Edit, changes), entries)
+                .unwrap();
+        }
+        tables
+            .record_edit(
+                4,
+                ListKind::Allow,
+                4000,
+                (Source::Edit, Changes::default()),
+                1,
+            )
+            .unwrap();
+        assert_eq!(
+            tables.sizes(KIND, 30).unwrap(),
+            [(1000, 10), (2000, 15), (3000, 12)]
+        );
+        assert_eq!(
+            tables.sizes(KIND, 2).unwrap(),
+            [(2000, 15), (3000, 12)],
+            "the last ones"
+        );
+    }
+
+    #[test]
     fn numbers_are_never_given_twice_even_those_only_a_publication_counted() {
         let tables = tables();
         assert_eq!(tables.last_edit().unwrap(), 0);
         tables.install(KIND, &spread(3, 4, 0), 5).unwrap();
         assert_eq!(tables.last_edit().unwrap(), 5);
         tables
-            .record_edit(7, KIND, 0, Source::Edit, Changes::default())
+            .record_edit(7, KIND, 0, (Source::Edit, Changes::default()), 0)
             .unwrap();
         assert_eq!(tables.last_edit().unwrap(), 7);
         let counted = Stored {

@@ -385,6 +385,10 @@ describe("operator page", () => {
     await section.locator(".result", { hasText: "now holds" }).waitFor();
     assert.match(await section.locator(".result").innerText(), /^The global list now holds 2 entries \(added 2, removed 0\); version \d+\.$/);
     await page.locator("#status-rows tr", { hasText: "Global list" }).locator("td:nth-child(2)", { hasText: /^2$/ }).waitFor();
+    // The global list's size after its last change leads the chart's table, and the chart names it.
+    await page.getByText("The same as a table").click();
+    await page.locator("#sizes-rows tr").first().locator("td:nth-child(2)", { hasText: /^2$/ }).waitFor();
+    assert.match(await page.locator("#sizes-chart svg.chart").getAttribute("aria-label"), / to 2 entries, at most \d/);
 
     const holder = await holderPage(key);
     for (const ip of [listed, "46.2.200.1"]) {

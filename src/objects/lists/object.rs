@@ -15,7 +15,7 @@ use worker::{
 
 use super::protocol::{
     Edit, Export, ExportHead, ListStatus, ListsCall, ListsProtocol, ListsRefusal, ListsStatus,
-    PublishedManifest, Replace, Replaced, Status,
+    PublishedManifest, Replace, Replaced, SizeAt, Status,
 };
 use crate::domain::chunk::ChunkInfo;
 use crate::domain::code::Coded;
@@ -55,8 +55,16 @@ struct List {
 
 impl List {
     fn entries(&self) -> usize {
-        self.chunks.iter().map(|chunk| chunk.entries).sum()
+        size(&self.chunks)
     }
+}
+
+/// Changes whose list sizes a status shows: the operator page's chart of them.
+const RECENT_SIZES: usize = 30;
+
+/// Entries a list of these chunks holds.
+fn size(chunks: &[ChunkInfo]) -> usize {
+    chunks.iter().map(|chunk| chunk.entries).sum()
 }
 
 #[durable_object]
@@ -236,7 +244,14 @@ impl OperatorLists {
                     .sql
                     .atomically(|| {
                         let chunks = tables.install(kind, &entries, last_edit)?;
-                        tables.record_edit(last_edit, kind, at, Source::TakenOver, changes)?;
+                        let entries = size(&chunks);
+                        tables.record_edit(
+                            last_edit,
+                            kind,
+                            at,
+                            (Source::TakenOver, changes),
+                            entries,
+                        )?;
                         tables.forget_entries(kind)?;
                         Ok(chunks)
                     })
@@ -286,11 +301,12 @@ impl OperatorLists {
         &self,
         kind: ListKind,
         (id, source, changes): (u64, Source, Changes),
+        chunks: &[ChunkInfo],
     ) -> std::result::Result<Stored, SqlError> {
         let tables = self.tables();
         let mut stored = self.with_list(kind, |list| list.stored.clone());
         stored.publication.saved_one();
-        tables.record_edit(id, kind, clock::now().0, source, changes)?;
+        tables.record_edit(id, kind, clock::now().0, (source, changes), size(chunks))?;
         tables.save_publication(kind, &stored)?;
         self.injected_fault()?;
         Ok(stored)
@@ -387,7 +403,7 @@ impl OperatorLists {
             if changes == Changes::default() {
                 return Ok((changes, None));
             }
-            let stored = self.count_change(kind, (id, Source::Edit, changes))?;
+            let stored = self.count_change(kind, (id, Source::Edit, changes), &chunks)?;
             Ok((changes, Some((chunks, stored))))
         });
         match self.or_reload(edited)? {
@@ -425,7 +441,7 @@ impl OperatorLists {
             let rev = self.next_edit();
             let swapped = self.sql.atomically(|| {
                 let chunks = tables.swap_in(kind, import, rev)?;
-                let stored = self.count_change(kind, (import, Source::Import, changes))?;
+                let stored = self.count_change(kind, (import, Source::Import, changes), &chunks)?;
                 Ok((chunks, stored))
             });
             if swapped.is_err() {
@@ -538,6 +554,14 @@ impl OperatorLists {
                         .unwrap_or(0),
                     shards: manifest.map_or(0, |manifest| manifest.shards.len()),
                     shards_written: manifest.map_or(0, Manifest::written),
+                    recent: tables
+                        .sizes(kind, RECENT_SIZES)?
+                        .into_iter()
+                        .map(|(at_ms, entries)| SizeAt {
+                            at: UnixTime(at_ms / 1000).to_rfc3339(),
+                            entries: entries as usize,
+                        })
+                        .collect(),
                 })
             })
         };

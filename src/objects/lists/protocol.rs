@@ -88,6 +88,15 @@ pub struct ListStatus {
     /// Shards of the published version, and how many of them its publication wrote.
     pub shards: usize,
     pub shards_written: usize,
+    /// The list's size after each of its last changes, oldest first.
+    pub recent: Vec<SizeAt>,
+}
+
+/// A list's size after a change, and when the change was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizeAt {
+    pub at: String,
+    pub entries: usize,
 }
 
 /// A list's current manifest, for an isolate that found none in KV: the writer
