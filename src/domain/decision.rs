@@ -130,6 +130,17 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Whether a deletion goes out: by scope and origin only, since a deletion
+    /// no longer carries the comment its addition had as its scenario.
+    pub fn admits_deletion(&self, decision: &Decision) -> bool {
+        Filter {
+            containing: Vec::new(),
+            not_containing: Vec::new(),
+            ..self.clone()
+        }
+        .admits(decision)
+    }
+
     pub fn admits(&self, decision: &Decision) -> bool {
         let scenario = decision.scenario.to_lowercase();
         let scope = decision.scope.to_lowercase();
@@ -191,14 +202,18 @@ pub enum PullPlan {
     Whole { reset: bool },
     /// What changed since this personal history number.
     Delta { since: u64 },
-    /// What was deleted since this history number, and every entry in `new`.
+    /// What was deleted since this history number, then every entry deleted
+    /// and announced again: a bouncer that keeps what it has (the firewall
+    /// bouncer's nftables mode) takes a new timeout only for a new element.
     Renewal { since: u64 },
 }
 
 impl PullPlan {
     /// How a pull is answered, from the token's stored position, the personal
     /// list's newest history number, and whether the history still reaches back
-    /// to a number.
+    /// to a number. When the operator's lists' changes since the position are not
+    /// known, the pull renews: the holder's own deletions still go out, and every
+    /// entry is announced again.
     pub fn of(
         pull: &Pull,
         stored: Option<Position>,
@@ -210,17 +225,18 @@ impl PullPlan {
             return Self::Whole { reset: false };
         };
         let cursor = position.cursor;
+        if !remembered(cursor.changes) {
+            return Self::Whole { reset: true };
+        }
         let operator_same = cursor.global == pull.global && cursor.allow == pull.allow;
         let known = match pull.from {
             _ if operator_same => true,
             Some(from) if from.position == cursor => from.known,
             _ => return Self::Moved(cursor),
         };
-        if !known || !remembered(cursor.changes) {
-            return Self::Whole { reset: true };
-        }
         let since = cursor.changes;
-        if now.0 >= position.renewed_at.0.saturating_add(RENEW_AFTER_SECONDS) {
+        let due = now.0 >= position.renewed_at.0.saturating_add(RENEW_AFTER_SECONDS);
+        if due || !known {
             Self::Renewal { since }
         } else if operator_same && since == changes {
             Self::Unchanged
@@ -369,6 +385,11 @@ mod tests {
             ..Filter::default()
         };
         assert!(!not_ssh.admits(&p) && not_ssh.admits(&g));
+        // A deletion carries no comment: only its scope and origin are filtered.
+        let gone = Decision::of(&personal, DecisionType::Ban, now, true);
+        let global_gone = Decision::of(&global, DecisionType::Ban, now, true);
+        assert!(ssh.admits_deletion(&gone) && ips.admits_deletion(&gone));
+        assert!(!global_only.admits_deletion(&gone) && !ips.admits_deletion(&global_gone));
     }
 
     fn version(changes: u64, global: u64, allow: u64) -> FeedVersion {
@@ -453,7 +474,13 @@ mod tests {
         };
         assert_eq!(
             PullPlan::of(&unknown, moved, 7, all, now),
-            PullPlan::Whole { reset: true }
+            PullPlan::Renewal { since: 7 },
+            "the holder's own deletions still go out"
+        );
+        assert_eq!(
+            PullPlan::of(&pull, moved, 7, |n| n > 7, now),
+            PullPlan::Whole { reset: true },
+            "no second call when the history does not reach back anyway"
         );
         let other = Pull {
             from: Some(OperatorFrom {

@@ -103,7 +103,8 @@ pub enum Next {
 /// order, what the allow list holds already left out) and the global blocks (in
 /// address order, without what the allow list holds). Holds one page of each.
 /// An address that is both a personal entry and a global block of its own is
-/// one item, the personal one, so that a set loaded from the feed takes every line.
+/// one item, the personal one without its expiry (the global list holds it
+/// for as long as it lists it), so that a set loaded from the feed takes every line.
 #[derive(Debug, Default)]
 pub struct Merge {
     personal: VecDeque<Entry>,
@@ -146,8 +147,12 @@ impl Merge {
                 (Some(p), Some((g, prefix))) if g < p || (g == p && prefix < 32) => {
                     Next::Item(global_item(self.global.pop_front().expect("a block")))
                 }
+                // The global list holds it too: the one item stands as long as that does.
                 (Some(p), Some((g, _))) if g == p => {
                     self.global.pop_front();
+                    if let Some(entry) = self.personal.front_mut() {
+                        entry.expires_at = None;
+                    }
                     continue;
                 }
                 (Some(_), _) => Next::Item(FeedItem::personal(
@@ -333,6 +338,35 @@ mod tests {
             );
         }
         assert_eq!(merged(vec![], &[], 3), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_entry_the_global_list_holds_as_a_block_of_its_own_stands_as_long_as_that() {
+        let mut merge = Merge::default();
+        let mut expiring = entry("45.3.0.1");
+        expiring.expires_at = Some(UnixTime(99));
+        let mut other = entry("45.3.0.2");
+        other.expires_at = Some(UnixTime(99));
+        merge.push_personal(vec![expiring, other]);
+        merge.finish_personal();
+        merge.push_global([Ipv4Range::parse("45.3.0.1").unwrap()]);
+        merge.finish_global();
+        let Next::Item(first) = merge.step() else {
+            panic!("an item")
+        };
+        assert_eq!(
+            (first.text(), first.global, first.expires_at),
+            ("45.3.0.1".into(), false, None)
+        );
+        let Next::Item(second) = merge.step() else {
+            panic!("an item")
+        };
+        assert_eq!(
+            second.expires_at,
+            Some(UnixTime(99)),
+            "an entry of its own keeps its expiry"
+        );
+        assert_eq!(merge.step(), Next::Done);
     }
 
     #[test]

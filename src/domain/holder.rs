@@ -137,6 +137,7 @@ pub fn perform<S: ListStore>(
         Some(entry) if entry.is_live(now) => true,
         Some(expired) => {
             expire(store, &expired, now)?;
+            store.count_expired(expiry_day(&expired, now), 1)?;
             false
         }
         None => false,
@@ -217,6 +218,11 @@ fn refuse<S: ListStore>(
     Ok(outcome)
 }
 
+/// The UTC day an expired entry counts on: the day it expired.
+fn expiry_day(entry: &Entry, now: UnixTime) -> u64 {
+    entry.expires_at.unwrap_or(now).utc_day()
+}
+
 /// Removes an entry whose expiry has passed and records it at its expiry time.
 fn expire<S: ListStore>(store: &mut S, entry: &Entry, now: UnixTime) -> Result<(), S::Error> {
     store.delete(entry.ip)?;
@@ -237,9 +243,8 @@ pub fn sweep<S: ListStore>(store: &mut S, now: UnixTime, batch: usize) -> Result
         expire(store, entry, now)?;
     }
     // Earliest first: the entries of one day of expiry are next to each other.
-    let day = |entry: &Entry| entry.expires_at.unwrap_or(now).utc_day();
-    for run in expired.chunk_by(|a, b| day(a) == day(b)) {
-        store.count_expired(day(&run[0]), run.len() as u32)?;
+    for run in expired.chunk_by(|a, b| expiry_day(a, now) == expiry_day(b, now)) {
+        store.count_expired(expiry_day(&run[0], now), run.len() as u32)?;
     }
     Ok(expired.len())
 }

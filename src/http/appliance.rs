@@ -45,6 +45,10 @@ impl Default for ListName {
     }
 }
 
+/// The longest timeout a file gives an entry: `ipset restore` refuses more
+/// (and stops after its flush), and RouterOS and nft take it. An appliance
+/// reloads the file long before, and a later file carries the rest.
+const MAX_TIMEOUT_SECONDS: u64 = 2_147_483;
 /// Elements in one `add element` statement of an nft file: a statement is parsed
 /// whole, so a large set goes in several.
 const NFT_ELEMENTS_PER_STATEMENT: u64 = 1_000;
@@ -74,10 +78,6 @@ impl ApplianceFile {
             covered_to: None,
             written: 0,
         }
-    }
-
-    pub fn content_type(&self) -> &'static str {
-        "text/plain; charset=utf-8"
     }
 
     pub fn head(&self, version: &str) -> String {
@@ -111,9 +111,10 @@ impl ApplianceFile {
         if item.global {
             self.covered_to = Some(last);
         }
-        let timeout = item
-            .expires_at
-            .map(|at| at.0.saturating_sub(self.now.0).max(1));
+        let timeout = item.expires_at.map(|at| {
+            at.0.saturating_sub(self.now.0)
+                .clamp(1, MAX_TIMEOUT_SECONDS)
+        });
         let name = self.list.as_str();
         let value = item.block.to_string();
         match self.kind {
@@ -163,9 +164,9 @@ impl ApplianceFile {
     }
 }
 
-/// A comment as a RouterOS string's contents: quotes, backslashes and `$` (which
-/// would start a variable) escaped; control characters and anything outside
-/// printable ASCII become `?`'s escape, so no line ever breaks.
+/// A comment as a RouterOS string's contents: quotes, backslashes, `$` (which
+/// would start a variable) and `?` escaped; control characters and anything
+/// outside printable ASCII become `_`, so no line ever breaks.
 fn routeros_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars().take(200) {
@@ -277,6 +278,18 @@ mod tests {
         let file = render(Appliance::Nftables, &many);
         assert_eq!(file.matches("add element").count(), 2);
         assert_eq!(file.matches(" }\n").count(), 2);
+    }
+
+    #[test]
+    fn no_timeout_is_longer_than_ipset_takes() {
+        let year = item("8.8.8.8", false, Some(31_536_000), None);
+        for kind in [Appliance::Ipset, Appliance::Nftables, Appliance::Mikrotik] {
+            let file = render(kind, std::slice::from_ref(&year));
+            assert!(
+                file.contains("2147483") || file.contains(&go_duration(2_147_483)),
+                "{file}"
+            );
+        }
     }
 
     #[test]

@@ -3,14 +3,15 @@
 //! the token's scope says what it reads, its position in the holder's object
 //! what it already has.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
+use std::rc::Rc;
 
 use worker::{Env, Request, Response};
 
 use super::auth::BouncerKey;
 use super::error::ApiError;
 use super::feed::{held_apart, operator_changes, user_agent, Lists, OperatorChanges};
-use super::feed_body::{self, Operator, Render, Shape};
+use super::feed_body::{self, Again, Operator, Render, Shape};
 use super::feed_query::{FeedQuery, Format};
 use super::form;
 use super::reply::Reply;
@@ -18,14 +19,17 @@ use crate::domain::decision::{Decision, Filter, OperatorFrom, Pull};
 use crate::domain::delta::BlockChanges;
 use crate::domain::feed::{FeedHead, FeedItem};
 use crate::domain::feed_token::{PullClient, Scope};
+use crate::domain::intervals::Intervals;
 use crate::domain::ip_list::ListKind;
 use crate::domain::ipv4::PublicIpv4;
 use crate::domain::snapshot::{covers, Shards};
 use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{Feed, Lookup};
+use crate::objects::holder::protocol::{Feed, HolderProtocol, Lookup};
 use crate::objects::lists::client as lists;
+use crate::objects::protocol::{Failure, Object};
 use crate::platform::config;
+use crate::store::StoreError;
 
 /// What a pull asks for, from its query string: the Local API's parameters;
 /// any other is ignored, as it ignores them.
@@ -69,18 +73,11 @@ impl StreamQuery {
     }
 }
 
+/// The operator's lists as a pull reads them: each with its version.
+type OperatorLists = ((u64, Shards), (u64, Rc<Intervals>));
+
 /// The operator's lists as a pull by a token of `scope` reads them.
-async fn operator_lists(
-    env: &Env,
-    scope: Scope,
-    now: Millis,
-) -> Result<
-    (
-        (u64, Shards),
-        (u64, std::rc::Rc<crate::domain::intervals::Intervals>),
-    ),
-    ApiError,
-> {
+async fn operator_lists(env: &Env, scope: Scope, now: Millis) -> Result<OperatorLists, ApiError> {
     let freshness = config::settings(env)?.freshness;
     let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
     let global = match scope {
@@ -160,7 +157,10 @@ pub async fn stream(
             )),
             FeedHead::Whole { .. } => (Shape::Whole { reset: false }, BlockChanges::default()),
             FeedHead::Delta { .. } => (Shape::Delta, held_apart(&start, blocks)),
-            FeedHead::Renewal { .. } => (Shape::Renewal, held_apart(&start, blocks)),
+            FeedHead::Renewal { .. } => (
+                Shape::Renewal(read_again(object)),
+                held_apart(&start, blocks),
+            ),
         };
     let render = Render::Decisions {
         kind: start.decision,
@@ -179,6 +179,25 @@ pub async fn stream(
     let response = Response::from_stream(body)?;
     response.headers().set("Content-Type", "application/json")?;
     Ok(Reply::Built(response))
+}
+
+/// A renewal's second read of the holder's list: the whole of it, as of now.
+/// A change between the two reads is the next pull's.
+fn read_again(object: Object<HolderProtocol>) -> Again {
+    Box::new(move || {
+        Box::pin(async move {
+            let (_, pages) = object
+                .ask_stream(Feed::default())
+                .await
+                .map_err(|failure| match failure {
+                    Failure::Fault(fault) => fault,
+                    Failure::Refused(refusal) => StoreError::Object(format!(
+                        "a renewal's second read was refused: {refusal:?}"
+                    )),
+                })?;
+            Ok(pages)
+        })
+    })
 }
 
 /// `HEAD /v1/decisions/stream`: 200 when the key opens the stream; nothing is
@@ -214,10 +233,17 @@ pub async fn live(
         .find(|(key, _)| key == "ip")
         .map(|(_, value)| value.trim().to_owned())
         .ok_or_else(|| ApiError::BadRequest("ip is required".to_owned()))?;
-    let addr: Ipv4Addr = asked
+    let addr: IpAddr = asked
         .parse()
-        .map_err(|_| ApiError::BadRequest(format!("ip {asked:?} is not an IPv4 address")))?;
-    let Some(ip) = PublicIpv4::from_addr(addr) else {
+        .map_err(|_| ApiError::BadRequest(format!("ip {asked:?} is not an IP address")))?;
+    // An IPv6 address (this service lists IPv4 only) or a private one: nothing covers it.
+    let Some(ip) = Some(addr)
+        .and_then(|addr| match addr {
+            IpAddr::V4(v4) => Some(v4),
+            IpAddr::V6(v6) => v6.to_ipv4_mapped(),
+        })
+        .and_then(PublicIpv4::from_addr)
+    else {
         return json_body("null");
     };
     let ((_, global), (_, allow)) = operator_lists(env, may_read, now).await?;

@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::rc::Rc;
 
+use futures_util::future::LocalBoxFuture;
 use futures_util::stream::{self, Stream};
 use worker::console_error;
 
@@ -58,6 +59,21 @@ impl Operator {
 /// What a feed's body holds: every item, or the changes after a cursor, or
 /// (a CrowdSec pull's renewal) the deletions after one and every item.
 pub enum Shape {
+    Whole {
+        reset: bool,
+    },
+    Delta,
+    /// Deleted: what changed and then every item; new: every item, read again.
+    Renewal(Again),
+}
+
+/// Opens the holder's whole list once more: a renewal's second pass.
+pub type Again =
+    Box<dyn FnOnce() -> LocalBoxFuture<'static, Result<Pages<FeedRecord>, StoreError>>>;
+
+/// What a feed's body holds, as the writer goes on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
     Whole { reset: bool },
     Delta,
     Renewal,
@@ -102,7 +118,9 @@ struct Writer {
     global_deleted: VecDeque<Ipv4Range>,
     global_added: VecDeque<Ipv4Range>,
     render: Render,
-    shape: Shape,
+    form: Form,
+    /// A renewal's second read, until it is opened.
+    again: Option<Again>,
     version: String,
     part_items: usize,
     /// Items written so far; the JSON array's first needs no comma.
@@ -124,6 +142,11 @@ pub fn body(
 ) -> impl Stream<Item = worker::Result<Vec<u8>>> {
     let blocks = Blocks::new(Box::new(operator.challenged_from(0)) as Box<dyn Iterator<Item = _>>);
     let BlockChanges { deleted, added } = changes;
+    let (form, again) = match shape {
+        Shape::Whole { reset } => (Form::Whole { reset }, None),
+        Shape::Delta => (Form::Delta, None),
+        Shape::Renewal(again) => (Form::Renewal, Some(again)),
+    };
     let writer = Writer {
         global_deleted: deleted.into(),
         global_added: added.into(),
@@ -133,7 +156,8 @@ pub fn body(
         merge: Merge::default(),
         read: VecDeque::new(),
         render,
-        shape,
+        form,
+        again,
         version,
         part_items: part_items.max(1),
         written: 0,
@@ -161,9 +185,9 @@ impl Writer {
         match self.stage {
             Stage::Head => {
                 text = self.head();
-                self.stage = match self.shape {
-                    Shape::Whole { .. } => Stage::Items,
-                    Shape::Delta | Shape::Renewal => {
+                self.stage = match self.form {
+                    Form::Whole { .. } => Stage::Items,
+                    Form::Delta | Form::Renewal => {
                         self.deleting = true;
                         Stage::Deleted
                     }
@@ -173,6 +197,11 @@ impl Writer {
                 for _ in 0..self.part_items {
                     match self.next_whole().await? {
                         Some(item) => self.write(&mut text, &item),
+                        // A renewal's deletions end: every item again, as new.
+                        None if self.deleting => {
+                            self.announce_again(&mut text).await?;
+                            break;
+                        }
                         None => {
                             self.stage = Stage::Tail;
                             break;
@@ -209,14 +238,16 @@ impl Writer {
                     }
                 }
                 if self.global_deleted.is_empty() {
-                    // The first entry to add belongs to the next array.
-                    self.written = 0;
-                    self.deleting = false;
-                    text.push_str("],\"new\":[");
-                    self.stage = match self.shape {
-                        Shape::Renewal => Stage::Items,
-                        _ => Stage::New,
-                    };
+                    if self.form == Form::Renewal {
+                        // Then every item, deleted too, so that it is taken anew.
+                        self.stage = Stage::Items;
+                    } else {
+                        // The first entry to add belongs to the next array.
+                        self.written = 0;
+                        self.deleting = false;
+                        text.push_str("],\"new\":[");
+                        self.stage = Stage::New;
+                    }
                 }
             }
             Stage::NewGlobal => {
@@ -235,8 +266,14 @@ impl Writer {
                 while count < self.part_items {
                     match self.next_record().await? {
                         Some(FeedRecord::Listed(entry)) => {
-                            if !covers(&self.operator.allow, entry.ip.to_u32()) {
-                                self.write(&mut text, &FeedItem::personal(entry));
+                            let addr = entry.ip.to_u32();
+                            if !covers(&self.operator.allow, addr) {
+                                let mut item = FeedItem::personal(entry);
+                                // The global list holds it too: it stands as long as that does.
+                                if self.operator.single_global_block(addr) {
+                                    item.expires_at = None;
+                                }
+                                self.write(&mut text, &item);
                                 count += 1;
                             }
                         }
@@ -271,6 +308,22 @@ impl Writer {
                 None => return Ok(None),
             }
         }
+    }
+
+    /// A renewal's second pass: every item once more, in `new`, from a second
+    /// read of the holder's list and the global blocks from the start.
+    async fn announce_again(&mut self, text: &mut String) -> Result<(), StoreError> {
+        let again = self.again.take().ok_or_else(|| {
+            StoreError::Corrupt("a renewal announced everything twice".to_owned())
+        })?;
+        self.records = again().await?;
+        self.read.clear();
+        self.merge = Merge::default();
+        self.blocks = Blocks::new(Box::new(self.operator.challenged_from(0)));
+        self.written = 0;
+        self.deleting = false;
+        text.push_str("],\"new\":[");
+        Ok(())
     }
 
     /// The next page of records: first what a delta's last stage read ahead.
@@ -323,16 +376,16 @@ impl Writer {
 
     fn head(&self) -> String {
         let version = &self.version;
-        match (&self.render, &self.shape) {
+        match (&self.render, self.form) {
             (Render::Text, _) => format!("# greylist feed, version {version}\n"),
             (Render::Appliance(file), _) => file.head(version),
-            (Render::Json, Shape::Whole { reset }) => {
-                let reset = if *reset { "\"reset\":true," } else { "" };
+            (Render::Json, Form::Whole { reset }) => {
+                let reset = if reset { "\"reset\":true," } else { "" };
                 format!("{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":[")
             }
             // Keys in this order: the ipset agent reads the arrays by their neighbours.
             (Render::Json, _) => format!("{{\"cursor\":\"{version}\",\"deleted\":["),
-            (Render::Decisions { .. }, Shape::Whole { .. }) => {
+            (Render::Decisions { .. }, Form::Whole { .. }) => {
                 "{\"deleted\":[],\"new\":[".to_owned()
             }
             (Render::Decisions { .. }, _) => "{\"deleted\":[".to_owned(),
@@ -366,7 +419,12 @@ impl Writer {
             }
             Render::Decisions { kind, now, filter } => {
                 let decision = Decision::of(item, *kind, *now, self.deleting);
-                if !filter.admits(&decision) {
+                let admitted = if self.deleting {
+                    filter.admits_deletion(&decision)
+                } else {
+                    filter.admits(&decision)
+                };
+                if !admitted {
                     return;
                 }
                 if self.written > 0 {

@@ -78,35 +78,14 @@ pub fn open<S: Sql>(
     page: usize,
 ) -> Result<(FeedHead, FeedPages<S>), SqlError> {
     let (oldest, changes) = store.changes()?;
-    let remembered = |since: u64| since <= changes && since + 1 >= oldest;
-    let (head, step, window) = match since {
-        _ if known == Some(changes) => (FeedHead::Unchanged { changes }, Step::Done, (0, 0)),
-        Some(since) if remembered(since) => (
-            FeedHead::Delta { changes },
-            Step::Gone { after: since },
-            (since, changes),
-        ),
-        since => (
-            FeedHead::Whole {
-                changes,
-                reset: since.is_some(),
-            },
-            Step::Whole { after: None },
-            (0, changes),
-        ),
-    };
-    Ok((
-        head,
-        FeedPages {
-            store,
-            now,
-            page: page.max(1),
-            window,
-            moves,
-            renewal: false,
-            step,
+    let plan = match since {
+        _ if known == Some(changes) => PullPlan::Unchanged,
+        Some(since) if remembered((oldest, changes), since) => PullPlan::Delta { since },
+        since => PullPlan::Whole {
+            reset: since.is_some(),
         },
-    ))
+    };
+    Ok(begin(store, (plan, changes), moves, now, page))
 }
 
 /// Reads how a feed token's pull begins, from where its previous pull left it
@@ -120,8 +99,30 @@ pub fn open_pull<S: Sql>(
     page: usize,
 ) -> Result<(PullPlan, FeedHead, FeedPages<S>), SqlError> {
     let (oldest, changes) = store.changes()?;
-    let remembered = |since: u64| since <= changes && since + 1 >= oldest;
-    let plan = PullPlan::of(&pull, stored, changes, remembered, now);
+    let plan = PullPlan::of(
+        &pull,
+        stored,
+        changes,
+        |since| remembered((oldest, changes), since),
+        now,
+    );
+    let (head, pages) = begin(store, (plan, changes), moves, now, page);
+    Ok((plan, head, pages))
+}
+
+/// Whether the history, from `oldest` to `newest`, still holds every change after `since`.
+fn remembered((oldest, newest): (u64, u64), since: u64) -> bool {
+    since <= newest && since + 1 >= oldest
+}
+
+/// The head of a feed that answers as `plan` says, and its pages.
+fn begin<S: Sql>(
+    store: SqlListStore<S>,
+    (plan, changes): (PullPlan, u64),
+    moves: AllowMoves,
+    now: UnixTime,
+    page: usize,
+) -> (FeedHead, FeedPages<S>) {
     let (head, step, window) = match plan {
         PullPlan::Unchanged => (FeedHead::Unchanged { changes }, Step::Done, (0, 0)),
         PullPlan::Moved(position) => (FeedHead::Moved { changes, position }, Step::Done, (0, 0)),
@@ -150,7 +151,7 @@ pub fn open_pull<S: Sql>(
         renewal: matches!(plan, PullPlan::Renewal { .. }),
         step,
     };
-    Ok((plan, head, pages))
+    (head, pages)
 }
 
 /// Addresses probed at most in one feed: the single-address blocks a change of the

@@ -312,8 +312,6 @@ impl<S: Sql> SqlListStore<S> {
         })
     }
 
-    /// Drops history older than `HISTORY_DAYS`; returns when the next sweep is due, if
-    /// anything is left to sweep.
     /// The rows of the chart's window up to `today`.
     pub fn activity(&self, today: u64) -> Result<Vec<ActivityDay>, SqlError> {
         let rows = self.sql.query(
@@ -333,6 +331,8 @@ impl<S: Sql> SqlListStore<S> {
             .collect()
     }
 
+    /// Drops history older than `HISTORY_DAYS`; returns when the next sweep is due, if
+    /// anything is left to sweep.
     pub fn tidy(&self, now: UnixTime) -> Result<Option<UnixTime>, SqlError> {
         // The chart's window and the day before it: today's usage is the newest row.
         self.sql.execute(

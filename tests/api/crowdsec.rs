@@ -168,6 +168,26 @@ fn debians_custom_bouncer_enforces_the_greylist_and_follows_every_change() {
         };
         assert_eq!((count("add"), count("del")), (1, 1), "{value}: {calls:?}");
     }
+    // Three days on, what stands is deleted and added again: a fresh timeout.
+    server.advance(3 * 86_400);
+    let renewed = |calls: &[String]| {
+        let at = |call: &str| calls.iter().rposition(|c| c.starts_with(call));
+        let adds = calls
+            .iter()
+            .filter(|c| c.starts_with("add 45.91.0.0/16 "))
+            .count();
+        adds == 2
+            && matches!((at("del 45.91.0.0/16 "), at("add 45.91.0.0/16 ")), (Some(d), Some(a)) if d < a)
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !renewed(&bouncer.calls()) {
+        assert!(
+            Instant::now() < deadline,
+            "no renewal: {:?}",
+            bouncer.calls()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // Revoked, its pulls are refused: it keeps what it had and takes nothing new.
     let revoked = send(
         "DELETE",

@@ -151,10 +151,13 @@ fn an_entry_that_expires_is_deleted_at_the_next_pull_and_standing_ones_are_annou
         (vec!["23.94.8.1".to_owned()], vec![])
     );
     assert_eq!(pull(&server, &key, "").body, NOTHING_NEW);
-    // Three days on, a pull announces everything again, before a bouncer's week runs out.
+    // Three days on, a pull deletes and announces everything again, before a
+    // bouncer's week runs out: one that keeps what it has takes it anew.
     server.advance(3 * 86_400);
     let renewed = pull(&server, &key, "").json();
+    assert_eq!(values(&renewed, "deleted"), vec!["23.94.8.2".to_owned()]);
     assert_eq!(values(&renewed, "new"), vec!["23.94.8.2".to_owned()]);
+    assert_eq!(renewed["new"][0]["duration"], "168h0m0s");
     assert_eq!(pull(&server, &key, "").body, NOTHING_NEW);
 }
 
@@ -166,9 +169,11 @@ fn the_global_and_allow_lists_changes_reach_a_token_of_scope_all_as_changes() {
     let (_, personal) = app.feed_token(json!({ "scope": "personal" }));
     app.add("23.94.9.1");
     app.add("23.94.9.2");
+    // An entry the global list also holds as a block of its own stands as long as that does.
+    app.add_with(&[("ip", "23.94.9.3"), ("ttl", "3600")]);
     assert_eq!(
         server
-            .edit_global_list(&["45.77.0.0/16", "45.78.1.1"], &[])
+            .edit_global_list(&["45.77.0.0/16", "45.78.1.1", "23.94.9.3"], &[])
             .status,
         200
     );
@@ -176,10 +181,27 @@ fn the_global_and_allow_lists_changes_reach_a_token_of_scope_all_as_changes() {
     assert_eq!(
         sorted(values(&first, "new")),
         sorted(
-            ["23.94.9.1", "23.94.9.2", "45.77.0.0/16", "45.78.1.1"]
-                .map(String::from)
-                .to_vec()
+            [
+                "23.94.9.1",
+                "23.94.9.2",
+                "23.94.9.3",
+                "45.77.0.0/16",
+                "45.78.1.1"
+            ]
+            .map(String::from)
+            .to_vec()
         )
+    );
+    let both = first["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["value"] == "23.94.9.3")
+        .unwrap();
+    assert_eq!(
+        (&both["origin"], &both["duration"]),
+        (&json!("greylist"), &json!("168h0m0s")),
+        "one decision, as long as the global list holds it: {both}"
     );
     let global = first["new"]
         .as_array()
@@ -271,6 +293,10 @@ fn filters_and_the_tokens_decision_type_shape_what_a_bouncer_gets() {
     )
     .json();
     assert_eq!(values(&not_ssh, "new"), vec!["23.94.10.2".to_owned()]);
+    // A deletion carries no comment: it goes out to a bouncer that filters by one.
+    app.remove("23.94.10.1");
+    let gone = pull(&server, &captcha, "scenarios_containing=ssh").json();
+    assert_eq!(values(&gone, "deleted"), vec!["23.94.10.1".to_owned()]);
     let refused = send(
         "POST",
         &format!("{}/api/feedTokens", server.base),
@@ -378,9 +404,11 @@ fn live_mode_answers_the_decisions_on_one_address_or_exactly_null() {
         assert_eq!(resp.status, 200, "{}", resp.body);
         resp
     };
-    for unlisted in ["23.94.11.2", "10.0.0.1"] {
+    for unlisted in ["23.94.11.2", "10.0.0.1", "2a00:1450:4001::1", "::1"] {
         assert_eq!(live(unlisted).body, "null", "{unlisted}");
     }
+    // An IPv4 address mapped into IPv6 is that address.
+    assert_eq!(live("::ffff:23.94.11.1").json()[0]["value"], "23.94.11.1");
     let personal = live("23.94.11.1").json();
     assert_eq!(
         personal.as_array().unwrap().len(),

@@ -229,8 +229,10 @@ impl HolderList {
         let decision = token
             .as_ref()
             .map_or(DecisionType::Ban, |(_, state)| state.decision);
-        // A pull's position moves once its answer has been read to the end: a
-        // bouncer whose transfer broke off is answered the same changes again.
+        // A pull's position moves once this object has sent its last page: a pull
+        // broken off before then (a fault, a Worker that stopped reading) is
+        // answered the same changes again. Pages the runtime buffered on their
+        // way to a bouncer that then hung up are not: it needs startup again.
         let (head, pages, finish) = match (feed.pull, token) {
             (Some(pull), Some((id, state))) => {
                 let (plan, head, pages) =
@@ -258,12 +260,14 @@ impl HolderList {
             position,
             now,
         });
-        // An answer with nothing to follow is recorded now; any other once it is read.
+        // An answer with nothing to follow is recorded now, any other once it is
+        // read; a pull told to ask again is recorded by the call that answers it.
         let finish = match (head, finish) {
-            (FeedHead::Unchanged { .. } | FeedHead::Moved { .. }, Some(finish)) => {
+            (FeedHead::Unchanged { .. }, Some(finish)) => {
                 finish.record(pages.store())?;
                 None
             }
+            (FeedHead::Moved { .. }, _) => None,
             (_, finish) => finish,
         };
         let pages = stream::unfold(Some((pages, finish)), |read| async move {
