@@ -673,7 +673,16 @@ mod tests {
             NOON,
         );
         apply(&mut store, Operation::Remove, "8.8.8.8", None, NOON);
-        // Swept the next day: counted on the day it expired.
+        apply(
+            &mut store,
+            Operation::Add,
+            "8.8.6.6",
+            Some(Expiry::At(NOON.plus(60))),
+            NOON,
+        );
+        // One met by a check once expired, the other swept the next day: each
+        // counted on the day it expired.
+        apply(&mut store, Operation::Check, "8.8.6.6", None, NOON.plus(61));
         let next = NOON.plus(SECONDS_PER_DAY);
         assert_eq!(sweep(&mut store, next, 10).unwrap(), 1);
         apply(&mut store, Operation::Add, "9.9.9.9", None, next);
@@ -682,7 +691,7 @@ mod tests {
             .iter()
             .map(|r| (r.day, r.added, r.removed, r.expired))
             .collect();
-        assert_eq!(counts, [(day, 2, 1, 1), (day + 1, 1, 0, 0)]);
+        assert_eq!(counts, [(day, 3, 1, 2), (day + 1, 1, 0, 0)]);
         assert_eq!(
             store.usage().unwrap().day,
             day + 1,

@@ -188,6 +188,12 @@ fn debians_custom_bouncer_enforces_the_greylist_and_follows_every_change() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Three days on, the holder's access token has long expired: it logs in again.
+    let token = server.login(&app.license_key).json()["accessToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let app = TestApp { token, ..app };
     // Revoked, its pulls are refused: it keeps what it had and takes nothing new.
     let revoked = send(
         "DELETE",
