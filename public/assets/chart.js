@@ -11,6 +11,9 @@ const ACTIVITY = [
 const WIDTH = 600;
 const HEIGHT = 120;
 const AXIS = 18;
+/** Bars a chart has room for: 30 days, or a list's last 30 changes. Fewer
+ *  stand at the right, as wide as a full chart's, newest last. */
+const SLOTS = 30;
 
 function svg(tag, attrs = {}, ...children) {
   const node = document.createElementNS(SVG, tag);
@@ -25,14 +28,15 @@ function svg(tag, attrs = {}, ...children) {
 function barChart(items, series, label, summary) {
   const total = (item) => series.reduce((sum, [key]) => sum + item[key], 0);
   const peak = Math.max(1, ...items.map(total));
-  const step = WIDTH / Math.max(1, items.length);
+  const step = WIDTH / Math.max(SLOTS, items.length);
+  const left = WIDTH - step * items.length;
   const scale = (HEIGHT - AXIS) / peak;
   const bars = items.map((item, index) => {
     let top = HEIGHT - AXIS;
     const parts = series.filter(([key]) => item[key] > 0).map(([key]) => {
       const height = item[key] * scale;
       top -= height;
-      return svg("rect", { class: `bar ${key}`, x: index * step + 1, y: top, width: Math.max(1, step - 2), height });
+      return svg("rect", { class: `bar ${key}`, x: left + index * step + 1, y: top, width: Math.max(1, step - 2), height });
     });
     const detail = series.map(([key, name]) => `${name} ${item[key].toLocaleString()}`).join(", ");
     return svg("g", {}, svg("title", {}, `${label(item)}: ${detail}`), ...parts);
@@ -41,7 +45,8 @@ function barChart(items, series, label, summary) {
   const chart = svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img", "aria-label": summary, class: "chart" },
     svg("line", { class: "baseline", x1: 0, x2: WIDTH, y1: HEIGHT - AXIS, y2: HEIGHT - AXIS }),
     ...bars,
-    axis(0, items.length ? label(items[0]) : "", "start"),
+    // The first bar's name under it, where there is room beside the last one's.
+    left <= WIDTH / 2 && items.length ? axis(left, label(items[0]), "start") : "",
     axis(WIDTH, items.length ? label(items.at(-1)) : "", "end"));
   const figure = document.createElement("figure");
   figure.className = "activity";
@@ -68,11 +73,12 @@ export function activityChart(days) {
   return barChart(days, ACTIVITY, (day) => day.date, summary);
 }
 
-/** A list's size after each of its last changes (oldest first). */
-export function sizeChart(points, when) {
+/** A list's size after each of its last changes (oldest first), each named by its time. */
+export function sizeChart(points) {
+  const at = (point) => new Date(point.at).toLocaleString();
   const sizes = points.map((point) => point.entries);
   const summary = points.length
-    ? `${points.length} changes from ${when(points[0].at)} to ${when(points.at(-1).at)}: from ${sizes[0].toLocaleString()} to ${sizes.at(-1).toLocaleString()} entries, at most ${Math.max(...sizes).toLocaleString()}.`
+    ? `${points.length} ${points.length === 1 ? "change" : "changes"} from ${at(points[0])} to ${at(points.at(-1))}: from ${sizes[0].toLocaleString()} to ${sizes.at(-1).toLocaleString()} entries, at most ${Math.max(...sizes).toLocaleString()}.`
     : "No change yet.";
-  return barChart(points, [["entries", "Entries"]], (point) => when(point.at), summary);
+  return barChart(points, [["entries", "Entries"]], at, summary);
 }

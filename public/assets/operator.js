@@ -40,7 +40,7 @@ async function loadStatus() {
       el("td", {}, list.publishedAt ? when(list.publishedAt) : "Not yet"));
     fill($("status-rows"), [row("Global list", status.globalList), row("Allow list", status.allowList)]);
     const recent = status.globalList.recent;
-    show($("sizes-chart"), sizeChart(recent, when));
+    show($("sizes-chart"), sizeChart(recent));
     fill($("sizes-rows"), recent.slice().reverse().map((point) => el("tr", {},
       el("td", {}, when(point.at)), el("td", {}, point.entries.toLocaleString()))));
     say($("status-result"), `${status.licenses} ${status.licenses === 1 ? "license" : "licenses"} issued.`);

@@ -388,7 +388,9 @@ describe("operator page", () => {
     // The global list's size after its last change leads the chart's table, and the chart names it.
     await page.getByText("The same as a table").click();
     await page.locator("#sizes-rows tr").first().locator("td:nth-child(2)", { hasText: /^2$/ }).waitFor();
-    assert.match(await page.locator("#sizes-chart svg.chart").getAttribute("aria-label"), / to 2 entries, at most \d/);
+    const summary = await page.locator("#sizes-chart svg.chart").getAttribute("aria-label");
+    assert.match(summary, /^\d+ changes? from \d.* to \d.*: from [\d,]+ to 2 entries, at most [\d,]+\.$/);
+    assert.match(await page.locator("#sizes-chart svg.chart text.axis").last().textContent(), /^\d/);
 
     const holder = await holderPage(key);
     for (const ip of [listed, "46.2.200.1"]) {
