@@ -59,6 +59,17 @@ fn reads() -> Vec<(&'static str, Read)> {
             let delta = app.feed_json(&format!("format=json&since={since}"));
             assert_eq!(delta["new"].as_array().unwrap().len(), n);
         }),
+        ("CrowdSec startup pull", |app, n| {
+            let (_, key) = app.feed_token(json!({ "scope": "personal" }));
+            let pull = send(
+                "GET",
+                &format!("{}/v1/decisions/stream?startup=true", app.server.base),
+                &[("X-Api-Key", key)],
+                None,
+            );
+            assert_eq!(pull.status, 200);
+            assert_eq!(pull.json()["new"].as_array().unwrap().len(), n);
+        }),
         ("list read, every page", |app, n| {
             let mut cursor = String::new();
             let mut read = 0;
