@@ -15,11 +15,20 @@ export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 
 /** Starts the worker built at `script` (relative to `folder`) from `folder`, with
  *  the bindings its wrangler.toml declares, its state under `state`. */
-export async function serve(folder, vars, state, script = "build/index.js") {
+/** The service's Workers Static Assets options, as Miniflare takes them: the
+ *  router that runs in front of the Worker, and the paths it sends straight on. */
+export function serviceAssets() {
+  return unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml")).workerOptions.assets;
+}
+
+/** Serves `folder`'s worker; `options` replace what its `wrangler.toml` says
+ *  (the floors take the service's `assets`, a run without them `assets: undefined`). */
+export async function serve(folder, vars, state, script = "build/index.js", options = {}) {
   process.chdir(join(root, folder));
   const { workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.toml");
   const mf = new Miniflare({
     ...workerOptions,
+    ...options,
     name: undefined,
     scriptPath: script,
     modules: true,

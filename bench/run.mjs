@@ -1,6 +1,7 @@
 // `make bench`: serves the built worker and the floor worker with Miniflare
-// directly (wrangler dev would add ~3 ms to every request), seeds lists, drives
-// load with wrk and reports each scenario against its floor.
+// directly (wrangler dev would add ~3 ms to every request), the floors behind
+// the service's own asset routing, seeds lists, drives load with wrk and reports
+// each scenario against its floor, and what the asset router itself costs.
 //
 // Sizes: BENCH_PERSONAL (default 100000), BENCH_GLOBAL (default 1000000, a quarter
 // of them /24 ranges, loaded with one PUT),
@@ -13,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, statSync } from "node
 import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { ADMIN, CONNECTIONS, SECONDS, globalAddress, globalImport, holder, post, root, seedPersonal, seeded, serve as serveFrom, wrk } from "./lib.mjs";
+import { ADMIN, CONNECTIONS, SECONDS, globalAddress, globalImport, holder, post, root, seedPersonal, seeded, serve as serveFrom, serviceAssets, wrk } from "./lib.mjs";
 import { streamPulls } from "./stream.mjs";
 import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
 import { TEN_MILLION, tenMillion } from "./ten-million.mjs";
@@ -25,6 +26,32 @@ const FEED_PERSONAL = Number(process.env.BENCH_FEED_PERSONAL ?? 300000);
 const SMALL = 1000;
 const state = mkdtempSync(join(tmpdir(), "greylist-bench-"));
 const serve = (folder, vars) => serveFrom(folder, vars, join(state, folder));
+
+/** What the asset router costs here: the bare floor and storage-free and
+ *  unlisted checks of the service, each with and without Workers Static Assets
+ *  in front (a fresh service, an empty list), one at a time and under load. */
+async function withoutAssets() {
+  const vars = { JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef", ADMIN_TOKEN: ADMIN, CACHE_SECONDS: "60" };
+  const rows = [];
+  for (const [label, options] of [["with the asset router", { assets: serviceAssets() }], ["without it", { assets: undefined }]]) {
+    const floor = await serveFrom("bench/floor", {}, join(state, `floor-${rows.length}`), "build/index.js", options);
+    for (const connections of [1, CONNECTIONS]) {
+      rows.push({ name: `floor: bare answer, ${label}`, connections, ...(await wrk(`${floor.url}/api/bare`, { BENCH_PATH: "/api/bare" }, connections)) });
+    }
+    await floor.mf.dispose();
+    const { mf, url } = await serveFrom(".", vars, join(state, `service-${rows.length}`), "build/index.js", options);
+    const { token } = await holder(url);
+    const path = "/api/checkIpOnGreylist?result_mode=json";
+    for (const [name, ip] of [["invalid ip", "not-an-ip"], ["check, unlisted", "20.250.0.1"]]) {
+      for (const connections of [1, CONNECTIONS]) {
+        const measured = await wrk(url + path, { BENCH_PATH: path, BENCH_TOKENS: token, BENCH_IP: ip, BENCH_FIELD: "ip" }, connections);
+        rows.push({ name: `${name}, ${label}`, connections, ...measured });
+      }
+    }
+    await mf.dispose();
+  }
+  return rows;
+}
 
 /** Replaces the global list; returns the seconds it took. */
 async function replaceGlobal(url, count) {
@@ -61,15 +88,17 @@ const results = { quiet: [], date: new Date().toISOString(), machine: `${cpus().
 const row = async (name, floor, measured, note) => results.rows.push({ name, floor, ...(await measured), note });
 
 try {
-  // Floors first, alone on the machine.
-  const floor = await serve("bench/floor", {});
+  // Floors first, alone on the machine, under the service's own asset routing
+  // (its router in front, its API paths sent straight on): like for like.
+  const floor = await serveFrom("bench/floor", {}, join(state, "floor"), "build/index.js", { assets: serviceAssets() });
   const floors = {};
   const quietFloors = {};
   for (const path of ["bare", "do", "write"]) {
-    floors[path] = await wrk(`${floor.url}/${path}`, { BENCH_PATH: `/${path}` });
-    quietFloors[path] = await wrk(`${floor.url}/${path}`, { BENCH_PATH: `/${path}` }, 1);
+    floors[path] = await wrk(`${floor.url}/api/${path}`, { BENCH_PATH: `/api/${path}` });
+    quietFloors[path] = await wrk(`${floor.url}/api/${path}`, { BENCH_PATH: `/api/${path}` }, 1);
   }
   await floor.mf.dispose();
+  results.withoutAssets = await withoutAssets();
 
   const { mf, url } = await serve(".", {
     JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef",
@@ -233,7 +262,7 @@ function targets({ rows, quiet, floors, quietFloors, wasm, lists, bulk, scale })
   return list;
 }
 
-function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets, lists, scale, stream }) {
+function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets, lists, scale, stream, withoutAssets }) {
   const ms = (us) => (us / 1000).toFixed(2);
   const errors = (r) => `${r.errors} (${r.status_errors}, ${r.timeouts})`;
   const floorLabel = { bare: "bare", do: "DO", write: "DO write" };
@@ -269,6 +298,12 @@ function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets,
     ...table("One request at a time", 1, quietFloors, quiet),
     "",
     ...scaleLines(scale),
+    "",
+    "What the asset router costs (Miniflare; a fresh service with an empty list)",
+    "",
+    "| scenario | connections | req/s | p50 ms | p99 ms |",
+    "|---|---:|---:|---:|---:|",
+    ...withoutAssets.map((r) => `| ${r.name} | ${r.connections} | ${r.rps.toFixed(0)} | ${ms(r.p50_us)} | ${ms(r.p99_us)} |`),
     "",
     "CrowdSec decision stream pulls (one at a time, tokens of scope personal)",
     "",

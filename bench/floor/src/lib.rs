@@ -1,5 +1,5 @@
 //! The floor worker: what the runtime costs before the service does anything.
-//! `/bare` answers at once, `/do` calls an empty Durable Object, and `/write`
+//! `…/bare` answers at once, `…/do` calls an empty Durable Object, and `…/write`
 //! calls one that writes a single row, the least an add can cost.
 
 use worker::{durable_object, event, Context, DurableObject, Env, Request, Response, Result, SqlStorage, State};
@@ -27,11 +27,14 @@ impl DurableObject for Empty {
 
 /// Reads the body as the service does: workerd closes a keep-alive connection
 /// whose request body was left unread, which would make the floor slower, not faster.
+/// Answers on any path ending so (`/api/do` too), so that the bench can put the
+/// floors under the service's own asset routing.
 #[event(fetch)]
 async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     req.bytes().await?;
-    match req.path().as_str() {
-        path @ ("/do" | "/write") => env.durable_object("EMPTY")?.get_by_name("floor")?.fetch_with_str(&format!("https://empty{path}")).await,
+    let path = req.path();
+    match path.rsplit('/').next() {
+        Some(name @ ("do" | "write")) => env.durable_object("EMPTY")?.get_by_name("floor")?.fetch_with_str(&format!("https://empty/{name}")).await,
         _ => Response::ok("ok"),
     }
 }
