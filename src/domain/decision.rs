@@ -133,33 +133,30 @@ impl Filter {
     /// Whether a deletion goes out: by scope and origin only, since a deletion
     /// no longer carries the comment its addition had as its scenario.
     pub fn admits_deletion(&self, decision: &Decision) -> bool {
-        Filter {
-            containing: Vec::new(),
-            not_containing: Vec::new(),
-            ..self.clone()
-        }
-        .admits(decision)
+        self.scopes.as_ref().is_none_or(|scopes| {
+            scopes
+                .iter()
+                .any(|s| s.eq_ignore_ascii_case(decision.scope))
+        }) && self
+            .origins
+            .as_ref()
+            .is_none_or(|origins| origins.iter().any(|o| o == decision.origin))
     }
 
     pub fn admits(&self, decision: &Decision) -> bool {
-        let scenario = decision.scenario.to_lowercase();
-        let scope = decision.scope.to_lowercase();
-        self.scopes
-            .as_ref()
-            .is_none_or(|scopes| scopes.contains(&scope))
-            && self
-                .origins
-                .as_ref()
-                .is_none_or(|origins| origins.iter().any(|o| o == decision.origin))
-            && (self.containing.is_empty()
-                || self
-                    .containing
-                    .iter()
-                    .any(|w| scenario.contains(w.as_str())))
-            && !self
-                .not_containing
-                .iter()
-                .any(|w| scenario.contains(w.as_str()))
+        self.admits_deletion(decision) && self.admits_scenario(decision.scenario)
+    }
+
+    /// Whether a scenario has one of the wanted words and none of the others;
+    /// read in lower case only when a filter asks about it.
+    fn admits_scenario(&self, scenario: &str) -> bool {
+        if self.containing.is_empty() && self.not_containing.is_empty() {
+            return true;
+        }
+        let scenario = scenario.to_lowercase();
+        let has = |word: &String| scenario.contains(word.as_str());
+        (self.containing.is_empty() || self.containing.iter().any(has))
+            && !self.not_containing.iter().any(has)
     }
 }
 
