@@ -2,8 +2,10 @@
 //! (`build-test/`): set the service's clock, run a Durable Object's alarm now
 //! rather than when the runtime would, make the lists' writer fail its next
 //! save as a storage fault would, and make the next notice of a revocation to a
-//! holder's object fail as an unreachable object would. The deployable build has none of this, and
-//! `make deploy-check` fails if its bundle names any of these paths.
+//! holder's object fail as an unreachable object would; and read what the
+//! billable calls counted (`/__test/meter`, for `make bench`). The deployable
+//! build has none of this, and `make deploy-check` fails if its bundle names any
+//! of these paths.
 
 use serde::Deserialize;
 use worker::{Env, Method, Request, Response};
@@ -11,15 +13,17 @@ use worker::{Env, Method, Request, Response};
 use super::form;
 use crate::domain::license::LicenseId;
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{RunAlarm as RunHolderAlarm, WasmMemory};
+use crate::objects::holder::protocol::{
+    Meter as HolderMeter, RunAlarm as RunHolderAlarm, WasmMemory,
+};
 use crate::objects::lists::client::writer;
 use crate::objects::lists::protocol::{
-    FailNextSave, FailPublications, RunAlarm as RunListsAlarm, WriterMemory,
+    FailNextSave, FailPublications, RunAlarm as RunListsAlarm, WriterMemory, WriterMeter,
 };
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::{FailNextNotice, RunAlarm as RunRevocationsAlarm};
-use crate::platform::{clock, memory};
+use crate::platform::{clock, memory, meter};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -84,6 +88,44 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 .await
                 .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
             Response::from_json(&serde_json::json!({ "writer": bytes }))
+        }
+        (Method::Get, "/__test/meter") => {
+            // The Worker's own counts, a holder's (`license=`) and the writer's
+            // (`writer`, asked only when wanted: asking wakes it).
+            let mut readings = vec![meter::reading().map_err(|e| e.to_string())?];
+            let url = req.url()?;
+            if url.query_pairs().any(|(name, _)| name == "writer") {
+                readings.push(
+                    writer(env)
+                        .map_err(|e| e.to_string())?
+                        .ask(WriterMeter)
+                        .await
+                        .map_err(hook)?,
+                );
+            }
+            let license = url
+                .query_pairs()
+                .find(|(name, _)| name == "license")
+                .and_then(|(_, id)| LicenseId::parse(&id));
+            if let Some(license) = license {
+                readings.push(
+                    holder(env, &license)
+                        .map_err(|e| e.to_string())?
+                        .ask(HolderMeter)
+                        .await
+                        .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?,
+                );
+            }
+            // Isolates shared by the Worker and its objects are counted once.
+            let mut counts = meter::Counts::default();
+            let mut seen = Vec::new();
+            for reading in readings {
+                if !seen.contains(&reading.isolate) {
+                    seen.push(reading.isolate);
+                    counts += reading.counts;
+                }
+            }
+            Response::from_json(&serde_json::json!({ "isolates": seen.len(), "counts": counts }))
         }
         (Method::Get, "/__test/memory") => {
             let holder_bytes = match form::query_of(&req.inner().url())

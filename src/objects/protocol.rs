@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use worker::{Headers, Method, Request, RequestInit, Response, Stub};
 
 use crate::platform::clock;
+use crate::platform::meter::{self, Billable};
 use crate::platform::stream::Chunks;
 use crate::store::StoreError;
 
@@ -250,6 +251,7 @@ impl<P: Protocol> Object<P> {
             }
         }
         init.with_headers(headers);
+        meter::count(Billable::DurableObjectRequest);
         Ok(self
             .stub
             .fetch_with_request(Request::new_with_init("https://object/", &init)?)

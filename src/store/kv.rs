@@ -11,6 +11,7 @@ use worker::kv::KvStore;
 use super::StoreError;
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
+use crate::platform::meter::{self, Billable};
 
 /// Reads of one KV namespace.
 #[allow(async_fn_in_trait)]
@@ -31,6 +32,7 @@ const PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 
 impl KvRead for KvStore {
     async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        meter::count(Billable::KvRead);
         Ok(self
             .get(key)
             .cache_ttl(Freshness::EDGE_SECONDS)

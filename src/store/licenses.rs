@@ -13,6 +13,7 @@ use crate::domain::feed_token::FeedTokenOwner;
 use crate::domain::license::{key_digest, LicenseId, LicenseKey};
 use crate::domain::settings::Freshness;
 use crate::domain::time::{Millis, UnixTime};
+use crate::platform::meter::{self, Billable};
 
 const BINDING: &str = "LICENSES";
 /// How many licenses' standing one isolate remembers before it starts afresh.
@@ -72,6 +73,7 @@ impl Standing {
 
 async fn save(kv: &KvStore, id: &LicenseId, record: &LicenseRecord) -> Result<(), StoreError> {
     let text = serde_json::to_string(record)?;
+    meter::count(Billable::KvWrite);
     kv.put(&record_key(id), text)?
         .metadata(record.standing())?
         .execute()
@@ -103,6 +105,7 @@ pub async fn create(env: &Env, now: UnixTime) -> Result<(LicenseId, LicenseKey),
         },
     )
     .await?;
+    meter::count(Billable::KvWrite);
     kv.put(&digest_key(&digest), id.as_str())?.execute().await?;
     Ok((id, key))
 }
@@ -110,9 +113,11 @@ pub async fn create(env: &Env, now: UnixTime) -> Result<(LicenseId, LicenseKey),
 /// Marks the license revoked and forgets its key; `false` when there is no such license.
 pub async fn revoke(env: &Env, id: &LicenseId, now: UnixTime) -> Result<bool, StoreError> {
     let kv = env.kv(BINDING)?;
+    meter::count(Billable::KvRead);
     let Some(mut record) = kv.get(&record_key(id)).json::<LicenseRecord>().await? else {
         return Ok(false);
     };
+    meter::count(Billable::KvWrite);
     kv.delete(&digest_key(&record.key_digest)).await?;
     if record.revoked_at.is_none() {
         record.revoked_at = Some(now.0);
@@ -193,11 +198,13 @@ pub async fn page(
             .and_then(|m| serde_json::from_value::<Standing>(m).ok())
         {
             Some(standing) => Some(standing),
-            None => kv
-                .get(&key.name)
-                .json::<LicenseRecord>()
-                .await?
-                .map(|record| record.standing()),
+            None => {
+                meter::count(Billable::KvRead);
+                kv.get(&key.name)
+                    .json::<LicenseRecord>()
+                    .await?
+                    .map(|record| record.standing())
+            }
         };
         licenses.extend(standing.map(|standing| standing.summary(id)));
     }
@@ -225,6 +232,7 @@ pub async fn save_feed_token(
     owner: &FeedTokenOwner,
 ) -> Result<(), StoreError> {
     let record = serde_json::to_string(owner)?;
+    meter::count(Billable::KvWrite);
     env.kv(BINDING)?
         .put(&feed_token_key(digest), record)?
         .execute()
@@ -263,6 +271,7 @@ async fn owner_of(
 }
 
 pub async fn forget_feed_token(env: &Env, digest: &str) -> Result<(), StoreError> {
+    meter::count(Billable::KvWrite);
     env.kv(BINDING)?.delete(&feed_token_key(digest)).await?;
     Ok(())
 }

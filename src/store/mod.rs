@@ -18,6 +18,8 @@ use std::fmt;
 
 use worker::kv::{Key, KvError, KvStore};
 
+use crate::platform::meter::{self, Billable};
+
 /// What went wrong below the HTTP layer, with its cause; the edge decides what a
 /// client is told (`http::error`).
 #[derive(Debug)]
@@ -107,6 +109,7 @@ pub async fn list_page(
     if let Some(limit) = limit {
         list = list.limit(limit);
     }
+    meter::count(Billable::KvList);
     let page = list.execute().await?;
     Ok((page.keys, page.cursor.filter(|_| !page.list_complete)))
 }

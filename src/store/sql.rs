@@ -6,7 +6,9 @@ use std::fmt;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use worker::{SqlStorage, SqlStorageValue, State};
+use worker::{SqlCursor, SqlStorage, SqlStorageValue, State};
+
+use crate::platform::meter::{self, Billable};
 
 /// A value bound to a statement or read from a row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,7 +132,7 @@ impl<T: Sql> Sql for &T {
 impl Sql for SqlStorage {
     fn query(&self, statement: &str, args: &[Value]) -> Result<Vec<Row>, SqlError> {
         let cursor = self.exec(statement, bindings(args)).map_err(fault)?;
-        cursor
+        let rows = cursor
             .raw()
             .map(|row| {
                 row.map_err(fault)?
@@ -139,19 +141,27 @@ impl Sql for SqlStorage {
                     .collect::<Result<_, _>>()
                     .map(Row)
             })
-            .collect()
+            .collect();
+        metered(&cursor);
+        rows
     }
 
     fn execute(&self, statement: &str, args: &[Value]) -> Result<usize, SqlError> {
-        Ok(self
-            .exec(statement, bindings(args))
-            .map_err(fault)?
-            .rows_written())
+        let cursor = self.exec(statement, bindings(args)).map_err(fault)?;
+        metered(&cursor);
+        Ok(cursor.rows_written())
     }
 
     fn script(&self, statements: &str) -> Result<(), SqlError> {
-        self.exec(statements, None).map(drop).map_err(fault)
+        metered(&self.exec(statements, None).map_err(fault)?);
+        Ok(())
     }
+}
+
+/// The rows a statement read and wrote, as Cloudflare bills them, once it ran to its end.
+fn metered(cursor: &SqlCursor) {
+    meter::count(Billable::RowsRead(cursor.rows_read()));
+    meter::count(Billable::RowsWritten(cursor.rows_written()));
 }
 
 /// A database that runs several statements as one transaction: all their writes,

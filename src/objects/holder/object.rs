@@ -129,6 +129,10 @@ impl DurableObject for HolderList {
                 super::protocol::WasmMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
             }
             #[cfg(feature = "test-hooks")]
+            HolderCall::Meter(super::protocol::Meter) => super::protocol::Meter::reply(
+                crate::platform::meter::reading().map_err(Failure::from),
+            ),
+            #[cfg(feature = "test-hooks")]
             HolderCall::RunAlarm(super::protocol::RunAlarm) => {
                 DurableObject::alarm(self).await?;
                 super::protocol::RunAlarm::reply(Ok(()))

@@ -37,6 +37,8 @@ calls!(HolderProtocol => HolderCall {
     RunAlarm => (),
     #[cfg(feature = "test-hooks")]
     WasmMemory => u64,
+    #[cfg(feature = "test-hooks")]
+    Meter => crate::platform::meter::Reading,
 } streamed {
     Feed => (FeedStart, FeedRecord),
 });
@@ -143,3 +145,8 @@ pub struct RunAlarm;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WasmMemory;
+
+/// The billable calls the object's isolate made (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Meter;

@@ -30,6 +30,7 @@ use crate::domain::snapshot::Manifest;
 use crate::domain::time::UnixTime;
 use crate::objects::protocol::{receive, Ask, AskStream, Failure, Streamed};
 use crate::platform::clock;
+use crate::platform::meter::{self, Billable};
 use crate::platform::stream::{gunzip, Chunks};
 use crate::store::list_chunks::Source;
 use crate::store::list_tables::{ListTables, PieceKey, Stored};
@@ -160,6 +161,12 @@ impl DurableObject for OperatorLists {
             #[cfg(feature = "test-hooks")]
             ListsCall::WriterMemory(super::protocol::WriterMemory) => {
                 super::protocol::WriterMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
+            }
+            #[cfg(feature = "test-hooks")]
+            ListsCall::WriterMeter(super::protocol::WriterMeter) => {
+                super::protocol::WriterMeter::reply(
+                    crate::platform::meter::reading().map_err(Failure::from),
+                )
             }
             #[cfg(feature = "test-hooks")]
             ListsCall::FailPublications(super::protocol::FailPublications) => {
@@ -686,6 +693,7 @@ impl OperatorLists {
         })?;
         tables.retire(kind, &plan.gone, now)?;
         for retired in tables.retired_before(now.saturating_sub(RETIRED_SHARDS_KEPT_SECONDS))? {
+            meter::count(Billable::KvWrite);
             self.env
                 .kv(binding(retired.kind))?
                 .delete(&retired.key)
@@ -694,6 +702,7 @@ impl OperatorLists {
             tables.forget_retired(&retired)?;
         }
         for key in tables.pieces_until(kind, deltas_from)? {
+            meter::count(Billable::KvWrite);
             kv.delete(&piece_key(key.version, key.level)).await?;
             tables.forget_piece(kind, key)?;
         }
@@ -750,6 +759,7 @@ impl OperatorLists {
         let tables = self.tables();
         for key in tables.pieces_not_in_kv(kind)? {
             if let Some(piece) = tables.piece(kind, key)? {
+                meter::count(Billable::KvWrite);
                 kv.put_bytes(&piece_key(key.version, key.level), &piece.encode())?
                     .execute()
                     .await?;
@@ -760,6 +770,7 @@ impl OperatorLists {
             let bytes = tables.shard_bytes(kind, key)?.ok_or_else(|| {
                 StoreError::Corrupt(format!("{} list: shard {key} was not kept", kind.code()))
             })?;
+            meter::count(Billable::KvWrite);
             kv.put_bytes(key, &bytes)?.execute().await?;
         }
         if self.failing_publications.get() {
@@ -767,6 +778,7 @@ impl OperatorLists {
                 "KV failed before the manifest, made by the test hook".to_owned(),
             ));
         }
+        meter::count(Billable::KvWrite);
         kv.put(MANIFEST_KEY, serde_json::to_string(manifest)?)?
             .execute()
             .await?;

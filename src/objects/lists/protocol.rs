@@ -28,6 +28,8 @@ calls!(ListsProtocol => ListsCall {
     FailPublications => (),
     #[cfg(feature = "test-hooks")]
     WriterMemory => u64,
+    #[cfg(feature = "test-hooks")]
+    WriterMeter => crate::platform::meter::Reading,
 } streamed {
     Export => (ExportHead, Ipv4Range),
 });
@@ -145,3 +147,8 @@ pub struct FailPublications;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WriterMemory;
+
+/// The billable calls the writer's isolate made (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WriterMeter;

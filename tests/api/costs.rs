@@ -1,0 +1,150 @@
+//! What a request costs in the calls Cloudflare bills, counted by the test build's
+//! meter (`/__test/meter`) on a server of its own, so no other test's calls are
+//! counted: an answer that needs no storage makes no storage call, a check of
+//! the holder's own list is one Durable Object request, and an add writes its
+//! few rows, a bulk add as many per address and one object request in all.
+
+use serde_json::Value;
+
+use crate::helpers::{send, Server, TestApp};
+
+/// The counts since the runtime started, of the Worker and its objects.
+fn meter(app: &TestApp) -> Value {
+    let resp = send(
+        "GET",
+        &format!("{}/__test/meter?license={}", app.server.base, app.license),
+        &[],
+        None,
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()["counts"].clone()
+}
+
+/// What `work` cost, without what reading the meter itself costs (its call to
+/// the holder's object).
+fn spent(app: &TestApp, work: impl FnOnce()) -> Value {
+    let first = meter(app);
+    let overhead = difference(&meter(app), &first);
+    assert_eq!(count(&overhead, "durableObjectRequests"), 1, "{overhead}");
+    let before = meter(app);
+    work();
+    let after = meter(app);
+    difference(&difference(&after, &before), &overhead)
+}
+
+fn difference(after: &Value, before: &Value) -> Value {
+    let fields = after.as_object().unwrap().iter().map(|(name, value)| {
+        let delta = value.as_i64().unwrap() - before[name].as_i64().unwrap();
+        (name.clone(), Value::from(delta))
+    });
+    Value::Object(fields.collect())
+}
+
+fn count(spent: &Value, field: &str) -> i64 {
+    spent[field].as_i64().unwrap()
+}
+
+#[test]
+fn storage_free_answers_make_no_billable_call_and_a_check_makes_one() {
+    let server = Server::own(&[("CACHE_SECONDS", "60")]);
+    let app = TestApp::on(&server);
+    server.edit_global_list(&["57.58.0.0/16", "57.59.0.9"], &[]);
+    server.edit_allow_list(&["57.60.0.0/16"], &[]);
+    // Warm: the isolate holds the snapshots and the license's standing.
+    assert_eq!(app.check("57.58.1.1"), "[57.58.1.1] is on global greylist");
+    assert_eq!(
+        app.check("57.60.1.1"),
+        "[57.60.1.1] is on the global allow list, no action was taken"
+    );
+    for (ip, answer) in [
+        ("not-an-ip", "[not-an-ip] is invalid"),
+        ("10.1.2.3", "[10.1.2.3] is private"),
+        (
+            "57.60.1.1",
+            "[57.60.1.1] is on the global allow list, no action was taken",
+        ),
+        ("57.58.1.1", "[57.58.1.1] is on global greylist"),
+        ("57.59.0.9", "[57.59.0.9] is on global greylist"),
+    ] {
+        let spent = spent(&app, || {
+            for _ in 0..5 {
+                assert_eq!(app.check(ip), answer);
+            }
+        });
+        for field in [
+            "durableObjectRequests",
+            "kvReads",
+            "kvWrites",
+            "kvLists",
+            "rowsRead",
+            "rowsWritten",
+        ] {
+            assert_eq!(count(&spent, field), 0, "{ip}: {field} in {spent}");
+        }
+    }
+    let add = spent(&app, || {
+        assert_eq!(
+            app.add("57.59.0.9"),
+            "[57.59.0.9] is already on global greylist"
+        );
+    });
+    assert_eq!(count(&add, "durableObjectRequests"), 0, "{add}");
+    let check = spent(&app, || {
+        for _ in 0..5 {
+            assert_eq!(
+                app.check("57.61.0.1"),
+                "[57.61.0.1] is currently not on global greylist"
+            );
+        }
+    });
+    assert_eq!(count(&check, "durableObjectRequests"), 5, "{check}");
+    assert_eq!(count(&check, "kvReads"), 0, "{check}");
+    assert_eq!(count(&check, "rowsWritten"), 0, "{check}");
+}
+
+/// An add writes the entry and its age index, the list's size, the day's counter,
+/// the history event, its by-address index and the history's sequence: seven rows.
+const ROWS_PER_ADD: i64 = 7;
+
+#[test]
+fn an_add_writes_seven_rows_and_a_bulk_add_as_many_per_address_in_one_object_request() {
+    let server = Server::own(&[("CACHE_SECONDS", "60")]);
+    let app = TestApp::on(&server);
+    // Warm: the first check has the writer publish the empty lists, and the isolate read them.
+    assert_eq!(
+        app.check("57.62.0.1"),
+        "[57.62.0.1] is currently not on global greylist"
+    );
+    let add = spent(&app, || {
+        assert_eq!(
+            app.add("57.62.0.1"),
+            "[57.62.0.1] has been added to greylist"
+        );
+    });
+    assert_eq!(count(&add, "durableObjectRequests"), 1, "{add}");
+    assert_eq!(count(&add, "rowsWritten"), ROWS_PER_ADD, "{add}");
+    assert_eq!(count(&add, "kvWrites"), 0, "{add}");
+    let again = spent(&app, || {
+        assert_eq!(
+            app.add("57.62.0.1"),
+            "[57.62.0.1] is already on your greylist"
+        );
+    });
+    assert_eq!(
+        count(&again, "rowsWritten"),
+        0,
+        "an add that changes nothing: {again}"
+    );
+    let body: String = (0..100).map(|n| format!("57.63.0.{n}\n")).collect();
+    let bulk = spent(&app, || {
+        let resp = app.post(
+            "/api/addIpsToGreylist",
+            crate::helpers::Mode::Json,
+            &[("Content-Type", "text/plain".to_owned())],
+            body.as_bytes(),
+        );
+        assert_eq!(resp.json()["counts"]["added"], 100, "{}", resp.body);
+    });
+    assert_eq!(count(&bulk, "durableObjectRequests"), 1, "{bulk}");
+    assert_eq!(count(&bulk, "rowsWritten"), 100 * ROWS_PER_ADD, "{bulk}");
+}
