@@ -25,6 +25,10 @@ FLOOR := bench/floor/build/index.js
 CHROMIUM := /usr/bin/chromium
 IPSET := /usr/sbin/ipset
 NFT := /usr/sbin/nft
+# CrowdSec's own Local API, which `make bench` measures beside the service.
+CROWDSEC_VERSION := 1.4.6-6~deb12u1+b1
+CROWDSEC_DIR := $(TOOLS)/crowdsec-$(CROWDSEC_VERSION)
+CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
@@ -194,10 +198,21 @@ deploy-check: build $(TEST_WORKER)
 breaks: tools $(NODE_TOOLS)
 	tests/breaks/run
 
-# The service against the runtime's floors, served by Miniflare directly; writes bench/results.json.
-bench: build $(FLOOR)
+# The service against the runtime's floors, through Miniflare and on workerd's own
+# socket, what each operation costs (counted by the test build), and CrowdSec's
+# Local API side by side; writes bench/results.json. BENCH_ONLY=a,b runs a subset
+# (bench/README.md names them) and writes target/bench-results.json instead.
+bench: build build-test $(FLOOR) $(CROWDSEC)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-	node bench/run.mjs
+	CROWDSEC_BIN=$(CROWDSEC_DIR)/usr/bin node bench/run.mjs
+
+# The package's files only, unpacked once: installing it runs a post-install that
+# fails offline and leaves dpkg half-configured.
+$(CROWDSEC):
+	rm -rf $(CROWDSEC_DIR) $(CROWDSEC_DIR).tmp && mkdir -p $(CROWDSEC_DIR).tmp
+	apt-get update -qq && cd $(CROWDSEC_DIR).tmp && apt-get download -qq crowdsec=$(CROWDSEC_VERSION)
+	dpkg -x $(CROWDSEC_DIR).tmp/crowdsec_*.deb $(CROWDSEC_DIR).tmp/tree
+	mv $(CROWDSEC_DIR).tmp/tree $(CROWDSEC_DIR) && rm -rf $(CROWDSEC_DIR).tmp
 
 clean:
 	rm -rf build build-test target .wrangler bench/floor/build bench/floor/target

@@ -13,16 +13,19 @@ export const ADMIN = "bench-admin-token-0123456789abcdef";
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 
-/** Starts the worker built at `script` (relative to `folder`) from `folder`, with
- *  the bindings its wrangler.toml declares, its state under `state`. */
 /** The service's Workers Static Assets options, as Miniflare takes them: the
  *  router that runs in front of the Worker, and the paths it sends straight on. */
 export function serviceAssets() {
   return unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml")).workerOptions.assets;
 }
 
-/** Serves `folder`'s worker; `options` replace what its `wrangler.toml` says
- *  (the floors take the service's `assets`, a run without them `assets: undefined`). */
+/** Serves `folder`'s worker (built at `script`), with the bindings its
+ *  `wrangler.toml` declares and its state under `state`; `options` replace what
+ *  the file says (the floors take the service's `assets`, a run without them
+ *  `assets: undefined`). Two addresses: `url`, through Miniflare's entry worker
+ *  (what `wrangler dev` serves), and `direct`, a socket of workerd's own in front
+ *  of the worker (behind its asset router when it has one), as the edge runs it:
+ *  no proxy worker in between, with Miniflare's KV and rate-limit services. */
 export async function serve(folder, vars, state, script = "build/index.js", options = {}) {
   process.chdir(join(root, folder));
   const { workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.toml");
@@ -38,6 +41,7 @@ export async function serve(folder, vars, state, script = "build/index.js", opti
     durableObjectsPersist: join(state, "do"),
     host: "127.0.0.1",
     port: 0,
+    unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
     // The runtime's output (a log line per request, and any fault) goes to a file, not the terminal.
     handleRuntimeStdio: (stdout, stderr) => {
       const log = createWriteStream(join(root, "target", `bench-${folder.replace(/\W/g, "") || "service"}.log`));
@@ -46,16 +50,17 @@ export async function serve(folder, vars, state, script = "build/index.js", opti
     },
   });
   const url = (await mf.ready).toString().replace(/\/$/, "");
+  const direct = (await mf.unsafeGetDirectURL()).toString().replace(/\/$/, "");
   process.chdir(root);
-  return { mf, url };
+  return { mf, url, direct };
 }
 
 /** Asynchronous on purpose: Miniflare drains workerd's output in this process, and a
  *  blocked event loop would stall the worker on a full stdout pipe. */
-export async function wrk(url, env, connections = CONNECTIONS) {
+export async function wrk(url, env, connections = CONNECTIONS, seconds = SECONDS) {
   const { stdout } = await promisify(execFile)(
     "wrk",
-    ["-t", String(Math.min(2, connections)), "-c", String(connections), "-d", `${SECONDS}s`, "--latency", "-s", join(root, "bench/load.lua"), url],
+    ["-t", String(Math.min(2, connections)), "-c", String(connections), "-d", `${seconds}s`, "--latency", "-s", join(root, "bench/load.lua"), url],
     { env: { ...process.env, ...env }, encoding: "utf8" },
   );
   return JSON.parse(stdout.trim().split("\n").pop());

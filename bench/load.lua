@@ -3,6 +3,8 @@
 --   BENCH_TOKENS  comma-separated access tokens, used in turn (one per license holder)
 --   BENCH_IP      a fixed address, or "seq:<n>" for a new address each request, from the n-th on
 --   BENCH_FIELD   the form field that carries the address (default ip)
+--   BENCH_API_KEYS comma-separated CrowdSec API keys, used in turn: each request is then
+--                 a bouncer's GET of BENCH_PATH with X-Api-Key (no form, no access token)
 -- done() prints one JSON line with throughput, latency percentiles in microseconds, and
 -- errors: all of them, then those that were HTTP statuses of 400 or more, then time-outs.
 
@@ -12,6 +14,11 @@ local ip_spec = os.getenv("BENCH_IP") or ""
 local tokens = {}
 for token in string.gmatch(os.getenv("BENCH_TOKENS") or "", "[^,]+") do
   tokens[#tokens + 1] = token
+end
+
+local api_keys = {}
+for key in string.gmatch(os.getenv("BENCH_API_KEYS") or "", "[^,]+") do
+  api_keys[#api_keys + 1] = key
 end
 
 local threads = {}
@@ -32,6 +39,13 @@ end
 
 function request()
   counter = counter + 1
+  if #api_keys > 0 then
+    -- CrowdSec's Local API logs a warning for a User-Agent not of the form name/version.
+    return wrk.format("GET", path, {
+      ["X-Api-Key"] = api_keys[(counter + thread_index) % #api_keys + 1],
+      ["User-Agent"] = "greylist-bench/1",
+    })
+  end
   local ip = ip_spec
   local seq = string.match(ip_spec, "^seq:(%d+)$")
   if seq then

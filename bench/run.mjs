@@ -3,6 +3,15 @@
 // the service's own asset routing, seeds lists, drives load with wrk and reports
 // each scenario against its floor, and what the asset router itself costs.
 //
+// Sections, each of which BENCH_ONLY=name,... runs alone (a subset writes
+// target/bench-results.json, the whole bench/results.json):
+//   service      the scenarios against their floors, lists, bulk adds, stream pulls, memory
+//   router       the bare floor and two checks with and without the asset router
+//   runtimes     the headline ratios in BENCH_ROUNDS rounds, through Miniflare and on workerd's socket
+//   costs        the billable calls of each scenario, and what a million of it costs
+//   crowdsec     CrowdSec's Local API and the service side by side
+//   ten-million  the global list at BENCH_TEN_MILLION entries
+//
 // Sizes: BENCH_PERSONAL (default 100000), BENCH_GLOBAL (default 1000000, a quarter
 // of them /24 ranges, loaded with one PUT),
 // BENCH_SECONDS per scenario (default 5), BENCH_CONNECTIONS (default 8),
@@ -18,6 +27,14 @@ import { ADMIN, CONNECTIONS, SECONDS, globalAddress, globalImport, holder, post,
 import { streamPulls } from "./stream.mjs";
 import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
 import { TEN_MILLION, tenMillion } from "./ten-million.mjs";
+import { costs, dollarsPerMillion, PRICES } from "./cost.mjs";
+import { runtimes } from "./runtimes.mjs";
+import { sideBySide } from "./side-by-side.mjs";
+
+const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "ten-million"];
+const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
+for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
+const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
 
 const PERSONAL = Number(process.env.BENCH_PERSONAL ?? 100000);
 const GLOBAL = Number(process.env.BENCH_GLOBAL ?? 1000000);
@@ -84,10 +101,31 @@ async function secondsUntilListed(url, token, ip) {
 }
 
 
-const results = { quiet: [], date: new Date().toISOString(), machine: `${cpus().length} × ${cpus()[0].model}`, connections: CONNECTIONS, seconds: SECONDS, personal: PERSONAL, global: GLOBAL, rows: [], lists: {} };
-const row = async (name, floor, measured, note) => results.rows.push({ name, floor, ...(await measured), note });
+const results = { date: new Date().toISOString(), machine: `${cpus().length} × ${cpus()[0].model}`, connections: CONNECTIONS, seconds: SECONDS, personal: PERSONAL, global: GLOBAL, sections: SECTIONS.filter(wanted) };
 
 try {
+  if (wanted("service")) Object.assign(results, await service());
+  if (wanted("router")) results.withoutAssets = await withoutAssets();
+  if (wanted("runtimes")) results.runtimes = await runtimes(state);
+  if (wanted("costs")) results.costs = await costs(state);
+  if (wanted("crowdsec")) results.crowdsec = await sideBySide(state);
+  if (wanted("ten-million")) results.tenMillion = await tenMillion(join(state, "ten-million"));
+  const wasm = readFileSync(join(root, "build/index_bg.wasm"));
+  results.wasm = { raw: statSync(join(root, "build/index_bg.wasm")).size, gzip: gzipSync(wasm, { level: 9 }).length };
+  results.prices = PRICES;
+  results.targets = targets(results);
+  const file = ONLY.length ? "target/bench-results.json" : "bench/results.json";
+  writeFileSync(join(root, file), JSON.stringify(results, null, 2) + "\n");
+  print(results);
+} finally {
+  rmSync(state, { recursive: true, force: true });
+}
+
+/** The service against its floors, one at a time and under load; its lists, bulk
+ *  adds, stream pulls and the memory its feeds take. */
+async function service() {
+  const out = { quiet: [], rows: [], lists: {} };
+  const row = async (name, floor, measured, note) => out.rows.push({ name, floor, ...(await measured), note });
   // Floors first, alone on the machine, under the service's own asset routing
   // (its router in front, its API paths sent straight on): like for like.
   const floor = await serveFrom("bench/floor", {}, join(state, "floor"), "build/index.js", { assets: serviceAssets() });
@@ -98,8 +136,8 @@ try {
     quietFloors[path] = await wrk(`${floor.url}/api/${path}`, { BENCH_PATH: `/api/${path}` }, 1);
   }
   await floor.mf.dispose();
-  results.withoutAssets = await withoutAssets();
-
+  out.floors = floors;
+  out.quietFloors = quietFloors;
   const { mf, url } = await serve(".", {
     JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef",
     ADMIN_TOKEN: ADMIN,
@@ -124,20 +162,20 @@ try {
   const remove = "/api/deleteIpFromGreylist?result_mode=json";
   const run = async (path, tokens, ip, field, connections) =>
     wrk(url + path, { BENCH_PATH: path, BENCH_TOKENS: tokens.join(","), BENCH_IP: ip, BENCH_FIELD: field ?? "ip" }, connections);
-  const quiet = async (name, floor, measured) => results.quiet.push({ name, floor, ...(await measured) });
+  const quiet = async (name, floor, measured) => out.quiet.push({ name, floor, ...(await measured) });
 
   // The same check against a small and a large global list, one request at a time.
-  results.lists.putSmallSeconds = await replaceGlobal(url, GLOBAL_SMALL);
+  out.lists.putSmallSeconds = await replaceGlobal(url, GLOBAL_SMALL);
   await secondsUntilListed(url, big.token, globalAddress(7));
   await quiet(`check, ${GLOBAL_SMALL} global entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));
   await quiet(`check on the global list, ${GLOBAL_SMALL} global entries`, "bare", run(check, [big.token], globalAddress(7), "ip", 1));
-  results.lists.putSeconds = await replaceGlobal(url, GLOBAL);
+  out.lists.putSeconds = await replaceGlobal(url, GLOBAL);
   // A new version shows once this isolate reads the manifest again (at most CACHE_SECONDS − 30 later).
   const lastAddress = globalAddress(GLOBAL - (GLOBAL >> 2) - 1);
-  results.lists.visibleSeconds = await secondsUntilListed(url, big.token, lastAddress);
+  out.lists.visibleSeconds = await secondsUntilListed(url, big.token, lastAddress);
   const status = JSON.parse((await fetch(`${url}/admin/status`, { headers: { Authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())));
-  results.lists.snapshotBytes = status.globalList.snapshotBytes;
-  results.lists.entries = status.globalList.entries;
+  out.lists.snapshotBytes = status.globalList.snapshotBytes;
+  out.lists.entries = status.globalList.entries;
   await quiet(`check, ${GLOBAL} global entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));
   await quiet(`check on the global list, ${GLOBAL} global entries`, "bare", run(check, [big.token], lastAddress, "ip", 1));
 
@@ -167,44 +205,45 @@ try {
   await quiet(`check, ${PERSONAL} entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));
   await quiet(`add, ${SMALL} entries`, "write", run(add, [small.token], "seq:80000000", "ip", 1));
   await quiet(`add, ${PERSONAL} entries`, "write", run(add, [big.token], "seq:100000000", "ip", 1));
-  results.bulk = await bulkAdds(url, small.token);
+  out.bulk = await bulkAdds(url, small.token);
   // A CrowdSec bouncer's pulls: 21.0.0.0 onwards, apart from load.lua's 20.x addresses.
-  results.stream = await streamPulls(url, bouncer.token, 21 * 2 ** 24);
+  out.stream = await streamPulls(url, bouncer.token, 21 * 2 ** 24);
 
   // Size: what the runtime holds, and what an agent is sent, as the lists grow.
   const pid = runtimePid();
-  results.scale = { feedPersonal: FEED_PERSONAL };
+  out.scale = { feedPersonal: FEED_PERSONAL };
   console.error("8 scope=all feeds at a time across a new version of the global list…");
-  results.scale.feedsAcrossVersion = await feedsAcrossAVersionChange(url, pid, spread.map((h) => h.token), "44.0.0.1");
-  results.scale.globalEdit = await bytesPerEdit(url, agent.token, "global-list", { add: ["44.0.0.3"] });
-  results.scale.allowEdit = await bytesPerEdit(url, agent.token, "allow-list", { add: [globalAddress(9)] });
+  out.scale.feedsAcrossVersion = await feedsAcrossAVersionChange(url, pid, spread.map((h) => h.token), "44.0.0.1");
+  out.scale.globalEdit = await bytesPerEdit(url, agent.token, "global-list", { add: ["44.0.0.3"] });
+  out.scale.allowEdit = await bytesPerEdit(url, agent.token, "allow-list", { add: [globalAddress(9)] });
   console.error(`seeding ${FEED_PERSONAL} personal entries with 255-character comments…`);
   await seedCommented(url, commented.token, FEED_PERSONAL, seeded);
-  results.scale.personalText = await personalFeed(url, pid, commented.token, "text");
-  results.scale.personalJson = await personalFeed(url, pid, commented.token, "json");
+  out.scale.personalText = await personalFeed(url, pid, commented.token, "text");
+  out.scale.personalJson = await personalFeed(url, pid, commented.token, "json");
   await mf.dispose();
-  results.scale.tenMillion = await tenMillion(join(state, "ten-million"));
-
-  const wasm = readFileSync(join(root, "build/index_bg.wasm"));
-  results.floors = floors;
-  results.quietFloors = quietFloors;
-  results.wasm = { raw: statSync(join(root, "build/index_bg.wasm")).size, gzip: gzipSync(wasm, { level: 9 }).length };
-  results.targets = targets(results);
-  writeFileSync(join(root, "bench/results.json"), JSON.stringify(results, null, 2) + "\n");
-  print(results);
-} finally {
-  rmSync(state, { recursive: true, force: true });
+  return out;
 }
 
-/** The targets of the performance issue, each with what was measured. */
-function targets({ rows, quiet, floors, quietFloors, wasm, lists, bulk, scale }) {
+/** The targets of the performance issue, each with what was measured, for the sections that ran. */
+function targets(results) {
+  const list = [];
+  const target = (what, value, ok, shown) => list.push({ what, value, ok, shown });
+  if (results.rows) serviceTargets(results, target);
+  if (results.runtimes) runtimeTargets(results.runtimes, target);
+  if (results.costs) costTargets(results.costs, target);
+  if (results.crowdsec) crowdsecGoals(results.crowdsec, target);
+  if (results.tenMillion) tenMillionTargets(results.tenMillion, target);
+  const { wasm } = results;
+  target("wasm ≤ 200 KiB gzipped", wasm.gzip, wasm.gzip <= 200 * 1024, `${(wasm.gzip / 1024).toFixed(1)} KiB`);
+  return list;
+}
+
+function serviceTargets({ rows, quiet, floors, quietFloors, lists, bulk, scale }, target) {
   const by = (name) => rows.find((r) => r.name === name);
   const p50 = (name, floor) => by(name).p50_us / floors[floor].p50_us;
   // From the one-connection rows: under load, p50 is mostly time spent queueing.
   const alone = (name) => quiet.find((r) => r.name === name);
   const growth = (op) => alone(`${op}, ${PERSONAL} entries`).p50_us / alone(`${op}, ${SMALL} entries`).p50_us - 1;
-  const list = [];
-  const target = (what, value, ok, shown) => list.push({ what, value, ok, shown });
   for (const name of ["invalid ip (no storage)", "private ip (no storage)", "allow-listed ip (cached)"]) {
     target(`${name}: p50 ≤ 1.3 × bare floor`, p50(name, "bare"), p50(name, "bare") <= 1.3, `${p50(name, "bare").toFixed(2)} ×`);
   }
@@ -232,7 +271,6 @@ function targets({ rows, quiet, floors, quietFloors, wasm, lists, bulk, scale })
     target(`${op}: 8 holders' throughput ≥ one holder's`, spread, spread >= 1, `${spread.toFixed(2)} ×`);
     target(`${op}: p50 changes < 20 % from ${SMALL} to ${PERSONAL} entries (one connection)`, growth(op), Math.abs(growth(op)) < 0.2, `${(growth(op) * 100).toFixed(0)} %`);
   }
-  target("wasm ≤ 200 KiB gzipped", wasm.gzip, wasm.gzip <= 200 * 1024, `${(wasm.gzip / 1024).toFixed(1)} KiB`);
   const across = scale.feedsAcrossVersion.growthMB;
   target(`8 scope=all feeds at a time across a new version of ${GLOBAL} global entries: the runtime grows < 128 MB`, across, across < 128, `${across.toFixed(0)} MB`);
   for (const [what, edit] of [["an edit of the global list", scale.globalEdit], ["an edit of the allow list", scale.allowEdit]]) {
@@ -243,7 +281,9 @@ function targets({ rows, quiet, floors, quietFloors, wasm, lists, bulk, scale })
     const shown = read.error ?? `${read.growthMB.toFixed(0)} MB (${(read.bytes / 1e6).toFixed(0)} MB sent in ${read.seconds.toFixed(1)} s)`;
     target(`${format} feed of ${FEED_PERSONAL} commented entries, whole: the runtime grows < 128 MB`, read.growthMB, !read.error && read.growthMB < 128, shown);
   }
-  const ten = scale.tenMillion;
+}
+
+function tenMillionTargets(ten, target) {
   target(`PUT of ${TEN_MILLION} global entries, gzipped: ≤ 300 s`, ten.import.seconds, ten.import.seconds <= 300, `${ten.import.seconds.toFixed(1)} s`);
   // What one isolate holds: the whole snapshot (every shard loaded by the checks), and what the feeds across a version added.
   const held = ten.snapshotBytes / 2 ** 20 + ten.feedsAcrossVersion.growthMB;
@@ -259,16 +299,79 @@ function targets({ rows, quiet, floors, quietFloors, wasm, lists, bulk, scale })
     ten.edit.shardsWritten === 1,
     `${ten.edit.shardsWritten} of ${ten.edit.shards}`,
   );
-  return list;
 }
 
-function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets, lists, scale, stream, withoutAssets }) {
-  const ms = (us) => (us / 1000).toFixed(2);
+/** The like-for-like targets on each runtime, from the median of the rounds. */
+function runtimeTargets({ summary }, target) {
+  const limits = { "invalid ip (no storage)": 1.3, "check, on global list": 1.3, "check, unlisted": 1.2, "add, new addresses": 1.3 };
+  for (const s of summary) {
+    const at = `${s.runtime}, ${s.connections === 1 ? "one at a time" : `${s.connections} connections`}`;
+    const { median, min, max } = s.p50Ratio;
+    const limit = limits[s.name];
+    target(`${s.name}, ${at}: p50 ≤ ${limit} × its floor (median of the rounds)`, median, median <= limit, `${median.toFixed(2)} × (${min.toFixed(2)}–${max.toFixed(2)})`);
+    if (s.floor === "bare" && s.connections > 1) {
+      const rps = s.rpsRatio;
+      target(`${s.name}, ${at}: throughput ≥ 0.75 × the bare floor's`, rps.median, rps.median >= 0.75, `${rps.median.toFixed(2)} × (${rps.min.toFixed(2)}–${rps.max.toFixed(2)})`);
+    }
+  }
+}
+
+/** No answer pays for a storage call it does not need. */
+function costTargets({ rows }, target) {
+  for (const name of ["invalid ip (no storage)", "private ip (no storage)", "allow-listed ip (cached)", "check, on global list", "check, in a global range", "add, global answers (no DO)"]) {
+    const r = rows.find((row) => row.name === name);
+    const calls = r.durableObjectRequests + r.kvReads + r.kvWrites + r.kvLists + r.rowsRead + r.rowsWritten;
+    target(`${name}: no billable call but the Worker request`, calls, calls === 0, `${calls}`);
+  }
+}
+
+/** Goals, not gates: the service at least matches CrowdSec's Local API on the same machine. */
+function crowdsecGoals({ rows }, target) {
+  for (const r of rows) {
+    const rps = r.workerd.rps / r.crowdsec.rps;
+    const p50 = r.workerd.p50_us / r.crowdsec.p50_us;
+    target(
+      `${r.name}, ${r.connections} connection${r.connections === 1 ? "" : "s"}: the service on workerd matches CrowdSec (goal)`,
+      rps,
+      rps >= 1 && p50 <= 1,
+      `${rps.toFixed(2)} × its throughput, ${p50.toFixed(2)} × its p50`,
+    );
+  }
+}
+
+function print(results) {
+  const { wasm, date, machine, targets } = results;
+  const lines = [`greylist bench, ${date}, ${machine}; sections: ${results.sections.join(", ")}`, ""];
+  if (results.rows) lines.push(...serviceLines(results), "");
+  if (results.withoutAssets) lines.push(...routerLines(results.withoutAssets), "");
+  if (results.runtimes) lines.push(...runtimeLines(results.runtimes), "");
+  if (results.costs) lines.push(...costLines(results.costs), "");
+  if (results.crowdsec) lines.push(...crowdsecLines(results.crowdsec), "");
+  if (results.tenMillion) lines.push(...tenMillionLines(results.tenMillion), "");
+  lines.push(
+    "| target | measured | met |",
+    "|---|---:|---|",
+    ...targets.map((t) => `| ${t.what} | ${t.shown} | ${t.ok ? "yes" : "no"} |`),
+    "",
+    `wasm module: ${(wasm.raw / 1024).toFixed(1)} KiB raw, ${(wasm.gzip / 1024).toFixed(1)} KiB gzipped`,
+  );
+  console.log(lines.join("\n"));
+}
+
+function ms(us) {
+  return (us / 1000).toFixed(2);
+}
+
+function plural(n) {
+  return `${n} connection${n === 1 ? "" : "s"}`;
+}
+
+function serviceLines({ rows, quiet, floors, quietFloors, lists, scale, stream }) {
   const errors = (r) => `${r.errors} (${r.status_errors}, ${r.timeouts})`;
   const floorLabel = { bare: "bare", do: "DO", write: "DO write" };
   const table = (title, connections, floorSet, measured) => {
     const lines = [
-      `${title} (${connections} connection${connections === 1 ? "" : "s"}, ${SECONDS} s per row)`,
+      `${title} (${plural(connections)}, ${SECONDS} s per row; Miniflare)`,
       "",
       "| scenario | req/s | p50 ms | p99 ms | floor | req/s ÷ floor | p50 ÷ floor | p99 ÷ floor | errors (HTTP ≥ 400, time-outs) |",
       "|---|---:|---:|---:|---|---:|---:|---:|---:|",
@@ -286,10 +389,8 @@ function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets,
     }
     return lines;
   };
-  const lines = [
-    `greylist bench, ${date}, ${machine}; ${PERSONAL} personal entries, ${GLOBAL} global entries`,
-    "",
-    `PUT of ${GLOBAL_SMALL} global entries: ${lists.putSmallSeconds.toFixed(1)} s; of ${GLOBAL}: ${lists.putSeconds.toFixed(1)} s; ` +
+  return [
+    `${PERSONAL} personal entries, ${GLOBAL} global entries. PUT of ${GLOBAL_SMALL} global entries: ${lists.putSmallSeconds.toFixed(1)} s; of ${GLOBAL}: ${lists.putSeconds.toFixed(1)} s; ` +
       `a check saw the new version ${lists.visibleSeconds.toFixed(1)} s after it was published; ` +
       `the snapshot of ${lists.entries} entries is ${(lists.snapshotBytes / 1e6).toFixed(2)} MB in an isolate's memory`,
     "",
@@ -299,29 +400,65 @@ function print({ rows, quiet, floors, quietFloors, wasm, date, machine, targets,
     "",
     ...scaleLines(scale),
     "",
-    "What the asset router costs (Miniflare; a fresh service with an empty list)",
-    "",
-    "| scenario | connections | req/s | p50 ms | p99 ms |",
-    "|---|---:|---:|---:|---:|",
-    ...withoutAssets.map((r) => `| ${r.name} | ${r.connections} | ${r.rps.toFixed(0)} | ${ms(r.p50_us)} | ${ms(r.p99_us)} |`),
-    "",
     "CrowdSec decision stream pulls (one at a time, tokens of scope personal)",
     "",
     "| pull | p50 ms | p99 ms | answer |",
     "|---|---:|---:|---:|",
     `| nothing new (${stream.quietPulls} pulls over 20 tokens) | ${stream.quietP50.toFixed(2)} | ${stream.quietP99.toFixed(2)} | 23 B |`,
     `| ${stream.newEntries} new entries since the token's last pull (5 rounds) | ${stream.newP50.toFixed(2)} | | ${(stream.newBytes / 1024).toFixed(1)} KiB |`,
-    "",
-    "| target | measured | met |",
-    "|---|---:|---|",
-    ...targets.map((t) => `| ${t.what} | ${t.shown} | ${t.ok ? "yes" : "no"} |`),
-    "",
-    `wasm module: ${(wasm.raw / 1024).toFixed(1)} KiB raw, ${(wasm.gzip / 1024).toFixed(1)} KiB gzipped`,
   ];
-  console.log(lines.join("\n"));
 }
 
-function scaleLines({ feedsAcrossVersion: across, globalEdit, allowEdit, personalText, personalJson, tenMillion: ten }) {
+function routerLines(withoutAssets) {
+  return [
+    "What the asset router costs (Miniflare; a fresh service with an empty list)",
+    "",
+    "| scenario | connections | req/s | p50 ms | p99 ms |",
+    "|---|---:|---:|---:|---:|",
+    ...withoutAssets.map((r) => `| ${r.name} | ${r.connections} | ${r.rps.toFixed(0)} | ${ms(r.p50_us)} | ${ms(r.p99_us)} |`),
+  ];
+}
+
+function runtimeLines({ rounds, seconds, summary }) {
+  const range = (r) => `${r.median.toFixed(2)} (${r.min.toFixed(2)}–${r.max.toFixed(2)})`;
+  return [
+    `The headline ratios in ${rounds} rounds (${seconds} s a measurement), each round a floor then its scenarios: median (lowest–highest)`,
+    "",
+    "| runtime | connections | scenario | floor | p50 ms | floor p50 ms | p50 ÷ floor | req/s ÷ floor |",
+    "|---|---:|---|---|---:|---:|---:|---:|",
+    ...summary.map((s) => `| ${s.runtime} | ${s.connections} | ${s.name} | ${s.floor} | ${ms(s.p50_us)} | ${ms(s.floorP50_us)} | ${range(s.p50Ratio)} | ${range(s.rpsRatio)} |`),
+  ];
+}
+
+function costLines({ rows }) {
+  const n = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(2));
+  return [
+    `What one request costs: billable calls counted by the test build's meter (one request at a time, warm), and dollars per million requests at the prices of ${PRICES.date}`,
+    "",
+    "| scenario | DO requests | rows read | rows written | KV reads | KV writes | KV lists | mean ms (test build) | $ per million |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${n(r.durableObjectRequests)} | ${n(r.rowsRead)} | ${n(r.rowsWritten)} | ${n(r.kvReads)} | ${n(r.kvWrites)} | ${n(r.kvLists)} | ${r.ms.toFixed(2)} | ${dollarsPerMillion(r, r.ms).toFixed(3)} |`,
+    ),
+  ];
+}
+
+function crowdsecLines({ rows }) {
+  return [
+    "CrowdSec's Local API (Debian's 1.4.6, SQLite, 1 000 decisions) and the service, the same wrk script",
+    "",
+    "| request | connections | CrowdSec req/s | p50 ms | service on workerd req/s | p50 ms | on Miniflare req/s | p50 ms | workerd ÷ CrowdSec req/s | p50 |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${r.connections} | ${r.crowdsec.rps.toFixed(0)} | ${ms(r.crowdsec.p50_us)} | ${r.workerd.rps.toFixed(0)} | ${ms(r.workerd.p50_us)} | ` +
+        `${r.miniflare.rps.toFixed(0)} | ${ms(r.miniflare.p50_us)} | ${(r.workerd.rps / r.crowdsec.rps).toFixed(2)} | ${(r.workerd.p50_us / r.crowdsec.p50_us).toFixed(2)} |`,
+    ),
+  ];
+}
+
+function tenMillionLines(ten) {
   const mb = (x) => x.toFixed(0);
   return [
     `The global list at ${ten.entries} entries: ${(ten.textBytes / 2 ** 20).toFixed(0)} MiB of text sent gzipped ` +
@@ -329,14 +466,22 @@ function scaleLines({ feedsAcrossVersion: across, globalEdit, allowEdit, persona
       `${(ten.snapshotBytes / 2 ** 20).toFixed(1)} MiB in an isolate's memory once a check touched each; an edit wrote ` +
       `${ten.edit.shardsWritten} shard of ${ten.edit.shards}.`,
     "",
+    "| scenario | time | runtime before | runtime growth |",
+    "|---|---:|---:|---:|",
+    `| import of ${ten.entries} global entries, gzipped (the writer, the Worker, KV and SQLite in one runtime) | ${ten.import.seconds.toFixed(1)} s | ${mb(ten.import.beforeMB)} MB | +${mb(ten.import.growthMB)} MB |`,
+    `| checks of ${ten.checks.probes} addresses spread over the ${ten.entries} entries, at least one in each of its ${ten.shards} shards | | ${mb(ten.checks.beforeMB)} MB | +${mb(ten.checks.growthMB)} MB |`,
+    `| 8 scope=all text feeds at a time across a new version of ${ten.entries} global entries (${ten.feedsAcrossVersion.feeds} feeds) | ${ten.feedsAcrossVersion.seconds.toFixed(1)} s | ${mb(ten.feedsAcrossVersion.beforeMB)} MB | +${mb(ten.feedsAcrossVersion.growthMB)} MB |`,
+  ];
+}
+
+function scaleLines({ feedsAcrossVersion: across, globalEdit, allowEdit, personalText, personalJson }) {
+  const mb = (x) => x.toFixed(0);
+  return [
     "Size (the runtime's resident memory, sampled every 20 ms while the requests ran)",
     "",
     "| scenario | time | sent | runtime before | runtime growth |",
     "|---|---:|---:|---:|---:|",
     `| 8 scope=all text feeds at a time across a new version of ${GLOBAL} global entries (${across.feeds} feeds) | ${across.seconds.toFixed(1)} s | | ${mb(across.beforeMB)} MB | +${mb(across.growthMB)} MB |`,
-    `| import of ${ten.entries} global entries, gzipped (the writer, the Worker, KV and SQLite in one runtime) | ${ten.import.seconds.toFixed(1)} s | | ${mb(ten.import.beforeMB)} MB | +${mb(ten.import.growthMB)} MB |`,
-    `| checks of ${ten.checks.probes} addresses spread over the ${ten.entries} entries, at least one in each of its ${ten.shards} shards | | | ${mb(ten.checks.beforeMB)} MB | +${mb(ten.checks.growthMB)} MB |`,
-    `| 8 scope=all text feeds at a time across a new version of ${ten.entries} global entries (${ten.feedsAcrossVersion.feeds} feeds) | ${ten.feedsAcrossVersion.seconds.toFixed(1)} s | | ${mb(ten.feedsAcrossVersion.beforeMB)} MB | +${mb(ten.feedsAcrossVersion.growthMB)} MB |`,
     ...[[`personal text feed, ${FEED_PERSONAL} entries with 255-character comments`, personalText], ["personal JSON feed, the same", personalJson]].map(
       ([name, read]) =>
         `| ${name}${read.error ? ` (${read.error})` : ""} | ${read.seconds.toFixed(1)} s | ${(read.bytes / 1e6).toFixed(1)} MB | ${mb(read.beforeMB)} MB | +${mb(read.growthMB)} MB |`,

@@ -1,0 +1,132 @@
+// What each operation costs in the units Cloudflare bills, counted, not estimated:
+// the test build (`build-test/`) counts every Durable Object request, KV read,
+// write and list and SQLite row read and written where the call is made, and
+// `/__test/meter` sums the Worker's counts and its objects'. Each scenario runs
+// one request at a time after a warm-up, so the counts of a scenario are its own;
+// the meter's own calls are measured (two readings with nothing between) and
+// taken off. The deployable build counts nothing.
+
+import { join } from "node:path";
+import { ADMIN, dotted, globalImport, globalAddress, post, serve } from "./lib.mjs";
+
+/** Cloudflare's Workers Paid prices, as published on the date below (USD). */
+export const PRICES = {
+  date: "2026-11-24",
+  source: "https://developers.cloudflare.com/workers/platform/pricing/ and https://developers.cloudflare.com/durable-objects/platform/pricing/",
+  workerRequestsPerMillion: 0.3,
+  cpuPerMillionMs: 0.02,
+  durableObjectRequestsPerMillion: 0.15,
+  durableObjectGbSecondsPerMillion: 12.5,
+  durableObjectGb: 0.128,
+  rowsReadPerMillion: 0.001,
+  rowsWrittenPerMillion: 1.0,
+  kvReadsPerMillion: 0.5,
+  kvWritesPerMillion: 5.0,
+  kvListsPerMillion: 5.0,
+};
+
+const WARM_UP = 3;
+const REQUESTS = 20;
+const FIELDS = ["durableObjectRequests", "kvReads", "kvWrites", "kvLists", "rowsRead", "rowsWritten"];
+
+async function meter(url, license) {
+  const response = await fetch(`${url}/__test/meter?license=${license}`);
+  if (response.status !== 200) throw new Error(`meter: ${response.status} ${await response.text()}`);
+  return (await response.json()).counts;
+}
+
+const minus = (a, b) => Object.fromEntries(FIELDS.map((f) => [f, a[f] - b[f]]));
+
+/** The scenarios of `make bench`, each a request `send(n)` answering what it expects. */
+function scenarios(holder, feedKey) {
+  const form = (path, ip) => () => post(holder.url, path, { token: holder.token, form: { ip } });
+  const check = "/api/checkIpOnGreylist?result_mode=json";
+  const add = "/api/addIpToGreylist?result_mode=json";
+  const remove = "/api/deleteIpFromGreylist?result_mode=json";
+  const fresh = (n) => dotted(20 * 2 ** 24 + 5000 + n);
+  return [
+    ["invalid ip (no storage)", form(check, "not-an-ip")],
+    ["private ip (no storage)", form(check, "10.1.2.3")],
+    ["allow-listed ip (cached)", form(check, "104.16.1.1")],
+    ["check, unlisted", form(check, "20.250.0.1")],
+    ["check, on global list", form(check, globalAddress(7))],
+    ["check, in a global range", form(check, "46.0.2.77")],
+    ["add, global answers (no DO)", form(add, globalAddress(8))],
+    ["add, new addresses", (n) => post(holder.url, add, { token: holder.token, form: { ip: fresh(n) } })],
+    ["check, listed", form(check, fresh(0))],
+    ["add, already listed", form(add, fresh(0))],
+    ["remove, listed addresses", (n) => post(holder.url, remove, { token: holder.token, form: { ip: fresh(n) } })],
+    ["login", () => post(holder.url, "/v2/authentication/login/license", { json: { licenseKey: holder.key } })],
+    ["CrowdSec stream pull, nothing new", () => fetch(`${holder.url}/v1/decisions/stream`, { headers: { "X-Api-Key": feedKey } }).then(async (r) => ({ status: r.status, text: await r.text() }))],
+    [
+      "bulk add of 1000 new addresses (per request)",
+      (n) => post(holder.url, "/api/addIpsToGreylist?result_mode=json", {
+        token: holder.token,
+        method: "POST",
+        text: Array.from({ length: 1000 }, (_, i) => dotted(22 * 2 ** 24 + n * 1000 + i)).join("\n"),
+      }),
+    ],
+  ];
+}
+
+/** Counts per request of every scenario, on a fresh service of its own. */
+export async function costs(state) {
+  const { mf, url } = await serve(
+    ".",
+    { JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef", ADMIN_TOKEN: ADMIN, CACHE_SECONDS: "60", DAILY_ADDITIONS: "100000000", DAILY_REMOVALS: "100000000" },
+    join(state, "costs"),
+    "build-test/index.js",
+  );
+  try {
+    const created = JSON.parse((await post(url, "/admin/licenses", { token: ADMIN })).text);
+    const login = await post(url, "/v2/authentication/login/license", { json: { licenseKey: created.licenseKey } });
+    const holder = { url, key: created.licenseKey, token: JSON.parse(login.text).accessToken };
+    const feedKey = JSON.parse((await post(url, "/api/feedTokens", { token: holder.token, json: { scope: "personal" } })).text).feedToken;
+    await post(url, "/admin/allow-list", { token: ADMIN, json: { add: ["104.16.0.0/13"] } });
+    await post(url, "/admin/global-list", { token: ADMIN, method: "PUT", text: globalImport(1000) });
+    // Published: a check answers from the new snapshots.
+    while (!(await post(url, "/api/checkIpOnGreylist", { token: holder.token, form: { ip: globalAddress(7) } })).text.endsWith("is on global greylist")) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await fetch(`${url}/v1/decisions/stream?startup=true`, { headers: { "X-Api-Key": feedKey } }).then((r) => r.text());
+    const first = await meter(url, created.license);
+    const overhead = minus(await meter(url, created.license), first);
+    const rows = [];
+    for (const [name, send] of scenarios(holder, feedKey)) {
+      const requests = name.startsWith("bulk") ? 3 : REQUESTS;
+      // Each scenario's warm-up fills what an isolate keeps (the snapshots, the license's standing).
+      for (let n = 0; n < WARM_UP && !name.includes("addresses"); n++) await send(n);
+      const before = await meter(url, created.license);
+      const started = performance.now();
+      for (let n = 0; n < requests; n++) {
+        const { status, text } = await send(n);
+        if (status >= 400) throw new Error(`${name}: ${status} ${text.slice(0, 200)}`);
+      }
+      const ms = (performance.now() - started) / requests;
+      const spent = minus(minus(await meter(url, created.license), before), overhead);
+      rows.push({ name, requests, ms, ...Object.fromEntries(FIELDS.map((f) => [f, spent[f] / requests])) });
+    }
+    return { overhead, rows };
+  } finally {
+    await mf.dispose();
+  }
+}
+
+/** Dollars per million requests of a scenario: its counted calls at `PRICES`, and
+ *  its time one request at a time (`ms`) as an upper bound of both the Worker's CPU
+ *  time and its object's active time (an object bills while a call runs in it). */
+export function dollarsPerMillion(count, ms) {
+  const p = PRICES;
+  const objectSeconds = count.durableObjectRequests > 0 ? ms / 1000 : 0;
+  return (
+    p.workerRequestsPerMillion +
+    ms * p.cpuPerMillionMs +
+    count.durableObjectRequests * p.durableObjectRequestsPerMillion +
+    objectSeconds * p.durableObjectGb * p.durableObjectGbSecondsPerMillion +
+    count.rowsRead * p.rowsReadPerMillion +
+    count.rowsWritten * p.rowsWrittenPerMillion +
+    count.kvReads * p.kvReadsPerMillion +
+    count.kvWrites * p.kvWritesPerMillion +
+    count.kvLists * p.kvListsPerMillion
+  );
+}
