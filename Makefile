@@ -20,7 +20,7 @@ WORKER := build/index.js
 # The same worker with the `test-hooks` feature (a clock the tests control), for the
 # end-to-end tests only: its own folder and target directory, never what is deployed.
 TEST_WORKER := build-test/index.js
-SOURCES := Cargo.toml Cargo.lock build.rs src/openapi.json $(shell find src -name '*.rs')
+SOURCES := Cargo.toml Cargo.lock $(shell find src -name '*.rs')
 FLOOR := bench/floor/build/index.js
 CHROMIUM := /usr/bin/chromium
 IPSET := /usr/sbin/ipset
@@ -29,6 +29,10 @@ NFT := /usr/sbin/nft
 CROWDSEC_VERSION := 1.4.6-6~deb12u1+b1
 CROWDSEC_DIR := $(TOOLS)/crowdsec-$(CROWDSEC_VERSION)
 CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
+# The deployable module, gzipped at level 9 as `make bench` measures it, may not grow
+# past this many KiB (deploy-check fails): the build is deterministic, so any growth
+# is a change's own. The target is 200; lower the bound as the module shrinks.
+WASM_GZIP_KIB := 400
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
@@ -152,7 +156,7 @@ unit:
 e2e: $(TEST_WORKER)
 	cargo test --test api -- --test-threads=6
 
-# No 5xx, and no response that breaks src/openapi.json.
+# No 5xx, and no response that breaks public/openapi.json.
 contract: build $(SCHEMATHESIS)
 	tests/contract.sh $(SCHEMATHESIS)
 
@@ -192,6 +196,7 @@ deploy-check: build $(TEST_WORKER)
 	$(WRANGLER) deploy --dry-run --outdir target/deploy-dry-run
 	@grep -q -a -F '/__test/' build-test/index_bg.wasm || { echo "deploy-check: the test build has no test hooks to look for"; exit 1; }
 	@! grep -r -l -a -F '/__test/' target/deploy-dry-run || { echo "deploy-check: the deployable bundle carries test hooks"; exit 1; }
+	node tests/module-size.mjs $(WASM_GZIP_KIB)
 
 # Each guarantee's test, run with the guarantee broken on purpose (tests/breaks/*.patch):
 # every one must fail. On demand, not in make test: it rebuilds the worker for each break.

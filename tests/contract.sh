@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Schemathesis against a local wrangler dev: no 5xx, and every response
-# (status, content type, headers, body) as src/openapi.json describes it.
+# (status, content type, headers, body) as public/openapi.json describes it.
 # Usage: tests/contract.sh <path to st>
 set -euo pipefail
 st=$1
@@ -36,13 +36,13 @@ bouncer=$(curl -sf -X POST "$base/api/feedTokens" -H "Authorization: Bearer $tok
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance
 # The holder's routes with an access token, the operator's with the admin token,
 # CrowdSec's with a feed token as a bouncer's key.
-"$st" run src/openapi.json --url "$base" -H "Authorization: Bearer $token" --exclude-path-regex '^/(admin|v1)/' \
+"$st" run public/openapi.json --url "$base" -H "Authorization: Bearer $token" --exclude-path-regex '^/(admin|v1)/' \
   --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color > "$state/holder.txt" 2>&1 &
 holder=$!
-"$st" run src/openapi.json --url "$base" -H "Authorization: Bearer $admin" --include-path-regex '^/admin/' \
+"$st" run public/openapi.json --url "$base" -H "Authorization: Bearer $admin" --include-path-regex '^/admin/' \
   --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color > "$state/operator.txt" 2>&1 &
 operator=$!
-"$st" run src/openapi.json --url "$base" -H "X-Api-Key: $bouncer" --include-path-regex '^/v1/' \
+"$st" run public/openapi.json --url "$base" -H "X-Api-Key: $bouncer" --include-path-regex '^/v1/' \
   --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color > "$state/bouncer.txt" 2>&1 &
 bouncer_run=$!
 status=0

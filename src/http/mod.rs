@@ -115,10 +115,6 @@ async fn dispatch(
             operator(route, req, env, ctx, now, log).await
         }
         Route::Login => login::handle(req, env, ctx, now, log).await,
-        Route::OpenApi => Ok(Reply::Document(include_str!(concat!(
-            env!("OUT_DIR"),
-            "/openapi.min.json"
-        )))),
     }
 }
 

@@ -74,7 +74,6 @@ pub enum Reply {
     Listing(Listing),
     Json(u16, Value),
     NoContent,
-    Document(&'static str),
     /// An answer its handler built whole (a streamed feed or export, with its ETag).
     Built(Response),
 }
@@ -97,7 +96,6 @@ impl Reply {
             | Self::Listing(_)
             | Self::Json(..)
             | Self::NoContent
-            | Self::Document(_)
             | Self::Built(_) => "ok",
         }
     }
@@ -157,7 +155,6 @@ impl Reply {
             }
             Self::Json(status, value) => Ok(Response::from_json(&value)?.with_status(status)),
             Self::NoContent => Ok(Response::empty()?.with_status(204)),
-            Self::Document(text) => respond(text.to_owned(), "application/json"),
             Self::Built(response) => Ok(response),
         }
     }

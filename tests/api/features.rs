@@ -312,6 +312,8 @@ fn every_answer_names_its_outcome_in_a_header() {
     );
 }
 
+/// A static asset, outside the Worker's module: cached at the edge and revalidated
+/// by its ETag, with the same protection headers as the dashboard's files.
 #[test]
 fn the_openapi_document_is_served() {
     let resp = send(
@@ -320,10 +322,14 @@ fn the_openapi_document_is_served() {
         &[],
         None,
     );
-    assert_eq!(
-        (resp.status, resp.content_type.as_str()),
-        (200, "application/json")
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert!(
+        resp.content_type.starts_with("application/json"),
+        "{}",
+        resp.content_type
     );
+    assert!(resp.header("ETag").is_some());
+    assert_eq!(resp.header("X-Content-Type-Options"), Some("nosniff"));
     let doc = resp.json();
     assert_eq!(doc["openapi"], "3.1.0");
     assert!(doc["paths"]["/api/addIpToGreylist"]["post"].is_object());
