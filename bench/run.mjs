@@ -103,13 +103,24 @@ async function secondsUntilListed(url, token, ip) {
 
 const results = { date: new Date().toISOString(), machine: `${cpus().length} × ${cpus()[0].model}`, connections: CONNECTIONS, seconds: SECONDS, personal: PERSONAL, global: GLOBAL, sections: SECTIONS.filter(wanted) };
 
+/** Runs a section; one that fails is recorded with its error, and the others still run. */
+async function section(name, run) {
+  if (!wanted(name)) return;
+  try {
+    await run();
+  } catch (error) {
+    console.error(`section ${name} failed:`, error);
+    (results.failed ??= []).push({ section: name, error: String(error?.stack ?? error) });
+  }
+}
+
 try {
-  if (wanted("service")) Object.assign(results, await service());
-  if (wanted("router")) results.withoutAssets = await withoutAssets();
-  if (wanted("runtimes")) results.runtimes = await runtimes(state);
-  if (wanted("costs")) results.costs = await costs(state);
-  if (wanted("crowdsec")) results.crowdsec = await sideBySide(state);
-  if (wanted("ten-million")) results.tenMillion = await tenMillion(join(state, "ten-million"));
+  await section("service", async () => Object.assign(results, await service()));
+  await section("router", async () => (results.withoutAssets = await withoutAssets()));
+  await section("runtimes", async () => (results.runtimes = await runtimes(state)));
+  await section("costs", async () => (results.costs = await costs(state)));
+  await section("crowdsec", async () => (results.crowdsec = await sideBySide(state)));
+  await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
   const wasm = readFileSync(join(root, "build/index_bg.wasm"));
   results.wasm = { raw: statSync(join(root, "build/index_bg.wasm")).size, gzip: gzipSync(wasm, { level: 9 }).length };
   results.prices = PRICES;
@@ -145,82 +156,85 @@ async function service() {
     DAILY_ADDITIONS: "100000000",
     DAILY_REMOVALS: "100000000",
   });
-  const big = await holder(url);
-  const small = await holder(url);
-  const spread = await Promise.all(Array.from({ length: 8 }, () => holder(url)));
-  // Logged in now: the login row below uses up the login limit of this address.
-  const agent = await holder(url);
-  const bouncer = await holder(url);
-  const commented = await holder(url);
-  console.error(`seeding ${PERSONAL} personal entries, ${SMALL} for the small list, ${GLOBAL} global entries…`);
-  await seedPersonal(url, big.token, PERSONAL);
-  await seedPersonal(url, small.token, SMALL);
-  await post(url, "/admin/allow-list", { token: ADMIN, json: { add: ["104.16.0.0/13"] } });
+  try {
+    const big = await holder(url);
+    const small = await holder(url);
+    const spread = await Promise.all(Array.from({ length: 8 }, () => holder(url)));
+    // Logged in now: the login row below uses up the login limit of this address.
+    const agent = await holder(url);
+    const bouncer = await holder(url);
+    const commented = await holder(url);
+    console.error(`seeding ${PERSONAL} personal entries, ${SMALL} for the small list, ${GLOBAL} global entries…`);
+    await seedPersonal(url, big.token, PERSONAL);
+    await seedPersonal(url, small.token, SMALL);
+    await post(url, "/admin/allow-list", { token: ADMIN, json: { add: ["104.16.0.0/13"] } });
 
-  const check = "/api/checkIpOnGreylist?result_mode=json";
-  const add = "/api/addIpToGreylist?result_mode=json";
-  const remove = "/api/deleteIpFromGreylist?result_mode=json";
-  const run = async (path, tokens, ip, field, connections) =>
-    wrk(url + path, { BENCH_PATH: path, BENCH_TOKENS: tokens.join(","), BENCH_IP: ip, BENCH_FIELD: field ?? "ip" }, connections);
-  const quiet = async (name, floor, measured) => out.quiet.push({ name, floor, ...(await measured) });
+    const check = "/api/checkIpOnGreylist?result_mode=json";
+    const add = "/api/addIpToGreylist?result_mode=json";
+    const remove = "/api/deleteIpFromGreylist?result_mode=json";
+    const run = async (path, tokens, ip, field, connections) =>
+      wrk(url + path, { BENCH_PATH: path, BENCH_TOKENS: tokens.join(","), BENCH_IP: ip, BENCH_FIELD: field ?? "ip" }, connections);
+    const quiet = async (name, floor, measured) => out.quiet.push({ name, floor, ...(await measured) });
 
-  // The same check against a small and a large global list, one request at a time.
-  out.lists.putSmallSeconds = await replaceGlobal(url, GLOBAL_SMALL);
-  await secondsUntilListed(url, big.token, globalAddress(7));
-  await quiet(`check, ${GLOBAL_SMALL} global entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));
-  await quiet(`check on the global list, ${GLOBAL_SMALL} global entries`, "bare", run(check, [big.token], globalAddress(7), "ip", 1));
-  out.lists.putSeconds = await replaceGlobal(url, GLOBAL);
-  // A new version shows once this isolate reads the manifest again (at most CACHE_SECONDS − 30 later).
-  const lastAddress = globalAddress(GLOBAL - (GLOBAL >> 2) - 1);
-  out.lists.visibleSeconds = await secondsUntilListed(url, big.token, lastAddress);
-  const status = JSON.parse((await fetch(`${url}/admin/status`, { headers: { Authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())));
-  out.lists.snapshotBytes = status.globalList.snapshotBytes;
-  out.lists.entries = status.globalList.entries;
-  await quiet(`check, ${GLOBAL} global entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));
-  await quiet(`check on the global list, ${GLOBAL} global entries`, "bare", run(check, [big.token], lastAddress, "ip", 1));
+    // The same check against a small and a large global list, one request at a time.
+    out.lists.putSmallSeconds = await replaceGlobal(url, GLOBAL_SMALL);
+    await secondsUntilListed(url, big.token, globalAddress(7));
+    await quiet(`check, ${GLOBAL_SMALL} global entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));
+    await quiet(`check on the global list, ${GLOBAL_SMALL} global entries`, "bare", run(check, [big.token], globalAddress(7), "ip", 1));
+    out.lists.putSeconds = await replaceGlobal(url, GLOBAL);
+    // A new version shows once this isolate reads the manifest again (at most CACHE_SECONDS − 30 later).
+    const lastAddress = globalAddress(GLOBAL - (GLOBAL >> 2) - 1);
+    out.lists.visibleSeconds = await secondsUntilListed(url, big.token, lastAddress);
+    const status = JSON.parse((await fetch(`${url}/admin/status`, { headers: { Authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())));
+    out.lists.snapshotBytes = status.globalList.snapshotBytes;
+    out.lists.entries = status.globalList.entries;
+    await quiet(`check, ${GLOBAL} global entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));
+    await quiet(`check on the global list, ${GLOBAL} global entries`, "bare", run(check, [big.token], lastAddress, "ip", 1));
 
-  await row("invalid ip (no storage)", "bare", run(check, [big.token], "not-an-ip"));
-  await row("private ip (no storage)", "bare", run(check, [big.token], "10.1.2.3"));
-  await row("allow-listed ip (cached)", "bare", run(check, [big.token], "104.16.1.1"));
-  await row("check, unlisted", "do", run(check, [big.token], "20.250.0.1"), `${PERSONAL} personal entries`);
-  await row("check, on global list", "bare", run(check, [big.token], globalAddress(7)));
-  await row("check, in a global range", "bare", run(check, [big.token], "46.0.2.77"));
-  await row("add, global answers (no DO)", "bare", run(add, [big.token], globalAddress(8)));
-  await row("add, new addresses", "write", run(add, [big.token], "seq:0"), `${PERSONAL} personal entries`);
-  await row("remove, listed addresses", "do", run(remove, [big.token], "seq:0"));
-  await row("login", "bare", run("/v2/authentication/login/license", [], big.key, "licenseKey"));
-  await row("check, 8 holders", "do", run(check, spread.map((h) => h.token), "20.250.0.1"));
-  await row("add, 8 holders", "do", run(add, spread.map((h) => h.token), "seq:0"));
-  await row(`check, ${SMALL} entries`, "do", run(check, [small.token], "20.250.0.1"));
-  await row(`add, ${SMALL} entries`, "do", run(add, [small.token], "seq:20000000"));
-  await row(`check, ${PERSONAL} entries`, "do", run(check, [big.token], "20.250.0.1"));
-  await row(`add, ${PERSONAL} entries`, "do", run(add, [big.token], "seq:40000000"));
-  // One connection: no queueing, so p50 is the request's own critical path.
-  await quiet("invalid ip (no storage)", "bare", run(check, [big.token], "not-an-ip", "ip", 1));
-  await quiet("check, unlisted", "do", run(check, [big.token], "20.250.0.1", "ip", 1));
-  await quiet("check, on global list", "bare", run(check, [big.token], globalAddress(7), "ip", 1));
-  await quiet("add, global answers (no DO)", "bare", run(add, [big.token], globalAddress(8), "ip", 1));
-  await quiet("add, new addresses", "write", run(add, [big.token], "seq:60000000", "ip", 1));
-  await quiet(`check, ${SMALL} entries`, "do", run(check, [small.token], "20.250.0.1", "ip", 1));
-  await quiet(`check, ${PERSONAL} entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));
-  await quiet(`add, ${SMALL} entries`, "write", run(add, [small.token], "seq:80000000", "ip", 1));
-  await quiet(`add, ${PERSONAL} entries`, "write", run(add, [big.token], "seq:100000000", "ip", 1));
-  out.bulk = await bulkAdds(url, small.token);
-  // A CrowdSec bouncer's pulls: 21.0.0.0 onwards, apart from load.lua's 20.x addresses.
-  out.stream = await streamPulls(url, bouncer.token, 21 * 2 ** 24);
+    await row("invalid ip (no storage)", "bare", run(check, [big.token], "not-an-ip"));
+    await row("private ip (no storage)", "bare", run(check, [big.token], "10.1.2.3"));
+    await row("allow-listed ip (cached)", "bare", run(check, [big.token], "104.16.1.1"));
+    await row("check, unlisted", "do", run(check, [big.token], "20.250.0.1"), `${PERSONAL} personal entries`);
+    await row("check, on global list", "bare", run(check, [big.token], globalAddress(7)));
+    await row("check, in a global range", "bare", run(check, [big.token], "46.0.2.77"));
+    await row("add, global answers (no DO)", "bare", run(add, [big.token], globalAddress(8)));
+    await row("add, new addresses", "write", run(add, [big.token], "seq:0"), `${PERSONAL} personal entries`);
+    await row("remove, listed addresses", "do", run(remove, [big.token], "seq:0"));
+    await row("login", "bare", run("/v2/authentication/login/license", [], big.key, "licenseKey"));
+    await row("check, 8 holders", "do", run(check, spread.map((h) => h.token), "20.250.0.1"));
+    await row("add, 8 holders", "do", run(add, spread.map((h) => h.token), "seq:0"));
+    await row(`check, ${SMALL} entries`, "do", run(check, [small.token], "20.250.0.1"));
+    await row(`add, ${SMALL} entries`, "do", run(add, [small.token], "seq:20000000"));
+    await row(`check, ${PERSONAL} entries`, "do", run(check, [big.token], "20.250.0.1"));
+    await row(`add, ${PERSONAL} entries`, "do", run(add, [big.token], "seq:40000000"));
+    // One connection: no queueing, so p50 is the request's own critical path.
+    await quiet("invalid ip (no storage)", "bare", run(check, [big.token], "not-an-ip", "ip", 1));
+    await quiet("check, unlisted", "do", run(check, [big.token], "20.250.0.1", "ip", 1));
+    await quiet("check, on global list", "bare", run(check, [big.token], globalAddress(7), "ip", 1));
+    await quiet("add, global answers (no DO)", "bare", run(add, [big.token], globalAddress(8), "ip", 1));
+    await quiet("add, new addresses", "write", run(add, [big.token], "seq:60000000", "ip", 1));
+    await quiet(`check, ${SMALL} entries`, "do", run(check, [small.token], "20.250.0.1", "ip", 1));
+    await quiet(`check, ${PERSONAL} entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));
+    await quiet(`add, ${SMALL} entries`, "write", run(add, [small.token], "seq:80000000", "ip", 1));
+    await quiet(`add, ${PERSONAL} entries`, "write", run(add, [big.token], "seq:100000000", "ip", 1));
+    out.bulk = await bulkAdds(url, small.token);
+    // A CrowdSec bouncer's pulls: 21.0.0.0 onwards, apart from load.lua's 20.x addresses.
+    out.stream = await streamPulls(url, bouncer.token, 21 * 2 ** 24);
 
-  // Size: what the runtime holds, and what an agent is sent, as the lists grow.
-  const pid = runtimePid();
-  out.scale = { feedPersonal: FEED_PERSONAL };
-  console.error("8 scope=all feeds at a time across a new version of the global list…");
-  out.scale.feedsAcrossVersion = await feedsAcrossAVersionChange(url, pid, spread.map((h) => h.token), "44.0.0.1");
-  out.scale.globalEdit = await bytesPerEdit(url, agent.token, "global-list", { add: ["44.0.0.3"] });
-  out.scale.allowEdit = await bytesPerEdit(url, agent.token, "allow-list", { add: [globalAddress(9)] });
-  console.error(`seeding ${FEED_PERSONAL} personal entries with 255-character comments…`);
-  await seedCommented(url, commented.token, FEED_PERSONAL, seeded);
-  out.scale.personalText = await personalFeed(url, pid, commented.token, "text");
-  out.scale.personalJson = await personalFeed(url, pid, commented.token, "json");
-  await mf.dispose();
+    // Size: what the runtime holds, and what an agent is sent, as the lists grow.
+    const pid = runtimePid();
+    out.scale = { feedPersonal: FEED_PERSONAL };
+    console.error("8 scope=all feeds at a time across a new version of the global list…");
+    out.scale.feedsAcrossVersion = await feedsAcrossAVersionChange(url, pid, spread.map((h) => h.token), "44.0.0.1");
+    out.scale.globalEdit = await bytesPerEdit(url, agent.token, "global-list", { add: ["44.0.0.3"] });
+    out.scale.allowEdit = await bytesPerEdit(url, agent.token, "allow-list", { add: [globalAddress(9)] });
+    console.error(`seeding ${FEED_PERSONAL} personal entries with 255-character comments…`);
+    await seedCommented(url, commented.token, FEED_PERSONAL, seeded);
+    out.scale.personalText = await personalFeed(url, pid, commented.token, "text");
+    out.scale.personalJson = await personalFeed(url, pid, commented.token, "json");
+  } finally {
+    await mf.dispose();
+  }
   return out;
 }
 
@@ -342,6 +356,7 @@ function crowdsecGoals({ rows }, target) {
 function print(results) {
   const { wasm, date, machine, targets } = results;
   const lines = [`greylist bench, ${date}, ${machine}; sections: ${results.sections.join(", ")}`, ""];
+  for (const { section, error } of results.failed ?? []) lines.push(`Section ${section} FAILED: ${error.split("\n")[0]}`, "");
   if (results.rows) lines.push(...serviceLines(results), "");
   if (results.withoutAssets) lines.push(...routerLines(results.withoutAssets), "");
   if (results.runtimes) lines.push(...runtimeLines(results.runtimes), "");
@@ -424,9 +439,9 @@ function runtimeLines({ rounds, seconds, summary }) {
   return [
     `The headline ratios in ${rounds} rounds (${seconds} s a measurement), each round a floor then its scenarios: median (lowest–highest)`,
     "",
-    "| runtime | connections | scenario | floor | p50 ms | floor p50 ms | p50 ÷ floor | req/s ÷ floor |",
-    "|---|---:|---|---|---:|---:|---:|---:|",
-    ...summary.map((s) => `| ${s.runtime} | ${s.connections} | ${s.name} | ${s.floor} | ${ms(s.p50_us)} | ${ms(s.floorP50_us)} | ${range(s.p50Ratio)} | ${range(s.rpsRatio)} |`),
+    "| runtime | connections | scenario | floor | p50 ms | floor p50 ms | p50 ÷ floor | req/s ÷ floor | errors |",
+    "|---|---:|---|---|---:|---:|---:|---:|---:|",
+    ...summary.map((s) => `| ${s.runtime} | ${s.connections} | ${s.name} | ${s.floor} | ${ms(s.p50_us)} | ${ms(s.floorP50_us)} | ${range(s.p50Ratio)} | ${range(s.rpsRatio)} | ${s.errors} |`),
   ];
 }
 
@@ -448,12 +463,13 @@ function crowdsecLines({ rows }) {
   return [
     "CrowdSec's Local API (Debian's 1.4.6, SQLite, 1 000 decisions) and the service, the same wrk script",
     "",
-    "| request | connections | CrowdSec req/s | p50 ms | service on workerd req/s | p50 ms | on Miniflare req/s | p50 ms | workerd ÷ CrowdSec req/s | p50 |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| request | connections | CrowdSec req/s | p50 ms | service on workerd req/s | p50 ms | on Miniflare req/s | p50 ms | workerd ÷ CrowdSec req/s | p50 | errors (CrowdSec, workerd, Miniflare) |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...rows.map(
       (r) =>
         `| ${r.name} | ${r.connections} | ${r.crowdsec.rps.toFixed(0)} | ${ms(r.crowdsec.p50_us)} | ${r.workerd.rps.toFixed(0)} | ${ms(r.workerd.p50_us)} | ` +
-        `${r.miniflare.rps.toFixed(0)} | ${ms(r.miniflare.p50_us)} | ${(r.workerd.rps / r.crowdsec.rps).toFixed(2)} | ${(r.workerd.p50_us / r.crowdsec.p50_us).toFixed(2)} |`,
+        `${r.miniflare.rps.toFixed(0)} | ${ms(r.miniflare.p50_us)} | ${(r.workerd.rps / r.crowdsec.rps).toFixed(2)} | ${(r.workerd.p50_us / r.crowdsec.p50_us).toFixed(2)} | ` +
+        `${r.crowdsec.errors}, ${r.workerd.errors}, ${r.miniflare.errors} |`,
     ),
   ];
 }
