@@ -11,7 +11,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { CONNECTIONS, holder, root, seedPersonal, serve, wrk } from "./lib.mjs";
+import { CONNECTIONS, SERVICE_VARS, holder, root, seedPersonal, serve, wrk } from "./lib.mjs";
 
 const [a, b] = process.argv.slice(2).map((folder) => relative(root, join(process.cwd(), folder)));
 if (!a || !b) throw new Error("usage: node bench/ab.mjs <build A> <build B>");
@@ -33,8 +33,7 @@ const scenarios = [
 
 async function measure(build, round) {
   const state = mkdtempSync(join(tmpdir(), "greylist-ab-"));
-  const vars = { JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef", ADMIN_TOKEN: "bench-admin-token-0123456789abcdef", CACHE_SECONDS: "60", DAILY_ADDITIONS: "100000000", DAILY_REMOVALS: "100000000" };
-  const { mf, url } = await serve(".", vars, state, join(build, "index.js"));
+  const { mf, url } = await serve(".", SERVICE_VARS, state, join(build, "index.js"));
   try {
     const owner = await holder(url);
     await seedPersonal(url, owner.token, PERSONAL);

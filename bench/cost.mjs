@@ -7,7 +7,7 @@
 // taken off. The deployable build counts nothing.
 
 import { join } from "node:path";
-import { ADMIN, dotted, globalImport, globalAddress, post, serve } from "./lib.mjs";
+import { ADMIN, SERVICE_VARS, dotted, globalImport, globalAddress, holder as newHolder, post, secondsUntilListed, serve } from "./lib.mjs";
 
 /** Cloudflare's Workers Paid prices, as published on the date below (USD). */
 export const PRICES = {
@@ -27,7 +27,8 @@ export const PRICES = {
 
 const WARM_UP = 3;
 const REQUESTS = 20;
-const FIELDS = ["durableObjectRequests", "kvReads", "kvWrites", "kvLists", "rowsRead", "rowsWritten"];
+/** The counts the meter keeps, one per billed unit. */
+export const BILLABLE = ["durableObjectRequests", "kvReads", "kvWrites", "kvLists", "rowsRead", "rowsWritten"];
 
 async function meter(url, license) {
   const response = await fetch(`${url}/__test/meter?license=${license}`);
@@ -35,7 +36,7 @@ async function meter(url, license) {
   return (await response.json()).counts;
 }
 
-const minus = (a, b) => Object.fromEntries(FIELDS.map((f) => [f, a[f] - b[f]]));
+const minus = (a, b) => Object.fromEntries(BILLABLE.map((f) => [f, a[f] - b[f]]));
 
 /** The scenarios of `make bench`, each a request `send(n)` answering what it expects. */
 function scenarios(holder, feedKey) {
@@ -71,40 +72,30 @@ function scenarios(holder, feedKey) {
 
 /** Counts per request of every scenario, on a fresh service of its own. */
 export async function costs(state) {
-  const { mf, url } = await serve(
-    ".",
-    { JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef", ADMIN_TOKEN: ADMIN, CACHE_SECONDS: "60", DAILY_ADDITIONS: "100000000", DAILY_REMOVALS: "100000000" },
-    join(state, "costs"),
-    "build-test/index.js",
-  );
+  const { mf, url } = await serve(".", SERVICE_VARS, join(state, "costs"), "build-test/index.js");
   try {
-    const created = JSON.parse((await post(url, "/admin/licenses", { token: ADMIN })).text);
-    const login = await post(url, "/v2/authentication/login/license", { json: { licenseKey: created.licenseKey } });
-    const holder = { url, key: created.licenseKey, token: JSON.parse(login.text).accessToken };
+    const holder = { url, ...(await newHolder(url)) };
     const feedKey = JSON.parse((await post(url, "/api/feedTokens", { token: holder.token, json: { scope: "personal" } })).text).feedToken;
     await post(url, "/admin/allow-list", { token: ADMIN, json: { add: ["104.16.0.0/13"] } });
     await post(url, "/admin/global-list", { token: ADMIN, method: "PUT", text: globalImport(1000) });
-    // Published: a check answers from the new snapshots.
-    while (!(await post(url, "/api/checkIpOnGreylist", { token: holder.token, form: { ip: globalAddress(7) } })).text.endsWith("is on global greylist")) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await secondsUntilListed(url, holder.token, globalAddress(7));
     await fetch(`${url}/v1/decisions/stream?startup=true`, { headers: { "X-Api-Key": feedKey } }).then((r) => r.text());
-    const first = await meter(url, created.license);
-    const overhead = minus(await meter(url, created.license), first);
+    const first = await meter(url, holder.license);
+    const overhead = minus(await meter(url, holder.license), first);
     const rows = [];
     for (const [name, send] of scenarios(holder, feedKey)) {
       const requests = name.startsWith("bulk") ? 3 : REQUESTS;
       // Each scenario's warm-up fills what an isolate keeps (the snapshots, the license's standing).
       for (let n = 0; n < WARM_UP && !name.includes("addresses"); n++) await send(n);
-      const before = await meter(url, created.license);
+      const before = await meter(url, holder.license);
       const started = performance.now();
       for (let n = 0; n < requests; n++) {
         const { status, text } = await send(n);
         if (status >= 400) throw new Error(`${name}: ${status} ${text.slice(0, 200)}`);
       }
       const ms = (performance.now() - started) / requests;
-      const spent = minus(minus(await meter(url, created.license), before), overhead);
-      rows.push({ name, requests, ms, ...Object.fromEntries(FIELDS.map((f) => [f, spent[f] / requests])) });
+      const spent = minus(minus(await meter(url, holder.license), before), overhead);
+      rows.push({ name, requests, ms, ...Object.fromEntries(BILLABLE.map((f) => [f, spent[f] / requests])) });
     }
     return { overhead, rows };
   } finally {

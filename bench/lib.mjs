@@ -10,6 +10,15 @@ import { unstable_getMiniflareWorkerOptions } from "wrangler";
 
 export const root = new URL("..", import.meta.url).pathname;
 export const ADMIN = "bench-admin-token-0123456789abcdef";
+/** The service's settings in every bench: its secrets, the isolate's cache as in
+ *  production, and daily limits no scenario reaches. */
+export const SERVICE_VARS = {
+  JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef",
+  ADMIN_TOKEN: ADMIN,
+  CACHE_SECONDS: "60",
+  DAILY_ADDITIONS: "100000000",
+  DAILY_REMOVALS: "100000000",
+};
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 
@@ -84,11 +93,22 @@ export async function post(url, path, { token, form, json, method = "POST", text
   return { status: response.status, text: await response.text() };
 }
 
-/** A new license holder: its key and an access token. */
+/** A new license holder: its license, its key and an access token. */
 export async function holder(url) {
-  const license = JSON.parse((await post(url, "/admin/licenses", { token: ADMIN })).text);
-  const login = await post(url, "/v2/authentication/login/license", { json: { licenseKey: license.licenseKey } });
-  return { key: license.licenseKey, token: JSON.parse(login.text).accessToken };
+  const created = JSON.parse((await post(url, "/admin/licenses", { token: ADMIN })).text);
+  const login = await post(url, "/v2/authentication/login/license", { json: { licenseKey: created.licenseKey } });
+  return { license: created.license, key: created.licenseKey, token: JSON.parse(login.text).accessToken };
+}
+
+/** Seconds until a check answers `ip` from the global list: a new version shows
+ *  once the isolate reads the manifest again. */
+export async function secondsUntilListed(url, token, ip) {
+  const started = performance.now();
+  for (;;) {
+    const { text } = await post(url, "/api/checkIpOnGreylist", { token, form: { ip } });
+    if (text.endsWith("is on global greylist")) return (performance.now() - started) / 1000;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** Runs `count` jobs with at most `width` in flight. */

@@ -23,11 +23,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, statSync } from "node
 import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { ADMIN, CONNECTIONS, SECONDS, globalAddress, globalImport, holder, post, root, seedPersonal, seeded, serve as serveFrom, serviceAssets, wrk } from "./lib.mjs";
+import { ADMIN, CONNECTIONS, SECONDS, SERVICE_VARS, secondsUntilListed, globalAddress, globalImport, holder, post, root, seedPersonal, seeded, serve as serveFrom, serviceAssets, wrk } from "./lib.mjs";
 import { streamPulls } from "./stream.mjs";
 import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
 import { TEN_MILLION, tenMillion } from "./ten-million.mjs";
-import { costs, dollarsPerMillion, PRICES } from "./cost.mjs";
+import { BILLABLE, costs, dollarsPerMillion, PRICES } from "./cost.mjs";
 import { runtimes } from "./runtimes.mjs";
 import { sideBySide } from "./side-by-side.mjs";
 
@@ -48,7 +48,6 @@ const serve = (folder, vars) => serveFrom(folder, vars, join(state, folder));
  *  unlisted checks of the service, each with and without Workers Static Assets
  *  in front (a fresh service, an empty list), one at a time and under load. */
 async function withoutAssets() {
-  const vars = { JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef", ADMIN_TOKEN: ADMIN, CACHE_SECONDS: "60" };
   const rows = [];
   for (const [label, options] of [["with the asset router", { assets: serviceAssets() }], ["without it", { assets: undefined }]]) {
     const floor = await serveFrom("bench/floor", {}, join(state, `floor-${rows.length}`), "build/index.js", options);
@@ -56,7 +55,7 @@ async function withoutAssets() {
       rows.push({ name: `floor: bare answer, ${label}`, connections, ...(await wrk(`${floor.url}/api/bare`, { BENCH_PATH: "/api/bare" }, connections)) });
     }
     await floor.mf.dispose();
-    const { mf, url } = await serveFrom(".", vars, join(state, `service-${rows.length}`), "build/index.js", options);
+    const { mf, url } = await serveFrom(".", SERVICE_VARS, join(state, `service-${rows.length}`), "build/index.js", options);
     const { token } = await holder(url);
     const path = "/api/checkIpOnGreylist?result_mode=json";
     for (const [name, ip] of [["invalid ip", "not-an-ip"], ["check, unlisted", "20.250.0.1"]]) {
@@ -90,15 +89,6 @@ async function bulkAdds(url, token) {
   return { addressesPerSecond: (requests * 1000) / ((performance.now() - started) / 1000) };
 }
 
-/** Seconds until a check answers `ip` from the global list. */
-async function secondsUntilListed(url, token, ip) {
-  const started = performance.now();
-  for (;;) {
-    const { text } = await post(url, "/api/checkIpOnGreylist", { token, form: { ip } });
-    if (text.endsWith("is on global greylist")) return (performance.now() - started) / 1000;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 
 const results = { date: new Date().toISOString(), machine: `${cpus().length} × ${cpus()[0].model}`, connections: CONNECTIONS, seconds: SECONDS, personal: PERSONAL, global: GLOBAL, sections: SECTIONS.filter(wanted) };
@@ -149,13 +139,7 @@ async function service() {
   await floor.mf.dispose();
   out.floors = floors;
   out.quietFloors = quietFloors;
-  const { mf, url } = await serve(".", {
-    JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef",
-    ADMIN_TOKEN: ADMIN,
-    CACHE_SECONDS: "60",
-    DAILY_ADDITIONS: "100000000",
-    DAILY_REMOVALS: "100000000",
-  });
+  const { mf, url } = await serve(".", SERVICE_VARS);
   try {
     const big = await holder(url);
     const small = await holder(url);
@@ -334,7 +318,7 @@ function runtimeTargets({ summary }, target) {
 function costTargets({ rows }, target) {
   for (const name of ["invalid ip (no storage)", "private ip (no storage)", "allow-listed ip (cached)", "check, on global list", "check, in a global range", "add, global answers (no DO)"]) {
     const r = rows.find((row) => row.name === name);
-    const calls = r.durableObjectRequests + r.kvReads + r.kvWrites + r.kvLists + r.rowsRead + r.rowsWritten;
+    const calls = BILLABLE.reduce((sum, field) => sum + r[field], 0);
     target(`${name}: no billable call but the Worker request`, calls, calls === 0, `${calls}`);
   }
 }

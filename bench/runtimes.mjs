@@ -6,7 +6,7 @@
 // the same minute; the spread over rounds is what one figure may be off by.
 
 import { join } from "node:path";
-import { ADMIN, CONNECTIONS, globalAddress, globalImport, holder, post, serve, serviceAssets, wrk } from "./lib.mjs";
+import { ADMIN, CONNECTIONS, SERVICE_VARS, globalAddress, globalImport, holder, post, secondsUntilListed, serve, serviceAssets, wrk } from "./lib.mjs";
 
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 3);
@@ -27,20 +27,11 @@ export const RUNTIMES = [
 
 export async function runtimes(state) {
   const floor = await serve("bench/floor", {}, join(state, "rounds-floor"), "build/index.js", { assets: serviceAssets() });
-  const service = await serve(".", {
-    JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef",
-    ADMIN_TOKEN: ADMIN,
-    CACHE_SECONDS: "60",
-    DAILY_ADDITIONS: "100000000",
-  }, join(state, "rounds-service"));
+  const service = await serve(".", SERVICE_VARS, join(state, "rounds-service"));
   try {
     const { token } = await holder(service.url);
     await post(service.url, "/admin/global-list", { token: ADMIN, method: "PUT", text: globalImport(1000) });
-    for (const base of [service.url, service.direct]) {
-      while (!(await post(base, "/api/checkIpOnGreylist", { token, form: { ip: globalAddress(7) } })).text.endsWith("is on global greylist")) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
+    for (const base of [service.url, service.direct]) await secondsUntilListed(base, token, globalAddress(7));
     const measured = [];
     let adds = 0;
     for (let round = 0; round < ROUNDS; round++) {

@@ -8,7 +8,7 @@
 // such limit and takes one key.
 
 import { join } from "node:path";
-import { ADMIN, CONNECTIONS, dotted, holder, post, pool, serve, wrk } from "./lib.mjs";
+import { CONNECTIONS, SERVICE_VARS, dotted, holder, post, pool, serve, wrk } from "./lib.mjs";
 import { startCrowdsec } from "./crowdsec.mjs";
 
 const HOLDERS = 50;
@@ -24,11 +24,7 @@ export const SCENARIOS = [
 ];
 
 export async function sideBySide(state) {
-  const service = await serve(".", {
-    JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef",
-    ADMIN_TOKEN: ADMIN,
-    CACHE_SECONDS: "60",
-  }, join(state, "side-service"));
+  const service = await serve(".", SERVICE_VARS, join(state, "side-service"));
   let crowdsec;
   try {
     const keys = [];

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "node:http";
 import { gzipSync } from "node:zlib";
-import { ADMIN, dotted, globalAddress, globalImport, holder, post, serve } from "./lib.mjs";
+import { ADMIN, SERVICE_VARS, dotted, globalAddress, globalImport, holder, post, serve } from "./lib.mjs";
 import { feedsAcrossAVersionChange, runtimePid, sampled } from "./scale.mjs";
 
 export const TEN_MILLION = Number(process.env.BENCH_TEN_MILLION ?? 10_000_000);
@@ -45,11 +45,7 @@ const status = async (url) =>
 
 /** The rows of the 10 000 000-entry global list, on a runtime of its own. */
 export async function tenMillion(state) {
-  const { mf, url } = await serve(".", {
-    JWT_SECRET: "bench-jwt-secret-0123456789abcdef0123456789abcdef",
-    ADMIN_TOKEN: ADMIN,
-    CACHE_SECONDS: "60",
-  }, state);
+  const { mf, url } = await serve(".", SERVICE_VARS, state);
   try {
     const agents = await Promise.all(Array.from({ length: 8 }, () => holder(url)));
     const pid = runtimePid();

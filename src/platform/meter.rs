@@ -20,6 +20,17 @@ pub enum Billable {
 #[inline(always)]
 pub fn count(_operation: Billable) {}
 
+/// `count`, for an operation whose size costs a call to find out: the deployable
+/// build never makes that call.
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn count_with(_operation: impl FnOnce() -> Billable) {}
+
+#[cfg(feature = "test-hooks")]
+pub fn count_with(operation: impl FnOnce() -> Billable) {
+    count(operation());
+}
+
 #[cfg(feature = "test-hooks")]
 pub use counting::{count, reading, Counts, Reading};
 

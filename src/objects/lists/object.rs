@@ -797,6 +797,7 @@ async fn legacy_entries(env: &Env, kind: ListKind) -> Result<ListEntries> {
     let mut entries = Vec::new();
     match kind {
         ListKind::Allow => {
+            meter::count(Billable::KvRead);
             let text = kv.get("ranges").text().await?.unwrap_or_default();
             entries.extend(
                 text.lines()
