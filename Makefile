@@ -121,7 +121,7 @@ $(FLOOR): bench/floor/Cargo.toml bench/floor/Cargo.lock bench/floor/src/lib.rs |
 dev: build .dev.vars
 	@echo "Holder page: http://127.0.0.1:$(PORT)/   Operator page: http://127.0.0.1:$(PORT)/admin/ (admin token in .dev.vars)"
 	@echo "Create a license:  curl -s -X POST http://127.0.0.1:$(PORT)/admin/licenses -H \"Authorization: Bearer $$(sed -n 's/^ADMIN_TOKEN=//p' .dev.vars)\""
-	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state
+	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(IPV6),--var IPV6:$(IPV6))
 
 TEST_PHASES := test-tools lint build unit e2e contract browser fuzz-quick deploy-check
 

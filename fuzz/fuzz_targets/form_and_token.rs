@@ -7,7 +7,7 @@
 
 use greylist::http::form::first_field;
 use greylist::domain::time::UnixTime;
-use greylist::domain::ipv4::PublicIpv4;
+use greylist::domain::address::{Ipv6, PublicIp};
 use greylist::domain::range::Ipv4Range;
 use greylist::domain::token::TokenKey;
 use greylist::http::credentials::bearer;
@@ -18,7 +18,12 @@ fuzz_target!(|data: &[u8]| {
     let content_type = String::from_utf8_lossy(&data[..split]);
     let body = data.get(split + 1..).unwrap_or_default();
     if let Some(ip) = first_field(&content_type, body, "ip") {
-        let _ = PublicIpv4::parse(&ip);
+        for ipv6 in [Ipv6::Off, Ipv6::On] {
+            if let Ok(given) = PublicIp::parse(&ip, ipv6) {
+                // What was taken reads back as itself from its sixteen bytes.
+                assert_eq!(PublicIp::from_octets(given.ip.octets()), Some(given.ip));
+            }
+        }
     }
 
     let text = String::from_utf8_lossy(data);

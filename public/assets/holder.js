@@ -32,6 +32,16 @@ function licenseOf(token) {
   }
 }
 
+/** With IPv6 on, the address fields say so and phones offer a full keyboard. */
+function takeIpv6() {
+  for (const id of ["check-ip", "add-ip"]) {
+    const input = $(id);
+    input.labels[0].textContent = "IP address";
+    input.inputMode = "text";
+    input.placeholder = "1.2.3.4 or 2a00:1450::1";
+  }
+}
+
 function refreshAll() {
   loadActivity();
   loadQuota();
@@ -60,6 +70,7 @@ $("login-form").addEventListener("submit", (event) => {
 async function loadQuota() {
   await view.guard($("quota-result"), async () => {
     const quota = await session.call("/api/quota");
+    if (quota.ipv6) takeIpv6();
     const line = (name, allowance) => [
       el("dt", {}, name),
       el("dd", {}, `${allowance.used} used, ${allowance.left} left of ${allowance.limit} `,

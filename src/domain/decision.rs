@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::code::Coded;
-use super::feed::{FeedItem, FeedVersion};
+use super::feed::{FeedBlock, FeedItem, FeedVersion};
 use super::time::{UnixTime, SECONDS_PER_DAY};
 
 /// What a bouncer does with an address: block it, or challenge it (the bouncers
@@ -95,10 +95,9 @@ impl<'a> Decision<'a> {
                 ORIGIN_PERSONAL
             },
             kind: kind.code(),
-            scope: if item.block.prefix() == 32 {
-                "Ip"
-            } else {
-                "Range"
+            scope: match item.block {
+                FeedBlock::V4(range) if range.prefix() < 32 => "Range",
+                FeedBlock::V4(_) | FeedBlock::V6(_) => "Ip",
             },
             value: item.block.to_string(),
             duration: go_duration(seconds),
@@ -109,11 +108,30 @@ impl<'a> Decision<'a> {
 
 /// A stable id per value sent and list: the same block of the same list has the
 /// same id in every answer, and a global range the allow list splits is several
-/// values, each with its own. Below 2^53, so JavaScript reads it exactly.
+/// values, each with its own. Below 2^53, so JavaScript reads it exactly. An IPv4
+/// block's id is below 2^39 and says what it is; an IPv6 address's has bit 52 set
+/// and 52 bits of a mix of its 128 (two addresses of a list share an id with odds
+/// of about one in 2^52 a pair).
 pub fn decision_id(item: &FeedItem) -> u64 {
-    (u64::from(item.global) << 38)
-        | (u64::from(item.block.first()) << 6)
-        | u64::from(item.block.prefix())
+    match item.block {
+        FeedBlock::V4(range) => {
+            (u64::from(item.global) << 38)
+                | (u64::from(range.first()) << 6)
+                | u64::from(range.prefix())
+        }
+        FeedBlock::V6(ip) => {
+            let value = u128::from(ip.addr());
+            let mixed = mix((value >> 64) as u64 ^ mix(value as u64));
+            (1 << 52) | (mixed & ((1 << 52) - 1))
+        }
+    }
+}
+
+/// SplitMix64's finalizer: every input bit moves about half the output bits.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// The stream's filters, as CrowdSec's Local API applies them.
@@ -270,11 +288,44 @@ mod tests {
 
     fn item(block: &str, global: bool, expires_at: Option<u64>, comment: Option<&str>) -> FeedItem {
         FeedItem {
-            block: Ipv4Range::parse(block).unwrap(),
+            block: FeedBlock::V4(Ipv4Range::parse(block).unwrap()),
             global,
             expires_at: expires_at.map(UnixTime),
             comment: comment.map(str::to_owned),
         }
+    }
+
+    #[test]
+    fn an_ipv6_address_is_an_ip_decision_with_an_id_of_its_own_below_2_53() {
+        let v6 = |text: &str| FeedItem {
+            block: FeedBlock::V6(
+                super::super::ipv6::PublicIpv6::from_addr(text.parse().unwrap()).unwrap(),
+            ),
+            global: false,
+            expires_at: None,
+            comment: None,
+        };
+        let a = v6("2a00:1450:4001:80b::200e");
+        let decision = Decision::of(&a, DecisionType::Ban, UnixTime(0), false);
+        assert_eq!(
+            (decision.scope, decision.value.as_str()),
+            ("Ip", "2a00:1450:4001:80b::200e")
+        );
+        let ids: std::collections::BTreeSet<u64> = [
+            "2a00:1450:4001:80b::200e",
+            "2a00:1450:4001:80b::200f",
+            "2a00:1450:4001:80c::200e",
+            "2606:4700::1111",
+        ]
+        .map(|text| decision_id(&v6(text)))
+        .into();
+        assert_eq!(ids.len(), 4, "{ids:?}");
+        assert!(ids.iter().all(|&id| (1 << 52..1 << 53).contains(&id)));
+        assert!(decision_id(&item("255.255.255.255", true, None, None)) < 1 << 52);
+        assert_eq!(
+            decision_id(&a),
+            decision_id(&v6("2a00:1450:4001:80b:0::200e"))
+        );
     }
 
     #[test]

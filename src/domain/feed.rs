@@ -6,15 +6,16 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::address::PublicIp;
 use super::entry::Entry;
-use super::ipv4::PublicIpv4;
+use super::ipv6::PublicIpv6;
 use super::range::Ipv4Range;
 use super::time::UnixTime;
 
 /// One line of a feed: an address or a CIDR block, with what the holder said of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedItem {
-    pub block: Ipv4Range,
+    pub block: FeedBlock,
     pub global: bool,
     pub expires_at: Option<UnixTime>,
     pub comment: Option<String>,
@@ -26,7 +27,12 @@ impl FeedItem {
     }
 
     pub fn personal(entry: Entry) -> Self {
-        let block = Ipv4Range::from_parts(entry.ip.to_u32(), 32).expect("an address is a /32");
+        let block = match entry.ip {
+            PublicIp::V4(ip) => {
+                FeedBlock::V4(Ipv4Range::from_parts(ip.to_u32(), 32).expect("an address is a /32"))
+            }
+            PublicIp::V6(ip) => FeedBlock::V6(ip),
+        };
         Self {
             block,
             global: false,
@@ -35,6 +41,50 @@ impl FeedItem {
         }
     }
 }
+
+/// What a feed line names: an IPv4 address or CIDR block, or an IPv6 address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedBlock {
+    V4(Ipv4Range),
+    V6(PublicIpv6),
+}
+
+impl FeedBlock {
+    pub fn v4(self) -> Option<Ipv4Range> {
+        match self {
+            Self::V4(range) => Some(range),
+            Self::V6(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for FeedBlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::V4(range) => range.fmt(f),
+            Self::V6(ip) => ip.fmt(f),
+        }
+    }
+}
+
+/// Where a personal entry falls against the global blocks (all IPv4): IPv6
+/// entries sort by their sixteen bytes, before or after every IPv4-mapped one.
+enum Place {
+    BeforeIpv4,
+    Ipv4(u32),
+    AfterIpv4,
+}
+
+fn place(ip: PublicIp) -> Place {
+    match ip {
+        PublicIp::V4(ip) => Place::Ipv4(ip.to_u32()),
+        PublicIp::V6(_) if ip.octets() < FIRST_IPV4_MAPPED => Place::BeforeIpv4,
+        PublicIp::V6(_) => Place::AfterIpv4,
+    }
+}
+
+/// `::ffff:0.0.0.0`, where IPv4-mapped addresses begin.
+const FIRST_IPV4_MAPPED: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0];
 
 /// The largest CIDR block that starts at `first` and ends at or before `last`.
 fn block_at(first: u32, last: u32) -> Ipv4Range {
@@ -138,17 +188,20 @@ impl Merge {
             if self.global.is_empty() && !self.global_done {
                 return Next::NeedGlobal;
             }
-            let personal = self.personal.front().map(|entry| entry.ip.to_u32());
+            let personal = self.personal.front().map(|entry| place(entry.ip));
             let global = self
                 .global
                 .front()
                 .map(|block| (block.first(), block.prefix()));
             return match (personal, global) {
-                (Some(p), Some((g, prefix))) if g < p || (g == p && prefix < 32) => {
+                (Some(Place::AfterIpv4), Some(_)) => {
+                    Next::Item(global_item(self.global.pop_front().expect("a block")))
+                }
+                (Some(Place::Ipv4(p)), Some((g, prefix))) if g < p || (g == p && prefix < 32) => {
                     Next::Item(global_item(self.global.pop_front().expect("a block")))
                 }
                 // The global list holds it too: the one item stands as long as that does.
-                (Some(p), Some((g, _))) if g == p => {
+                (Some(Place::Ipv4(p)), Some((g, _))) if g == p => {
                     self.global.pop_front();
                     if let Some(entry) = self.personal.front_mut() {
                         entry.expires_at = None;
@@ -169,7 +222,7 @@ impl Merge {
 
 pub fn global_item(block: Ipv4Range) -> FeedItem {
     FeedItem {
-        block,
+        block: FeedBlock::V4(block),
         global: true,
         expires_at: None,
         comment: None,
@@ -214,11 +267,11 @@ pub enum FeedRecord {
     /// An entry a firewall should hold (unless the allow list holds it).
     Listed(Entry),
     /// An address a firewall should no longer hold as a personal entry.
-    Gone(PublicIpv4),
+    Gone(PublicIp),
 }
 
 /// A personal address as a delta deletes it: the address alone.
-pub fn gone_item(ip: PublicIpv4) -> FeedItem {
+pub fn gone_item(ip: PublicIp) -> FeedItem {
     FeedItem::personal(Entry {
         ip,
         added_at: UnixTime(0),
@@ -266,7 +319,7 @@ mod tests {
 
     fn entry(ip: &str) -> Entry {
         Entry {
-            ip: PublicIpv4::parse(ip).unwrap(),
+            ip: ip.parse::<PublicIp>().unwrap(),
             added_at: UnixTime(0),
             expires_at: None,
             comment: None,
@@ -338,6 +391,33 @@ mod tests {
             );
         }
         assert_eq!(merged(vec![], &[], 3), Vec::<String>::new());
+    }
+
+    #[test]
+    fn ipv6_entries_take_their_place_by_their_sixteen_bytes_around_the_ipv4_blocks() {
+        let personal = vec![
+            entry("::2"),
+            entry("8.8.8.8"),
+            entry("45.1.1.7"),
+            entry("2a00:1450:4001:80b::200e"),
+            entry("2a00:1450:4001:80b::200f"),
+        ];
+        let global = [interval("45.1.1.0/24"), interval("46.0.0.0/8")];
+        for page in [1, 2, 100] {
+            assert_eq!(
+                merged(personal.clone(), &global, page),
+                [
+                    "::2 p",
+                    "8.8.8.8 p",
+                    "45.1.1.0/24",
+                    "45.1.1.7 p",
+                    "46.0.0.0/8",
+                    "2a00:1450:4001:80b::200e p",
+                    "2a00:1450:4001:80b::200f p"
+                ],
+                "pages of {page}"
+            );
+        }
     }
 
     #[test]

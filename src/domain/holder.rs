@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::address::PublicIp;
 use super::code::{serde_by_code, Coded};
 use super::entry::{Change, Entry, EntryDetails, HistoryEvent};
-use super::ipv4::PublicIpv4;
 use super::outcome::PersonalOutcome;
 use super::time::UnixTime;
 
@@ -81,7 +81,7 @@ impl DailyUsage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Call {
     pub operation: Operation,
-    pub ip: PublicIpv4,
+    pub ip: PublicIp,
     #[serde(default)]
     pub details: EntryDetails,
     /// The address of the client that made the request, for the history.
@@ -101,10 +101,10 @@ pub struct Answer {
 /// whole operation runs without yielding: nothing can interleave with it.
 pub trait ListStore {
     type Error;
-    fn entry(&self, ip: PublicIpv4) -> Result<Option<Entry>, Self::Error>;
+    fn entry(&self, ip: PublicIp) -> Result<Option<Entry>, Self::Error>;
     /// Stores `entry`, replacing any row of the same address.
     fn insert(&mut self, entry: &Entry) -> Result<(), Self::Error>;
-    fn delete(&mut self, ip: PublicIpv4) -> Result<(), Self::Error>;
+    fn delete(&mut self, ip: PublicIp) -> Result<(), Self::Error>;
     /// Entries stored, expired ones not yet swept included: what the list's bound counts.
     fn size(&self) -> Result<u64, Self::Error>;
     fn usage(&self) -> Result<DailyUsage, Self::Error>;
@@ -259,7 +259,7 @@ pub mod memory {
     /// An in-memory store for the native tests of the rules.
     #[derive(Debug, Default)]
     pub struct MemoryStore {
-        pub entries: BTreeMap<PublicIpv4, Entry>,
+        pub entries: BTreeMap<PublicIp, Entry>,
         pub usage: DailyUsage,
         pub history: Vec<HistoryEvent>,
         /// Entries expired, by day of expiry.
@@ -269,7 +269,7 @@ pub mod memory {
     impl ListStore for MemoryStore {
         type Error = Infallible;
 
-        fn entry(&self, ip: PublicIpv4) -> Result<Option<Entry>, Infallible> {
+        fn entry(&self, ip: PublicIp) -> Result<Option<Entry>, Infallible> {
             Ok(self.entries.get(&ip).cloned())
         }
 
@@ -278,7 +278,7 @@ pub mod memory {
             Ok(())
         }
 
-        fn delete(&mut self, ip: PublicIpv4) -> Result<(), Infallible> {
+        fn delete(&mut self, ip: PublicIp) -> Result<(), Infallible> {
             self.entries.remove(&ip);
             Ok(())
         }

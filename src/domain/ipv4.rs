@@ -18,7 +18,7 @@ pub struct PublicIpv4(Ipv4Addr);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IpRejection {
     Invalid(String),
-    Private(Ipv4Addr),
+    Private(String),
 }
 
 impl PublicIpv4 {
@@ -29,7 +29,7 @@ impl PublicIpv4 {
         if is_globally_reachable(addr) {
             Ok(Self(addr))
         } else {
-            Err(IpRejection::Private(addr))
+            Err(IpRejection::Private(trimmed.to_owned()))
         }
     }
 
@@ -141,7 +141,7 @@ mod tests {
     }
 
     fn private(s: &str) -> Result<PublicIpv4, IpRejection> {
-        Err(IpRejection::Private(s.parse().unwrap()))
+        Err(IpRejection::Private(s.to_owned()))
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! types, time passed in; tested natively.
 
 pub mod activity;
+pub mod address;
 pub mod chunk;
 pub mod code;
 pub mod cut;
@@ -14,6 +15,7 @@ pub mod holder;
 pub mod intervals;
 pub mod ip_list;
 pub mod ipv4;
+pub mod ipv6;
 pub mod license;
 pub mod outcome;
 pub mod page;

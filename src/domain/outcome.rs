@@ -1,9 +1,8 @@
 //! Every answer a list operation can give, and its specified text.
 
-use std::net::Ipv4Addr;
-
+use super::address::Given;
 use super::code::{serde_by_code, Coded};
-use super::ipv4::{IpRejection, PublicIpv4};
+use super::ipv4::IpRejection;
 
 /// What one holder's personal list answered (the Durable Object's reply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,11 +51,11 @@ serde_by_code!(PersonalOutcome);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Invalid(String),
-    Private(Ipv4Addr),
-    AllowListed(PublicIpv4),
-    ListedGlobal(PublicIpv4),
-    AlreadyGlobal(PublicIpv4),
-    Personal(PublicIpv4, PersonalOutcome),
+    Private(String),
+    AllowListed(Given),
+    ListedGlobal(Given),
+    AlreadyGlobal(Given),
+    Personal(Given, PersonalOutcome),
 }
 
 impl Outcome {
@@ -88,8 +87,7 @@ impl Outcome {
     /// The address as the message shows it: the submitted text when it is not one.
     pub fn ip_text(&self) -> String {
         match self {
-            Self::Invalid(text) => text.clone(),
-            Self::Private(addr) => addr.to_string(),
+            Self::Invalid(text) | Self::Private(text) => text.clone(),
             Self::AllowListed(ip)
             | Self::ListedGlobal(ip)
             | Self::AlreadyGlobal(ip)
@@ -121,10 +119,12 @@ impl From<IpRejection> for Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::address::{Ipv6, PublicIp};
+    use crate::domain::ipv4::PublicIpv4;
     use PersonalOutcome as P;
 
-    fn ip() -> PublicIpv4 {
-        PublicIpv4::parse("8.8.8.8").unwrap()
+    fn ip() -> Given {
+        PublicIp::parse("8.8.8.8", Ipv6::Off).unwrap()
     }
 
     #[test]
@@ -185,6 +185,40 @@ mod tests {
         ];
         for (outcome, text) in table {
             assert_eq!(outcome.message(), text);
+        }
+    }
+
+    #[test]
+    fn ipv6_messages_have_the_same_shapes_and_show_the_address_as_given() {
+        let on = |text: &str| PublicIp::parse(text, Ipv6::On);
+        let table = [
+            (
+                Outcome::from(on("2001:db8::1").unwrap_err()),
+                "[2001:db8::1] is private",
+            ),
+            (
+                Outcome::from(on("fe80::1%eth0").unwrap_err()),
+                "[fe80::1%eth0] is invalid",
+            ),
+            (
+                Outcome::Personal(on("2a00:1450:4001:80b::200e").unwrap(), P::Added),
+                "[2a00:1450:4001:80b::200e] has been added to greylist",
+            ),
+            (
+                Outcome::Personal(on("2A00:1450:4001:80B:0::200E").unwrap(), P::Listed),
+                "[2A00:1450:4001:80B:0::200E] is currently on your personal greylist",
+            ),
+            (
+                Outcome::ListedGlobal(on("::ffff:8.8.8.8").unwrap()),
+                "[8.8.8.8] is on global greylist",
+            ),
+        ];
+        for (outcome, text) in table {
+            assert_eq!(outcome.message(), text);
+            assert_eq!(
+                format!("[{}]", outcome.ip_text()),
+                text[..text.find(']').unwrap() + 1]
+            );
         }
     }
 

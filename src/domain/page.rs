@@ -1,6 +1,8 @@
 //! Paging through a holder's list and history: a page size, an opaque cursor
 //! that continues after the last row shown, and the list's address prefix filter.
 
+use std::net::{Ipv4Addr, Ipv6Addr};
+
 use serde::{Deserialize, Serialize};
 
 pub const DEFAULT_PAGE: u32 = 100;
@@ -12,11 +14,12 @@ pub trait PageCursor: Sized {
     fn decode(text: &str) -> Option<Self>;
 }
 
-/// After this entry of a list sorted newest first: its time of adding, then its address.
+/// After this entry of a list sorted newest first: its time of adding, then its
+/// address as the rows keep it (sixteen bytes, IPv4 mapped into IPv6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EntryCursor {
     pub added_at: u64,
-    pub ip: u32,
+    pub ip: [u8; 16],
 }
 
 /// After this history row; rows are numbered in the order they happened.
@@ -32,15 +35,26 @@ fn hex(text: &str) -> Option<u64> {
 }
 
 impl PageCursor for EntryCursor {
+    /// An IPv4 address as its 32-bit value, as cursors always read; any other
+    /// as 32 hexadecimal digits, so the two never read alike.
     fn encode(&self) -> String {
-        format!("{:x}.{:x}", self.added_at, self.ip)
+        match Ipv6Addr::from(self.ip).to_ipv4_mapped() {
+            Some(v4) => format!("{:x}.{:x}", self.added_at, u32::from(v4)),
+            None => format!("{:x}.{:032x}", self.added_at, u128::from_be_bytes(self.ip)),
+        }
     }
 
     fn decode(text: &str) -> Option<Self> {
         let (added_at, ip) = text.split_once('.')?;
+        let ip = if ip.len() == 32 && ip.bytes().all(|b| b.is_ascii_hexdigit()) {
+            u128::from_str_radix(ip, 16).ok()?.to_be_bytes()
+        } else {
+            let v4 = u32::try_from(hex(ip)?).ok()?;
+            Ipv4Addr::from(v4).to_ipv6_mapped().octets()
+        };
         Some(Self {
             added_at: hex(added_at)?,
-            ip: u32::try_from(hex(ip)?).ok()?,
+            ip,
         })
     }
 }
@@ -219,9 +233,21 @@ mod tests {
     fn cursors_round_trip_and_refuse_anything_else() {
         let entry = EntryCursor {
             added_at: 1_795_262_400,
-            ip: 0x0808_0808,
+            ip: Ipv4Addr::new(8, 8, 8, 8).to_ipv6_mapped().octets(),
         };
+        assert_eq!(entry.encode(), "6b0187c0.8080808", "as cursors always read");
         assert_eq!(EntryCursor::decode(&entry.encode()), Some(entry));
+        for ip in [
+            "::2",
+            "2a00:1450:4001:80b::200e",
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        ] {
+            let v6 = EntryCursor {
+                added_at: 5,
+                ip: ip.parse::<Ipv6Addr>().unwrap().octets(),
+            };
+            assert_eq!(EntryCursor::decode(&v6.encode()), Some(v6), "{ip}");
+        }
         let row = HistoryCursor { id: 41 };
         assert_eq!(HistoryCursor::decode(&row.encode()), Some(row));
         for bad in [
@@ -233,6 +259,8 @@ mod tests {
             "1.2.3",
             "11111111111111111.1",
             "1.100000000",
+            "1.0000000000000000000000000000000g",
+            "1.000000000000000000000000000000001",
             "h29",
         ] {
             assert_eq!(EntryCursor::decode(bad), None, "{bad:?}");
@@ -356,7 +384,10 @@ mod tests {
         assert!(Query::parse(Some("not-a-cursor"), None, None)
             .unwrap_err()
             .contains("cursor"));
-        let cursor = EntryCursor { added_at: 5, ip: 6 };
+        let cursor = EntryCursor {
+            added_at: 5,
+            ip: [6; 16],
+        };
         assert_eq!(
             Query::parse(Some(&cursor.encode()), None, None)
                 .unwrap()

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use super::address::Ipv6;
 use super::holder::Limits;
 
 /// Shorter secrets can be guessed: `JWT_SECRET` offline from any issued token,
@@ -77,6 +78,8 @@ pub struct Settings {
     pub limits: Limits,
     /// Items in one page of a streamed answer (`PAGE_ENTRIES`).
     pub page_entries: usize,
+    /// Whether new IPv6 input is taken (`IPV6`).
+    pub ipv6: Ipv6,
 }
 
 impl Settings {
@@ -121,6 +124,11 @@ impl Settings {
                         "PAGE_ENTRIES must be 1 to {MAX_PAGE_ENTRIES}, not {n}"
                     ))
                 }
+            },
+            ipv6: match var("IPV6").as_deref().map(str::trim) {
+                None | Some("off") => Ipv6::Off,
+                Some("on") => Ipv6::On,
+                Some(other) => return Err(format!("IPV6 must be on or off, not {other:?}")),
             },
         })
     }
@@ -233,6 +241,13 @@ mod tests {
         assert_eq!(
             parse(&[("PAGE_ENTRIES", "0")]).unwrap_err(),
             "PAGE_ENTRIES must be 1 to 10000, not 0"
+        );
+        assert_eq!(parse(&[]).unwrap().ipv6, Ipv6::Off);
+        assert_eq!(parse(&[("IPV6", "off")]).unwrap().ipv6, Ipv6::Off);
+        assert_eq!(parse(&[("IPV6", " on ")]).unwrap().ipv6, Ipv6::On);
+        assert_eq!(
+            parse(&[("IPV6", "yes")]).unwrap_err(),
+            "IPV6 must be on or off, not \"yes\""
         );
         assert_eq!(
             parse(&[("PERSONAL_LIST_ENTRIES", "1e6")]).unwrap_err(),

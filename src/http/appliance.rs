@@ -3,8 +3,9 @@
 //! whole; nothing a holder wrote can break out of its line, since comments go
 //! only into the RouterOS script, escaped there.
 
+use crate::domain::address::Ipv6;
 use crate::domain::decision::go_duration;
-use crate::domain::feed::FeedItem;
+use crate::domain::feed::{FeedBlock, FeedItem};
 use crate::domain::time::UnixTime;
 
 /// The kind of file.
@@ -66,37 +67,82 @@ pub struct ApplianceFile {
     /// The last address of the global block written last: an entry inside it is
     /// already enforced, and an nft interval set refuses overlapping elements.
     covered_to: Option<u32>,
+    /// Whether the IPv6 list is created and emptied yet: in the head when `IPV6`
+    /// is on, else before the first IPv6 item (kept from when it was on).
+    v6_ready: bool,
+    /// The nft `add element` statement open, by family, and its elements so far.
+    statement: Option<(Family, u64)>,
     written: u64,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    V4,
+    V6,
+}
+
 impl ApplianceFile {
-    pub fn new(kind: Appliance, list: ListName, now: UnixTime) -> Self {
+    pub fn new(kind: Appliance, list: ListName, now: UnixTime, ipv6: Ipv6) -> Self {
         Self {
             kind,
             list,
             now,
             covered_to: None,
+            v6_ready: ipv6 == Ipv6::On,
+            statement: None,
             written: 0,
         }
     }
 
     pub fn head(&self, version: &str) -> String {
         let name = self.list.as_str();
+        let v6 = if self.v6_ready {
+            self.v6_head()
+        } else {
+            String::new()
+        };
         match self.kind {
             Appliance::Mikrotik => format!(
                 "# greylist feed, version {version}\n\
-                 /ip firewall address-list remove [find where list=\"{name}\"]\n"
+                 /ip firewall address-list remove [find where list=\"{name}\"]\n{v6}"
             ),
             Appliance::Nftables => format!(
                 "# greylist feed, version {version}\n\
                  table inet {NFT_TABLE} {{\n\
                  \tset {name} {{\n\t\ttype ipv4_addr\n\t\tflags interval, timeout\n\t}}\n}}\n\
-                 flush set inet {NFT_TABLE} {name}\n"
+                 flush set inet {NFT_TABLE} {name}\n{v6}"
             ),
             Appliance::Ipset => format!(
                 "# greylist feed, version {version}\n\
                  create {name} hash:net family inet maxelem {IPSET_MAXELEM} timeout 0 -exist\n\
-                 flush {name}\n"
+                 flush {name}\n{v6}"
+            ),
+        }
+    }
+
+    /// The IPv6 list's set name: the list's with `6` after it (RouterOS keeps IPv6
+    /// address lists apart, under the same name). Within ipset's 31 characters.
+    fn v6_name(&self) -> String {
+        let name = self.list.as_str();
+        format!("{}6", &name[..name.len().min(30)])
+    }
+
+    /// Lines that create the IPv6 list and empty it.
+    fn v6_head(&self) -> String {
+        let name = self.list.as_str();
+        let v6 = self.v6_name();
+        match self.kind {
+            Appliance::Mikrotik => {
+                format!("/ipv6 firewall address-list remove [find where list=\"{name}\"]\n")
+            }
+            Appliance::Nftables => format!(
+                "table inet {NFT_TABLE} {{\n\
+                 \tset {v6} {{\n\t\ttype ipv6_addr\n\t\tflags interval, timeout\n\t}}\n}}\n\
+                 flush set inet {NFT_TABLE} {v6}\n"
+            ),
+            Appliance::Ipset => format!(
+                "create {v6} hash:net family inet6 maxelem {IPSET_MAXELEM} timeout 0 -exist\n\
+                 flush {v6}\n"
             ),
         }
     }
@@ -104,23 +150,41 @@ impl ApplianceFile {
     /// The item's line, or nothing when a block written before covers it. Items
     /// come in the feed's address order, a block before the entries inside it.
     pub fn item(&mut self, item: &FeedItem, out: &mut String) {
-        let (first, last) = (item.block.first(), item.block.last());
-        if self.covered_to.is_some_and(|to| first <= to) {
-            return;
-        }
-        if item.global {
-            self.covered_to = Some(last);
+        let family = match item.block {
+            FeedBlock::V4(range) => {
+                if self.covered_to.is_some_and(|to| range.first() <= to) {
+                    return;
+                }
+                if item.global {
+                    self.covered_to = Some(range.last());
+                }
+                Family::V4
+            }
+            FeedBlock::V6(_) => Family::V6,
+        };
+        if family == Family::V6 && !self.v6_ready {
+            self.close_statement(out);
+            out.push_str(&self.v6_head());
+            self.v6_ready = true;
         }
         let timeout = item.expires_at.map(|at| {
             at.0.saturating_sub(self.now.0)
                 .clamp(1, MAX_TIMEOUT_SECONDS)
         });
-        let name = self.list.as_str();
+        let name = match family {
+            Family::V4 => self.list.as_str().to_owned(),
+            Family::V6 => self.v6_name(),
+        };
         let value = item.block.to_string();
         match self.kind {
             Appliance::Mikrotik => {
+                let ip = match family {
+                    Family::V4 => "ip",
+                    Family::V6 => "ipv6",
+                };
+                let name = self.list.as_str();
                 out.push_str(&format!(
-                    "/ip firewall address-list add list=\"{name}\" address={value}"
+                    "/{ip} firewall address-list add list=\"{name}\" address={value}"
                 ));
                 if let Some(seconds) = timeout {
                     out.push_str(&format!(" timeout={}", go_duration(seconds as i64)));
@@ -131,14 +195,17 @@ impl ApplianceFile {
                 out.push('\n');
             }
             Appliance::Nftables => {
-                if self.written.is_multiple_of(NFT_ELEMENTS_PER_STATEMENT) {
-                    if self.written > 0 {
-                        out.push_str(" }\n");
+                match self.statement {
+                    Some((open, count)) if open == family && count < NFT_ELEMENTS_PER_STATEMENT => {
+                        out.push_str(", ");
                     }
-                    out.push_str(&format!("add element inet {NFT_TABLE} {name} {{ "));
-                } else {
-                    out.push_str(", ");
+                    _ => {
+                        self.close_statement(out);
+                        out.push_str(&format!("add element inet {NFT_TABLE} {name} {{ "));
+                    }
                 }
+                let count = self.statement.map_or(0, |(_, count)| count);
+                self.statement = Some((family, count + 1));
                 out.push_str(&value);
                 if let Some(seconds) = timeout {
                     out.push_str(&format!(" timeout {seconds}s"));
@@ -155,11 +222,16 @@ impl ApplianceFile {
         self.written += 1;
     }
 
-    pub fn tail(&self) -> String {
-        let close = match (self.kind, self.written) {
-            (Appliance::Nftables, 1..) => " }\n",
-            _ => "",
-        };
+    /// Ends an open nft `add element` statement.
+    fn close_statement(&mut self, out: &mut String) {
+        if self.statement.take().is_some() {
+            out.push_str(" }\n");
+        }
+    }
+
+    pub fn tail(&mut self) -> String {
+        let mut close = String::new();
+        self.close_statement(&mut close);
         format!("{close}# end of feed, {} entries\n", self.written)
     }
 }
@@ -185,13 +257,14 @@ fn routeros_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ipv6::PublicIpv6;
     use crate::domain::range::Ipv4Range;
 
     const NOW: UnixTime = UnixTime(1_000_000);
 
     fn item(block: &str, global: bool, expires_in: Option<u64>, comment: Option<&str>) -> FeedItem {
         FeedItem {
-            block: Ipv4Range::parse(block).unwrap(),
+            block: FeedBlock::V4(Ipv4Range::parse(block).unwrap()),
             global,
             expires_at: expires_in.map(|s| NOW.plus(s)),
             comment: comment.map(str::to_owned),
@@ -199,7 +272,11 @@ mod tests {
     }
 
     fn render(kind: Appliance, items: &[FeedItem]) -> String {
-        let mut file = ApplianceFile::new(kind, ListName::parse("edge_1").unwrap(), NOW);
+        render_with(kind, items, Ipv6::Off)
+    }
+
+    fn render_with(kind: Appliance, items: &[FeedItem], ipv6: Ipv6) -> String {
+        let mut file = ApplianceFile::new(kind, ListName::parse("edge_1").unwrap(), NOW, ipv6);
         let mut out = file.head("3.1.0");
         for i in items {
             file.item(i, &mut out);
@@ -304,5 +381,72 @@ mod tests {
              add edge_1 45.2.0.1 -exist\n\
              # end of feed, 3 entries\n"
         );
+    }
+
+    fn ipv6_items() -> Vec<FeedItem> {
+        let v6 = |text: &str, expires_in: Option<u64>| FeedItem {
+            block: FeedBlock::V6(PublicIpv6::from_addr(text.parse().unwrap()).unwrap()),
+            global: false,
+            expires_at: expires_in.map(|s| NOW.plus(s)),
+            comment: None,
+        };
+        let mut items = items();
+        items.push(v6("2a00:1450:4001:80b::200e", Some(60)));
+        items.push(v6("2606:4700::1111", None));
+        items
+    }
+
+    #[test]
+    fn ipv6_goes_into_a_list_of_its_own_declared_up_front_when_on_and_before_it_when_off() {
+        let routeros = render_with(Appliance::Mikrotik, &ipv6_items(), Ipv6::On);
+        assert!(routeros.starts_with(
+            "# greylist feed, version 3.1.0\n\
+             /ip firewall address-list remove [find where list=\"edge_1\"]\n\
+             /ipv6 firewall address-list remove [find where list=\"edge_1\"]\n"
+        ));
+        assert!(routeros.ends_with(
+            "/ip firewall address-list add list=\"edge_1\" address=45.2.0.1\n\
+             /ipv6 firewall address-list add list=\"edge_1\" address=2a00:1450:4001:80b::200e timeout=1m0s\n\
+             /ipv6 firewall address-list add list=\"edge_1\" address=2606:4700::1111\n\
+             # end of feed, 5 entries\n"
+        ));
+        let v6_set = "table inet greylist {\n\tset edge_16 {\n\t\ttype ipv6_addr\n\t\tflags interval, timeout\n\t}\n}\n\
+                      flush set inet greylist edge_16\n";
+        let nft = render_with(Appliance::Nftables, &ipv6_items(), Ipv6::On);
+        assert!(
+            nft.contains(&format!(
+                "flush set inet greylist edge_1\n{v6_set}add element"
+            )),
+            "{nft}"
+        );
+        assert!(nft.ends_with(
+            "add element inet greylist edge_1 { 8.8.8.8 timeout 3600s, 45.1.1.0/24, 45.2.0.1 }\n\
+             add element inet greylist edge_16 { 2a00:1450:4001:80b::200e timeout 60s, 2606:4700::1111 }\n\
+             # end of feed, 5 entries\n"
+        ), "{nft}");
+        let kept = render_with(Appliance::Nftables, &ipv6_items(), Ipv6::Off);
+        assert!(
+            kept.contains(&format!(
+                "45.2.0.1 }}\n{v6_set}add element inet greylist edge_16 {{ "
+            )),
+            "{kept}"
+        );
+        assert_eq!(kept.matches("flush set").count(), 2);
+        let ipset = render_with(Appliance::Ipset, &ipv6_items(), Ipv6::On);
+        assert!(
+            ipset.contains(
+                "flush edge_1\n\
+             create edge_16 hash:net family inet6 maxelem 16777216 timeout 0 -exist\n\
+             flush edge_16\n"
+            ),
+            "{ipset}"
+        );
+        assert!(ipset.contains("add edge_16 2a00:1450:4001:80b::200e timeout 60 -exist\n"));
+        assert_eq!(
+            render_with(Appliance::Ipset, &items(), Ipv6::Off),
+            render(Appliance::Ipset, &items()),
+            "off and without IPv6 entries, the file is as it was"
+        );
+        assert!(!render(Appliance::Mikrotik, &items()).contains("ipv6"));
     }
 }

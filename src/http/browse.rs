@@ -6,9 +6,9 @@ use worker::{Context, Env, Request};
 use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
 use super::reply::{to_json, Listing, Reply};
+use crate::domain::address::{Ipv6, PublicIp};
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
-use crate::domain::ipv4::PublicIpv4;
 use crate::domain::license::LicenseId;
 use crate::domain::page::{counted, PageCursor, PageQuery};
 use crate::domain::quota::Quota;
@@ -54,11 +54,25 @@ pub async fn list(
     }))
 }
 
+/// The quota as the dashboard reads it, and whether addresses may be IPv6
+/// (`"ipv6": true`, only when `IPV6` is on, so that off the answer is as it was).
+#[derive(Serialize)]
+struct QuotaView {
+    #[serde(flatten)]
+    quota: Quota,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    ipv6: bool,
+}
+
 /// `GET /api/quota`: the day's additions and removals, used and left, and when they reset.
 pub async fn quota(license: &LicenseId, env: &Env, now: Millis) -> Result<Reply, ApiError> {
     let usage = holder(env, license)?.ask(Usage).await?;
-    let quota = Quota::of(usage, config::settings(env)?.limits, now.unix());
-    Reply::json(200, &quota)
+    let settings = config::settings(env)?;
+    let view = QuotaView {
+        quota: Quota::of(usage, settings.limits, now.unix()),
+        ipv6: settings.ipv6 == Ipv6::On,
+    };
+    Reply::json(200, &view)
 }
 
 /// A day of the activity chart, as the dashboard reads it.
@@ -127,7 +141,7 @@ pub async fn history(
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct EntryView<'a> {
-    ip: PublicIpv4,
+    ip: PublicIp,
     added_at: String,
     expires_at: Option<String>,
     comment: Option<&'a str>,
@@ -149,7 +163,7 @@ impl<'a> EntryView<'a> {
 struct ChangeView<'a> {
     at: String,
     change: Change,
-    ip: PublicIpv4,
+    ip: PublicIp,
     client: Option<&'a str>,
 }
 

@@ -85,7 +85,7 @@ pub fn counts(outcomes: &[Outcome]) -> BTreeMap<&'static str, usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ipv4::PublicIpv4;
+    use crate::domain::address::{Given, PublicIp};
     use crate::domain::outcome::PersonalOutcome;
 
     fn ips(list: &[&str]) -> Vec<String> {
@@ -156,12 +156,12 @@ mod tests {
 
     #[test]
     fn outcomes_are_counted_by_code() {
-        let ip = PublicIpv4::parse("8.8.8.8").unwrap();
+        let ip = || Given::from("8.8.8.8".parse::<PublicIp>().unwrap());
         let outcomes = [
-            Outcome::Personal(ip, PersonalOutcome::Added),
+            Outcome::Personal(ip(), PersonalOutcome::Added),
             Outcome::Invalid("x".into()),
-            Outcome::Personal(ip, PersonalOutcome::Added),
-            Outcome::Personal(ip, PersonalOutcome::LimitReached),
+            Outcome::Personal(ip(), PersonalOutcome::Added),
+            Outcome::Personal(ip(), PersonalOutcome::LimitReached),
         ];
         assert_eq!(
             counts(&outcomes),

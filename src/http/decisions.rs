@@ -15,6 +15,7 @@ use super::feed_body::{self, Again, Operator, Render, Shape};
 use super::feed_query::{FeedQuery, Format};
 use super::form;
 use super::reply::Reply;
+use crate::domain::address::PublicIp;
 use crate::domain::decision::{Decision, Filter, OperatorFrom, Pull};
 use crate::domain::delta::BlockChanges;
 use crate::domain::feed::{FeedHead, FeedItem};
@@ -22,7 +23,8 @@ use crate::domain::feed_token::{PullClient, Scope};
 use crate::domain::intervals::Intervals;
 use crate::domain::ip_list::ListKind;
 use crate::domain::ipv4::PublicIpv4;
-use crate::domain::snapshot::{covers, Shards};
+use crate::domain::ipv6::PublicIpv6;
+use crate::domain::snapshot::Shards;
 use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{Feed, HolderProtocol, Lookup};
@@ -236,27 +238,28 @@ pub async fn live(
     let addr: IpAddr = asked
         .parse()
         .map_err(|_| ApiError::BadRequest(format!("ip {asked:?} is not an IP address")))?;
-    // An IPv6 address (this service lists IPv4 only) or a private one: nothing covers it.
-    let Some(ip) = Some(addr)
-        .and_then(|addr| match addr {
-            IpAddr::V4(v4) => Some(v4),
-            IpAddr::V6(v6) => v6.to_ipv4_mapped(),
-        })
-        .and_then(PublicIpv4::from_addr)
-    else {
+    // A private address: nothing covers it. An IPv6 address is looked up whatever
+    // `IPV6` says: what the holder listed stays served.
+    let Some(ip) = (match addr {
+        IpAddr::V4(v4) => PublicIpv4::from_addr(v4).map(PublicIp::V4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => PublicIpv4::from_addr(v4).map(PublicIp::V4),
+            None => PublicIpv6::from_addr(v6).map(PublicIp::V6),
+        },
+    }) else {
         return json_body("null");
     };
     let ((_, global), (_, allow)) = operator_lists(env, may_read, now).await?;
-    if covers(&allow, ip.to_u32()) {
+    let operator = Operator { global, allow };
+    if operator.allows(ip) {
         return json_body("null");
     }
     let client = PullClient::new(user_agent(&req)?.as_deref(), "live");
     let (kind, entry) = holder(env, &license)?
         .ask(Lookup { token, client, ip })
         .await?;
-    let operator = Operator { global, allow };
     let mut items: Vec<FeedItem> = entry.map(FeedItem::personal).into_iter().collect();
-    if let Some(block) = operator.block_holding(ip.to_u32()) {
+    if let Some(block) = ip.v4().and_then(|v4| operator.block_holding(v4.to_u32())) {
         // A global block of this one address is the holder's entry, sent once.
         if items.is_empty() || block.prefix() < 32 {
             items.push(crate::domain::feed::global_item(block));

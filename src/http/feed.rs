@@ -124,7 +124,12 @@ pub async fn feed(
     };
     let (render, content_type) = match query.format.appliance() {
         Some(kind) => (
-            Render::Appliance(ApplianceFile::new(kind, query.list.clone(), now.unix())),
+            Render::Appliance(ApplianceFile::new(
+                kind,
+                query.list.clone(),
+                now.unix(),
+                settings.ipv6,
+            )),
             "text/plain; charset=utf-8",
         ),
         None if query.format == Format::Json => (Render::Json, "application/json"),

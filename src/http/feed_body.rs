@@ -10,12 +10,14 @@ use futures_util::stream::{self, Stream};
 use worker::console_error;
 
 use super::appliance::ApplianceFile;
+use crate::domain::address::PublicIp;
 use crate::domain::decision::{Decision, DecisionType, Filter};
 use crate::domain::delta::BlockChanges;
 use crate::domain::feed::{
     global_item, gone_item, is_single_block, Blocks, FeedItem, FeedRecord, Merge, Next,
 };
 use crate::domain::intervals::{without, Intervals, Seek};
+use crate::domain::ipv4::PublicIpv4;
 use crate::domain::range::Ipv4Range;
 use crate::domain::snapshot::{covers, Shards};
 use crate::domain::time::UnixTime;
@@ -45,9 +47,17 @@ impl Operator {
         Blocks::new(std::iter::once(span)).find(|block| block.last() >= addr)
     }
 
-    /// Whether the global part has `addr` as a block of its own: a personal entry
+    /// Whether the allow list holds a personal entry's address (it holds IPv4 only).
+    pub fn allows(&self, ip: PublicIp) -> bool {
+        ip.v4().is_some_and(|v4| covers(&self.allow, v4.to_u32()))
+    }
+
+    /// Whether the global part has `ip` as a block of its own: a personal entry
     /// of that address is then still in the feed, as the global block.
-    fn single_global_block(&self, addr: u32) -> bool {
+    fn single_global_block(&self, ip: PublicIp) -> bool {
+        let Some(addr) = ip.v4().map(PublicIpv4::to_u32) else {
+            return false;
+        };
         self.global.interval_of(addr).is_some_and(|listed| {
             without(std::iter::once(listed), self.allow.clone())
                 .find(|&(_, last)| last >= addr)
@@ -214,7 +224,7 @@ impl Writer {
                 while count < self.part_items {
                     match self.next_record().await? {
                         Some(FeedRecord::Gone(ip)) => {
-                            if !self.operator.single_global_block(ip.to_u32()) {
+                            if !self.operator.single_global_block(ip) {
                                 self.write(&mut text, &gone_item(ip));
                                 count += 1;
                             }
@@ -266,11 +276,11 @@ impl Writer {
                 while count < self.part_items {
                     match self.next_record().await? {
                         Some(FeedRecord::Listed(entry)) => {
-                            let addr = entry.ip.to_u32();
-                            if !covers(&self.operator.allow, addr) {
+                            if !self.operator.allows(entry.ip) {
+                                let single = self.operator.single_global_block(entry.ip);
                                 let mut item = FeedItem::personal(entry);
                                 // The global list holds it too: it stands as long as that does.
-                                if self.operator.single_global_block(addr) {
+                                if single {
                                     item.expires_at = None;
                                 }
                                 self.write(&mut text, &item);
@@ -346,9 +356,7 @@ impl Writer {
                         let mut entries = Vec::with_capacity(page.len());
                         for record in page {
                             match record {
-                                FeedRecord::Listed(entry)
-                                    if !covers(&self.operator.allow, entry.ip.to_u32()) =>
-                                {
+                                FeedRecord::Listed(entry) if !self.operator.allows(entry.ip) => {
                                     entries.push(entry)
                                 }
                                 FeedRecord::Listed(_) => {}
@@ -392,8 +400,8 @@ impl Writer {
         }
     }
 
-    fn tail(&self) -> String {
-        match &self.render {
+    fn tail(&mut self) -> String {
+        match &mut self.render {
             // The count closes the feed, so a cut transfer is told from a short list.
             Render::Text => format!("# end of feed, {} entries\n", self.written),
             Render::Appliance(file) => file.tail(),
@@ -450,13 +458,14 @@ pub fn item_json(item: &FeedItem) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::feed::FeedBlock;
     use serde_json::json;
 
     #[test]
     fn json_items_carry_scope_expiry_and_comment() {
         let block = Ipv4Range::parse("8.8.8.8").unwrap();
         let listed = FeedItem {
-            block,
+            block: FeedBlock::V4(block),
             global: false,
             expires_at: Some(UnixTime(1_795_262_400)),
             comment: Some("scanner".into()),
@@ -466,7 +475,7 @@ mod tests {
             json!({ "value": "8.8.8.8", "scope": "personal", "expiresAt": "2026-11-21T12:00:00Z", "comment": "scanner" })
         );
         let global = FeedItem {
-            block: Ipv4Range::parse("45.0.0.0/8").unwrap(),
+            block: FeedBlock::V4(Ipv4Range::parse("45.0.0.0/8").unwrap()),
             global: true,
             expires_at: None,
             comment: None,

@@ -7,6 +7,7 @@ use super::body::{Body, MAX_BODY_BYTES};
 use super::bulk::{BulkError, MAX_ADDRESSES};
 use super::error::ApiError;
 use super::reply::Reply;
+use crate::domain::address::{Given, PublicIp};
 use crate::domain::entry::EntryDetails;
 use crate::domain::holder::{Call, Operation};
 use crate::domain::ip_list::ListKind;
@@ -97,7 +98,7 @@ fn details(
 /// still the holder's object's to give.
 enum Settled {
     Answered(Outcome),
-    AskHolder(PublicIpv4),
+    AskHolder(Given),
 }
 
 /// Steps in the order the specification fixes, for every address: validation, the
@@ -116,10 +117,11 @@ async fn run(
     client: Option<String>,
     now: Millis,
 ) -> Result<(Vec<Outcome>, Option<Quota>), ApiError> {
-    let freshness = config::settings(env)?.freshness;
+    let settings = config::settings(env)?;
+    let freshness = settings.freshness;
     let mut settled = Vec::with_capacity(ips.len());
     for raw in ips {
-        let ip = match PublicIpv4::parse(raw) {
+        let ip = match PublicIp::parse(raw, settings.ipv6) {
             Ok(ip) => ip,
             Err(rejection) => {
                 settled.push(Settled::Answered(rejection.into()));
@@ -129,29 +131,33 @@ async fn run(
         if let Err(error) = &details {
             return Err(error.clone());
         }
-        settled.push(
-            if lists::contains(env, ListKind::Allow, ip.addr(), freshness, now).await? {
-                Settled::Answered(Outcome::AllowListed(ip))
-            } else if operation != Operation::Remove
-                && lists::contains(env, ListKind::Global, ip.addr(), freshness, now).await?
-            {
-                Settled::Answered(if operation == Operation::Add {
-                    Outcome::AlreadyGlobal(ip)
-                } else {
-                    Outcome::ListedGlobal(ip)
-                })
+        // The operator's lists hold IPv4 only.
+        let v4 = ip.ip.v4().map(PublicIpv4::addr);
+        let on = |kind| async move {
+            match v4 {
+                Some(addr) => lists::contains(env, kind, addr, freshness, now).await,
+                None => Ok(false),
+            }
+        };
+        settled.push(if on(ListKind::Allow).await? {
+            Settled::Answered(Outcome::AllowListed(ip))
+        } else if operation != Operation::Remove && on(ListKind::Global).await? {
+            Settled::Answered(if operation == Operation::Add {
+                Outcome::AlreadyGlobal(ip)
             } else {
-                Settled::AskHolder(ip)
-            },
-        );
+                Outcome::ListedGlobal(ip)
+            })
+        } else {
+            Settled::AskHolder(ip)
+        });
     }
     let details = details.unwrap_or_default();
     let calls: Vec<Call> = settled
         .iter()
         .filter_map(|settled| match settled {
-            Settled::AskHolder(ip) => Some(Call {
+            Settled::AskHolder(given) => Some(Call {
                 operation,
-                ip: *ip,
+                ip: given.ip,
                 details: details.clone(),
                 client: client.clone(),
             }),

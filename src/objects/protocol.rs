@@ -372,9 +372,9 @@ impl<T: DeserializeOwned> Pages<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::address::PublicIp;
     use crate::domain::holder::{Call, Operation};
     use crate::domain::ip_list::ListKind;
-    use crate::domain::ipv4::PublicIpv4;
     use crate::objects::holder::protocol::{HolderCall, HolderRefusal, Perform};
     use crate::objects::lists::protocol::{ListsCall, ListsRefusal, Replace};
 
@@ -404,7 +404,7 @@ mod tests {
 
     #[test]
     fn a_call_is_its_variant_and_comes_back_as_it_went() {
-        let ip = PublicIpv4::parse("8.8.8.8").unwrap();
+        let ip = "2a00:1450:4001:80b::200e".parse::<PublicIp>().unwrap();
         let call: HolderCall = Perform(vec![Call {
             operation: Operation::Add,
             ip,

@@ -8,11 +8,13 @@
 
 use super::holder_list::{address_value, entries, ip_of, live, SqlListStore, ENTRY_COLUMNS};
 use super::sql::{Row, Sql, SqlError, Value};
+use crate::domain::address::PublicIp;
 use crate::domain::code::Coded;
 use crate::domain::decision::{Position, Pull, PullPlan};
 use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Change, Entry};
 use crate::domain::feed::{FeedHead, FeedRecord};
+use crate::domain::ipv4::PublicIpv4;
 use crate::domain::time::UnixTime;
 
 /// The history rows a feed's changes are made of: what changes the list.
@@ -186,7 +188,11 @@ pub fn listed<S: Sql>(
             ),
             &args,
         )? {
-            found.extend(ip_of(row.blob(0)?).map(|ip| ip.to_u32()));
+            found.extend(
+                ip_of(row.blob(0)?)
+                    .and_then(PublicIp::v4)
+                    .map(PublicIpv4::to_u32),
+            );
         }
     }
     found.sort_unstable();
@@ -387,9 +393,9 @@ impl<S: Sql> FeedPages<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::address::PublicIp;
     use crate::domain::entry::Expiry;
     use crate::domain::holder::{sweep, Operation};
-    use crate::domain::ipv4::PublicIpv4;
     use crate::store::rule_tests::{apply, sql_store, NOON};
     use crate::store::sql::native::NativeSql;
 
@@ -554,7 +560,7 @@ mod tests {
         assert_eq!(
             [first, second].concat(),
             ["8.8.8.1", "8.8.8.2"].map(|ip| FeedRecord::Listed(Entry {
-                ip: PublicIpv4::parse(ip).unwrap(),
+                ip: ip.parse::<PublicIp>().unwrap(),
                 added_at: NOON,
                 expires_at: None,
                 comment: None

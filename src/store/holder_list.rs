@@ -1,15 +1,16 @@
 //! One holder's personal list in its Durable Object's SQLite database: the
 //! schema and its migrations, and every statement the object runs. An address is
-//! stored as its 32-bit integer value, the primary key, so a lookup is one index probe.
+//! stored as sixteen bytes (IPv4 mapped into IPv6), the primary key, so a lookup
+//! is one index probe and both families sort in one order.
 
 use std::net::Ipv4Addr;
 
 use super::sql::{Row, Sql, SqlError, Value};
 use crate::domain::activity::{ActivityDay, ACTIVITY_DAYS};
+use crate::domain::address::PublicIp;
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
 use crate::domain::holder::{DailyUsage, ListStore, MAX_HISTORY_ROWS};
-use crate::domain::ipv4::PublicIpv4;
 use crate::domain::page::{prefix_ranges, EntryCursor, HistoryCursor, Page, PageQuery};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 
@@ -140,15 +141,14 @@ pub(super) fn address_value(addr: u32) -> Value {
     Value::Blob(Ipv4Addr::from(addr).to_ipv6_mapped().octets().to_vec())
 }
 
-fn ip_value(ip: PublicIpv4) -> Value {
-    address_value(ip.to_u32())
+fn ip_value(ip: PublicIp) -> Value {
+    Value::Blob(ip.octets().to_vec())
 }
 
-/// An address read back; `None` when it is not a public IPv4 address (the rules
+/// An address read back; `None` when it is not a public address (the rules
 /// changed since, or it is an address of a kind this code does not serve).
-pub(super) fn ip_of(bytes: &[u8]) -> Option<PublicIpv4> {
-    let octets: [u8; 16] = bytes.try_into().ok()?;
-    PublicIpv4::from_addr(std::net::Ipv6Addr::from(octets).to_ipv4_mapped()?)
+pub(super) fn ip_of(bytes: &[u8]) -> Option<PublicIp> {
+    PublicIp::from_octets(bytes.try_into().ok()?)
 }
 
 /// A row of `ENTRY_COLUMNS`.
@@ -250,11 +250,13 @@ impl<S: Sql> SqlListStore<S> {
                 &args,
             )?,
         };
-        let (after_time, after_ip) = query.after.map_or((AFTER_ALL, 0), |c| (c.added_at, c.ip));
+        let (after_time, after_ip) = query
+            .after
+            .map_or((AFTER_ALL, [0; 16]), |c| (c.added_at, c.ip));
         let n = args.len();
         args.extend([
             Value::int(after_time),
-            address_value(after_ip),
+            Value::Blob(after_ip.to_vec()),
             Value::int(u64::from(query.limit) + 1),
         ]);
         let rows = self.sql.query(
@@ -271,7 +273,7 @@ impl<S: Sql> SqlListStore<S> {
         Ok(Page::of(entries(rows)?, query.limit, total, |e| {
             EntryCursor {
                 added_at: e.added_at.0,
-                ip: e.ip.to_u32(),
+                ip: e.ip.octets(),
             }
         }))
     }
@@ -383,7 +385,7 @@ impl<S: Sql> SqlListStore<S> {
 impl<S: Sql> ListStore for SqlListStore<S> {
     type Error = SqlError;
 
-    fn entry(&self, ip: PublicIpv4) -> Result<Option<Entry>, SqlError> {
+    fn entry(&self, ip: PublicIp) -> Result<Option<Entry>, SqlError> {
         let rows = self.sql.query(
             &format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE ip = ?1"),
             &[ip_value(ip)],
@@ -407,7 +409,7 @@ impl<S: Sql> ListStore for SqlListStore<S> {
         Ok(())
     }
 
-    fn delete(&mut self, ip: PublicIpv4) -> Result<(), SqlError> {
+    fn delete(&mut self, ip: PublicIp) -> Result<(), SqlError> {
         self.sql
             .execute("DELETE FROM entries WHERE ip = ?1", &[ip_value(ip)])
             .map(drop)
@@ -495,8 +497,8 @@ mod tests {
     use crate::store::rule_tests::{apply, sql_store, NOON};
     use crate::store::sql::native::NativeSql;
 
-    fn ip(text: &str) -> PublicIpv4 {
-        PublicIpv4::parse(text).unwrap()
+    fn ip(text: &str) -> PublicIp {
+        text.parse::<PublicIp>().unwrap()
     }
 
     fn page_ips(page: &Page<Entry, EntryCursor>) -> Vec<String> {
@@ -814,6 +816,20 @@ mod tests {
             1,
             "kept by the triggers; storing an address again is not a second entry"
         );
+        // The holder made before IPv6 takes an IPv6 entry beside its IPv4 ones.
+        let v6 = ip("2a00:1450:4001:80b::200e");
+        store
+            .insert(&Entry {
+                ip: v6,
+                added_at: UnixTime(8),
+                expires_at: None,
+                comment: None,
+            })
+            .unwrap();
+        assert_eq!(store.entry(v6).unwrap().map(|e| e.ip), Some(v6));
+        let page = store.list(&query(None, 10, None), UnixTime(9)).unwrap();
+        assert_eq!(page_ips(&page), ["2a00:1450:4001:80b::200e", "8.8.4.4"]);
+        assert_eq!(page.total, 2);
         let version = store
             .sql()
             .query("SELECT version FROM schema_version", &[])

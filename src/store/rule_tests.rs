@@ -7,6 +7,7 @@ use std::fmt::Debug;
 use super::holder_list::{ip_of, migrate, SqlListStore};
 use super::sql::native::NativeSql;
 use super::sql::Sql;
+use crate::domain::address::PublicIp;
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, EntryDetails, Expiry, HistoryEvent};
 use crate::domain::holder::memory::MemoryStore;
@@ -65,7 +66,7 @@ pub fn apply(
 ) {
     let call = Call {
         operation,
-        ip: PublicIpv4::parse(text).unwrap(),
+        ip: text.parse::<PublicIp>().unwrap(),
         details: EntryDetails {
             expiry,
             comment: None,
@@ -108,13 +109,15 @@ impl<S: Sql> Subject for SqlListStore<S> {
     }
 }
 
-fn ip(n: u8) -> PublicIpv4 {
-    PublicIpv4::parse(&format!("8.8.8.{n}")).unwrap()
+fn ip(n: u8) -> PublicIp {
+    format!("8.8.8.{n}").parse::<PublicIp>().unwrap()
 }
 
 /// The `n`th address of 8.0.0.0/8, for tests that need many.
-fn nth(n: u32) -> PublicIpv4 {
-    PublicIpv4::from_addr(std::net::Ipv4Addr::from(0x0800_0000 | n)).unwrap()
+fn nth(n: u32) -> PublicIp {
+    PublicIpv4::from_addr(std::net::Ipv4Addr::from(0x0800_0000 | n))
+        .unwrap()
+        .into()
 }
 
 fn call(operation: Operation, n: u8) -> Call {
@@ -581,6 +584,60 @@ fn a_sweep_takes_the_earliest_expiries_first<S: Subject>(fresh: fn() -> S) {
     );
 }
 
+/// IPv6 entries live beside IPv4 ones under the same rules: one add counts one,
+/// an expiry ends one at its second, the history names it, the limits hold.
+fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    let v6 = |text: &str, operation| Call {
+        operation,
+        ip: text.parse::<PublicIp>().unwrap(),
+        details: EntryDetails {
+            expiry: Some(Expiry::At(NOON.plus(60))),
+            comment: Some("scanner".into()),
+        },
+        client: None,
+    };
+    let a = "2a00:1450:4001:80b::200e";
+    assert_eq!(run_call(&mut store, &v6(a, Add), NOON).outcome, P::Added);
+    assert_eq!(run(&mut store, Add, 1, NOON), P::Added);
+    assert_eq!(
+        run_call(&mut store, &v6(a, Add), NOON).outcome,
+        P::AlreadyListed
+    );
+    assert_eq!(run_call(&mut store, &v6(a, Check), NOON).outcome, P::Listed);
+    assert_eq!(
+        run_call(&mut store, &v6("2a00:1450:4001:80b::200f", Check), NOON).outcome,
+        P::Unlisted,
+        "one address is one entry"
+    );
+    assert_eq!(
+        run_call(&mut store, &v6("2606:4700::1111", Add), NOON).outcome,
+        P::Added
+    );
+    assert_eq!(
+        run_call(&mut store, &v6("2606:4700::1001", Add), NOON).outcome,
+        P::LimitReached,
+        "the fourth add of the day, whatever the family"
+    );
+    assert_eq!(usage(&store).added, 3);
+    let entries = store.all_entries();
+    assert_eq!(
+        entries.iter().map(|e| e.ip.to_string()).collect::<Vec<_>>(),
+        ["8.8.8.1", "2606:4700::1111", "2a00:1450:4001:80b::200e"],
+        "in the order of their sixteen bytes"
+    );
+    assert_eq!(entries[2].comment.as_deref(), Some("scanner"));
+    assert_eq!(
+        run_call(&mut store, &v6(a, Check), NOON.plus(60)).outcome,
+        P::Unlisted,
+        "gone at its second"
+    );
+    assert!(store
+        .all_history()
+        .iter()
+        .any(|e| e.change == Change::Expired && e.ip.to_string() == a));
+}
+
 macro_rules! for_both_stores {
     ($($test:ident),* $(,)?) => {
         mod memory_store {
@@ -609,4 +666,5 @@ for_both_stores!(
     the_history_keeps_only_the_newest_rows,
     entries_sharing_one_expiry_are_swept_completely_in_bounded_batches,
     a_sweep_takes_the_earliest_expiries_first,
+    ipv6_entries_follow_the_same_rules_as_ipv4_ones,
 );

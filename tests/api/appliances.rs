@@ -37,7 +37,7 @@ fn file(app: &TestApp, query: &str) -> Resp {
 }
 
 /// Runs `script` with `sh` in a new network namespace, the feed's file at `$1`.
-fn in_namespace(body: &str, script: &str) -> String {
+pub(super) fn in_namespace(body: &str, script: &str) -> String {
     let dir = fresh_state_dir();
     fs::create_dir_all(&dir).unwrap();
     let path = dir.join("feed");

@@ -17,6 +17,7 @@ mod global_lists;
 mod hardening;
 mod helpers;
 mod ipset_agent;
+mod ipv6;
 mod limits;
 mod list_operations;
 mod persistence;

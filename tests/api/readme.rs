@@ -96,6 +96,8 @@ fn every_example_of_the_readme_prints_what_the_readme_says() {
         examples.len()
     );
     let server = Server::own(&[]);
+    // The IPv6 section's examples, on a server started with IPv6 on.
+    let ipv6 = Server::own(&[("IPV6", "on")]);
     // Where a newcomer pastes them: a folder with `.dev.vars`, as `make dev` writes it.
     let dir = fresh_state_dir();
     fs::create_dir_all(&dir).unwrap();
@@ -106,10 +108,16 @@ fn every_example_of_the_readme_prints_what_the_readme_says() {
     .unwrap();
     let mut script = String::new();
     for (n, example) in examples.iter().enumerate() {
-        let command = example.command.replace(
-            "BASE=http://127.0.0.1:8787",
-            &format!("BASE={}", server.base),
-        );
+        let command = example
+            .command
+            .replace(
+                "BASE=http://127.0.0.1:8787",
+                &format!("BASE={}", server.base),
+            )
+            .replace(
+                "BASE6=http://127.0.0.1:8787",
+                &format!("BASE6={}", ipv6.base),
+            );
         script.push_str(&format!("echo '<<<{n}>>>'\n{command}\necho '<<<end>>>'\n"));
     }
     let output = Command::new("bash")

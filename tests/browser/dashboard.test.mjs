@@ -34,7 +34,7 @@ before(async () => {
   server = spawn(join(ROOT, "node_modules/.bin/wrangler"), [
     "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
     "--persist-to", state, "--show-interactive-dev-session=false",
-    "--var", "JWT_SECRET:browser-jwt-secret-0123456789abcdef0123", "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`, "--var", "CACHE_SECONDS:0",
+    "--var", "JWT_SECRET:browser-jwt-secret-0123456789abcdef0123", "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`, "--var", "CACHE_SECONDS:0", "--var", "IPV6:on",
   ], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
   let log = "";
   server.stdout.on("data", (chunk) => (log += chunk));
@@ -70,6 +70,11 @@ async function admin(method, path, body) {
   assert.ok(response.ok, `${method} ${path}: ${response.status} ${await response.clone().text()}`);
   return response.status === 204 ? null : response.json();
 }
+
+/** The address fields' label: "IPv4 address", or "IP address" once the quota says IPv6 is on. */
+const ADDRESS = /^IP(v4)? address$/;
+/** The longest canonical IPv6 text, 39 characters: what a phone must show without scrolling sideways. */
+const LONGEST_IPV6 = "2a00:1450:4001:80b:1234:5678:9abc:def0";
 
 let lastIp = 0;
 /** A public address no other test of this file uses. */
@@ -115,7 +120,7 @@ const text = (page, selector) => page.locator(selector).innerText();
 const listRow = (page, ip) => page.locator("#list-rows tr", { hasText: ip });
 
 async function addOne(page, ip, comment, ttlLabel = "Never") {
-  await page.getByLabel("IPv4 address").nth(1).fill(ip);
+  await page.getByLabel(ADDRESS).nth(1).fill(ip);
   await page.getByLabel("Expires").selectOption({ label: ttlLabel });
   await page.getByLabel("Comment").fill(comment);
   await page.getByRole("button", { name: "Add", exact: true }).click();
@@ -139,7 +144,7 @@ describe("holder page", () => {
     assert.ok(hoursLeft > 23.9 && hoursLeft <= 24, `expires in a day: ${expires}`);
     await page.locator("#quota", { hasText: "1 used, 5999 left" }).waitFor();
 
-    await page.getByLabel("IPv4 address").first().fill(ip);
+    await page.getByLabel(ADDRESS).first().fill(ip);
     await page.getByRole("button", { name: "Check" }).click();
     await page.locator("#check-result", { hasText: ip }).waitFor();
     assert.equal(await text(page, "#check-result"), `[${ip}] is currently on your personal greylist`);
@@ -152,6 +157,30 @@ describe("holder page", () => {
     const history = page.locator("#history-rows tr", { hasText: ip });
     await history.nth(1).waitFor();
     assert.deepEqual(await history.locator("td:nth-child(2)").allInnerTexts(), ["removed", "added"]);
+    assert.deepEqual(page.errors, []);
+  });
+
+  test("with IPv6 on, the address fields say so, take an IPv6 address and show it in full", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey, PHONE);
+    for (const id of ["check-ip", "add-ip"]) {
+      const input = page.locator(`#${id}`);
+      assert.equal(await input.getAttribute("inputmode"), "text", `${id}: a keyboard with letters and colons`);
+      assert.equal(await page.locator(`label[for=${id}]`).innerText(), "IP address");
+    }
+    const ip = "2A00:1450:4001:080B:0:0:0:200E";
+    assert.equal(await addOne(page, ip, "v6 scanner"), `[${ip}] has been added to greylist`);
+    await listRow(page, "2a00:1450:4001:80b::200e").waitFor();
+    assert.equal(await addOne(page, LONGEST_IPV6, "longest"), `[${LONGEST_IPV6}] has been added to greylist`);
+    await listRow(page, LONGEST_IPV6).waitFor();
+    await page.locator("#history-rows tr", { hasText: LONGEST_IPV6 }).first().waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `the phone page scrolls sideways by ${overflow}px`);
+    // Nor do the list and the history within their own scrolling boxes.
+    const tables = await page.evaluate(() => [...document.querySelectorAll(".table-wrap:has(#list-rows), .table-wrap:has(#history-rows)")]
+      .map((wrap) => wrap.scrollWidth - wrap.clientWidth));
+    assert.equal(tables.length, 2);
+    assert.ok(tables.every((wider) => wider <= 0), `a table scrolls sideways: ${tables}`);
     assert.deepEqual(page.errors, []);
   });
 
@@ -168,7 +197,7 @@ describe("holder page", () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey);
     await page.evaluate(() => sessionStorage.setItem("greylist.holder", JSON.stringify({ token: "e30.e30.bad", expiresAt: null })));
-    await page.getByLabel("IPv4 address").first().fill("8.8.8.8");
+    await page.getByLabel(ADDRESS).first().fill("8.8.8.8");
     await page.getByRole("button", { name: "Check" }).click();
     await page.locator("#login-result", { hasText: "Log in again" }).waitFor();
     assert.equal(await text(page, "#login-result"), "Unauthorized: the access token is missing or invalid. Log in again.");
@@ -304,11 +333,11 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     const page = await holderPage(licenseKey, DESKTOP, "light", true);
     assert.equal(await page.evaluate(() => document.querySelectorAll("img").length), 0, "the page itself has no image");
 
-    await page.getByLabel("IPv4 address").first().fill(markup(1));
+    await page.getByLabel(ADDRESS).first().fill(markup(1));
     await page.getByRole("button", { name: "Check" }).click();
     await shownAsText(page, "#check-result", `[${markup(1)}] is invalid`);
 
-    await page.getByLabel("IPv4 address").nth(1).fill(markup(2));
+    await page.getByLabel(ADDRESS).nth(1).fill(markup(2));
     await page.getByRole("button", { name: "Add", exact: true }).click();
     await shownAsText(page, "#add-result", `[${markup(2)}] is invalid`);
 
@@ -394,7 +423,7 @@ describe("operator page", () => {
 
     const holder = await holderPage(key);
     for (const ip of [listed, "46.2.200.1"]) {
-      await holder.getByLabel("IPv4 address").first().fill(ip);
+      await holder.getByLabel(ADDRESS).first().fill(ip);
       await holder.getByRole("button", { name: "Check" }).click();
       await holder.locator("#check-result", { hasText: ip }).waitFor();
       assert.equal(await text(holder, "#check-result"), `[${ip}] is on global greylist`);
@@ -468,6 +497,7 @@ describe("both pages", () => {
       if (name === "desktop") {
         await addOne(holder, uniqueIp(), "seen probing SSH");
         await addOne(holder, uniqueIp(), "credential stuffing", "After 7 days");
+        await addOne(holder, LONGEST_IPV6, "IPv6 scanner");
       }
       await holder.locator("#list-rows tr").nth(1).waitFor();
       await holder.locator("#history-rows tr").nth(1).waitFor();

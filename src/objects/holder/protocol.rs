@@ -3,13 +3,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::activity::ActivityDay;
+use crate::domain::address::PublicIp;
 use crate::domain::decision::{DecisionType, Pull};
 use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Entry, HistoryEvent};
 use crate::domain::feed::{FeedHead, FeedRecord};
 use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
 use crate::domain::holder::{Answer, Call, DailyUsage};
-use crate::domain::ipv4::PublicIpv4;
 use crate::domain::page::{EntryCursor, HistoryCursor, Page, PageQuery};
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
@@ -124,7 +124,7 @@ pub struct RevokeFeedToken(pub String);
 pub struct Lookup {
     pub token: String,
     pub client: PullClient,
-    pub ip: PublicIpv4,
+    pub ip: PublicIp,
 }
 
 /// The license is revoked: every later call is refused.

@@ -1,0 +1,313 @@
+//! IPv6, the operator's choice (`IPV6`). Off, every IPv6 form answers as the
+//! specification's IPv4 rules have it. On, the three operations, bulk changes,
+//! the list, history, limits, the feed, the decision stream and the appliance
+//! files (loaded by the real `nft` and `ipset`) take IPv6 as they take IPv4; a
+//! restart keeps IPv6 entries, and turning IPv6 off again hides none of them.
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{json, Value};
+
+use super::appliances::in_namespace;
+use super::helpers::{send, Encoding, Mode, Server, TestApp};
+
+const A: &str = "2a00:1450:4001:80b::200e";
+const B: &str = "2606:4700::1111";
+
+/// A server with IPv6 on, shared by this file's tests (each has its own license).
+fn on() -> Arc<Server> {
+    static SERVER: OnceLock<Arc<Server>> = OnceLock::new();
+    SERVER
+        .get_or_init(|| Server::own(&[("IPV6", "on")]))
+        .clone()
+}
+
+/// Every IPv6 form, and what the service answers to each with IPv6 off.
+const FORMS: [&str; 9] = [
+    A,
+    "2A00:1450:4001:080B:0:0:0:200E",
+    "::ffff:8.8.8.8",
+    "::1",
+    "2001:db8::1",
+    "fe80::1%eth0",
+    "[2606:4700::1111]",
+    "2606:4700::/32",
+    "::",
+];
+
+#[test]
+fn off_every_ipv6_form_answers_is_invalid_as_the_specification_has_it() {
+    let app = TestApp::new();
+    for form in FORMS {
+        let invalid = format!("[{form}] is invalid");
+        assert_eq!(app.check(form), invalid);
+        assert_eq!(app.add(form), invalid);
+        assert_eq!(app.remove(form), invalid);
+    }
+    let bulk = app.bulk(
+        "/api/addIpsToGreylist",
+        "text/plain",
+        &format!("{A}\n::ffff:8.8.4.4\n"),
+        Mode::Json,
+    );
+    let results = &bulk.json()["results"];
+    assert_eq!(
+        results[0]["result"],
+        format!("[{A}] is invalid"),
+        "{results}"
+    );
+    assert_eq!(results[1]["result"], "[::ffff:8.8.4.4] is invalid");
+    let quota = app.get("/api/quota").json();
+    assert!(quota.get("ipv6").is_none(), "{quota}");
+}
+
+#[test]
+fn on_the_three_operations_answer_ipv6_in_the_specified_shapes() {
+    let app = TestApp::on(&on());
+    assert_eq!(
+        app.check(A),
+        format!("[{A}] is currently not on global greylist")
+    );
+    assert_eq!(app.add(A), format!("[{A}] has been added to greylist"));
+    let long = "2A00:1450:4001:080B:0:0:0:200E";
+    assert_eq!(
+        app.add(long),
+        format!("[{long}] is already on your greylist")
+    );
+    assert_eq!(
+        app.check(&format!(" {long}\t")),
+        format!("[{long}] is currently on your personal greylist"),
+        "the message shows the address as given, trimmed"
+    );
+    for private in [
+        "2001:db8::1",
+        "fc00::1",
+        "fe80::1",
+        "::1",
+        "ff02::1",
+        "2002:808:808::1",
+    ] {
+        assert_eq!(app.add(private), format!("[{private}] is private"));
+    }
+    for invalid in [
+        "fe80::1%eth0",
+        "[2606:4700::1111]",
+        "2606:4700::/32",
+        "1::2::3",
+        "12345::",
+    ] {
+        assert_eq!(app.check(invalid), format!("[{invalid}] is invalid"));
+    }
+    // An IPv4-mapped address is the IPv4 address it maps.
+    assert_eq!(
+        app.add("::ffff:8.8.4.4"),
+        "[8.8.4.4] has been added to greylist"
+    );
+    assert_eq!(
+        app.check("8.8.4.4"),
+        "[8.8.4.4] is currently on your personal greylist"
+    );
+    assert_eq!(app.add("::ffff:10.0.0.1"), "[10.0.0.1] is private");
+    assert_eq!(
+        app.remove(A),
+        format!("[{A}] has been removed from greylist")
+    );
+    assert_eq!(app.remove(A), format!("[{A}] is not on greylist"));
+    assert_eq!(app.get("/api/quota").json()["ipv6"], true);
+    let answer = app.call(
+        "/api/checkIpOnGreylist",
+        B,
+        Encoding::Urlencoded,
+        Mode::Json,
+    );
+    assert_eq!(
+        (answer.status, answer.header("X-Greylist-Outcome")),
+        (200, Some("not_listed")),
+        "{}",
+        answer.body
+    );
+}
+
+#[test]
+fn on_an_ipv6_add_counts_one_against_the_daily_limit() {
+    let server = Server::own(&[("IPV6", "on"), ("DAILY_ADDITIONS", "2")]);
+    let app = TestApp::on(&server);
+    assert_eq!(app.add(A), format!("[{A}] has been added to greylist"));
+    assert_eq!(app.add("8.8.4.4"), "[8.8.4.4] has been added to greylist");
+    assert_eq!(app.add(B), "Sorry, but you have reached the maximum limit");
+    assert_eq!(
+        app.check(B),
+        format!("[{B}] is currently not on global greylist")
+    );
+    server.kill();
+}
+
+#[test]
+fn on_bulk_changes_the_list_and_history_take_both_families() {
+    let app = TestApp::on(&on());
+    let bulk = app.bulk(
+        "/api/addIpsToGreylist",
+        "text/plain",
+        &format!("8.8.4.4\n{A}\n2001:db8::1\n{B}\n"),
+        Mode::Json,
+    );
+    assert_eq!(bulk.status, 200, "{}", bulk.body);
+    let results: Vec<Value> = bulk.json()["results"].as_array().unwrap().clone();
+    let codes: Vec<&str> = results
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["added", "added", "private", "added"]);
+    // A page at a time, through an IPv6 entry's cursor.
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = app.list(&[("limit", "1"), ("cursor", &cursor)]);
+        seen.extend(
+            page["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["ip"].as_str().unwrap().to_owned()),
+        );
+        match page["cursor"].as_str() {
+            Some(next) => cursor = next.to_owned(),
+            None => break,
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, [B, A, "8.8.4.4"]);
+    let history = app.history();
+    let addresses: Vec<&str> = history["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{history}"))
+        .iter()
+        .map(|e| e["ip"].as_str().unwrap())
+        .collect();
+    assert!(
+        addresses.contains(&A) && addresses.contains(&B),
+        "{history}"
+    );
+}
+
+#[test]
+fn on_the_feed_and_the_decision_stream_carry_ipv6_and_its_deletion() {
+    let app = TestApp::on(&on());
+    app.add_with(&[("ip", A), ("ttl", "3600"), ("comment", "scanner")]);
+    app.add("8.8.4.4");
+    let text = app.feed("scope=personal").body;
+    assert!(
+        text.lines().any(|l| l == A) && text.lines().any(|l| l == "8.8.4.4"),
+        "{text}"
+    );
+    let whole = app.feed_json("scope=personal&format=json");
+    let entry = whole["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["value"] == A)
+        .unwrap_or_else(|| panic!("{whole}"))
+        .clone();
+    assert_eq!(entry["comment"], "scanner");
+    let (_, key) = app.feed_token(json!({ "scope": "personal" }));
+    let pull = |query: &str| {
+        let resp = send(
+            "GET",
+            &format!("{}/v1/decisions/stream?{query}", app.server.base),
+            &[("X-Api-Key", key.clone())],
+            None,
+        );
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        resp.json()
+    };
+    let startup = pull("startup=true");
+    let decision = startup["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["value"] == A)
+        .unwrap_or_else(|| panic!("{startup}"))
+        .clone();
+    assert_eq!(
+        (decision["scope"].clone(), decision["scenario"].clone()),
+        (json!("Ip"), json!("scanner"))
+    );
+    app.remove(A);
+    let changes = pull("startup=false");
+    assert_eq!(changes["deleted"][0]["value"], A, "{changes}");
+    assert_eq!(changes["deleted"][0]["id"], decision["id"]);
+    let cursor = whole["cursor"].as_str().unwrap();
+    let delta = app.feed_json(&format!("scope=personal&format=json&since={cursor}"));
+    assert_eq!(delta["deleted"][0]["value"], A, "{delta}");
+    assert_eq!(
+        delta["deleted"].as_array().map(Vec::len),
+        Some(1),
+        "{delta}"
+    );
+}
+
+#[test]
+fn on_appliance_files_load_ipv6_into_sets_of_their_own() {
+    let app = TestApp::on(&on());
+    app.add_with(&[("ip", A), ("ttl", "3600")]);
+    app.add(B);
+    app.add("8.8.4.4");
+    let nft = app.feed("scope=personal&format=nftables&list=edge").body;
+    let listed = in_namespace(
+        &nft,
+        "nft -f \"$1\"; nft -f \"$1\"; nft list set inet greylist edge; nft list set inet greylist edge6",
+    );
+    let v6 = listed.split("set edge6").nth(1).unwrap_or_default();
+    assert!(v6.contains("type ipv6_addr") && v6.contains(B), "{listed}");
+    assert!(v6.contains(&format!("{A} timeout")), "{listed}");
+    let ipset = app.feed("scope=personal&format=ipset&list=edge").body;
+    let listed = in_namespace(
+        &ipset,
+        "ipset restore < \"$1\"; ipset restore < \"$1\"; ipset list edge6",
+    );
+    assert!(listed.contains("family inet6"), "{listed}");
+    let members = listed.split("Members:").nth(1).unwrap_or_default();
+    assert!(members.contains(&format!("{B} timeout 0")), "{listed}");
+    assert_eq!(
+        members.lines().filter(|l| !l.trim().is_empty()).count(),
+        2,
+        "{listed}"
+    );
+    let routeros = app.feed("scope=personal&format=mikrotik&list=edge").body;
+    assert!(routeros.contains("/ipv6 firewall address-list remove [find where list=\"edge\"]\n"));
+    assert!(routeros.contains(&format!(
+        "/ipv6 firewall address-list add list=\"edge\" address={B}\n"
+    )));
+}
+
+#[test]
+fn a_restart_keeps_ipv6_entries_and_turning_ipv6_off_hides_none_of_them() {
+    let server = Server::own(&[("IPV6", "on")]);
+    let app = TestApp::on(&server);
+    assert_eq!(app.add(A), format!("[{A}] has been added to greylist"));
+    server.kill();
+    let restarted = server.restart_from();
+    let again = app.with_server(&restarted);
+    assert_eq!(
+        again.check(A),
+        format!("[{A}] is currently on your personal greylist")
+    );
+    restarted.kill();
+    let off = Server::own_on(&server.state_dir, &[("IPV6", "off")]);
+    let now_off = app.with_server(&off);
+    assert_eq!(
+        now_off.check(A),
+        format!("[{A}] is invalid"),
+        "new IPv6 input is refused"
+    );
+    let text = now_off.feed("scope=personal").body;
+    assert!(text.lines().any(|l| l == A), "still served: {text}");
+    let nft = now_off
+        .feed("scope=personal&format=nftables&list=edge")
+        .body;
+    let listed = in_namespace(&nft, "nft -f \"$1\"; nft list set inet greylist edge6");
+    assert!(listed.contains(A), "{listed}");
+    let list = now_off.list(&[]);
+    assert_eq!(list["entries"][0]["ip"], A, "{list}");
+    off.kill();
+}
