@@ -232,6 +232,14 @@ fn on_the_feed_and_the_decision_stream_carry_ipv6_and_its_deletion() {
         (decision["scope"].clone(), decision["scenario"].clone()),
         (json!("Ip"), json!("scanner"))
     );
+    // Live mode looks the one address up.
+    let live = send(
+        "GET",
+        &format!("{}/v1/decisions?ip={A}", app.server.base),
+        &[("X-Api-Key", key.clone())],
+        None,
+    );
+    assert_eq!(live.json()[0]["value"], A, "{}", live.body);
     app.remove(A);
     let changes = pull("startup=false");
     assert_eq!(changes["deleted"][0]["value"], A, "{changes}");
