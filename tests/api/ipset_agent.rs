@@ -27,6 +27,8 @@ struct Agent {
 }
 
 const SET: &str = "blocked";
+/// The set the agent keeps beside it for IPv6.
+const SET6: &str = "blocked6";
 
 impl Agent {
     fn new(base: &str, ipset: Ipset) -> Self {
@@ -116,12 +118,27 @@ impl Agent {
         self.run_against(&self.base, feed_token)
     }
 
-    /// The set's members, sorted; none when there is no set.
+    /// The IPv4 set's members, sorted; none when there is no set.
     fn set(&self) -> Vec<String> {
-        let listed = self.ipset(&["list", SET]);
+        self.members(SET)
+    }
+
+    /// Both sets' members, sorted, each checked to hold its own family only.
+    fn both(&self) -> Vec<String> {
+        let (v4, v6) = (self.members(SET), self.members(SET6));
+        assert!(v4.iter().all(|m| !m.contains(':')), "{v4:?}");
+        assert!(v6.iter().all(|m| m.contains(':')), "{v6:?}");
+        let mut all: Vec<String> = v4.into_iter().chain(v6).collect();
+        all.sort();
+        all
+    }
+
+    /// A set's members, sorted; none when there is no set.
+    fn members(&self, set: &str) -> Vec<String> {
+        let listed = self.ipset(&["list", set]);
         let text = String::from_utf8_lossy(&listed.stdout);
         let mut members: Vec<String> = match &self.ipset {
-            Ipset::StandIn(dir) => std::fs::read_to_string(dir.join(SET))
+            Ipset::StandIn(dir) => std::fs::read_to_string(dir.join(set))
                 .unwrap_or_default()
                 .lines()
                 .map(str::to_owned)
@@ -188,10 +205,11 @@ fn keeps_the_set_equal_to_the_feed(agent: &Agent, server: &Server, app: &TestApp
     let token = token(app);
     let run = |what: &str| {
         succeeded(&agent.run(&token), what);
-        assert_eq!(agent.set(), feed(app), "{what}");
+        assert_eq!(agent.both(), feed(app), "{what}");
     };
     app.add("81.0.0.1");
     app.add("81.0.0.2");
+    app.add("2a00:1450:4001:80b::1");
     let expiring = app.add_with(&[("ip", "81.0.0.3"), ("ttl", "60")]);
     assert_eq!(expiring.result(), "[81.0.0.3] has been added to greylist");
     run("the first run loads the whole feed");
@@ -199,7 +217,10 @@ fn keeps_the_set_equal_to_the_feed(agent: &Agent, server: &Server, app: &TestApp
 
     app.add("81.0.0.4");
     app.remove("81.0.0.1");
-    run("adds and removes arrive as deltas");
+    app.add("2606:4700::1111");
+    app.remove("2a00:1450:4001:80b::1");
+    run("adds and removes arrive as deltas, each in its family's set");
+    assert_eq!(agent.members(SET6), ["2606:4700::1111"]);
     run("nothing changed");
 
     assert_eq!(server.edit_allow_list(&["81.0.0.2"], &[]).status, 200);
@@ -214,6 +235,8 @@ fn keeps_the_set_equal_to_the_feed(agent: &Agent, server: &Server, app: &TestApp
 
     assert!(agent.ipset(&["destroy", SET]).status.success());
     run("a set lost since the last run (a reboot) is loaded whole again");
+    assert!(agent.ipset(&["destroy", SET6]).status.success());
+    run("and so is the IPv6 set");
 
     server.advance(61);
     run("an expiry arrives as a delta");
@@ -222,7 +245,7 @@ fn keeps_the_set_equal_to_the_feed(agent: &Agent, server: &Server, app: &TestApp
 
 #[test]
 fn the_agent_keeps_a_stand_in_set_equal_to_the_feed() {
-    let server = Server::own(&[]);
+    let server = Server::own(&[("IPV6", "on")]);
     let app = TestApp::on(&server);
     assert_eq!(
         server
@@ -245,7 +268,7 @@ fn the_agent_keeps_a_stand_in_set_equal_to_the_feed() {
 
 #[test]
 fn the_agent_keeps_a_real_ipset_equal_to_the_feed_in_a_namespace_of_its_own() {
-    let server = Server::own(&[]);
+    let server = Server::own(&[("IPV6", "on")]);
     let app = TestApp::on(&server);
     assert_eq!(
         server
@@ -257,6 +280,8 @@ fn the_agent_keeps_a_real_ipset_equal_to_the_feed_in_a_namespace_of_its_own() {
     keeps_the_set_equal_to_the_feed(&agent, &server, &app);
     let header = String::from_utf8_lossy(&agent.ipset(&["list", SET]).stdout).into_owned();
     assert!(header.contains("Type: hash:net"), "{header}");
+    let header6 = String::from_utf8_lossy(&agent.ipset(&["list", SET6]).stdout).into_owned();
+    assert!(header6.contains("family inet6"), "{header6}");
 }
 
 /// A set loaded whole with little room, then a delta that would pass its maxelem:
