@@ -55,6 +55,8 @@ function scenarios(holder, feedKey) {
     ["add, global answers (no DO)", form(add, globalAddress(8))],
     ["add, new addresses", (n) => post(holder.url, add, { token: holder.token, form: { ip: fresh(n) } })],
     ["check, listed", form(check, fresh(0))],
+    ["check, unlisted IPv6", form(check, "2a00:1450:4001:80b::1")],
+    ["add, new IPv6 addresses", (n) => post(holder.url, add, { token: holder.token, form: { ip: `2a00:1450:4002::${n.toString(16)}` } })],
     ["add, already listed", form(add, fresh(0))],
     ["remove, listed addresses", (n) => post(holder.url, remove, { token: holder.token, form: { ip: fresh(n) } })],
     ["login", () => post(holder.url, "/v2/authentication/login/license", { json: { licenseKey: holder.key } })],

@@ -18,6 +18,7 @@ export const SERVICE_VARS = {
   CACHE_SECONDS: "60",
   DAILY_ADDITIONS: "100000000",
   DAILY_REMOVALS: "100000000",
+  IPV6: "on",
 };
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);

@@ -2,6 +2,7 @@
 --   BENCH_PATH    request path (with query)
 --   BENCH_TOKENS  comma-separated access tokens, used in turn (one per license holder)
 --   BENCH_IP      a fixed address, or "seq:<n>" for a new address each request, from the n-th on
+--                 ("seq6:<n>" for a new IPv6 address each request, in 2a00:1450::/32)
 --   BENCH_FIELD   the form field that carries the address (default ip)
 --   BENCH_API_KEYS comma-separated CrowdSec API keys, used in turn: each request is then
 --                 a bouncer's GET of BENCH_PATH with X-Api-Key (no form, no access token)
@@ -50,6 +51,11 @@ function request()
   local seq = string.match(ip_spec, "^seq:(%d+)$")
   if seq then
     ip = address(tonumber(seq) + thread_index * 1000000 + counter)
+  end
+  local seq6 = string.match(ip_spec, "^seq6:(%d+)$")
+  if seq6 then
+    local n = tonumber(seq6) + thread_index * 1000000 + counter
+    ip = string.format("2a00:1450::%x:%x", math.floor(n / 65536) % 65536, n % 65536)
   end
   local headers = { ["Content-Type"] = "application/x-www-form-urlencoded" }
   if #tokens > 0 then

@@ -19,6 +19,9 @@ export const PAIRS = [
   ["check, on global list", "bare", check, globalAddress(7)],
   ["check, unlisted", "do", check, "20.250.0.1"],
   ["add, new addresses", "write", add, "seq"],
+  // With IPV6 on: what an IPv6 address costs beside an IPv4 one, against the same floors.
+  ["check, unlisted IPv6", "do", check, "2a00:1450:4001:80b::1"],
+  ["add, new IPv6 addresses", "write", add, "seq6"],
 ];
 export const RUNTIMES = [
   ["Miniflare", "url"],
@@ -43,7 +46,7 @@ export async function runtimes(state) {
           }
           for (const [name, floorName, path, ip] of PAIRS) {
             // Addresses 23.0.0.0 onwards, 2 000 000 a run: every add is of a new one.
-            const spec = ip === "seq" ? `seq:${3 * 2 ** 24 + 2000000 * adds++}` : ip;
+            const spec = ip === "seq" || ip === "seq6" ? `${ip}:${3 * 2 ** 24 + 2000000 * adds++}` : ip;
             const m = await wrk(service[address] + path, { BENCH_PATH: path, BENCH_TOKENS: token, BENCH_IP: spec, BENCH_FIELD: "ip" }, connections, SECONDS);
             const f = floors[floorName];
             measured.push({ round, runtime, connections, name, floor: floorName, p50_us: m.p50_us, rps: m.rps, errors: m.errors + f.errors, floorP50_us: f.p50_us, floorRps: f.rps });

@@ -156,11 +156,12 @@ const loadList = view.pagedTable({
       el("td", {}, entry.comment ?? ""),
       el("td", {}, when(entry.addedAt)),
       el("td", {}, entry.expiresAt ? when(entry.expiresAt) : "Never"),
-      el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Remove ${entry.ip}`, onclick: (e) => removeEntry(e.currentTarget, entry.ip) }, "Remove"))));
+      el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Remove ${entry.ip}`, onclick: (e) => removeEntry(e.currentTarget, entry.ip.replace(/\/64$/, "")) }, "Remove"))));
     return { rows, cursor: page.cursor, message: page.result };
   },
 });
 
+/** A /64 entry is removed through its first address, as any address in it would. */
 async function removeEntry(button, ip) {
   const result = $("list-result");
   await busy(button, () => view.guard(result, async () => {

@@ -21,6 +21,186 @@ pub enum Ipv6 {
     On,
 }
 
+/// How an IPv6 address is listed (`IPV6_PREFIX`): as itself, or as the /64
+/// around it, since one who holds one address of a /64 usually holds them all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Ipv6Prefix {
+    #[default]
+    Whole,
+    Net64,
+}
+
+/// What a personal entry lists: one address, or the /64 around an IPv6 address
+/// (by its network address; every address in it is public).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Listed {
+    Ip(PublicIp),
+    Net64(PublicIpv6),
+}
+
+/// A row's key: sixteen bytes, and a seventeenth (64) for a /64, so that a /64
+/// sorts right after its first address and before the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Key {
+    bytes: [u8; 17],
+    len: usize,
+}
+
+impl Key {
+    /// Sixteen bytes, or seventeen ending in 64.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let mut key = Self {
+            bytes: [0; 17],
+            len: bytes.len(),
+        };
+        match bytes.len() {
+            16 => key.bytes[..16].copy_from_slice(bytes),
+            17 if bytes[16] == 64 => key.bytes.copy_from_slice(bytes),
+            _ => return None,
+        }
+        Some(key)
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// Whether this keys a /64.
+    pub fn is_net64(&self) -> bool {
+        self.len == 17
+    }
+
+    /// The address part.
+    pub fn octets(&self) -> [u8; 16] {
+        self.bytes[..16].try_into().expect("sixteen bytes")
+    }
+}
+
+impl Listed {
+    /// The keys `ip` may be listed under, the one an add under `prefix` lists it
+    /// under first: the address, or its /64 where every address in that is public.
+    /// A check or remove looks for both, so that a change of `IPV6_PREFIX` hides
+    /// nothing listed before it.
+    pub fn keys(ip: PublicIp, prefix: Ipv6Prefix) -> (Self, Option<Self>) {
+        let host = Self::Ip(ip);
+        let net = match ip {
+            PublicIp::V6(v6) => v6.net64().map(Self::Net64),
+            PublicIp::V4(_) => None,
+        };
+        match (prefix, net) {
+            (_, None) => (host, None),
+            (Ipv6Prefix::Whole, Some(net)) => (host, Some(net)),
+            (Ipv6Prefix::Net64, Some(net)) => (net, Some(host)),
+        }
+    }
+
+    /// `keys`, in the order to look under them.
+    pub fn candidates(ip: PublicIp, prefix: Ipv6Prefix) -> impl Iterator<Item = Self> {
+        let (first, other) = Self::keys(ip, prefix);
+        std::iter::once(first).chain(other)
+    }
+
+    pub fn key(self) -> Key {
+        let mut bytes = [0; 17];
+        let len = match self {
+            Self::Ip(ip) => {
+                bytes[..16].copy_from_slice(&ip.octets());
+                16
+            }
+            Self::Net64(net) => {
+                bytes[..16].copy_from_slice(&net.addr().octets());
+                bytes[16] = 64;
+                17
+            }
+        };
+        Key { bytes, len }
+    }
+
+    /// What a row's key lists; `None` for a key this code never writes or an
+    /// address that is not public.
+    pub fn from_key(bytes: &[u8]) -> Option<Self> {
+        match bytes.len() {
+            16 => PublicIp::from_octets(bytes.try_into().ok()?).map(Self::Ip),
+            17 if bytes[16] == 64 => {
+                let octets: [u8; 16] = bytes[..16].try_into().ok()?;
+                PublicIpv6::from_addr(Ipv6Addr::from(octets))
+                    .filter(|net| net.is_net64())
+                    .map(Self::Net64)
+            }
+            _ => None,
+        }
+    }
+
+    /// The IPv4 address, for what only IPv4 has (the operator's lists).
+    pub fn v4(self) -> Option<PublicIpv4> {
+        match self {
+            Self::Ip(ip) => ip.v4(),
+            Self::Net64(_) => None,
+        }
+    }
+}
+
+impl From<PublicIp> for Listed {
+    fn from(ip: PublicIp) -> Self {
+        Self::Ip(ip)
+    }
+}
+
+/// In the order of their keys, as the rows sort.
+impl Ord for Listed {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl PartialOrd for Listed {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The address, or the /64's network address and `/64`.
+impl fmt::Display for Listed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Ip(ip) => ip.fmt(f),
+            Self::Net64(net) => write!(f, "{net}/64"),
+        }
+    }
+}
+
+/// Its text: an address, or a /64 (`2a00:1450:4001:80b::/64`, no host bits).
+impl FromStr for Listed {
+    type Err = IpRejection;
+
+    fn from_str(text: &str) -> Result<Self, IpRejection> {
+        let Some(network) = text.strip_suffix("/64") else {
+            return text.parse().map(Self::Ip);
+        };
+        let invalid = || IpRejection::Invalid(text.to_owned());
+        match network.parse::<PublicIp>() {
+            Ok(PublicIp::V6(net)) if net.is_net64() && net.net64() == Some(net) => {
+                Ok(Self::Net64(net))
+            }
+            _ => Err(invalid()),
+        }
+    }
+}
+
+impl Serialize for Listed {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Listed {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse()
+            .map_err(|_| D::Error::custom(format!("not a public address or /64: {text:?}")))
+    }
+}
+
 /// A public address of either family. An IPv4-mapped IPv6 address is the IPv4
 /// address it maps, so the same address never lives twice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -233,5 +413,74 @@ mod tests {
             ips[3]
         );
         assert!(serde_json::from_str::<PublicIp>("\"2001:db8::1\"").is_err());
+    }
+
+    #[test]
+    fn with_ipv6_prefix_64_an_ipv6_address_lists_its_64_where_all_of_it_is_public() {
+        let listed = |text: &str, prefix| Listed::keys(on(text).unwrap().0, prefix).0.to_string();
+        use Ipv6Prefix::{Net64, Whole};
+        assert_eq!(listed(A6, Whole), A6);
+        assert_eq!(listed(A6, Net64), "2a00:1450:4001:80b::/64");
+        assert_eq!(
+            listed("2a00:1450:4001:80b:ffff::1", Net64),
+            "2a00:1450:4001:80b::/64"
+        );
+        assert_eq!(
+            listed("8.8.8.8", Net64),
+            "8.8.8.8",
+            "IPv4 is listed as itself"
+        );
+        // A /64 whose first address is not public holds addresses that are not.
+        assert_eq!(listed("2001:1::1", Net64), "2001:1::1");
+        assert_eq!(listed("::2", Net64), "::2");
+        let ip = on(A6).unwrap().0;
+        assert_eq!(
+            Listed::keys(ip, Whole),
+            (
+                Listed::Ip(ip),
+                Some("2a00:1450:4001:80b::/64".parse().unwrap())
+            ),
+            "a /64 listed before is still found"
+        );
+        assert_eq!(Listed::keys(ip, Net64).1, Some(Listed::Ip(ip)));
+        assert_eq!(Listed::keys(on("8.8.8.8").unwrap().0, Net64).1, None);
+    }
+
+    const A6: &str = "2a00:1450:4001:80b::200e";
+
+    #[test]
+    fn keys_round_trip_and_a_64_sorts_between_its_first_address_and_the_next() {
+        let parse = |text: &str| text.parse::<Listed>().unwrap();
+        let sorted = [
+            parse("8.8.8.8"),
+            parse("2a00:1450:4001:80b::"),
+            parse("2a00:1450:4001:80b::/64"),
+            parse("2a00:1450:4001:80b::1"),
+            parse("2a00:1450:4001:80c::/64"),
+        ];
+        for listed in sorted {
+            assert_eq!(Listed::from_key(listed.key().as_bytes()), Some(listed));
+            assert_eq!(listed.to_string().parse::<Listed>(), Ok(listed));
+        }
+        assert!(sorted.windows(2).all(|pair| pair[0] < pair[1]));
+        let keys: Vec<Key> = sorted.iter().map(|listed| listed.key()).collect();
+        assert!(
+            keys.windows(2)
+                .all(|pair| pair[0].as_bytes() < pair[1].as_bytes()),
+            "as SQLite compares blobs"
+        );
+        for refused in [
+            "2a00:1450:4001:80b::1/64",
+            "8.8.8.0/64",
+            "2001:1::/64",
+            "fc00::/64",
+            "2a00::/48",
+        ] {
+            assert!(refused.parse::<Listed>().is_err(), "{refused}");
+        }
+        let mut host_bits = parse("2a00:1450:4001:80b::/64").key().as_bytes().to_vec();
+        host_bits[15] = 1;
+        assert_eq!(Listed::from_key(&host_bits), None);
+        assert_eq!(Listed::from_key(&[0x2a; 18]), None);
     }
 }

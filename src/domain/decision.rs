@@ -98,6 +98,7 @@ impl<'a> Decision<'a> {
             scope: match item.block {
                 FeedBlock::V4(range) if range.prefix() < 32 => "Range",
                 FeedBlock::V4(_) | FeedBlock::V6(_) => "Ip",
+                FeedBlock::V6Net64(_) => "Range",
             },
             value: item.block.to_string(),
             duration: go_duration(seconds),
@@ -119,12 +120,15 @@ pub fn decision_id(item: &FeedItem) -> u64 {
                 | (u64::from(range.first()) << 6)
                 | u64::from(range.prefix())
         }
-        FeedBlock::V6(ip) => {
-            let value = u128::from(ip.addr());
-            let mixed = mix((value >> 64) as u64 ^ mix(value as u64));
-            (1 << 52) | (mixed & ((1 << 52) - 1))
-        }
+        FeedBlock::V6(ip) => ipv6_id(u128::from(ip.addr()), 128),
+        FeedBlock::V6Net64(net) => ipv6_id(u128::from(net.addr()), 64),
     }
+}
+
+/// An IPv6 value's id: its address and prefix length, mixed into 52 bits.
+fn ipv6_id(value: u128, prefix: u64) -> u64 {
+    let mixed = mix((value >> 64) as u64 ^ mix(value as u64 ^ prefix));
+    (1 << 52) | (mixed & ((1 << 52) - 1))
 }
 
 /// SplitMix64's finalizer: every input bit moves about half the output bits.

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::address::PublicIp;
+use super::address::Listed;
 use super::code::{serde_by_code, Coded};
 use super::time::UnixTime;
 
@@ -13,7 +13,7 @@ pub const MAX_COMMENT_CHARS: usize = 255;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
-    pub ip: PublicIp,
+    pub ip: Listed,
     pub added_at: UnixTime,
     pub expires_at: Option<UnixTime>,
     pub comment: Option<String>,
@@ -131,7 +131,7 @@ serde_by_code!(Change);
 pub struct HistoryEvent {
     pub at: UnixTime,
     pub change: Change,
-    pub ip: PublicIp,
+    pub ip: Listed,
     pub client: Option<String>,
 }
 
@@ -229,7 +229,7 @@ mod tests {
     #[test]
     fn an_entry_is_gone_at_its_expiry_second() {
         let entry = Entry {
-            ip: "8.8.8.8".parse::<PublicIp>().unwrap(),
+            ip: "8.8.8.8".parse::<Listed>().unwrap(),
             added_at: NOW,
             expires_at: Some(NOW.plus(60)),
             comment: None,

@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::address::PublicIp;
+use super::address::{Listed, PublicIp};
 use super::entry::Entry;
 use super::ipv6::PublicIpv6;
 use super::range::Ipv4Range;
@@ -28,10 +28,11 @@ impl FeedItem {
 
     pub fn personal(entry: Entry) -> Self {
         let block = match entry.ip {
-            PublicIp::V4(ip) => {
+            Listed::Ip(PublicIp::V4(ip)) => {
                 FeedBlock::V4(Ipv4Range::from_parts(ip.to_u32(), 32).expect("an address is a /32"))
             }
-            PublicIp::V6(ip) => FeedBlock::V6(ip),
+            Listed::Ip(PublicIp::V6(ip)) => FeedBlock::V6(ip),
+            Listed::Net64(net) => FeedBlock::V6Net64(net),
         };
         Self {
             block,
@@ -42,18 +43,20 @@ impl FeedItem {
     }
 }
 
-/// What a feed line names: an IPv4 address or CIDR block, or an IPv6 address.
+/// What a feed line names: an IPv4 address or CIDR block, an IPv6 address, or
+/// an IPv6 /64 (by its network address).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FeedBlock {
     V4(Ipv4Range),
     V6(PublicIpv6),
+    V6Net64(PublicIpv6),
 }
 
 impl FeedBlock {
     pub fn v4(self) -> Option<Ipv4Range> {
         match self {
             Self::V4(range) => Some(range),
-            Self::V6(_) => None,
+            Self::V6(_) | Self::V6Net64(_) => None,
         }
     }
 }
@@ -63,6 +66,7 @@ impl fmt::Display for FeedBlock {
         match self {
             Self::V4(range) => range.fmt(f),
             Self::V6(ip) => ip.fmt(f),
+            Self::V6Net64(net) => write!(f, "{net}/64"),
         }
     }
 }
@@ -75,11 +79,11 @@ enum Place {
     AfterIpv4,
 }
 
-fn place(ip: PublicIp) -> Place {
-    match ip {
-        PublicIp::V4(ip) => Place::Ipv4(ip.to_u32()),
-        PublicIp::V6(_) if ip.octets() < FIRST_IPV4_MAPPED => Place::BeforeIpv4,
-        PublicIp::V6(_) => Place::AfterIpv4,
+fn place(listed: Listed) -> Place {
+    match listed.v4() {
+        Some(ip) => Place::Ipv4(ip.to_u32()),
+        None if listed.key().as_bytes() < &FIRST_IPV4_MAPPED[..] => Place::BeforeIpv4,
+        None => Place::AfterIpv4,
     }
 }
 
@@ -267,11 +271,11 @@ pub enum FeedRecord {
     /// An entry a firewall should hold (unless the allow list holds it).
     Listed(Entry),
     /// An address a firewall should no longer hold as a personal entry.
-    Gone(PublicIp),
+    Gone(Listed),
 }
 
 /// A personal address as a delta deletes it: the address alone.
-pub fn gone_item(ip: PublicIp) -> FeedItem {
+pub fn gone_item(ip: Listed) -> FeedItem {
     FeedItem::personal(Entry {
         ip,
         added_at: UnixTime(0),
@@ -319,7 +323,7 @@ mod tests {
 
     fn entry(ip: &str) -> Entry {
         Entry {
-            ip: ip.parse::<PublicIp>().unwrap(),
+            ip: ip.parse::<Listed>().unwrap(),
             added_at: UnixTime(0),
             expires_at: None,
             comment: None,

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::address::PublicIp;
+use super::address::{Ipv6Prefix, Listed, PublicIp};
 use super::code::{serde_by_code, Coded};
 use super::entry::{Change, Entry, EntryDetails, HistoryEvent};
 use super::outcome::PersonalOutcome;
@@ -82,6 +82,9 @@ impl DailyUsage {
 pub struct Call {
     pub operation: Operation,
     pub ip: PublicIp,
+    /// Whether an IPv6 address is listed as itself or as its /64.
+    #[serde(default)]
+    pub prefix: Ipv6Prefix,
     #[serde(default)]
     pub details: EntryDetails,
     /// The address of the client that made the request, for the history.
@@ -101,10 +104,10 @@ pub struct Answer {
 /// whole operation runs without yielding: nothing can interleave with it.
 pub trait ListStore {
     type Error;
-    fn entry(&self, ip: PublicIp) -> Result<Option<Entry>, Self::Error>;
+    fn entry(&self, ip: Listed) -> Result<Option<Entry>, Self::Error>;
     /// Stores `entry`, replacing any row of the same address.
     fn insert(&mut self, entry: &Entry) -> Result<(), Self::Error>;
-    fn delete(&mut self, ip: PublicIp) -> Result<(), Self::Error>;
+    fn delete(&mut self, ip: Listed) -> Result<(), Self::Error>;
     /// Entries stored, expired ones not yet swept included: what the list's bound counts.
     fn size(&self) -> Result<u64, Self::Error>;
     fn usage(&self) -> Result<DailyUsage, Self::Error>;
@@ -126,21 +129,28 @@ pub fn perform<S: ListStore>(
     now: UnixTime,
     limits: Limits,
 ) -> Result<Answer, S::Error> {
-    let ip = call.ip;
+    let mut found = None;
+    for key in Listed::candidates(call.ip, call.prefix) {
+        match store.entry(key)? {
+            Some(entry) if entry.is_live(now) => {
+                found = Some(key);
+                break;
+            }
+            Some(expired) => {
+                expire(store, &expired, now)?;
+                store.count_expired(expiry_day(&expired, now), 1)?;
+            }
+            None => {}
+        }
+    }
+    let listed = found.is_some();
+    // An add lists the address as the prefix has it; a remove takes what it found.
+    let ip = found.unwrap_or(Listed::keys(call.ip, call.prefix).0);
     let event = |change| HistoryEvent {
         at: now,
         change,
         ip,
         client: call.client.clone(),
-    };
-    let listed = match store.entry(ip)? {
-        Some(entry) if entry.is_live(now) => true,
-        Some(expired) => {
-            expire(store, &expired, now)?;
-            store.count_expired(expiry_day(&expired, now), 1)?;
-            false
-        }
-        None => false,
     };
     let day = now.utc_day();
     let (outcome, usage) = match call.operation {
@@ -259,7 +269,7 @@ pub mod memory {
     /// An in-memory store for the native tests of the rules.
     #[derive(Debug, Default)]
     pub struct MemoryStore {
-        pub entries: BTreeMap<PublicIp, Entry>,
+        pub entries: BTreeMap<Listed, Entry>,
         pub usage: DailyUsage,
         pub history: Vec<HistoryEvent>,
         /// Entries expired, by day of expiry.
@@ -269,7 +279,7 @@ pub mod memory {
     impl ListStore for MemoryStore {
         type Error = Infallible;
 
-        fn entry(&self, ip: PublicIp) -> Result<Option<Entry>, Infallible> {
+        fn entry(&self, ip: Listed) -> Result<Option<Entry>, Infallible> {
             Ok(self.entries.get(&ip).cloned())
         }
 
@@ -278,7 +288,7 @@ pub mod memory {
             Ok(())
         }
 
-        fn delete(&mut self, ip: PublicIp) -> Result<(), Infallible> {
+        fn delete(&mut self, ip: Listed) -> Result<(), Infallible> {
             self.entries.remove(&ip);
             Ok(())
         }

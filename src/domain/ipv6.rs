@@ -20,6 +20,19 @@ impl PublicIpv6 {
     pub fn addr(self) -> Ipv6Addr {
         self.0
     }
+
+    /// The /64 around this address, by its network address, when that is public
+    /// too: then every address of the /64 is (the registry's blocks are /64 or
+    /// wider, but for `::1`, `::` and 2001:1::1 to ::3, whose /64s are not public).
+    pub fn net64(self) -> Option<Self> {
+        let network = u128::from(self.0) & !u128::from(u64::MAX);
+        Self::from_addr(Ipv6Addr::from(network))
+    }
+
+    /// Whether this is the first address of a /64.
+    pub fn is_net64(self) -> bool {
+        u128::from(self.0) & u128::from(u64::MAX) == 0
+    }
 }
 
 /// RFC 5952's canonical form: lower case, the longest run of zero groups compressed.

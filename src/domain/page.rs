@@ -5,6 +5,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
 
+use super::address::Key;
+
 pub const DEFAULT_PAGE: u32 = 100;
 pub const MAX_PAGE: u32 = 1000;
 
@@ -15,11 +17,11 @@ pub trait PageCursor: Sized {
 }
 
 /// After this entry of a list sorted newest first: its time of adding, then its
-/// address as the rows keep it (sixteen bytes, IPv4 mapped into IPv6).
+/// key as the rows keep it (an address's sixteen bytes, IPv4 mapped into IPv6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EntryCursor {
     pub added_at: u64,
-    pub ip: [u8; 16],
+    pub ip: Key,
 }
 
 /// After this history row; rows are numbered in the order they happened.
@@ -36,25 +38,44 @@ fn hex(text: &str) -> Option<u64> {
 
 impl PageCursor for EntryCursor {
     /// An IPv4 address as its 32-bit value, as cursors always read; any other
-    /// as 32 hexadecimal digits, so the two never read alike.
+    /// as 32 hexadecimal digits, so the two never read alike, and `/64` after a /64.
     fn encode(&self) -> String {
-        match Ipv6Addr::from(self.ip).to_ipv4_mapped() {
+        let octets = self.ip.octets();
+        let net = if self.ip.is_net64() { "/64" } else { "" };
+        match Ipv6Addr::from(octets)
+            .to_ipv4_mapped()
+            .filter(|_| net.is_empty())
+        {
             Some(v4) => format!("{:x}.{:x}", self.added_at, u32::from(v4)),
-            None => format!("{:x}.{:032x}", self.added_at, u128::from_be_bytes(self.ip)),
+            None => format!(
+                "{:x}.{:032x}{net}",
+                self.added_at,
+                u128::from_be_bytes(octets)
+            ),
         }
     }
 
     fn decode(text: &str) -> Option<Self> {
         let (added_at, ip) = text.split_once('.')?;
-        let ip = if ip.len() == 32 && ip.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let (ip, net) = match ip.strip_suffix("/64") {
+            Some(ip) => (ip, true),
+            None => (ip, false),
+        };
+        let octets = if ip.len() == 32 && ip.bytes().all(|b| b.is_ascii_hexdigit()) {
             u128::from_str_radix(ip, 16).ok()?.to_be_bytes()
-        } else {
+        } else if !net {
             let v4 = u32::try_from(hex(ip)?).ok()?;
             Ipv4Addr::from(v4).to_ipv6_mapped().octets()
+        } else {
+            return None;
         };
+        let mut bytes = octets.to_vec();
+        if net {
+            bytes.push(64);
+        }
         Some(Self {
             added_at: hex(added_at)?,
-            ip,
+            ip: Key::from_bytes(&bytes)?,
         })
     }
 }
@@ -233,7 +254,7 @@ mod tests {
     fn cursors_round_trip_and_refuse_anything_else() {
         let entry = EntryCursor {
             added_at: 1_795_262_400,
-            ip: Ipv4Addr::new(8, 8, 8, 8).to_ipv6_mapped().octets(),
+            ip: Key::from_bytes(&Ipv4Addr::new(8, 8, 8, 8).to_ipv6_mapped().octets()).unwrap(),
         };
         assert_eq!(entry.encode(), "6b0187c0.8080808", "as cursors always read");
         assert_eq!(EntryCursor::decode(&entry.encode()), Some(entry));
@@ -241,13 +262,28 @@ mod tests {
             "::2",
             "2a00:1450:4001:80b::200e",
             "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "2a00:1450:4001:80b::/64",
+            "::ffff:0:0/64",
         ] {
+            let octets = ip
+                .trim_end_matches("/64")
+                .parse::<Ipv6Addr>()
+                .unwrap()
+                .octets();
+            let mut bytes = octets.to_vec();
+            if ip.ends_with("/64") {
+                bytes.push(64);
+            }
             let v6 = EntryCursor {
                 added_at: 5,
-                ip: ip.parse::<Ipv6Addr>().unwrap().octets(),
+                ip: Key::from_bytes(&bytes).unwrap(),
             };
             assert_eq!(EntryCursor::decode(&v6.encode()), Some(v6), "{ip}");
         }
+        assert!(
+            EntryCursor::decode("5.8080808/64").is_none(),
+            "an IPv4 key is never a /64"
+        );
         let row = HistoryCursor { id: 41 };
         assert_eq!(HistoryCursor::decode(&row.encode()), Some(row));
         for bad in [
@@ -386,7 +422,7 @@ mod tests {
             .contains("cursor"));
         let cursor = EntryCursor {
             added_at: 5,
-            ip: [6; 16],
+            ip: Key::from_bytes(&[6; 16]).unwrap(),
         };
         assert_eq!(
             Query::parse(Some(&cursor.encode()), None, None)

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::address::Ipv6;
+use super::address::{Ipv6, Ipv6Prefix};
 use super::holder::Limits;
 
 /// Shorter secrets can be guessed: `JWT_SECRET` offline from any issued token,
@@ -80,6 +80,8 @@ pub struct Settings {
     pub page_entries: usize,
     /// Whether new IPv6 input is taken (`IPV6`).
     pub ipv6: Ipv6,
+    /// Whether an IPv6 address is listed as itself or as its /64 (`IPV6_PREFIX`).
+    pub ipv6_prefix: Ipv6Prefix,
 }
 
 impl Settings {
@@ -129,6 +131,11 @@ impl Settings {
                 None | Some("off") => Ipv6::Off,
                 Some("on") => Ipv6::On,
                 Some(other) => return Err(format!("IPV6 must be on or off, not {other:?}")),
+            },
+            ipv6_prefix: match var("IPV6_PREFIX").as_deref().map(str::trim) {
+                None | Some("128") => Ipv6Prefix::Whole,
+                Some("64") => Ipv6Prefix::Net64,
+                Some(other) => return Err(format!("IPV6_PREFIX must be 128 or 64, not {other:?}")),
             },
         })
     }
@@ -245,6 +252,19 @@ mod tests {
         assert_eq!(parse(&[]).unwrap().ipv6, Ipv6::Off);
         assert_eq!(parse(&[("IPV6", "off")]).unwrap().ipv6, Ipv6::Off);
         assert_eq!(parse(&[("IPV6", " on ")]).unwrap().ipv6, Ipv6::On);
+        assert_eq!(parse(&[]).unwrap().ipv6_prefix, Ipv6Prefix::Whole);
+        assert_eq!(
+            parse(&[("IPV6_PREFIX", "128")]).unwrap().ipv6_prefix,
+            Ipv6Prefix::Whole
+        );
+        assert_eq!(
+            parse(&[("IPV6_PREFIX", "64")]).unwrap().ipv6_prefix,
+            Ipv6Prefix::Net64
+        );
+        assert_eq!(
+            parse(&[("IPV6_PREFIX", "/64")]).unwrap_err(),
+            "IPV6_PREFIX must be 128 or 64, not \"/64\""
+        );
         assert_eq!(
             parse(&[("IPV6", "yes")]).unwrap_err(),
             "IPV6 must be on or off, not \"yes\""

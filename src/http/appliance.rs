@@ -160,7 +160,7 @@ impl ApplianceFile {
                 }
                 Family::V4
             }
-            FeedBlock::V6(_) => Family::V6,
+            FeedBlock::V6(_) | FeedBlock::V6Net64(_) => Family::V6,
         };
         if family == Family::V6 && !self.v6_ready {
             self.close_statement(out);

@@ -6,7 +6,7 @@ use worker::{Context, Env, Request};
 use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
 use super::reply::{to_json, Listing, Reply};
-use crate::domain::address::{Ipv6, PublicIp};
+use crate::domain::address::{Ipv6, Listed};
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
 use crate::domain::license::LicenseId;
@@ -141,7 +141,7 @@ pub async fn history(
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct EntryView<'a> {
-    ip: PublicIp,
+    ip: Listed,
     added_at: String,
     expires_at: Option<String>,
     comment: Option<&'a str>,
@@ -163,7 +163,7 @@ impl<'a> EntryView<'a> {
 struct ChangeView<'a> {
     at: String,
     change: Change,
-    ip: PublicIp,
+    ip: Listed,
     client: Option<&'a str>,
 }
 

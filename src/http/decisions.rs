@@ -15,7 +15,7 @@ use super::feed_body::{self, Again, Operator, Render, Shape};
 use super::feed_query::{FeedQuery, Format};
 use super::form;
 use super::reply::Reply;
-use crate::domain::address::PublicIp;
+use crate::domain::address::{Listed, PublicIp};
 use crate::domain::decision::{Decision, Filter, OperatorFrom, Pull};
 use crate::domain::delta::BlockChanges;
 use crate::domain::feed::{FeedHead, FeedItem};
@@ -251,12 +251,17 @@ pub async fn live(
     };
     let ((_, global), (_, allow)) = operator_lists(env, may_read, now).await?;
     let operator = Operator { global, allow };
-    if operator.allows(ip) {
+    if operator.allows(Listed::Ip(ip)) {
         return json_body("null");
     }
     let client = PullClient::new(user_agent(&req)?.as_deref(), "live");
     let (kind, entry) = holder(env, &license)?
-        .ask(Lookup { token, client, ip })
+        .ask(Lookup {
+            token,
+            client,
+            ip,
+            prefix: config::settings(env)?.ipv6_prefix,
+        })
         .await?;
     let mut items: Vec<FeedItem> = entry.map(FeedItem::personal).into_iter().collect();
     if let Some(block) = ip.v4().and_then(|v4| operator.block_holding(v4.to_u32())) {

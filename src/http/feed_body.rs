@@ -10,7 +10,7 @@ use futures_util::stream::{self, Stream};
 use worker::console_error;
 
 use super::appliance::ApplianceFile;
-use crate::domain::address::PublicIp;
+use crate::domain::address::Listed;
 use crate::domain::decision::{Decision, DecisionType, Filter};
 use crate::domain::delta::BlockChanges;
 use crate::domain::feed::{
@@ -48,13 +48,13 @@ impl Operator {
     }
 
     /// Whether the allow list holds a personal entry's address (it holds IPv4 only).
-    pub fn allows(&self, ip: PublicIp) -> bool {
+    pub fn allows(&self, ip: Listed) -> bool {
         ip.v4().is_some_and(|v4| covers(&self.allow, v4.to_u32()))
     }
 
     /// Whether the global part has `ip` as a block of its own: a personal entry
     /// of that address is then still in the feed, as the global block.
-    fn single_global_block(&self, ip: PublicIp) -> bool {
+    fn single_global_block(&self, ip: Listed) -> bool {
         let Some(addr) = ip.v4().map(PublicIpv4::to_u32) else {
             return false;
         };

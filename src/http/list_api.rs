@@ -158,6 +158,7 @@ async fn run(
             Settled::AskHolder(given) => Some(Call {
                 operation,
                 ip: given.ip,
+                prefix: settings.ipv6_prefix,
                 details: details.clone(),
                 client: client.clone(),
             }),

@@ -372,7 +372,7 @@ impl<T: DeserializeOwned> Pages<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::address::PublicIp;
+    use crate::domain::address::{Ipv6Prefix, PublicIp};
     use crate::domain::holder::{Call, Operation};
     use crate::domain::ip_list::ListKind;
     use crate::objects::holder::protocol::{HolderCall, HolderRefusal, Perform};
@@ -408,6 +408,7 @@ mod tests {
         let call: HolderCall = Perform(vec![Call {
             operation: Operation::Add,
             ip,
+            prefix: Ipv6Prefix::Net64,
             details: Default::default(),
             client: None,
         }])

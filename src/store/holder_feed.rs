@@ -8,7 +8,7 @@
 
 use super::holder_list::{address_value, entries, ip_of, live, SqlListStore, ENTRY_COLUMNS};
 use super::sql::{Row, Sql, SqlError, Value};
-use crate::domain::address::PublicIp;
+use crate::domain::address::{Key, Listed};
 use crate::domain::code::Coded;
 use crate::domain::decision::{Position, Pull, PullPlan};
 use crate::domain::delta::AllowMoves;
@@ -29,7 +29,7 @@ fn listing_changes() -> String {
 enum Step {
     /// Live entries after this address, as the rows keep it.
     Whole {
-        after: Option<[u8; 16]>,
+        after: Option<Key>,
     },
     /// Addresses whose last change in the window, after this history number, unlisted them.
     Gone {
@@ -39,7 +39,7 @@ enum Step {
     /// the firewall may hold any of them, and should hold none now.
     Hidden {
         range: usize,
-        after: Option<[u8; 16]>,
+        after: Option<Key>,
     },
     /// Addresses whose last change in the window, after this history number, left them listed.
     Listed {
@@ -49,7 +49,7 @@ enum Step {
     /// address, unchanged in the window (a changed one came as `Listed`).
     Shown {
         range: usize,
-        after: Option<[u8; 16]>,
+        after: Option<Key>,
     },
     Done,
 }
@@ -190,7 +190,7 @@ pub fn listed<S: Sql>(
         )? {
             found.extend(
                 ip_of(row.blob(0)?)
-                    .and_then(PublicIp::v4)
+                    .and_then(Listed::v4)
                     .map(PublicIpv4::to_u32),
             );
         }
@@ -200,11 +200,11 @@ pub fn listed<S: Sql>(
 }
 
 /// The address of a page's last row, where the next page reads on from.
-fn last_address(rows: &[Row]) -> Result<Option<[u8; 16]>, SqlError> {
+fn last_address(rows: &[Row]) -> Result<Option<Key>, SqlError> {
     rows.last()
         .map(|row| {
-            <[u8; 16]>::try_from(row.blob(0)?)
-                .map_err(|_| SqlError("an address of another size".to_owned()))
+            Key::from_bytes(row.blob(0)?)
+                .ok_or_else(|| SqlError("a key of another size".to_owned()))
         })
         .transpose()
 }
@@ -233,7 +233,7 @@ impl<S: Sql> FeedPages<S> {
         }
     }
 
-    fn whole(&self, after: Option<[u8; 16]>) -> Result<(Vec<FeedRecord>, Step), SqlError> {
+    fn whole(&self, after: Option<Key>) -> Result<(Vec<FeedRecord>, Step), SqlError> {
         let rows = self.store.sql().query(
             &format!(
                 "SELECT {ENTRY_COLUMNS} FROM entries WHERE {} AND ip > ?2 ORDER BY ip LIMIT ?3",
@@ -242,7 +242,7 @@ impl<S: Sql> FeedPages<S> {
             &[
                 Value::int(self.now.0),
                 // The empty blob sorts before every address.
-                Value::Blob(after.map_or_else(Vec::new, |ip| ip.to_vec())),
+                Value::Blob(after.map_or_else(Vec::new, |key| key.as_bytes().to_vec())),
                 Value::int(self.page as u64),
             ],
         )?;
@@ -319,7 +319,7 @@ impl<S: Sql> FeedPages<S> {
     fn moved(
         &self,
         range: usize,
-        after: Option<[u8; 16]>,
+        after: Option<Key>,
         shown: bool,
     ) -> Result<(Vec<FeedRecord>, Step), SqlError> {
         let ranges = if shown {
@@ -348,7 +348,7 @@ impl<S: Sql> FeedPages<S> {
         };
         let mut args = vec![
             Value::int(self.now.0),
-            Value::Blob(after.map_or_else(Vec::new, |ip| ip.to_vec())),
+            Value::Blob(after.map_or_else(Vec::new, |key| key.as_bytes().to_vec())),
             address_value(first),
             address_value(last),
             Value::int(self.page as u64),
@@ -393,7 +393,7 @@ impl<S: Sql> FeedPages<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::address::PublicIp;
+    use crate::domain::address::Listed;
     use crate::domain::entry::Expiry;
     use crate::domain::holder::{sweep, Operation};
     use crate::store::rule_tests::{apply, sql_store, NOON};
@@ -560,7 +560,7 @@ mod tests {
         assert_eq!(
             [first, second].concat(),
             ["8.8.8.1", "8.8.8.2"].map(|ip| FeedRecord::Listed(Entry {
-                ip: ip.parse::<PublicIp>().unwrap(),
+                ip: ip.parse::<Listed>().unwrap(),
                 added_at: NOON,
                 expires_at: None,
                 comment: None

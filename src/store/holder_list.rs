@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 
 use super::sql::{Row, Sql, SqlError, Value};
 use crate::domain::activity::{ActivityDay, ACTIVITY_DAYS};
-use crate::domain::address::PublicIp;
+use crate::domain::address::Listed;
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, HistoryEvent};
 use crate::domain::holder::{DailyUsage, ListStore, MAX_HISTORY_ROWS};
@@ -141,14 +141,14 @@ pub(super) fn address_value(addr: u32) -> Value {
     Value::Blob(Ipv4Addr::from(addr).to_ipv6_mapped().octets().to_vec())
 }
 
-fn ip_value(ip: PublicIp) -> Value {
-    Value::Blob(ip.octets().to_vec())
+fn ip_value(ip: Listed) -> Value {
+    Value::Blob(ip.key().as_bytes().to_vec())
 }
 
-/// An address read back; `None` when it is not a public address (the rules
-/// changed since, or it is an address of a kind this code does not serve).
-pub(super) fn ip_of(bytes: &[u8]) -> Option<PublicIp> {
-    PublicIp::from_octets(bytes.try_into().ok()?)
+/// An address or /64 read back; `None` when it is not public (the rules changed
+/// since, or it is a key of a kind this code does not serve).
+pub(super) fn ip_of(bytes: &[u8]) -> Option<Listed> {
+    Listed::from_key(bytes)
 }
 
 /// A row of `ENTRY_COLUMNS`.
@@ -250,13 +250,15 @@ impl<S: Sql> SqlListStore<S> {
                 &args,
             )?,
         };
-        let (after_time, after_ip) = query
-            .after
-            .map_or((AFTER_ALL, [0; 16]), |c| (c.added_at, c.ip));
+        // Without a cursor, every row is before the time that sorts after all.
+        let (after_time, after_ip) = match query.after {
+            Some(cursor) => (cursor.added_at, cursor.ip.as_bytes().to_vec()),
+            None => (AFTER_ALL, Vec::new()),
+        };
         let n = args.len();
         args.extend([
             Value::int(after_time),
-            Value::Blob(after_ip.to_vec()),
+            Value::Blob(after_ip),
             Value::int(u64::from(query.limit) + 1),
         ]);
         let rows = self.sql.query(
@@ -273,7 +275,7 @@ impl<S: Sql> SqlListStore<S> {
         Ok(Page::of(entries(rows)?, query.limit, total, |e| {
             EntryCursor {
                 added_at: e.added_at.0,
-                ip: e.ip.octets(),
+                ip: e.ip.key(),
             }
         }))
     }
@@ -385,7 +387,7 @@ impl<S: Sql> SqlListStore<S> {
 impl<S: Sql> ListStore for SqlListStore<S> {
     type Error = SqlError;
 
-    fn entry(&self, ip: PublicIp) -> Result<Option<Entry>, SqlError> {
+    fn entry(&self, ip: Listed) -> Result<Option<Entry>, SqlError> {
         let rows = self.sql.query(
             &format!("SELECT {ENTRY_COLUMNS} FROM entries WHERE ip = ?1"),
             &[ip_value(ip)],
@@ -409,7 +411,7 @@ impl<S: Sql> ListStore for SqlListStore<S> {
         Ok(())
     }
 
-    fn delete(&mut self, ip: PublicIp) -> Result<(), SqlError> {
+    fn delete(&mut self, ip: Listed) -> Result<(), SqlError> {
         self.sql
             .execute("DELETE FROM entries WHERE ip = ?1", &[ip_value(ip)])
             .map(drop)
@@ -497,8 +499,8 @@ mod tests {
     use crate::store::rule_tests::{apply, sql_store, NOON};
     use crate::store::sql::native::NativeSql;
 
-    fn ip(text: &str) -> PublicIp {
-        text.parse::<PublicIp>().unwrap()
+    fn ip(text: &str) -> Listed {
+        text.parse::<Listed>().unwrap()
     }
 
     fn page_ips(page: &Page<Entry, EntryCursor>) -> Vec<String> {

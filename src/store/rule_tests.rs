@@ -7,7 +7,7 @@ use std::fmt::Debug;
 use super::holder_list::{ip_of, migrate, SqlListStore};
 use super::sql::native::NativeSql;
 use super::sql::Sql;
-use crate::domain::address::PublicIp;
+use crate::domain::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::code::Coded;
 use crate::domain::entry::{Change, Entry, EntryDetails, Expiry, HistoryEvent};
 use crate::domain::holder::memory::MemoryStore;
@@ -66,7 +66,8 @@ pub fn apply(
 ) {
     let call = Call {
         operation,
-        ip: text.parse::<PublicIp>().unwrap(),
+        ip: text.parse().unwrap(),
+        prefix: Ipv6Prefix::Whole,
         details: EntryDetails {
             expiry,
             comment: None,
@@ -109,21 +110,31 @@ impl<S: Sql> Subject for SqlListStore<S> {
     }
 }
 
-fn ip(n: u8) -> PublicIp {
-    format!("8.8.8.{n}").parse::<PublicIp>().unwrap()
+fn address(n: u8) -> PublicIp {
+    format!("8.8.8.{n}").parse().unwrap()
+}
+
+/// The entry of `address(n)`.
+fn ip(n: u8) -> Listed {
+    Listed::Ip(address(n))
 }
 
 /// The `n`th address of 8.0.0.0/8, for tests that need many.
-fn nth(n: u32) -> PublicIp {
+fn nth_address(n: u32) -> PublicIp {
     PublicIpv4::from_addr(std::net::Ipv4Addr::from(0x0800_0000 | n))
         .unwrap()
         .into()
 }
 
+fn nth(n: u32) -> Listed {
+    Listed::Ip(nth_address(n))
+}
+
 fn call(operation: Operation, n: u8) -> Call {
     Call {
         operation,
-        ip: ip(n),
+        ip: address(n),
+        prefix: Ipv6Prefix::Whole,
         details: EntryDetails::default(),
         client: Some("192.0.2.7".into()),
     }
@@ -490,7 +501,8 @@ fn the_history_keeps_only_the_newest_rows<S: Subject>(fresh: fn() -> S) {
         perform(
             &mut store,
             &Call {
-                ip: nth(n),
+                ip: nth_address(n),
+                prefix: Ipv6Prefix::Whole,
                 ..call(Add, 1)
             },
             NOON,
@@ -590,7 +602,8 @@ fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Subject>(fresh: fn() -> S)
     let mut store = fresh();
     let v6 = |text: &str, operation| Call {
         operation,
-        ip: text.parse::<PublicIp>().unwrap(),
+        ip: text.parse().unwrap(),
+        prefix: Ipv6Prefix::Whole,
         details: EntryDetails {
             expiry: Some(Expiry::At(NOON.plus(60))),
             comment: Some("scanner".into()),
@@ -638,6 +651,102 @@ fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Subject>(fresh: fn() -> S)
         .any(|e| e.change == Change::Expired && e.ip.to_string() == a));
 }
 
+/// A /64 entry (`IPV6_PREFIX=64`) is one entry: an add of any address in it
+/// lists it, a check or remove of any other address in it finds it.
+fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Subject>(fresh: fn() -> S) {
+    let mut store = fresh();
+    let at = |text: &str, operation| Call {
+        operation,
+        ip: text.parse().unwrap(),
+        prefix: Ipv6Prefix::Net64,
+        details: EntryDetails::default(),
+        client: None,
+    };
+    let outcome = |store: &mut S, text, operation| {
+        perform(store, &at(text, operation), NOON, NO_LIMITS)
+            .unwrap()
+            .outcome
+    };
+    assert_eq!(
+        outcome(&mut store, "2a00:1450:4001:80b::200e", Add),
+        P::Added
+    );
+    assert_eq!(
+        outcome(&mut store, "2a00:1450:4001:80b::1", Add),
+        P::AlreadyListed
+    );
+    assert_eq!(
+        outcome(&mut store, "2a00:1450:4001:80b:ffff::", Check),
+        P::Listed
+    );
+    assert_eq!(
+        outcome(&mut store, "2a00:1450:4001:80c::1", Check),
+        P::Unlisted
+    );
+    assert_eq!(
+        store
+            .all_entries()
+            .iter()
+            .map(|e| e.ip.to_string())
+            .collect::<Vec<_>>(),
+        ["2a00:1450:4001:80b::/64"]
+    );
+    assert_eq!(usage(&store).added, 1);
+    assert_eq!(
+        outcome(&mut store, "2a00:1450:4001:80b::9", Remove),
+        P::Removed
+    );
+    assert!(store.all_entries().is_empty());
+    let history: Vec<String> = store
+        .all_history()
+        .iter()
+        .map(|e| e.ip.to_string())
+        .collect();
+    assert_eq!(
+        history,
+        ["2a00:1450:4001:80b::/64", "2a00:1450:4001:80b::/64"]
+    );
+    // A change of the setting hides nothing: what either listed, the other finds.
+    let under = |prefix, text: &str, operation| Call {
+        prefix,
+        ..at(text, operation)
+    };
+    let whole = |store: &mut S, text, operation| {
+        perform(
+            store,
+            &under(Ipv6Prefix::Whole, text, operation),
+            NOON,
+            NO_LIMITS,
+        )
+        .unwrap()
+        .outcome
+    };
+    assert_eq!(outcome(&mut store, "2a00:1450:4001:80b::1", Add), P::Added);
+    assert_eq!(whole(&mut store, "2a00:1450:4001:80b::2", Check), P::Listed);
+    assert_eq!(
+        whole(&mut store, "2a00:1450:4001:80b::2", Add),
+        P::AlreadyListed
+    );
+    assert_eq!(
+        whole(&mut store, "2a00:1450:4001:80b::2", Remove),
+        P::Removed
+    );
+    assert_eq!(whole(&mut store, "2a00:1450:4001:80d::5", Add), P::Added);
+    assert_eq!(
+        outcome(&mut store, "2a00:1450:4001:80d::5", Check),
+        P::Listed
+    );
+    assert_eq!(
+        outcome(&mut store, "2a00:1450:4001:80d::6", Check),
+        P::Unlisted
+    );
+    assert_eq!(
+        outcome(&mut store, "2a00:1450:4001:80d::5", Remove),
+        P::Removed
+    );
+    assert!(store.all_entries().is_empty());
+}
+
 macro_rules! for_both_stores {
     ($($test:ident),* $(,)?) => {
         mod memory_store {
@@ -667,4 +776,5 @@ for_both_stores!(
     entries_sharing_one_expiry_are_swept_completely_in_bounded_batches,
     a_sweep_takes_the_earliest_expiries_first,
     ipv6_entries_follow_the_same_rules_as_ipv4_ones,
+    a_64_is_one_entry_whatever_address_in_it_was_given,
 );

@@ -319,3 +319,63 @@ fn a_restart_keeps_ipv6_entries_and_turning_ipv6_off_hides_none_of_them() {
     assert_eq!(list["entries"][0]["ip"], A, "{list}");
     off.kill();
 }
+
+#[test]
+fn with_ipv6_prefix_64_an_add_lists_the_64_and_every_address_in_it_answers_as_listed() {
+    let server = Server::own(&[("IPV6", "on"), ("IPV6_PREFIX", "64")]);
+    let app = TestApp::on(&server);
+    let net = "2a00:1450:4001:80b::/64";
+    let other = "2a00:1450:4001:80b:ffff::dead";
+    assert_eq!(app.add(A), format!("[{A}] has been added to greylist"));
+    assert_eq!(
+        app.check(other),
+        format!("[{other}] is currently on your personal greylist"),
+        "the message shows the address as given"
+    );
+    assert_eq!(
+        app.add(other),
+        format!("[{other}] is already on your greylist")
+    );
+    assert_eq!(
+        app.check("2a00:1450:4001:80c::1"),
+        "[2a00:1450:4001:80c::1] is currently not on global greylist"
+    );
+    assert_eq!(app.list(&[])["entries"][0]["ip"], net);
+    let text = app.feed("scope=personal").body;
+    assert!(text.lines().any(|l| l == net), "{text}");
+    let (_, key) = app.feed_token(json!({ "scope": "personal" }));
+    let startup = send(
+        "GET",
+        &format!("{}/v1/decisions/stream?startup=true", server.base),
+        &[("X-Api-Key", key.clone())],
+        None,
+    )
+    .json();
+    assert_eq!(
+        (
+            startup["new"][0]["value"].clone(),
+            startup["new"][0]["scope"].clone()
+        ),
+        (json!(net), json!("Range")),
+        "{startup}"
+    );
+    let live = send(
+        "GET",
+        &format!("{}/v1/decisions?ip={other}", server.base),
+        &[("X-Api-Key", key)],
+        None,
+    );
+    assert_eq!(live.json()[0]["value"], net, "{}", live.body);
+    let nft = app.feed("scope=personal&format=nftables&list=edge").body;
+    let listed = in_namespace(&nft, "nft -f \"$1\"; nft list set inet greylist edge6");
+    assert!(listed.contains(net), "{listed}");
+    assert_eq!(
+        app.remove("2a00:1450:4001:80b::"),
+        "[2a00:1450:4001:80b::] has been removed from greylist"
+    );
+    assert_eq!(
+        app.check(A),
+        format!("[{A}] is currently not on global greylist")
+    );
+    server.kill();
+}

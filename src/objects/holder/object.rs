@@ -13,6 +13,7 @@ use super::protocol::{
     HolderProtocol, HolderRefusal, ListEntries, Lookup, Perform, Revoke, RevokeFeedToken, Usage,
 };
 use crate::domain::activity::last_days;
+use crate::domain::address::Listed;
 use crate::domain::decision::DecisionType;
 use crate::domain::entry::Entry;
 use crate::domain::feed::{FeedHead, FeedRecord, FeedVersion};
@@ -311,8 +312,12 @@ impl HolderList {
         let store = SqlListStore::new(&self.sql);
         let state = self.token(&store, &lookup.token)?;
         store.record_pull(&lookup.token, &state, &lookup.client, None, now)?;
-        let entry = store.entry(lookup.ip)?.filter(|entry| entry.is_live(now));
-        Ok((state.decision, entry))
+        for key in Listed::candidates(lookup.ip, lookup.prefix) {
+            if let Some(entry) = store.entry(key)?.filter(|entry| entry.is_live(now)) {
+                return Ok((state.decision, Some(entry)));
+            }
+        }
+        Ok((state.decision, None))
     }
 
     fn is_revoked(&self) -> Result<bool> {

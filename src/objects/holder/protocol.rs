@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::activity::ActivityDay;
-use crate::domain::address::PublicIp;
+use crate::domain::address::{Ipv6Prefix, PublicIp};
 use crate::domain::decision::{DecisionType, Pull};
 use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Entry, HistoryEvent};
@@ -125,6 +125,9 @@ pub struct Lookup {
     pub token: String,
     pub client: PullClient,
     pub ip: PublicIp,
+    /// Which of the address's keys to look under first (`Listed::keys`).
+    #[serde(default)]
+    pub prefix: Ipv6Prefix,
 }
 
 /// The license is revoked: every later call is refused.
