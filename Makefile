@@ -32,7 +32,9 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # The deployable module, gzipped at level 9 as `make bench` measures it, may not grow
 # past this many KiB (deploy-check fails): the build is deterministic, so any growth
 # is a change's own. The target is 200; lower the bound as the module shrinks.
-WASM_GZIP_KIB := 400
+# Raised from 400 to 415 for IPv6 (the parser, the registry table, the /64 keys,
+# the IPv6 sets of the appliance files): 399.3 before, about 410 with it.
+WASM_GZIP_KIB := 415
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer

@@ -302,9 +302,17 @@ function tenMillionTargets(ten, target) {
 /** The like-for-like targets on each runtime, from the median of the rounds. */
 function runtimeTargets({ summary }, target) {
   const limits = { "invalid ip (no storage)": 1.3, "check, on global list": 1.3, "check, unlisted": 1.2, "add, new addresses": 1.3 };
+  // An IPv6 request costs what its IPv4 twin does: their ratios to the same floor, one at a time.
+  const ipv4Twin = { "check, unlisted IPv6": "check, unlisted", "add, new IPv6 addresses": "add, new addresses" };
   for (const s of summary) {
     const at = `${s.runtime}, ${s.connections === 1 ? "one at a time" : `${s.connections} connections`}`;
     const { median, min, max } = s.p50Ratio;
+    if (ipv4Twin[s.name]) {
+      const twin = summary.find((t) => t.name === ipv4Twin[s.name] && t.runtime === s.runtime && t.connections === s.connections);
+      const ratio = median / twin.p50Ratio.median;
+      if (s.connections === 1) target(`${s.name}, ${at}: p50 ≤ 1.1 × the IPv4 one's (ratios to the same floor)`, ratio, ratio <= 1.1, `${ratio.toFixed(2)} × (${median.toFixed(2)} against ${twin.p50Ratio.median.toFixed(2)})`);
+      continue;
+    }
     const limit = limits[s.name];
     target(`${s.name}, ${at}: p50 ≤ ${limit} × its floor (median of the rounds)`, median, median <= limit, `${median.toFixed(2)} × (${min.toFixed(2)}–${max.toFixed(2)})`);
     if (s.floor === "bare" && s.connections > 1) {

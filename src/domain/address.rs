@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 use std::fmt;
-use std::net::Ipv6Addr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::str::FromStr;
 
 use serde::de::Error as _;
@@ -41,9 +41,25 @@ pub enum Listed {
 /// A row's key: sixteen bytes, and a seventeenth (64) for a /64, so that a /64
 /// sorts right after its first address and before the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "Vec<u8>", into = "Vec<u8>")]
 pub struct Key {
     bytes: [u8; 17],
     len: usize,
+}
+
+/// A key crosses a wire as its bytes, and is checked again when read back.
+impl TryFrom<Vec<u8>> for Key {
+    type Error = String;
+
+    fn try_from(bytes: Vec<u8>) -> Result<Self, String> {
+        Self::from_bytes(&bytes).ok_or_else(|| format!("not a row's key: {bytes:?}"))
+    }
+}
+
+impl From<Key> for Vec<u8> {
+    fn from(key: Key) -> Self {
+        key.as_bytes().to_vec()
+    }
 }
 
 impl Key {
@@ -179,9 +195,8 @@ impl FromStr for Listed {
         };
         let invalid = || IpRejection::Invalid(text.to_owned());
         match network.parse::<PublicIp>() {
-            Ok(PublicIp::V6(net)) if net.is_net64() && net.net64() == Some(net) => {
-                Ok(Self::Net64(net))
-            }
+            // A public first address of a /64 makes the whole /64 public (`net64`).
+            Ok(PublicIp::V6(net)) if net.is_net64() => Ok(Self::Net64(net)),
             _ => Err(invalid()),
         }
     }
@@ -249,10 +264,17 @@ impl PublicIp {
 
     /// An address read back from its sixteen bytes; `None` when it is not public.
     pub fn from_octets(octets: [u8; 16]) -> Option<Self> {
-        let addr = Ipv6Addr::from(octets);
-        match addr.to_ipv4_mapped() {
-            Some(v4) => PublicIpv4::from_addr(v4).map(Self::V4),
-            None => PublicIpv6::from_addr(addr).map(Self::V6),
+        Self::from_ip(IpAddr::V6(Ipv6Addr::from(octets)))
+    }
+
+    /// The public address `addr` is, an IPv4-mapped one as its IPv4 address.
+    pub fn from_ip(addr: IpAddr) -> Option<Self> {
+        match addr {
+            IpAddr::V4(v4) => PublicIpv4::from_addr(v4).map(Self::V4),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => PublicIpv4::from_addr(v4).map(Self::V4),
+                None => PublicIpv6::from_addr(v6).map(Self::V6),
+            },
         }
     }
 
@@ -401,8 +423,9 @@ mod tests {
         }
         assert!(ips.windows(2).all(|pair| pair[0] < pair[1]));
         assert_eq!(
-            PublicIp::from_octets(on("fc00::1").err().map(|_| [0xfc; 16]).unwrap()),
-            None
+            PublicIp::from_octets([0xfc; 16]),
+            None,
+            "fc00::/7 is not public"
         );
         assert_eq!(
             serde_json::to_string(&ips[3]).unwrap(),

@@ -110,9 +110,9 @@ impl<'a> Decision<'a> {
 /// A stable id per value sent and list: the same block of the same list has the
 /// same id in every answer, and a global range the allow list splits is several
 /// values, each with its own. Below 2^53, so JavaScript reads it exactly. An IPv4
-/// block's id is below 2^39 and says what it is; an IPv6 address's has bit 52 set
-/// and 52 bits of a mix of its 128 (two addresses of a list share an id with odds
-/// of about one in 2^52 a pair).
+/// block's id is below 2^39 and says what it is; an IPv6 value's has bit 52 set,
+/// bit 51 for a /64, and 51 bits of a mix of its 128 (two values of a list share
+/// an id with odds of about one in 2^51 a pair).
 pub fn decision_id(item: &FeedItem) -> u64 {
     match item.block {
         FeedBlock::V4(range) => {
@@ -120,15 +120,15 @@ pub fn decision_id(item: &FeedItem) -> u64 {
                 | (u64::from(range.first()) << 6)
                 | u64::from(range.prefix())
         }
-        FeedBlock::V6(ip) => ipv6_id(u128::from(ip.addr()), 128),
-        FeedBlock::V6Net64(net) => ipv6_id(u128::from(net.addr()), 64),
+        FeedBlock::V6(ip) => ipv6_id(u128::from(ip.addr()), false),
+        FeedBlock::V6Net64(net) => ipv6_id(u128::from(net.addr()), true),
     }
 }
 
-/// An IPv6 value's id: its address and prefix length, mixed into 52 bits.
-fn ipv6_id(value: u128, prefix: u64) -> u64 {
-    let mixed = mix((value >> 64) as u64 ^ mix(value as u64 ^ prefix));
-    (1 << 52) | (mixed & ((1 << 52) - 1))
+/// An IPv6 value's id: whether it is a /64, and its address mixed into 51 bits.
+fn ipv6_id(value: u128, net64: bool) -> u64 {
+    let mixed = mix((value >> 64) as u64 ^ mix(value as u64));
+    (1 << 52) | (u64::from(net64) << 51) | (mixed & ((1 << 51) - 1))
 }
 
 /// SplitMix64's finalizer: every input bit moves about half the output bits.
@@ -330,6 +330,22 @@ mod tests {
             decision_id(&a),
             decision_id(&v6("2a00:1450:4001:80b:0::200e"))
         );
+        // A /64 and any address of it, its first included, have ids of their own.
+        let first = v6("2a00:1450:4001:80b::");
+        let FeedBlock::V6(network) = first.block else {
+            unreachable!()
+        };
+        let net = FeedItem {
+            block: FeedBlock::V6Net64(network),
+            ..first.clone()
+        };
+        for inside in [
+            "2a00:1450:4001:80b::",
+            "2a00:1450:4001:80b::c0",
+            "2a00:1450:4001:80b::40",
+        ] {
+            assert_ne!(decision_id(&net), decision_id(&v6(inside)), "{inside}");
+        }
     }
 
     #[test]

@@ -52,15 +52,6 @@ pub enum FeedBlock {
     V6Net64(PublicIpv6),
 }
 
-impl FeedBlock {
-    pub fn v4(self) -> Option<Ipv4Range> {
-        match self {
-            Self::V4(range) => Some(range),
-            Self::V6(_) | Self::V6Net64(_) => None,
-        }
-    }
-}
-
 impl fmt::Display for FeedBlock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

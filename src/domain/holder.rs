@@ -129,13 +129,12 @@ pub fn perform<S: ListStore>(
     now: UnixTime,
     limits: Limits,
 ) -> Result<Answer, S::Error> {
-    let mut found = None;
+    // An IPv6 address may be listed as itself and as its /64 (listed under each
+    // setting of IPV6_PREFIX): both are found, and a remove takes both.
+    let mut found = Vec::with_capacity(2);
     for key in Listed::candidates(call.ip, call.prefix) {
         match store.entry(key)? {
-            Some(entry) if entry.is_live(now) => {
-                found = Some(key);
-                break;
-            }
+            Some(entry) if entry.is_live(now) => found.push(key),
             Some(expired) => {
                 expire(store, &expired, now)?;
                 store.count_expired(expiry_day(&expired, now), 1)?;
@@ -143,15 +142,19 @@ pub fn perform<S: ListStore>(
             None => {}
         }
     }
-    let listed = found.is_some();
-    // An add lists the address as the prefix has it; a remove takes what it found.
-    let ip = found.unwrap_or(Listed::keys(call.ip, call.prefix).0);
-    let event = |change| HistoryEvent {
+    let listed = !found.is_empty();
+    // An add lists the address as the prefix has it.
+    let ip = found
+        .first()
+        .copied()
+        .unwrap_or(Listed::keys(call.ip, call.prefix).0);
+    let event_of = |ip, change| HistoryEvent {
         at: now,
         change,
         ip,
         client: call.client.clone(),
     };
+    let event = |change| event_of(ip, change);
     let day = now.utc_day();
     let (outcome, usage) = match call.operation {
         Operation::Check => (
@@ -195,8 +198,10 @@ pub fn perform<S: ListStore>(
                 let refused = event(Change::LimitRefused);
                 refuse(store, &mut usage, &refused, PersonalOutcome::LimitReached)?
             } else {
-                store.delete(ip)?;
-                store.record(&event(Change::Removed))?;
+                for &key in &found {
+                    store.delete(key)?;
+                    store.record(&event_of(key, Change::Removed))?;
+                }
                 usage.removed += 1;
                 store.save_usage(usage)?;
                 PersonalOutcome::Removed

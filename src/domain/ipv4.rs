@@ -8,8 +8,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::range::Ipv4Range;
 
-/// An IPv4 address that parsed strictly and is globally reachable:
-/// the only kind of address the list operations act on.
+/// An IPv4 address that parsed strictly and is globally reachable: what the
+/// list operations act on (beside public IPv6 addresses when IPv6 is on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PublicIpv4(Ipv4Addr);
 

@@ -22,8 +22,9 @@ impl PublicIpv6 {
     }
 
     /// The /64 around this address, by its network address, when that is public
-    /// too: then every address of the /64 is (the registry's blocks are /64 or
-    /// wider, but for `::1`, `::` and 2001:1::1 to ::3, whose /64s are not public).
+    /// too: then every address of the /64 is (the registry's blocks narrower than
+    /// /64, `::`, `::1`, `::ffff:0:0/96`, `64:ff9b::/96` and 2001:1::1 to ::3, lie
+    /// in /64s whose first address is not public, or are public themselves).
     pub fn net64(self) -> Option<Self> {
         let network = u128::from(self.0) & !u128::from(u64::MAX);
         Self::from_addr(Ipv6Addr::from(network))
@@ -148,7 +149,7 @@ impl Block {
 /// "Globally Reachable" is False, those where it is N/A (Teredo, 6to4: they
 /// carry IPv4 traffic, and the IPv4 rules decide), and multicast `ff00::/8`.
 /// Teredo (`2001::/32`, N/A) lies inside `2001::/23`. IPv4-mapped addresses
-/// (`::ffff:0:0/96`) are listed for completeness: the parser makes them IPv4 first.
+/// (`::ffff:0:0/96`) are listed for completeness: `PublicIp` makes them IPv4 first.
 const NOT_GLOBAL: [Block; 14] = [
     Block::new([0, 0, 0, 0, 0, 0, 0, 0], 128),
     Block::new([0, 0, 0, 0, 0, 0, 0, 1], 128),
@@ -331,7 +332,7 @@ mod tests {
 
     /// The registry's rows as (block, globally reachable), written independently of
     /// `NOT_GLOBAL`: a longer block decides over the shorter one holding it.
-    const REFERENCE: [(&str, u32, bool); 23] = [
+    const REFERENCE: [(&str, u32, bool); 25] = [
         ("::", 128, false),
         ("::1", 128, false),
         ("::ffff:0:0", 96, false),
@@ -355,13 +356,15 @@ mod tests {
         ("3fff::", 20, false),
         ("5f00::", 16, false),
         ("fc00::", 7, false),
+        ("fe80::", 10, false),
+        // Multicast: not in the registry, and never a challenge list's entry.
+        ("ff00::", 8, false),
     ];
 
     fn reference_is_global(addr: Ipv6Addr) -> bool {
         let value = u128::from(addr);
         let mut decided: Option<(u32, bool)> = None;
-        let more = [("fe80::", 10, false), ("ff00::", 8, false)];
-        for (network, prefix, global) in REFERENCE.iter().copied().chain(more) {
+        for (network, prefix, global) in REFERENCE {
             let mask = u128::MAX.checked_shl(128 - prefix).unwrap_or(0);
             let inside = value & mask == u128::from(network.parse::<Ipv6Addr>().unwrap());
             if inside && decided.is_none_or(|(longest, _)| prefix > longest) {
@@ -373,7 +376,7 @@ mod tests {
 
     fn near_an_edge() -> impl proptest::strategy::Strategy<Value = u128> {
         use proptest::prelude::*;
-        (0usize..23, any::<bool>(), -2i64..=2).prop_map(|(row, high, offset)| {
+        (0usize..REFERENCE.len(), any::<bool>(), -2i64..=2).prop_map(|(row, high, offset)| {
             let (network, prefix, _) = REFERENCE[row];
             let first = u128::from(network.parse::<Ipv6Addr>().unwrap());
             let base = if high {

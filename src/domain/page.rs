@@ -97,7 +97,8 @@ impl PageCursor for HistoryCursor {
 pub struct PageQuery<C> {
     pub after: Option<C>,
     pub limit: u32,
-    /// Only addresses whose dotted form starts with this text (list only).
+    /// Only IPv4 addresses whose dotted form starts with this text (list only;
+    /// no IPv6 entry matches it).
     pub prefix: Option<String>,
 }
 

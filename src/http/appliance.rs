@@ -6,6 +6,7 @@
 use crate::domain::address::Ipv6;
 use crate::domain::decision::go_duration;
 use crate::domain::feed::{FeedBlock, FeedItem};
+use crate::domain::ipv6::PublicIpv6;
 use crate::domain::time::UnixTime;
 
 /// The kind of file.
@@ -72,6 +73,10 @@ pub struct ApplianceFile {
     v6_ready: bool,
     /// The nft `add element` statement open, by family, and its elements so far.
     statement: Option<(Family, u64)>,
+    /// The IPv6 /64 written last: an address inside it is already enforced.
+    covered_net64: Option<PublicIpv6>,
+    /// The first address of a /64, until the next item says whether the /64 follows.
+    held: Option<FeedItem>,
     written: u64,
 }
 
@@ -90,6 +95,8 @@ impl ApplianceFile {
             covered_to: None,
             v6_ready: ipv6 == Ipv6::On,
             statement: None,
+            covered_net64: None,
+            held: None,
             written: 0,
         }
     }
@@ -132,9 +139,11 @@ impl ApplianceFile {
         let name = self.list.as_str();
         let v6 = self.v6_name();
         match self.kind {
-            Appliance::Mikrotik => {
-                format!("/ipv6 firewall address-list remove [find where list=\"{name}\"]\n")
-            }
+            // A router without IPv6 (its package disabled) goes on past this line,
+            // so that the IPv4 list, emptied just before, is filled again.
+            Appliance::Mikrotik => format!(
+                ":do {{ /ipv6 firewall address-list remove [find where list=\"{name}\"] }} on-error={{}}\n"
+            ),
             Appliance::Nftables => format!(
                 "table inet {NFT_TABLE} {{\n\
                  \tset {v6} {{\n\t\ttype ipv6_addr\n\t\tflags interval, timeout\n\t}}\n}}\n\
@@ -148,8 +157,30 @@ impl ApplianceFile {
     }
 
     /// The item's line, or nothing when a block written before covers it. Items
-    /// come in the feed's address order, a block before the entries inside it.
+    /// come in the feed's address order, a block before the entries inside it;
+    /// an IPv6 /64 comes after its first address, so that address is held one
+    /// item, until it is known whether its /64 follows (an nft interval set
+    /// refuses the overlap, and the file with it).
     pub fn item(&mut self, item: &FeedItem, out: &mut String) {
+        if let Some(held) = self.held.take() {
+            let covered = matches!((held.block, item.block),
+                (FeedBlock::V6(first), FeedBlock::V6Net64(net)) if first == net);
+            if !covered {
+                self.write(&held, out);
+            }
+        }
+        match item.block {
+            FeedBlock::V6(ip) if self.covered_net64 == ip.net64() && ip.net64().is_some() => {}
+            FeedBlock::V6(ip) if ip.is_net64() => self.held = Some(item.clone()),
+            FeedBlock::V6Net64(net) => {
+                self.covered_net64 = Some(net);
+                self.write(item, out);
+            }
+            _ => self.write(item, out),
+        }
+    }
+
+    fn write(&mut self, item: &FeedItem, out: &mut String) {
         let family = match item.block {
             FeedBlock::V4(range) => {
                 if self.covered_to.is_some_and(|to| range.first() <= to) {
@@ -231,6 +262,9 @@ impl ApplianceFile {
 
     pub fn tail(&mut self) -> String {
         let mut close = String::new();
+        if let Some(held) = self.held.take() {
+            self.write(&held, &mut close);
+        }
         self.close_statement(&mut close);
         format!("{close}# end of feed, {} entries\n", self.written)
     }
@@ -402,7 +436,7 @@ mod tests {
         assert!(routeros.starts_with(
             "# greylist feed, version 3.1.0\n\
              /ip firewall address-list remove [find where list=\"edge_1\"]\n\
-             /ipv6 firewall address-list remove [find where list=\"edge_1\"]\n"
+             :do { /ipv6 firewall address-list remove [find where list=\"edge_1\"] } on-error={}\n"
         ));
         assert!(routeros.ends_with(
             "/ip firewall address-list add list=\"edge_1\" address=45.2.0.1\n\
@@ -442,11 +476,34 @@ mod tests {
             "{ipset}"
         );
         assert!(ipset.contains("add edge_16 2a00:1450:4001:80b::200e timeout 60 -exist\n"));
-        assert_eq!(
-            render_with(Appliance::Ipset, &items(), Ipv6::Off),
-            render(Appliance::Ipset, &items()),
-            "off and without IPv6 entries, the file is as it was"
-        );
         assert!(!render(Appliance::Mikrotik, &items()).contains("ipv6"));
+    }
+
+    #[test]
+    fn an_ipv6_64_takes_the_place_of_the_addresses_inside_it_so_nft_sees_no_overlap() {
+        let v6 = |text: &str| PublicIpv6::from_addr(text.parse().unwrap()).unwrap();
+        let host = |text: &str| FeedItem {
+            block: FeedBlock::V6(v6(text)),
+            global: false,
+            expires_at: None,
+            comment: None,
+        };
+        let net = |text: &str| FeedItem {
+            block: FeedBlock::V6Net64(v6(text)),
+            ..host(text)
+        };
+        let items = [
+            host("2a00:1450:4001:80b::"),
+            net("2a00:1450:4001:80b::"),
+            host("2a00:1450:4001:80b::5"),
+            host("2a00:1450:4001:80c::"),
+            host("2a00:1450:4001:80d::1"),
+            host("2a00:1450:4001:80e::"),
+        ];
+        let nft = render_with(Appliance::Nftables, &items, Ipv6::On);
+        assert!(nft.ends_with(
+            "add element inet greylist edge_16 { 2a00:1450:4001:80b::/64, 2a00:1450:4001:80c::, \
+             2a00:1450:4001:80d::1, 2a00:1450:4001:80e:: }\n# end of feed, 4 entries\n"
+        ), "{nft}");
     }
 }

@@ -15,15 +15,13 @@ use super::feed_body::{self, Again, Operator, Render, Shape};
 use super::feed_query::{FeedQuery, Format};
 use super::form;
 use super::reply::Reply;
-use crate::domain::address::{Listed, PublicIp};
+use crate::domain::address::{Ipv6, Listed, PublicIp};
 use crate::domain::decision::{Decision, Filter, OperatorFrom, Pull};
 use crate::domain::delta::BlockChanges;
 use crate::domain::feed::{FeedHead, FeedItem};
 use crate::domain::feed_token::{PullClient, Scope};
 use crate::domain::intervals::Intervals;
 use crate::domain::ip_list::ListKind;
-use crate::domain::ipv4::PublicIpv4;
-use crate::domain::ipv6::PublicIpv6;
 use crate::domain::snapshot::Shards;
 use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
@@ -238,15 +236,12 @@ pub async fn live(
     let addr: IpAddr = asked
         .parse()
         .map_err(|_| ApiError::BadRequest(format!("ip {asked:?} is not an IP address")))?;
-    // A private address: nothing covers it. An IPv6 address is looked up whatever
-    // `IPV6` says: what the holder listed stays served.
-    let Some(ip) = (match addr {
-        IpAddr::V4(v4) => PublicIpv4::from_addr(v4).map(PublicIp::V4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => PublicIpv4::from_addr(v4).map(PublicIp::V4),
-            None => PublicIpv6::from_addr(v6).map(PublicIp::V6),
-        },
-    }) else {
+    // A private address: nothing covers it. With IPv6 off, an IPv6 address is
+    // answered as before, null, without asking the holder's object.
+    let settings = config::settings(env)?;
+    let Some(ip) =
+        PublicIp::from_ip(addr).filter(|ip| settings.ipv6 == Ipv6::On || ip.v4().is_some())
+    else {
         return json_body("null");
     };
     let ((_, global), (_, allow)) = operator_lists(env, may_read, now).await?;
@@ -260,7 +255,7 @@ pub async fn live(
             token,
             client,
             ip,
-            prefix: config::settings(env)?.ipv6_prefix,
+            prefix: settings.ipv6_prefix,
         })
         .await?;
     let mut items: Vec<FeedItem> = entry.map(FeedItem::personal).into_iter().collect();

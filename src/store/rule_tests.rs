@@ -745,6 +745,31 @@ fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Subject>(fresh: fn() ->
         P::Removed
     );
     assert!(store.all_entries().is_empty());
+    // Both an address and its /64 listed: both are found, and one remove takes both.
+    assert_eq!(whole(&mut store, "2a00:1450:4001:80e::5", Add), P::Added);
+    assert_eq!(outcome(&mut store, "2a00:1450:4001:80e::6", Add), P::Added);
+    assert_eq!(store.all_entries().len(), 2);
+    let removed_before = usage(&store).removed;
+    assert_eq!(
+        outcome(&mut store, "2a00:1450:4001:80e::5", Remove),
+        P::Removed
+    );
+    assert!(store.all_entries().is_empty());
+    assert_eq!(usage(&store).removed, removed_before + 1, "one remove");
+    let last_two: Vec<String> = store
+        .all_history()
+        .iter()
+        .rev()
+        .take(2)
+        .map(|e| format!("{} {}", e.change.code(), e.ip))
+        .collect();
+    assert_eq!(
+        last_two,
+        [
+            "removed 2a00:1450:4001:80e::5",
+            "removed 2a00:1450:4001:80e::/64"
+        ]
+    );
 }
 
 macro_rules! for_both_stores {

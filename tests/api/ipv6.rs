@@ -282,7 +282,9 @@ fn on_appliance_files_load_ipv6_into_sets_of_their_own() {
         "{listed}"
     );
     let routeros = app.feed("scope=personal&format=mikrotik&list=edge").body;
-    assert!(routeros.contains("/ipv6 firewall address-list remove [find where list=\"edge\"]\n"));
+    assert!(routeros.contains(
+        ":do { /ipv6 firewall address-list remove [find where list=\"edge\"] } on-error={}\n"
+    ));
     assert!(routeros.contains(&format!(
         "/ipv6 firewall address-list add list=\"edge\" address={B}\n"
     )));
