@@ -22,7 +22,8 @@ fn on() -> Arc<Server> {
         .clone()
 }
 
-/// Every IPv6 form, and what the service answers to each with IPv6 off.
+/// IPv6 forms a client may send: long and short, IPv4-mapped, private, with a
+/// zone index, in brackets, with a prefix. Off, each answers `is invalid`.
 const FORMS: [&str; 9] = [
     A,
     "2A00:1450:4001:080B:0:0:0:200E",
