@@ -651,52 +651,55 @@ fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Subject>(fresh: fn() -> S)
         .any(|e| e.change == Change::Expired && e.ip.to_string() == a));
 }
 
-/// A /64 entry (`IPV6_PREFIX=64`) is one entry: an add of any address in it
-/// lists it, a check or remove of any other address in it finds it.
-fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Subject>(fresh: fn() -> S) {
-    let mut store = fresh();
-    let at = |text: &str, operation| Call {
+/// One operation on `text` under `prefix`, within no limits.
+fn under(store: &mut impl Subject, prefix: Ipv6Prefix, text: &str, operation: Operation) -> P {
+    let call = Call {
         operation,
         ip: text.parse().unwrap(),
-        prefix: Ipv6Prefix::Net64,
+        prefix,
         details: EntryDetails::default(),
         client: None,
     };
-    let outcome = |store: &mut S, text, operation| {
-        perform(store, &at(text, operation), NOON, NO_LIMITS)
-            .unwrap()
-            .outcome
-    };
-    assert_eq!(
-        outcome(&mut store, "2a00:1450:4001:80b::200e", Add),
-        P::Added
+    perform(store, &call, NOON, NO_LIMITS).unwrap().outcome
+}
+
+/// Runs each step in turn, expecting its outcome.
+fn steps(store: &mut impl Subject, steps: &[(Ipv6Prefix, &str, Operation, P)]) {
+    for &(prefix, text, operation, expected) in steps {
+        let outcome = under(store, prefix, text, operation);
+        assert_eq!(outcome, expected, "{prefix:?} {operation:?} {text}");
+    }
+}
+
+fn listed(store: &impl Subject) -> Vec<String> {
+    store
+        .all_entries()
+        .iter()
+        .map(|e| e.ip.to_string())
+        .collect()
+}
+
+/// A /64 entry (`IPV6_PREFIX=64`) is one entry: an add of any address in it
+/// lists it, a check or remove of any other address in it finds it.
+fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Subject>(fresh: fn() -> S) {
+    use Ipv6Prefix::{Net64, Whole};
+    let mut store = fresh();
+    steps(
+        &mut store,
+        &[
+            (Net64, "2a00:1450:4001:80b::200e", Add, P::Added),
+            (Net64, "2a00:1450:4001:80b::1", Add, P::AlreadyListed),
+            (Net64, "2a00:1450:4001:80b:ffff::", Check, P::Listed),
+            (Net64, "2a00:1450:4001:80c::1", Check, P::Unlisted),
+        ],
     );
-    assert_eq!(
-        outcome(&mut store, "2a00:1450:4001:80b::1", Add),
-        P::AlreadyListed
-    );
-    assert_eq!(
-        outcome(&mut store, "2a00:1450:4001:80b:ffff::", Check),
-        P::Listed
-    );
-    assert_eq!(
-        outcome(&mut store, "2a00:1450:4001:80c::1", Check),
-        P::Unlisted
-    );
-    assert_eq!(
-        store
-            .all_entries()
-            .iter()
-            .map(|e| e.ip.to_string())
-            .collect::<Vec<_>>(),
-        ["2a00:1450:4001:80b::/64"]
-    );
+    assert_eq!(listed(&store), ["2a00:1450:4001:80b::/64"]);
     assert_eq!(usage(&store).added, 1);
-    assert_eq!(
-        outcome(&mut store, "2a00:1450:4001:80b::9", Remove),
-        P::Removed
+    steps(
+        &mut store,
+        &[(Net64, "2a00:1450:4001:80b::9", Remove, P::Removed)],
     );
-    assert!(store.all_entries().is_empty());
+    assert!(listed(&store).is_empty());
     let history: Vec<String> = store
         .all_history()
         .iter()
@@ -707,54 +710,35 @@ fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Subject>(fresh: fn() ->
         ["2a00:1450:4001:80b::/64", "2a00:1450:4001:80b::/64"]
     );
     // A change of the setting hides nothing: what either listed, the other finds.
-    let under = |prefix, text: &str, operation| Call {
-        prefix,
-        ..at(text, operation)
-    };
-    let whole = |store: &mut S, text, operation| {
-        perform(
-            store,
-            &under(Ipv6Prefix::Whole, text, operation),
-            NOON,
-            NO_LIMITS,
-        )
-        .unwrap()
-        .outcome
-    };
-    assert_eq!(outcome(&mut store, "2a00:1450:4001:80b::1", Add), P::Added);
-    assert_eq!(whole(&mut store, "2a00:1450:4001:80b::2", Check), P::Listed);
-    assert_eq!(
-        whole(&mut store, "2a00:1450:4001:80b::2", Add),
-        P::AlreadyListed
+    steps(
+        &mut store,
+        &[
+            (Net64, "2a00:1450:4001:80b::1", Add, P::Added),
+            (Whole, "2a00:1450:4001:80b::2", Check, P::Listed),
+            (Whole, "2a00:1450:4001:80b::2", Add, P::AlreadyListed),
+            (Whole, "2a00:1450:4001:80b::2", Remove, P::Removed),
+            (Whole, "2a00:1450:4001:80d::5", Add, P::Added),
+            (Net64, "2a00:1450:4001:80d::5", Check, P::Listed),
+            (Net64, "2a00:1450:4001:80d::6", Check, P::Unlisted),
+            (Net64, "2a00:1450:4001:80d::5", Remove, P::Removed),
+        ],
     );
-    assert_eq!(
-        whole(&mut store, "2a00:1450:4001:80b::2", Remove),
-        P::Removed
-    );
-    assert_eq!(whole(&mut store, "2a00:1450:4001:80d::5", Add), P::Added);
-    assert_eq!(
-        outcome(&mut store, "2a00:1450:4001:80d::5", Check),
-        P::Listed
-    );
-    assert_eq!(
-        outcome(&mut store, "2a00:1450:4001:80d::6", Check),
-        P::Unlisted
-    );
-    assert_eq!(
-        outcome(&mut store, "2a00:1450:4001:80d::5", Remove),
-        P::Removed
-    );
-    assert!(store.all_entries().is_empty());
+    assert!(listed(&store).is_empty());
     // Both an address and its /64 listed: both are found, and one remove takes both.
-    assert_eq!(whole(&mut store, "2a00:1450:4001:80e::5", Add), P::Added);
-    assert_eq!(outcome(&mut store, "2a00:1450:4001:80e::6", Add), P::Added);
-    assert_eq!(store.all_entries().len(), 2);
-    let removed_before = usage(&store).removed;
-    assert_eq!(
-        outcome(&mut store, "2a00:1450:4001:80e::5", Remove),
-        P::Removed
+    steps(
+        &mut store,
+        &[
+            (Whole, "2a00:1450:4001:80e::5", Add, P::Added),
+            (Net64, "2a00:1450:4001:80e::6", Add, P::Added),
+        ],
     );
-    assert!(store.all_entries().is_empty());
+    assert_eq!(listed(&store).len(), 2);
+    let removed_before = usage(&store).removed;
+    steps(
+        &mut store,
+        &[(Net64, "2a00:1450:4001:80e::5", Remove, P::Removed)],
+    );
+    assert!(listed(&store).is_empty());
     assert_eq!(usage(&store).removed, removed_before + 1, "one remove");
     let last_two: Vec<String> = store
         .all_history()
