@@ -135,15 +135,13 @@ impl Listed {
     /// What a row's key lists; `None` for a key this code never writes or an
     /// address that is not public.
     pub fn from_key(bytes: &[u8]) -> Option<Self> {
-        match bytes.len() {
-            16 => PublicIp::from_octets(bytes.try_into().ok()?).map(Self::Ip),
-            17 if bytes[16] == 64 => {
-                let octets: [u8; 16] = bytes[..16].try_into().ok()?;
-                PublicIpv6::from_addr(Ipv6Addr::from(octets))
-                    .filter(|net| net.is_net64())
-                    .map(Self::Net64)
-            }
-            _ => None,
+        let key = Key::from_bytes(bytes)?;
+        if key.is_net64() {
+            PublicIpv6::from_addr(Ipv6Addr::from(key.octets()))
+                .filter(|net| net.is_net64())
+                .map(Self::Net64)
+        } else {
+            PublicIp::from_octets(key.octets()).map(Self::Ip)
         }
     }
 

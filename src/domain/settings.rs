@@ -127,16 +127,18 @@ impl Settings {
                     ))
                 }
             },
-            ipv6: match var("IPV6").as_deref().map(str::trim) {
-                None | Some("off") => Ipv6::Off,
-                Some("on") => Ipv6::On,
-                Some(other) => return Err(format!("IPV6 must be on or off, not {other:?}")),
-            },
-            ipv6_prefix: match var("IPV6_PREFIX").as_deref().map(str::trim) {
-                None | Some("128") => Ipv6Prefix::Whole,
-                Some("64") => Ipv6Prefix::Net64,
-                Some(other) => return Err(format!("IPV6_PREFIX must be 128 or 64, not {other:?}")),
-            },
+            ipv6: either(
+                "IPV6",
+                var("IPV6"),
+                Ipv6::Off,
+                [("on", Ipv6::On), ("off", Ipv6::Off)],
+            )?,
+            ipv6_prefix: either(
+                "IPV6_PREFIX",
+                var("IPV6_PREFIX"),
+                Ipv6Prefix::Whole,
+                [("128", Ipv6Prefix::Whole), ("64", Ipv6Prefix::Net64)],
+            )?,
         })
     }
 }
@@ -169,6 +171,21 @@ fn out_of_bounds(name: &str, text: &str, allowed: std::ops::RangeInclusive<u64>)
         allowed.start(),
         allowed.end()
     )
+}
+
+/// One of two words, `default` when the setting is absent.
+fn either<T: Copy>(
+    name: &str,
+    value: Option<String>,
+    default: T,
+    [(one, a), (other, b)]: [(&str, T); 2],
+) -> Result<T, String> {
+    match value.as_deref().map(str::trim) {
+        None => Ok(default),
+        Some(text) if text == one => Ok(a),
+        Some(text) if text == other => Ok(b),
+        Some(text) => Err(format!("{name} must be {one} or {other}, not {text:?}")),
+    }
 }
 
 fn count(name: &str, value: Option<String>) -> Result<Option<u32>, String> {
