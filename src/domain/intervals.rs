@@ -1,27 +1,29 @@
-//! Sets of addresses as sorted, disjoint, never adjacent inclusive intervals, and
-//! the operations the lists' snapshots and deltas need: a union of ranges, and the
-//! combination of two sets (union, difference, symmetric difference), each one
-//! pass over both.
+//! Sets of addresses of one family as sorted, disjoint, never adjacent inclusive
+//! intervals, and the operations the lists' snapshots and deltas need: a union of
+//! ranges, and the combination of two sets (union, difference, symmetric
+//! difference), each one pass over both.
 
 use std::rc::Rc;
 
+use super::family::Addr;
+
 /// Sorted, disjoint, never adjacent inclusive intervals.
-pub type Intervals = Vec<(u32, u32)>;
+pub type Intervals<A = u32> = Vec<(A, A)>;
 
 /// A set read in order from any address on: intervals held in one slice, or a
 /// list held as its shards (`snapshot::Shards`), never flattened for a lookup.
-pub trait Seek {
+pub trait Seek<A: Addr = u32> {
     /// The set's intervals in order, from the first that ends at or after `low`.
-    fn from(&self, low: u32) -> impl Iterator<Item = (u32, u32)> + '_;
+    fn from(&self, low: A) -> impl Iterator<Item = (A, A)> + '_;
 
     /// The maximal interval that holds `addr`.
-    fn interval_of(&self, addr: u32) -> Option<(u32, u32)> {
+    fn interval_of(&self, addr: A) -> Option<(A, A)> {
         self.from(addr).next().filter(|&(first, _)| first <= addr)
     }
 }
 
-impl Seek for [(u32, u32)] {
-    fn from(&self, low: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+impl<A: Addr> Seek<A> for [(A, A)] {
+    fn from(&self, low: A) -> impl Iterator<Item = (A, A)> + '_ {
         self[self.partition_point(|&(_, last)| last < low)..]
             .iter()
             .copied()
@@ -31,10 +33,10 @@ impl Seek for [(u32, u32)] {
 /// `set` without what `cut` holds, read lazily: `set` may be a list of millions
 /// read in order, `cut` is held whole. An interval `cut` does not touch (most of
 /// them) passes as it is.
-pub fn without(
-    set: impl Iterator<Item = (u32, u32)>,
-    cut: Rc<Intervals>,
-) -> impl Iterator<Item = (u32, u32)> {
+pub fn without<A: Addr>(
+    set: impl Iterator<Item = (A, A)>,
+    cut: Rc<Intervals<A>>,
+) -> impl Iterator<Item = (A, A)> {
     set.flat_map(move |(first, last)| {
         let here = clip(&cut, first, last);
         let whole = here.is_empty().then_some((first, last));
@@ -49,18 +51,21 @@ pub fn without(
 
 /// Ranges sorted by their first address (overlapping, nested or adjacent ones
 /// allowed) as the set they cover.
-pub fn union_of_sorted(ranges: impl IntoIterator<Item = (u32, u32)>) -> Intervals {
+pub fn union_of_sorted<A: Addr>(ranges: impl IntoIterator<Item = (A, A)>) -> Intervals<A> {
     merged(ranges).collect()
 }
 
+/// Whether an interval beginning at `next` overlaps or touches one ending at `last`.
+fn touches<A: Addr>(last: A, next: A) -> bool {
+    last.after().is_none_or(|after| next <= after)
+}
+
 /// `union_of_sorted`, read lazily.
-pub fn merged(ranges: impl IntoIterator<Item = (u32, u32)>) -> impl Iterator<Item = (u32, u32)> {
+pub fn merged<A: Addr>(ranges: impl IntoIterator<Item = (A, A)>) -> impl Iterator<Item = (A, A)> {
     let mut ranges = ranges.into_iter().peekable();
     std::iter::from_fn(move || {
         let (first, mut last) = ranges.next()?;
-        while let Some((_, next_last)) =
-            ranges.next_if(|&(next, _)| u64::from(next) <= u64::from(last) + 1)
-        {
+        while let Some((_, next_last)) = ranges.next_if(|&(next, _)| touches(last, next)) {
             last = last.max(next_last);
         }
         Some((first, last))
@@ -91,30 +96,28 @@ impl Op {
 }
 
 /// `a` and `b` combined by `op`, in one pass over the boundaries of both.
-pub fn combine(a: &[(u32, u32)], b: &[(u32, u32)], op: Op) -> Intervals {
+pub fn combine<A: Addr>(a: &[(A, A)], b: &[(A, A)], op: Op) -> Intervals<A> {
     combine_iter(a.iter().copied(), b.iter().copied(), op)
 }
 
+/// Where a set starts or stops holding: `(x, false)` just before `x`, `(x, true)`
+/// just after it. Points sort in address order without ever naming the address
+/// past the top of the family (`last + 1`), which no integer of its width holds.
+type Point<A> = (A, bool);
+
 /// `combine` of two sets read in order, never held whole: what the writer uses
 /// on lists of millions of entries.
-pub fn combine_iter(
-    a: impl IntoIterator<Item = (u32, u32)>,
-    b: impl IntoIterator<Item = (u32, u32)>,
+pub fn combine_iter<A: Addr>(
+    a: impl IntoIterator<Item = (A, A)>,
+    b: impl IntoIterator<Item = (A, A)>,
     op: Op,
-) -> Intervals {
-    // Each set as the sorted points where it starts or stops holding (`last + 1`,
-    // which may be 2^32, so the points are u64).
-    let mut pa = a
-        .into_iter()
-        .flat_map(|(first, last)| [u64::from(first), u64::from(last) + 1])
-        .peekable();
-    let mut pb = b
-        .into_iter()
-        .flat_map(|(first, last)| [u64::from(first), u64::from(last) + 1])
-        .peekable();
+) -> Intervals<A> {
+    let points = |set: (A, A)| -> [Point<A>; 2] { [(set.0, false), (set.1, true)] };
+    let mut pa = a.into_iter().flat_map(points).peekable();
+    let mut pb = b.into_iter().flat_map(points).peekable();
     let (mut inside_a, mut inside_b) = (false, false);
-    let mut out: Intervals = Vec::new();
-    let mut start: Option<u64> = None;
+    let mut out: Intervals<A> = Vec::new();
+    let mut start: Option<A> = None;
     loop {
         let at = match (pa.peek(), pb.peek()) {
             (Some(&x), Some(&y)) => x.min(y),
@@ -129,10 +132,12 @@ pub fn combine_iter(
             inside_b = !inside_b;
         }
         let holds = op.holds(inside_a, inside_b);
-        match (start, holds) {
-            (None, true) => start = Some(at),
-            (Some(from), false) => {
-                push_merged(&mut out, from as u32, (at - 1) as u32);
+        match (start, holds, at) {
+            // A set that goes on holding past a point after `x` holds `x + 1`.
+            (None, true, (x, after)) => start = Some(if after { next(x) } else { x }),
+            // A set that stops holding before `x` held `x - 1`.
+            (Some(from), false, (x, after)) => {
+                push_merged(&mut out, from, if after { x } else { previous(x) });
                 start = None;
             }
             _ => {}
@@ -141,28 +146,31 @@ pub fn combine_iter(
     out
 }
 
-fn push_merged(out: &mut Intervals, first: u32, last: u32) {
+/// The address after `x`, which a set still holding past `x` proves exists.
+fn next<A: Addr>(x: A) -> A {
+    x.after().unwrap_or(x)
+}
+
+/// The address before `x`, which a set that held something before `x` proves exists.
+fn previous<A: Addr>(x: A) -> A {
+    x.before().unwrap_or(x)
+}
+
+fn push_merged<A: Addr>(out: &mut Intervals<A>, first: A, last: A) {
     match out.last_mut() {
-        Some((_, end)) if u64::from(first) <= u64::from(*end) + 1 => *end = (*end).max(last),
+        Some((_, end)) if touches(*end, first) => *end = (*end).max(last),
         _ => out.push((first, last)),
     }
 }
 
 /// The part of `set` within `[low, high]`.
-pub fn clip(set: &[(u32, u32)], low: u32, high: u32) -> Intervals {
+pub fn clip<A: Addr>(set: &[(A, A)], low: A, high: A) -> Intervals<A> {
     let from = set.partition_point(|&(_, last)| last < low);
     set[from..]
         .iter()
         .take_while(|&&(first, _)| first <= high)
         .map(|&(first, last)| (first.max(low), last.min(high)))
         .collect()
-}
-
-/// How many addresses a set holds.
-pub fn size(set: &[(u32, u32)]) -> u64 {
-    set.iter()
-        .map(|&(first, last)| u64::from(last) - u64::from(first) + 1)
-        .sum()
 }
 
 #[cfg(test)]
@@ -183,7 +191,19 @@ mod tests {
         })
     }
 
-    fn holds(set: &[(u32, u32)], addr: u32) -> bool {
+    fn ipv6_set_strategy() -> impl Strategy<Value = Intervals<u128>> {
+        let addr = prop_oneof![any::<u128>(), 0u128..200, (u128::MAX - 200)..=u128::MAX];
+        proptest::collection::vec((addr, 0u128..100), 0..10).prop_map(|mut spans| {
+            spans.sort();
+            union_of_sorted(
+                spans
+                    .into_iter()
+                    .map(|(first, len)| (first, first.saturating_add(len))),
+            )
+        })
+    }
+
+    fn holds<A: Addr>(set: &[(A, A)], addr: A) -> bool {
         set.iter().any(|&(a, b)| a <= addr && addr <= b)
     }
 
@@ -194,7 +214,7 @@ mod tests {
             [(1, 9), (11, 12), (u32::MAX, u32::MAX)]
         );
         assert_eq!(
-            combine(&[(0, 9)], &[(3, 4)], Op::Xor),
+            combine(&[(0u32, 9)], &[(3, 4)], Op::Xor),
             [(0, 2), (5, 9)],
             "a change in the middle of a range"
         );
@@ -207,8 +227,24 @@ mod tests {
             combine(&[(0, 4)], &[(5, u32::MAX)], Op::Union),
             [(0, u32::MAX)]
         );
-        assert_eq!(clip(&[(0, 4), (8, 20)], 3, 9), [(3, 4), (8, 9)]);
-        assert_eq!(size(&[(0, u32::MAX)]), 1 << 32);
+        assert_eq!(clip(&[(0u32, 4), (8, 20)], 3, 9), [(3, 4), (8, 9)]);
+        assert_eq!(
+            combine(
+                &[(0, u128::MAX)],
+                &[(0, 0), (u128::MAX, u128::MAX)],
+                Op::Minus
+            ),
+            [(1, u128::MAX - 1)],
+            "IPv6's whole space without its two ends"
+        );
+        assert_eq!(
+            combine(&[(0, 4)], &[(5, u128::MAX)], Op::Union),
+            [(0, u128::MAX)]
+        );
+        assert_eq!(
+            union_of_sorted([(0u128, u128::MAX), (u128::MAX, u128::MAX)]),
+            [(0, u128::MAX)]
+        );
     }
 
     proptest! {
@@ -243,6 +279,25 @@ mod tests {
                 let expected = a.iter().copied().find(|&(x, y)| x <= addr && addr <= y);
                 prop_assert_eq!(a.interval_of(addr), expected, "{:#x}", addr);
             }
+        }
+
+        #[test]
+        fn ipv6_sets_combine_as_ipv4_ones_do_up_to_the_top_of_the_space(
+            a in ipv6_set_strategy(),
+            b in ipv6_set_strategy(),
+            probes in proptest::collection::vec(any::<u128>(), 0..30),
+        ) {
+            let edges = a.iter().chain(&b).flat_map(|&(x, y)| [x, y, x.wrapping_sub(1), y.wrapping_add(1)]);
+            let probes: Vec<u128> = probes.into_iter().chain(edges).collect();
+            for op in [Op::Union, Op::Both, Op::Minus, Op::Xor] {
+                let out = combine(&a, &b, op);
+                prop_assert!(out.windows(2).all(|w| w[0].1 < w[1].0 && !touches(w[0].1, w[1].0)), "sorted, disjoint, not adjacent");
+                for &addr in &probes {
+                    prop_assert_eq!(holds(&out, addr), op.holds(holds(&a, addr), holds(&b, addr)), "{:?} at {:#x}", op, addr);
+                }
+            }
+            let there_and_back = combine(&combine(&a, &b, Op::Xor), &b, Op::Xor);
+            prop_assert_eq!(there_and_back, a, "a change applied twice is undone");
         }
     }
 }

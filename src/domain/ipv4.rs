@@ -98,21 +98,21 @@ fn parse_octet(part: &str) -> Option<u8> {
 /// Ranges of the IANA IPv4 Special-Purpose Address Registry whose
 /// "Globally Reachable" is False, plus multicast (the specification's settled decisions).
 const NOT_GLOBAL: [Ipv4Range; 15] = [
-    Ipv4Range::cidr([0, 0, 0, 0], 8),
-    Ipv4Range::cidr([10, 0, 0, 0], 8),
-    Ipv4Range::cidr([100, 64, 0, 0], 10),
-    Ipv4Range::cidr([127, 0, 0, 0], 8),
-    Ipv4Range::cidr([169, 254, 0, 0], 16),
-    Ipv4Range::cidr([172, 16, 0, 0], 12),
-    Ipv4Range::cidr([192, 0, 0, 0], 24),
-    Ipv4Range::cidr([192, 0, 2, 0], 24),
-    Ipv4Range::cidr([192, 168, 0, 0], 16),
-    Ipv4Range::cidr([198, 18, 0, 0], 15),
-    Ipv4Range::cidr([198, 51, 100, 0], 24),
-    Ipv4Range::cidr([203, 0, 113, 0], 24),
-    Ipv4Range::cidr([224, 0, 0, 0], 4),
-    Ipv4Range::cidr([240, 0, 0, 0], 4),
-    Ipv4Range::cidr([255, 255, 255, 255], 32),
+    Ipv4Range::block([0, 0, 0, 0], 8),
+    Ipv4Range::block([10, 0, 0, 0], 8),
+    Ipv4Range::block([100, 64, 0, 0], 10),
+    Ipv4Range::block([127, 0, 0, 0], 8),
+    Ipv4Range::block([169, 254, 0, 0], 16),
+    Ipv4Range::block([172, 16, 0, 0], 12),
+    Ipv4Range::block([192, 0, 0, 0], 24),
+    Ipv4Range::block([192, 0, 2, 0], 24),
+    Ipv4Range::block([192, 168, 0, 0], 16),
+    Ipv4Range::block([198, 18, 0, 0], 15),
+    Ipv4Range::block([198, 51, 100, 0], 24),
+    Ipv4Range::block([203, 0, 113, 0], 24),
+    Ipv4Range::block([224, 0, 0, 0], 4),
+    Ipv4Range::block([240, 0, 0, 0], 4),
+    Ipv4Range::block([255, 255, 255, 255], 32),
 ];
 
 /// Inside 192.0.0.0/24, the registry marks these two as globally reachable.

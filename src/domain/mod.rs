@@ -9,6 +9,7 @@ pub mod cut;
 pub mod decision;
 pub mod delta;
 pub mod entry;
+pub mod family;
 pub mod feed;
 pub mod feed_token;
 pub mod holder;

@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
+use super::family::Addr;
 use super::intervals::Seek;
 
 /// Entries in one shard at most: 4 MB of spans, well under KV's 25 MiB a value,
@@ -40,9 +41,7 @@ pub struct Manifest {
 impl Manifest {
     /// Which shard holds `addr`.
     pub fn shard_of(&self, addr: u32) -> usize {
-        self.shards
-            .partition_point(|&first| first <= addr)
-            .saturating_sub(1)
+        shard_of(&self.shards, addr)
     }
 
     /// How many of its shards this version wrote: the others it shares with the
@@ -73,17 +72,35 @@ pub fn shard_key(version: u64, index: usize) -> String {
     format!("v{version}/{index}")
 }
 
-/// Part of a snapshot: single addresses and wider intervals, each sorted, disjoint
-/// and never adjacent. Single addresses cost four bytes, intervals eight.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Shard {
-    singles: Vec<u32>,
-    spans: Vec<(u32, u32)>,
+/// Which of the shards beginning at `starts` (ascending, the first the family's
+/// lowest address) holds `addr`.
+pub fn shard_of<A: Addr>(starts: &[A], addr: A) -> usize {
+    starts
+        .partition_point(|&first| first <= addr)
+        .saturating_sub(1)
 }
 
-impl Shard {
+/// Part of a snapshot: single addresses and wider intervals of one family, each
+/// sorted, disjoint and never adjacent. A single address costs its width (4 bytes
+/// IPv4, 16 IPv6), an interval twice that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard<A = u32> {
+    singles: Vec<A>,
+    spans: Vec<(A, A)>,
+}
+
+impl<A> Default for Shard<A> {
+    fn default() -> Self {
+        Self {
+            singles: Vec::new(),
+            spans: Vec::new(),
+        }
+    }
+}
+
+impl<A: Addr> Shard<A> {
     /// A shard of sorted, disjoint, never adjacent intervals.
-    pub fn of_intervals(intervals: Vec<(u32, u32)>) -> Self {
+    pub fn of_intervals(intervals: Vec<(A, A)>) -> Self {
         let mut shard = Self::default();
         for (first, last) in intervals {
             if first == last {
@@ -95,7 +112,7 @@ impl Shard {
         shard
     }
 
-    pub fn contains(&self, addr: u32) -> bool {
+    pub fn contains(&self, addr: A) -> bool {
         if self.singles.binary_search(&addr).is_ok() {
             return true;
         }
@@ -104,7 +121,7 @@ impl Shard {
 
     /// The interval after the single address `single` and the span `span`, in
     /// address order, and the positions moved past it.
-    fn next_at(&self, single: &mut usize, span: &mut usize) -> Option<(u32, u32)> {
+    fn next_at(&self, single: &mut usize, span: &mut usize) -> Option<(A, A)> {
         match (self.singles.get(*single), self.spans.get(*span)) {
             (Some(&address), Some(&(first, _))) if address < first => {
                 *single += 1;
@@ -123,14 +140,14 @@ impl Shard {
     }
 
     /// Its intervals, in order.
-    pub fn intervals(&self) -> Vec<(u32, u32)> {
+    pub fn intervals(&self) -> Vec<(A, A)> {
         let (mut single, mut span) = (0, 0);
         std::iter::from_fn(|| self.next_at(&mut single, &mut span)).collect()
     }
 
     /// Bytes the shard holds in memory, as in KV.
     pub fn size(&self) -> usize {
-        8 + self.singles.len() * 4 + self.spans.len() * 8
+        8 + (self.singles.len() + self.spans.len() * 2) * A::BYTES
     }
 
     /// Little-endian: the two counts, then the single addresses, then the intervals.
@@ -138,12 +155,12 @@ impl Shard {
         let mut bytes = Vec::with_capacity(self.size());
         bytes.extend_from_slice(&(self.singles.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&(self.spans.len() as u32).to_le_bytes());
-        for single in &self.singles {
-            bytes.extend_from_slice(&single.to_le_bytes());
+        for &single in &self.singles {
+            single.write_le(&mut bytes);
         }
-        for (first, last) in &self.spans {
-            bytes.extend_from_slice(&first.to_le_bytes());
-            bytes.extend_from_slice(&last.to_le_bytes());
+        for &(first, last) in &self.spans {
+            first.write_le(&mut bytes);
+            last.write_le(&mut bytes);
         }
         bytes
     }
@@ -151,23 +168,22 @@ impl Shard {
     /// `None` for anything `encode` could not have written: a value cut short or
     /// tampered with is an error, never an empty list.
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        let word = |i: usize| {
-            bytes
-                .get(i * 4..i * 4 + 4)
-                .map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")))
+        let count = |i: usize| {
+            let word = bytes.get(i * 4..i * 4 + 4)?;
+            Some(u32::from_le_bytes(word.try_into().ok()?) as usize)
         };
-        let (singles, spans) = (word(0)? as usize, word(1)? as usize);
-        if bytes.len() != 8 + singles * 4 + spans * 8 {
+        let (singles, spans) = (count(0)?, count(1)?);
+        let expected = singles
+            .checked_add(spans.checked_mul(2)?)?
+            .checked_mul(A::BYTES)?
+            .checked_add(8)?;
+        if bytes.len() != expected {
             return None;
         }
-        let singles: Vec<u32> = (0..singles).map(|i| word(2 + i)).collect::<Option<_>>()?;
-        let spans: Vec<(u32, u32)> = (0..spans)
-            .map(|i| {
-                Some((
-                    word(2 + singles.len() + 2 * i)?,
-                    word(3 + singles.len() + 2 * i)?,
-                ))
-            })
+        let mut addresses = bytes[8..].chunks_exact(A::BYTES).map(A::read_le);
+        let singles: Vec<A> = addresses.by_ref().take(singles).collect::<Option<_>>()?;
+        let spans: Vec<(A, A)> = (0..spans)
+            .map(|_| Some((addresses.next()??, addresses.next()??)))
             .collect::<Option<_>>()?;
         let sorted = singles.windows(2).all(|w| w[0] < w[1])
             && spans.iter().all(|(a, b)| a <= b)
@@ -178,15 +194,24 @@ impl Shard {
 
 /// A version of a list as the shards an isolate holds, read in order or from any
 /// address on, never flattened into a copy beside them: what a feed streams.
-#[derive(Debug, Clone, Default)]
-pub struct Shards {
+#[derive(Debug, Clone)]
+pub struct Shards<A = u32> {
     /// The first address each shard covers, as the manifest says.
-    starts: Rc<[u32]>,
-    shards: Rc<[Rc<Shard>]>,
+    starts: Rc<[A]>,
+    shards: Rc<[Rc<Shard<A>>]>,
 }
 
-impl Shards {
-    pub fn new(starts: Vec<u32>, shards: Vec<Rc<Shard>>) -> Self {
+impl<A> Default for Shards<A> {
+    fn default() -> Self {
+        Self {
+            starts: Rc::new([]),
+            shards: Rc::new([]),
+        }
+    }
+}
+
+impl<A: Addr> Shards<A> {
+    pub fn new(starts: Vec<A>, shards: Vec<Rc<Shard<A>>>) -> Self {
         Self {
             starts: starts.into(),
             shards: shards.into(),
@@ -195,11 +220,8 @@ impl Shards {
 
     /// The intervals from the first that ends at or after `low`, in order; the
     /// cursor holds the shards, so a feed's stream can own it.
-    pub fn read_from(&self, low: u32) -> ShardCursor {
-        let shard = self
-            .starts
-            .partition_point(|&first| first <= low)
-            .saturating_sub(1);
+    pub fn read_from(&self, low: A) -> ShardCursor<A> {
+        let shard = shard_of(&self.starts, low);
         let (single, span) = self.shards.get(shard).map_or((0, 0), |held| {
             (
                 held.singles.partition_point(|&address| address < low),
@@ -215,24 +237,24 @@ impl Shards {
     }
 }
 
-impl Seek for Shards {
-    fn from(&self, low: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+impl<A: Addr> Seek<A> for Shards<A> {
+    fn from(&self, low: A) -> impl Iterator<Item = (A, A)> + '_ {
         self.read_from(low)
     }
 }
 
 /// Where a reading of `Shards` is.
-pub struct ShardCursor {
-    shards: Rc<[Rc<Shard>]>,
+pub struct ShardCursor<A = u32> {
+    shards: Rc<[Rc<Shard<A>>]>,
     shard: usize,
     single: usize,
     span: usize,
 }
 
-impl Iterator for ShardCursor {
-    type Item = (u32, u32);
+impl<A: Addr> Iterator for ShardCursor<A> {
+    type Item = (A, A);
 
-    fn next(&mut self) -> Option<(u32, u32)> {
+    fn next(&mut self) -> Option<(A, A)> {
         loop {
             let shard = self.shards.get(self.shard)?;
             if let Some(interval) = shard.next_at(&mut self.single, &mut self.span) {
@@ -244,7 +266,7 @@ impl Iterator for ShardCursor {
 }
 
 /// Whether one of `intervals` (sorted, disjoint, inclusive) holds `addr`: a binary search.
-pub fn covers(intervals: &[(u32, u32)], addr: u32) -> bool {
+pub fn covers<A: Addr>(intervals: &[(A, A)], addr: A) -> bool {
     let after = intervals.partition_point(|&(first, _)| first <= addr);
     after > 0 && addr <= intervals[after - 1].1
 }
@@ -333,17 +355,21 @@ mod tests {
         let (_, shards) = build(&entries(&["1.2.3.4", "5.6.7.0/24", "255.255.255.255"]));
         let bytes = shards[0].encode();
         assert_eq!(bytes.len(), shards[0].size());
-        assert_eq!(Shard::decode(&bytes), Some(shards[0].clone()));
-        assert_eq!(Shard::decode(&bytes[..bytes.len() - 1]), None, "cut short");
-        assert_eq!(Shard::decode(&[]), None);
+        assert_eq!(Shard::<u32>::decode(&bytes), Some(shards[0].clone()));
+        assert_eq!(
+            Shard::<u32>::decode(&bytes[..bytes.len() - 1]),
+            None,
+            "cut short"
+        );
+        assert_eq!(Shard::<u32>::decode(&[]), None);
         let mut unsorted = Shard {
-            singles: vec![5, 3],
+            singles: vec![5u32, 3],
             spans: vec![],
         }
         .encode();
-        assert_eq!(Shard::decode(&unsorted), None);
+        assert_eq!(Shard::<u32>::decode(&unsorted), None);
         unsorted.truncate(8);
-        assert_eq!(Shard::decode(&unsorted), None);
+        assert_eq!(Shard::<u32>::decode(&unsorted), None);
     }
 
     #[test]
@@ -453,5 +479,58 @@ mod tests {
                 prop_assert_eq!(lookup(&starts, &shards, addr), expected, "{:#x}", addr);
             }
         }
+    }
+
+    fn ipv6_range_strategy() -> impl Strategy<Value = crate::domain::range::Ipv6Range> {
+        // Both ends of the space as well as anywhere, and every prefix from ::/0 to /128.
+        let addr = prop_oneof![any::<u128>(), 0u128..64, (u128::MAX - 64)..=u128::MAX];
+        (addr, 0u8..=128).prop_map(|(addr, prefix)| {
+            let network = addr & !<u128 as Addr>::host_mask(prefix);
+            crate::domain::range::Ipv6Range::from_parts(network, prefix).unwrap()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn ipv6_lookups_agree_with_a_brute_force_model_through_their_encoding(
+            mut ranges in proptest::collection::vec(ipv6_range_strategy(), 0..40),
+            per_shard in 1usize..5,
+            probes in proptest::collection::vec(prop_oneof![any::<u128>(), 0u128..64, (u128::MAX - 64)..=u128::MAX], 0..64),
+        ) {
+            ranges.sort();
+            let list = crate::domain::intervals::union_of_sorted(ranges.iter().map(|r| (r.first(), r.last())));
+            let (mut starts, mut shards) = (vec![0u128], vec![]);
+            for (index, part) in list.chunks(per_shard).enumerate() {
+                if index > 0 {
+                    starts.push(part[0].0);
+                }
+                let shard = Shard::of_intervals(part.to_vec());
+                let bytes = shard.encode();
+                prop_assert_eq!(bytes.len(), shard.size());
+                prop_assert_eq!(Shard::<u128>::decode(&bytes[..bytes.len() - 1]), None, "cut short");
+                prop_assert_eq!(Shard::<u32>::decode(&bytes), None, "read as the other family");
+                shards.push(Rc::new(Shard::<u128>::decode(&bytes).unwrap()));
+            }
+            if shards.is_empty() {
+                shards.push(Rc::new(Shard::default()));
+            }
+            let edges = ranges.iter().flat_map(|r| [r.first(), r.last(), r.first().wrapping_sub(1), r.last().wrapping_add(1)]);
+            for addr in probes.into_iter().chain(edges).chain([0, u128::MAX]) {
+                let expected = ranges.iter().any(|r| r.holds(addr));
+                prop_assert_eq!(shards[shard_of(&starts, addr)].contains(addr), expected, "{:#x}", addr);
+            }
+            let held = Shards::new(starts, shards);
+            prop_assert_eq!(held.read_from(0).collect::<Vec<_>>(), list);
+        }
+    }
+
+    #[test]
+    fn the_whole_ipv6_space_and_its_top_address_are_held() {
+        let whole = Shard::of_intervals(vec![(0u128, u128::MAX)]);
+        assert!(whole.contains(0) && whole.contains(u128::MAX));
+        assert_eq!(Shard::<u128>::decode(&whole.encode()), Some(whole));
+        let top = Shard::of_intervals(vec![(1u128, 1), (u128::MAX, u128::MAX)]);
+        assert!(top.contains(u128::MAX) && !top.contains(u128::MAX - 1) && !top.contains(0));
+        assert_eq!(top.size(), 8 + 2 * 16, "16 bytes an address");
     }
 }
