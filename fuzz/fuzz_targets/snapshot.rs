@@ -11,7 +11,10 @@ use greylist::domain::snapshot::{Manifest, Shard, Shards};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Some(shard) = Shard::decode(data) {
+    if let Some(shard) = Shard::<u128>::decode(data) {
+        assert_eq!(shard.encode(), data);
+    }
+    if let Some(shard) = Shard::<u32>::decode(data) {
         assert_eq!(shard.encode(), data);
         let intervals: Vec<(u32, u32)> = Shards::new(vec![0], vec![Rc::new(shard.clone())])
             .read_from(0)
@@ -21,10 +24,15 @@ fuzz_target!(|data: &[u8]| {
             assert!(shard.contains(first) && shard.contains(last));
         }
     }
-    if let Some(entries) = ListEntries::decode(data) {
+    if let Some(entries) = ListEntries::<u32>::decode(data) {
+        assert_eq!(ListEntries::decode(&entries.encode()), Some(entries));
+    }
+    if let Some(entries) = ListEntries::<u128>::decode(data) {
         assert_eq!(ListEntries::decode(&entries.encode()), Some(entries));
     }
     if let Ok(manifest) = serde_json::from_slice::<Manifest>(data) {
-        let _ = manifest.shard_of(u32::MAX);
+        let _ = manifest.part().shard_of(u32::MAX);
+        let _ = manifest.part().shard_of(u128::MAX);
+        let _ = manifest.keys().count();
     }
 });

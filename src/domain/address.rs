@@ -14,7 +14,7 @@ use super::ipv6::{parse_colon_hex, PublicIpv6};
 
 /// Whether new IPv6 input is taken (`IPV6`). Off, IPv6 text is invalid, exactly
 /// as the specification's IPv4-only rules have it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Ipv6 {
     #[default]
     Off,

@@ -4,24 +4,26 @@
 //! list of ten million entries is never in the writer's memory whole. A chunk
 //! holds the entries whose first address runs from its start to the next chunk's.
 
+use super::family::Addr;
 use super::ip_list::Changes;
-use super::range::Ipv4Range;
+use super::range::Cidr;
 
 /// Entries in one chunk at most: its row stays well under SQLite's 2 MB a value.
 pub const CHUNK_ENTRIES: usize = 65_536;
 /// Entries a chunk is cut to hold when it is written anew: half what it may hold,
 /// so that edits grow it a long time before it splits.
 pub const CHUNK_FILL: usize = CHUNK_ENTRIES / 2;
-/// The first byte of a stored chunk: this layout (IPv4 entries). Another family
-/// is another layout under another byte, beside this one, without a migration.
-const FORMAT_IPV4: u8 = 4;
-/// Bytes an entry takes: first address, prefix length, and the edit that added it.
-pub const KEPT_BYTES: usize = 9;
+/// Bytes an entry takes: first address (4 bytes IPv4, 16 IPv6), prefix length,
+/// and the edit that added it. The first byte of a stored chunk names the family
+/// (`Addr::FAMILY`), so each family's chunks keep their own layout.
+const fn kept_bytes<A: Addr>() -> usize {
+    A::BYTES + 5
+}
 
 /// One entry as the writer keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Kept {
-    pub range: Ipv4Range,
+pub struct Kept<A = u32> {
+    pub range: Cidr<A>,
     /// The edit or import that added it (the writer's `edits` table).
     pub edit: u64,
 }
@@ -29,19 +31,19 @@ pub struct Kept {
 /// What the writer knows of a chunk without reading it: enough to find the chunks
 /// an edit falls in, and where a shard may begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkInfo {
-    pub start: u32,
+pub struct ChunkInfo<A = u32> {
+    pub start: A,
     /// The edit that wrote this chunk's row last.
     pub rev: u64,
     pub entries: usize,
     /// The first address of its first entry.
-    pub first: Option<u32>,
+    pub first: Option<A>,
     /// The last address any of its entries reaches.
-    pub reach: Option<u32>,
+    pub reach: Option<A>,
 }
 
-impl ChunkInfo {
-    pub fn of(start: u32, rev: u64, entries: &[Kept]) -> Self {
+impl<A: Addr> ChunkInfo<A> {
+    pub fn of(start: A, rev: u64, entries: &[Kept<A>]) -> Self {
         Self {
             start,
             rev,
@@ -52,31 +54,32 @@ impl ChunkInfo {
     }
 }
 
-/// A chunk's entries as stored: the format byte, then each entry in order.
-pub fn encode(entries: &[Kept]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(1 + entries.len() * KEPT_BYTES);
-    bytes.push(FORMAT_IPV4);
+/// A chunk's entries as stored: the family byte, then each entry in order.
+pub fn encode<A: Addr>(entries: &[Kept<A>]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(1 + entries.len() * kept_bytes::<A>());
+    bytes.push(A::FAMILY);
     for kept in entries {
-        bytes.extend_from_slice(&kept.range.first().to_le_bytes());
+        kept.range.first().write_le(&mut bytes);
         bytes.push(kept.range.prefix());
         bytes.extend_from_slice(&(kept.edit as u32).to_le_bytes());
     }
     bytes
 }
 
-/// `None` for anything `encode` could not have written.
-pub fn decode(bytes: &[u8]) -> Option<Vec<Kept>> {
+/// `None` for anything `encode` could not have written for this family.
+pub fn decode<A: Addr>(bytes: &[u8]) -> Option<Vec<Kept<A>>> {
     let (&format, body) = bytes.split_first()?;
-    if format != FORMAT_IPV4 || body.len() % KEPT_BYTES != 0 {
+    let size = kept_bytes::<A>();
+    if format != A::FAMILY || body.len() % size != 0 {
         return None;
     }
-    let word = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("four bytes"));
-    let entries: Vec<Kept> = body
-        .chunks_exact(KEPT_BYTES)
+    let entries: Vec<Kept<A>> = body
+        .chunks_exact(size)
         .map(|b| {
+            let (first, rest) = b.split_at(A::BYTES);
             Some(Kept {
-                range: Ipv4Range::from_parts(word(&b[..4]), b[4])?,
-                edit: u64::from(word(&b[5..9])),
+                range: Cidr::from_parts(A::read_le(first)?, rest[0])?,
+                edit: u64::from(u32::from_le_bytes(rest[1..].try_into().ok()?)),
             })
         })
         .collect::<Option<_>>()?;
@@ -88,10 +91,10 @@ pub fn decode(bytes: &[u8]) -> Option<Vec<Kept>> {
 
 /// Removes `remove`, then adds `add` as edit `edit`, both sorted and without
 /// duplicates; an entry already there keeps its provenance. Counts only what changed.
-pub fn apply(
-    entries: &mut Vec<Kept>,
-    add: &[Ipv4Range],
-    remove: &[Ipv4Range],
+pub fn apply<A: Addr>(
+    entries: &mut Vec<Kept<A>>,
+    add: &[Cidr<A>],
+    remove: &[Cidr<A>],
     edit: u64,
 ) -> Changes {
     let before = entries.len();
@@ -117,30 +120,30 @@ pub fn apply(
 
 /// Cuts entries arriving in address order into chunks of about `CHUNK_FILL`,
 /// each begun at an entry's first address, the entries of one first address
-/// (at most 33) kept together; one chunk is held at a time.
-pub struct Filling {
-    start: u32,
-    part: Vec<Kept>,
+/// (at most 129) kept together; one chunk is held at a time.
+pub struct Filling<A = u32> {
+    start: A,
+    part: Vec<Kept<A>>,
 }
 
-impl Filling {
+impl<A: Addr> Filling<A> {
     /// The first chunk begins at `start`.
-    pub fn new(start: u32) -> Self {
+    pub fn new(start: A) -> Self {
         Self {
             start,
-            part: Vec::with_capacity(CHUNK_FILL + 33),
+            part: Vec::with_capacity(CHUNK_FILL + 129),
         }
     }
 
     /// Adds the next entry; hands back the chunk it completed, if it did.
-    pub fn push(&mut self, kept: Kept) -> Option<(u32, Vec<Kept>)> {
+    pub fn push(&mut self, kept: Kept<A>) -> Option<(A, Vec<Kept<A>>)> {
         let full = self.part.len() >= CHUNK_FILL
             && self
                 .part
                 .last()
                 .is_some_and(|last| last.range.first() != kept.range.first());
         let done = full.then(|| {
-            let next = Vec::with_capacity(CHUNK_FILL + 33);
+            let next = Vec::with_capacity(CHUNK_FILL + 129);
             let start = std::mem::replace(&mut self.start, kept.range.first());
             (start, std::mem::replace(&mut self.part, next))
         });
@@ -149,19 +152,19 @@ impl Filling {
     }
 
     /// The last chunk, empty when no entry came.
-    pub fn finish(self) -> (u32, Vec<Kept>) {
+    pub fn finish(self) -> (A, Vec<Kept<A>>) {
         (self.start, self.part)
     }
 }
 
 /// The entries of the chunk that starts at `start`, as chunks of at most
 /// `CHUNK_ENTRIES`: itself when they fit, else parts of about `CHUNK_FILL`.
-pub fn cut(start: u32, entries: Vec<Kept>) -> Vec<(u32, Vec<Kept>)> {
+pub fn cut<A: Addr>(start: A, entries: Vec<Kept<A>>) -> Vec<(A, Vec<Kept<A>>)> {
     if entries.len() <= CHUNK_ENTRIES {
         return vec![(start, entries)];
     }
     let mut filling = Filling::new(start);
-    let mut parts: Vec<(u32, Vec<Kept>)> = entries
+    let mut parts: Vec<(A, Vec<Kept<A>>)> = entries
         .into_iter()
         .filter_map(|kept| filling.push(kept))
         .collect();
@@ -174,6 +177,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::domain::range::{Ipv4Range, Ipv6Range};
 
     fn range(text: &str) -> Ipv4Range {
         Ipv4Range::parse(text).unwrap()
@@ -194,13 +198,41 @@ mod tests {
             kept("9.0.0.0/8", 1),
         ];
         let bytes = encode(&entries);
-        assert_eq!(bytes.len(), 1 + 3 * KEPT_BYTES);
+        assert_eq!(bytes.len(), 1 + 3 * 9);
         assert_eq!(decode(&bytes), Some(entries.clone()));
-        assert_eq!(decode(&bytes[..bytes.len() - 1]), None, "cut short");
-        assert_eq!(decode(&[6]), None, "another layout");
+        assert_eq!(decode::<u32>(&bytes[..bytes.len() - 1]), None, "cut short");
+        assert_eq!(decode::<u32>(&[6]), None, "another layout");
         let unsorted = encode(&[entries[2], entries[0]]);
-        assert_eq!(decode(&unsorted), None);
-        assert_eq!(decode(&encode(&[])), Some(vec![]));
+        assert_eq!(decode::<u32>(&unsorted), None);
+        assert_eq!(decode::<u32>(&encode::<u32>(&[])), Some(vec![]));
+    }
+
+    #[test]
+    fn an_ipv6_chunk_keeps_its_own_layout_and_is_never_read_as_ipv4() {
+        let kept6 = |text: &str, edit| Kept {
+            range: Ipv6Range::parse(text).unwrap(),
+            edit,
+        };
+        let entries = vec![
+            kept6("2001:db8::/32", 3),
+            kept6("2a00:1450::1", 4),
+            kept6("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 5),
+        ];
+        let bytes = encode(&entries);
+        assert_eq!(
+            (bytes[0], bytes.len()),
+            (6, 1 + 3 * 21),
+            "21 bytes an entry"
+        );
+        assert_eq!(decode(&bytes), Some(entries.clone()));
+        assert_eq!(decode::<u32>(&bytes), None, "another family");
+        assert_eq!(decode::<u128>(&encode::<u32>(&[])), None);
+        assert_eq!(decode::<u128>(&bytes[..bytes.len() - 1]), None, "cut short");
+        let info = ChunkInfo::of(0u128, 5, &entries);
+        assert_eq!(
+            (info.first, info.reach),
+            (Some(0x2001_0db8 << 96), Some(u128::MAX))
+        );
     }
 
     #[test]

@@ -9,17 +9,17 @@ use std::collections::HashSet;
 use std::ops::Range;
 
 use super::chunk::ChunkInfo;
-use super::snapshot::{shard_key, Manifest, SHARD_ENTRIES};
+use super::snapshot::{Manifest, Sharded, SHARD_ENTRIES};
 
 /// Entries a shard is cut to hold when it is cut anew: half what it may hold, so
 /// that edits grow it a long time before it splits.
 pub const FILL: usize = SHARD_ENTRIES / 2;
 
-/// A version's shards: where each begins, the chunks it is made of, the KV key it
-/// is read under, and those this version writes.
+/// A version's shards of one family: where each begins, the chunks it is made
+/// of, the KV key it is read under, and those this version writes.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Plan {
-    pub starts: Vec<u32>,
+pub struct Plan<A = u32> {
+    pub starts: Vec<A>,
     pub chunks: Vec<Range<usize>>,
     pub keys: Vec<String>,
     /// The shards this version writes, by index; the others are an earlier version's.
@@ -35,20 +35,23 @@ pub struct Published<'a> {
     pub rev: u64,
 }
 
-/// Cuts the chunks into shards for version `version` where `before` was cut,
-/// reusing each of its shards whose chunks are all as they were.
-pub fn plan(version: u64, chunks: &[ChunkInfo], before: Option<Published>) -> Plan {
-    let previous = before.as_ref().map_or(&[][..], |b| &b.manifest.shards[..]);
+/// Cuts one family's chunks into shards for version `version` where `before`
+/// was cut, reusing each of its shards whose chunks are all as they were.
+pub fn plan<A: Sharded>(
+    version: u64,
+    chunks: &[ChunkInfo<A>],
+    before: Option<Published>,
+) -> Plan<A> {
+    let part = before.as_ref().map(|b| b.manifest.part::<A>());
+    let previous = part.as_ref().map_or(&[][..], |part| part.starts);
     let groups = groups(chunks, previous);
-    let starts: Vec<u32> = groups
+    let starts: Vec<A> = groups
         .iter()
         .map(|group| chunks[group.start].start)
         .collect();
-    let old_keys: Vec<String> = before.as_ref().map_or_else(Vec::new, |b| {
-        (0..b.manifest.shards.len())
-            .filter_map(|index| b.manifest.key(index))
-            .collect()
-    });
+    let old_keys: Vec<String> = part
+        .as_ref()
+        .map_or_else(Vec::new, |part| part.keys().collect());
     let mut keys = Vec::with_capacity(groups.len());
     let mut writes = Vec::new();
     for (index, group) in groups.iter().enumerate() {
@@ -61,7 +64,7 @@ pub fn plan(version: u64, chunks: &[ChunkInfo], before: Option<Published>) -> Pl
         match same {
             Some(key) => keys.push(key),
             None => {
-                keys.push(shard_key(version, index));
+                keys.push(A::shard_key(version, index));
                 writes.push(index);
             }
         }
@@ -85,11 +88,11 @@ pub fn plan(version: u64, chunks: &[ChunkInfo], before: Option<Published>) -> Pl
 /// where one began before and may still begin: where no interval of the list
 /// reaches across or up to its start. A shard left empty joins the one before,
 /// and one over `SHARD_ENTRIES` entries is cut in parts of about `FILL`.
-fn groups(chunks: &[ChunkInfo], previous: &[u32]) -> Vec<Range<usize>> {
+fn groups<A: Sharded>(chunks: &[ChunkInfo<A>], previous: &[A]) -> Vec<Range<usize>> {
     let mut may_begin = Vec::with_capacity(chunks.len());
-    let mut reach: Option<u32> = None;
+    let mut reach: Option<A> = None;
     for (index, chunk) in chunks.iter().enumerate() {
-        let clear = match reach.map(|r| r.checked_add(1)) {
+        let clear = match reach.map(|r| r.after()) {
             _ if index == 0 => true,
             None => true,
             Some(None) => false,
@@ -140,6 +143,7 @@ impl Plan {
             shards: self.starts.clone(),
             keys: self.keys.clone(),
             deltas_from: 0,
+            ipv6: Default::default(),
         }
     }
 }
@@ -150,6 +154,10 @@ mod tests {
 
     use super::*;
     use crate::domain::chunk::CHUNK_FILL;
+
+    fn shard_key(version: u64, index: usize) -> String {
+        u32::shard_key(version, index)
+    }
 
     /// `count` full chunks of single addresses two apart, from 1.0.0.0, written by edit 1.
     fn full(count: usize) -> Vec<ChunkInfo> {
@@ -331,7 +339,7 @@ mod tests {
             previous.push(0);
             previous.sort_unstable();
             previous.dedup();
-            let old = Manifest { version: 1, published_at: 0, entries: 0, keys: vec![], shards: previous.clone(), deltas_from: 0 };
+            let old = Manifest { version: 1, published_at: 0, entries: 0, keys: vec![], shards: previous.clone(), deltas_from: 0, ipv6: Default::default() };
             let cut = plan(2, &chunks, Some(Published { manifest: &old, rev: 1 }));
             prop_assert_eq!(cut.chunks.first().map(|g| g.start), Some(0));
             prop_assert_eq!(cut.chunks.last().map(|g| g.end), Some(chunks.len()));

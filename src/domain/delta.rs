@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::family::Addr;
 use super::feed::Blocks;
 use super::intervals::{combine, Intervals, Op, Seek};
 use super::range::Ipv4Range;
@@ -20,22 +21,57 @@ pub const MAX_LEVEL: u8 = 24;
 /// cursor that old gets the whole list, which is then no larger than the change.
 pub const MAX_DELTA_INTERVALS: usize = 1_000_000;
 
+/// The addresses of each family whose membership changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Change {
+    pub v4: Intervals<u32>,
+    pub v6: Intervals<u128>,
+}
+
+impl Change {
+    /// A change of IPv4 addresses only.
+    pub fn ipv4(v4: Intervals<u32>) -> Self {
+        Self { v4, v6: Vec::new() }
+    }
+
+    /// Intervals it holds, of both families.
+    pub fn len(&self) -> usize {
+        self.v4.len() + self.v6.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The change from one to the other, family by family: applying both is this.
+    pub fn then(&self, later: &Change) -> Self {
+        Self {
+            v4: combine(&self.v4, &later.v4, Op::Xor),
+            v6: combine(&self.v6, &later.v6, Op::Xor),
+        }
+    }
+}
+
 /// One published piece of the changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
     /// The addresses whose membership changed over the piece's versions.
-    Changed(Intervals),
+    Changed(Change),
     /// Too large a change, or one the writer no longer knows (it restarted with an
     /// unpublished change): a cursor before it starts afresh.
     Reset,
 }
 
+/// IPv4 intervals only: the layout of pieces written before IPv6, kept for a
+/// change with no IPv6 part.
 const FORMAT_CHANGED: u8 = 1;
 const FORMAT_RESET: u8 = 2;
+/// The count of IPv4 intervals, the IPv4 intervals, then the IPv6 ones.
+const FORMAT_BOTH: u8 = 3;
 
 impl Piece {
     /// A change, or `Reset` when it is over the bound.
-    pub fn of(change: Intervals) -> Self {
+    pub fn of(change: Change) -> Self {
         if change.len() > MAX_DELTA_INTERVALS {
             Self::Reset
         } else {
@@ -46,46 +82,68 @@ impl Piece {
     /// The piece `(v - 2^(l+1), v]` from its two halves of level `l`.
     pub fn join(earlier: &Piece, later: &Piece) -> Self {
         match (earlier, later) {
-            (Self::Changed(a), Self::Changed(b)) => Self::of(combine(a, b, Op::Xor)),
+            (Self::Changed(a), Self::Changed(b)) => Self::of(a.then(b)),
             _ => Self::Reset,
         }
     }
 
     /// Little-endian: the format byte, then each interval's first and last address.
     pub fn encode(&self) -> Vec<u8> {
-        match self {
-            Self::Reset => vec![FORMAT_RESET],
-            Self::Changed(set) => {
-                let mut bytes = Vec::with_capacity(1 + set.len() * 8);
-                bytes.push(FORMAT_CHANGED);
-                for (first, last) in set {
-                    bytes.extend_from_slice(&first.to_le_bytes());
-                    bytes.extend_from_slice(&last.to_le_bytes());
-                }
-                bytes
-            }
+        let Self::Changed(change) = self else {
+            return vec![FORMAT_RESET];
+        };
+        let mut bytes = Vec::with_capacity(5 + change.v4.len() * 8 + change.v6.len() * 32);
+        if change.v6.is_empty() {
+            bytes.push(FORMAT_CHANGED);
+        } else {
+            bytes.push(FORMAT_BOTH);
+            bytes.extend_from_slice(&(change.v4.len() as u32).to_le_bytes());
         }
+        write_intervals(&mut bytes, &change.v4);
+        write_intervals(&mut bytes, &change.v6);
+        bytes
     }
 
     /// `None` for anything `encode` could not have written.
     pub fn decode(bytes: &[u8]) -> Option<Self> {
         match bytes.split_first()? {
             (&FORMAT_RESET, []) => Some(Self::Reset),
-            (&FORMAT_CHANGED, body) if body.len() % 8 == 0 => {
-                let word = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("four bytes"));
-                let set: Intervals = body
-                    .chunks_exact(8)
-                    .map(|b| (word(&b[..4]), word(&b[4..])))
-                    .collect();
-                let ordered = set.iter().all(|(a, b)| a <= b)
-                    && set
-                        .windows(2)
-                        .all(|w| u64::from(w[0].1) + 1 < u64::from(w[1].0));
-                ordered.then_some(Self::Changed(set))
+            (&FORMAT_CHANGED, body) => Some(Self::Changed(Change::ipv4(read_intervals(body)?))),
+            (&FORMAT_BOTH, body) => {
+                let (count, body) = body.split_at_checked(4)?;
+                let count = u32::from_le_bytes(count.try_into().ok()?) as usize;
+                let (v4, v6) = body.split_at_checked(count.checked_mul(8)?)?;
+                Some(Self::Changed(Change {
+                    v4: read_intervals(v4)?,
+                    v6: read_intervals(v6)?,
+                }))
             }
             _ => None,
         }
     }
+}
+
+fn write_intervals<A: Addr>(bytes: &mut Vec<u8>, set: &[(A, A)]) {
+    for &(first, last) in set {
+        first.write_le(bytes);
+        last.write_le(bytes);
+    }
+}
+
+/// Sorted, disjoint, never adjacent intervals, or `None`.
+fn read_intervals<A: Addr>(body: &[u8]) -> Option<Intervals<A>> {
+    if !body.len().is_multiple_of(2 * A::BYTES) {
+        return None;
+    }
+    let set: Intervals<A> = body
+        .chunks_exact(2 * A::BYTES)
+        .map(|b| Some((A::read_le(&b[..A::BYTES])?, A::read_le(&b[A::BYTES..])?)))
+        .collect::<Option<_>>()?;
+    let ordered = set.iter().all(|(a, b)| a <= b)
+        && set
+            .windows(2)
+            .all(|w| w[0].1.after().is_some_and(|after| after < w[1].0));
+    ordered.then_some(set)
 }
 
 /// The levels version `version` publishes a piece at.
@@ -226,21 +284,47 @@ mod tests {
 
     #[test]
     fn pieces_round_trip_and_refuse_what_they_did_not_write() {
-        let piece = Piece::Changed(vec![(1, 1), (3, 9), (u32::MAX, u32::MAX)]);
+        let ipv4 = |set: Intervals| Piece::Changed(Change::ipv4(set));
+        let piece = ipv4(vec![(1, 1), (3, 9), (u32::MAX, u32::MAX)]);
         assert_eq!(Piece::decode(&piece.encode()), Some(piece.clone()));
+        assert_eq!(piece.encode()[0], 1, "laid out as before IPv6");
         assert_eq!(Piece::decode(&Piece::Reset.encode()), Some(Piece::Reset));
         let bytes = piece.encode();
         assert_eq!(Piece::decode(&bytes[..bytes.len() - 1]), None);
+        assert_eq!(Piece::decode(&ipv4(vec![(3, 9), (1, 1)]).encode()), None);
         assert_eq!(
-            Piece::decode(&Piece::Changed(vec![(3, 9), (1, 1)]).encode()),
-            None
-        );
-        assert_eq!(
-            Piece::decode(&Piece::Changed(vec![(1, 1), (2, 9)]).encode()),
+            Piece::decode(&ipv4(vec![(1, 1), (2, 9)]).encode()),
             None,
             "adjacent"
         );
         assert_eq!(Piece::join(&piece, &Piece::Reset), Piece::Reset);
+
+        let both = Piece::Changed(Change {
+            v4: vec![(1, 1)],
+            v6: vec![(0, 0), (5, 7), (u128::MAX, u128::MAX)],
+        });
+        let bytes = both.encode();
+        assert_eq!((bytes[0], bytes.len()), (3, 1 + 4 + 8 + 3 * 32));
+        assert_eq!(Piece::decode(&bytes), Some(both.clone()));
+        assert_eq!(Piece::decode(&bytes[..bytes.len() - 1]), None, "cut short");
+        assert_eq!(Piece::decode(&bytes[..7]), None, "cut in its IPv4 part");
+        let ipv6_only = Piece::Changed(Change {
+            v4: vec![],
+            v6: vec![(1 << 100, (1 << 100) + 5)],
+        });
+        assert_eq!(Piece::decode(&ipv6_only.encode()), Some(ipv6_only.clone()));
+        assert_eq!(
+            Piece::join(&both, &ipv6_only),
+            Piece::Changed(Change {
+                v4: vec![(1, 1)],
+                v6: vec![
+                    (0, 0),
+                    (5, 7),
+                    (1 << 100, (1 << 100) + 5),
+                    (u128::MAX, u128::MAX)
+                ],
+            })
+        );
     }
 
     #[test]
@@ -314,7 +398,7 @@ mod tests {
             for v in 1..versions.len() as u64 {
                 for level in levels(v) {
                     let piece = if level == 0 {
-                        Piece::Changed(combine(&versions[v as usize - 1], &versions[v as usize], Op::Xor))
+                        Piece::Changed(Change::ipv4(combine(&versions[v as usize - 1], &versions[v as usize], Op::Xor)))
                     } else {
                         let half = 1u64 << (level - 1);
                         Piece::join(&pieces[&(v - half, level - 1)], &pieces[&(v, level - 1)])
@@ -325,7 +409,7 @@ mod tests {
             let mut change = Vec::new();
             for key in cover(from as u64, to as u64) {
                 let Piece::Changed(set) = &pieces[&key] else { unreachable!("small sets") };
-                change = combine(&change, set, Op::Xor);
+                change = combine(&change, &set.v4, Op::Xor);
             }
             prop_assert_eq!(change, combine(&versions[from], &versions[to], Op::Xor));
         }

@@ -16,6 +16,8 @@ pub trait Addr: Copy + Ord + Hash + fmt::Debug + Default + Send + Sync + 'static
     const MAX: Self;
     /// Bytes an address takes in storage.
     const BYTES: usize;
+    /// 4 or 6: the byte that names the family in stored layouts.
+    const FAMILY: u8;
 
     /// The bits below a prefix of `prefix` bits; none past `BITS`.
     fn host_mask(prefix: u8) -> Self;
@@ -40,6 +42,7 @@ impl Addr for u32 {
     const BITS: u8 = 32;
     const MAX: Self = u32::MAX;
     const BYTES: usize = 4;
+    const FAMILY: u8 = 4;
 
     fn host_mask(prefix: u8) -> Self {
         u32::MAX.checked_shr(u32::from(prefix)).unwrap_or(0)
@@ -77,6 +80,7 @@ impl Addr for u128 {
     const BITS: u8 = 128;
     const MAX: Self = u128::MAX;
     const BYTES: usize = 16;
+    const FAMILY: u8 = 6;
 
     fn host_mask(prefix: u8) -> Self {
         u128::MAX.checked_shr(u32::from(prefix)).unwrap_or(0)

@@ -5,6 +5,7 @@ use std::fmt;
 use std::net::Ipv6Addr;
 
 use super::ipv4::parse_dotted;
+use super::range::Ipv6Range;
 
 /// A globally reachable IPv6 address that is not an IPv4-mapped one (those are
 /// the IPv4 addresses they map, and live as `PublicIpv4`).
@@ -184,9 +185,47 @@ pub fn is_globally_reachable(addr: Ipv6Addr) -> bool {
         || !NOT_GLOBAL.iter().any(|block| block.contains(value))
 }
 
+/// Whether no address of `range` is globally reachable: one not-global block
+/// holds all of it and no exception lies in it (blocks nest or are disjoint).
+pub fn is_wholly_private(range: Ipv6Range) -> bool {
+    let (first, last) = (range.first(), range.last());
+    NOT_GLOBAL
+        .iter()
+        .any(|block| block.first <= first && last <= block.last())
+        && !GLOBAL_EXCEPTIONS
+            .iter()
+            .any(|block| block.first <= last && first <= block.last())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_is_wholly_private_only_when_no_address_of_it_is_public() {
+        let private = |text: &str| is_wholly_private(Ipv6Range::parse(text).unwrap());
+        for text in [
+            "2001:db8::/32",
+            "fc00::/7",
+            "fe80::/64",
+            "2001:2::/48",
+            "::1",
+            "ff02::/16",
+        ] {
+            assert!(private(text), "{text}");
+        }
+        for text in [
+            "2001::/16",
+            "2001::/23",
+            "2001:1::1",
+            "2001:4:112::/48",
+            "2a00:1450::/32",
+            "::/0",
+            "2001:db8::/31",
+        ] {
+            assert!(!private(text), "{text}");
+        }
+    }
 
     fn public(text: &str) -> bool {
         is_globally_reachable(parse_colon_hex(text).unwrap())

@@ -36,40 +36,154 @@ pub struct Manifest {
     /// before there were pieces, which no cursor can use (version 0 has none).
     #[serde(default)]
     pub deltas_from: u64,
+    /// The IPv6 entries' shards, apart from the IPv4 ones (`shards`, `keys`), so
+    /// that each family is held in its own width. Left out while the list has
+    /// never held an IPv6 entry: such a manifest reads as it did before IPv6.
+    #[serde(default, skip_serializing_if = "Ipv6Shards::is_empty")]
+    pub ipv6: Ipv6Shards,
 }
 
-impl Manifest {
+/// A manifest's IPv6 shards: where each begins (as text: JSON numbers stop at
+/// 2^53), and its KV key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ipv6Shards {
+    #[serde(with = "ipv6_text")]
+    pub starts: Vec<u128>,
+    pub keys: Vec<String>,
+}
+
+impl Ipv6Shards {
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+}
+
+mod ipv6_text {
+    use std::net::Ipv6Addr;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(starts: &[u128], serializer: S) -> Result<S::Ok, S::Error> {
+        let text: Vec<Ipv6Addr> = starts.iter().map(|&start| Ipv6Addr::from(start)).collect();
+        text.serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u128>, D::Error> {
+        let text = Vec::<Ipv6Addr>::deserialize(deserializer)?;
+        Ok(text.into_iter().map(u128::from).collect())
+    }
+}
+
+/// One family's shards in a manifest.
+#[derive(Debug, Clone, Copy)]
+pub struct Part<'a, A> {
+    version: u64,
+    /// The first address each shard covers, ascending.
+    pub starts: &'a [A],
+    /// Empty in IPv4 parts written before shards were shared between versions.
+    keys: &'a [String],
+}
+
+impl<A: Sharded> Part<'_, A> {
     /// Which shard holds `addr`.
-    pub fn shard_of(&self, addr: u32) -> usize {
-        shard_of(&self.shards, addr)
+    pub fn shard_of(&self, addr: A) -> usize {
+        shard_of(self.starts, addr)
+    }
+
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// The KV key of shard `index`, if the part has that shard.
+    pub fn key(&self, index: usize) -> Option<String> {
+        if index >= self.starts.len() {
+            return None;
+        }
+        match self.keys.is_empty() {
+            true => Some(A::shard_key(self.version, index)),
+            false => self.keys.get(index).cloned(),
+        }
+    }
+
+    /// Every shard's key, in order.
+    pub fn keys(&self) -> impl Iterator<Item = String> + '_ {
+        (0..self.len()).filter_map(|index| self.key(index))
     }
 
     /// How many of its shards this version wrote: the others it shares with the
     /// version before.
     pub fn written(&self) -> usize {
-        match self.keys.is_empty() {
-            true => self.shards.len(),
-            false => (0..self.keys.len())
-                .filter(|&index| self.keys[index] == shard_key(self.version, index))
-                .count(),
-        }
-    }
-
-    /// The KV key of shard `index`, if the manifest has that shard.
-    pub fn key(&self, index: usize) -> Option<String> {
-        if index >= self.shards.len() {
-            return None;
-        }
-        match self.keys.is_empty() {
-            true => Some(shard_key(self.version, index)),
-            false => self.keys.get(index).cloned(),
-        }
+        (0..self.len())
+            .filter(|&index| self.key(index) == Some(A::shard_key(self.version, index)))
+            .count()
     }
 }
 
-/// The KV key of a shard first written by version `version` as its shard `index`.
-pub fn shard_key(version: u64, index: usize) -> String {
-    format!("v{version}/{index}")
+/// A family whose shards a manifest names.
+pub trait Sharded: Addr {
+    fn part(manifest: &Manifest) -> Part<'_, Self>;
+
+    /// The KV key of a shard first written by version `version` as its shard
+    /// `index` of this family.
+    fn shard_key(version: u64, index: usize) -> String;
+}
+
+impl Sharded for u32 {
+    fn part(manifest: &Manifest) -> Part<'_, Self> {
+        Part {
+            version: manifest.version,
+            starts: &manifest.shards,
+            keys: &manifest.keys,
+        }
+    }
+
+    fn shard_key(version: u64, index: usize) -> String {
+        format!("v{version}/{index}")
+    }
+}
+
+impl Sharded for u128 {
+    fn part(manifest: &Manifest) -> Part<'_, Self> {
+        Part {
+            version: manifest.version,
+            starts: &manifest.ipv6.starts,
+            keys: &manifest.ipv6.keys,
+        }
+    }
+
+    fn shard_key(version: u64, index: usize) -> String {
+        format!("v{version}/ipv6/{index}")
+    }
+}
+
+impl Manifest {
+    /// The shards of one family.
+    pub fn part<A: Sharded>(&self) -> Part<'_, A> {
+        A::part(self)
+    }
+
+    /// How many of its shards, of both families, this version wrote.
+    pub fn written(&self) -> usize {
+        self.part::<u32>().written() + self.part::<u128>().written()
+    }
+
+    /// How many shards it names, of both families.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len() + self.ipv6.starts.len()
+    }
+
+    /// Every shard's key, of both families.
+    pub fn keys(&self) -> impl Iterator<Item = String> + '_ {
+        let ipv4 = self.part::<u32>();
+        let ipv6 = self.part::<u128>();
+        (0..ipv4.len())
+            .filter_map(move |index| ipv4.key(index))
+            .chain((0..ipv6.len()).filter_map(move |index| ipv6.key(index)))
+    }
 }
 
 /// Which of the shards beginning at `starts` (ascending, the first the family's
@@ -310,8 +424,9 @@ mod tests {
             shards: starts.to_vec(),
             keys: vec![],
             deltas_from: 0,
+            ipv6: Default::default(),
         };
-        shards[manifest.shard_of(addr)].contains(addr)
+        shards[manifest.part().shard_of(addr)].contains(addr)
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::objects::lists::protocol::{Edit, Export, ExportHead, ListsStatus, Rep
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Notify;
+use crate::platform::config;
 use crate::store::licenses;
 use crate::store::licenses::LicenseSummary;
 
@@ -112,7 +113,8 @@ pub async fn edit_list(
             "expected {{\"add\": [...], \"remove\": [...]}}: {e}"
         ))
     })?;
-    Reply::json(200, &writer(env)?.ask(Edit { kind, edit }).await?)
+    let ipv6 = config::settings(env)?.ipv6;
+    Reply::json(200, &writer(env)?.ask(Edit { kind, edit, ipv6 }).await?)
 }
 
 /// What a replacement answers.
@@ -129,8 +131,9 @@ struct Replacement {
 pub async fn replace_list(kind: ListKind, req: Request, env: &Env) -> Result<Reply, ApiError> {
     declared_within(&req, MAX_IMPORT_BYTES)?;
     let gzip = gzipped(&req)?;
+    let ipv6 = config::settings(env)?.ipv6;
     let replaced = writer(env)?
-        .ask_uploading(Replace { kind, gzip }, req.inner().body())
+        .ask_uploading(Replace { kind, gzip, ipv6 }, req.inner().body())
         .await?;
     let (added, removed) = (replaced.changes.added, replaced.changes.removed);
     Reply::json(

@@ -225,12 +225,14 @@ pub(super) async fn operator_changes(
     else {
         return Ok(None);
     };
-    let moves = AllowMoves::of(&allow_change, allow);
+    // The feed's global blocks are IPv4 ones: the lists' IPv6 changes do not move them.
+    let (global_change, allow_change) = (&global_change.v4, &allow_change.v4);
+    let moves = AllowMoves::of(allow_change, allow);
     if moves.hidden.len() + moves.shown.len() > MAX_MOVED_RANGES {
         return Ok(None);
     }
-    let around = touching(global, &combine(&global_change, &allow_change, Op::Union));
-    let blocks = block_changes(&around, &global_change, allow, &allow_change);
+    let around = touching(global, &combine(global_change, allow_change, Op::Union));
+    let blocks = block_changes(&around, global_change, allow, allow_change);
     Ok((probed(&blocks).len() <= MAX_PROBED).then_some(OperatorChanges { blocks, moves }))
 }
 

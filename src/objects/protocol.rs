@@ -421,6 +421,7 @@ mod tests {
         let upload: ListsCall = Replace {
             kind: ListKind::Allow,
             gzip: true,
+            ipv6: crate::domain::address::Ipv6::On,
         }
         .into();
         let json = serde_json::to_string(&upload).unwrap();

@@ -11,15 +11,16 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::list_tables::ListTables;
-use super::sql::{Sql, SqlError, Value};
+use super::sql::{Row, Sql, SqlError, Value};
 use crate::domain::chunk::{self, ChunkInfo, Filling, Kept};
 use crate::domain::code::Coded;
 use crate::domain::cut::Plan;
-use crate::domain::delta::{Piece, MAX_DELTA_INTERVALS};
+use crate::domain::delta::MAX_DELTA_INTERVALS;
+use crate::domain::family::Addr;
 use crate::domain::intervals::{clip, combine, union_of_sorted, Intervals, Op};
 use crate::domain::ip_list::{Changes, ListEntries, ListKind};
-use crate::domain::range::Ipv4Range;
-use crate::domain::snapshot::{Manifest, Shard};
+use crate::domain::range::Cidr;
+use crate::domain::snapshot::{Manifest, Shard, Sharded};
 
 const LIVE: u64 = 1;
 const STAGED: u64 = 2;
@@ -47,34 +48,95 @@ impl Source {
     }
 }
 
+/// How a family's chunks are filed: under which `kind` (the IPv4 chunks under
+/// the list's own code, as before IPv6), and how an address is held in the
+/// `start`, `first` and `reach` columns: an IPv4 address as an integer, an IPv6
+/// one as its 16 bytes, big-endian, which SQLite orders as the addresses.
+pub trait Column: Sharded {
+    fn filed(kind: ListKind) -> &'static str;
+    fn value(self) -> Value;
+    fn read(row: &Row, column: usize) -> Result<Option<Self>, SqlError>;
+}
+
+impl Column for u32 {
+    fn filed(kind: ListKind) -> &'static str {
+        kind.code()
+    }
+
+    fn value(self) -> Value {
+        Value::int(u64::from(self))
+    }
+
+    fn read(row: &Row, column: usize) -> Result<Option<Self>, SqlError> {
+        row.opt_int(column)?
+            .map(|value| {
+                u32::try_from(value)
+                    .map_err(|_| SqlError(format!("an address over 32 bits: {value}")))
+            })
+            .transpose()
+    }
+}
+
+impl Column for u128 {
+    fn filed(kind: ListKind) -> &'static str {
+        match kind {
+            ListKind::Global => "global6",
+            ListKind::Allow => "allow6",
+        }
+    }
+
+    fn value(self) -> Value {
+        Value::Blob(self.to_be_bytes().to_vec())
+    }
+
+    fn read(row: &Row, column: usize) -> Result<Option<Self>, SqlError> {
+        row.opt_blob(column)?
+            .map(|bytes| {
+                bytes
+                    .try_into()
+                    .map(u128::from_be_bytes)
+                    .map_err(|_| SqlError(format!("an IPv6 address of {} bytes", bytes.len())))
+            })
+            .transpose()
+    }
+}
+
+fn required<A>(value: Option<A>) -> Result<A, SqlError> {
+    value.ok_or_else(|| SqlError("a chunk with no start".to_owned()))
+}
+
 impl<S: Sql> ListTables<S> {
-    /// The list's live chunks, in address order.
-    pub fn chunk_index(&self, kind: ListKind) -> Result<Vec<ChunkInfo>, SqlError> {
+    /// The list's live chunks of one family, in address order.
+    pub fn chunk_index<A: Column>(&self, kind: ListKind) -> Result<Vec<ChunkInfo<A>>, SqlError> {
         let rows = self.sql.query(
             "SELECT start, rev, entries, first, reach FROM chunks WHERE kind = ?1 AND state = 1
              ORDER BY start",
-            &[Value::text(kind.code())],
+            &[Value::text(A::filed(kind))],
         )?;
         rows.iter()
             .map(|row| {
                 Ok(ChunkInfo {
-                    start: address(row.int(0)?)?,
+                    start: required(A::read(row, 0)?)?,
                     rev: row.int(1)?,
                     entries: row.int(2)? as usize,
-                    first: row.opt_int(3)?.map(address).transpose()?,
-                    reach: row.opt_int(4)?.map(address).transpose()?,
+                    first: A::read(row, 3)?,
+                    reach: A::read(row, 4)?,
                 })
             })
             .collect()
     }
 
     /// The entries of a chunk, live or replaced.
-    pub fn chunk(&self, kind: ListKind, info: &ChunkInfo) -> Result<Vec<Kept>, SqlError> {
+    pub fn chunk<A: Column>(
+        &self,
+        kind: ListKind,
+        info: &ChunkInfo<A>,
+    ) -> Result<Vec<Kept<A>>, SqlError> {
         let rows = self.sql.query(
             "SELECT data FROM chunks WHERE kind = ?1 AND start = ?2 AND rev = ?3",
             &[
-                Value::text(kind.code()),
-                Value::int(u64::from(info.start)),
+                Value::text(A::filed(kind)),
+                info.start.value(),
                 Value::int(info.rev),
             ],
         )?;
@@ -89,37 +151,41 @@ impl<S: Sql> ListTables<S> {
         })
     }
 
-    fn write_chunk(
+    fn write_chunk<A: Column>(
         &self,
         kind: ListKind,
-        (start, entries): (u32, &[Kept]),
+        (start, entries): (A, &[Kept<A>]),
         rev: u64,
         state: u64,
-    ) -> Result<ChunkInfo, SqlError> {
+    ) -> Result<ChunkInfo<A>, SqlError> {
         let info = ChunkInfo::of(start, rev, entries);
         self.sql.execute(
             "INSERT OR REPLACE INTO chunks (kind, start, rev, state, entries, first, reach, data)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             &[
-                Value::text(kind.code()),
-                Value::int(u64::from(start)),
+                Value::text(A::filed(kind)),
+                start.value(),
                 Value::int(rev),
                 Value::int(state),
                 Value::int(info.entries as u64),
-                Value::opt_int(info.first.map(u64::from)),
-                Value::opt_int(info.reach.map(u64::from)),
+                info.first.map_or(Value::Null, A::value),
+                info.reach.map_or(Value::Null, A::value),
                 Value::Blob(chunk::encode(entries)),
             ],
         )?;
         Ok(info)
     }
 
-    fn replace_chunk(&self, kind: ListKind, info: &ChunkInfo) -> Result<(), SqlError> {
+    fn replace_chunk<A: Column>(
+        &self,
+        kind: ListKind,
+        info: &ChunkInfo<A>,
+    ) -> Result<(), SqlError> {
         self.sql.execute(
             "UPDATE chunks SET state = 0 WHERE kind = ?1 AND start = ?2 AND rev = ?3",
             &[
-                Value::text(kind.code()),
-                Value::int(u64::from(info.start)),
+                Value::text(A::filed(kind)),
+                info.start.value(),
                 Value::int(info.rev),
             ],
         )?;
@@ -150,23 +216,36 @@ impl<S: Sql> ListTables<S> {
         Ok(index)
     }
 
-    /// Applies an edit, as `id`, to the chunks it falls in, each read, changed and
-    /// rewritten (cut in two when it grew past its bound) one at a time. Returns
-    /// what changed and the list's chunks after it.
-    pub fn edit(
+    /// Applies an edit of one family, as `id`, to the chunks it falls in, each
+    /// read, changed and rewritten (cut in two when it grew past its bound) one at
+    /// a time. Returns what changed and the family's chunks after it. A family with
+    /// no chunk yet (IPv6, until its first entry) gets its first.
+    pub fn edit<A: Column>(
         &self,
         kind: ListKind,
-        index: &[ChunkInfo],
-        (add, remove): (&ListEntries, &ListEntries),
+        index: &[ChunkInfo<A>],
+        (add, remove): (&ListEntries<A>, &ListEntries<A>),
         id: u64,
-    ) -> Result<(Changes, Vec<ChunkInfo>), SqlError> {
+    ) -> Result<(Changes, Vec<ChunkInfo<A>>), SqlError> {
+        if index.is_empty() {
+            let mut entries = Vec::new();
+            let changes = chunk::apply(&mut entries, add.as_slice(), &[], id);
+            if changes == Changes::default() {
+                return Ok((changes, Vec::new()));
+            }
+            let written = chunk::cut(A::default(), entries)
+                .into_iter()
+                .map(|(start, part)| self.write_chunk(kind, (start, &part), id, LIVE))
+                .collect::<Result<_, _>>()?;
+            return Ok((changes, written));
+        }
         let (mut add, mut remove) = (add.as_slice(), remove.as_slice());
         let mut total = Changes::default();
         let mut after = Vec::with_capacity(index.len() + 1);
         for (n, info) in index.iter().enumerate() {
             // What falls in this chunk: entries whose first address is before the next chunk's start.
             let next = index.get(n + 1).map(|next| next.start);
-            let mine = |ranges: &[Ipv4Range]| {
+            let mine = |ranges: &[Cidr<A>]| {
                 ranges.partition_point(|range| next.is_none_or(|next| range.first() < next))
             };
             let (these_added, rest) = add.split_at(mine(add));
@@ -183,8 +262,7 @@ impl<S: Sql> ListTables<S> {
                 after.push(*info);
                 continue;
             }
-            total.added += changes.added;
-            total.removed += changes.removed;
+            total += changes;
             self.replace_chunk(kind, info)?;
             for (start, part) in chunk::cut(info.start, entries) {
                 after.push(self.write_chunk(kind, (start, &part), id, LIVE)?);
@@ -200,12 +278,13 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    /// Stores run `run` of import `import`: a part of its entries, sorted.
-    pub fn stage_run(
+    /// Stores run `run` of import `import`: a part of its entries of one family,
+    /// sorted. The runs of one import are numbered across both families.
+    pub fn stage_run<A: Addr>(
         &self,
         import: u64,
         run: usize,
-        entries: &ListEntries,
+        entries: &ListEntries<A>,
     ) -> Result<(), SqlError> {
         for (part, slice) in entries.as_slice().chunks(RUN_PART_ENTRIES).enumerate() {
             self.sql.execute(
@@ -221,12 +300,12 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    fn run_part(
+    fn run_part<A: Addr>(
         &self,
         import: u64,
         run: usize,
         part: usize,
-    ) -> Result<Option<Vec<Ipv4Range>>, SqlError> {
+    ) -> Result<Option<Vec<Cidr<A>>>, SqlError> {
         let rows = self.sql.query(
             "SELECT data FROM runs WHERE import = ?1 AND run = ?2 AND part = ?3",
             &[
@@ -244,17 +323,18 @@ impl<S: Sql> ListTables<S> {
             .transpose()
     }
 
-    /// Merges the `runs` runs of import `import` into staged chunks beside the
-    /// list's, an entry already listed keeping its provenance. Returns the
-    /// entries and what the import changes.
-    pub fn merge_runs(
+    /// Merges the runs `runs` of import `import`, all of one family, into staged
+    /// chunks beside the family's, an entry already listed keeping its provenance.
+    /// Returns the entries and what the import changes. A family with no entry
+    /// before or after stays without a chunk.
+    pub fn merge_runs<A: Column>(
         &self,
         kind: ListKind,
         import: u64,
-        runs: usize,
-        index: &[ChunkInfo],
+        runs: &[usize],
+        index: &[ChunkInfo<A>],
     ) -> Result<(usize, Changes), SqlError> {
-        let mut cursors: Vec<RunCursor> = (0..runs).map(RunCursor::new).collect();
+        let mut cursors: Vec<RunCursor<A>> = runs.iter().copied().map(RunCursor::new).collect();
         let mut heap = BinaryHeap::new();
         for (run, cursor) in cursors.iter_mut().enumerate() {
             if let Some(range) = cursor.next(self, import)? {
@@ -263,8 +343,8 @@ impl<S: Sql> ListTables<S> {
         }
         let mut old = OldEntries::new(index);
         let (mut count, mut kept) = (0, 0);
-        let mut last: Option<Ipv4Range> = None;
-        let mut filling = Filling::new(0);
+        let mut last: Option<Cidr<A>> = None;
+        let mut filling = Filling::new(A::default());
         while let Some(Reverse((range, run))) = heap.pop() {
             if let Some(next) = cursors[run].next(self, import)? {
                 heap.push(Reverse((next, run)));
@@ -286,7 +366,9 @@ impl<S: Sql> ListTables<S> {
             count += 1;
         }
         let (start, part) = filling.finish();
-        self.write_chunk(kind, (start, &part), import, STAGED)?;
+        if !(part.is_empty() && A::FAMILY == 6 && index.is_empty()) {
+            self.write_chunk(kind, (start, &part), import, STAGED)?;
+        }
         let before: usize = index.iter().map(|info| info.entries).sum();
         Ok((
             count,
@@ -297,25 +379,27 @@ impl<S: Sql> ListTables<S> {
         ))
     }
 
-    /// Makes the chunks import `import` staged the list's, as written by `rev`, and
-    /// answers them.
-    pub fn swap_in(
-        &self,
-        kind: ListKind,
-        import: u64,
-        rev: u64,
-    ) -> Result<Vec<ChunkInfo>, SqlError> {
-        let kind_code = Value::text(kind.code());
-        self.sql.execute(
-            "UPDATE chunks SET state = 0 WHERE kind = ?1 AND state = 1",
-            std::slice::from_ref(&kind_code),
-        )?;
-        self.sql.execute(
-            "UPDATE chunks SET state = 1, rev = ?3 WHERE kind = ?1 AND state = 2 AND rev = ?2",
-            &[kind_code, Value::int(import), Value::int(rev)],
-        )?;
-        self.drop_runs(import)?;
-        self.chunk_index(kind)
+    /// Makes the chunks import `import` staged, of both families, the list's, as
+    /// written by `rev`. A family the import left without a chunk keeps its own.
+    pub fn swap_in(&self, kind: ListKind, import: u64, rev: u64) -> Result<(), SqlError> {
+        for filed in [u32::filed(kind), u128::filed(kind)] {
+            let staged = self.sql.query(
+                "SELECT 1 FROM chunks WHERE kind = ?1 AND state = 2 AND rev = ?2 LIMIT 1",
+                &[Value::text(filed), Value::int(import)],
+            )?;
+            if staged.is_empty() {
+                continue;
+            }
+            self.sql.execute(
+                "UPDATE chunks SET state = 0 WHERE kind = ?1 AND state = 1",
+                &[Value::text(filed)],
+            )?;
+            self.sql.execute(
+                "UPDATE chunks SET state = 1, rev = ?3 WHERE kind = ?1 AND state = 2 AND rev = ?2",
+                &[Value::text(filed), Value::int(import), Value::int(rev)],
+            )?;
+        }
+        self.drop_runs(import)
     }
 
     fn drop_runs(&self, import: u64) -> Result<(), SqlError> {
@@ -403,17 +487,17 @@ impl<S: Sql> ListTables<S> {
             .unwrap_or(0))
     }
 
-    /// Builds and keeps the shards `plan` writes, from the chunks of `index`, and
-    /// answers what changed since `before` (whose shards this table kept): a reset
-    /// when that is unknown or too large.
-    pub fn build_shards(
+    /// Builds and keeps the shards of one family `plan` writes, from the chunks of
+    /// `index`, and answers what changed since `before` (whose shards this table
+    /// kept): `None` when that is unknown or too large.
+    pub fn build_shards<A: Column>(
         &self,
         kind: ListKind,
-        index: &[ChunkInfo],
-        plan: &Plan,
+        index: &[ChunkInfo<A>],
+        plan: &Plan<A>,
         before: Option<&Manifest>,
-    ) -> Result<Piece, SqlError> {
-        let mut change: Option<Intervals> = before.map(|_| Vec::new());
+    ) -> Result<Option<Intervals<A>>, SqlError> {
+        let mut change: Option<Intervals<A>> = before.map(|_| Vec::new());
         for &shard_index in &plan.writes {
             let mut ranges = Vec::new();
             for info in &index[plan.chunks[shard_index].clone()] {
@@ -428,7 +512,8 @@ impl<S: Sql> ListTables<S> {
             let high = plan
                 .starts
                 .get(shard_index + 1)
-                .map_or(u32::MAX, |next| next - 1);
+                .and_then(|&next| next.before())
+                .unwrap_or(A::MAX);
             if let (Some(found), Some(before)) = (change.as_mut(), before) {
                 match self.published_between(kind, before, low, high)? {
                     Some(old) => found.extend(combine(&old, &intervals, Op::Xor)),
@@ -447,21 +532,26 @@ impl<S: Sql> ListTables<S> {
                 &Shard::of_intervals(intervals),
             )?;
         }
-        Ok(change.map_or(Piece::Reset, |change| Piece::of(union_of_sorted(change))))
+        Ok(change.map(union_of_sorted))
     }
 
-    /// The intervals of the version `manifest` names from `low` to `high`, if this
-    /// table kept every shard of it there.
-    fn published_between(
+    /// The intervals of one family of the version `manifest` names from `low` to
+    /// `high`, if this table kept every shard of it there; none if that version
+    /// had no shard of this family.
+    fn published_between<A: Column>(
         &self,
         kind: ListKind,
         manifest: &Manifest,
-        low: u32,
-        high: u32,
-    ) -> Result<Option<Intervals>, SqlError> {
+        low: A,
+        high: A,
+    ) -> Result<Option<Intervals<A>>, SqlError> {
+        let part = manifest.part::<A>();
         let mut old = Vec::new();
-        for index in manifest.shard_of(low)..=manifest.shard_of(high) {
-            let Some(key) = manifest.key(index) else {
+        if part.is_empty() {
+            return Ok(Some(old));
+        }
+        for index in part.shard_of(low)..=part.shard_of(high) {
+            let Some(key) = part.key(index) else {
                 return Ok(None);
             };
             let Some(shard) = self.shard(kind, &key)? else {
@@ -472,7 +562,12 @@ impl<S: Sql> ListTables<S> {
         Ok(Some(old))
     }
 
-    fn save_shard(&self, kind: ListKind, key: &str, shard: &Shard) -> Result<(), SqlError> {
+    fn save_shard<A: Addr>(
+        &self,
+        kind: ListKind,
+        key: &str,
+        shard: &Shard<A>,
+    ) -> Result<(), SqlError> {
         self.forget_shard(kind, key)?;
         let bytes = shard.encode();
         for (part, data) in bytes.chunks(SHARD_PART_BYTES).enumerate() {
@@ -505,7 +600,7 @@ impl<S: Sql> ListTables<S> {
         Ok(Some(bytes))
     }
 
-    fn shard(&self, kind: ListKind, key: &str) -> Result<Option<Shard>, SqlError> {
+    fn shard<A: Addr>(&self, kind: ListKind, key: &str) -> Result<Option<Shard<A>>, SqlError> {
         self.shard_bytes(kind, key)?
             .map(|bytes| {
                 Shard::decode(&bytes)
@@ -522,11 +617,10 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    /// Bytes of the shards `manifest` names that this table keeps.
+    /// Bytes of the shards, of both families, `manifest` names that this table keeps.
     pub fn snapshot_bytes(&self, kind: ListKind, manifest: &Manifest) -> Result<usize, SqlError> {
         let mut total = 0;
-        for index in 0..manifest.shards.len() {
-            let key = manifest.key(index).unwrap_or_default();
+        for key in manifest.keys() {
             let rows = self.sql.query(
                 "SELECT coalesce(sum(length(data)), 0) FROM shards WHERE kind = ?1 AND key = ?2",
                 &[Value::text(kind.code()), Value::text(key)],
@@ -537,18 +631,14 @@ impl<S: Sql> ListTables<S> {
     }
 }
 
-fn address(value: u64) -> Result<u32, SqlError> {
-    u32::try_from(value).map_err(|_| SqlError(format!("an address over 32 bits: {value}")))
-}
-
 /// Where the merge of an import is in one of its runs.
-struct RunCursor {
+struct RunCursor<A> {
     run: usize,
     part: usize,
-    held: std::vec::IntoIter<Ipv4Range>,
+    held: std::vec::IntoIter<Cidr<A>>,
 }
 
-impl RunCursor {
+impl<A: Addr> RunCursor<A> {
     fn new(run: usize) -> Self {
         Self {
             run,
@@ -561,7 +651,7 @@ impl RunCursor {
         &mut self,
         tables: &ListTables<S>,
         import: u64,
-    ) -> Result<Option<Ipv4Range>, SqlError> {
+    ) -> Result<Option<Cidr<A>>, SqlError> {
         loop {
             if let Some(range) = self.held.next() {
                 return Ok(Some(range));
@@ -578,14 +668,14 @@ impl RunCursor {
 }
 
 /// The list's entries before an import, read a chunk at a time as the merge goes.
-struct OldEntries<'a> {
-    index: &'a [ChunkInfo],
+struct OldEntries<'a, A> {
+    index: &'a [ChunkInfo<A>],
     next_chunk: usize,
-    held: std::iter::Peekable<std::vec::IntoIter<Kept>>,
+    held: std::iter::Peekable<std::vec::IntoIter<Kept<A>>>,
 }
 
-impl<'a> OldEntries<'a> {
-    fn new(index: &'a [ChunkInfo]) -> Self {
+impl<'a, A: Column> OldEntries<'a, A> {
+    fn new(index: &'a [ChunkInfo<A>]) -> Self {
         Self {
             index,
             next_chunk: 0,
@@ -598,7 +688,7 @@ impl<'a> OldEntries<'a> {
         &mut self,
         tables: &ListTables<S>,
         kind: ListKind,
-        range: Ipv4Range,
+        range: Cidr<A>,
     ) -> Result<Option<u64>, SqlError> {
         loop {
             while self.held.next_if(|kept| kept.range < range).is_some() {}
@@ -619,6 +709,7 @@ mod tests {
     use super::*;
     use crate::domain::chunk::{CHUNK_ENTRIES, CHUNK_FILL};
     use crate::domain::cut::{self, Published};
+    use crate::domain::range::Ipv4Range;
     use crate::store::list_tables::Stored;
     use crate::store::sql::native::NativeSql;
 
@@ -767,7 +858,7 @@ mod tests {
         tables
             .stage_run(7, 1, &entries(&["3.3.3.3", "4.4.4.0/24"]))
             .unwrap();
-        let (count, changes) = tables.merge_runs(KIND, 7, 2, &index).unwrap();
+        let (count, changes) = tables.merge_runs(KIND, 7, &[0, 1], &index).unwrap();
         assert_eq!(
             (count, changes),
             (
@@ -783,7 +874,8 @@ mod tests {
             index,
             "staged, not yet the list"
         );
-        let after = tables.swap_in(KIND, 7, 8).unwrap();
+        tables.swap_in(KIND, 7, 8).unwrap();
+        let after: Vec<ChunkInfo> = tables.chunk_index(KIND).unwrap();
         assert!(after.iter().all(|info| info.rev == 8));
         let kept: Vec<(String, u64)> = read_all(&tables, &after)
             .iter()
@@ -793,7 +885,7 @@ mod tests {
         assert_eq!(kept, expected.map(|(r, e)| (r.to_owned(), e)));
         tables.forget_replaced_chunks().unwrap();
         tables.stage_run(9, 0, &entries(&["5.5.5.5"])).unwrap();
-        tables.merge_runs(KIND, 9, 1, &after).unwrap();
+        tables.merge_runs(KIND, 9, &[0], &after).unwrap();
         tables.drop_import(9).unwrap();
         let rows = tables
             .sql
@@ -810,13 +902,13 @@ mod tests {
 
     /// The intervals of every shard a manifest names, in order, as kept here.
     fn published(tables: &ListTables<NativeSql>, manifest: &Manifest) -> Intervals {
-        (0..manifest.shards.len())
+        (0..manifest.part::<u32>().len())
             .flat_map(|index| {
                 let bytes = tables
-                    .shard_bytes(KIND, &manifest.key(index).unwrap())
+                    .shard_bytes(KIND, &manifest.part::<u32>().key(index).unwrap())
                     .unwrap()
                     .unwrap();
-                Shard::decode(&bytes).unwrap().intervals()
+                Shard::<u32>::decode(&bytes).unwrap().intervals()
             })
             .collect()
     }
@@ -832,7 +924,8 @@ mod tests {
         assert!(first.starts.len() > 1);
         assert_eq!(
             tables.build_shards(KIND, &index, &first, None).unwrap(),
-            Piece::Reset
+            None,
+            "no version before: a reset"
         );
         let v1 = first.manifest(1);
         let old: Intervals = list.intervals().collect();
@@ -858,7 +951,135 @@ mod tests {
             .build_shards(KIND, &after, &second, Some(&v1))
             .unwrap();
         let new: Intervals = list.intervals().collect();
-        assert_eq!(piece, Piece::of(combine(&old, &new, Op::Xor)));
+        assert_eq!(piece, Some(combine(&old, &new, Op::Xor)));
         assert_eq!(published(&tables, &second.manifest(2)), new);
+    }
+
+    fn ipv6(text: &str) -> Cidr<u128> {
+        Cidr::parse(text).unwrap()
+    }
+
+    #[test]
+    fn ipv6_entries_live_in_chunks_of_their_own_ordered_by_their_16_bytes() {
+        let tables = tables();
+        let v4 = tables.install(KIND, &spread(10, 2, 0), 1).unwrap();
+        let none: Vec<ChunkInfo<u128>> = tables.chunk_index(KIND).unwrap();
+        assert!(none.is_empty(), "no IPv6 chunk before the first IPv6 entry");
+        // /64s from 2a00:: on, enough for several chunks, and one at the very top.
+        let mut many: Vec<Cidr<u128>> = (0..CHUNK_ENTRIES as u128 + 10)
+            .map(|n| Cidr::from_parts(0x2a00 << 112 | n << 64, 64).unwrap())
+            .collect();
+        many.push(ipv6("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"));
+        let many = ListEntries::new(many);
+        let (changes, index) = tables
+            .edit(KIND, &none, (&many, &ListEntries::default()), 2)
+            .unwrap();
+        assert_eq!(changes.added, many.len());
+        assert!(index.len() > 1, "cut into chunks");
+        assert_eq!(
+            tables.chunk_index::<u128>(KIND).unwrap(),
+            index,
+            "read back in address order"
+        );
+        assert_eq!(
+            tables.chunk_index::<u32>(KIND).unwrap(),
+            v4,
+            "the IPv4 chunks as they were"
+        );
+        let read: Vec<Cidr<u128>> = index
+            .iter()
+            .flat_map(|info| tables.chunk(KIND, info).unwrap())
+            .map(|kept| kept.range)
+            .collect();
+        assert_eq!(read, many.as_slice());
+
+        let plan = cut::plan(1, &index, None);
+        assert_eq!(
+            tables.build_shards(KIND, &index, &plan, None).unwrap(),
+            None
+        );
+        let mut manifest = cut::plan(1, &v4, None).manifest(1);
+        manifest.ipv6 = crate::domain::snapshot::Ipv6Shards {
+            starts: plan.starts.clone(),
+            keys: plan.keys.clone(),
+        };
+        assert!(manifest
+            .ipv6
+            .keys
+            .iter()
+            .all(|key| key.starts_with("v1/ipv6/")));
+        let held: Vec<(u128, u128)> = manifest
+            .part::<u128>()
+            .keys()
+            .flat_map(|key| {
+                let bytes = tables.shard_bytes(KIND, &key).unwrap().unwrap();
+                Shard::<u128>::decode(&bytes).unwrap().intervals()
+            })
+            .collect();
+        assert_eq!(held, many.intervals().collect::<Vec<_>>());
+
+        // One more address: the change is that address, in its family alone.
+        let one = ListEntries::new(vec![ipv6("2a00:1450::1")]);
+        let (_, after) = tables
+            .edit(KIND, &index, (&one, &ListEntries::default()), 3)
+            .unwrap();
+        let next = cut::plan(
+            2,
+            &after,
+            Some(Published {
+                manifest: &manifest,
+                rev: 2,
+            }),
+        );
+        assert_eq!(next.writes.len(), 1, "the one shard it falls in");
+        let change = tables
+            .build_shards(KIND, &after, &next, Some(&manifest))
+            .unwrap();
+        let address = one.as_slice()[0].first();
+        assert_eq!(change, Some(vec![(address, address)]));
+    }
+
+    #[test]
+    fn an_import_replaces_each_family_and_leaves_a_list_without_ipv6_without_ipv6_chunks() {
+        let tables = tables();
+        let v4 = |list: &[&str]| {
+            ListEntries::new(list.iter().map(|s| Ipv4Range::parse(s).unwrap()).collect())
+        };
+        let index = tables.install(KIND, &v4(&["1.1.1.1"]), 1).unwrap();
+        tables.stage_run(5, 0, &v4(&["2.2.2.2"])).unwrap();
+        tables.merge_runs(KIND, 5, &[0], &index).unwrap();
+        tables.merge_runs::<u128>(KIND, 5, &[], &[]).unwrap();
+        tables.swap_in(KIND, 5, 6).unwrap();
+        assert!(tables.chunk_index::<u128>(KIND).unwrap().is_empty());
+
+        let index: Vec<ChunkInfo> = tables.chunk_index(KIND).unwrap();
+        tables.stage_run(7, 0, &v4(&[])).unwrap();
+        tables
+            .stage_run(
+                7,
+                1,
+                &ListEntries::new(vec![ipv6("2a00::/32"), ipv6("2600::1")]),
+            )
+            .unwrap();
+        assert_eq!(tables.merge_runs(KIND, 7, &[0], &index).unwrap().0, 0);
+        let (count, changes) = tables.merge_runs::<u128>(KIND, 7, &[1], &[]).unwrap();
+        assert_eq!((count, changes.added, changes.removed), (2, 2, 0));
+        tables.swap_in(KIND, 7, 8).unwrap();
+        assert_eq!(size_of(&tables.chunk_index::<u32>(KIND).unwrap()), 0);
+        let v6: Vec<ChunkInfo<u128>> = tables.chunk_index(KIND).unwrap();
+        assert_eq!(size_of(&v6), 2);
+
+        // A list that held IPv6 entries is emptied of them by an import without any.
+        tables.stage_run(9, 0, &v4(&["3.3.3.3"])).unwrap();
+        let index: Vec<ChunkInfo> = tables.chunk_index(KIND).unwrap();
+        tables.merge_runs(KIND, 9, &[0], &index).unwrap();
+        tables.merge_runs::<u128>(KIND, 9, &[], &v6).unwrap();
+        tables.swap_in(KIND, 9, 10).unwrap();
+        assert_eq!(size_of(&tables.chunk_index::<u128>(KIND).unwrap()), 0);
+        assert_eq!(size_of(&tables.chunk_index::<u32>(KIND).unwrap()), 1);
+    }
+
+    fn size_of<A>(index: &[ChunkInfo<A>]) -> usize {
+        index.iter().map(|info| info.entries).sum()
     }
 }

@@ -388,6 +388,7 @@ fn stored_of(row: &Row) -> Result<(ListKind, Stored), SqlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::delta::Change;
     use crate::domain::range::Ipv4Range;
     use crate::store::sql::native::NativeSql;
 
@@ -407,6 +408,7 @@ mod tests {
             shards: vec![0],
             keys: vec!["v2/0".to_owned()],
             deltas_from: 1,
+            ipv6: Default::default(),
         };
         let stored = Stored {
             publication: Publication {
@@ -486,7 +488,9 @@ mod tests {
     #[test]
     fn pieces_of_changes_round_trip_across_rows_and_are_tracked_until_in_kv() {
         let tables = tables();
-        let big = Piece::Changed((0..300_000u32).map(|n| (n * 4, n * 4 + 1)).collect());
+        let big = Piece::Changed(Change::ipv4(
+            (0..300_000u32).map(|n| (n * 4, n * 4 + 1)).collect(),
+        ));
         let key = PieceKey {
             version: 4,
             level: 2,

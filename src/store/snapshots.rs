@@ -13,8 +13,8 @@ use super::kv::{is_fresh, read_json, KvRead};
 use super::shared_load::SharedLoad;
 use super::StoreError;
 use crate::domain::code::Coded;
-use crate::domain::delta::{self, Piece, MAX_DELTA_INTERVALS};
-use crate::domain::intervals::{combine, Intervals, Op};
+use crate::domain::delta::{self, Change, Piece, MAX_DELTA_INTERVALS};
+use crate::domain::intervals::Intervals;
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
 use crate::domain::snapshot::{Manifest, Shard, Shards};
@@ -45,7 +45,7 @@ pub struct Held {
     loading: RefCell<HashMap<ListKind, Rc<Version>>>,
     /// Changes composed for feeds, by list and span of versions: agents polling
     /// one service mostly hold the same few cursors.
-    composed: RefCell<HashMap<(ListKind, u64, u64), Rc<Intervals>>>,
+    composed: RefCell<HashMap<(ListKind, u64, u64), Rc<Change>>>,
 }
 
 thread_local! {
@@ -78,10 +78,11 @@ impl Version {
     /// version `before` holds loaded under the same key: a version after an edit
     /// shares every shard the edit left alone.
     fn new(manifest: Manifest, now: Millis, before: Option<&Version>) -> Self {
-        let shards = (0..manifest.shards.len())
+        let part = manifest.part::<u32>();
+        let shards = (0..part.len())
             .map(|index| {
                 before
-                    .zip(manifest.key(index))
+                    .zip(part.key(index))
                     .and_then(|(before, key)| before.loaded(&key))
                     .map_or_else(SharedLoad::default, SharedLoad::ready)
             })
@@ -97,7 +98,7 @@ impl Version {
     /// The shard read under `key`, if this version holds it loaded.
     fn loaded(&self, key: &str) -> Option<Rc<Shard>> {
         let index = (0..self.shards.len())
-            .find(|&index| self.manifest.key(index).as_deref() == Some(key))?;
+            .find(|&index| self.manifest.part::<u32>().key(index).as_deref() == Some(key))?;
         self.shards[index].get()
     }
 
@@ -108,7 +109,7 @@ impl Version {
         addr: u32,
     ) -> Result<bool, StoreError> {
         Ok(self
-            .shard(kv, kind, self.manifest.shard_of(addr))
+            .shard(kv, kind, self.manifest.part().shard_of(addr))
             .await?
             .contains(addr))
     }
@@ -150,7 +151,7 @@ impl Version {
         let (slot, key) = self
             .shards
             .get(index)
-            .zip(self.manifest.key(index))
+            .zip(self.manifest.part::<u32>().key(index))
             .ok_or_else(|| {
                 StoreError::Corrupt(format!("{} list: no shard {index}", kind.code()))
             })?;
@@ -237,8 +238,8 @@ impl Held {
         .await
     }
 
-    /// The addresses whose membership changed from version `from` to `to`, from the
-    /// published pieces; `None` when the pieces no longer reach back that far, one
+    /// The addresses of each family whose membership changed from version `from`
+    /// to `to`, from the published pieces; `None` when the pieces no longer reach back that far, one
     /// says the change is too large or unknown, or one is not visible yet: the
     /// caller then answers with the whole list.
     pub async fn changes(
@@ -248,7 +249,7 @@ impl Held {
         (from, to): (u64, u64),
         freshness: Freshness,
         now: Millis,
-    ) -> Result<Option<Rc<Intervals>>, StoreError> {
+    ) -> Result<Option<Rc<Change>>, StoreError> {
         let deltas_from = self
             .answer(source, kind, freshness, now, |version| async move {
                 Ok(version.manifest.deltas_from)
@@ -261,14 +262,14 @@ impl Held {
             return Ok(Some(kept.clone()));
         }
         let kv = source.kv(kind)?;
-        let mut change = Vec::new();
+        let mut change = Change::default();
         for (version, level) in delta::cover(from, to) {
             let key = piece_key(version, level);
             let Some(bytes) = kv.read(&key).await? else {
                 return Ok(None);
             };
             match Piece::decode(&bytes) {
-                Some(Piece::Changed(set)) => change = combine(&change, &set, Op::Xor),
+                Some(Piece::Changed(piece)) => change = change.then(&piece),
                 Some(Piece::Reset) => return Ok(None),
                 None => {
                     return Err(StoreError::Corrupt(format!(
@@ -403,7 +404,11 @@ mod tests {
     use super::*;
     use crate::domain::ip_list::ListEntries;
     use crate::domain::range::Ipv4Range;
-    use crate::domain::snapshot::shard_key;
+    use crate::domain::snapshot::Sharded;
+
+    fn shard_key(version: u64, index: usize) -> String {
+        u32::shard_key(version, index)
+    }
     use crate::store::kv::fake::FakeKv;
 
     const PUBLISHED_AT: u64 = 1_795_262_400_000;
@@ -450,6 +455,7 @@ mod tests {
             shards: vec![0],
             keys: vec![shard_key(version, 0)],
             deltas_from: 0,
+            ipv6: Default::default(),
         };
         kv.write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());
     }
@@ -620,6 +626,7 @@ mod tests {
                 shards: vec![0, ip("128.0.0.0")],
                 keys: keys.to_vec(),
                 deltas_from: 0,
+                ipv6: Default::default(),
             };
             serde_json::to_vec(&manifest).unwrap()
         };
@@ -659,6 +666,7 @@ mod tests {
             shards: vec![0],
             keys: vec![],
             deltas_from: 0,
+            ipv6: Default::default(),
         };
         fake.global
             .write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());

@@ -95,8 +95,14 @@ impl Row {
     }
 
     pub fn blob(&self, column: usize) -> Result<&[u8], SqlError> {
+        self.opt_blob(column)?
+            .ok_or_else(|| SqlError(format!("column {column}: NULL where a blob belongs")))
+    }
+
+    pub fn opt_blob(&self, column: usize) -> Result<Option<&[u8]>, SqlError> {
         match self.value(column)? {
-            Value::Blob(bytes) => Ok(bytes),
+            Value::Null => Ok(None),
+            Value::Blob(bytes) => Ok(Some(bytes)),
             other => Err(SqlError(format!(
                 "column {column}: expected a blob, found {other:?}"
             ))),

@@ -7,6 +7,7 @@ use worker::kv::KvStore;
 use worker::Env;
 
 use super::protocol::{ListsProtocol, PublishedManifest};
+use crate::domain::delta::Change;
 use crate::domain::intervals::Intervals;
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
@@ -85,15 +86,15 @@ pub async fn shards(
         .await
 }
 
-/// The addresses whose membership in the list changed between two versions, when
-/// the published pieces say (`Held::changes`).
+/// The addresses of each family whose membership in the list changed between two
+/// versions, when the published pieces say (`Held::changes`).
 pub async fn changes(
     env: &Env,
     kind: ListKind,
     span: (u64, u64),
     freshness: Freshness,
     now: Millis,
-) -> Result<Option<Rc<Intervals>>, StoreError> {
+) -> Result<Option<Rc<Change>>, StoreError> {
     Held::isolate()
         .changes(&Deployed(env), kind, span, freshness, now)
         .await

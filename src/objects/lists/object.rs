@@ -17,21 +17,23 @@ use super::protocol::{
     Edit, Export, ExportHead, ListStatus, ListsCall, ListsProtocol, ListsRefusal, ListsStatus,
     PublishedManifest, Replace, Replaced, SizeAt, Status,
 };
+use crate::domain::address::Ipv6;
 use crate::domain::chunk::ChunkInfo;
 use crate::domain::code::Coded;
 use crate::domain::cut::{self, Published};
-use crate::domain::delta::{self, Piece};
+use crate::domain::delta::{self, Change, Piece};
 use crate::domain::ip_list::{
-    Changes, EditRequest, Import, ListEntries, ListKind, MAX_IMPORT_BYTES, MAX_LIST_ENTRIES,
+    Changes, EditRequest, Import, ListEntries, ListEntry, ListKind, MAX_IMPORT_BYTES,
+    MAX_IPV6_LIST_ENTRIES, MAX_LIST_ENTRIES,
 };
 use crate::domain::publication::{Attempt, Next};
 use crate::domain::range::Ipv4Range;
-use crate::domain::snapshot::Manifest;
+use crate::domain::snapshot::{Ipv6Shards, Manifest};
 use crate::domain::time::UnixTime;
 use crate::objects::protocol::{receive, Ask, AskStream, Failure, Streamed};
 use crate::platform::clock;
 use crate::platform::meter::{self, Billable};
-use crate::platform::stream::{gunzip, Chunks};
+use crate::platform::stream::{gunzip, Chunks as BodyChunks};
 use crate::store::list_chunks::Source;
 use crate::store::list_tables::{ListTables, PieceKey, Stored};
 use crate::store::snapshots::{binding, piece_key, MANIFEST_KEY};
@@ -48,23 +50,51 @@ type Outcome<T> = std::result::Result<T, Failure<ListsRefusal>>;
 
 /// One list as the object holds it: the index of its chunks, never its entries.
 struct List {
-    /// Its live chunks, in address order.
-    chunks: Vec<ChunkInfo>,
+    chunks: Chunks,
     stored: Stored,
     publishing: bool,
 }
 
+/// A list's live chunks, each family's in address order.
+#[derive(Debug, Clone, Default)]
+struct Chunks {
+    v4: Vec<ChunkInfo<u32>>,
+    v6: Vec<ChunkInfo<u128>>,
+}
+
+impl Chunks {
+    fn read(
+        tables: &ListTables<&DurableSql>,
+        kind: ListKind,
+    ) -> std::result::Result<Self, SqlError> {
+        Ok(Self {
+            v4: tables.chunk_index(kind)?,
+            v6: tables.chunk_index(kind)?,
+        })
+    }
+
+    /// Entries of each family: IPv4, IPv6.
+    fn sizes(&self) -> (usize, usize) {
+        (size(&self.v4), size(&self.v6))
+    }
+
+    fn entries(&self) -> usize {
+        let (v4, v6) = self.sizes();
+        v4 + v6
+    }
+}
+
 impl List {
     fn entries(&self) -> usize {
-        size(&self.chunks)
+        self.chunks.entries()
     }
 }
 
 /// Changes whose list sizes a status shows: the operator page's chart of them.
 const RECENT_SIZES: usize = 30;
 
-/// Entries a list of these chunks holds.
-fn size(chunks: &[ChunkInfo]) -> usize {
+/// Entries these chunks hold.
+fn size<A>(chunks: &[ChunkInfo<A>]) -> usize {
     chunks.iter().map(|chunk| chunk.entries).sum()
 }
 
@@ -119,8 +149,8 @@ impl DurableObject for OperatorLists {
         }
         match call {
             ListsCall::Status(Status) => Status::reply(self.status()),
-            ListsCall::Edit(Edit { kind, edit }) => {
-                let edited = self.edit(kind, edit).await;
+            ListsCall::Edit(Edit { kind, edit, ipv6 }) => {
+                let edited = self.edit(kind, edit, ipv6).await;
                 Edit::reply(match edited {
                     Ok((changes, change)) => self
                         .publish_including(kind, change)
@@ -130,8 +160,8 @@ impl DurableObject for OperatorLists {
                     Err(failure) => Err(failure),
                 })
             }
-            ListsCall::Replace(Replace { kind, gzip }) => {
-                Replace::reply(self.replace(kind, req.inner().body(), gzip).await)
+            ListsCall::Replace(Replace { kind, gzip, ipv6 }) => {
+                Replace::reply(self.replace(kind, req.inner().body(), gzip, ipv6).await)
             }
             ListsCall::Export(Export { kind, known }) => {
                 // What is exported is published, so its version is the one its ETag names.
@@ -234,9 +264,9 @@ impl OperatorLists {
         let mut last_edit = tables.last_edit().map_err(fault)?;
         let mut lists = HashMap::new();
         for &kind in ListKind::ALL {
-            let mut chunks = tables.chunk_index(kind).map_err(fault)?;
+            let mut chunks = Chunks::read(&tables, kind).map_err(fault)?;
             let stored = stored.get(&kind).cloned();
-            if chunks.is_empty() {
+            if chunks.v4.is_empty() {
                 let entries = match (&stored, legacy.iter().find(|(k, _)| *k == kind)) {
                     (_, Some((_, entries))) => entries.clone(),
                     _ => tables.entries(kind).map_err(fault)?,
@@ -247,7 +277,7 @@ impl OperatorLists {
                     removed: 0,
                 };
                 let at = clock::now().0;
-                chunks = self
+                chunks.v4 = self
                     .sql
                     .atomically(|| {
                         let chunks = tables.install(kind, &entries, last_edit)?;
@@ -308,12 +338,18 @@ impl OperatorLists {
         &self,
         kind: ListKind,
         (id, source, changes): (u64, Source, Changes),
-        chunks: &[ChunkInfo],
+        chunks: &Chunks,
     ) -> std::result::Result<Stored, SqlError> {
         let tables = self.tables();
         let mut stored = self.with_list(kind, |list| list.stored.clone());
         stored.publication.saved_one();
-        tables.record_edit(id, kind, clock::now().0, (source, changes), size(chunks))?;
+        tables.record_edit(
+            id,
+            kind,
+            clock::now().0,
+            (source, changes),
+            chunks.entries(),
+        )?;
         tables.save_publication(kind, &stored)?;
         self.injected_fault()?;
         Ok(stored)
@@ -321,12 +357,7 @@ impl OperatorLists {
 
     /// Installs a committed change: the list's chunks and publication state. Returns
     /// the change's number, once the alarm stands for its publication.
-    async fn install(
-        &self,
-        kind: ListKind,
-        chunks: Vec<ChunkInfo>,
-        stored: Stored,
-    ) -> Outcome<u64> {
+    async fn install(&self, kind: ListKind, chunks: Chunks, stored: Stored) -> Outcome<u64> {
         let change = stored.publication.saved;
         self.with_list_mut(kind, |list| {
             list.chunks = chunks;
@@ -359,7 +390,7 @@ impl OperatorLists {
         let tables = self.tables();
         let stored: HashMap<ListKind, Stored> = tables.publications()?.into_iter().collect();
         for &kind in ListKind::ALL {
-            let chunks = tables.chunk_index(kind)?;
+            let chunks = Chunks::read(&tables, kind)?;
             let stored = stored.get(&kind).cloned().unwrap_or_default();
             self.with_list_mut(kind, |list| {
                 list.chunks = chunks;
@@ -385,28 +416,37 @@ impl OperatorLists {
     /// Validates every entry, then applies the edit to the chunks it falls in, or
     /// refuses it whole naming the first bad entry. Returns what changed and the
     /// change's number.
-    async fn edit(&self, kind: ListKind, edit: EditRequest) -> Outcome<(Changes, u64)> {
+    async fn edit(&self, kind: ListKind, edit: EditRequest, ipv6: Ipv6) -> Outcome<(Changes, u64)> {
         let (add, remove) = kind
-            .parse_edit(edit)
+            .parse_edit(edit, ipv6)
             .map_err(|why| Failure::Refused(ListsRefusal::BadEdit(why)))?;
-        let (add, remove) = (ListEntries::new(add), ListEntries::new(remove));
-        let (chunks, entries, saved) = self.with_list(kind, |list| {
-            (
-                list.chunks.clone(),
-                list.entries(),
-                list.stored.publication.saved,
-            )
+        let (chunks, saved) = self.with_list(kind, |list| {
+            (list.chunks.clone(), list.stored.publication.saved)
         });
-        if entries + add.len() > MAX_LIST_ENTRIES {
-            let why = format!(
-                "a list holds at most {MAX_LIST_ENTRIES} entries; replace it whole with PUT"
-            );
+        let (v4, v6) = chunks.sizes();
+        let full = if v4 + add.v4.len() > MAX_LIST_ENTRIES {
+            Some(format!("{MAX_LIST_ENTRIES} entries"))
+        } else if v6 + add.v6.len() > MAX_IPV6_LIST_ENTRIES {
+            Some(format!("{MAX_IPV6_LIST_ENTRIES} IPv6 entries"))
+        } else {
+            None
+        };
+        if let Some(most) = full {
+            let why = format!("a list holds at most {most}; replace it whole with PUT");
             return Err(Failure::Refused(ListsRefusal::BadEdit(why)));
         }
         let id = self.next_edit();
         let tables = self.tables();
         let edited = self.sql.atomically(|| {
-            let (changes, chunks) = tables.edit(kind, &chunks, (&add, &remove), id)?;
+            let (mut changes, v4) = tables.edit(kind, &chunks.v4, (&add.v4, &remove.v4), id)?;
+            let v6 = if add.v6.is_empty() && remove.v6.is_empty() {
+                chunks.v6.clone()
+            } else {
+                let (more, v6) = tables.edit(kind, &chunks.v6, (&add.v6, &remove.v6), id)?;
+                changes += more;
+                v6
+            };
+            let chunks = Chunks { v4, v6 };
             if changes == Changes::default() {
                 return Ok((changes, None));
             }
@@ -429,9 +469,10 @@ impl OperatorLists {
         kind: ListKind,
         body: Option<worker::web_sys::ReadableStream>,
         gzip: bool,
+        ipv6: Ipv6,
     ) -> Outcome<Replaced> {
         let import = self.next_edit();
-        let staged = self.stage(kind, import, body, gzip).await;
+        let staged = self.stage(kind, import, (body, gzip), ipv6).await;
         let tables = self.tables();
         let (count, changes) = match staged {
             Ok(staged) => staged,
@@ -447,7 +488,8 @@ impl OperatorLists {
             // Numbered anew, so that a publication made while it was staged counts its chunks as changed.
             let rev = self.next_edit();
             let swapped = self.sql.atomically(|| {
-                let chunks = tables.swap_in(kind, import, rev)?;
+                tables.swap_in(kind, import, rev)?;
+                let chunks = Chunks::read(&tables, kind)?;
                 let stored = self.count_change(kind, (import, Source::Import, changes), &chunks)?;
                 Ok((chunks, stored))
             });
@@ -472,8 +514,8 @@ impl OperatorLists {
         &self,
         kind: ListKind,
         import: u64,
-        body: Option<worker::web_sys::ReadableStream>,
-        gzip: bool,
+        (body, gzip): (Option<worker::web_sys::ReadableStream>, bool),
+        ipv6: Ipv6,
     ) -> Outcome<(usize, Changes)> {
         let bad = |why: String| Failure::Refused(ListsRefusal::BadImport(why));
         let broke_off = if gzip {
@@ -482,8 +524,8 @@ impl OperatorLists {
             "the body broke off"
         };
         let tables = self.tables();
-        let mut reading = Import::new(kind);
-        let mut runs = 0;
+        let mut reading = Import::new(kind, ipv6);
+        let mut runs = Runs::default();
         // The limit is on the text, however it was sent.
         let mut total = 0;
         let body = match body {
@@ -491,7 +533,7 @@ impl OperatorLists {
             body => body,
         };
         if let Some(body) = body {
-            let chunks = Chunks::of(body);
+            let chunks = BodyChunks::of(body);
             while let Some(chunk) = chunks.next().await.map_err(|_| bad(broke_off.to_owned()))? {
                 total += chunk.length() as usize;
                 if total > MAX_IMPORT_BYTES {
@@ -503,21 +545,23 @@ impl OperatorLists {
                     .push(&chunk.to_vec())
                     .map_err(|e| bad(e.to_string()))?;
                 if let Some(run) = reading.run() {
-                    tables.stage_run(import, runs, &run)?;
-                    runs += 1;
+                    runs.stage(&tables, import, &run)?;
                 }
             }
         }
         let last = reading.finish().map_err(|e| bad(e.to_string()))?;
-        tables.stage_run(import, runs, &last)?;
+        runs.stage(&tables, import, &last)?;
         // The list as it is now: the runs were read while edits went on.
         let chunks = self.with_list(kind, |list| list.chunks.clone());
-        Ok(tables.merge_runs(kind, import, runs + 1, &chunks)?)
+        let (v4, mut changes) = tables.merge_runs(kind, import, &runs.v4, &chunks.v4)?;
+        let (v6, more) = tables.merge_runs(kind, import, &runs.v6, &chunks.v6)?;
+        changes += more;
+        Ok((v4 + v6, changes))
     }
 
     /// The list as published, a chunk a page, from the chunks of that moment:
     /// those an edit replaces meanwhile stay until no export reads them.
-    fn export(&self, kind: ListKind, known: Option<u64>) -> Streamed<ExportHead, Ipv4Range> {
+    fn export(&self, kind: ListKind, known: Option<u64>) -> Streamed<ExportHead, ListEntry> {
         let (chunks, entries, version) = self.with_list(kind, |list| {
             (
                 list.chunks.clone(),
@@ -534,10 +578,21 @@ impl OperatorLists {
         let head = ExportHead::List { version, entries };
         let reading = Reading::new(self.exports.clone());
         let sql = self.sql.clone();
-        let pages = stream::iter(chunks).map(move |info| {
+        let pages = stream::iter(Page::all(chunks)).map(move |page| {
             let _reading = &reading;
-            let entries = ListTables::new(&sql).chunk(kind, &info)?;
-            Ok(entries.into_iter().map(|kept| kept.range).collect())
+            let tables = ListTables::new(&sql);
+            Ok(match page {
+                Page::V4(info) => tables
+                    .chunk(kind, &info)?
+                    .into_iter()
+                    .map(|kept| ListEntry::V4(kept.range))
+                    .collect(),
+                Page::V6(info) => tables
+                    .chunk(kind, &info)?
+                    .into_iter()
+                    .map(|kept| ListEntry::V6(kept.range))
+                    .collect(),
+            })
         });
         Streamed {
             head,
@@ -559,7 +614,7 @@ impl OperatorLists {
                         .map(|manifest| tables.snapshot_bytes(kind, manifest))
                         .transpose()?
                         .unwrap_or(0),
-                    shards: manifest.map_or(0, |manifest| manifest.shards.len()),
+                    shards: manifest.map_or(0, Manifest::shard_count),
                     shards_written: manifest.map_or(0, Manifest::written),
                     recent: tables
                         .sizes(kind, RECENT_SIZES)?
@@ -632,25 +687,29 @@ impl OperatorLists {
                 // The number is stored before anything is written under it, so it is never used twice.
                 let attempt = list.stored.publication.begin();
                 tables.save_publication(kind, &list.stored)?;
-                let before = list.stored.manifest.as_ref().map(|manifest| Published {
-                    manifest,
-                    rev: list.stored.rev,
-                });
-                let plan = cut::plan(attempt.version, &list.chunks, before);
-                let piece = tables.build_shards(
-                    kind,
-                    &list.chunks,
-                    &plan,
-                    list.stored.manifest.as_ref(),
-                )?;
+                let manifest = list.stored.manifest.as_ref();
+                let before = || {
+                    manifest.map(|manifest| Published {
+                        manifest,
+                        rev: list.stored.rev,
+                    })
+                };
+                let v4 = cut::plan(attempt.version, &list.chunks.v4, before());
+                let v6 = cut::plan(attempt.version, &list.chunks.v6, before());
+                let change4 = tables.build_shards(kind, &list.chunks.v4, &v4, manifest)?;
+                let change6 = tables.build_shards(kind, &list.chunks.v6, &v6, manifest)?;
+                let piece = match (change4, change6) {
+                    (Some(v4), Some(v6)) => Piece::of(Change { v4, v6 }),
+                    _ => Piece::Reset,
+                };
                 let reset = piece == Piece::Reset;
                 self.save_pieces(kind, piece, attempt)?;
                 // Every live chunk was written by an edit numbered at most this one.
                 let rev = self.last_edit.get();
-                Ok((attempt, plan, list.entries(), reset, rev))
+                Ok((attempt, (v4, v6), list.entries(), reset, rev))
             })
         });
-        let (attempt, plan, entries, reset, rev) = built?;
+        let (attempt, (v4, v6), entries, reset, rev) = built?;
         let window = tables.published_version(
             kind,
             attempt.version,
@@ -664,19 +723,22 @@ impl OperatorLists {
             (true, _) | (_, 0) => attempt.version,
             (false, since) => since.max(window.unwrap_or(0)),
         };
+        let written: Vec<String> = (v4.writes.iter().map(|&index| v4.keys[index].clone()))
+            .chain(v6.writes.iter().map(|&index| v6.keys[index].clone()))
+            .collect();
+        let gone: Vec<String> = v4.gone.into_iter().chain(v6.gone).collect();
         let manifest = Manifest {
             version: attempt.version,
             published_at: now,
             entries,
-            shards: plan.starts,
-            keys: plan.keys,
+            shards: v4.starts,
+            keys: v4.keys,
             deltas_from,
+            ipv6: Ipv6Shards {
+                starts: v6.starts,
+                keys: v6.keys,
+            },
         };
-        let written: Vec<String> = plan
-            .writes
-            .iter()
-            .map(|&index| manifest.keys[index].clone())
-            .collect();
         let kv = self.env.kv(binding(kind))?;
         if let Err(error) = self.write(kind, &kv, &written, &manifest).await {
             // What was written under the number is never named by a manifest this
@@ -691,7 +753,7 @@ impl OperatorLists {
             list.stored.rev = rev;
             tables.save_publication(kind, &list.stored)
         })?;
-        tables.retire(kind, &plan.gone, now)?;
+        tables.retire(kind, &gone, now)?;
         for retired in tables.retired_before(now.saturating_sub(RETIRED_SHARDS_KEPT_SECONDS))? {
             meter::count(Billable::KvWrite);
             self.env
@@ -790,6 +852,45 @@ fn fault(error: SqlError) -> worker::Error {
     worker::Error::RustError(format!("lists storage: {error}"))
 }
 
+/// The runs an import staged, numbered across both families, each family's apart.
+#[derive(Default)]
+struct Runs {
+    v4: Vec<usize>,
+    v6: Vec<usize>,
+}
+
+impl Runs {
+    /// Stages a run's entries, each family as a run of its own; an IPv6 run only
+    /// when it holds any (an IPv4 run always, as a list always has an IPv4 chunk).
+    fn stage(
+        &mut self,
+        tables: &ListTables<&DurableSql>,
+        import: u64,
+        run: &crate::domain::ip_list::Entries,
+    ) -> std::result::Result<(), SqlError> {
+        let next = self.v4.len() + self.v6.len();
+        tables.stage_run(import, next, &run.v4)?;
+        self.v4.push(next);
+        if !run.v6.is_empty() {
+            tables.stage_run(import, next + 1, &run.v6)?;
+            self.v6.push(next + 1);
+        }
+        Ok(())
+    }
+}
+
+/// A page of an export: one chunk of either family, the IPv4 ones first.
+enum Page {
+    V4(ChunkInfo<u32>),
+    V6(ChunkInfo<u128>),
+}
+
+impl Page {
+    fn all(chunks: Chunks) -> impl Iterator<Item = Page> {
+        (chunks.v4.into_iter().map(Page::V4)).chain(chunks.v6.into_iter().map(Page::V6))
+    }
+}
+
 /// The list as the service kept it in KV before this object: the allow list as one
 /// text value, the global list as one key per address.
 async fn legacy_entries(env: &Env, kind: ListKind) -> Result<ListEntries> {
@@ -806,10 +907,12 @@ async fn legacy_entries(env: &Env, kind: ListKind) -> Result<ListEntries> {
         }
         ListKind::Global => {
             for_each_key(&kv, None, |keys| {
-                entries.extend(
-                    keys.iter()
-                        .filter_map(|key| kind.parse_entry(&key.name).ok()),
-                )
+                entries.extend(keys.iter().filter_map(|key| {
+                    match kind.parse_entry(&key.name, Ipv6::Off) {
+                        Ok(ListEntry::V4(range)) => Some(range),
+                        _ => None,
+                    }
+                }))
             })
             .await?;
         }

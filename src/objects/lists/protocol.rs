@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::ip_list::{Changes, EditRequest, ListKind};
-use crate::domain::range::Ipv4Range;
+use crate::domain::address::Ipv6;
+use crate::domain::ip_list::{Changes, EditRequest, ListEntry, ListKind};
 use crate::domain::snapshot::Manifest;
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
@@ -31,7 +31,7 @@ calls!(ListsProtocol => ListsCall {
     #[cfg(feature = "test-hooks")]
     WriterMeter => crate::platform::meter::Reading,
 } streamed {
-    Export => (ExportHead, Ipv4Range),
+    Export => (ExportHead, ListEntry),
 });
 
 /// What the writer refuses: the operator's input, named.
@@ -51,6 +51,8 @@ pub enum ListsRefusal {
 pub struct Edit {
     pub kind: ListKind,
     pub edit: EditRequest,
+    /// Whether IPv6 entries are taken (the service's `IPV6` setting).
+    pub ipv6: Ipv6,
 }
 
 /// The whole list, from the text the request uploads (gzipped when `gzip`);
@@ -59,6 +61,8 @@ pub struct Edit {
 pub struct Replace {
     pub kind: ListKind,
     pub gzip: bool,
+    /// Whether IPv6 entries are taken (the service's `IPV6` setting).
+    pub ipv6: Ipv6,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
