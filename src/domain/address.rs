@@ -276,7 +276,14 @@ impl PublicIp {
         }
     }
 
-    /// The IPv4 address, for what only IPv4 has (the operator's lists).
+    pub fn addr(self) -> IpAddr {
+        match self {
+            Self::V4(ip) => IpAddr::V4(ip.addr()),
+            Self::V6(ip) => IpAddr::V6(ip.addr()),
+        }
+    }
+
+    /// The IPv4 address, for what only IPv4 has (the feed's global blocks, for now).
     pub fn v4(self) -> Option<PublicIpv4> {
         match self {
             Self::V4(ip) => Some(ip),

@@ -11,7 +11,6 @@ use crate::domain::address::{Given, PublicIp};
 use crate::domain::entry::EntryDetails;
 use crate::domain::holder::{Call, Operation};
 use crate::domain::ip_list::ListKind;
-use crate::domain::ipv4::PublicIpv4;
 use crate::domain::license::LicenseId;
 use crate::domain::outcome::Outcome;
 use crate::domain::quota::Quota;
@@ -131,14 +130,8 @@ async fn run(
         if let Err(error) = &details {
             return Err(error.clone());
         }
-        // The operator's lists hold IPv4 only.
-        let v4 = ip.ip.v4().map(PublicIpv4::addr);
-        let on = |kind| async move {
-            match v4 {
-                Some(addr) => lists::contains(env, kind, addr, freshness, now).await,
-                None => Ok(false),
-            }
-        };
+        let addr = ip.ip.addr();
+        let on = |kind| lists::contains(env, kind, addr, freshness, now);
         settled.push(if on(ListKind::Allow).await? {
             Settled::Answered(Outcome::AllowListed(ip))
         } else if operation != Operation::Remove && on(ListKind::Global).await? {

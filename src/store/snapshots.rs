@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::rc::Rc;
 
 use worker::console_error;
@@ -17,7 +17,7 @@ use crate::domain::delta::{self, Change, Piece, MAX_DELTA_INTERVALS};
 use crate::domain::intervals::Intervals;
 use crate::domain::ip_list::ListKind;
 use crate::domain::settings::Freshness;
-use crate::domain::snapshot::{Manifest, Shard, Shards};
+use crate::domain::snapshot::{Manifest, Shard, Sharded, Shards};
 use crate::domain::time::Millis;
 
 /// The KV namespace a list's snapshots are published to.
@@ -64,13 +64,37 @@ pub fn piece_key(version: u64, level: u8) -> String {
     format!("d{version}.{level}")
 }
 
-/// One version of a list, its shards loaded as lookups need them.
-struct Version {
+/// One version of a list, each family's shards loaded as lookups need them.
+pub struct Version {
     manifest: Manifest,
     /// When the manifest was last read.
     checked: Cell<Millis>,
-    shards: Vec<SharedLoad<Rc<Shard>>>,
-    intervals: SharedLoad<Rc<Intervals>>,
+    v4: Loaded<u32>,
+    v6: Loaded<u128>,
+}
+
+/// One family's shards of a version, each loaded once, and its intervals
+/// flattened once if asked for.
+pub struct Loaded<A> {
+    shards: Vec<SharedLoad<Rc<Shard<A>>>>,
+    intervals: SharedLoad<Rc<Intervals<A>>>,
+}
+
+/// A family an isolate holds shards of.
+pub trait HeldFamily: Sharded {
+    fn loaded(version: &Version) -> &Loaded<Self>;
+}
+
+impl HeldFamily for u32 {
+    fn loaded(version: &Version) -> &Loaded<Self> {
+        &version.v4
+    }
+}
+
+impl HeldFamily for u128 {
+    fn loaded(version: &Version) -> &Loaded<Self> {
+        &version.v6
+    }
 }
 
 impl Version {
@@ -78,54 +102,52 @@ impl Version {
     /// version `before` holds loaded under the same key: a version after an edit
     /// shares every shard the edit left alone.
     fn new(manifest: Manifest, now: Millis, before: Option<&Version>) -> Self {
-        let part = manifest.part::<u32>();
-        let shards = (0..part.len())
-            .map(|index| {
-                before
-                    .zip(part.key(index))
-                    .and_then(|(before, key)| before.loaded(&key))
-                    .map_or_else(SharedLoad::default, SharedLoad::ready)
-            })
-            .collect();
+        let v4 = Loaded::new(&manifest, before);
+        let v6 = Loaded::new(&manifest, before);
         Self {
             manifest,
             checked: Cell::new(now),
-            shards,
-            intervals: SharedLoad::default(),
+            v4,
+            v6,
         }
     }
 
-    /// The shard read under `key`, if this version holds it loaded.
-    fn loaded(&self, key: &str) -> Option<Rc<Shard>> {
-        let index = (0..self.shards.len())
-            .find(|&index| self.manifest.part::<u32>().key(index).as_deref() == Some(key))?;
-        self.shards[index].get()
+    fn family<A: HeldFamily>(&self) -> &Loaded<A> {
+        A::loaded(self)
     }
 
-    async fn contains(
+    async fn contains<A: HeldFamily>(
         &self,
         kv: &impl KvRead,
         kind: ListKind,
-        addr: u32,
+        addr: A,
     ) -> Result<bool, StoreError> {
+        let part = self.manifest.part::<A>();
+        if part.is_empty() {
+            return Ok(false);
+        }
         Ok(self
-            .shard(kv, kind, self.manifest.part().shard_of(addr))
+            .shard::<A>(kv, kind, part.shard_of(addr))
             .await?
             .contains(addr))
     }
 
     /// Every shard's intervals in order, flattened once per version: the allow
     /// list, which every feed cuts out of the global list it reads shard by shard.
-    async fn intervals(
+    async fn intervals<A: HeldFamily>(
         &self,
         kv: &impl KvRead,
         kind: ListKind,
-    ) -> Result<Rc<Intervals>, StoreError> {
-        self.intervals
+    ) -> Result<Rc<Intervals<A>>, StoreError> {
+        self.family::<A>()
+            .intervals
             .get_or_load(
                 || async {
                     Ok(Rc::new(
-                        self.all_shards(kv, kind).await?.read_from(0).collect(),
+                        self.all_shards::<A>(kv, kind)
+                            .await?
+                            .read_from(A::default())
+                            .collect(),
                     ))
                 },
                 || kv.pause(),
@@ -133,25 +155,34 @@ impl Version {
             .await
     }
 
-    /// Every shard, loaded.
-    async fn all_shards(&self, kv: &impl KvRead, kind: ListKind) -> Result<Shards, StoreError> {
-        let mut shards = Vec::with_capacity(self.shards.len());
-        for index in 0..self.shards.len() {
-            shards.push(self.shard(kv, kind, index).await?);
+    /// Every shard of a family, loaded.
+    async fn all_shards<A: HeldFamily>(
+        &self,
+        kv: &impl KvRead,
+        kind: ListKind,
+    ) -> Result<Shards<A>, StoreError> {
+        let count = self.family::<A>().shards.len();
+        let mut shards = Vec::with_capacity(count);
+        for index in 0..count {
+            shards.push(self.shard::<A>(kv, kind, index).await?);
         }
-        Ok(Shards::new(self.manifest.shards.clone(), shards))
+        Ok(Shards::new(
+            self.manifest.part::<A>().starts.to_vec(),
+            shards,
+        ))
     }
 
-    async fn shard(
+    async fn shard<A: HeldFamily>(
         &self,
         kv: &impl KvRead,
         kind: ListKind,
         index: usize,
-    ) -> Result<Rc<Shard>, StoreError> {
+    ) -> Result<Rc<Shard<A>>, StoreError> {
         let (slot, key) = self
+            .family::<A>()
             .shards
             .get(index)
-            .zip(self.manifest.part::<u32>().key(index))
+            .zip(self.manifest.part::<A>().key(index))
             .ok_or_else(|| {
                 StoreError::Corrupt(format!("{} list: no shard {index}", kind.code()))
             })?;
@@ -177,6 +208,34 @@ impl Version {
     }
 }
 
+impl<A: HeldFamily> Loaded<A> {
+    /// Slots for the shards of `manifest`'s part of this family, filled with those
+    /// `before` holds loaded under the same key.
+    fn new(manifest: &Manifest, before: Option<&Version>) -> Self {
+        let part = manifest.part::<A>();
+        let shards = (0..part.len())
+            .map(|index| {
+                before
+                    .zip(part.key(index))
+                    .and_then(|(before, key)| before.family::<A>().held(before, &key))
+                    .map_or_else(SharedLoad::default, SharedLoad::ready)
+            })
+            .collect();
+        Self {
+            shards,
+            intervals: SharedLoad::default(),
+        }
+    }
+
+    /// The shard read under `key`, if this version (`of`) holds it loaded.
+    fn held(&self, of: &Version, key: &str) -> Option<Rc<Shard<A>>> {
+        let part = of.manifest.part::<A>();
+        let index =
+            (0..self.shards.len()).find(|&index| part.key(index).as_deref() == Some(key))?;
+        self.shards[index].get()
+    }
+}
+
 impl Held {
     /// What this isolate holds.
     pub fn isolate() -> Rc<Held> {
@@ -190,27 +249,30 @@ impl Held {
         &self,
         source: &impl ListSource,
         kind: ListKind,
-        addr: Ipv4Addr,
+        addr: IpAddr,
         freshness: Freshness,
         now: Millis,
     ) -> Result<bool, StoreError> {
         let kv = source.kv(kind)?;
-        let addr = u32::from(addr);
         let kv = &kv;
         self.answer(source, kind, freshness, now, |version| async move {
-            version.contains(kv, kind, addr).await
+            match addr {
+                IpAddr::V4(v4) => version.contains(kv, kind, u32::from(v4)).await,
+                IpAddr::V6(v6) => version.contains(kv, kind, u128::from(v6)).await,
+            }
         })
         .await
     }
 
-    /// The whole list as sorted disjoint intervals, with its version: every shard loaded.
-    pub async fn intervals(
+    /// One family of the whole list as sorted disjoint intervals, with its
+    /// version: every shard of it loaded.
+    pub async fn intervals<A: HeldFamily>(
         &self,
         source: &impl ListSource,
         kind: ListKind,
         freshness: Freshness,
         now: Millis,
-    ) -> Result<(u64, Rc<Intervals>), StoreError> {
+    ) -> Result<(u64, Rc<Intervals<A>>), StoreError> {
         let kv = source.kv(kind)?;
         let kv = &kv;
         self.answer(source, kind, freshness, now, |version| async move {
@@ -219,14 +281,15 @@ impl Held {
         .await
     }
 
-    /// The whole list as its shards, with its version: every shard loaded, none copied.
-    pub async fn shards(
+    /// One family of the whole list as its shards, with its version: every shard
+    /// of it loaded, none copied.
+    pub async fn shards<A: HeldFamily>(
         &self,
         source: &impl ListSource,
         kind: ListKind,
         freshness: Freshness,
         now: Millis,
-    ) -> Result<(u64, Shards), StoreError> {
+    ) -> Result<(u64, Shards<A>), StoreError> {
         let kv = source.kv(kind)?;
         let kv = &kv;
         self.answer(source, kind, freshness, now, |version| async move {
@@ -403,8 +466,9 @@ mod tests {
 
     use super::*;
     use crate::domain::ip_list::ListEntries;
-    use crate::domain::range::Ipv4Range;
-    use crate::domain::snapshot::Sharded;
+    use crate::domain::range::{Cidr, Ipv4Range};
+    use crate::domain::snapshot::Ipv6Shards;
+    use std::net::Ipv4Addr;
 
     fn shard_key(version: u64, index: usize) -> String {
         u32::shard_key(version, index)
@@ -438,16 +502,25 @@ mod tests {
         }
     }
 
-    /// Writes a version as the writer does: its shards, then its manifest.
+    /// Writes a version as the writer does: its shards, then its manifest. IPv6
+    /// entries make a shard of their own, named in the manifest's IPv6 part.
     fn publish(kv: &FakeKv, version: u64, entries: &[&str]) {
-        let list = ListEntries::new(
-            entries
-                .iter()
-                .map(|e| Ipv4Range::parse(e).unwrap())
-                .collect(),
-        );
+        let list = ListEntries::new(entries.iter().filter_map(|e| Ipv4Range::parse(e)).collect());
         let shard = Shard::of_intervals(list.intervals().collect());
         kv.write(&shard_key(version, 0), &shard.encode());
+        let list6 = ListEntries::new(entries.iter().filter_map(|e| Cidr::parse(e)).collect());
+        let mut ipv6 = Ipv6Shards::default();
+        if !list6.is_empty() {
+            let key = u128::shard_key(version, 0);
+            kv.write(
+                &key,
+                &Shard::<u128>::of_intervals(list6.intervals().collect()).encode(),
+            );
+            ipv6 = Ipv6Shards {
+                starts: vec![0],
+                keys: vec![key],
+            };
+        }
         let manifest = Manifest {
             version,
             published_at: 0,
@@ -455,9 +528,52 @@ mod tests {
             shards: vec![0],
             keys: vec![shard_key(version, 0)],
             deltas_from: 0,
-            ipv6: Default::default(),
+            ipv6,
         };
         kv.write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());
+    }
+
+    #[test]
+    fn ipv6_entries_are_looked_up_in_shards_of_their_own() {
+        let fake = Fake::default();
+        let top = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff";
+        publish(&fake.global, 1, &["8.8.8.8", "2a00:1450::/32", top]);
+        let (held, freshness) = (Held::default(), Freshness::new(0).unwrap());
+        let at = PUBLISHED_AT;
+        for ip in [
+            "8.8.8.8",
+            "2a00:1450::",
+            "2a00:1450:ffff:ffff:ffff:ffff:ffff:ffff",
+            top,
+        ] {
+            assert!(listed(&fake, &held, freshness, at, ip), "{ip}");
+        }
+        for ip in [
+            "8.8.8.9",
+            "2a00:1451::",
+            "2a00:144f:ffff:ffff:ffff:ffff:ffff:ffff",
+            "::",
+        ] {
+            assert!(!listed(&fake, &held, freshness, at, ip), "{ip}");
+        }
+        // A version without IPv6 entries answers IPv6 addresses from its manifest alone.
+        publish(&fake.allow, 1, &["8.8.8.8"]);
+        let allow = |ip: &str| {
+            fake.allow.at(Millis(at));
+            held.contains(
+                &fake,
+                ListKind::Allow,
+                ip.parse().unwrap(),
+                freshness,
+                Millis(at),
+            )
+            .now_or_never()
+            .expect("the fake never waits")
+            .unwrap()
+        };
+        assert!(!allow("2a00:1450::1"));
+        assert_eq!(fake.allow.reads.get(), 1, "the manifest, and no shard");
+        assert!(allow("8.8.8.8"));
     }
 
     fn listed(fake: &Fake, held: &Held, freshness: Freshness, at: u64, ip: &str) -> bool {
@@ -569,7 +685,7 @@ mod tests {
                 Box::pin(held.contains(
                     &fake,
                     ListKind::Global,
-                    Ipv4Addr::new(8, 8, 8, 8 - n),
+                    IpAddr::V4(Ipv4Addr::new(8, 8, 8, 8 - n)),
                     freshness,
                     Millis(PUBLISHED_AT),
                 ))
@@ -577,7 +693,12 @@ mod tests {
             .collect();
         let mut feeds: Vec<_> = (0..8)
             .map(|_| {
-                Box::pin(held.shards(&fake, ListKind::Global, freshness, Millis(PUBLISHED_AT)))
+                Box::pin(held.shards::<u32>(
+                    &fake,
+                    ListKind::Global,
+                    freshness,
+                    Millis(PUBLISHED_AT),
+                ))
             })
             .collect();
         // Polled in turn, as the runtime would: each waits on KV while the others start.

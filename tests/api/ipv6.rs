@@ -1,8 +1,10 @@
 //! IPv6, the operator's choice (`IPV6`). Off, every IPv6 form answers as the
 //! specification's IPv4 rules have it. On, the three operations, bulk changes,
 //! the list, history, limits, the feed, the decision stream and the appliance
-//! files (loaded by the real `nft` and `ipset`) take IPv6 as they take IPv4; a
-//! restart keeps IPv6 entries, and turning IPv6 off again hides none of them.
+//! files (loaded by the real `nft` and `ipset`) take IPv6 as they take IPv4; so
+//! do the global list and the allow list, their imports (DROP and DROPv6 in one
+//! file) and exports. A restart keeps IPv6 entries, and turning IPv6 off again
+//! hides none of them.
 
 use std::sync::{Arc, OnceLock};
 
@@ -381,4 +383,151 @@ fn with_ipv6_prefix_64_an_add_lists_the_64_and_every_address_in_it_answers_as_li
         format!("[{A}] is currently not on global greylist")
     );
     server.kill();
+}
+
+#[test]
+fn on_the_global_list_and_the_allow_list_take_ipv6_prefixes_that_answer_check_and_add() {
+    let server = Server::own(&[("IPV6", "on")]);
+    let app = TestApp::on(&server);
+    assert_eq!(
+        server
+            .edit_global_list(&["2a0b:4140::/32", "2a06:5280::/29", "57.57.0.0/16"], &[])
+            .json(),
+        json!({ "added": 3, "removed": 0 })
+    );
+    for inside in [
+        "2a0b:4140::",
+        "2a0b:4140:ffff:ffff:ffff:ffff:ffff:ffff",
+        "2A0B:4140:0:0:0:0:0:1",
+        "2a06:5287::1",
+    ] {
+        assert_eq!(
+            app.check(inside),
+            format!("[{inside}] is on global greylist")
+        );
+        assert_eq!(
+            app.add(inside),
+            format!("[{inside}] is already on global greylist")
+        );
+    }
+    for outside in [
+        "2a0b:4141::",
+        "2a0b:413f:ffff:ffff:ffff:ffff:ffff:ffff",
+        "2a06:5288::",
+    ] {
+        assert_eq!(
+            app.check(outside),
+            format!("[{outside}] is currently not on global greylist")
+        );
+    }
+    // The allow list beats the global list, for IPv6 as for IPv4.
+    let _allowed = server.listed("allow-list", &["2a0b:4140:1::/48"]);
+    for allowed in ["2a0b:4140:1::1", "2a0b:4140:1:ffff::"] {
+        assert_eq!(
+            app.add(allowed),
+            format!("[{allowed}] is on the global allow list, no action was taken")
+        );
+    }
+    assert_eq!(
+        app.check("2a0b:4140:2::1"),
+        "[2a0b:4140:2::1] is on global greylist"
+    );
+    for (entry, why) in [
+        ("2a0b::/16", "wider than /29"),
+        ("2001:db8::/32", "private"),
+        ("fe80::/64", "private"),
+        ("2a0b:4140::1/32", "host bits"),
+        ("2a0b:4140::/129", "not an IP address"),
+    ] {
+        let resp = server.edit_global_list(&[entry], &[]);
+        assert_eq!(resp.status, 400, "{entry}");
+        let message = resp.json()["message"].as_str().unwrap().to_owned();
+        assert!(
+            message.contains(entry) && message.contains(why),
+            "{entry}: {message}"
+        );
+    }
+    assert_eq!(
+        server.edit_allow_list(&["fc00::/7"], &["fc00::/7"]).status,
+        200,
+        "the allow list takes any range"
+    );
+    // An IPv4-mapped entry is the IPv4 entry it maps.
+    assert_eq!(
+        server
+            .edit_global_list(&["::ffff:57.57.0.0/112"], &[])
+            .json(),
+        json!({ "added": 0, "removed": 0 })
+    );
+    assert_eq!(
+        server.edit_global_list(&[], &["2a0b:4140::/32"]).json(),
+        json!({ "added": 0, "removed": 1 })
+    );
+    assert_eq!(
+        app.add("2a0b:4140::1"),
+        "[2a0b:4140::1] has been added to greylist"
+    );
+    let status = server.status();
+    assert_eq!(status["globalList"]["entries"], 2, "{status}");
+}
+
+#[test]
+fn on_one_import_takes_drop_and_dropv6_and_exports_both_families_as_it_reads() {
+    let server = Server::own(&[("IPV6", "on")]);
+    let app = TestApp::on(&server);
+    let text =
+        "; Spamhaus DROPv6 List\r\n2a06:5280::/29 ; SBL334219\r\n2607:d100::/32 ; SBL347495\r\n\
+                ; Spamhaus DROP List\r\n63.10.16.0/20 ; SBL256894\r\n::ffff:63.1.1.1\n";
+    let replaced = server.replace_list("global-list", text);
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
+    let replaced = replaced.json();
+    assert_eq!(
+        (&replaced["entries"], &replaced["added"]),
+        (&json!(4), &json!(4))
+    );
+    assert_eq!(
+        app.check("2607:d100::1"),
+        "[2607:d100::1] is on global greylist"
+    );
+    assert_eq!(app.check("63.1.1.1"), "[63.1.1.1] is on global greylist");
+    let export = server.export_list("global-list", None);
+    let version = replaced["version"].as_str().unwrap();
+    assert_eq!(
+        export.body,
+        format!(
+            "# global list, version {version}, 4 entries\n63.1.1.1\n63.10.16.0/20\n\
+             2607:d100::/32\n2a06:5280::/29\n"
+        ),
+        "IPv4 entries first, each family in address order"
+    );
+    assert_eq!(
+        server.replace_list("global-list", &export.body).json()["added"],
+        0,
+        "an export imports as the same list"
+    );
+    // A list without IPv6 entries is one again after an import without any.
+    let v4_only = server.replace_list("global-list", "63.10.16.0/20\n").json();
+    assert_eq!(
+        (&v4_only["entries"], &v4_only["removed"]),
+        (&json!(1), &json!(3))
+    );
+    assert_eq!(
+        app.check("2607:d100::1"),
+        "[2607:d100::1] is currently not on global greylist"
+    );
+}
+
+#[test]
+fn off_an_import_refuses_its_first_ipv6_line_as_before_and_changes_nothing() {
+    let server = Server::shared();
+    let refused = server.replace_list("global-list", "63.10.16.0/20\n2607:d100::/32 ; SBL347495\n");
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    let message = refused.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("line 2")
+            && message.contains("not an IPv4 address or CIDR range without host bits"),
+        "{message}"
+    );
+    let edit = server.edit_allow_list(&["2607:d100::/32"], &[]);
+    assert_eq!(edit.status, 400, "{}", edit.body);
 }

@@ -1,6 +1,6 @@
 //! The Worker's way to the lists' writer, and to the snapshots it publishes.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::rc::Rc;
 
 use worker::kv::KvStore;
@@ -53,7 +53,7 @@ impl ListSource for Deployed<'_> {
 pub async fn contains(
     env: &Env,
     kind: ListKind,
-    addr: Ipv4Addr,
+    addr: IpAddr,
     freshness: Freshness,
     now: Millis,
 ) -> Result<bool, StoreError> {
