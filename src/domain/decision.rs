@@ -97,7 +97,8 @@ impl<'a> Decision<'a> {
             kind: kind.code(),
             scope: match item.block {
                 FeedBlock::V4(range) if range.prefix() < 32 => "Range",
-                FeedBlock::V4(_) | FeedBlock::V6(_) => "Ip",
+                FeedBlock::V6Range(range) if range.prefix() < 128 => "Range",
+                FeedBlock::V4(_) | FeedBlock::V6(_) | FeedBlock::V6Range(_) => "Ip",
                 FeedBlock::V6Net64(_) => "Range",
             },
             value: item.block.to_string(),
@@ -111,8 +112,9 @@ impl<'a> Decision<'a> {
 /// same id in every answer, and a global range the allow list splits is several
 /// values, each with its own. Below 2^53, so JavaScript reads it exactly. An IPv4
 /// block's id is below 2^39 and says what it is; an IPv6 value's has bit 52 set,
-/// bit 51 for a /64, and 51 bits of a mix of its 128 (two values of a list share
-/// an id with odds of about one in 2^51 a pair).
+/// bit 51 for a personal /64, and 51 bits of a mix of its 128 (a global block's
+/// with its prefix and the list mixed in; two values share an id with odds of
+/// about one in 2^51 a pair).
 pub fn decision_id(item: &FeedItem) -> u64 {
     match item.block {
         FeedBlock::V4(range) => {
@@ -122,8 +124,16 @@ pub fn decision_id(item: &FeedItem) -> u64 {
         }
         FeedBlock::V6(ip) => ipv6_id(u128::from(ip.addr()), false),
         FeedBlock::V6Net64(net) => ipv6_id(u128::from(net.addr()), true),
+        FeedBlock::V6Range(range) => {
+            let list = mix(GLOBAL_IPV6 | u64::from(range.prefix()));
+            let mixed = mix((range.first() >> 64) as u64 ^ mix(range.first() as u64 ^ list));
+            (1 << 52) | (mixed & ((1 << 51) - 1))
+        }
     }
 }
+
+/// Mixed into a global IPv6 block's id, so that it is not the personal address's.
+const GLOBAL_IPV6: u64 = 0x6106 << 8;
 
 /// An IPv6 value's id: whether it is a /64, and its address mixed into 51 bits.
 fn ipv6_id(value: u128, net64: bool) -> u64 {
@@ -297,6 +307,53 @@ mod tests {
             expires_at: expires_at.map(UnixTime),
             comment: comment.map(str::to_owned),
         }
+    }
+
+    #[test]
+    fn a_global_ipv6_block_is_a_range_decision_with_an_id_apart_from_personal_ones() {
+        let global = |text: &str| FeedItem {
+            block: FeedBlock::V6Range(crate::domain::range::Ipv6Range::parse(text).unwrap()),
+            global: true,
+            expires_at: None,
+            comment: None,
+        };
+        let wide = global("2a06:5280::/29");
+        let block = Decision::of(&wide, DecisionType::Ban, UnixTime(0), false);
+        assert_eq!(
+            (block.scope, block.value.as_str(), block.origin),
+            ("Range", "2a06:5280::/29", ORIGIN_GLOBAL)
+        );
+        let one = global("2a06:5280::1");
+        let single = Decision::of(&one, DecisionType::Ban, UnixTime(0), false);
+        assert_eq!(
+            (single.scope, single.value.as_str()),
+            ("Ip", "2a06:5280::1")
+        );
+        let personal = |text: &str| FeedItem {
+            block: FeedBlock::V6(
+                super::super::ipv6::PublicIpv6::from_addr(text.parse().unwrap()).unwrap(),
+            ),
+            global: false,
+            expires_at: None,
+            comment: None,
+        };
+        let ids: std::collections::BTreeSet<u64> = [
+            decision_id(&global("2a06:5280::/29")),
+            decision_id(&global("2a06:5280::/32")),
+            decision_id(&global("2a06:5280::/128")),
+            decision_id(&personal("2a06:5280::")),
+        ]
+        .into();
+        assert_eq!(
+            ids.len(),
+            4,
+            "a prefix and the list make ids of their own: {ids:?}"
+        );
+        assert!(ids.iter().all(|&id| (1 << 52..1 << 53).contains(&id)));
+        assert_eq!(
+            decision_id(&global("2a06:5280::/29")),
+            decision_id(&global("2A06:5280:0::/29"))
+        );
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub trait Addr: Copy + Ord + Hash + fmt::Debug + Default + Send + Sync + 'static
     fn before(self) -> Option<Self>;
     /// The length of the common prefix of `self` and `other` (`BITS` when equal).
     fn common_prefix(self, other: Self) -> u8;
+    /// The zero bits below the lowest one (`BITS` for zero): how wide a block may begin here.
+    fn trailing_zeros(self) -> u8;
     fn and(self, other: Self) -> Self;
     fn or(self, other: Self) -> Self;
     fn write_le(self, out: &mut Vec<u8>);
@@ -55,6 +57,9 @@ impl Addr for u32 {
     }
     fn common_prefix(self, other: Self) -> u8 {
         (self ^ other).leading_zeros() as u8
+    }
+    fn trailing_zeros(self) -> u8 {
+        self.trailing_zeros() as u8
     }
     fn and(self, other: Self) -> Self {
         self & other
@@ -93,6 +98,9 @@ impl Addr for u128 {
     }
     fn common_prefix(self, other: Self) -> u8 {
         (self ^ other).leading_zeros() as u8
+    }
+    fn trailing_zeros(self) -> u8 {
+        self.trailing_zeros() as u8
     }
     fn and(self, other: Self) -> Self {
         self & other

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::address::{Listed, PublicIp};
 use super::entry::Entry;
+use super::family::Addr;
 use super::ipv6::PublicIpv6;
-use super::range::Ipv4Range;
+use super::range::{Cidr, Ipv4Range, Ipv6Range};
 use super::time::UnixTime;
 
 /// One line of a feed: an address or a CIDR block, with what the holder said of it.
@@ -27,15 +28,8 @@ impl FeedItem {
     }
 
     pub fn personal(entry: Entry) -> Self {
-        let block = match entry.ip {
-            Listed::Ip(PublicIp::V4(ip)) => {
-                FeedBlock::V4(Ipv4Range::from_parts(ip.to_u32(), 32).expect("an address is a /32"))
-            }
-            Listed::Ip(PublicIp::V6(ip)) => FeedBlock::V6(ip),
-            Listed::Net64(net) => FeedBlock::V6Net64(net),
-        };
         Self {
-            block,
+            block: personal_block(entry.ip),
             global: false,
             expires_at: entry.expires_at,
             comment: entry.comment,
@@ -43,13 +37,14 @@ impl FeedItem {
     }
 }
 
-/// What a feed line names: an IPv4 address or CIDR block, an IPv6 address, or
-/// an IPv6 /64 (by its network address).
+/// What a feed line names: an IPv4 address or CIDR block, a personal IPv6
+/// address, a personal IPv6 /64 (by its network address), or a global IPv6 block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FeedBlock {
     V4(Ipv4Range),
     V6(PublicIpv6),
     V6Net64(PublicIpv6),
+    V6Range(Ipv6Range),
 }
 
 impl fmt::Display for FeedBlock {
@@ -58,52 +53,54 @@ impl fmt::Display for FeedBlock {
             Self::V4(range) => range.fmt(f),
             Self::V6(ip) => ip.fmt(f),
             Self::V6Net64(net) => write!(f, "{net}/64"),
+            Self::V6Range(range) => range.fmt(f),
         }
     }
 }
 
-/// Where a personal entry falls against the global blocks (all IPv4): IPv6
-/// entries sort by their sixteen bytes, before or after every IPv4-mapped one.
-enum Place {
-    BeforeIpv4,
-    Ipv4(u32),
-    AfterIpv4,
-}
+/// `::ffff:0.0.0.0`, where IPv4-mapped addresses begin.
+pub const FIRST_IPV4_MAPPED: u128 = 0xffff << 32;
 
-fn place(listed: Listed) -> Place {
-    match listed.v4() {
-        Some(ip) => Place::Ipv4(ip.to_u32()),
-        None if listed.key().as_bytes() < &FIRST_IPV4_MAPPED[..] => Place::BeforeIpv4,
-        None => Place::AfterIpv4,
+impl FeedBlock {
+    /// Where the block stands in a feed's order: its first address in sixteen
+    /// bytes (an IPv4 one as IPv4-mapped, as the holder's rows keep it), then its
+    /// prefix in those 128 bits, a wider block first. Two values in one place
+    /// are one and the same block.
+    pub fn place(self) -> (u128, u8) {
+        match self {
+            Self::V4(range) => (
+                FIRST_IPV4_MAPPED | u128::from(range.first()),
+                96 + range.prefix(),
+            ),
+            Self::V6(ip) => (u128::from(ip.addr()), 128),
+            Self::V6Net64(net) => (u128::from(net.addr()), 64),
+            Self::V6Range(range) => (range.first(), range.prefix()),
+        }
     }
 }
-
-/// `::ffff:0.0.0.0`, where IPv4-mapped addresses begin.
-const FIRST_IPV4_MAPPED: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0];
 
 /// The largest CIDR block that starts at `first` and ends at or before `last`.
-fn block_at(first: u32, last: u32) -> Ipv4Range {
-    let mut size: u64 = if first == 0 {
-        1 << 32
-    } else {
-        1 << first.trailing_zeros()
-    };
-    while u64::from(first) + size - 1 > u64::from(last) {
-        size >>= 1;
+fn block_at<A: Addr>(first: A, last: A) -> Cidr<A> {
+    let mut prefix = A::BITS - first.trailing_zeros().min(A::BITS);
+    loop {
+        let block = Cidr::from_parts(first, prefix).expect("a block aligned to its size");
+        if block.last() <= last {
+            return block;
+        }
+        prefix += 1;
     }
-    Ipv4Range::from_parts(first, 32 - size.trailing_zeros() as u8)
-        .expect("a block aligned to its size")
 }
 
-/// The CIDR blocks of sorted, disjoint intervals, in address order: each interval
-/// as the fewest blocks, so a feed is the same whatever shards its list came in.
-pub struct Blocks<I> {
+/// The CIDR blocks of sorted, disjoint intervals of one family, in address
+/// order: each interval as the fewest blocks, so a feed is the same whatever
+/// shards its list came in.
+pub struct Blocks<I, A = u32> {
     intervals: I,
     /// Where the current interval continues, when it is cut into several blocks.
-    pending: Option<(u32, u32)>,
+    pending: Option<(A, A)>,
 }
 
-impl<I: Iterator<Item = (u32, u32)>> Blocks<I> {
+impl<A: Addr, I: Iterator<Item = (A, A)>> Blocks<I, A> {
     pub fn new(intervals: I) -> Self {
         Self {
             intervals,
@@ -112,25 +109,21 @@ impl<I: Iterator<Item = (u32, u32)>> Blocks<I> {
     }
 }
 
-impl<I: Iterator<Item = (u32, u32)>> Iterator for Blocks<I> {
-    type Item = Ipv4Range;
+impl<A: Addr, I: Iterator<Item = (A, A)>> Iterator for Blocks<I, A> {
+    type Item = Cidr<A>;
 
-    fn next(&mut self) -> Option<Ipv4Range> {
+    fn next(&mut self) -> Option<Cidr<A>> {
         let (first, last) = self.pending.take().or_else(|| self.intervals.next())?;
         let block = block_at(first, last);
         if block.last() < last {
-            self.pending = Some((block.last() + 1, last));
+            let after = block
+                .last()
+                .after()
+                .expect("a block that ends before `last`");
+            self.pending = Some((after, last));
         }
         Some(block)
     }
-}
-
-/// Whether the block that holds `addr` in the feed is that one address alone:
-/// `interval` is the maximal interval of the global part that holds it.
-pub fn is_single_block(interval: (u32, u32), addr: u32) -> bool {
-    Blocks::new(std::iter::once(interval))
-        .find(|block| block.last() >= addr)
-        .is_some_and(|block| block.prefix() == 32)
 }
 
 /// What a whole feed needs next to go on in address order.
@@ -153,7 +146,7 @@ pub enum Next {
 #[derive(Debug, Default)]
 pub struct Merge {
     personal: VecDeque<Entry>,
-    global: VecDeque<Ipv4Range>,
+    global: VecDeque<FeedBlock>,
     personal_done: bool,
     global_done: bool,
 }
@@ -167,7 +160,7 @@ impl Merge {
         self.personal_done = true;
     }
 
-    pub fn push_global(&mut self, blocks: impl IntoIterator<Item = Ipv4Range>) {
+    pub fn push_global(&mut self, blocks: impl IntoIterator<Item = FeedBlock>) {
         self.global.extend(blocks);
     }
 
@@ -183,20 +176,17 @@ impl Merge {
             if self.global.is_empty() && !self.global_done {
                 return Next::NeedGlobal;
             }
-            let personal = self.personal.front().map(|entry| place(entry.ip));
-            let global = self
-                .global
+            let personal = self
+                .personal
                 .front()
-                .map(|block| (block.first(), block.prefix()));
+                .map(|entry| personal_block(entry.ip).place());
+            let global = self.global.front().map(|block| block.place());
             return match (personal, global) {
-                (Some(Place::AfterIpv4), Some(_)) => {
-                    Next::Item(global_item(self.global.pop_front().expect("a block")))
-                }
-                (Some(Place::Ipv4(p)), Some((g, prefix))) if g < p || (g == p && prefix < 32) => {
+                (Some(p), Some(g)) if g < p => {
                     Next::Item(global_item(self.global.pop_front().expect("a block")))
                 }
                 // The global list holds it too: the one item stands as long as that does.
-                (Some(Place::Ipv4(p)), Some((g, _))) if g == p => {
+                (Some(p), Some(g)) if g == p => {
                     self.global.pop_front();
                     if let Some(entry) = self.personal.front_mut() {
                         entry.expires_at = None;
@@ -215,9 +205,20 @@ impl Merge {
     }
 }
 
-pub fn global_item(block: Ipv4Range) -> FeedItem {
+/// What a personal entry is as a feed names it.
+pub fn personal_block(listed: Listed) -> FeedBlock {
+    match listed {
+        Listed::Ip(PublicIp::V4(ip)) => {
+            FeedBlock::V4(Ipv4Range::from_parts(ip.to_u32(), 32).expect("an address is a /32"))
+        }
+        Listed::Ip(PublicIp::V6(ip)) => FeedBlock::V6(ip),
+        Listed::Net64(net) => FeedBlock::V6Net64(net),
+    }
+}
+
+pub fn global_item(block: FeedBlock) -> FeedItem {
     FeedItem {
-        block: FeedBlock::V4(block),
+        block,
         global: true,
         expires_at: None,
         comment: None,
@@ -328,8 +329,13 @@ mod tests {
 
     /// A whole feed merged in pages of `page` from both sides, as the Worker drives it.
     fn merged(personal: Vec<Entry>, global: &[(u32, u32)], page: usize) -> Vec<String> {
+        let blocks = Blocks::new(global.iter().copied()).map(FeedBlock::V4);
+        merged_with(personal, blocks.collect(), page)
+    }
+
+    fn merged_with(personal: Vec<Entry>, global: Vec<FeedBlock>, page: usize) -> Vec<String> {
         let mut personal = personal.into_iter();
-        let mut blocks = Blocks::new(global.iter().copied());
+        let mut blocks = global.into_iter();
         let mut merge = Merge::default();
         let mut items = Vec::new();
         loop {
@@ -347,7 +353,7 @@ mod tests {
                     merge.push_personal(part);
                 }
                 Next::NeedGlobal => {
-                    let part: Vec<Ipv4Range> = blocks.by_ref().take(page).collect();
+                    let part: Vec<FeedBlock> = blocks.by_ref().take(page).collect();
                     if part.is_empty() {
                         merge.finish_global();
                     }
@@ -424,7 +430,7 @@ mod tests {
         other.expires_at = Some(UnixTime(99));
         merge.push_personal(vec![expiring, other]);
         merge.finish_personal();
-        merge.push_global([Ipv4Range::parse("45.3.0.1").unwrap()]);
+        merge.push_global([FeedBlock::V4(Ipv4Range::parse("45.3.0.1").unwrap())]);
         merge.finish_global();
         let Next::Item(first) = merge.step() else {
             panic!("an item")
@@ -463,13 +469,60 @@ mod tests {
     }
 
     #[test]
-    fn an_address_is_a_single_block_only_where_the_decomposition_makes_it_one() {
-        let span = (interval("10.0.0.1/32").0, interval("10.0.0.8/32").0);
-        let single = |ip: &str| is_single_block(span, interval(ip).0);
-        assert!(single("10.0.0.1") && single("10.0.0.8"));
-        assert!(!single("10.0.0.2") && !single("10.0.0.5"));
-        assert_eq!([span].interval_of(interval("10.0.0.3").0), Some(span));
-        assert_eq!([span].interval_of(interval("10.0.0.9").0), None);
+    fn global_ipv6_blocks_take_their_place_around_ipv4_ones_and_the_holders_own() {
+        let v6 = |text: &str| FeedBlock::V6Range(Ipv6Range::parse(text).unwrap());
+        let global = vec![
+            v6("::100:0/120"),
+            FeedBlock::V4(Ipv4Range::parse("45.1.1.0/24").unwrap()),
+            v6("2a00:1450::/32"),
+            v6("2a00:1451::/64"),
+            v6("2a00:1452::1"),
+        ];
+        let mut net64 = entry("2a00:1451::/64");
+        net64.expires_at = Some(UnixTime(9));
+        let personal = vec![
+            entry("::2"),
+            entry("::100:5"),
+            entry("45.1.1.7"),
+            entry("2a00:1450::"),
+            entry("2a00:1450:4001:80b::200e"),
+            net64,
+            entry("2a00:1452::1"),
+            entry("2a00:1453::1"),
+        ];
+        for page in [1, 2, 100] {
+            assert_eq!(
+                merged_with(personal.clone(), global.clone(), page),
+                [
+                    "::2 p",
+                    "::100:0/120",
+                    "::100:5 p",
+                    "45.1.1.0/24",
+                    "45.1.1.7 p",
+                    "2a00:1450::/32",
+                    "2a00:1450:: p",
+                    "2a00:1450:4001:80b::200e p",
+                    "2a00:1451::/64 p",
+                    "2a00:1452::1 p",
+                    "2a00:1453::1 p"
+                ],
+                "pages of {page}: a block before what it holds, one item for one value"
+            );
+        }
+        let whole: Vec<String> = Blocks::new(std::iter::once((0u128, u128::MAX)))
+            .map(|block| block.to_string())
+            .collect();
+        assert_eq!(whole, ["::/0"]);
+        let top: Vec<String> = Blocks::new(std::iter::once((u128::MAX - 2, u128::MAX)))
+            .map(|block| block.to_string())
+            .collect();
+        assert_eq!(
+            top,
+            [
+                "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffd",
+                "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/127"
+            ]
+        );
     }
 
     fn intervals_strategy() -> impl Strategy<Value = Intervals> {
@@ -504,7 +557,8 @@ mod tests {
                 prop_assert_eq!(found, expected, "{:#x}", addr);
                 if let Some(span) = challenged.interval_of(addr) {
                     let block = blocks.iter().find(|b| b.first() <= addr && addr <= b.last()).unwrap();
-                    prop_assert_eq!(is_single_block(span, addr), block.prefix() == 32);
+                    let from_span = Blocks::new(std::iter::once(span)).find(|b| b.last() >= addr);
+                    prop_assert_eq!(from_span, Some(*block), "one interval cut alone as in the whole");
                 }
             }
         }

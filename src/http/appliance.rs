@@ -65,9 +65,11 @@ pub struct ApplianceFile {
     kind: Appliance,
     list: ListName,
     now: UnixTime,
-    /// The last address of the global block written last: an entry inside it is
-    /// already enforced, and an nft interval set refuses overlapping elements.
+    /// The last address of the global block written last, of each family: an
+    /// entry inside it is already enforced, and an nft interval set refuses
+    /// overlapping elements.
     covered_to: Option<u32>,
+    covered_to6: Option<u128>,
     /// Whether the IPv6 list is created and emptied yet: in the head when `IPV6`
     /// is on, else before the first IPv6 item (kept from when it was on).
     v6_ready: bool,
@@ -93,6 +95,7 @@ impl ApplianceFile {
             list,
             now,
             covered_to: None,
+            covered_to6: None,
             v6_ready: ipv6 == Ipv6::On,
             statement: None,
             covered_net64: None,
@@ -191,7 +194,17 @@ impl ApplianceFile {
                 }
                 Family::V4
             }
-            FeedBlock::V6(_) | FeedBlock::V6Net64(_) => Family::V6,
+            FeedBlock::V6(_) | FeedBlock::V6Net64(_) | FeedBlock::V6Range(_) => {
+                let (first, prefix) = item.block.place();
+                if self.covered_to6.is_some_and(|to| first <= to) {
+                    return;
+                }
+                if item.global {
+                    self.covered_to6 =
+                        Some(first | u128::MAX.checked_shr(prefix.into()).unwrap_or(0));
+                }
+                Family::V6
+            }
         };
         if family == Family::V6 && !self.v6_ready {
             self.close_statement(out);
@@ -505,5 +518,44 @@ mod tests {
             "add element inet greylist edge_16 { 2a00:1450:4001:80b::/64, 2a00:1450:4001:80c::, \
              2a00:1450:4001:80d::1, 2a00:1450:4001:80e:: }\n# end of feed, 4 entries\n"
         ), "{nft}");
+    }
+
+    #[test]
+    fn a_global_ipv6_block_takes_the_place_of_the_entries_inside_it() {
+        let v6 = |text: &str| PublicIpv6::from_addr(text.parse().unwrap()).unwrap();
+        let host = |text: &str| FeedItem {
+            block: FeedBlock::V6(v6(text)),
+            global: false,
+            expires_at: None,
+            comment: None,
+        };
+        let global = |text: &str| FeedItem {
+            block: FeedBlock::V6Range(crate::domain::range::Ipv6Range::parse(text).unwrap()),
+            global: true,
+            expires_at: None,
+            comment: None,
+        };
+        let items = [
+            global("2a00:1450::/32"),
+            host("2a00:1450::"),
+            FeedItem {
+                block: FeedBlock::V6Net64(v6("2a00:1450:4001:80b::")),
+                ..host("2a00:1450:4001:80b::")
+            },
+            host("2a00:1450:ffff::1"),
+            host("2a00:1451::"),
+            global("2a00:1452::1"),
+        ];
+        let nft = render_with(Appliance::Nftables, &items, Ipv6::On);
+        assert!(
+            nft.ends_with(
+                "add element inet greylist edge_16 { 2a00:1450::/32, 2a00:1451::, 2a00:1452::1 }\n\
+             # end of feed, 3 entries\n"
+            ),
+            "{nft}"
+        );
+        let routeros = render_with(Appliance::Mikrotik, &items, Ipv6::On);
+        assert!(routeros
+            .contains("/ipv6 firewall address-list add list=\"edge_1\" address=2a00:1450::/32\n"));
     }
 }

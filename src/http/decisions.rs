@@ -29,6 +29,7 @@ use crate::objects::holder::protocol::{Feed, HolderProtocol, Lookup};
 use crate::objects::lists::client as lists;
 use crate::objects::protocol::{Failure, Object};
 use crate::platform::config;
+use crate::store::snapshots::Whole;
 use crate::store::StoreError;
 
 /// What a pull asks for, from its query string: the Local API's parameters;
@@ -74,7 +75,21 @@ impl StreamQuery {
 }
 
 /// The operator's lists as a pull reads them: each with its version.
-type OperatorLists = ((u64, Shards), (u64, Rc<Intervals>));
+struct OperatorLists {
+    global: Whole<Shards, Shards<u128>>,
+    allow: Whole<Rc<Intervals>, Rc<Intervals<u128>>>,
+}
+
+impl OperatorLists {
+    fn operator(self) -> Operator {
+        Operator {
+            global: self.global.v4,
+            allow: self.allow.v4,
+            global6: self.global.v6,
+            allow6: self.allow.v6,
+        }
+    }
+}
 
 /// The operator's lists as a pull by a token of `scope` reads them.
 async fn operator_lists(env: &Env, scope: Scope, now: Millis) -> Result<OperatorLists, ApiError> {
@@ -82,9 +97,9 @@ async fn operator_lists(env: &Env, scope: Scope, now: Millis) -> Result<Operator
     let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
     let global = match scope {
         Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
-        Scope::Personal => (0, Shards::default()),
+        Scope::Personal => Whole::default(),
     };
-    Ok((global, allow))
+    Ok(OperatorLists { global, allow })
 }
 
 /// `GET /v1/decisions/stream`: with `startup=true`, every decision the token's
@@ -105,8 +120,9 @@ pub async fn stream(
     } = bouncer;
     let query = StreamQuery::parse(form::query_of(&req.inner().url()));
     let settings = config::settings(env)?;
-    let ((global_version, global), (allow_version, allow)) =
-        operator_lists(env, may_read, now).await?;
+    let operator_lists = operator_lists(env, may_read, now).await?;
+    let (global_version, allow_version) =
+        (operator_lists.global.version, operator_lists.allow.version);
     let client = PullClient::new(user_agent(&req)?.as_deref(), "decisions");
     let mut pull = Pull {
         startup: query.startup,
@@ -133,8 +149,8 @@ pub async fn stream(
             since: Some(position),
         };
         let lists = Lists {
-            global: (global_version, &global),
-            allow: (allow_version, &allow),
+            global: &operator_lists.global,
+            allow: &operator_lists.allow,
         };
         changes = operator_changes(env, &since, lists, settings.freshness, now).await?;
         pull.from = Some(OperatorFrom {
@@ -169,7 +185,7 @@ pub async fn stream(
     };
     let body = feed_body::body(
         records,
-        Operator { global, allow },
+        operator_lists.operator(),
         blocks,
         render,
         shape,
@@ -244,8 +260,7 @@ pub async fn live(
     else {
         return json_body("null");
     };
-    let ((_, global), (_, allow)) = operator_lists(env, may_read, now).await?;
-    let operator = Operator { global, allow };
+    let operator = operator_lists(env, may_read, now).await?.operator();
     if operator.allows(Listed::Ip(ip)) {
         return json_body("null");
     }
@@ -259,9 +274,9 @@ pub async fn live(
         })
         .await?;
     let mut items: Vec<FeedItem> = entry.map(FeedItem::personal).into_iter().collect();
-    if let Some(block) = ip.v4().and_then(|v4| operator.block_holding(v4.to_u32())) {
-        // A global block of this one address is the holder's entry, sent once.
-        if items.is_empty() || block.prefix() < 32 {
+    if let Some(block) = operator.block_holding(ip) {
+        // A global block that is the holder's entry itself is sent once.
+        if items.iter().all(|item| item.block.place() != block.place()) {
             items.push(crate::domain::feed::global_item(block));
         }
     }

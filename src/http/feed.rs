@@ -34,6 +34,7 @@ use crate::objects::holder::protocol::{
 use crate::objects::lists::client as lists;
 use crate::platform::config;
 use crate::store::holder_feed::{MAX_MOVED_RANGES, MAX_PROBED};
+use crate::store::snapshots::Whole;
 use crate::store::{licenses, StoreError};
 
 /// `GET /api/greylistFeed`: the whole feed as text or JSON, or (JSON with
@@ -61,19 +62,20 @@ pub async fn feed(
     }
     let settings = config::settings(env)?;
     let freshness = settings.freshness;
-    let (allow_version, allow) = lists::intervals(env, ListKind::Allow, freshness, now).await?;
+    let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
     // The global list as the isolate holds it; the feed leaves out what the allow list holds.
-    let (global_version, global) = match query.scope {
+    let global = match query.scope {
         Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
-        Scope::Personal => (0, Shards::default()),
+        Scope::Personal => Whole::default(),
     };
+    let (global_version, allow_version) = (global.version, allow.version);
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let known = query.known_changes(&if_none_match, global_version, allow_version);
     let changes = match query.since {
         Some(_) => {
             let lists = Lists {
-                global: (global_version, &global),
-                allow: (allow_version, &allow),
+                global: &global,
+                allow: &allow,
             };
             operator_changes(env, &query, lists, freshness, now).await?
         }
@@ -135,7 +137,12 @@ pub async fn feed(
         None if query.format == Format::Json => (Render::Json, "application/json"),
         None => (Render::Text, "text/plain; charset=utf-8"),
     };
-    let operator = Operator { global, allow };
+    let operator = Operator {
+        global: global.v4,
+        allow: allow.v4,
+        global6: global.v6,
+        allow6: allow.v6,
+    };
     let body = feed_body::body(
         records,
         operator,
@@ -169,8 +176,8 @@ pub(super) fn held_apart(start: &FeedStart, mut blocks: BlockChanges) -> BlockCh
 
 /// The operator's lists as a feed answers from them: each with its version.
 pub(super) struct Lists<'a> {
-    pub global: (u64, &'a Shards),
-    pub allow: (u64, &'a Intervals),
+    pub global: &'a Whole<Shards, Shards<u128>>,
+    pub allow: &'a Whole<Rc<Intervals>, Rc<Intervals<u128>>>,
 }
 
 /// What changed in the operator's lists since a feed's cursor, as the feed shows it.
@@ -205,8 +212,8 @@ pub(super) async fn operator_changes(
             None => Ok(Some(Rc::default())),
         }
     };
-    let (global_version, global) = lists.global;
-    let (allow_version, allow) = lists.allow;
+    let (global_version, global) = (lists.global.version, &lists.global.v4);
+    let (allow_version, allow) = (lists.allow.version, &lists.allow.v4);
     let Some(global_change) = change(
         ListKind::Global,
         query.global_since(global_version),
@@ -225,7 +232,11 @@ pub(super) async fn operator_changes(
     else {
         return Ok(None);
     };
-    // The feed's global blocks are IPv4 ones: the lists' IPv6 changes do not move them.
+    // A change of the lists' IPv6 part is answered with the whole feed: the
+    // changes a feed shows are worked out for IPv4 blocks and entries.
+    if !global_change.v6.is_empty() || !allow_change.v6.is_empty() {
+        return Ok(None);
+    }
     let (global_change, allow_change) = (&global_change.v4, &allow_change.v4);
     let moves = AllowMoves::of(allow_change, allow);
     if moves.hidden.len() + moves.shown.len() > MAX_MOVED_RANGES {

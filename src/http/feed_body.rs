@@ -10,59 +10,146 @@ use futures_util::stream::{self, Stream};
 use worker::console_error;
 
 use super::appliance::ApplianceFile;
-use crate::domain::address::Listed;
+use crate::domain::address::{Listed, PublicIp};
 use crate::domain::decision::{Decision, DecisionType, Filter};
 use crate::domain::delta::BlockChanges;
+use crate::domain::family::Addr;
 use crate::domain::feed::{
-    global_item, gone_item, is_single_block, Blocks, FeedItem, FeedRecord, Merge, Next,
+    global_item, gone_item, personal_block, Blocks, FeedBlock, FeedItem, FeedRecord, Merge, Next,
+    FIRST_IPV4_MAPPED,
 };
 use crate::domain::intervals::{without, Intervals, Seek};
-use crate::domain::ipv4::PublicIpv4;
-use crate::domain::range::Ipv4Range;
+use crate::domain::range::{Cidr, Ipv4Range};
 use crate::domain::snapshot::{covers, Shards};
 use crate::domain::time::UnixTime;
 use crate::objects::protocol::Pages;
 use crate::store::StoreError;
 
-/// The operator's lists as a feed sees them: the global list (empty for a
-/// personal feed), of which the feed holds what the allow list does not.
+/// The operator's lists as a feed sees them, each family apart: the global list
+/// (empty for a personal feed), of which the feed holds what the allow list does not.
 pub struct Operator {
     pub global: Shards,
     pub allow: Rc<Intervals>,
+    pub global6: Shards<u128>,
+    pub allow6: Rc<Intervals<u128>>,
+}
+
+/// One family's global part: the global list's intervals from the first that
+/// ends at or after `low`, cut where the allow list holds addresses.
+fn challenged_from<A: Addr>(
+    global: &Shards<A>,
+    allow: &Rc<Intervals<A>>,
+    low: A,
+) -> impl Iterator<Item = (A, A)> + 'static {
+    without(global.read_from(low), allow.clone())
+}
+
+/// One family's global part's block that holds `addr`, as a whole feed writes it.
+fn block_holding<A: Addr>(
+    global: &Shards<A>,
+    allow: &Rc<Intervals<A>>,
+    addr: A,
+) -> Option<Cidr<A>> {
+    // The allow list may cut the interval that holds `addr` before it, too.
+    let span = challenged_from(global, allow, addr)
+        .find(|&(_, last)| last >= addr)
+        .filter(|&(first, _)| first <= addr)?;
+    Blocks::new(std::iter::once(span)).find(|block| block.last() >= addr)
 }
 
 impl Operator {
-    /// The global part's intervals from the first that ends at or after `low`:
-    /// the global list's, cut where the allow list holds addresses.
-    fn challenged_from(&self, low: u32) -> impl Iterator<Item = (u32, u32)> + 'static {
-        without(self.global.read_from(low), self.allow.clone())
+    /// The global part's block that holds `ip`, as a whole feed writes it.
+    pub fn block_holding(&self, ip: PublicIp) -> Option<FeedBlock> {
+        match ip {
+            PublicIp::V4(v4) => {
+                block_holding(&self.global, &self.allow, v4.to_u32()).map(FeedBlock::V4)
+            }
+            PublicIp::V6(v6) => block_holding(&self.global6, &self.allow6, u128::from(v6.addr()))
+                .map(FeedBlock::V6Range),
+        }
     }
 
-    /// The global part's block that holds `addr`, as a whole feed writes it.
-    pub fn block_holding(&self, addr: u32) -> Option<Ipv4Range> {
-        let span = self
-            .challenged_from(addr)
-            .next()
-            .filter(|&(first, _)| first <= addr)?;
-        Blocks::new(std::iter::once(span)).find(|block| block.last() >= addr)
-    }
-
-    /// Whether the allow list holds a personal entry's address (it holds IPv4 only).
+    /// Whether the allow list holds a personal entry's address, or any address
+    /// of its /64: an allowed address is never acted on.
     pub fn allows(&self, ip: Listed) -> bool {
-        ip.v4().is_some_and(|v4| covers(&self.allow, v4.to_u32()))
+        match ip {
+            Listed::Ip(PublicIp::V4(v4)) => covers(&self.allow, v4.to_u32()),
+            Listed::Ip(PublicIp::V6(v6)) => covers(&self.allow6, u128::from(v6.addr())),
+            Listed::Net64(net) => {
+                let first = u128::from(net.addr());
+                let last = first | u128::from(u64::MAX);
+                self.allow6
+                    .as_slice()
+                    .from(first)
+                    .next()
+                    .is_some_and(|(start, _)| start <= last)
+            }
+        }
     }
 
-    /// Whether the global part has `ip` as a block of its own: a personal entry
-    /// of that address is then still in the feed, as the global block.
+    /// Whether the global part has a personal entry's value as a block of its
+    /// own: the entry is then still in the feed, as the global block.
     fn single_global_block(&self, ip: Listed) -> bool {
-        let Some(addr) = ip.v4().map(PublicIpv4::to_u32) else {
-            return false;
+        let own = |block: FeedBlock| match block {
+            FeedBlock::V4(range) => has_block(&self.global, &self.allow, range),
+            FeedBlock::V6(ip) => {
+                let addr = u128::from(ip.addr());
+                has_block(
+                    &self.global6,
+                    &self.allow6,
+                    Cidr::from_parts(addr, 128).expect("an address"),
+                )
+            }
+            FeedBlock::V6Net64(net) => {
+                let first = u128::from(net.addr());
+                has_block(
+                    &self.global6,
+                    &self.allow6,
+                    Cidr::from_parts(first, 64).expect("a /64"),
+                )
+            }
+            FeedBlock::V6Range(range) => has_block(&self.global6, &self.allow6, range),
         };
-        self.global.interval_of(addr).is_some_and(|listed| {
-            without(std::iter::once(listed), self.allow.clone())
-                .find(|&(_, last)| last >= addr)
-                .is_some_and(|span| span.0 <= addr && is_single_block(span, addr))
-        })
+        own(personal_block(ip))
+    }
+
+    /// The global part's blocks of both families in the feed's order.
+    fn blocks(&self) -> GlobalBlocks {
+        GlobalBlocks {
+            v4: Blocks::new(Box::new(challenged_from(&self.global, &self.allow, 0))),
+            v6: FamilyBlocks::new(Box::new(challenged_from(&self.global6, &self.allow6, 0))
+                as Box<dyn Iterator<Item = _>>)
+            .peekable(),
+        }
+    }
+}
+
+/// Whether one family's global part holds `block` as one of its own blocks.
+fn has_block<A: Addr>(global: &Shards<A>, allow: &Rc<Intervals<A>>, block: Cidr<A>) -> bool {
+    block_holding(global, allow, block.first()) == Some(block)
+}
+
+/// The global part's blocks of both families, in the feed's order (`FeedBlock::place`):
+/// the IPv6 ones before `::ffff:0:0`, the IPv4 ones, then the other IPv6 ones.
+struct GlobalBlocks {
+    v4: FamilyBlocks<u32>,
+    v6: std::iter::Peekable<FamilyBlocks<u128>>,
+}
+
+/// One family's global blocks, read lazily from its shards.
+type FamilyBlocks<A> = Blocks<Box<dyn Iterator<Item = (A, A)>>, A>;
+
+impl Iterator for GlobalBlocks {
+    type Item = FeedBlock;
+
+    fn next(&mut self) -> Option<FeedBlock> {
+        if let Some(block) = self.v6.next_if(|block| block.first() < FIRST_IPV4_MAPPED) {
+            return Some(FeedBlock::V6Range(block));
+        }
+        match self.v4.next() {
+            Some(block) => Some(FeedBlock::V4(block)),
+            None => self.v6.next().map(FeedBlock::V6Range),
+        }
     }
 }
 
@@ -120,7 +207,7 @@ enum Stage {
 struct Writer {
     records: Pages<FeedRecord>,
     operator: Operator,
-    blocks: Blocks<Box<dyn Iterator<Item = (u32, u32)>>>,
+    blocks: GlobalBlocks,
     merge: Merge,
     /// The delta's records of the page read, not written yet.
     read: VecDeque<FeedRecord>,
@@ -150,7 +237,7 @@ pub fn body(
     version: String,
     part_items: usize,
 ) -> impl Stream<Item = worker::Result<Vec<u8>>> {
-    let blocks = Blocks::new(Box::new(operator.challenged_from(0)) as Box<dyn Iterator<Item = _>>);
+    let blocks = operator.blocks();
     let BlockChanges { deleted, added } = changes;
     let (form, again) = match shape {
         Shape::Whole { reset } => (Form::Whole { reset }, None),
@@ -243,7 +330,7 @@ impl Writer {
             Stage::DeletedGlobal => {
                 for _ in 0..self.part_items {
                     match self.global_deleted.pop_front() {
-                        Some(block) => self.write(&mut text, &global_item(block)),
+                        Some(block) => self.write(&mut text, &global_item(FeedBlock::V4(block))),
                         None => break,
                     }
                 }
@@ -263,7 +350,7 @@ impl Writer {
             Stage::NewGlobal => {
                 for _ in 0..self.part_items {
                     match self.global_added.pop_front() {
-                        Some(block) => self.write(&mut text, &global_item(block)),
+                        Some(block) => self.write(&mut text, &global_item(FeedBlock::V4(block))),
                         None => break,
                     }
                 }
@@ -329,7 +416,7 @@ impl Writer {
         self.records = again().await?;
         self.read.clear();
         self.merge = Merge::default();
-        self.blocks = Blocks::new(Box::new(self.operator.challenged_from(0)));
+        self.blocks = self.operator.blocks();
         self.written = 0;
         self.deleting = false;
         text.push_str("],\"new\":[");
@@ -372,7 +459,7 @@ impl Writer {
                     None => self.merge.finish_personal(),
                 },
                 Next::NeedGlobal => {
-                    let part: Vec<Ipv4Range> = self.blocks.by_ref().take(self.part_items).collect();
+                    let part: Vec<FeedBlock> = self.blocks.by_ref().take(self.part_items).collect();
                     if part.is_empty() {
                         self.merge.finish_global();
                     }

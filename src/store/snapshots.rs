@@ -37,6 +37,14 @@ pub trait ListSource {
     async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError>;
 }
 
+/// A whole version of a list: its number, and each family as `T4` and `T6` hold it.
+#[derive(Debug, Clone, Default)]
+pub struct Whole<T4, T6> {
+    pub version: u64,
+    pub v4: T4,
+    pub v6: T6,
+}
+
 /// What one isolate holds of the published lists.
 #[derive(Default)]
 pub struct Held {
@@ -264,39 +272,44 @@ impl Held {
         .await
     }
 
-    /// One family of the whole list as sorted disjoint intervals, with its
-    /// version: every shard of it loaded.
-    pub async fn intervals<A: HeldFamily>(
+    /// The whole list as sorted disjoint intervals, each family apart, with its
+    /// version: every shard loaded.
+    pub async fn intervals(
         &self,
         source: &impl ListSource,
         kind: ListKind,
         freshness: Freshness,
         now: Millis,
-    ) -> Result<(u64, Rc<Intervals<A>>), StoreError> {
+    ) -> Result<Whole<Rc<Intervals>, Rc<Intervals<u128>>>, StoreError> {
         let kv = source.kv(kind)?;
         let kv = &kv;
         self.answer(source, kind, freshness, now, |version| async move {
-            Ok((version.manifest.version, version.intervals(kv, kind).await?))
+            Ok(Whole {
+                version: version.manifest.version,
+                v4: version.intervals(kv, kind).await?,
+                v6: version.intervals(kv, kind).await?,
+            })
         })
         .await
     }
 
-    /// One family of the whole list as its shards, with its version: every shard
-    /// of it loaded, none copied.
-    pub async fn shards<A: HeldFamily>(
+    /// The whole list as its shards, each family apart, with its version: every
+    /// shard loaded, none copied.
+    pub async fn shards(
         &self,
         source: &impl ListSource,
         kind: ListKind,
         freshness: Freshness,
         now: Millis,
-    ) -> Result<(u64, Shards<A>), StoreError> {
+    ) -> Result<Whole<Shards, Shards<u128>>, StoreError> {
         let kv = source.kv(kind)?;
         let kv = &kv;
         self.answer(source, kind, freshness, now, |version| async move {
-            Ok((
-                version.manifest.version,
-                version.all_shards(kv, kind).await?,
-            ))
+            Ok(Whole {
+                version: version.manifest.version,
+                v4: version.all_shards(kv, kind).await?,
+                v6: version.all_shards(kv, kind).await?,
+            })
         })
         .await
     }
@@ -693,12 +706,7 @@ mod tests {
             .collect();
         let mut feeds: Vec<_> = (0..8)
             .map(|_| {
-                Box::pin(held.shards::<u32>(
-                    &fake,
-                    ListKind::Global,
-                    freshness,
-                    Millis(PUBLISHED_AT),
-                ))
+                Box::pin(held.shards(&fake, ListKind::Global, freshness, Millis(PUBLISHED_AT)))
             })
             .collect();
         // Polled in turn, as the runtime would: each waits on KV while the others start.
@@ -721,7 +729,7 @@ mod tests {
                 .filter(|(_, a)| a.is_none())
             {
                 if let std::task::Poll::Ready(found) = feed.as_mut().poll(&mut context) {
-                    *answer = Some(found.unwrap().1.read_from(0).count());
+                    *answer = Some(found.unwrap().v4.read_from(0).count());
                 }
             }
         }

@@ -531,3 +531,113 @@ fn off_an_import_refuses_its_first_ipv6_line_as_before_and_changes_nothing() {
     let edit = server.edit_allow_list(&["2607:d100::/32"], &[]);
     assert_eq!(edit.status, 400, "{}", edit.body);
 }
+
+#[test]
+fn on_feeds_carry_the_global_ipv6_blocks_without_what_the_allow_list_holds() {
+    let server = Server::own(&[("IPV6", "on")]);
+    let app = TestApp::on(&server);
+    app.add("8.8.4.4");
+    app.add("2a0b:4140:5::1");
+    app.add(B);
+    server.edit_global_list(&["2a0b:4140::/32", "57.57.0.0/16"], &[]);
+    server.edit_allow_list(&["2a0b:4140:1::/48", "57.57.1.0/24"], &[]);
+    let text = app.feed("scope=all").body;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let at = |line: &str| {
+        lines
+            .iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("{line} in {text}"))
+    };
+    let order = [
+        "8.8.4.4",
+        "57.57.0.0/24",
+        "57.57.2.0/23",
+        "57.57.128.0/17",
+        B,
+        "2a0b:4140::/48",
+        "2a0b:4140:2::/47",
+        "2a0b:4140:4::/46",
+        "2a0b:4140:5::1",
+        "2a0b:4140:8000::/33",
+    ];
+    assert!(
+        order.windows(2).all(|w| at(w[0]) < at(w[1])),
+        "address order, IPv4 first, a block before what it holds: {text}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.starts_with("2a0b:4140:1:")),
+        "{text}"
+    );
+
+    // An edit of the IPv6 part answers a cursor with the whole feed; an IPv4 one with its change.
+    let whole = app.feed_json("scope=all&format=json");
+    let cursor = whole["cursor"].as_str().unwrap().to_owned();
+    server.edit_global_list(&["2a06:5280::/29"], &[]);
+    let after = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
+    assert_eq!(after["reset"], true, "{after}");
+    assert!(
+        after["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["value"] == "2a06:5280::/29"),
+        "{after}"
+    );
+    let cursor = after["cursor"].as_str().unwrap().to_owned();
+    server.edit_global_list(&["58.58.0.0/16"], &[]);
+    let delta = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
+    assert_eq!(delta["new"][0]["value"], "58.58.0.0/16", "{delta}");
+
+    // The real nft takes the file: a global block and the entry inside it would overlap.
+    let nft = app.feed("scope=all&format=nftables&list=edge").body;
+    let listed = in_namespace(
+        &nft,
+        "nft -f \"$1\"; nft -f \"$1\"; nft list set inet greylist edge6",
+    );
+    assert!(
+        listed.contains("2a0b:4140::/48") && listed.contains(B),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("2a0b:4140:5::1"),
+        "held by its global block: {listed}"
+    );
+
+    let (_, key) = app.feed_token(json!({ "scope": "all" }));
+    let startup = send(
+        "GET",
+        &format!("{}/v1/decisions/stream?startup=true", server.base),
+        &[("X-Api-Key", key.clone())],
+        None,
+    )
+    .json();
+    let block = startup["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["value"] == "2a06:5280::/29")
+        .unwrap_or_else(|| panic!("{startup}"))
+        .clone();
+    assert_eq!(
+        (&block["scope"], &block["origin"]),
+        (&json!("Range"), &json!("greylist-global"))
+    );
+    let live = |ip: &str| {
+        send(
+            "GET",
+            &format!("{}/v1/decisions?ip={ip}", server.base),
+            &[("X-Api-Key", key.clone())],
+            None,
+        )
+        .body
+    };
+    let inside: Value = serde_json::from_str(&live("2a0b:4140:8000::1")).unwrap();
+    assert_eq!(inside[0]["value"], "2a0b:4140:8000::/33", "{inside}");
+    let inside: Value = serde_json::from_str(&live("57.57.200.1")).unwrap();
+    assert_eq!(
+        inside[0]["value"], "57.57.128.0/17",
+        "the block past the allow list's hole in the same interval: {inside}"
+    );
+    assert_eq!(live("2a0b:4140:1::1"), "null", "the allow list holds it");
+}

@@ -15,7 +15,7 @@ use crate::domain::snapshot::Manifest;
 use crate::domain::snapshot::Shards;
 use crate::domain::time::Millis;
 use crate::objects::protocol::{Failure, Object};
-use crate::store::snapshots::{binding, Held, ListSource};
+use crate::store::snapshots::{binding, Held, ListSource, Whole};
 use crate::store::StoreError;
 
 /// The Durable Object binding of the writer, and the name of its one instance.
@@ -62,25 +62,25 @@ pub async fn contains(
         .await
 }
 
-/// The whole list as sorted disjoint intervals, with its version.
+/// The whole list as sorted disjoint intervals, each family apart, with its version.
 pub async fn intervals(
     env: &Env,
     kind: ListKind,
     freshness: Freshness,
     now: Millis,
-) -> Result<(u64, Rc<Intervals>), StoreError> {
+) -> Result<Whole<Rc<Intervals>, Rc<Intervals<u128>>>, StoreError> {
     Held::isolate()
         .intervals(&Deployed(env), kind, freshness, now)
         .await
 }
 
-/// The whole list as the shards the isolate holds, with its version.
+/// The whole list as the shards the isolate holds, each family apart, with its version.
 pub async fn shards(
     env: &Env,
     kind: ListKind,
     freshness: Freshness,
     now: Millis,
-) -> Result<(u64, Shards), StoreError> {
+) -> Result<Whole<Shards, Shards<u128>>, StoreError> {
     Held::isolate()
         .shards(&Deployed(env), kind, freshness, now)
         .await
