@@ -33,8 +33,12 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # past this many KiB (deploy-check fails): the build is deterministic, so any growth
 # is a change's own. The target is 200; lower the bound as the module shrinks.
 # Raised from 400 to 415 for IPv6 (the parser, the registry table, the /64 keys,
-# the IPv6 sets of the appliance files): 399.3 before, about 410 with it.
-WASM_GZIP_KIB := 415
+# the IPv6 sets of the appliance files): 399.3 before, about 410 with it. Raised
+# to 445 for IPv6 in the operator's lists: the writer's chunks, cuts, shards and
+# pieces and the isolates' lookups and feed blocks, each written once over the
+# address family, are compiled for 128-bit addresses beside 32-bit ones (409.1
+# before, 440.8 with them).
+WASM_GZIP_KIB := 445
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer

@@ -11,6 +11,7 @@
 //   costs        the billable calls of each scenario, and what a million of it costs
 //   crowdsec     CrowdSec's Local API and the service side by side
 //   ten-million  the global list at BENCH_TEN_MILLION entries
+//   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
 //
 // Sizes: BENCH_PERSONAL (default 100000), BENCH_GLOBAL (default 1000000, a quarter
 // of them /24 ranges, loaded with one PUT),
@@ -27,11 +28,12 @@ import { ADMIN, CONNECTIONS, SECONDS, SERVICE_VARS, secondsUntilListed, globalAd
 import { streamPulls } from "./stream.mjs";
 import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
 import { TEN_MILLION, tenMillion } from "./ten-million.mjs";
+import { IPV6_ENTRIES, millionIpv6 } from "./million-ipv6.mjs";
 import { BILLABLE, costs, dollarsPerMillion, PRICES } from "./cost.mjs";
 import { runtimes } from "./runtimes.mjs";
 import { sideBySide } from "./side-by-side.mjs";
 
-const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "ten-million"];
+const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "ten-million", "ipv6-million"];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
 const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
@@ -111,6 +113,7 @@ try {
   await section("costs", async () => (results.costs = await costs(state)));
   await section("crowdsec", async () => (results.crowdsec = await sideBySide(state)));
   await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
+  await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
   const wasm = readFileSync(join(root, "build/index_bg.wasm"));
   results.wasm = { raw: statSync(join(root, "build/index_bg.wasm")).size, gzip: gzipSync(wasm, { level: 9 }).length };
   results.prices = PRICES;
@@ -231,6 +234,21 @@ function targets(results) {
   if (results.costs) costTargets(results.costs, target);
   if (results.crowdsec) crowdsecGoals(results.crowdsec, target);
   if (results.tenMillion) tenMillionTargets(results.tenMillion, target);
+  if (results.millionIpv6) {
+    const six = results.millionIpv6;
+    target(
+      `${IPV6_ENTRIES} IPv6 global addresses: 16 bytes an address in the snapshot`,
+      six.snapshotBytes / six.entries,
+      six.snapshotBytes <= 17 * six.entries,
+      `${(six.snapshotBytes / 2 ** 20).toFixed(1)} MiB`,
+    );
+    target(
+      `isolate at ${IPV6_ENTRIES} IPv6 global addresses, every shard loaded by checks: grows < 128 MB`,
+      six.checks.growthMB,
+      six.checks.growthMB < 128,
+      `${six.checks.growthMB.toFixed(0)} MB`,
+    );
+  }
   const { wasm } = results;
   target("wasm ≤ 200 KiB gzipped", wasm.gzip, wasm.gzip <= 200 * 1024, `${(wasm.gzip / 1024).toFixed(1)} KiB`);
   return list;

@@ -133,7 +133,7 @@ function listControls(section) {
     el("div", { class: "field" },
       el("label", { for: id("entries") }, "Addresses or ranges, one a line"),
       entries,
-      el("p", { class: "hint" }, list === "global-list" ? "For example 1.2.3.4 or 45.33.0.0/16 (at most a /8)." : "For example 1.2.3.4 or 45.33.0.0/16.")),
+      el("p", { class: "hint" }, list === "global-list" ? "For example 1.2.3.4 or 45.33.0.0/16 (at most a /8); with IPv6 on, 2a06:5280::/29 too (at most a /29)." : "For example 1.2.3.4 or 45.33.0.0/16; with IPv6 on, 2a06:5280::/29 too.")),
     el("div", { class: "row" },
       el("button", { type: "button", onclick: edit("add") }, "Add"),
       el("button", { type: "button", class: "secondary", onclick: edit("remove") }, "Remove")),
