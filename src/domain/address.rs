@@ -144,14 +144,6 @@ impl Listed {
             PublicIp::from_octets(key.octets()).map(Self::Ip)
         }
     }
-
-    /// The IPv4 address, for what only IPv4 has (the operator's lists).
-    pub fn v4(self) -> Option<PublicIpv4> {
-        match self {
-            Self::Ip(ip) => ip.v4(),
-            Self::Net64(_) => None,
-        }
-    }
 }
 
 impl From<PublicIp> for Listed {
@@ -283,7 +275,7 @@ impl PublicIp {
         }
     }
 
-    /// The IPv4 address, for what only IPv4 has (the feed's global blocks, for now).
+    /// The IPv4 address, if it is one.
     pub fn v4(self) -> Option<PublicIpv4> {
         match self {
             Self::V4(ip) => Some(ip),

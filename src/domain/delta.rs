@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::family::Addr;
 use super::feed::Blocks;
 use super::intervals::{combine, Intervals, Op, Seek};
-use super::range::Ipv4Range;
+use super::range::Cidr;
 
 /// Levels a version publishes at most: pieces up to 2^24 versions wide.
 pub const MAX_LEVEL: u8 = 24;
@@ -179,12 +179,12 @@ pub fn cover(from: u64, to: u64) -> Vec<(u64, u8)> {
 
 /// A list's intervals that touch (hold or neighbour) an address of `change`:
 /// with `change`, they hold every maximal interval of both versions that differs.
-pub fn touching(set: &(impl Seek + ?Sized), change: &[(u32, u32)]) -> Intervals {
-    let mut out: Intervals = Vec::new();
+pub fn touching<A: Addr>(set: &(impl Seek<A> + ?Sized), change: &[(A, A)]) -> Intervals<A> {
+    let mut out: Intervals<A> = Vec::new();
     for &(first, last) in change {
         for interval in set
-            .from(first.saturating_sub(1))
-            .take_while(|&(start, _)| u64::from(start) <= u64::from(last) + 1)
+            .from(first.before().unwrap_or(first))
+            .take_while(|&(start, _)| last.after().is_none_or(|after| start <= after))
         {
             if out.last() != Some(&interval) {
                 out.push(interval);
@@ -194,13 +194,23 @@ pub fn touching(set: &(impl Seek + ?Sized), change: &[(u32, u32)]) -> Intervals 
     out
 }
 
-/// How a feed's CIDR blocks change from one version of the challenged set to the next.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct BlockChanges {
+/// How a feed's CIDR blocks of one family change from one version of the
+/// challenged set to the next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockChanges<A = u32> {
     /// Blocks of the old version the new one has not.
-    pub deleted: Vec<Ipv4Range>,
+    pub deleted: Vec<Cidr<A>>,
     /// Blocks of the new version the old one had not.
-    pub added: Vec<Ipv4Range>,
+    pub added: Vec<Cidr<A>>,
+}
+
+impl<A> Default for BlockChanges<A> {
+    fn default() -> Self {
+        Self {
+            deleted: Vec::new(),
+            added: Vec::new(),
+        }
+    }
 }
 
 /// The blocks a feed drops and adds when the global list changes by
@@ -209,15 +219,15 @@ pub struct BlockChanges {
 /// Every maximal interval of either version's challenged set (the global list
 /// without the allow list) is either within `around` and the changes or the same
 /// in both, so only the blocks there can differ, and only those are compared.
-pub fn block_changes(
-    around: &[(u32, u32)],
-    global_change: &[(u32, u32)],
-    allow: &[(u32, u32)],
-    allow_change: &[(u32, u32)],
-) -> BlockChanges {
+pub fn block_changes<A: Addr>(
+    around: &[(A, A)],
+    global_change: &[(A, A)],
+    allow: &[(A, A)],
+    allow_change: &[(A, A)],
+) -> BlockChanges<A> {
     let old = combine(around, global_change, Op::Xor);
     let old_allow = combine(allow, allow_change, Op::Xor);
-    let blocks = |set: &[(u32, u32)], allow: &[(u32, u32)]| -> Vec<Ipv4Range> {
+    let blocks = |set: &[(A, A)], allow: &[(A, A)]| -> Vec<Cidr<A>> {
         Blocks::new(combine(set, allow, Op::Minus).into_iter()).collect()
     };
     let (old, new) = (blocks(&old, &old_allow), blocks(around, allow));
@@ -227,28 +237,43 @@ pub fn block_changes(
     }
 }
 
-/// Where a change of the allow list moves a holder's own entries: those it now
-/// holds leave the feed, those it no longer holds join it.
+/// Where a change of the allow list moves a holder's own entries, each family
+/// apart: those it now holds leave the feed, those it no longer holds join it.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllowMoves {
     /// Addresses the allow list holds now and did not.
     pub hidden: Intervals,
     /// Addresses the allow list held and does not now.
     pub shown: Intervals,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden6: Intervals<u128>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shown6: Intervals<u128>,
 }
 
 impl AllowMoves {
-    /// `change` is the allow list's change, `allow` its new version.
-    pub fn of(change: &[(u32, u32)], allow: &[(u32, u32)]) -> Self {
+    /// `change` is the allow list's change, `allow` and `allow6` its new version.
+    pub fn of(change: &Change, allow: &[(u32, u32)], allow6: &[(u128, u128)]) -> Self {
         Self {
-            hidden: combine(change, allow, Op::Both),
-            shown: combine(change, allow, Op::Minus),
+            hidden: combine(&change.v4, allow, Op::Both),
+            shown: combine(&change.v4, allow, Op::Minus),
+            hidden6: combine(&change.v6, allow6, Op::Both),
+            shown6: combine(&change.v6, allow6, Op::Minus),
         }
+    }
+
+    /// Intervals of both families and both kinds.
+    pub fn len(&self) -> usize {
+        self.hidden.len() + self.shown.len() + self.hidden6.len() + self.shown6.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
 /// The blocks of `a` that are not in `b`, both sorted.
-fn sorted_minus(a: &[Ipv4Range], b: &[Ipv4Range]) -> Vec<Ipv4Range> {
+fn sorted_minus<A: Addr>(a: &[Cidr<A>], b: &[Cidr<A>]) -> Vec<Cidr<A>> {
     let mut rest = Vec::new();
     let mut j = 0;
     for &block in a {
@@ -268,6 +293,7 @@ mod tests {
 
     use super::*;
     use crate::domain::intervals::union_of_sorted;
+    use crate::domain::range::Ipv4Range;
     use crate::domain::snapshot::covers;
 
     #[test]
@@ -379,7 +405,7 @@ mod tests {
             new_allow in set_strategy(),
             addr in 0u32..450,
         ) {
-            let moves = AllowMoves::of(&combine(&old_allow, &new_allow, Op::Xor), &new_allow);
+            let moves = AllowMoves::of(&Change::ipv4(combine(&old_allow, &new_allow, Op::Xor)), &new_allow, &[]);
             let (before, after) = (covers(&old_allow, addr), covers(&new_allow, addr));
             prop_assert_eq!(covers(&moves.hidden, addr), !before && after);
             prop_assert_eq!(covers(&moves.shown, addr), before && !after);

@@ -59,7 +59,7 @@ impl fmt::Display for FeedBlock {
 }
 
 /// `::ffff:0.0.0.0`, where IPv4-mapped addresses begin.
-pub const FIRST_IPV4_MAPPED: u128 = 0xffff << 32;
+const FIRST_IPV4_MAPPED: u128 = 0xffff << 32;
 
 impl FeedBlock {
     /// Where the block stands in a feed's order: its first address in sixteen
@@ -175,6 +175,22 @@ impl Merge {
             }
             if self.global.is_empty() && !self.global_done {
                 return Next::NeedGlobal;
+            }
+            // The holder's rows keep a /64 after its first address; the feed puts
+            // the /64 first, as a block comes before what it holds.
+            if let Some(Listed::Ip(PublicIp::V6(ip))) = self.personal.front().map(|e| e.ip) {
+                if ip.is_net64() {
+                    if self.personal.len() < 2 && !self.personal_done {
+                        return Next::NeedPersonal;
+                    }
+                    if self
+                        .personal
+                        .get(1)
+                        .is_some_and(|next| next.ip == Listed::Net64(ip))
+                    {
+                        self.personal.swap(0, 1);
+                    }
+                }
             }
             let personal = self
                 .personal
@@ -466,6 +482,39 @@ mod tests {
             texts(&[(u32::MAX - 2, u32::MAX)]),
             ["255.255.255.253", "255.255.255.254/31"]
         );
+    }
+
+    #[test]
+    fn a_holders_64_comes_before_its_first_address_and_meets_the_same_global_64_once() {
+        let v6 = |text: &str| FeedBlock::V6Range(Ipv6Range::parse(text).unwrap());
+        let personal = vec![
+            entry("2a00:1:2:3::"),
+            entry("2a00:1:2:3::/64"),
+            entry("2a00:1:2:3::5"),
+            entry("2a00:1:2:4::"),
+        ];
+        for page in [1, 2, 100] {
+            assert_eq!(
+                merged_with(personal.clone(), vec![v6("2a00:1:2:3::/64")], page),
+                [
+                    "2a00:1:2:3::/64 p",
+                    "2a00:1:2:3:: p",
+                    "2a00:1:2:3::5 p",
+                    "2a00:1:2:4:: p"
+                ],
+                "pages of {page}"
+            );
+            assert_eq!(
+                merged_with(personal[1..].to_vec(), vec![v6("2a00:1:2:3::1")], page),
+                [
+                    "2a00:1:2:3::/64 p",
+                    "2a00:1:2:3::1",
+                    "2a00:1:2:3::5 p",
+                    "2a00:1:2:4:: p"
+                ],
+                "pages of {page}: a global address inside the holder's /64 comes after it"
+            );
+        }
     }
 
     #[test]

@@ -22,8 +22,9 @@ pub const MAX_IMPORT_BYTES: usize = 256 * 1024 * 1024;
 /// snapshot, 4 bytes an address, 40 MB at this size, within an isolate's 128 MB.
 /// The writer holds a chunk at a time, whatever the size (`chunk`).
 pub const MAX_LIST_ENTRIES: usize = 10_000_000;
-/// The most IPv6 entries a list holds besides: 16 bytes an address, 32 MB.
-pub const MAX_IPV6_LIST_ENTRIES: usize = 2_000_000;
+/// The most IPv6 entries a list holds besides: 16 bytes an address, 32 a range,
+/// at most 32 MB in an isolate beside the IPv4 snapshot's 40.
+pub const MAX_IPV6_LIST_ENTRIES: usize = 1_000_000;
 /// Bytes of entries an import holds before it hands them on as one sorted run
 /// (a million IPv4 entries).
 pub const RUN_BYTES: usize = 8 << 20;
@@ -96,12 +97,13 @@ impl ListKind {
     /// takes only what a lookup could ever find: ranges no wider than /8 (IPv4) or
     /// /29 (IPv6) that are not wholly private.
     pub fn parse_entry(self, text: &str, ipv6: Ipv6) -> Result<ListEntry, String> {
-        let entry = match (Ipv4Range::parse(text), ipv6) {
-            (Some(range), _) => ListEntry::V4(range),
-            (None, Ipv6::Off) => {
+        let entry = match Ipv4Range::parse(text) {
+            Some(range) => ListEntry::V4(range),
+            // Only text with a colon can be IPv6: other text is refused as IPv4 was.
+            None if ipv6 == Ipv6::Off || !text.contains(':') => {
                 return Err("not an IPv4 address or CIDR range without host bits".to_owned())
             }
-            (None, Ipv6::On) => Ipv6Range::parse(text)
+            None => Ipv6Range::parse(text)
                 .map(unmapped)
                 .ok_or_else(|| "not an IP address or CIDR range without host bits".to_owned())?,
         };
@@ -546,8 +548,13 @@ mod tests {
             "with IPv6 off, refused as before"
         );
         assert_eq!(
-            entry(ListKind::Allow, "x").unwrap_err(),
+            entry(ListKind::Allow, "x:y").unwrap_err(),
             "not an IP address or CIDR range without host bits"
+        );
+        assert_eq!(
+            entry(ListKind::Allow, "300.1.1.1").unwrap_err(),
+            "not an IPv4 address or CIDR range without host bits",
+            "text without a colon is refused as IPv4 was"
         );
         assert_eq!(v6("2001:db8::/32").to_string(), "2001:db8::/32");
         assert!(v4("255.255.255.255") < v6("::/0"), "IPv4 entries first");

@@ -6,7 +6,6 @@
 use crate::domain::address::Ipv6;
 use crate::domain::decision::go_duration;
 use crate::domain::feed::{FeedBlock, FeedItem};
-use crate::domain::ipv6::PublicIpv6;
 use crate::domain::time::UnixTime;
 
 /// The kind of file.
@@ -75,10 +74,6 @@ pub struct ApplianceFile {
     v6_ready: bool,
     /// The nft `add element` statement open, by family, and its elements so far.
     statement: Option<(Family, u64)>,
-    /// The IPv6 /64 written last: an address inside it is already enforced.
-    covered_net64: Option<PublicIpv6>,
-    /// The first address of a /64, until the next item says whether the /64 follows.
-    held: Option<FeedItem>,
     written: u64,
 }
 
@@ -98,8 +93,6 @@ impl ApplianceFile {
             covered_to6: None,
             v6_ready: ipv6 == Ipv6::On,
             statement: None,
-            covered_net64: None,
-            held: None,
             written: 0,
         }
     }
@@ -159,31 +152,10 @@ impl ApplianceFile {
         }
     }
 
-    /// The item's line, or nothing when a block written before covers it. Items
-    /// come in the feed's address order, a block before the entries inside it;
-    /// an IPv6 /64 comes after its first address, so that address is held one
-    /// item, until it is known whether its /64 follows (an nft interval set
-    /// refuses the overlap, and the file with it).
+    /// The item's line, or nothing when a block written before covers it (an
+    /// nft interval set refuses the overlap, and the file with it). Items come
+    /// in the feed's order (`FeedBlock::place`): a block before what it holds.
     pub fn item(&mut self, item: &FeedItem, out: &mut String) {
-        if let Some(held) = self.held.take() {
-            let covered = matches!((held.block, item.block),
-                (FeedBlock::V6(first), FeedBlock::V6Net64(net)) if first == net);
-            if !covered {
-                self.write(&held, out);
-            }
-        }
-        match item.block {
-            FeedBlock::V6(ip) if self.covered_net64 == ip.net64() && ip.net64().is_some() => {}
-            FeedBlock::V6(ip) if ip.is_net64() => self.held = Some(item.clone()),
-            FeedBlock::V6Net64(net) => {
-                self.covered_net64 = Some(net);
-                self.write(item, out);
-            }
-            _ => self.write(item, out),
-        }
-    }
-
-    fn write(&mut self, item: &FeedItem, out: &mut String) {
         let family = match item.block {
             FeedBlock::V4(range) => {
                 if self.covered_to.is_some_and(|to| range.first() <= to) {
@@ -199,7 +171,9 @@ impl ApplianceFile {
                 if self.covered_to6.is_some_and(|to| first <= to) {
                     return;
                 }
-                if item.global {
+                // A block written holds what comes after it up to its end: a
+                // global block, or the holder's /64.
+                if item.global || matches!(item.block, FeedBlock::V6Net64(_)) {
                     self.covered_to6 =
                         Some(first | u128::MAX.checked_shr(prefix.into()).unwrap_or(0));
                 }
@@ -275,9 +249,6 @@ impl ApplianceFile {
 
     pub fn tail(&mut self) -> String {
         let mut close = String::new();
-        if let Some(held) = self.held.take() {
-            self.write(&held, &mut close);
-        }
         self.close_statement(&mut close);
         format!("{close}# end of feed, {} entries\n", self.written)
     }
@@ -506,8 +477,8 @@ mod tests {
             ..host(text)
         };
         let items = [
-            host("2a00:1450:4001:80b::"),
             net("2a00:1450:4001:80b::"),
+            host("2a00:1450:4001:80b::"),
             host("2a00:1450:4001:80b::5"),
             host("2a00:1450:4001:80c::"),
             host("2a00:1450:4001:80d::1"),
@@ -557,5 +528,22 @@ mod tests {
         let routeros = render_with(Appliance::Mikrotik, &items, Ipv6::On);
         assert!(routeros
             .contains("/ipv6 firewall address-list add list=\"edge_1\" address=2a00:1450::/32\n"));
+        // A global address inside the holder's /64, which the feed puts first.
+        let inside = [
+            FeedItem {
+                block: FeedBlock::V6Net64(v6("2a00:1453::")),
+                ..host("2a00:1453::")
+            },
+            global("2a00:1453::1"),
+            global("2a00:1453:0:1::/64"),
+        ];
+        let nft = render_with(Appliance::Nftables, &inside, Ipv6::On);
+        assert!(
+            nft.ends_with(
+                "add element inet greylist edge_16 { 2a00:1453::/64, 2a00:1453:0:1::/64 }\n\
+                 # end of feed, 2 entries\n"
+            ),
+            "{nft}"
+        );
     }
 }

@@ -10,14 +10,15 @@ use worker::{Env, Request, Response};
 
 use super::auth::BouncerKey;
 use super::error::ApiError;
-use super::feed::{held_apart, operator_changes, user_agent, Lists, OperatorChanges};
+use super::feed::{
+    held_apart, operator_changes, user_agent, GlobalChanges, Lists, OperatorChanges,
+};
 use super::feed_body::{self, Again, Operator, Render, Shape};
 use super::feed_query::{FeedQuery, Format};
 use super::form;
 use super::reply::Reply;
 use crate::domain::address::{Ipv6, Listed, PublicIp};
 use crate::domain::decision::{Decision, Filter, OperatorFrom, Pull};
-use crate::domain::delta::BlockChanges;
 use crate::domain::feed::{FeedHead, FeedItem};
 use crate::domain::feed_token::{PullClient, Scope};
 use crate::domain::intervals::Intervals;
@@ -171,7 +172,7 @@ pub async fn stream(
                 "a token's position moved during its pull: is one token shared by two bouncers?"
                     .to_owned(),
             )),
-            FeedHead::Whole { .. } => (Shape::Whole { reset: false }, BlockChanges::default()),
+            FeedHead::Whole { .. } => (Shape::Whole { reset: false }, GlobalChanges::default()),
             FeedHead::Delta { .. } => (Shape::Delta, held_apart(&start, blocks)),
             FeedHead::Renewal { .. } => (
                 Shape::Renewal(read_again(object)),
@@ -186,7 +187,7 @@ pub async fn stream(
     let body = feed_body::body(
         records,
         operator_lists.operator(),
-        blocks,
+        blocks.blocks(),
         render,
         shape,
         String::new(),
@@ -273,7 +274,12 @@ pub async fn live(
             prefix: settings.ipv6_prefix,
         })
         .await?;
-    let mut items: Vec<FeedItem> = entry.map(FeedItem::personal).into_iter().collect();
+    // The holder's /64 is left out when the allow list holds any address of it.
+    let mut items: Vec<FeedItem> = entry
+        .filter(|entry| !operator.allows(entry.ip))
+        .map(FeedItem::personal)
+        .into_iter()
+        .collect();
     if let Some(block) = operator.block_holding(ip) {
         // A global block that is the holder's entry itself is sent once.
         if items.iter().all(|item| item.block.place() != block.place()) {

@@ -1,5 +1,6 @@
 //! The feed a firewall pulls, and the feed tokens that open it.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
@@ -13,17 +14,21 @@ use super::feed_body::{self, Operator, Render, Shape};
 use super::feed_query::{FeedQuery, Format};
 use super::form;
 use super::reply::Reply;
+use crate::domain::address::{Listed, PublicIp};
 use crate::domain::code::Coded;
 use crate::domain::decision::DecisionType;
 use crate::domain::delta::{block_changes, touching, AllowMoves, BlockChanges};
-use crate::domain::feed::FeedHead;
+use crate::domain::family::Addr;
+use crate::domain::feed::{FeedBlock, FeedHead};
 use crate::domain::feed_token::{
     self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, PullClient, Scope,
 };
 use crate::domain::intervals::{combine, Intervals, Op};
 use crate::domain::ip_list::ListKind;
+use crate::domain::ipv4::PublicIpv4;
+use crate::domain::ipv6::PublicIpv6;
 use crate::domain::license::LicenseId;
-use crate::domain::range::Ipv4Range;
+use crate::domain::range::{Ipv4Range, Ipv6Range};
 use crate::domain::settings::Freshness;
 use crate::domain::snapshot::Shards;
 use crate::domain::time::Millis;
@@ -116,7 +121,7 @@ pub async fn feed(
             Shape::Whole {
                 reset: query.since.is_some(),
             },
-            BlockChanges::default(),
+            GlobalChanges::default(),
         ),
         (FeedHead::Renewal { .. } | FeedHead::Moved { .. }, _) => {
             return Err(ApiError::Internal(
@@ -146,7 +151,7 @@ pub async fn feed(
     let body = feed_body::body(
         records,
         operator,
-        changes,
+        changes.blocks(),
         render,
         shape,
         version.to_string(),
@@ -163,14 +168,64 @@ pub(super) fn user_agent(req: &Request) -> Result<Option<String>, ApiError> {
     Ok(req.headers().get("User-Agent")?)
 }
 
-/// The global blocks that change, without the single addresses the holder lists
-/// itself: the firewall holds those as the holder's own entries, and they stay.
-pub(super) fn held_apart(start: &FeedStart, mut blocks: BlockChanges) -> BlockChanges {
-    let held = |block: &Ipv4Range| {
-        block.prefix() == 32 && start.listed.binary_search(&block.first()).is_ok()
-    };
-    blocks.deleted.retain(|block| !held(block));
-    blocks.added.retain(|block| !held(block));
+/// How the global blocks of each family change in a feed's delta.
+#[derive(Debug, Default)]
+pub(super) struct GlobalChanges {
+    pub v4: BlockChanges,
+    pub v6: BlockChanges<u128>,
+}
+
+impl GlobalChanges {
+    /// The blocks to drop and to add, of both families.
+    pub fn blocks(self) -> (Vec<FeedBlock>, Vec<FeedBlock>) {
+        let both = |v4: Vec<Ipv4Range>, v6: Vec<Ipv6Range>| -> Vec<FeedBlock> {
+            (v4.into_iter().map(FeedBlock::V4))
+                .chain(v6.into_iter().map(FeedBlock::V6Range))
+                .collect()
+        };
+        (
+            both(self.v4.deleted, self.v6.deleted),
+            both(self.v4.added, self.v6.added),
+        )
+    }
+
+    /// The blocks that could be one of the holder's own entries: single
+    /// addresses, and IPv6 /64s, as the entries they would be.
+    fn entries(&self) -> Vec<Listed> {
+        let v4 = (self.v4.deleted.iter().chain(&self.v4.added)).map(|&b| FeedBlock::V4(b));
+        let v6 = (self.v6.deleted.iter().chain(&self.v6.added)).map(|&b| FeedBlock::V6Range(b));
+        let mut entries: Vec<Listed> = v4.chain(v6).filter_map(as_entry).collect();
+        entries.sort_unstable_by_key(|listed| listed.key());
+        entries.dedup();
+        entries
+    }
+}
+
+/// The holder's entry a global block would be, if one could be.
+fn as_entry(block: FeedBlock) -> Option<Listed> {
+    match block {
+        FeedBlock::V4(range) if range.prefix() == 32 => {
+            PublicIpv4::from_addr(range.first().into()).map(|ip| Listed::Ip(PublicIp::V4(ip)))
+        }
+        FeedBlock::V6Range(range) if range.prefix() == 128 => {
+            PublicIpv6::from_addr(range.first().into()).map(|ip| Listed::Ip(PublicIp::V6(ip)))
+        }
+        FeedBlock::V6Range(range) if range.prefix() == 64 => {
+            PublicIpv6::from_addr(range.first().into()).map(Listed::Net64)
+        }
+        _ => None,
+    }
+}
+
+/// The global blocks that change, without those the holder lists as its own
+/// entries: the firewall holds those as the holder's, and they stay.
+pub(super) fn held_apart(start: &FeedStart, mut blocks: GlobalChanges) -> GlobalChanges {
+    let listed: HashSet<Listed> = start.listed.iter().copied().collect();
+    let held = |block: FeedBlock| as_entry(block).is_some_and(|entry| listed.contains(&entry));
+    blocks.v4.deleted.retain(|&b| !held(FeedBlock::V4(b)));
+    blocks.v4.added.retain(|&b| !held(FeedBlock::V4(b)));
+    blocks.v6.deleted.retain(|&b| !held(FeedBlock::V6Range(b)));
+    blocks.v6.added.retain(|&b| !held(FeedBlock::V6Range(b)));
     blocks
 }
 
@@ -183,22 +238,22 @@ pub(super) struct Lists<'a> {
 /// What changed in the operator's lists since a feed's cursor, as the feed shows it.
 pub(super) struct OperatorChanges {
     /// How the global blocks changed.
-    pub blocks: BlockChanges,
+    pub blocks: GlobalChanges,
     /// Where the allow list's change moved the holder's own entries.
     pub moves: AllowMoves,
 }
 
 impl OperatorChanges {
-    /// The addresses the holder's object looks up, and the intervals it looks in.
-    pub fn asked(&self) -> (Vec<u32>, AllowMoves) {
-        (probed(&self.blocks), self.moves.clone())
+    /// The entries the holder's object looks up, and the intervals it looks in.
+    pub fn asked(&self) -> (Vec<Listed>, AllowMoves) {
+        (self.blocks.entries(), self.moves.clone())
     }
 }
 
 /// What changed in the global list (in a `scope=all` feed) and in the allow list
-/// from the cursor's versions to the current ones; `None` when the published
-/// changes do not say, or would make the holder's object look up more addresses
-/// or intervals than it takes: the whole feed answers then.
+/// from the cursor's versions to the current ones, both families; `None` when the
+/// published changes do not say, or would make the holder's object look up more
+/// addresses or intervals than it takes: the whole feed answers then.
 pub(super) async fn operator_changes(
     env: &Env,
     query: &FeedQuery,
@@ -212,8 +267,7 @@ pub(super) async fn operator_changes(
             None => Ok(Some(Rc::default())),
         }
     };
-    let (global_version, global) = (lists.global.version, &lists.global.v4);
-    let (allow_version, allow) = (lists.allow.version, &lists.allow.v4);
+    let (global_version, allow_version) = (lists.global.version, lists.allow.version);
     let Some(global_change) = change(
         ListKind::Global,
         query.global_since(global_version),
@@ -232,33 +286,36 @@ pub(super) async fn operator_changes(
     else {
         return Ok(None);
     };
-    // A change of the lists' IPv6 part is answered with the whole feed: the
-    // changes a feed shows are worked out for IPv4 blocks and entries.
-    if !global_change.v6.is_empty() || !allow_change.v6.is_empty() {
+    let moves = AllowMoves::of(&allow_change, &lists.allow.v4, &lists.allow.v6);
+    if moves.len() > MAX_MOVED_RANGES {
         return Ok(None);
     }
-    let (global_change, allow_change) = (&global_change.v4, &allow_change.v4);
-    let moves = AllowMoves::of(allow_change, allow);
-    if moves.hidden.len() + moves.shown.len() > MAX_MOVED_RANGES {
-        return Ok(None);
-    }
-    let around = touching(global, &combine(global_change, allow_change, Op::Union));
-    let blocks = block_changes(&around, global_change, allow, allow_change);
-    Ok((probed(&blocks).len() <= MAX_PROBED).then_some(OperatorChanges { blocks, moves }))
+    let blocks = GlobalChanges {
+        v4: family_changes(
+            &lists.global.v4,
+            &global_change.v4,
+            &lists.allow.v4,
+            &allow_change.v4,
+        ),
+        v6: family_changes(
+            &lists.global.v6,
+            &global_change.v6,
+            &lists.allow.v6,
+            &allow_change.v6,
+        ),
+    };
+    Ok((blocks.entries().len() <= MAX_PROBED).then_some(OperatorChanges { blocks, moves }))
 }
 
-/// The single addresses among the blocks that change, ascending.
-fn probed(changes: &BlockChanges) -> Vec<u32> {
-    let mut addrs: Vec<u32> = changes
-        .deleted
-        .iter()
-        .chain(&changes.added)
-        .filter(|block| block.prefix() == 32)
-        .map(Ipv4Range::first)
-        .collect();
-    addrs.sort_unstable();
-    addrs.dedup();
-    addrs
+/// How one family's global blocks change with the lists' changes of that family.
+fn family_changes<A: Addr>(
+    global: &Shards<A>,
+    global_change: &[(A, A)],
+    allow: &[(A, A)],
+    allow_change: &[(A, A)],
+) -> BlockChanges<A> {
+    let around = touching(global, &combine(global_change, allow_change, Op::Union));
+    block_changes(&around, global_change, allow, allow_change)
 }
 
 /// A new feed token: the only time it is shown.

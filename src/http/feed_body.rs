@@ -12,14 +12,12 @@ use worker::console_error;
 use super::appliance::ApplianceFile;
 use crate::domain::address::{Listed, PublicIp};
 use crate::domain::decision::{Decision, DecisionType, Filter};
-use crate::domain::delta::BlockChanges;
 use crate::domain::family::Addr;
 use crate::domain::feed::{
     global_item, gone_item, personal_block, Blocks, FeedBlock, FeedItem, FeedRecord, Merge, Next,
-    FIRST_IPV4_MAPPED,
 };
 use crate::domain::intervals::{without, Intervals, Seek};
-use crate::domain::range::{Cidr, Ipv4Range};
+use crate::domain::range::Cidr;
 use crate::domain::snapshot::{covers, Shards};
 use crate::domain::time::UnixTime;
 use crate::objects::protocol::Pages;
@@ -116,7 +114,9 @@ impl Operator {
     /// The global part's blocks of both families in the feed's order.
     fn blocks(&self) -> GlobalBlocks {
         GlobalBlocks {
-            v4: Blocks::new(Box::new(challenged_from(&self.global, &self.allow, 0))),
+            v4: FamilyBlocks::new(Box::new(challenged_from(&self.global, &self.allow, 0))
+                as Box<dyn Iterator<Item = _>>)
+            .peekable(),
             v6: FamilyBlocks::new(Box::new(challenged_from(&self.global6, &self.allow6, 0))
                 as Box<dyn Iterator<Item = _>>)
             .peekable(),
@@ -129,10 +129,11 @@ fn has_block<A: Addr>(global: &Shards<A>, allow: &Rc<Intervals<A>>, block: Cidr<
     block_holding(global, allow, block.first()) == Some(block)
 }
 
-/// The global part's blocks of both families, in the feed's order (`FeedBlock::place`):
-/// the IPv6 ones before `::ffff:0:0`, the IPv4 ones, then the other IPv6 ones.
+/// The global part's blocks of both families, merged in the feed's order
+/// (`FeedBlock::place`): the IPv6 ones around `::ffff:0:0/96`, where IPv4
+/// addresses stand, and the IPv4 ones.
 struct GlobalBlocks {
-    v4: FamilyBlocks<u32>,
+    v4: std::iter::Peekable<FamilyBlocks<u32>>,
     v6: std::iter::Peekable<FamilyBlocks<u128>>,
 }
 
@@ -143,12 +144,21 @@ impl Iterator for GlobalBlocks {
     type Item = FeedBlock;
 
     fn next(&mut self) -> Option<FeedBlock> {
-        if let Some(block) = self.v6.next_if(|block| block.first() < FIRST_IPV4_MAPPED) {
-            return Some(FeedBlock::V6Range(block));
-        }
-        match self.v4.next() {
-            Some(block) => Some(FeedBlock::V4(block)),
-            None => self.v6.next().map(FeedBlock::V6Range),
+        let v4 = self.v4.peek().map(|&block| FeedBlock::V4(block));
+        let v6 = self.v6.peek().map(|&block| FeedBlock::V6Range(block));
+        match (v4, v6) {
+            (Some(v4), Some(v6)) if v6.place() < v4.place() => {
+                self.v6.next();
+                Some(v6)
+            }
+            (Some(v4), _) => {
+                self.v4.next();
+                Some(v4)
+            }
+            (None, v6) => {
+                self.v6.next();
+                v6
+            }
         }
     }
 }
@@ -212,8 +222,8 @@ struct Writer {
     /// The delta's records of the page read, not written yet.
     read: VecDeque<FeedRecord>,
     /// The delta's global blocks to drop and to add, not written yet.
-    global_deleted: VecDeque<Ipv4Range>,
-    global_added: VecDeque<Ipv4Range>,
+    global_deleted: VecDeque<FeedBlock>,
+    global_added: VecDeque<FeedBlock>,
     render: Render,
     form: Form,
     /// A renewal's second read, until it is opened.
@@ -231,14 +241,13 @@ struct Writer {
 pub fn body(
     records: Pages<FeedRecord>,
     operator: Operator,
-    changes: BlockChanges,
+    (deleted, added): (Vec<FeedBlock>, Vec<FeedBlock>),
     render: Render,
     shape: Shape,
     version: String,
     part_items: usize,
 ) -> impl Stream<Item = worker::Result<Vec<u8>>> {
     let blocks = operator.blocks();
-    let BlockChanges { deleted, added } = changes;
     let (form, again) = match shape {
         Shape::Whole { reset } => (Form::Whole { reset }, None),
         Shape::Delta => (Form::Delta, None),
@@ -330,7 +339,7 @@ impl Writer {
             Stage::DeletedGlobal => {
                 for _ in 0..self.part_items {
                     match self.global_deleted.pop_front() {
-                        Some(block) => self.write(&mut text, &global_item(FeedBlock::V4(block))),
+                        Some(block) => self.write(&mut text, &global_item(block)),
                         None => break,
                     }
                 }
@@ -350,7 +359,7 @@ impl Writer {
             Stage::NewGlobal => {
                 for _ in 0..self.part_items {
                     match self.global_added.pop_front() {
-                        Some(block) => self.write(&mut text, &global_item(FeedBlock::V4(block))),
+                        Some(block) => self.write(&mut text, &global_item(block)),
                         None => break,
                     }
                 }
@@ -545,7 +554,7 @@ pub fn item_json(item: &FeedItem) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::feed::FeedBlock;
+    use crate::domain::range::Ipv4Range;
     use serde_json::json;
 
     #[test]

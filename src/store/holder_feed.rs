@@ -8,13 +8,13 @@
 
 use super::holder_list::{address_value, entries, ip_of, live, SqlListStore, ENTRY_COLUMNS};
 use super::sql::{Row, Sql, SqlError, Value};
-use crate::domain::address::{Key, Listed};
+use crate::domain::address::{Key, Listed, PublicIp};
 use crate::domain::code::Coded;
 use crate::domain::decision::{Position, Pull, PullPlan};
 use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Change, Entry};
 use crate::domain::feed::{FeedHead, FeedRecord};
-use crate::domain::ipv4::PublicIpv4;
+
 use crate::domain::time::UnixTime;
 
 /// The history rows a feed's changes are made of: what changes the list.
@@ -165,21 +165,25 @@ pub const MAX_MOVED_RANGES: usize = 1_000;
 /// Addresses looked up in one statement.
 const PROBE_BATCH: usize = 100;
 
-/// Which of `addrs` the list holds live at `now`: a delta of the global list leaves
-/// those alone, since the firewall holds them as the holder's own entries.
+/// Which of `entries` the list holds live at `now`: a delta of the global list
+/// leaves those alone, since the firewall holds them as the holder's own entries.
 pub fn listed<S: Sql>(
     store: &SqlListStore<S>,
-    addrs: &[u32],
+    entries: &[Listed],
     now: UnixTime,
-) -> Result<Vec<u32>, SqlError> {
+) -> Result<Vec<Listed>, SqlError> {
     let mut found = Vec::new();
-    for batch in addrs.chunks(PROBE_BATCH) {
+    for batch in entries.chunks(PROBE_BATCH) {
         let marks = (0..batch.len())
             .map(|i| format!("?{}", i + 2))
             .collect::<Vec<_>>()
             .join(", ");
         let args: Vec<Value> = std::iter::once(Value::int(now.0))
-            .chain(batch.iter().map(|&addr| address_value(addr)))
+            .chain(
+                batch
+                    .iter()
+                    .map(|listed| Value::Blob(listed.key().as_bytes().to_vec())),
+            )
             .collect();
         for row in store.sql().query(
             &format!(
@@ -188,14 +192,10 @@ pub fn listed<S: Sql>(
             ),
             &args,
         )? {
-            found.extend(
-                ip_of(row.blob(0)?)
-                    .and_then(Listed::v4)
-                    .map(PublicIpv4::to_u32),
-            );
+            found.extend(ip_of(row.blob(0)?));
         }
     }
-    found.sort_unstable();
+    found.sort_unstable_by_key(|listed| listed.key());
     Ok(found)
 }
 
@@ -322,12 +322,7 @@ impl<S: Sql> FeedPages<S> {
         after: Option<Key>,
         shown: bool,
     ) -> Result<(Vec<FeedRecord>, Step), SqlError> {
-        let ranges = if shown {
-            &self.moves.shown
-        } else {
-            &self.moves.hidden
-        };
-        let Some(&(first, last)) = ranges.get(range) else {
+        let Some(moved) = Moved::of(&self.moves, shown, range) else {
             let next = match (shown, self.renewal) {
                 (true, _) => Step::Done,
                 (false, true) => Step::Whole { after: None },
@@ -349,8 +344,8 @@ impl<S: Sql> FeedPages<S> {
         let mut args = vec![
             Value::int(self.now.0),
             Value::Blob(after.map_or_else(Vec::new, |key| key.as_bytes().to_vec())),
-            address_value(first),
-            address_value(last),
+            moved.low(),
+            moved.high(),
             Value::int(self.page as u64),
         ];
         if shown {
@@ -369,6 +364,7 @@ impl<S: Sql> FeedPages<S> {
         let last_read = last_address(&rows)?;
         let records = entries(rows)?
             .into_iter()
+            .filter(|entry| moved.touches(entry.ip))
             .map(|entry| {
                 if shown {
                     FeedRecord::Listed(entry)
@@ -390,12 +386,76 @@ impl<S: Sql> FeedPages<S> {
     }
 }
 
+/// An interval the allow list moved, as a read of the entries it touches: by
+/// their keys between `low` and `high`, then by `touches`.
+#[derive(Clone, Copy)]
+enum Moved {
+    V4(u32, u32),
+    V6(u128, u128),
+}
+
+/// The addresses of a /64 after its first.
+const REST_OF_64: u128 = u64::MAX as u128;
+
+impl Moved {
+    /// The `range`th interval the allow list now holds (`shown` false) or let go,
+    /// the IPv4 ones first.
+    fn of(moves: &AllowMoves, shown: bool, range: usize) -> Option<Self> {
+        let (v4, v6) = match shown {
+            true => (&moves.shown, &moves.shown6),
+            false => (&moves.hidden, &moves.hidden6),
+        };
+        match v4.get(range) {
+            Some(&(first, last)) => Some(Self::V4(first, last)),
+            None => v6
+                .get(range - v4.len())
+                .map(|&(first, last)| Self::V6(first, last)),
+        }
+    }
+
+    /// From the first key, and for IPv6 the /64 that holds it.
+    fn low(&self) -> Value {
+        match *self {
+            Self::V4(first, _) => address_value(first),
+            Self::V6(first, _) => Value::Blob((first & !REST_OF_64).to_be_bytes().to_vec()),
+        }
+    }
+
+    /// To the last key, and for IPv6 the /64 that begins there (a 17th byte).
+    fn high(&self) -> Value {
+        match *self {
+            Self::V4(_, last) => address_value(last),
+            Self::V6(_, last) => {
+                let mut bytes = last.to_be_bytes().to_vec();
+                bytes.push(u8::MAX);
+                Value::Blob(bytes)
+            }
+        }
+    }
+
+    /// Whether the interval holds the entry's address, or any address of its /64.
+    fn touches(&self, listed: Listed) -> bool {
+        match (*self, listed) {
+            (Self::V4(..), _) => true,
+            (Self::V6(first, last), Listed::Ip(PublicIp::V6(ip))) => {
+                (first..=last).contains(&u128::from(ip.addr()))
+            }
+            (Self::V6(first, last), Listed::Net64(net)) => {
+                let net = u128::from(net.addr());
+                net <= last && net | REST_OF_64 >= first
+            }
+            (Self::V6(..), Listed::Ip(PublicIp::V4(_))) => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::address::Listed;
+    use crate::domain::address::PublicIp;
     use crate::domain::entry::Expiry;
     use crate::domain::holder::{sweep, Operation};
+    use crate::domain::ipv4::PublicIpv4;
     use crate::store::rule_tests::{apply, sql_store, NOON};
     use crate::store::sql::native::NativeSql;
 
@@ -449,6 +509,7 @@ mod tests {
         let moves = AllowMoves {
             hidden: vec![range("8.8.8.0", "8.8.8.255")],
             shown: vec![range("9.9.9.0", "9.9.9.1"), range("9.9.9.3", "9.9.9.255")],
+            ..AllowMoves::default()
         };
         for page in [1, 2, 10] {
             let (head, records) = read_moved(&store, (Some(6), moves.clone()), NOON.plus(6), page);
@@ -469,6 +530,58 @@ mod tests {
         assert!(
             matches!(head, FeedHead::Whole { .. }),
             "a whole feed ignores the moves"
+        );
+    }
+
+    #[test]
+    fn an_ipv6_change_of_the_allow_list_moves_the_addresses_and_the_64s_it_touches() {
+        let mut store = sql_store();
+        for text in ["2a00:1450::5", "2a00:1450::9", "8.8.8.8"] {
+            apply(&mut store, Operation::Add, text, None, NOON);
+        }
+        let net64 = crate::domain::holder::Call {
+            prefix: crate::domain::address::Ipv6Prefix::Net64,
+            ip: "2a00:1451::7".parse().unwrap(),
+            operation: Operation::Add,
+            details: Default::default(),
+            client: None,
+        };
+        crate::domain::holder::perform(
+            &mut store,
+            &net64,
+            NOON,
+            crate::store::rule_tests::NO_LIMITS,
+        )
+        .unwrap();
+        let value = |text: &str| u128::from(text.parse::<std::net::Ipv6Addr>().unwrap());
+        let moves = AllowMoves {
+            // From inside the /64 on, past the address that is not moved.
+            hidden6: vec![
+                (value("2a00:1450::5"), value("2a00:1450::6")),
+                (value("2a00:1451::8"), value("2a00:1451::8")),
+            ],
+            shown6: vec![(0, u128::MAX)],
+            ..AllowMoves::default()
+        };
+        for page in [1, 2, 10] {
+            let (_, records) = read_moved(&store, (Some(4), moves.clone()), NOON.plus(1), page);
+            assert_eq!(
+                records,
+                [
+                    "-2a00:1450::5",
+                    "-2a00:1451::/64",
+                    "+2a00:1450::5",
+                    "+2a00:1450::9",
+                    "+2a00:1451::/64",
+                ],
+                "pages of {page}: an address in the interval, a /64 it touches, never an IPv4 entry"
+            );
+        }
+        let json = serde_json::to_string(&moves).unwrap();
+        assert_eq!(
+            serde_json::from_str::<AllowMoves>(&json).unwrap(),
+            moves,
+            "{json}"
         );
     }
 
@@ -628,18 +741,38 @@ mod tests {
             Some(Expiry::After(60)),
             NOON,
         );
-        let addr = |text: &str| text.parse::<std::net::Ipv4Addr>().unwrap().into();
-        let asked: Vec<u32> = (0..250u32)
-            .map(|n| 0x0101_0000 + n)
-            .chain([addr("9.9.9.9"), addr("8.8.8.8")])
+        apply(
+            &mut store,
+            Operation::Add,
+            "2a00:1450:4001:80b::200e",
+            None,
+            NOON,
+        );
+        let entry = |text: &str| text.parse::<Listed>().unwrap();
+        let asked: Vec<Listed> = (0..250u32)
+            .map(|n| {
+                Listed::Ip(PublicIp::V4(
+                    PublicIpv4::from_addr((0x0101_0000 + n).into()).unwrap(),
+                ))
+            })
+            .chain(
+                [
+                    "9.9.9.9",
+                    "8.8.8.8",
+                    "2a00:1450:4001:80b::/64",
+                    "2a00:1450:4001:80b::200e",
+                ]
+                .map(entry),
+            )
             .collect();
         assert_eq!(
             listed(&store, &asked, NOON).unwrap(),
-            [addr("8.8.8.8"), addr("9.9.9.9")]
+            ["8.8.8.8", "9.9.9.9", "2a00:1450:4001:80b::200e"].map(entry),
+            "in key order; the /64 is not listed, its address is"
         );
         assert_eq!(
             listed(&store, &asked, NOON.plus(60)).unwrap(),
-            [addr("8.8.8.8")],
+            ["8.8.8.8", "2a00:1450:4001:80b::200e"].map(entry),
             "an expired entry is not held"
         );
     }

@@ -364,16 +364,26 @@ fn with_ipv6_prefix_64_an_add_lists_the_64_and_every_address_in_it_answers_as_li
         (json!(net), json!("Range")),
         "{startup}"
     );
-    let live = send(
-        "GET",
-        &format!("{}/v1/decisions?ip={other}", server.base),
-        &[("X-Api-Key", key)],
-        None,
-    );
-    assert_eq!(live.json()[0]["value"], net, "{}", live.body);
+    let live = |ip: &str| {
+        send(
+            "GET",
+            &format!("{}/v1/decisions?ip={ip}", server.base),
+            &[("X-Api-Key", key.clone())],
+            None,
+        )
+        .body
+    };
+    let found: Value = serde_json::from_str(&live(other)).unwrap();
+    assert_eq!(found[0]["value"], net, "{found}");
     let nft = app.feed("scope=personal&format=nftables&list=edge").body;
     let listed = in_namespace(&nft, "nft -f \"$1\"; nft list set inet greylist edge6");
     assert!(listed.contains(net), "{listed}");
+    // An allowed address inside the /64: the /64 is no longer acted on anywhere.
+    server.edit_allow_list(&["2a00:1450:4001:80b::5"], &[]);
+    assert_eq!(live(other), "null", "live mode leaves the /64 out");
+    let text = app.feed("scope=personal").body;
+    assert!(!text.lines().any(|l| l == net), "{text}");
+    server.edit_allow_list(&[], &["2a00:1450:4001:80b::5"]);
     assert_eq!(
         app.remove("2a00:1450:4001:80b::"),
         "[2a00:1450:4001:80b::] has been removed from greylist"
@@ -570,24 +580,44 @@ fn on_feeds_carry_the_global_ipv6_blocks_without_what_the_allow_list_holds() {
         "{text}"
     );
 
-    // An edit of the IPv6 part answers a cursor with the whole feed; an IPv4 one with its change.
+    // A cursor gets what changed in either family: global blocks, and the
+    // holder's entries the allow list now holds or let go.
     let whole = app.feed_json("scope=all&format=json");
     let cursor = whole["cursor"].as_str().unwrap().to_owned();
-    server.edit_global_list(&["2a06:5280::/29"], &[]);
-    let after = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
-    assert_eq!(after["reset"], true, "{after}");
-    assert!(
-        after["entries"]
+    server.edit_global_list(&["2a06:5280::/29", "58.58.0.0/16"], &["2a0b:4140::/32"]);
+    server.edit_allow_list(&["2a0b:4140:5::/48"], &["2a0b:4140:1::/48"]);
+    let delta = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
+    assert!(delta.get("reset").is_none(), "{delta}");
+    let values = |key: &str| -> Vec<String> {
+        delta[key]
             .as_array()
             .unwrap()
             .iter()
-            .any(|e| e["value"] == "2a06:5280::/29"),
-        "{after}"
+            .map(|e| e["value"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (deleted, new) = (values("deleted"), values("new"));
+    for gone in [
+        "2a0b:4140::/48",
+        "2a0b:4140:2::/47",
+        "2a0b:4140:8000::/33",
+        "2a0b:4140:5::1",
+    ] {
+        assert!(deleted.iter().any(|v| v == gone), "{gone} deleted: {delta}");
+    }
+    for added in ["2a06:5280::/29", "58.58.0.0/16"] {
+        assert!(new.iter().any(|v| v == added), "{added} new: {delta}");
+    }
+    assert!(!new.iter().any(|v| v.starts_with("2a0b:4140")), "{delta}");
+    let cursor = delta["cursor"].as_str().unwrap().to_owned();
+    server.edit_allow_list(&[], &["2a0b:4140:5::/48"]);
+    let shown = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
+    assert_eq!(
+        shown["new"][0]["value"], "2a0b:4140:5::1",
+        "the allow list let it go: {shown}"
     );
-    let cursor = after["cursor"].as_str().unwrap().to_owned();
-    server.edit_global_list(&["58.58.0.0/16"], &[]);
-    let delta = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
-    assert_eq!(delta["new"][0]["value"], "58.58.0.0/16", "{delta}");
+    server.edit_global_list(&["2a0b:4140::/32"], &[]);
+    server.edit_allow_list(&["2a0b:4140:1::/48"], &[]);
 
     // The real nft takes the file: a global block and the entry inside it would overlap.
     let nft = app.feed("scope=all&format=nftables&list=edge").body;
@@ -623,6 +653,22 @@ fn on_feeds_carry_the_global_ipv6_blocks_without_what_the_allow_list_holds() {
         (&block["scope"], &block["origin"]),
         (&json!("Range"), &json!("greylist-global"))
     );
+    server.edit_global_list(&[], &["2a06:5280::/29"]);
+    let changes = send(
+        "GET",
+        &format!("{}/v1/decisions/stream?startup=false", server.base),
+        &[("X-Api-Key", key.clone())],
+        None,
+    )
+    .json();
+    let deleted = changes["deleted"].as_array().unwrap();
+    assert_eq!(deleted.len(), 1, "{changes}");
+    assert_eq!(
+        (&deleted[0]["id"], &deleted[0]["value"]),
+        (&block["id"], &block["value"]),
+        "the block the bouncer holds is deleted, by its id"
+    );
+    assert_eq!(changes["new"], json!([]), "{changes}");
     let live = |ip: &str| {
         send(
             "GET",

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::activity::ActivityDay;
-use crate::domain::address::{Ipv6Prefix, PublicIp};
+use crate::domain::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::decision::{DecisionType, Pull};
 use crate::domain::delta::AllowMoves;
 use crate::domain::entry::{Entry, HistoryEvent};
@@ -85,8 +85,8 @@ pub struct Feed {
     pub since: Option<u64>,
     /// The history number the caller already has: nothing else is sent if it is current.
     pub known: Option<u64>,
-    /// Addresses to look up (at most `holder_feed::MAX_PROBED`): which the list holds.
-    pub probe: Vec<u32>,
+    /// Entries to look up (at most `holder_feed::MAX_PROBED`): which the list holds.
+    pub probe: Vec<Listed>,
     /// Where a change of the allow list since the cursor moved the list's entries
     /// (at most `holder_feed::MAX_MOVED_RANGES` intervals): a delta carries them.
     pub moves: AllowMoves,
@@ -98,8 +98,8 @@ pub struct FeedStart {
     pub head: FeedHead,
     /// What the token's CrowdSec decisions say (`ban` for an access token).
     pub decision: DecisionType,
-    /// Of the addresses probed, those the list holds live, ascending.
-    pub listed: Vec<u32>,
+    /// Of the entries probed, those the list holds live, in key order.
+    pub listed: Vec<Listed>,
 }
 
 /// The last 30 days' activity, oldest first.

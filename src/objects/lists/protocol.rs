@@ -51,7 +51,9 @@ pub enum ListsRefusal {
 pub struct Edit {
     pub kind: ListKind,
     pub edit: EditRequest,
-    /// Whether IPv6 entries are taken (the service's `IPV6` setting).
+    /// Whether IPv6 entries are taken (the service's `IPV6` setting); off when
+    /// a caller from before IPv6 does not say.
+    #[serde(default)]
     pub ipv6: Ipv6,
 }
 
@@ -61,7 +63,9 @@ pub struct Edit {
 pub struct Replace {
     pub kind: ListKind,
     pub gzip: bool,
-    /// Whether IPv6 entries are taken (the service's `IPV6` setting).
+    /// Whether IPv6 entries are taken (the service's `IPV6` setting); off when
+    /// a caller from before IPv6 does not say.
+    #[serde(default)]
     pub ipv6: Ipv6,
 }
 
