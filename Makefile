@@ -35,10 +35,10 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # Raised from 400 to 415 for IPv6 (the parser, the registry table, the /64 keys,
 # the IPv6 sets of the appliance files): 399.3 before, about 410 with it. Raised
 # to 445 for IPv6 in the operator's lists: the writer's chunks, cuts, shards and
-# pieces and the isolates' lookups and feed blocks, each written once over the
-# address family, are compiled for 128-bit addresses beside 32-bit ones (409.1
-# before, 440.8 with them).
-WASM_GZIP_KIB := 445
+# pieces and the isolates' lookups, feed blocks and deltas, each written once
+# over the address family, are compiled for 128-bit addresses beside 32-bit ones
+# (409.1 before, 446.4 with them).
+WASM_GZIP_KIB := 450
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
