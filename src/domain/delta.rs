@@ -253,12 +253,17 @@ pub struct AllowMoves {
 
 impl AllowMoves {
     /// `change` is the allow list's change, `allow` and `allow6` its new version.
+    /// The IPv6 intervals leave out `::ffff:0:0/96`: an address there is an IPv4
+    /// one, moved by the IPv4 intervals, and the holder's object need not read
+    /// every IPv4 entry to find none of them IPv6.
     pub fn of(change: &Change, allow: &[(u32, u32)], allow6: &[(u128, u128)]) -> Self {
+        const MAPPED: (u128, u128) = (0xffff << 32, (0xffff << 32) | u32::MAX as u128);
+        let ipv6 = |op| combine(&combine(&change.v6, allow6, op), &[MAPPED], Op::Minus);
         Self {
             hidden: combine(&change.v4, allow, Op::Both),
             shown: combine(&change.v4, allow, Op::Minus),
-            hidden6: combine(&change.v6, allow6, Op::Both),
-            shown6: combine(&change.v6, allow6, Op::Minus),
+            hidden6: ipv6(Op::Both),
+            shown6: ipv6(Op::Minus),
         }
     }
 
@@ -369,6 +374,22 @@ mod tests {
             (changes.deleted, changes.added),
             (vec![], vec![r("10.0.1.0/25")])
         );
+    }
+
+    #[test]
+    fn ipv6_moves_leave_out_the_ipv4_mapped_addresses() {
+        let whole = Change {
+            v4: vec![],
+            v6: vec![(0, u128::MAX)],
+        };
+        let moves = AllowMoves::of(&whole, &[], &[(0, u128::MAX)]);
+        let mapped = 0xffff_u128 << 32;
+        assert_eq!(
+            moves.hidden6,
+            [(0, mapped - 1), (mapped + (1 << 32), u128::MAX)]
+        );
+        assert!(moves.shown6.is_empty() && moves.hidden.is_empty());
+        assert_eq!(moves.len(), 2);
     }
 
     fn set_strategy() -> impl Strategy<Value = Intervals> {

@@ -209,9 +209,19 @@ impl Merge {
                     }
                     continue;
                 }
-                (Some(_), _) => Next::Item(FeedItem::personal(
-                    self.personal.pop_front().expect("an entry"),
-                )),
+                (Some(_), _) => {
+                    let mut item = FeedItem::personal(self.personal.pop_front().expect("an entry"));
+                    // A global block inside the holder's /64 is left out of
+                    // appliance files, which the /64 holds: it stands as long as that.
+                    if let (FeedBlock::V6Net64(net), Some(FeedBlock::V6Range(block))) =
+                        (item.block, self.global.front())
+                    {
+                        if block.first() <= u128::from(net.addr()) | u128::from(u64::MAX) {
+                            item.expires_at = None;
+                        }
+                    }
+                    Next::Item(item)
+                }
                 (None, Some(_)) => {
                     Next::Item(global_item(self.global.pop_front().expect("a block")))
                 }
@@ -515,6 +525,36 @@ mod tests {
                 "pages of {page}: a global address inside the holder's /64 comes after it"
             );
         }
+    }
+
+    #[test]
+    fn a_holders_64_that_holds_a_global_block_stands_as_long_as_the_block() {
+        let v6 = |text: &str| FeedBlock::V6Range(Ipv6Range::parse(text).unwrap());
+        let expiring = |text: &str| Entry {
+            expires_at: Some(UnixTime(99)),
+            ..entry(text)
+        };
+        let mut merge = Merge::default();
+        merge.push_personal(vec![
+            expiring("2a00:1:2:3::/64"),
+            expiring("2a00:1:2:4::/64"),
+        ]);
+        merge.finish_personal();
+        merge.push_global([v6("2a00:1:2:3:4::/80"), v6("2a00:1:2:5::1")]);
+        merge.finish_global();
+        let mut items = Vec::new();
+        while let Next::Item(item) = merge.step() {
+            items.push((item.text(), item.expires_at));
+        }
+        assert_eq!(
+            items,
+            [
+                ("2a00:1:2:3::/64".to_owned(), None),
+                ("2a00:1:2:3:4::/80".to_owned(), None),
+                ("2a00:1:2:4::/64".to_owned(), Some(UnixTime(99))),
+                ("2a00:1:2:5::1".to_owned(), None),
+            ]
+        );
     }
 
     #[test]

@@ -391,7 +391,9 @@ impl<S: Sql> FeedPages<S> {
 #[derive(Clone, Copy)]
 enum Moved {
     V4(u32, u32),
-    V6(u128, u128),
+    /// An IPv6 interval, and the one before it, if any: a /64 that touches both
+    /// was read with that one, and comes once.
+    V6(u128, u128, Option<(u128, u128)>),
 }
 
 /// The addresses of a /64 after its first.
@@ -407,9 +409,12 @@ impl Moved {
         };
         match v4.get(range) {
             Some(&(first, last)) => Some(Self::V4(first, last)),
-            None => v6
-                .get(range - v4.len())
-                .map(|&(first, last)| Self::V6(first, last)),
+            None => {
+                let index = range - v4.len();
+                let before = index.checked_sub(1).and_then(|i| v6.get(i)).copied();
+                v6.get(index)
+                    .map(|&(first, last)| Self::V6(first, last, before))
+            }
         }
     }
 
@@ -417,7 +422,7 @@ impl Moved {
     fn low(&self) -> Value {
         match *self {
             Self::V4(first, _) => address_value(first),
-            Self::V6(first, _) => Value::Blob((first & !REST_OF_64).to_be_bytes().to_vec()),
+            Self::V6(first, ..) => Value::Blob((first & !REST_OF_64).to_be_bytes().to_vec()),
         }
     }
 
@@ -425,7 +430,7 @@ impl Moved {
     fn high(&self) -> Value {
         match *self {
             Self::V4(_, last) => address_value(last),
-            Self::V6(_, last) => {
+            Self::V6(_, last, _) => {
                 let mut bytes = last.to_be_bytes().to_vec();
                 bytes.push(u8::MAX);
                 Value::Blob(bytes)
@@ -433,16 +438,19 @@ impl Moved {
         }
     }
 
-    /// Whether the interval holds the entry's address, or any address of its /64.
+    /// Whether the interval holds the entry's address, or any address of its
+    /// /64 that the interval before did not.
     fn touches(&self, listed: Listed) -> bool {
+        let spans =
+            |(first, last): (u128, u128), net: u128| net <= last && net | REST_OF_64 >= first;
         match (*self, listed) {
             (Self::V4(..), _) => true,
-            (Self::V6(first, last), Listed::Ip(PublicIp::V6(ip))) => {
+            (Self::V6(first, last, _), Listed::Ip(PublicIp::V6(ip))) => {
                 (first..=last).contains(&u128::from(ip.addr()))
             }
-            (Self::V6(first, last), Listed::Net64(net)) => {
+            (Self::V6(first, last, before), Listed::Net64(net)) => {
                 let net = u128::from(net.addr());
-                net <= last && net | REST_OF_64 >= first
+                spans((first, last), net) && !before.is_some_and(|before| spans(before, net))
             }
             (Self::V6(..), Listed::Ip(PublicIp::V4(_))) => false,
         }
@@ -559,6 +567,7 @@ mod tests {
             hidden6: vec![
                 (value("2a00:1450::5"), value("2a00:1450::6")),
                 (value("2a00:1451::8"), value("2a00:1451::8")),
+                (value("2a00:1451::a"), value("2a00:1451::b")),
             ],
             shown6: vec![(0, u128::MAX)],
             ..AllowMoves::default()
@@ -574,7 +583,7 @@ mod tests {
                     "+2a00:1450::9",
                     "+2a00:1451::/64",
                 ],
-                "pages of {page}: an address in the interval, a /64 it touches, never an IPv4 entry"
+                "pages of {page}: an address in the interval, a /64 it touches (once), never an IPv4 entry"
             );
         }
         let json = serde_json::to_string(&moves).unwrap();

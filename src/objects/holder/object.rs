@@ -220,11 +220,11 @@ impl HolderList {
         }
         if feed.probe.len() > holder_feed::MAX_PROBED {
             return Err(Failure::Fault(StoreError::Corrupt(format!(
-                "a feed probed {} addresses",
+                "a feed probed {} entries",
                 feed.probe.len()
             ))));
         }
-        let moved = feed.moves.hidden.len() + feed.moves.shown.len();
+        let moved = feed.moves.len();
         if moved > holder_feed::MAX_MOVED_RANGES {
             return Err(Failure::Fault(StoreError::Corrupt(format!(
                 "a feed looked in {moved} intervals of the allow list"
