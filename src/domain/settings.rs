@@ -6,6 +6,7 @@ use std::fmt;
 
 use super::address::{Ipv6, Ipv6Prefix};
 use super::holder::Limits;
+use super::license::secrets_match;
 
 /// Shorter secrets can be guessed: `JWT_SECRET` offline from any issued token,
 /// `ADMIN_TOKEN` online.
@@ -73,6 +74,10 @@ impl fmt::Debug for Secret {
 pub struct Settings {
     pub jwt_secret: Secret,
     pub admin_token: Secret,
+    /// A second operator token taken beside `ADMIN_TOKEN` while it is rotated
+    /// (`ADMIN_TOKEN_NEXT`): set the new one here, move every client to it, then
+    /// make it `ADMIN_TOKEN` and unset this, with no moment that refuses both.
+    pub admin_token_next: Option<Secret>,
     pub token_lifetime_seconds: u64,
     pub freshness: Freshness,
     pub limits: Limits,
@@ -85,12 +90,26 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Whether `token` is the operator's: `ADMIN_TOKEN`, or `ADMIN_TOKEN_NEXT`
+    /// while it is set. Both are compared in constant time, every time.
+    pub fn admits_operator(&self, token: &str) -> bool {
+        let current = secrets_match(token, self.admin_token.expose());
+        let next = self
+            .admin_token_next
+            .as_ref()
+            .map(|next| secrets_match(token, next.expose()));
+        current | next.unwrap_or(false)
+    }
+
     /// `var` looks a setting up by name; an absent one takes its default, and a
     /// secret has none.
     pub fn parse(var: impl Fn(&'static str) -> Option<String>) -> Result<Self, String> {
         Ok(Self {
             jwt_secret: secret("JWT_SECRET", var("JWT_SECRET"))?,
             admin_token: secret("ADMIN_TOKEN", var("ADMIN_TOKEN"))?,
+            admin_token_next: var("ADMIN_TOKEN_NEXT")
+                .map(|value| secret("ADMIN_TOKEN_NEXT", Some(value)))
+                .transpose()?,
             token_lifetime_seconds: seconds(
                 "TOKEN_LIFETIME_SECONDS",
                 var("TOKEN_LIFETIME_SECONDS"),
@@ -405,6 +424,20 @@ mod tests {
             settings.freshness.worst_case_seconds() <= PROPAGATION_BOUND_SECONDS,
             "{:?}",
             settings.freshness
+        );
+    }
+
+    #[test]
+    fn a_second_operator_token_is_taken_beside_the_first_while_it_is_set() {
+        let next = "fedcba9876543210fedcba9876543210";
+        let rotating = parse(&[("ADMIN_TOKEN_NEXT", next)]).unwrap();
+        assert!(rotating.admits_operator(SECRET) && rotating.admits_operator(next));
+        assert!(!rotating.admits_operator("fedcba9876543210fedcba987654321"));
+        let settled = parse(&[]).unwrap();
+        assert!(settled.admits_operator(SECRET) && !settled.admits_operator(next));
+        assert_eq!(
+            parse(&[("ADMIN_TOKEN_NEXT", "short")]).unwrap_err(),
+            "the secret ADMIN_TOKEN_NEXT must be at least 32 bytes"
         );
     }
 

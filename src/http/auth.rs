@@ -10,7 +10,7 @@ use super::credentials::{bearer, feed_token};
 use super::error::ApiError;
 use super::log::RequestLog;
 use crate::domain::feed_token::{self, FeedTokenOwner, Scope};
-use crate::domain::license::{secrets_match, LicenseId};
+use crate::domain::license::LicenseId;
 use crate::domain::time::Millis;
 use crate::domain::token::VerifiedTokens;
 use crate::platform::config;
@@ -171,11 +171,11 @@ async fn limit_polls(env: &Env, key: &str) -> Result<(), ApiError> {
     }
 }
 
-/// The operator, proven by `ADMIN_TOKEN`, compared in constant time.
+/// The operator, proven by `ADMIN_TOKEN` (or `ADMIN_TOKEN_NEXT` while it is rotated).
 pub fn operator(req: &Request, env: &Env) -> Result<(), ApiError> {
     let settings = config::settings(env)?;
     match bearer_token(req)? {
-        Some(token) if secrets_match(&token, settings.admin_token.expose()) => Ok(()),
+        Some(token) if settings.admits_operator(&token) => Ok(()),
         _ => Err(ApiError::AdminUnauthorized),
     }
 }

@@ -240,3 +240,30 @@ fn licenses_are_listed_a_page_at_a_time_with_when_each_was_created_and_revoked()
         401
     );
 }
+
+#[test]
+fn the_admin_token_is_rotated_with_no_moment_that_refuses_both() {
+    const NEXT: &str = "e2e-admin-token-next-0123456789abcdef";
+    let status = |server: &Server, token: &str| {
+        send(
+            "GET",
+            &format!("{}/admin/status", server.base),
+            &[("Authorization", format!("Bearer {token}"))],
+            None,
+        )
+        .status
+    };
+    let rotating = Server::own(&[("ADMIN_TOKEN_NEXT", NEXT)]);
+    assert_eq!(
+        status(&rotating, crate::helpers::ADMIN_TOKEN),
+        200,
+        "the token in use"
+    );
+    assert_eq!(status(&rotating, NEXT), 200, "the next one, beside it");
+    assert_eq!(status(&rotating, &NEXT[1..]), 401);
+    assert_eq!(
+        status(&Server::shared(), NEXT),
+        401,
+        "without ADMIN_TOKEN_NEXT only ADMIN_TOKEN opens"
+    );
+}
