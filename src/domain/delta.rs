@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::family::Addr;
 use super::feed::Blocks;
 use super::intervals::{combine, Intervals, Op, Seek};
+use super::ipv6::IPV4_MAPPED;
 use super::range::Cidr;
 
 /// Levels a version publishes at most: pieces up to 2^24 versions wide.
@@ -257,8 +258,7 @@ impl AllowMoves {
     /// one, moved by the IPv4 intervals, and the holder's object need not read
     /// every IPv4 entry to find none of them IPv6.
     pub fn of(change: &Change, allow: &[(u32, u32)], allow6: &[(u128, u128)]) -> Self {
-        const MAPPED: (u128, u128) = (0xffff << 32, (0xffff << 32) | u32::MAX as u128);
-        let ipv6 = |op| combine(&combine(&change.v6, allow6, op), &[MAPPED], Op::Minus);
+        let ipv6 = |op| combine(&combine(&change.v6, allow6, op), &[IPV4_MAPPED], Op::Minus);
         Self {
             hidden: combine(&change.v4, allow, Op::Both),
             shown: combine(&change.v4, allow, Op::Minus),

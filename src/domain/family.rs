@@ -40,88 +40,55 @@ pub trait Addr: Copy + Ord + Hash + fmt::Debug + Default + Send + Sync + 'static
     fn show(self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }
 
-impl Addr for u32 {
-    const BITS: u8 = 32;
-    const MAX: Self = u32::MAX;
-    const BYTES: usize = 4;
-    const FAMILY: u8 = 4;
+/// The family's integer, its text form as `$addr`, and the parser of that text.
+macro_rules! family {
+    ($int:ty, $family:literal, $addr:ty, $parse:expr) => {
+        impl Addr for $int {
+            const BITS: u8 = <$int>::BITS as u8;
+            const MAX: Self = <$int>::MAX;
+            const BYTES: usize = std::mem::size_of::<$int>();
+            const FAMILY: u8 = $family;
 
-    fn host_mask(prefix: u8) -> Self {
-        u32::MAX.checked_shr(u32::from(prefix)).unwrap_or(0)
-    }
-    fn after(self) -> Option<Self> {
-        self.checked_add(1)
-    }
-    fn before(self) -> Option<Self> {
-        self.checked_sub(1)
-    }
-    fn common_prefix(self, other: Self) -> u8 {
-        (self ^ other).leading_zeros() as u8
-    }
-    fn trailing_zeros(self) -> u8 {
-        self.trailing_zeros() as u8
-    }
-    fn and(self, other: Self) -> Self {
-        self & other
-    }
-    fn or(self, other: Self) -> Self {
-        self | other
-    }
-    fn write_le(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-    fn read_le(bytes: &[u8]) -> Option<Self> {
-        Some(Self::from_le_bytes(bytes.try_into().ok()?))
-    }
-    fn parse(text: &str) -> Option<Self> {
-        parse_dotted(text).map(u32::from)
-    }
-    fn show(self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&Ipv4Addr::from(self), f)
-    }
+            fn host_mask(prefix: u8) -> Self {
+                <$int>::MAX.checked_shr(u32::from(prefix)).unwrap_or(0)
+            }
+            fn after(self) -> Option<Self> {
+                self.checked_add(1)
+            }
+            fn before(self) -> Option<Self> {
+                self.checked_sub(1)
+            }
+            fn common_prefix(self, other: Self) -> u8 {
+                (self ^ other).leading_zeros() as u8
+            }
+            fn trailing_zeros(self) -> u8 {
+                self.trailing_zeros() as u8
+            }
+            fn and(self, other: Self) -> Self {
+                self & other
+            }
+            fn or(self, other: Self) -> Self {
+                self | other
+            }
+            fn write_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn read_le(bytes: &[u8]) -> Option<Self> {
+                Some(Self::from_le_bytes(bytes.try_into().ok()?))
+            }
+            fn parse(text: &str) -> Option<Self> {
+                $parse(text).map(<$int>::from)
+            }
+            /// Dotted for IPv4; RFC 5952's canonical form for IPv6.
+            fn show(self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&<$addr>::from(self), f)
+            }
+        }
+    };
 }
 
-impl Addr for u128 {
-    const BITS: u8 = 128;
-    const MAX: Self = u128::MAX;
-    const BYTES: usize = 16;
-    const FAMILY: u8 = 6;
-
-    fn host_mask(prefix: u8) -> Self {
-        u128::MAX.checked_shr(u32::from(prefix)).unwrap_or(0)
-    }
-    fn after(self) -> Option<Self> {
-        self.checked_add(1)
-    }
-    fn before(self) -> Option<Self> {
-        self.checked_sub(1)
-    }
-    fn common_prefix(self, other: Self) -> u8 {
-        (self ^ other).leading_zeros() as u8
-    }
-    fn trailing_zeros(self) -> u8 {
-        self.trailing_zeros() as u8
-    }
-    fn and(self, other: Self) -> Self {
-        self & other
-    }
-    fn or(self, other: Self) -> Self {
-        self | other
-    }
-    fn write_le(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-    fn read_le(bytes: &[u8]) -> Option<Self> {
-        Some(Self::from_le_bytes(bytes.try_into().ok()?))
-    }
-    fn parse(text: &str) -> Option<Self> {
-        parse_colon_hex(text).map(u128::from)
-    }
-    /// RFC 5952's canonical form.
-    fn show(self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&Ipv6Addr::from(self), f)
-    }
-}
+family!(u32, 4, Ipv4Addr, parse_dotted);
+family!(u128, 6, Ipv6Addr, parse_colon_hex);
 
 #[cfg(test)]
 mod tests {

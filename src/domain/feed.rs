@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::address::{Listed, PublicIp};
 use super::entry::Entry;
 use super::family::Addr;
-use super::ipv6::PublicIpv6;
+use super::ipv6::{PublicIpv6, IPV4_MAPPED};
 use super::range::{Cidr, Ipv4Range, Ipv6Range};
 use super::time::UnixTime;
 
@@ -58,9 +58,6 @@ impl fmt::Display for FeedBlock {
     }
 }
 
-/// `::ffff:0.0.0.0`, where IPv4-mapped addresses begin.
-const FIRST_IPV4_MAPPED: u128 = 0xffff << 32;
-
 impl FeedBlock {
     /// Where the block stands in a feed's order: its first address in sixteen
     /// bytes (an IPv4 one as IPv4-mapped, as the holder's rows keep it), then its
@@ -69,7 +66,7 @@ impl FeedBlock {
     pub fn place(self) -> (u128, u8) {
         match self {
             Self::V4(range) => (
-                FIRST_IPV4_MAPPED | u128::from(range.first()),
+                IPV4_MAPPED.0 | u128::from(range.first()),
                 96 + range.prefix(),
             ),
             Self::V6(ip) => (u128::from(ip.addr()), 128),

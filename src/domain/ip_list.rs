@@ -10,6 +10,7 @@ use super::address::Ipv6;
 use super::code::{serde_by_code, Coded};
 use super::family::Addr;
 use super::intervals::merged;
+use super::ipv6::IPV4_MAPPED;
 use super::range::{Cidr, Ipv4Range, Ipv6Range};
 use super::{ipv4, ipv6};
 
@@ -154,8 +155,8 @@ impl ListKind {
 
 /// An IPv6 range inside `::ffff:0:0/96` as the IPv4 range it maps.
 fn unmapped(range: Ipv6Range) -> ListEntry {
-    const MAPPED: u128 = 0xffff << 32;
-    let mapped = range.prefix() >= 96 && range.first() >> 32 == MAPPED >> 32;
+    let (first, last) = IPV4_MAPPED;
+    let mapped = first <= range.first() && range.last() <= last;
     match mapped.then(|| Ipv4Range::from_parts(range.first() as u32, range.prefix() - 96)) {
         Some(Some(v4)) => ListEntry::V4(v4),
         _ => ListEntry::V6(range),

@@ -179,6 +179,10 @@ const GLOBAL_EXCEPTIONS: [Block; 7] = [
     Block::new([0x2001, 0x30, 0, 0, 0, 0, 0, 0], 28),
 ];
 
+/// `::ffff:0:0/96`, first and last: IPv4 addresses written as IPv6 ones, which
+/// are the IPv4 addresses they map wherever the service meets them.
+pub const IPV4_MAPPED: (u128, u128) = (0xffff << 32, (0xffff << 32) | 0xffff_ffff);
+
 pub fn is_globally_reachable(addr: Ipv6Addr) -> bool {
     let value = u128::from(addr);
     GLOBAL_EXCEPTIONS.iter().any(|block| block.contains(value))

@@ -5,6 +5,7 @@
 
 use crate::domain::address::Ipv6;
 use crate::domain::decision::go_duration;
+use crate::domain::family::Addr;
 use crate::domain::feed::{FeedBlock, FeedItem};
 use crate::domain::time::UnixTime;
 
@@ -174,8 +175,7 @@ impl ApplianceFile {
                 // A block written holds what comes after it up to its end: a
                 // global block, or the holder's /64.
                 if item.global || matches!(item.block, FeedBlock::V6Net64(_)) {
-                    self.covered_to6 =
-                        Some(first | u128::MAX.checked_shr(prefix.into()).unwrap_or(0));
+                    self.covered_to6 = Some(first | <u128 as Addr>::host_mask(prefix));
                 }
                 Family::V6
             }

@@ -571,36 +571,29 @@ mod tests {
         }
         // A version without IPv6 entries answers IPv6 addresses from its manifest alone.
         publish(&fake.allow, 1, &["8.8.8.8"]);
-        let allow = |ip: &str| {
-            fake.allow.at(Millis(at));
-            held.contains(
-                &fake,
-                ListKind::Allow,
-                ip.parse().unwrap(),
-                freshness,
-                Millis(at),
-            )
-            .now_or_never()
-            .expect("the fake never waits")
-            .unwrap()
-        };
+        let allow = |ip: &str| answers(&fake, &held, ListKind::Allow, (freshness, at), ip);
         assert!(!allow("2a00:1450::1"));
         assert_eq!(fake.allow.reads.get(), 1, "the manifest, and no shard");
         assert!(allow("8.8.8.8"));
     }
 
     fn listed(fake: &Fake, held: &Held, freshness: Freshness, at: u64, ip: &str) -> bool {
-        fake.global.at(Millis(at));
-        held.contains(
-            fake,
-            ListKind::Global,
-            ip.parse().unwrap(),
-            freshness,
-            Millis(at),
-        )
-        .now_or_never()
-        .expect("the fake never waits")
-        .unwrap()
+        answers(fake, held, ListKind::Global, (freshness, at), ip)
+    }
+
+    /// Whether `kind` holds `ip`, as `held` answers at `at`.
+    fn answers(
+        fake: &Fake,
+        held: &Held,
+        kind: ListKind,
+        (freshness, at): (Freshness, u64),
+        ip: &str,
+    ) -> bool {
+        fake.kv(kind).unwrap().at(Millis(at));
+        held.contains(fake, kind, ip.parse().unwrap(), freshness, Millis(at))
+            .now_or_never()
+            .expect("the fake never waits")
+            .unwrap()
     }
 
     /// The last moment, in ms after a new version was published, that an isolate
