@@ -1,6 +1,7 @@
-// The operator's page: log in with the admin token, then the lists' status and
-// the global list's size over its last changes,
-// licenses, and the global list and allow list.
+// The operator's page: log in with the admin token or an operator key, then the
+// lists' status and the global list's size over its last changes, licenses with
+// their labels and one license's whole picture, the lookup of why an address is
+// listed, operator keys, the audit log, and the global list and allow list.
 import { ApiError, Session, SessionEnded } from "./api.js";
 import { $, Page } from "./page.js";
 import { sizeChart } from "./chart.js";
@@ -10,6 +11,8 @@ const session = new Session("greylist.operator");
 const view = new Page(session, "admin-token", () => {
   loadStatus();
   loadLicenses(false);
+  loadKeys();
+  loadAudit(false);
 });
 const PAGE = 50;
 const LIST_NAMES = { "global-list": "global list", "allow-list": "allow list" };
@@ -55,31 +58,52 @@ const loadLicenses = view.pagedTable({
   result: $("licenses-result"),
   fetchPage: async (cursor) => {
     const query = new URLSearchParams({ limit: PAGE });
+    const q = $("license-q").value.trim();
+    if (q) query.set("q", q);
     if (cursor) query.set("cursor", cursor);
     const page = await session.call(`/admin/licenses?${query}`);
     const rows = page.licenses.map((license) => el("tr", {},
+      el("td", {}, license.label || el("span", { class: "hint" }, "No label")),
       el("td", { class: "mono" }, license.license),
       el("td", {}, when(license.createdAt)),
       el("td", {}, license.revokedAt ? when(license.revokedAt) : "—"),
-      el("td", {}, license.revokedAt ? "" : el("button", {
-        type: "button",
-        class: "danger",
-        "aria-label": `Revoke ${license.license}`,
-        onclick: (e) => revokeLicense(e.currentTarget, license.license),
-      }, "Revoke"))));
-    return { rows, cursor: page.cursor };
+      el("td", {}, el("div", { class: "row" },
+        el("button", {
+          type: "button",
+          class: "secondary",
+          "aria-label": `Open ${license.label || license.license}`,
+          onclick: (e) => busy(e.currentTarget, () => openLicense(license.license)),
+        }, "Open"),
+        license.revokedAt ? "" : el("button", {
+          type: "button",
+          class: "danger",
+          "aria-label": `Revoke ${license.label || license.license}`,
+          onclick: (e) => revokeLicense(e.currentTarget, license.license),
+        }, "Revoke")))));
+    const message = q && rows.length === 0 && !page.cursor ? `No license's label starts with "${q}".` : undefined;
+    return { rows, cursor: page.cursor, message };
   },
 });
 
+$("license-search").addEventListener("submit", (event) => {
+  event.preventDefault();
+  say($("licenses-result"), "");
+  busy(event.submitter, () => loadLicenses(false));
+});
 
-$("license-create").addEventListener("click", (event) => {
+$("license-create-form").addEventListener("submit", (event) => {
+  event.preventDefault();
   const result = $("licenses-result");
-  busy(event.currentTarget, () => view.guard(result, async () => {
-    const created = await session.call("/admin/licenses", { method: "POST" });
-    show($("license-new"), secretBox(`Key of ${created.license}`, created.licenseKey, "Shown only now: give it to the license holder. The service keeps only its digest."));
-    say(result, `License ${created.license} created.`, "ok");
+  busy(event.submitter, () => view.guard(result, async () => {
+    const body = { label: $("license-label").value, note: $("license-note").value };
+    const created = await session.call("/admin/licenses", { method: "POST", body });
+    const name = created.label ? `${created.label} (${created.license})` : created.license;
+    show($("license-new"), secretBox(`Key of ${name}`, created.licenseKey, "Shown only now: give it to the license holder. The service keeps only its digest."));
+    say(result, `License ${name} created.`, "ok");
+    $("license-create-form").reset();
     loadLicenses(false);
     loadStatus();
+    loadAudit(false);
   }));
 });
 
@@ -90,8 +114,173 @@ async function revokeLicense(button, id) {
     await session.call(`/admin/licenses/${encodeURIComponent(id)}`, { method: "DELETE" });
     say(result, `License ${id} revoked.`, "ok");
     loadLicenses(false);
+    loadAudit(false);
   }));
 }
+
+/** The license the picture shows, if any. */
+let opened = null;
+
+/** Shows one license's whole picture: what it is, what it holds, who pulls it. */
+async function openLicense(id) {
+  const section = $("license-detail");
+  await view.guard($("licenses-result"), async () => {
+    const license = await session.call(`/admin/licenses/${encodeURIComponent(id)}`);
+    opened = id;
+    section.hidden = false;
+    $("license-title").textContent = `License ${license.label || license.license}`;
+    const fact = (term, value) => [el("dt", {}, term), el("dd", {}, value)];
+    const usage = (used, limit) => `${used.toLocaleString()} of ${limit.toLocaleString()}`;
+    show($("license-facts"),
+      fact("License", el("span", { class: "mono" }, license.license)),
+      fact("Label", license.label || "—"),
+      fact("Note", license.note || "—"),
+      fact("Created", when(license.createdAt)),
+      fact("Revoked", license.revokedAt ? when(license.revokedAt) : "No"),
+      fact("Live entries", usage(license.entries, license.limits.entries)),
+      fact("Added today", usage(license.today.added, license.limits.dailyAdditions)),
+      fact("Removed today", usage(license.today.removed, license.limits.dailyRemovals)),
+      fact("Refused today", license.today.refused.toLocaleString()),
+      fact("Last change", license.lastChange ? when(license.lastChange) : "None recorded"));
+    $("license-edit-label").value = license.label;
+    $("license-edit-note").value = license.note;
+    say($("license-result"), "");
+    fill($("license-agents"), license.feedTokens.map((token) => el("tr", {},
+      el("td", { class: "mono" }, token.id),
+      el("td", {}, token.scope),
+      el("td", {}, token.lastUsed ? when(token.lastUsed) : "Never"),
+      el("td", {}, token.userAgent ?? "—"),
+      el("td", {}, token.pulled ?? "—"))));
+    if (license.feedTokens.length === 0) say($("license-result"), "No feed tokens: no agent pulls this license's feed.");
+    $("license-title").focus();
+  });
+}
+
+$("license-edit").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const result = $("license-result");
+  busy(event.submitter, () => view.guard(result, async () => {
+    const body = { label: $("license-edit-label").value, note: $("license-edit-note").value };
+    await session.call(`/admin/licenses/${encodeURIComponent(opened)}`, { method: "PATCH", body });
+    await openLicense(opened);
+    say(result, "Saved.", "ok");
+    loadLicenses(false);
+    loadAudit(false);
+  }));
+});
+
+/** One list's entries that cover the looked-up address, as a table. */
+function coveringTable(caption, entries) {
+  if (entries.length === 0) return el("p", {}, `${caption}: nothing covers it.`);
+  const how = (entry) => entry.source === "import" ? "Import" : entry.source === "edit" ? "Edit" : entry.source ?? "Before changes were recorded";
+  return el("div", { class: "table-wrap", tabindex: "0" }, el("table", { class: "cards" },
+    el("caption", {}, caption),
+    el("thead", {}, el("tr", {}, ["Entry", "How", "Added", "By", "Change"].map((h) => el("th", { scope: "col" }, h)))),
+    el("tbody", {}, entries.map((entry) => el("tr", {},
+      el("td", { class: "mono", "data-label": "Entry" }, entry.entry),
+      el("td", { "data-label": "How" }, how(entry)),
+      el("td", { "data-label": "Added" }, entry.addedAt ? when(entry.addedAt) : "—"),
+      el("td", { "data-label": "By" }, entry.by ?? "—"),
+      el("td", { "data-label": "Change", class: "mono" }, `#${entry.change}`))))));
+}
+
+$("lookup-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const result = $("lookup-result");
+  busy(event.submitter, () => view.guard(result, async () => {
+    const query = new URLSearchParams({ ip: $("lookup-ip").value.trim() });
+    const license = $("lookup-license").value.trim();
+    if (license) query.set("license", license);
+    const answer = await session.call(`/admin/lookup?${query}`);
+    const parts = [coveringTable("Allow list", answer.allow), coveringTable("Global list", answer.global)];
+    if (answer.license) {
+      const entry = answer.license.entry;
+      parts.push(el("p", {}, entry
+        ? [`License ${answer.license.license} lists it as `, el("span", { class: "mono" }, entry.ip), " since ", when(entry.addedAt), entry.comment ? ` (“${entry.comment}”)` : ""]
+        : `License ${answer.license.license} does not list it.`));
+    }
+    show($("lookup-answer"), ...parts);
+    const served = answer.allow.length === 0 && (answer.global.length > 0 || answer.license?.entry);
+    say(result, answer.allow.length > 0
+      ? `${answer.ip} is on the allow list: no feed serves it.`
+      : served ? `${answer.ip} is listed.` : `${answer.ip} is not listed.`, "ok");
+  }));
+});
+
+async function loadKeys() {
+  await view.guard($("keys-result"), async () => {
+    const { keys } = await session.call("/admin/keys");
+    fill($("key-rows"), keys.map((key) => el("tr", {},
+      el("td", {}, key.name),
+      el("td", {}, key.role),
+      el("td", {}, when(key.createdAt)),
+      el("td", {}, key.revokedAt ? when(key.revokedAt) : "—"),
+      el("td", {}, key.revokedAt ? "" : el("button", {
+        type: "button",
+        class: "danger",
+        "aria-label": `Revoke the key ${key.name}`,
+        onclick: (e) => revokeKey(e.currentTarget, key),
+      }, "Revoke")))));
+    if (keys.length === 0) say($("keys-result"), "No operator keys yet.");
+  });
+}
+
+$("key-create-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const result = $("keys-result");
+  busy(event.submitter, () => view.guard(result, async () => {
+    const body = { name: $("key-name").value, role: $("key-role").value };
+    const created = await session.call("/admin/keys", { method: "POST", body });
+    show($("key-new"), secretBox(`Key "${created.name}" (${created.role})`, created.key, "Shown only now: hand it to its holder. The service keeps only its digest."));
+    say(result, `Key ${created.name} created.`, "ok");
+    $("key-create-form").reset();
+    loadKeys();
+    loadAudit(false);
+  }));
+});
+
+async function revokeKey(button, key) {
+  if (!(await confirmAction(`Revoke the operator key "${key.name}"? It is refused from its next call on.`, "Revoke"))) return;
+  const result = $("keys-result");
+  await busy(button, () => view.guard(result, async () => {
+    await session.call(`/admin/keys/${encodeURIComponent(key.id)}`, { method: "DELETE" });
+    say(result, `Key ${key.name} revoked.`, "ok");
+    loadKeys();
+    loadAudit(false);
+  }));
+}
+
+const ACTIONS = {
+  "license.created": "License created",
+  "license.labelled": "License labelled",
+  "license.revoked": "License revoked",
+  "key.created": "Key created",
+  "key.revoked": "Key revoked",
+  "list.edited": "List edited",
+  "list.replaced": "List replaced",
+  refused: "Refused",
+};
+
+const loadAudit = view.pagedTable({
+  rows: $("audit-rows"),
+  more: $("audit-more"),
+  result: $("audit-result"),
+  fetchPage: async (cursor) => {
+    const query = new URLSearchParams({ limit: PAGE });
+    if (cursor) query.set("cursor", cursor);
+    const page = await session.call(`/admin/audit?${query}`);
+    const rows = page.entries.map((entry) => el("tr", { class: entry.action === "refused" ? "refused" : "" },
+      el("td", {}, when(entry.at)),
+      el("td", {}, ACTIONS[entry.action] ?? entry.action),
+      el("td", {}, entry.actor ?? "No valid key"),
+      el("td", { class: "mono" }, entry.client ?? "—"),
+      el("td", { class: "mono" }, entry.target),
+      el("td", {}, entry.count > 1 ? `${entry.detail} (×${entry.count})` : entry.detail)));
+    return { rows, cursor: page.cursor, message: rows.length === 0 ? "Nothing recorded yet." : undefined };
+  },
+});
+
+$("audit-refresh").addEventListener("click", () => loadAudit(false));
 
 /** The controls of one operator list, built into its section. */
 function listControls(section) {

@@ -78,13 +78,13 @@ pub fn secrets_match(given: &str, expected: &str) -> bool {
         == 0
 }
 
-pub(super) fn random<const N: usize>() -> Result<[u8; N], getrandom::Error> {
+pub(crate) fn random<const N: usize>() -> Result<[u8; N], getrandom::Error> {
     let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes)?;
     Ok(bytes)
 }
 
-pub(super) fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

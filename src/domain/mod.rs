@@ -3,6 +3,7 @@
 
 pub mod activity;
 pub mod address;
+pub mod audit;
 pub mod chunk;
 pub mod code;
 pub mod cut;
@@ -18,6 +19,7 @@ pub mod ip_list;
 pub mod ipv4;
 pub mod ipv6;
 pub mod license;
+pub mod operator;
 pub mod outcome;
 pub mod page;
 pub mod publication;

@@ -1,104 +1,27 @@
-//! The operator API under `/admin/`: licenses, the global list, the allow list.
-//! Every handler here runs only after `auth::operator` has passed.
+//! The operator API's lists under `/admin/`: the global list, the allow list, and
+//! the service's status. Every handler here runs only after `auth::operator` has
+//! passed for its route; each change is recorded in the audit log once made.
 
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
 use worker::{Context, Env, Request, Response};
 
+use super::auth::Operator;
 use super::body::{declared_within, Body};
 use super::error::ApiError;
 use super::etag;
-use super::form;
-use super::log::RequestLog;
 use super::reply::Reply;
+use crate::domain::audit::{Action, Record};
 use crate::domain::code::Coded;
-use crate::domain::ip_list::{EditRequest, ListKind, MAX_IMPORT_BYTES};
-use crate::domain::license::LicenseId;
-use crate::domain::page::page_size;
-use crate::domain::time::Millis;
+use crate::domain::ip_list::{Changes, EditRequest, ListKind, MAX_IMPORT_BYTES};
+use crate::objects::directory::client::directory;
+use crate::objects::directory::protocol::Count;
 use crate::objects::lists::client::writer;
 use crate::objects::lists::protocol::{Edit, Export, ExportHead, ListsStatus, Replace, Status};
-use crate::objects::protocol::Failure;
-use crate::objects::revocations::client::revocations;
-use crate::objects::revocations::protocol::Notify;
 use crate::platform::config;
-use crate::store::licenses;
-use crate::store::licenses::LicenseSummary;
 
 /// An edit of at most 10 000 entries, with room for spaces and long ranges.
 pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
-
-/// A license as created: the only time its key is shown.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct NewLicense<'a> {
-    license: &'a str,
-    license_key: &'a str,
-}
-
-#[derive(Serialize)]
-struct LicensePage {
-    licenses: Vec<LicenseSummary>,
-    cursor: Option<String>,
-}
-
-pub async fn create_license(
-    env: &Env,
-    now: Millis,
-    log: &mut RequestLog,
-) -> Result<Reply, ApiError> {
-    let (license, key) = licenses::create(env, now.unix()).await?;
-    log.license = Some(license.clone());
-    Reply::json(
-        201,
-        &NewLicense {
-            license: license.as_str(),
-            license_key: key.reveal(),
-        },
-    )
-}
-
-/// `GET /admin/licenses?cursor=&limit=`: a page of licenses with when each was created and revoked.
-pub async fn licenses(req: Request, env: &Env) -> Result<Reply, ApiError> {
-    let url = req.inner().url();
-    let query: Vec<(String, String)> = form_urlencoded::parse(form::query_of(&url).as_bytes())
-        .into_owned()
-        .collect();
-    let field = |name| {
-        query
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
-    let limit = page_size(field("limit")).map_err(ApiError::BadRequest)?;
-    let (licenses, cursor) =
-        licenses::page(env, field("cursor").filter(|c| !c.is_empty()), limit).await?;
-    Reply::json(200, &LicensePage { licenses, cursor })
-}
-
-pub async fn revoke_license(
-    env: &Env,
-    id: &str,
-    now: Millis,
-    log: &mut RequestLog,
-) -> Result<Reply, ApiError> {
-    let license = LicenseId::parse(id).ok_or(ApiError::NotFound("license"))?;
-    log.license = Some(license.clone());
-    // The record first: from then on every path refuses the license within the
-    // propagation bound, whatever happens next. Then the holder's object, which
-    // answers logins at once, is told, now or by the revocations' retries.
-    if !licenses::revoke(env, &license, now.unix()).await? {
-        return Err(ApiError::NotFound("license"));
-    }
-    revocations(env)?
-        .ask(Notify(license))
-        .await
-        .map_err(|failure| match failure {
-            Failure::Fault(fault) => ApiError::from(fault),
-            Failure::Refused(never) => match never {},
-        })?;
-    Ok(Reply::NoContent)
-}
 
 /// `POST`: `{"add": [...], "remove": [...]}`, checked and applied by the lists' writer.
 pub async fn edit_list(
@@ -106,6 +29,7 @@ pub async fn edit_list(
     mut req: Request,
     env: &Env,
     ctx: &Context,
+    operator: &Operator,
 ) -> Result<Reply, ApiError> {
     let body = Body::read(&mut req, ctx, MAX_EDIT_BYTES).await?;
     let edit = body.json::<EditRequest>().map_err(|e| {
@@ -114,7 +38,38 @@ pub async fn edit_list(
         ))
     })?;
     let ipv6 = config::settings(env)?.ipv6;
-    Reply::json(200, &writer(env)?.ask(Edit { kind, edit, ipv6 }).await?)
+    let by = Some(operator.actor.name().to_owned());
+    let changes = writer(env)?
+        .ask(Edit {
+            kind,
+            edit,
+            ipv6,
+            by,
+        })
+        .await?;
+    if changes != Changes::default() {
+        let detail = format!("added {}, removed {}", changes.added, changes.removed);
+        record(env, operator, (Action::ListEdited, kind), detail).await?;
+    }
+    Reply::json(200, &changes)
+}
+
+/// Records a change of a list in the audit log, once it is made.
+async fn record(
+    env: &Env,
+    operator: &Operator,
+    (action, kind): (Action, ListKind),
+    detail: String,
+) -> Result<(), ApiError> {
+    directory(env)?
+        .ask(Record {
+            action,
+            target: format!("{} list", kind.code()),
+            detail,
+            by: operator.stamp(),
+        })
+        .await?;
+    Ok(())
 }
 
 /// What a replacement answers.
@@ -128,14 +83,33 @@ struct Replacement {
 
 /// `PUT`: the whole list as text, streamed to the writer, which parses it as it
 /// arrives (and counts its limit on the text, however it was sent).
-pub async fn replace_list(kind: ListKind, req: Request, env: &Env) -> Result<Reply, ApiError> {
+pub async fn replace_list(
+    kind: ListKind,
+    req: Request,
+    env: &Env,
+    operator: &Operator,
+) -> Result<Reply, ApiError> {
     declared_within(&req, MAX_IMPORT_BYTES)?;
     let gzip = gzipped(&req)?;
     let ipv6 = config::settings(env)?.ipv6;
+    let by = Some(operator.actor.name().to_owned());
     let replaced = writer(env)?
-        .ask_uploading(Replace { kind, gzip, ipv6 }, req.inner().body())
+        .ask_uploading(
+            Replace {
+                kind,
+                gzip,
+                ipv6,
+                by,
+            },
+            req.inner().body(),
+        )
         .await?;
     let (added, removed) = (replaced.changes.added, replaced.changes.removed);
+    let detail = format!(
+        "{} entries, added {added}, removed {removed}, version {}",
+        replaced.entries, replaced.version
+    );
+    record(env, operator, (Action::ListReplaced, kind), detail).await?;
     Reply::json(
         200,
         &Replacement {
@@ -216,7 +190,7 @@ fn etag_header(tag: &str) -> worker::Result<worker::Headers> {
 struct ServiceStatus {
     #[serde(flatten)]
     lists: ListsStatus,
-    licenses: usize,
+    licenses: u64,
 }
 
 /// `GET /admin/status`: both lists' sizes and published versions, and the number of licenses.
@@ -226,7 +200,7 @@ pub async fn status(env: &Env) -> Result<Reply, ApiError> {
         200,
         &ServiceStatus {
             lists,
-            licenses: licenses::count(env).await?,
+            licenses: directory(env)?.ask(Count).await?,
         },
     )
 }

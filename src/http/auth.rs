@@ -9,10 +9,15 @@ use worker::{Env, Request};
 use super::credentials::{bearer, feed_token};
 use super::error::ApiError;
 use super::log::RequestLog;
+use super::route::OperatorRoute;
+use crate::domain::audit::Stamp;
 use crate::domain::feed_token::{self, FeedTokenOwner, Scope};
-use crate::domain::license::LicenseId;
+use crate::domain::license::{key_digest, LicenseId};
+use crate::domain::operator::{is_operator_key, Actor};
 use crate::domain::time::Millis;
 use crate::domain::token::VerifiedTokens;
+use crate::objects::directory::client::directory;
+use crate::objects::directory::protocol::Authenticate;
 use crate::platform::config;
 use crate::store::licenses;
 
@@ -171,11 +176,56 @@ async fn limit_polls(env: &Env, key: &str) -> Result<(), ApiError> {
     }
 }
 
-/// The operator, proven by `ADMIN_TOKEN` (or `ADMIN_TOKEN_NEXT` while it is rotated).
-pub fn operator(req: &Request, env: &Env) -> Result<(), ApiError> {
-    let settings = config::settings(env)?;
-    match bearer_token(req)? {
-        Some(token) if settings.admits_operator(&token) => Ok(()),
-        _ => Err(ApiError::AdminUnauthorized),
+/// An operator who may call the route asked for, and from where.
+pub struct Operator {
+    pub actor: Actor,
+    pub client: Option<String>,
+}
+
+impl Operator {
+    /// Who acts and from where, as the audit log records it.
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            actor: Some(self.actor.name().to_owned()),
+            client: self.client.clone(),
+        }
     }
+}
+
+/// The longest path an audit row keeps of a refused call.
+const LOGGED_PATH_CHARS: usize = 200;
+
+/// The operator, proven by `ADMIN_TOKEN` (or `ADMIN_TOKEN_NEXT` while it is
+/// rotated), which opens every route without a lookup; or by a named operator
+/// key whose role opens `route`, asked of the directory at every call so that a
+/// key revoked is refused at once. The directory records every refusal.
+pub async fn operator(
+    req: &Request,
+    env: &Env,
+    route: &OperatorRoute,
+) -> Result<Operator, ApiError> {
+    let settings = config::settings(env)?;
+    let client = req.headers().get("CF-Connecting-IP")?;
+    let token = bearer_token(req)?;
+    if token
+        .as_deref()
+        .is_some_and(|token| settings.admits_operator(token))
+    {
+        return Ok(Operator {
+            actor: Actor::AdminToken,
+            client,
+        });
+    }
+    let path: String = req.path().chars().take(LOGGED_PATH_CHARS).collect();
+    let authenticate = Authenticate {
+        digest: token
+            .as_deref()
+            .filter(|token| is_operator_key(token))
+            .map(key_digest),
+        access: route.access(),
+        call: format!("{} {path}", req.method().as_ref()),
+        client: client.clone(),
+    };
+    let actor = directory(env)?.ask(authenticate).await?;
+    Ok(Operator { actor, client })
 }

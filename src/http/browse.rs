@@ -140,7 +140,7 @@ pub async fn history(
 /// An entry as the API shows it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct EntryView<'a> {
+pub(super) struct EntryView<'a> {
     ip: Listed,
     added_at: String,
     expires_at: Option<String>,
@@ -148,7 +148,7 @@ struct EntryView<'a> {
 }
 
 impl<'a> EntryView<'a> {
-    fn of(entry: &'a Entry) -> Self {
+    pub(super) fn of(entry: &'a Entry) -> Self {
         Self {
             ip: entry.ip,
             added_at: entry.added_at.to_rfc3339(),

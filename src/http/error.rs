@@ -5,10 +5,12 @@ use worker::Response;
 
 use super::reply::BodyMode;
 use crate::domain::feed_token::MAX_PER_HOLDER as MAX_FEED_TOKENS;
+use crate::objects::directory::protocol::DirectoryRefusal;
 use crate::objects::holder::protocol::HolderRefusal;
 use crate::objects::lists::protocol::ListsRefusal;
 use crate::objects::protocol::Failure;
 use crate::platform::config::BadSettings;
+use crate::store::directory::MAX_KEYS;
 use crate::store::StoreError;
 
 #[derive(Debug, Clone)]
@@ -63,7 +65,7 @@ impl ApiError {
                 "Unauthorized: the access token is missing or invalid".to_owned()
             }
             Self::AdminUnauthorized => {
-                "Unauthorized: the admin token is missing or invalid".to_owned()
+                "Unauthorized: the admin token or operator key is missing or invalid".to_owned()
             }
             Self::LoginRefused => "Unauthorized: the license key is unknown or revoked".to_owned(),
             Self::AccessForbidden(_) => "access forbidden".to_owned(),
@@ -191,6 +193,23 @@ impl From<Failure<ListsRefusal>> for ApiError {
                 Self::BadRequest(why)
             }
             Failure::Refused(ListsRefusal::ImportTooLarge(limit)) => Self::PayloadTooLarge(limit),
+            Failure::Fault(fault) => fault.into(),
+        }
+    }
+}
+
+/// The directory's refusals, as the operator is told them.
+impl From<Failure<DirectoryRefusal>> for ApiError {
+    fn from(failure: Failure<DirectoryRefusal>) -> Self {
+        match failure {
+            Failure::Refused(DirectoryRefusal::UnknownKey) => Self::AdminUnauthorized,
+            Failure::Refused(DirectoryRefusal::Denied(denied)) => Self::Forbidden(denied.message()),
+            Failure::Refused(DirectoryRefusal::NoSuchLicense) => Self::NotFound("license"),
+            Failure::Refused(DirectoryRefusal::NoSuchKey) => Self::NotFound("operator key"),
+            Failure::Refused(DirectoryRefusal::TooManyKeys) => Self::Conflict(format!(
+                "at most {MAX_KEYS} operator keys may stand at once; revoke one first"
+            )),
+            Failure::Refused(DirectoryRefusal::UnknownCursor) => StoreError::UnknownCursor.into(),
             Failure::Fault(fault) => fault.into(),
         }
     }

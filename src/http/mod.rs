@@ -8,6 +8,7 @@ pub mod auth;
 pub mod body;
 pub mod browse;
 pub mod bulk;
+pub mod console;
 pub mod credentials;
 pub mod decisions;
 pub mod error;
@@ -30,6 +31,7 @@ use worker::{Context, Env, Request, Response};
 use crate::domain::license::LicenseId;
 use crate::domain::time::Millis;
 use crate::platform::{clock, config};
+use auth::Operator;
 use error::ApiError;
 use log::RequestLog;
 use reply::{BodyMode, Reply};
@@ -111,8 +113,8 @@ async fn dispatch(
             answer.map_err(auth::bouncer_refusal)
         }
         Route::Operator(route) => {
-            auth::operator(&req, env)?;
-            operator(route, req, env, ctx, now, log).await
+            let operator = auth::operator(&req, env, &route).await?;
+            operator_route(route, req, env, ctx, (&operator, log)).await
         }
         Route::Login => login::handle(req, env, ctx, now, log).await,
     }
@@ -144,22 +146,29 @@ async fn holder(
     }
 }
 
-/// The operator's routes, reached only with `ADMIN_TOKEN`.
-async fn operator(
+/// The operator's routes, reached only by a caller whose role allows each.
+async fn operator_route(
     route: OperatorRoute,
     req: Request,
     env: &Env,
     ctx: &Context,
-    now: Millis,
-    log: &mut RequestLog,
+    (operator, log): (&Operator, &mut RequestLog),
 ) -> Result<Reply, ApiError> {
+    use OperatorRoute as O;
     match route {
-        OperatorRoute::CreateLicense => admin::create_license(env, now, log).await,
-        OperatorRoute::Licenses => admin::licenses(req, env).await,
-        OperatorRoute::RevokeLicense(id) => admin::revoke_license(env, &id, now, log).await,
-        OperatorRoute::EditList(kind) => admin::edit_list(kind, req, env, ctx).await,
-        OperatorRoute::ReplaceList(kind) => admin::replace_list(kind, req, env).await,
-        OperatorRoute::ExportList(kind) => admin::export_list(kind, req, env).await,
-        OperatorRoute::Status => admin::status(env).await,
+        O::CreateLicense => console::create_license(req, env, ctx, (operator, log)).await,
+        O::Licenses => console::licenses(req, env).await,
+        O::License(id) => console::license(&id, env, log).await,
+        O::Relabel(id) => console::relabel(&id, req, env, ctx, operator).await,
+        O::RevokeLicense(id) => console::revoke_license(&id, env, (operator, log)).await,
+        O::EditList(kind) => admin::edit_list(kind, req, env, ctx, operator).await,
+        O::ReplaceList(kind) => admin::replace_list(kind, req, env, operator).await,
+        O::ExportList(kind) => admin::export_list(kind, req, env).await,
+        O::Status => admin::status(env).await,
+        O::CreateKey => console::create_key(req, env, ctx, operator).await,
+        O::Keys => console::keys(env).await,
+        O::RevokeKey(id) => console::revoke_key(&id, env, operator).await,
+        O::Audit => console::audit(req, env).await,
+        O::Lookup => console::lookup(req, env, log).await,
     }
 }

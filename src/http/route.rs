@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use crate::domain::code::Coded;
 use crate::domain::holder::Operation;
 use crate::domain::ip_list::ListKind;
+use crate::domain::operator::Access;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -14,7 +15,7 @@ pub enum Route {
     Holder(HolderRoute),
     /// The feed: an access token or one of the holder's feed tokens.
     Feed,
-    /// Only `ADMIN_TOKEN` opens these.
+    /// `ADMIN_TOKEN` or an operator key whose role allows the route (`OperatorRoute::access`).
     Operator(OperatorRoute),
     /// CrowdSec's Local API, as its bouncers call it: a feed token in `X-Api-Key`.
     Bouncer(BouncerRoute),
@@ -47,11 +48,37 @@ pub enum HolderRoute {
 pub enum OperatorRoute {
     CreateLicense,
     Licenses,
+    License(String),
+    Relabel(String),
     RevokeLicense(String),
     EditList(ListKind),
     ReplaceList(ListKind),
     ExportList(ListKind),
     Status,
+    CreateKey,
+    Keys,
+    RevokeKey(String),
+    Audit,
+    Lookup,
+}
+
+impl OperatorRoute {
+    /// What the caller needs to call it: the one place roles meet routes.
+    pub fn access(&self) -> Access {
+        use OperatorRoute as O;
+        match self {
+            O::Licenses | O::License(_) | O::ExportList(_) | O::Status | O::Keys | O::Audit => {
+                Access::Read
+            }
+            O::Lookup => Access::Read,
+            O::CreateKey | O::RevokeKey(_) => Access::Root,
+            O::CreateLicense
+            | O::Relabel(_)
+            | O::RevokeLicense(_)
+            | O::EditList(_)
+            | O::ReplaceList(_) => Access::Change,
+        }
+    }
 }
 
 /// A request no route answers.
@@ -163,6 +190,12 @@ static PATHS: LazyLock<Vec<(&'static str, Vec<Route>)>> = LazyLock::new(|| {
         ("/admin/global-list", list(ListKind::Global)),
         ("/admin/allow-list", list(ListKind::Allow)),
         ("/admin/status", vec![Route::Operator(O::Status)]),
+        (
+            "/admin/keys",
+            vec![Route::Operator(O::CreateKey), Route::Operator(O::Keys)],
+        ),
+        ("/admin/audit", vec![Route::Operator(O::Audit)]),
+        ("/admin/lookup", vec![Route::Operator(O::Lookup)]),
     ]
 });
 
@@ -171,16 +204,24 @@ fn trailing(path: &str) -> usize {
     path.len() - path.trim_end_matches('/').len()
 }
 
-/// Makes the route of a path that ends in an id.
-type WithId = fn(String) -> Route;
+/// Makes the routes of a path that ends in an id.
+type WithId = fn(String) -> Vec<Route>;
 
-/// Paths that end in an id: the prefix and the one route each takes.
-const ID_PATHS: [(&str, WithId); 2] = [
+/// Paths that end in an id: the prefix and the routes each takes, one per method.
+const ID_PATHS: [(&str, WithId); 3] = [
     ("/admin/licenses/", |id| {
-        Route::Operator(OperatorRoute::RevokeLicense(id))
+        use OperatorRoute as O;
+        vec![
+            Route::Operator(O::License(id.clone())),
+            Route::Operator(O::Relabel(id.clone())),
+            Route::Operator(O::RevokeLicense(id)),
+        ]
+    }),
+    ("/admin/keys/", |id| {
+        vec![Route::Operator(OperatorRoute::RevokeKey(id))]
     }),
     ("/api/feedTokens/", |id| {
-        Route::Holder(HolderRoute::RevokeFeedToken(id))
+        vec![Route::Holder(HolderRoute::RevokeFeedToken(id))]
     }),
 ];
 
@@ -201,7 +242,7 @@ impl Route {
                 let id = path
                     .strip_prefix(prefix)
                     .filter(|id| !id.is_empty() && !id.contains('/'))?;
-                Some(vec![route(id.to_owned())])
+                Some(route(id.to_owned()))
             })
             .unwrap_or_default()
     }
@@ -222,7 +263,10 @@ impl Route {
         use HolderRoute as H;
         use OperatorRoute as O;
         match self {
-            Self::Holder(H::RevokeFeedToken(_)) | Self::Operator(O::RevokeLicense(_)) => "DELETE",
+            Self::Holder(H::RevokeFeedToken(_))
+            | Self::Operator(O::RevokeLicense(_) | O::RevokeKey(_)) => "DELETE",
+            Self::Operator(O::Relabel(_)) => "PATCH",
+            Self::Operator(O::License(_) | O::Keys | O::Audit | O::Lookup) => "GET",
             Self::Bouncer(BouncerRoute::StreamHead) => "HEAD",
             Self::Feed | Self::Holder(H::FeedTokens | H::Quota | H::Activity) => "GET",
             Self::Bouncer(_) => "GET",
@@ -262,6 +306,13 @@ impl Route {
             Self::Operator(O::ExportList(ListKind::Global)) => "export_global_list",
             Self::Operator(O::ExportList(ListKind::Allow)) => "export_allow_list",
             Self::Operator(O::Status) => "status",
+            Self::Operator(O::License(_)) => "license",
+            Self::Operator(O::Relabel(_)) => "relabel_license",
+            Self::Operator(O::CreateKey) => "create_operator_key",
+            Self::Operator(O::Keys) => "list_operator_keys",
+            Self::Operator(O::RevokeKey(_)) => "revoke_operator_key",
+            Self::Operator(O::Audit) => "audit",
+            Self::Operator(O::Lookup) => "lookup",
         }
     }
 
@@ -280,10 +331,35 @@ impl Route {
                 .iter()
                 .map(|route| (path.to_string(), route.method()))
         });
-        let with_id = ID_PATHS
-            .iter()
-            .map(|(prefix, route)| (format!("{prefix}{{id}}"), route(String::new()).method()));
+        let with_id = ID_PATHS.iter().flat_map(|(prefix, routes)| {
+            routes(String::new())
+                .into_iter()
+                .map(move |route| (format!("{prefix}{{id}}"), route.method()))
+        });
         fixed.chain(with_id).collect()
+    }
+
+    /// Every operator route with its path and method, for the test that the
+    /// OpenAPI document states each one's access as `OperatorRoute::access` does.
+    #[cfg(test)]
+    pub fn operators() -> Vec<(String, &'static str, Access)> {
+        let fixed = PATHS.iter().flat_map(|(path, routes)| {
+            routes
+                .iter()
+                .map(move |route| (path.to_string(), route.clone()))
+        });
+        let with_id = ID_PATHS.iter().flat_map(|(prefix, routes)| {
+            routes(String::new())
+                .into_iter()
+                .map(move |route| (format!("{prefix}{{id}}"), route))
+        });
+        fixed
+            .chain(with_id)
+            .filter_map(|(path, route)| match &route {
+                Route::Operator(operator) => Some((path, route.method(), operator.access())),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -459,7 +535,10 @@ mod tests {
         };
         assert_eq!(allowed("GET", "/api/addIpToGreylist"), "POST");
         assert_eq!(allowed("DELETE", "/admin/global-list"), "POST, PUT, GET");
-        assert_eq!(allowed("POST", "/admin/licenses/lic_1"), "DELETE");
+        assert_eq!(
+            allowed("POST", "/admin/licenses/lic_1"),
+            "GET, PATCH, DELETE"
+        );
         assert_eq!(allowed("PUT", "/admin/licenses"), "POST, GET");
     }
 
@@ -498,6 +577,23 @@ mod tests {
         documented.sort();
         served.sort();
         assert_eq!(documented, served);
+    }
+
+    #[test]
+    fn the_openapi_document_states_each_operator_routes_access_as_the_table_does() {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../../public/openapi.json")).unwrap();
+        let operators = Route::operators();
+        assert!(operators.len() >= 17);
+        for (path, method, access) in operators {
+            let stated = &doc["paths"][&path][method.to_lowercase()]["x-operator-access"];
+            let expected = match access {
+                Access::Read => "read",
+                Access::Change => "change",
+                Access::Root => "root",
+            };
+            assert_eq!(stated, expected, "{method} {path}");
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! dispatches it onto the domain's rules and the store's adapters. Each has a
 //! client, the typed way the Worker calls it.
 
+pub mod directory;
 pub mod holder;
 pub mod lists;
 pub mod protocol;

@@ -422,6 +422,7 @@ mod tests {
             kind: ListKind::Allow,
             gzip: true,
             ipv6: crate::domain::address::Ipv6::On,
+            by: Some("alice".to_owned()),
         }
         .into();
         let json = serde_json::to_string(&upload).unwrap();

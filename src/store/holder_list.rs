@@ -237,14 +237,7 @@ impl<S: Sql> SqlListStore<S> {
         };
         let filter = format!("{} AND ({within})", live("expires_at"));
         let total = match ranges {
-            // The stored count, less what expired and waits for the sweep: no scan of the list.
-            None => self.count(
-                &format!(
-                    "SELECT (SELECT entries FROM list_size WHERE id = 0)
-                          - (SELECT count(*) FROM entries WHERE {EXPIRED})"
-                ),
-                &[Value::int(now.0)],
-            )?,
+            None => self.live_entries(now)?,
             Some(_) => self.count(
                 &format!("SELECT count(*) FROM entries WHERE {filter}"),
                 &args,
@@ -278,6 +271,26 @@ impl<S: Sql> SqlListStore<S> {
                 ip: e.ip.key(),
             }
         }))
+    }
+
+    /// The live entries: the stored count, less what expired and waits for the
+    /// sweep, with no scan of the list.
+    pub fn live_entries(&self, now: UnixTime) -> Result<u64, SqlError> {
+        self.count(
+            &format!(
+                "SELECT (SELECT entries FROM list_size WHERE id = 0)
+                      - (SELECT count(*) FROM entries WHERE {EXPIRED})"
+            ),
+            &[Value::int(now.0)],
+        )
+    }
+
+    /// When the list last changed, as far as its history still says.
+    pub fn last_change(&self) -> Result<Option<UnixTime>, SqlError> {
+        let rows = self
+            .sql
+            .query("SELECT at FROM history ORDER BY id DESC LIMIT 1", &[])?;
+        rows.first().map(|row| row.int(0).map(UnixTime)).transpose()
     }
 
     pub fn history(

@@ -8,7 +8,7 @@ use worker::kv::KvStore;
 use worker::Env;
 
 use super::kv::{read_json, KvRead, Remembered};
-use super::{for_each_key, list_page, StoreError};
+use super::{list_page, StoreError};
 use crate::domain::feed_token::FeedTokenOwner;
 use crate::domain::license::{key_digest, LicenseId, LicenseKey};
 use crate::domain::settings::Freshness;
@@ -35,16 +35,6 @@ struct LicenseRecord {
     revoked_at: Option<u64>,
 }
 
-/// What the operator's listing shows of a license. It rides on the record's key as
-/// KV metadata, so that a page of 1 000 licenses is one list call, not 1 000 reads.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LicenseSummary {
-    pub license: String,
-    pub created_at: String,
-    pub revoked_at: Option<String>,
-}
-
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Standing {
@@ -61,14 +51,11 @@ impl LicenseRecord {
     }
 }
 
-impl Standing {
-    fn summary(&self, id: &str) -> LicenseSummary {
-        LicenseSummary {
-            license: id.to_owned(),
-            created_at: UnixTime(self.created_at).to_rfc3339(),
-            revoked_at: self.revoked_at.map(|at| UnixTime(at).to_rfc3339()),
-        }
-    }
+/// A license as KV keeps it, for the directory to take over.
+pub struct Issued {
+    pub id: LicenseId,
+    pub created_at: UnixTime,
+    pub revoked_at: Option<UnixTime>,
 }
 
 async fn save(kv: &KvStore, id: &LicenseId, record: &LicenseRecord) -> Result<(), StoreError> {
@@ -170,28 +157,24 @@ async fn standing_of(
     Ok(active)
 }
 
-/// One page of licenses, in the order of their ids, and the cursor of the next.
-/// A record written before its key carried metadata is read.
-pub async fn page(
+/// One page of the licenses KV keeps (their standing rides on each key as
+/// metadata, so a page is one list call; a record written before it did is read),
+/// and the cursor of the next: how the directory takes over licenses issued before it.
+pub async fn issued_page(
     env: &Env,
-    cursor: Option<&str>,
-    limit: u32,
-) -> Result<(Vec<LicenseSummary>, Option<String>), StoreError> {
+    cursor: Option<String>,
+) -> Result<(Vec<Issued>, Option<String>), StoreError> {
     let kv = env.kv(BINDING)?;
-    let (keys, next) = list_page(
-        &kv,
-        Some(RECORD_PREFIX),
-        cursor.map(str::to_owned),
-        Some(limit.into()),
-    )
-    .await
-    .map_err(|e| match cursor {
-        Some(_) => StoreError::UnknownCursor,
-        None => e.into(),
-    })?;
-    let mut licenses = Vec::with_capacity(keys.len());
+    let (keys, next) = list_page(&kv, Some(RECORD_PREFIX), cursor, None).await?;
+    let mut issued = Vec::with_capacity(keys.len());
     for key in &keys {
-        let id = key.name.strip_prefix(RECORD_PREFIX).unwrap_or(&key.name);
+        let Some(id) = key
+            .name
+            .strip_prefix(RECORD_PREFIX)
+            .and_then(LicenseId::parse)
+        else {
+            continue;
+        };
         let standing = match key
             .metadata
             .clone()
@@ -206,19 +189,13 @@ pub async fn page(
                     .map(|record| record.standing())
             }
         };
-        licenses.extend(standing.map(|standing| standing.summary(id)));
+        issued.extend(standing.map(|standing| Issued {
+            id,
+            created_at: UnixTime(standing.created_at),
+            revoked_at: standing.revoked_at.map(UnixTime),
+        }));
     }
-    Ok((licenses, next))
-}
-
-/// How many licenses were ever created, revoked ones included.
-pub async fn count(env: &Env) -> Result<usize, StoreError> {
-    let mut count = 0;
-    for_each_key(&env.kv(BINDING)?, Some(RECORD_PREFIX), |keys| {
-        count += keys.len()
-    })
-    .await?;
-    Ok(count)
+    Ok((issued, next))
 }
 
 fn feed_token_key(digest: &str) -> String {

@@ -48,6 +48,18 @@ impl Source {
     }
 }
 
+/// Which change added an entry, as the `edits` table keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Provenance {
+    pub edit: u64,
+    /// When, in milliseconds.
+    pub at_ms: Option<u64>,
+    /// `edit`, `import` or `taken-over`.
+    pub source: Option<String>,
+    /// The acting operator key's name.
+    pub by: Option<String>,
+}
+
 /// How a family's chunks are filed: under which `kind` (the IPv4 chunks under
 /// the list's own code, as before IPv6), and how an address is held in the
 /// `start`, `first` and `reach` columns: an IPv4 address as an integer, an IPv6
@@ -426,19 +438,19 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    /// Records edit or import `id`: when, of which list, from where, what it
-    /// changed, and the list's size after it.
+    /// Records edit or import `id`: when, of which list, from where and by whom,
+    /// what it changed, and the list's size after it.
     pub fn record_edit(
         &self,
         id: u64,
         kind: ListKind,
-        at_ms: u64,
+        (at_ms, by): (u64, Option<&str>),
         (source, changes): (Source, Changes),
         entries: usize,
     ) -> Result<(), SqlError> {
         self.sql.execute(
-            "INSERT INTO edits (id, kind, at, source, added, removed, entries)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO edits (id, kind, at, source, added, removed, entries, by_actor)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             &[
                 Value::int(id),
                 Value::text(kind.code()),
@@ -447,9 +459,55 @@ impl<S: Sql> ListTables<S> {
                 Value::int(changes.added as u64),
                 Value::int(changes.removed as u64),
                 Value::int(entries as u64),
+                Value::opt_text(by),
             ],
         )?;
         Ok(())
+    }
+
+    /// The entries of the live chunks `index` names that cover `address`, each with
+    /// the edit or import that added it: at most the chunks whose span reaches the
+    /// address are read, never the list.
+    pub fn covering<A: Column>(
+        &self,
+        kind: ListKind,
+        index: &[ChunkInfo<A>],
+        address: A,
+    ) -> Result<Vec<(Cidr<A>, Provenance)>, SqlError> {
+        let before = index.partition_point(|info| info.start <= address);
+        let mut found = Vec::new();
+        for info in index[..before]
+            .iter()
+            .filter(|info| info.reach.is_some_and(|reach| reach >= address))
+        {
+            for kept in self.chunk(kind, info)? {
+                if kept.range.first() <= address && address <= kept.range.last() {
+                    found.push((kept.range, self.provenance(kept.edit)?));
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// What the `edits` table says of edit `id`; a row dropped or never written
+    /// (entries kept before edits were recorded) says only its number.
+    fn provenance(&self, id: u64) -> Result<Provenance, SqlError> {
+        let rows = self.sql.query(
+            "SELECT at, source, by_actor FROM edits WHERE id = ?1",
+            &[Value::int(id)],
+        )?;
+        let Some(row) = rows.first() else {
+            return Ok(Provenance {
+                edit: id,
+                ..Provenance::default()
+            });
+        };
+        Ok(Provenance {
+            edit: id,
+            at_ms: Some(row.int(0)?),
+            source: Some(row.text(1)?),
+            by: row.opt_text(2)?,
+        })
     }
 
     /// The list's size after each of its last `count` changes, oldest first, with
@@ -786,14 +844,20 @@ mod tests {
                 removed: 0,
             };
             tables
-                .record_edit(id, KIND, id * 1000, (Source::Edit, changes), entries)
+                .record_edit(
+                    id,
+                    KIND,
+                    (id * 1000, None),
+                    (Source::Edit, changes),
+                    entries,
+                )
                 .unwrap();
         }
         tables
             .record_edit(
                 4,
                 ListKind::Allow,
-                4000,
+                (4000, None),
                 (Source::Edit, Changes::default()),
                 1,
             )
@@ -810,13 +874,61 @@ mod tests {
     }
 
     #[test]
+    fn the_entries_covering_an_address_come_with_the_change_that_added_them() {
+        let tables = tables();
+        let list = spread(150_000, 4, 0);
+        let index = tables.install(KIND, &list, 1).unwrap();
+        let wide = Ipv4Range::from_parts(0x0800_0000, 8).unwrap();
+        let add = ListEntries::new(vec![wide]);
+        let (_, index) = tables
+            .edit(KIND, &index, (&add, &ListEntries::default()), 2)
+            .unwrap();
+        let changes = Changes {
+            added: 1,
+            removed: 0,
+        };
+        tables
+            .record_edit(2, KIND, (5000, Some("alice")), (Source::Edit, changes), 1)
+            .unwrap();
+        // An address far into the list: the /8 starts in the first chunk, its /32 in a later one.
+        let address = 0x0800_0000 + 4 * 100_000;
+        let covering = tables.covering(KIND, &index, address).unwrap();
+        let by_alice = Provenance {
+            edit: 2,
+            at_ms: Some(5000),
+            source: Some("edit".into()),
+            by: Some("alice".into()),
+        };
+        let installed = Provenance {
+            edit: 1,
+            ..Provenance::default()
+        };
+        assert_eq!(
+            covering,
+            [
+                (wide, by_alice.clone()),
+                (Ipv4Range::from_parts(address, 32).unwrap(), installed)
+            ]
+        );
+        assert_eq!(
+            tables.covering(KIND, &index, address + 1).unwrap(),
+            [(wide, by_alice)],
+            "between two addresses only the /8"
+        );
+        assert!(tables
+            .covering(KIND, &index, 0x0900_0000)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
     fn numbers_are_never_given_twice_even_those_only_a_publication_counted() {
         let tables = tables();
         assert_eq!(tables.last_edit().unwrap(), 0);
         tables.install(KIND, &spread(3, 4, 0), 5).unwrap();
         assert_eq!(tables.last_edit().unwrap(), 5);
         tables
-            .record_edit(7, KIND, 0, (Source::Edit, Changes::default()), 0)
+            .record_edit(7, KIND, (0, None), (Source::Edit, Changes::default()), 0)
             .unwrap();
         assert_eq!(tables.last_edit().unwrap(), 7);
         let counted = Stored {

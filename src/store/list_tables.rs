@@ -23,7 +23,7 @@ const ROW_PIECE_BYTES: usize = 1 << 20;
 /// that made them, the runs of imports under way, the shards the publications
 /// built, and the last edit each published version includes; the whole lists of
 /// the `entries` table are taken over into chunks by the writer when it loads.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     "
     CREATE TABLE IF NOT EXISTS lists (
         kind TEXT PRIMARY KEY, version INTEGER NOT NULL, published_at INTEGER NOT NULL,
@@ -84,6 +84,8 @@ const MIGRATIONS: [&str; 5] = [
     ALTER TABLE lists ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;",
     // The list's size after each change, for the operator's chart of it.
     "ALTER TABLE edits ADD COLUMN entries INTEGER;",
+    // Who made each change (the acting operator key's name), for the operator's lookup.
+    "ALTER TABLE edits ADD COLUMN by_actor TEXT;",
 ];
 
 /// A list's publication as stored: its state, and what its published version is.

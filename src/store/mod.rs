@@ -2,6 +2,7 @@
 //! license records, the published snapshots of the operator's lists) and the
 //! SQLite databases of the Durable Objects.
 
+pub mod directory;
 pub mod feed_tokens;
 pub mod holder_feed;
 pub mod holder_list;

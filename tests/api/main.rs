@@ -7,6 +7,7 @@ mod appliances;
 mod auth;
 mod bounded;
 mod concurrency;
+mod console;
 mod costs;
 mod crowdsec;
 mod decisions;

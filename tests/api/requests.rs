@@ -86,7 +86,10 @@ fn other_methods_are_405_with_allow() {
         &[],
         None,
     );
-    assert_eq!((resp.status, resp.header("Allow")), (405, Some("DELETE")));
+    assert_eq!(
+        (resp.status, resp.header("Allow")),
+        (405, Some("GET, PATCH, DELETE"))
+    );
     let resp = send("DELETE", &format!("{base}/admin/global-list"), &[], None);
     assert_eq!(
         (resp.status, resp.header("Allow")),

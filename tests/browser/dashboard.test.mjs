@@ -108,9 +108,9 @@ async function holderPage(key, viewport, colorScheme, bypassCSP) {
   return page;
 }
 
-async function operatorPage(viewport, colorScheme, bypassCSP) {
+async function operatorPage(viewport, colorScheme, bypassCSP, token = ADMIN_TOKEN) {
   const page = await open("/admin/", viewport, colorScheme, bypassCSP);
-  await page.getByLabel("Admin token", { exact: true }).fill(ADMIN_TOKEN);
+  await page.getByLabel("Admin token or operator key", { exact: true }).fill(token);
   await page.getByRole("button", { name: "Log in" }).click();
   await page.locator("#status-rows tr").first().waitFor();
   return page;
@@ -385,15 +385,53 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await shownAsText(page, "#status-rows", "Global list");
     assert.deepEqual(page.errors, []);
   });
+
+  test("on the operator page: labels, notes, a license's agents, key names, the audit log and the lookup", async () => {
+    const page = await operatorPage(DESKTOP, "light", true);
+    await page.getByLabel("Label", { exact: true }).first().fill(markup(6));
+    await page.getByLabel("Note", { exact: true }).first().fill(markup(7));
+    await page.getByRole("button", { name: "Create a license" }).click();
+    await page.locator("#license-new input").waitFor();
+    await shownAsText(page, "#license-rows", markup(6));
+    const license = (await page.locator("#license-new label").innerText()).match(/\((lic_[0-9a-f]+)\)$/)[1];
+    // An agent names itself with its User-Agent: the license's picture shows it as text.
+    const key = (await page.locator("#license-new input").inputValue());
+    const login = await fetch(`${base}/v2/authentication/login/license`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ licenseKey: key }),
+    }).then((r) => r.json());
+    const made = await fetch(`${base}/api/feedTokens`, {
+      method: "POST", headers: { Authorization: `Bearer ${login.accessToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ scope: "all" }),
+    }).then((r) => r.json());
+    await fetch(`${base}/v1/decisions/stream`, { headers: { "X-Api-Key": made.feedToken, "User-Agent": markup(8) } });
+    await page.locator("#license-rows tr", { hasText: license }).getByRole("button", { name: /^Open/ }).click();
+    await shownAsText(page, "#license-facts", markup(7));
+    await shownAsText(page, "#license-title", markup(6));
+    await shownAsText(page, "#license-agents", markup(8));
+
+    await page.getByLabel("Name", { exact: true }).fill(markup(9));
+    await page.getByRole("button", { name: "Create a key" }).click();
+    await page.locator("#key-new input").waitFor();
+    await shownAsText(page, "#key-rows", markup(9));
+    // A refused call records the key's name and the path asked for.
+    const keyValue = await page.locator("#key-new input").inputValue();
+    assert.equal((await fetch(`${base}/admin/licenses?${tight(10)}`, { method: "POST", headers: { Authorization: `Bearer ${keyValue}` } })).status, 403);
+    await page.getByRole("button", { name: "Refresh" }).last().click();
+    await shownAsText(page, "#audit-rows", markup(9));
+
+    await page.getByLabel("Address", { exact: true }).fill(tight(11));
+    await page.getByRole("button", { name: "Look up" }).click();
+    await shownAsText(page, "#lookup-result", "ip must be");
+    assert.deepEqual(page.errors, []);
+  });
 });
 
 describe("operator page", () => {
   test("a wrong admin token is refused", async () => {
     const page = await open("/admin/");
-    await page.getByLabel("Admin token", { exact: true }).fill("not-the-token");
+    await page.getByLabel("Admin token or operator key", { exact: true }).fill("not-the-token");
     await page.getByRole("button", { name: "Log in" }).click();
     await page.locator("#login-result", { hasText: "Unauthorized" }).waitFor();
-    assert.equal(await text(page, "#login-result"), "Unauthorized: the admin token is missing or invalid");
+    assert.equal(await text(page, "#login-result"), "Unauthorized: the admin token or operator key is missing or invalid");
   });
 
   test("creates a license whose key logs in, imports the global list, and the holder's check sees it", async () => {
@@ -457,6 +495,96 @@ describe("operator page", () => {
   });
 });
 
+describe("operator console", () => {
+  test("labels a license, finds it by the start of its label in any case, opens its whole picture and edits its note", async () => {
+    const page = await operatorPage();
+    const brand = `Acme ${Date.now()}`;
+    await page.getByLabel("Label", { exact: true }).first().fill(`${brand} GmbH`);
+    await page.getByLabel("Note", { exact: true }).first().fill("Berlin office");
+    await page.getByRole("button", { name: "Create a license" }).click();
+    await page.locator("#license-new input").waitFor();
+    const key = await page.locator("#license-new input").inputValue();
+    const holder = await holderPage(key);
+    await addOne(holder, uniqueIp(), "seen scanning");
+
+    await page.getByLabel("Find by label").fill(brand.toLowerCase());
+    await page.getByRole("button", { name: "Search" }).click();
+    // Only the license whose label starts so: every other row goes.
+    await page.waitForFunction(() => document.querySelectorAll("#license-rows tr").length === 1);
+    const row = page.locator("#license-rows tr", { hasText: `${brand} GmbH` });
+    await row.waitFor();
+    await row.getByRole("button", { name: `Open ${brand} GmbH` }).click();
+    await page.locator("#license-title", { hasText: brand }).waitFor();
+    const facts = await text(page, "#license-facts");
+    assert.match(facts, /Live entries\s+1 of 1,000,000/);
+    assert.match(facts, /Added today\s+1 of 6,000/);
+    assert.match(facts, /Note\s+Berlin office/);
+    assert.equal(await page.evaluate(() => document.activeElement.id), "license-title", "the picture takes the focus");
+
+    await page.getByLabel("Note", { exact: true }).last().fill("Moved to Munich");
+    await page.getByRole("button", { name: "Save label and note" }).click();
+    await page.locator("#license-result", { hasText: "Saved." }).waitFor();
+    assert.match(await text(page, "#license-facts"), /Note\s+Moved to Munich/);
+    await page.getByLabel("Find by label").fill("no such label at all");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.locator("#licenses-result", { hasText: "No license's label starts with" }).waitFor();
+  });
+
+  test("a colleague's read key sees everything, and a change it tries is refused with why and recorded", async () => {
+    const page = await operatorPage();
+    await page.getByLabel("Name", { exact: true }).fill("Sam from support");
+    await page.getByLabel("Role").selectOption("read");
+    await page.getByRole("button", { name: "Create a key" }).click();
+    await page.locator("#key-new input").waitFor();
+    const key = await page.locator("#key-new input").inputValue();
+    assert.match(key, /^gok_[0-9a-f]{64}$/);
+
+    const reader = await operatorPage(DESKTOP, "light", false, key);
+    await reader.locator("#license-rows tr").first().waitFor();
+    await reader.locator("#audit-rows tr").first().waitFor();
+    await reader.getByRole("button", { name: "Create a license" }).click();
+    await reader.locator("#licenses-result", { hasText: "Forbidden" }).waitFor();
+    assert.equal(await text(reader, "#licenses-result"), 'Forbidden: the operator key "Sam from support" has the role read: it can see everything and change nothing');
+
+    await page.getByRole("button", { name: "Refresh" }).last().click();
+    const refused = page.locator("#audit-rows tr", { hasText: "Refused" }).filter({ hasText: "Sam from support" }).first();
+    await refused.waitFor();
+    assert.match(await refused.innerText(), /Sam from support[\s\S]*POST \/admin\/licenses[\s\S]*403/);
+    const keyRow = page.locator("#key-rows tr", { hasText: "Sam from support" });
+    await keyRow.getByRole("button", { name: "Revoke the key Sam from support" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
+    await page.locator("#keys-result", { hasText: "revoked" }).waitFor();
+    await reader.getByRole("button", { name: "Refresh" }).first().click();
+    await reader.locator("#login-view").waitFor({ state: "visible" });
+    assert.equal(await text(reader, "#login-result"), "Unauthorized: the admin token or operator key is missing or invalid. Log in again.");
+  });
+
+  test("the lookup box says which entry lists an address, when and by whom, and whether a license holds it", async () => {
+    const { license, licenseKey } = await admin("POST", "/admin/licenses", { label: "Lookup Ltd" });
+    await admin("POST", "/admin/global-list", { add: ["48.1.0.0/16"] });
+    await admin("POST", "/admin/allow-list", { add: ["48.2.0.1"] });
+    const holder = await holderPage(licenseKey);
+    await addOne(holder, "48.3.0.1", "seen probing");
+    const page = await operatorPage();
+    const look = async (ip, id = "") => {
+      await page.getByLabel("Address", { exact: true }).fill(ip);
+      await page.getByLabel("License (optional)").fill(id);
+      await page.getByRole("button", { name: "Look up" }).click();
+      await page.locator("#lookup-result", { hasText: ip }).waitFor();
+      return text(page, "#lookup-answer");
+    };
+    const global = await look("48.1.2.3");
+    assert.equal(await text(page, "#lookup-result"), "48.1.2.3 is listed.");
+    assert.match(global, /48\.1\.0\.0\/16\s+Edit\s+.+\s+ADMIN_TOKEN/);
+    await look("48.2.0.1");
+    assert.equal(await text(page, "#lookup-result"), "48.2.0.1 is on the allow list: no feed serves it.");
+    const personal = await look("48.3.0.1", license);
+    assert.match(personal, new RegExp(`License ${license} lists it as 48\\.3\\.0\\.1 since .+ \\(“seen probing”\\)`));
+    await look("48.4.0.1");
+    assert.equal(await text(page, "#lookup-result"), "48.4.0.1 is not listed.");
+  });
+});
+
 describe("both pages", () => {
   /** Serious and critical axe-core findings on the page as it is now. */
   async function violations(page) {
@@ -475,6 +603,12 @@ describe("both pages", () => {
       await addOne(holder, uniqueIp(), "for the accessibility check");
       await holder.locator("#list-rows tr").first().waitFor();
       const operator = await operatorPage(DESKTOP, colorScheme);
+      // The console's parts that show only on demand: a license's picture, a lookup's answer.
+      await operator.locator("#license-rows tr").first().getByRole("button", { name: /^Open/ }).click();
+      await operator.locator("#license-detail:not([hidden]) dd").first().waitFor();
+      await operator.getByLabel("Address", { exact: true }).fill("46.1.2.3");
+      await operator.getByRole("button", { name: "Look up" }).click();
+      await operator.locator("#lookup-result", { hasText: "46.1.2.3" }).waitFor();
       for (const page of [...loggedOut, holder, operator]) {
         assert.deepEqual(await violations(page), [], `${page.url()} (${colorScheme})`);
       }
@@ -507,8 +641,18 @@ describe("both pages", () => {
         await dark.locator("#activity-chart svg.chart rect.bar.added").waitFor();
         await dark.screenshot({ path: join(SCREENSHOTS, "holder-dark.png"), fullPage: true });
       }
+      if (name === "desktop") {
+        await admin("POST", "/admin/licenses", { label: "Acme GmbH", note: "Berlin office; renews in March" });
+        await admin("POST", "/admin/keys", { name: "Sam from support", role: "read" });
+      }
       const operator = await operatorPage(viewport);
       await operator.locator("#license-rows tr").first().waitFor();
+      await operator.locator("#license-rows tr", { hasText: "Acme GmbH" }).getByRole("button", { name: /^Open/ }).click();
+      await operator.locator("#license-detail:not([hidden]) dd").first().waitFor();
+      await operator.getByLabel("Address", { exact: true }).fill("46.1.2.3");
+      await operator.getByRole("button", { name: "Look up" }).click();
+      await operator.locator("#lookup-result", { hasText: "46.1.2.3" }).waitFor();
+      await operator.locator("#audit-rows tr").first().waitFor();
       await operator.screenshot({ path: join(SCREENSHOTS, `operator-${name}.png`), fullPage: true });
       for (const page of [holder, operator]) {
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

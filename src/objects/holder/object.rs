@@ -10,10 +10,11 @@ use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlS
 
 use super::protocol::{
     Activity, Admit, CreateFeedToken, Feed, FeedStart, FeedTokens, History, HolderCall,
-    HolderProtocol, HolderRefusal, ListEntries, Lookup, Perform, Revoke, RevokeFeedToken, Usage,
+    HolderPicture, HolderProtocol, HolderRefusal, Holding, ListEntries, Lookup, Perform, Picture,
+    Revoke, RevokeFeedToken, Usage,
 };
 use crate::domain::activity::last_days;
-use crate::domain::address::Listed;
+use crate::domain::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::decision::DecisionType;
 use crate::domain::entry::Entry;
 use crate::domain::feed::{FeedHead, FeedRecord, FeedVersion};
@@ -92,7 +93,11 @@ impl DurableObject for HolderList {
         let call = receive::<HolderProtocol>(&mut req).await?;
         let now = clock::now().unix();
         // A revoked license is refused here at once, whatever an edge cache still says.
-        if !matches!(call, HolderCall::Revoke(_)) && self.is_revoked()? {
+        let operators = matches!(
+            call,
+            HolderCall::Revoke(_) | HolderCall::Picture(_) | HolderCall::Holding(_)
+        );
+        if !operators && self.is_revoked()? {
             return refuse::<HolderProtocol>(HolderRefusal::LicenseRevoked);
         }
         let store = SqlListStore::new(&self.sql);
@@ -125,6 +130,8 @@ impl DurableObject for HolderList {
             HolderCall::Revoke(Revoke) => Revoke::reply(self.revoke(now)),
             // A revoked license was refused above.
             HolderCall::Admit(Admit) => Admit::reply(Ok(())),
+            HolderCall::Picture(Picture) => Picture::reply(stored(picture(&store, now))),
+            HolderCall::Holding(Holding(ip)) => Holding::reply(stored(holding(&store, ip, now))),
             #[cfg(feature = "test-hooks")]
             HolderCall::WasmMemory(super::protocol::WasmMemory) => {
                 super::protocol::WasmMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
@@ -371,4 +378,30 @@ impl Finish {
 
 fn fault(error: SqlError) -> worker::Error {
     worker::Error::RustError(format!("holder storage: {error}"))
+}
+
+fn picture(
+    store: &SqlListStore<&SqlStorage>,
+    now: UnixTime,
+) -> std::result::Result<HolderPicture, SqlError> {
+    Ok(HolderPicture {
+        entries: store.live_entries(now)?,
+        today: store.usage()?.on(now.utc_day()),
+        feed_tokens: store.feed_tokens(now)?,
+        last_change: store.last_change()?.map(UnixTime::to_rfc3339),
+    })
+}
+
+/// The live entry that lists `ip`, under whichever of its keys it is listed.
+fn holding(
+    store: &SqlListStore<&SqlStorage>,
+    ip: PublicIp,
+    now: UnixTime,
+) -> std::result::Result<Option<Entry>, SqlError> {
+    for key in Listed::candidates(ip, Ipv6Prefix::default()) {
+        if let Some(entry) = store.entry(key)?.filter(|entry| entry.is_live(now)) {
+            return Ok(Some(entry));
+        }
+    }
+    Ok(None)
 }

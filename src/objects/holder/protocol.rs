@@ -33,6 +33,8 @@ calls!(HolderProtocol => HolderCall {
     Lookup => (DecisionType, Option<Entry>),
     Revoke => (),
     Admit => (),
+    Picture => HolderPicture,
+    Holding => Option<Entry>,
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
     #[cfg(feature = "test-hooks")]
@@ -138,6 +140,28 @@ pub struct Revoke;
 /// knows at once, however long KV's caches still show the license's key.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Admit;
+
+/// What the operator's page of one license shows of its holder. Answered for a
+/// revoked license too: the operator sees what it held.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Picture;
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HolderPicture {
+    /// Live personal entries.
+    pub entries: u64,
+    /// Today's usage (UTC).
+    pub today: DailyUsage,
+    pub feed_tokens: Vec<FeedTokenInfo>,
+    /// When the list last changed, as far as its history says.
+    pub last_change: Option<String>,
+}
+
+/// The live entry that lists an address, under either of its keys (the
+/// operator's lookup; answered for a revoked license too).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Holding(pub PublicIp);
 
 /// Runs the alarm now: the test build's hook, not in the deployable one.
 #[cfg(feature = "test-hooks")]

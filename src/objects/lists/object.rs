@@ -8,14 +8,16 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use std::net::IpAddr;
+
 use futures_util::stream::{self, StreamExt};
 use worker::{
     console_error, durable_object, Delay, DurableObject, Env, Request, Response, Result, State,
 };
 
 use super::protocol::{
-    Edit, Export, ExportHead, ListStatus, ListsCall, ListsProtocol, ListsRefusal, ListsStatus,
-    PublishedManifest, Replace, Replaced, SizeAt, Status,
+    Covering, Edit, Export, ExportHead, ListStatus, ListsCall, ListsProtocol, ListsRefusal,
+    ListsStatus, Lookup, Provenance, PublishedManifest, Replace, Replaced, SizeAt, Status,
 };
 use crate::domain::address::Ipv6;
 use crate::domain::chunk::ChunkInfo;
@@ -149,8 +151,13 @@ impl DurableObject for OperatorLists {
         }
         match call {
             ListsCall::Status(Status) => Status::reply(self.status()),
-            ListsCall::Edit(Edit { kind, edit, ipv6 }) => {
-                let edited = self.edit(kind, edit, ipv6).await;
+            ListsCall::Edit(Edit {
+                kind,
+                edit,
+                ipv6,
+                by,
+            }) => {
+                let edited = self.edit(kind, edit, (ipv6, by.as_deref())).await;
                 Edit::reply(match edited {
                     Ok((changes, change)) => self
                         .publish_including(kind, change)
@@ -160,9 +167,16 @@ impl DurableObject for OperatorLists {
                     Err(failure) => Err(failure),
                 })
             }
-            ListsCall::Replace(Replace { kind, gzip, ipv6 }) => {
-                Replace::reply(self.replace(kind, req.inner().body(), gzip, ipv6).await)
-            }
+            ListsCall::Replace(Replace {
+                kind,
+                gzip,
+                ipv6,
+                by,
+            }) => Replace::reply(
+                self.replace(kind, req.inner().body(), gzip, (ipv6, by.as_deref()))
+                    .await,
+            ),
+            ListsCall::Lookup(Lookup(ip)) => Lookup::reply(self.lookup(ip)),
             ListsCall::Export(Export { kind, known }) => {
                 // What is exported is published, so its version is the one its ETag names.
                 let saved = self.with_list(kind, |list| list.stored.publication.saved);
@@ -285,7 +299,7 @@ impl OperatorLists {
                         tables.record_edit(
                             last_edit,
                             kind,
-                            at,
+                            (at, None),
                             (Source::TakenOver, changes),
                             entries,
                         )?;
@@ -332,12 +346,33 @@ impl OperatorLists {
         self.last_edit.get()
     }
 
+    /// The entries of both lists that cover `ip` (an IPv4-mapped IPv6 address is
+    /// its IPv4 address), each with the change that added it.
+    fn lookup(&self, ip: IpAddr) -> Outcome<Provenance> {
+        let tables = self.tables();
+        let ip = ip.to_canonical();
+        let mut provenance = Provenance::default();
+        for kind in [ListKind::Global, ListKind::Allow] {
+            let chunks = self.with_list(kind, |list| list.chunks.clone());
+            let found: Vec<Covering> = match ip {
+                IpAddr::V4(v4) => covering(tables.covering(kind, &chunks.v4, u32::from(v4))?),
+                IpAddr::V6(v6) => covering(tables.covering(kind, &chunks.v6, u128::from(v6))?),
+            };
+            match kind {
+                ListKind::Global => provenance.global = found,
+                ListKind::Allow => provenance.allow = found,
+            }
+        }
+        Ok(provenance)
+    }
+
     /// Within the transaction that wrote a change to the list's chunks: records it
     /// and counts it saved. Answers the publication state to install once committed.
     fn count_change(
         &self,
         kind: ListKind,
         (id, source, changes): (u64, Source, Changes),
+        by: Option<&str>,
         chunks: &Chunks,
     ) -> std::result::Result<Stored, SqlError> {
         let tables = self.tables();
@@ -346,7 +381,7 @@ impl OperatorLists {
         tables.record_edit(
             id,
             kind,
-            clock::now().0,
+            (clock::now().0, by),
             (source, changes),
             chunks.entries(),
         )?;
@@ -416,7 +451,12 @@ impl OperatorLists {
     /// Validates every entry, then applies the edit to the chunks it falls in, or
     /// refuses it whole naming the first bad entry. Returns what changed and the
     /// change's number.
-    async fn edit(&self, kind: ListKind, edit: EditRequest, ipv6: Ipv6) -> Outcome<(Changes, u64)> {
+    async fn edit(
+        &self,
+        kind: ListKind,
+        edit: EditRequest,
+        (ipv6, by): (Ipv6, Option<&str>),
+    ) -> Outcome<(Changes, u64)> {
         let (add, remove) = kind
             .parse_edit(edit, ipv6)
             .map_err(|why| Failure::Refused(ListsRefusal::BadEdit(why)))?;
@@ -450,7 +490,7 @@ impl OperatorLists {
             if changes == Changes::default() {
                 return Ok((changes, None));
             }
-            let stored = self.count_change(kind, (id, Source::Edit, changes), &chunks)?;
+            let stored = self.count_change(kind, (id, Source::Edit, changes), by, &chunks)?;
             Ok((changes, Some((chunks, stored))))
         });
         match self.or_reload(edited)? {
@@ -469,7 +509,7 @@ impl OperatorLists {
         kind: ListKind,
         body: Option<worker::web_sys::ReadableStream>,
         gzip: bool,
-        ipv6: Ipv6,
+        (ipv6, by): (Ipv6, Option<&str>),
     ) -> Outcome<Replaced> {
         let import = self.next_edit();
         let staged = self.stage(kind, import, (body, gzip), ipv6).await;
@@ -490,7 +530,8 @@ impl OperatorLists {
             let swapped = self.sql.atomically(|| {
                 tables.swap_in(kind, import, rev)?;
                 let chunks = Chunks::read(&tables, kind)?;
-                let stored = self.count_change(kind, (import, Source::Import, changes), &chunks)?;
+                let stored =
+                    self.count_change(kind, (import, Source::Import, changes), by, &chunks)?;
                 Ok((chunks, stored))
             });
             if swapped.is_err() {
@@ -935,4 +976,24 @@ impl Drop for Reading {
     fn drop(&mut self) {
         self.0.set(self.0.get() - 1);
     }
+}
+
+fn covering<A: crate::domain::family::Addr>(
+    found: Vec<(
+        crate::domain::range::Cidr<A>,
+        crate::store::list_chunks::Provenance,
+    )>,
+) -> Vec<Covering> {
+    found
+        .into_iter()
+        .map(|(range, provenance)| Covering {
+            entry: range.to_string(),
+            change: provenance.edit,
+            source: provenance.source,
+            added_at: provenance
+                .at_ms
+                .map(|at| crate::domain::time::Millis(at).unix().to_rfc3339()),
+            by: provenance.by,
+        })
+        .collect()
 }

@@ -18,6 +18,7 @@ impl Protocol for ListsProtocol {
 calls!(ListsProtocol => ListsCall {
     Edit => Changes,
     Replace => Replaced,
+    Lookup => Provenance,
     Status => ListsStatus,
     PublishedManifest => Manifest,
     #[cfg(feature = "test-hooks")]
@@ -55,6 +56,9 @@ pub struct Edit {
     /// a caller from before IPv6 does not say.
     #[serde(default)]
     pub ipv6: Ipv6,
+    /// The acting operator key's name, kept with the change.
+    #[serde(default)]
+    pub by: Option<String>,
 }
 
 /// The whole list, from the text the request uploads (gzipped when `gzip`);
@@ -67,6 +71,9 @@ pub struct Replace {
     /// a caller from before IPv6 does not say.
     #[serde(default)]
     pub ipv6: Ipv6,
+    /// The acting operator key's name, kept with the change.
+    #[serde(default)]
+    pub by: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,3 +167,28 @@ pub struct WriterMemory;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WriterMeter;
+
+/// The entries of both lists that cover one address, each with the change that added it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Lookup(pub std::net::IpAddr);
+
+/// What the lists say of one address.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Provenance {
+    pub global: Vec<Covering>,
+    pub allow: Vec<Covering>,
+}
+
+/// One entry that covers the address looked up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Covering {
+    pub entry: String,
+    /// The edit or import that added it, by its number.
+    pub change: u64,
+    /// `edit`, `import` or `taken-over`; none for an entry older than the writer's record of changes.
+    pub source: Option<String>,
+    pub added_at: Option<String>,
+    /// The operator key that made the change.
+    pub by: Option<String>,
+}

@@ -1,0 +1,112 @@
+//! The operator's audit log: what changed, who changed it, from where, and every
+//! operator call that was refused. Kept for a year and at most `MAX_ROWS` rows,
+//! whichever ends first.
+
+use serde::{Deserialize, Serialize};
+
+/// Rows the log keeps at most: the oldest go first.
+pub const MAX_ROWS: u64 = 100_000;
+/// Days a row is kept at most.
+pub const RETENTION_DAYS: u64 = 365;
+/// Refusals of the same call from the same address within this many seconds are
+/// one row, counted: a flood of wrong tokens cannot push the log's changes out.
+pub const REFUSALS_MERGED_SECONDS: u64 = 60;
+
+/// What an audit row records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Action {
+    LicenseCreated,
+    LicenseLabelled,
+    LicenseRevoked,
+    KeyCreated,
+    KeyRevoked,
+    ListEdited,
+    ListReplaced,
+    /// An operator call refused with 401 (no valid token) or 403 (a role that
+    /// does not allow it).
+    Refused,
+}
+
+impl Action {
+    pub const ALL: [Action; 8] = [
+        Action::LicenseCreated,
+        Action::LicenseLabelled,
+        Action::LicenseRevoked,
+        Action::KeyCreated,
+        Action::KeyRevoked,
+        Action::ListEdited,
+        Action::ListReplaced,
+        Action::Refused,
+    ];
+
+    pub fn code(self) -> &'static str {
+        match self {
+            Action::LicenseCreated => "license.created",
+            Action::LicenseLabelled => "license.labelled",
+            Action::LicenseRevoked => "license.revoked",
+            Action::KeyCreated => "key.created",
+            Action::KeyRevoked => "key.revoked",
+            Action::ListEdited => "list.edited",
+            Action::ListReplaced => "list.replaced",
+            Action::Refused => "refused",
+        }
+    }
+
+    pub fn from_code(code: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|action| action.code() == code)
+    }
+}
+
+/// Who acted and from where, as a row records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// The acting key's name (`ADMIN_TOKEN` for the admin token); for a refusal,
+    /// the name of the key refused, or none when no valid key was given.
+    pub actor: Option<String>,
+    /// The client's address (`CF-Connecting-IP`).
+    pub client: Option<String>,
+}
+
+/// One action to record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub action: Action,
+    /// What it acted on: a license id, a key id, a list, or the refused call
+    /// (`METHOD /path`).
+    pub target: String,
+    /// What else it says: counts, the new label, the status refused.
+    pub detail: String,
+    pub by: Stamp,
+}
+
+/// One row as the log answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRow {
+    pub id: u64,
+    pub at: String,
+    pub action: String,
+    pub actor: Option<String>,
+    pub client: Option<String>,
+    pub target: String,
+    pub detail: String,
+    /// How many times this happened: refusals of the same call from the same
+    /// address within a minute are one row.
+    pub count: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_action_has_its_own_code_and_reads_back() {
+        for action in Action::ALL {
+            assert_eq!(Action::from_code(action.code()), Some(action));
+        }
+        let mut codes: Vec<&str> = Action::ALL.iter().map(|a| a.code()).collect();
+        codes.dedup();
+        assert_eq!(codes.len(), Action::ALL.len());
+        assert_eq!(Action::from_code("license.deleted"), None);
+    }
+}

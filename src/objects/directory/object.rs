@@ -1,0 +1,271 @@
+//! The directory's object: a singleton that files every license with its label
+//! and note, keeps the named operator keys and the audit log, and writes each
+//! change's audit row in the same call as the change. A license's standing is
+//! still published in KV, which the holders' paths read; the directory is where
+//! the operator finds, names and revokes licenses. On its first call it takes over
+//! the licenses issued before it, a KV page at a time.
+
+use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
+
+use super::protocol::{
+    Audit, AuditPage, Authenticate, Count, CreateKey, CreateLicense, DirectoryCall,
+    DirectoryProtocol, DirectoryRefusal, Keys, License, LicensePage, Licenses, NewKey, NewLicense,
+    Relabel, RevokeKey, RevokeLicense,
+};
+use crate::domain::audit::{Action, Record, Stamp};
+use crate::domain::license::key_digest;
+use crate::domain::operator::NewOperatorKey;
+use crate::objects::protocol::{receive, Ask, Failure};
+use crate::platform::clock;
+use crate::store::directory::{Directory, LicenseCursor, MAX_KEYS};
+use crate::store::licenses;
+use crate::store::StoreError;
+
+type Outcome<T> = std::result::Result<T, Failure<DirectoryRefusal>>;
+
+#[durable_object]
+pub struct OperatorDirectory {
+    env: Env,
+    sql: SqlStorage,
+}
+
+impl DurableObject for OperatorDirectory {
+    fn new(state: State, env: Env) -> Self {
+        let sql = state.storage().sql();
+        Self { env, sql }
+    }
+
+    async fn fetch(&self, mut req: Request) -> Result<Response> {
+        clock::adopt(&req)?;
+        let call = receive::<DirectoryProtocol>(&mut req).await?;
+        self.files().migrate().map_err(StoreError::from)?;
+        self.take_over().await?;
+        match call {
+            DirectoryCall::Authenticate(call) => Authenticate::reply(self.authenticate(call)),
+            DirectoryCall::CreateLicense(call) => {
+                CreateLicense::reply(self.create_license(call).await)
+            }
+            DirectoryCall::Relabel(call) => Relabel::reply(self.relabel(call)),
+            DirectoryCall::RevokeLicense(call) => {
+                RevokeLicense::reply(self.revoke_license(call).await)
+            }
+            DirectoryCall::License(License(id)) => License::reply(
+                self.files()
+                    .license(id.as_str())
+                    .map_err(Failure::from)
+                    .and_then(|row| row.ok_or(Failure::Refused(DirectoryRefusal::NoSuchLicense))),
+            ),
+            DirectoryCall::Licenses(call) => Licenses::reply(self.licenses(call)),
+            DirectoryCall::Count(Count) => {
+                Count::reply(self.files().count().map_err(Failure::from))
+            }
+            DirectoryCall::CreateKey(call) => CreateKey::reply(self.create_key(call)),
+            DirectoryCall::Keys(Keys) => Keys::reply(self.files().keys().map_err(Failure::from)),
+            DirectoryCall::RevokeKey(call) => RevokeKey::reply(self.revoke_key(call)),
+            DirectoryCall::Record(record) => Record::reply(self.record(&record)),
+            DirectoryCall::Audit(Audit { before, limit }) => Audit::reply(
+                self.files()
+                    .audit(before, limit)
+                    .map(|(entries, next)| AuditPage {
+                        entries,
+                        cursor: next.map(|id| id.to_string()),
+                    })
+                    .map_err(Failure::from),
+            ),
+        }
+    }
+}
+
+impl OperatorDirectory {
+    fn files(&self) -> Directory<&SqlStorage> {
+        Directory::new(&self.sql)
+    }
+
+    fn record(&self, record: &Record) -> Outcome<()> {
+        Ok(self.files().record(record, clock::now())?)
+    }
+
+    /// Files the licenses KV held before this object, a page a call to KV, each
+    /// page's place kept so that a takeover cut short goes on where it stopped.
+    async fn take_over(&self) -> std::result::Result<(), StoreError> {
+        while let Some(cursor) = self.files().takeover()? {
+            let (issued, next) = licenses::issued_page(&self.env, cursor).await?;
+            for license in &issued {
+                self.files().add_license(
+                    license.id.as_str(),
+                    ("", ""),
+                    license.created_at,
+                    license.revoked_at,
+                )?;
+            }
+            self.files().took_over(next.as_deref())?;
+        }
+        Ok(())
+    }
+
+    fn authenticate(&self, call: Authenticate) -> Outcome<crate::domain::operator::Actor> {
+        let actor = match &call.digest {
+            Some(digest) => self.files().actor(digest)?,
+            None => None,
+        };
+        let refusal = match &actor {
+            None => DirectoryRefusal::UnknownKey,
+            Some(actor) => match actor.may(call.access) {
+                Ok(()) => return Ok(actor.clone()),
+                Err(denied) => DirectoryRefusal::Denied(denied),
+            },
+        };
+        let status = if refusal == DirectoryRefusal::UnknownKey {
+            "401"
+        } else {
+            "403"
+        };
+        self.record(&Record {
+            action: Action::Refused,
+            target: call.call,
+            detail: status.to_owned(),
+            by: Stamp {
+                actor: actor.map(|actor| actor.name().to_owned()),
+                client: call.client,
+            },
+        })?;
+        Err(Failure::Refused(refusal))
+    }
+
+    async fn create_license(&self, call: CreateLicense) -> Outcome<NewLicense> {
+        let now = clock::now();
+        let (license, key) = licenses::create(&self.env, now.unix()).await?;
+        self.files().add_license(
+            license.as_str(),
+            (&call.label, &call.note),
+            now.unix(),
+            None,
+        )?;
+        self.record(&Record {
+            action: Action::LicenseCreated,
+            target: license.as_str().to_owned(),
+            detail: labelled(&call.label),
+            by: call.by,
+        })?;
+        let row = self
+            .files()
+            .license(license.as_str())?
+            .ok_or_else(|| StoreError::Corrupt("a license filed is not found".to_owned()))?;
+        Ok(NewLicense {
+            license_key: key.reveal().to_owned(),
+            row,
+        })
+    }
+
+    fn relabel(&self, call: Relabel) -> Outcome<crate::store::directory::LicenseRow> {
+        let row = self
+            .files()
+            .relabel(
+                call.license.as_str(),
+                call.label.as_deref(),
+                call.note.as_deref(),
+            )?
+            .ok_or(Failure::Refused(DirectoryRefusal::NoSuchLicense))?;
+        let detail = match (&call.label, &call.note) {
+            (Some(label), Some(_)) => format!("{}, note changed", labelled(label)),
+            (Some(label), None) => labelled(label),
+            (None, _) => "note changed".to_owned(),
+        };
+        self.record(&Record {
+            action: Action::LicenseLabelled,
+            target: call.license.as_str().to_owned(),
+            detail,
+            by: call.by,
+        })?;
+        Ok(row)
+    }
+
+    async fn revoke_license(&self, call: RevokeLicense) -> Outcome<()> {
+        let now = clock::now();
+        // KV's record first: from then on every path refuses the license within
+        // the propagation bound, whatever happens next.
+        if !licenses::revoke(&self.env, &call.license, now.unix()).await? {
+            return Err(Failure::Refused(DirectoryRefusal::NoSuchLicense));
+        }
+        let files = self.files();
+        if files.license(call.license.as_str())?.is_none() {
+            // Issued by a Worker older than this object, after the takeover read KV.
+            files.add_license(call.license.as_str(), ("", ""), now.unix(), None)?;
+        }
+        files.mark_revoked(call.license.as_str(), now.unix())?;
+        self.record(&Record {
+            action: Action::LicenseRevoked,
+            target: call.license.as_str().to_owned(),
+            detail: String::new(),
+            by: call.by,
+        })
+    }
+
+    fn licenses(&self, call: Licenses) -> Outcome<LicensePage> {
+        let after = match call.cursor.as_deref() {
+            Some(text) => Some(
+                LicenseCursor::decode(text)
+                    .ok_or(Failure::Refused(DirectoryRefusal::UnknownCursor))?,
+            ),
+            None => None,
+        };
+        let (licenses, next) =
+            self.files()
+                .licenses(call.prefix.as_deref(), after.as_ref(), call.limit)?;
+        Ok(LicensePage {
+            licenses,
+            cursor: next.map(|cursor| cursor.encode()),
+        })
+    }
+
+    fn create_key(&self, call: CreateKey) -> Outcome<NewKey> {
+        let files = self.files();
+        if files.active_keys()? >= MAX_KEYS {
+            return Err(Failure::Refused(DirectoryRefusal::TooManyKeys));
+        }
+        let key = NewOperatorKey::generate().map_err(StoreError::from)?;
+        let now = clock::now().unix();
+        files.add_key(
+            (&key.id, &call.name, call.role),
+            &key_digest(key.reveal()),
+            now,
+        )?;
+        self.record(&Record {
+            action: Action::KeyCreated,
+            target: key.id.clone(),
+            detail: format!("{:?}, role {}", call.name, call.role.code()),
+            by: call.by,
+        })?;
+        let row = files
+            .keys()?
+            .into_iter()
+            .find(|row| row.id == key.id)
+            .ok_or_else(|| StoreError::Corrupt("a key filed is not found".to_owned()))?;
+        Ok(NewKey {
+            key: key.reveal().to_owned(),
+            row,
+        })
+    }
+
+    fn revoke_key(&self, call: RevokeKey) -> Outcome<()> {
+        let name = self
+            .files()
+            .revoke_key(&call.id, clock::now().unix())?
+            .ok_or(Failure::Refused(DirectoryRefusal::NoSuchKey))?;
+        self.record(&Record {
+            action: Action::KeyRevoked,
+            target: call.id,
+            detail: format!("{name:?}"),
+            by: call.by,
+        })
+    }
+}
+
+/// A label as an audit row shows it.
+fn labelled(label: &str) -> String {
+    if label.is_empty() {
+        "no label".to_owned()
+    } else {
+        format!("label {label:?}")
+    }
+}

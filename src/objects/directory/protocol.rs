@@ -1,0 +1,151 @@
+//! The calls the directory's object takes. Every call that changes something
+//! carries who made it, and the object writes its audit row in the same call.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::audit::{AuditRow, Record, Stamp};
+use crate::domain::license::LicenseId;
+use crate::domain::operator::{Access, Actor, Denied, Role};
+use crate::objects::calls;
+use crate::objects::protocol::Protocol;
+use crate::store::directory::{KeyRow, LicenseRow};
+
+pub enum DirectoryProtocol {}
+
+impl Protocol for DirectoryProtocol {
+    type Call = DirectoryCall;
+    type Refusal = DirectoryRefusal;
+}
+
+calls!(DirectoryProtocol => DirectoryCall {
+    Authenticate => Actor,
+    CreateLicense => NewLicense,
+    Relabel => LicenseRow,
+    RevokeLicense => (),
+    License => LicenseRow,
+    Licenses => LicensePage,
+    Count => u64,
+    CreateKey => NewKey,
+    Keys => Vec<KeyRow>,
+    RevokeKey => (),
+    Record => (),
+    Audit => AuditPage,
+});
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DirectoryRefusal {
+    /// No operator key has this digest, or it was revoked (or no key was given).
+    UnknownKey,
+    /// The key stands but its role does not open the route.
+    Denied(Denied),
+    NoSuchLicense,
+    NoSuchKey,
+    /// As many operator keys stand as may.
+    TooManyKeys,
+    /// A page's cursor this service did not give out.
+    UnknownCursor,
+}
+
+/// Who an operator key is, and whether it opens a route that needs `access`. A
+/// refusal is recorded in the audit log before it is answered.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Authenticate {
+    /// The digest of the key given, or none when no key was.
+    pub digest: Option<String>,
+    pub access: Access,
+    /// The call, as `METHOD /path`, for the log.
+    pub call: String,
+    pub client: Option<String>,
+}
+
+/// Issues a license (its record and key in KV, its row here) and records it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CreateLicense {
+    pub label: String,
+    pub note: String,
+    pub by: Stamp,
+}
+
+/// A license as created: the only time its key is shown.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewLicense {
+    pub license_key: String,
+    #[serde(flatten)]
+    pub row: LicenseRow,
+}
+
+/// Sets a license's label, note or both.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Relabel {
+    pub license: LicenseId,
+    pub label: Option<String>,
+    pub note: Option<String>,
+    pub by: Stamp,
+}
+
+/// Revokes a license: its record in KV first, then its row, and records it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RevokeLicense {
+    pub license: LicenseId,
+    pub by: Stamp,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct License(pub LicenseId);
+
+/// A page of licenses, newest first, those whose label starts with `prefix` if given.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Licenses {
+    pub prefix: Option<String>,
+    pub cursor: Option<String>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LicensePage {
+    pub licenses: Vec<LicenseRow>,
+    pub cursor: Option<String>,
+}
+
+/// How many licenses were ever issued, revoked ones included.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Count;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CreateKey {
+    pub name: String,
+    pub role: Role,
+    pub by: Stamp,
+}
+
+/// A key as created: the only time it is shown.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NewKey {
+    pub key: String,
+    #[serde(flatten)]
+    pub row: KeyRow,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Keys;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RevokeKey {
+    pub id: String,
+    pub by: Stamp,
+}
+
+/// A page of the audit log, newest first, before row `before`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Audit {
+    pub before: Option<u64>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AuditPage {
+    pub entries: Vec<AuditRow>,
+    pub cursor: Option<String>,
+}

@@ -1,0 +1,657 @@
+//! The directory object's SQLite database: every license with its label, note and
+//! times; the named operator keys, as digests; and the audit log. One object holds
+//! all three, so that a key revoked is refused by the next call, a search sees one
+//! order, and an audit row is written in the same call as what it records.
+
+use serde::{Deserialize, Serialize};
+
+use super::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
+use crate::domain::audit::{
+    Action, AuditRow, Record, MAX_ROWS, REFUSALS_MERGED_SECONDS, RETENTION_DAYS,
+};
+use crate::domain::operator::{folded, Actor, Role};
+use crate::domain::time::{Millis, UnixTime};
+
+/// See `sql::migrate`.
+const MIGRATIONS: [&str; 1] = ["
+CREATE TABLE licenses (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, label TEXT NOT NULL,
+    folded TEXT NOT NULL, note TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER
+);
+CREATE INDEX licenses_by_age ON licenses (created_at, seq);
+CREATE TABLE operator_keys (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL, digest TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL, revoked_at INTEGER
+);
+CREATE TABLE audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, action TEXT NOT NULL,
+    actor TEXT, client TEXT, target TEXT NOT NULL, detail TEXT NOT NULL,
+    count INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX audit_by_time ON audit (at);
+CREATE TABLE takeover (id INTEGER PRIMARY KEY CHECK (id = 0), cursor TEXT, done INTEGER NOT NULL);
+"];
+
+/// Licenses a search passes over at most in one call: a prefix that few labels
+/// have answers a short page and a cursor to go on from, never a scan of every license.
+pub const SEARCHED_ROWS: u64 = 10_000;
+/// Operator keys that may stand at once.
+pub const MAX_KEYS: u64 = 100;
+
+/// A license as the operator sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LicenseRow {
+    pub license: String,
+    pub label: String,
+    pub note: String,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+/// A named operator key, never the key itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyRow {
+    pub id: String,
+    pub name: String,
+    pub role: Role,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+/// Where a page of licenses goes on from: the last license passed over, newest
+/// first (by the second it was created in, then the order it was filed in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LicenseCursor {
+    pub created_at: u64,
+    pub seq: u64,
+}
+
+impl LicenseCursor {
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.created_at, self.seq)
+    }
+
+    pub fn decode(text: &str) -> Option<Self> {
+        let (at, seq) = text.split_once('.')?;
+        Some(Self {
+            created_at: at.parse().ok()?,
+            seq: seq.parse().ok()?,
+        })
+    }
+}
+
+pub struct Directory<S: Sql> {
+    sql: S,
+}
+
+const LICENSE_COLUMNS: &str = "id, label, note, created_at, revoked_at, seq";
+
+fn license_of(row: &Row) -> Result<LicenseRow, SqlError> {
+    Ok(LicenseRow {
+        license: row.text(0)?,
+        label: row.text(1)?,
+        note: row.text(2)?,
+        created_at: UnixTime(row.int(3)?).to_rfc3339(),
+        revoked_at: row.opt_int(4)?.map(|at| UnixTime(at).to_rfc3339()),
+    })
+}
+
+fn key_of(row: &Row) -> Result<KeyRow, SqlError> {
+    let role = row.text(2)?;
+    Ok(KeyRow {
+        id: row.text(0)?,
+        name: row.text(1)?,
+        role: Role::from_code(&role)
+            .ok_or_else(|| SqlError(format!("an operator key of role {role:?}")))?,
+        created_at: UnixTime(row.int(3)?).to_rfc3339(),
+        revoked_at: row.opt_int(4)?.map(|at| UnixTime(at).to_rfc3339()),
+    })
+}
+
+impl<S: Sql> Directory<S> {
+    pub fn new(sql: S) -> Self {
+        Self { sql }
+    }
+
+    pub fn migrate(&self) -> Result<(), SqlError> {
+        super::sql::migrate(&self.sql, &MIGRATIONS)
+    }
+
+    /// Files a license; one already filed (taken over twice) is left as it is.
+    pub fn add_license(
+        &self,
+        id: &str,
+        (label, note): (&str, &str),
+        created_at: UnixTime,
+        revoked_at: Option<UnixTime>,
+    ) -> Result<(), SqlError> {
+        self.sql.execute(
+            "INSERT OR IGNORE INTO licenses (id, label, folded, note, created_at, revoked_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                Value::text(id),
+                Value::text(label),
+                Value::text(folded(label)),
+                Value::text(note),
+                Value::int(created_at.0),
+                Value::opt_int(revoked_at.map(|at| at.0)),
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn license(&self, id: &str) -> Result<Option<LicenseRow>, SqlError> {
+        let rows = self.sql.query(
+            &format!("SELECT {LICENSE_COLUMNS} FROM licenses WHERE id = ?1"),
+            &[Value::text(id)],
+        )?;
+        rows.first().map(license_of).transpose()
+    }
+
+    /// Sets what is given of a license's label and note; `None` when there is no such license.
+    pub fn relabel(
+        &self,
+        id: &str,
+        label: Option<&str>,
+        note: Option<&str>,
+    ) -> Result<Option<LicenseRow>, SqlError> {
+        self.sql.execute(
+            "UPDATE licenses SET label = coalesce(?2, label), folded = coalesce(?3, folded),
+             note = coalesce(?4, note) WHERE id = ?1",
+            &[
+                Value::text(id),
+                Value::opt_text(label),
+                Value::opt_text(label.map(folded).as_deref()),
+                Value::opt_text(note),
+            ],
+        )?;
+        self.license(id)
+    }
+
+    /// Marks a license revoked; the first time counts.
+    pub fn mark_revoked(&self, id: &str, at: UnixTime) -> Result<(), SqlError> {
+        self.sql.execute(
+            "UPDATE licenses SET revoked_at = coalesce(revoked_at, ?2) WHERE id = ?1",
+            &[Value::text(id), Value::int(at.0)],
+        )?;
+        Ok(())
+    }
+
+    /// Up to `limit` licenses newest first after `after`, those whose label starts
+    /// with `prefix` (case-insensitive) when one is given, and where the next page
+    /// begins. A search passes over at most `SEARCHED_ROWS` licenses: when it
+    /// stops short, the cursor goes on from the last it passed over.
+    pub fn licenses(
+        &self,
+        prefix: Option<&str>,
+        after: Option<&LicenseCursor>,
+        limit: u32,
+    ) -> Result<(Vec<LicenseRow>, Option<LicenseCursor>), SqlError> {
+        let (at, seq) = after.map_or((MAX_EXACT_INTEGER as u64, 0), |c| (c.created_at, c.seq));
+        let before = "(created_at < ?1 OR (created_at = ?1 AND seq < ?2))";
+        let newest = "ORDER BY created_at DESC, seq DESC";
+        let prefix = prefix.map(folded).filter(|p| !p.is_empty());
+        let Some(prefix) = prefix else {
+            let rows = self.sql.query(
+                &format!("SELECT {LICENSE_COLUMNS} FROM licenses WHERE {before} {newest} LIMIT ?3"),
+                &[
+                    Value::int(at),
+                    Value::int(seq),
+                    Value::int(u64::from(limit) + 1),
+                ],
+            )?;
+            return page_of(rows, limit);
+        };
+        let rows = self.sql.query(
+            &format!(
+                "SELECT {LICENSE_COLUMNS} FROM (
+                    SELECT * FROM licenses WHERE {before} {newest} LIMIT ?5
+                 ) WHERE substr(folded, 1, ?3) = ?4 {newest} LIMIT ?6"
+            ),
+            &[
+                Value::int(at),
+                Value::int(seq),
+                Value::int(prefix.chars().count() as u64),
+                Value::text(prefix),
+                Value::int(SEARCHED_ROWS),
+                Value::int(u64::from(limit) + 1),
+            ],
+        )?;
+        let (found, next) = page_of(rows, limit)?;
+        if next.is_some() {
+            return Ok((found, next));
+        }
+        // The page is not full: it goes on from the last license passed over, if
+        // the search stopped before the oldest.
+        let last = self.sql.query(
+            &format!(
+                "SELECT created_at, seq FROM licenses WHERE {before} {newest} LIMIT 1 OFFSET ?3"
+            ),
+            &[
+                Value::int(at),
+                Value::int(seq),
+                Value::int(SEARCHED_ROWS - 1),
+            ],
+        )?;
+        let next = match last.first() {
+            Some(row) if self.any_before(row)? => Some(LicenseCursor {
+                created_at: row.int(0)?,
+                seq: row.int(1)?,
+            }),
+            _ => None,
+        };
+        Ok((found, next))
+    }
+
+    fn any_before(&self, row: &Row) -> Result<bool, SqlError> {
+        Ok(!self
+            .sql
+            .query(
+                "SELECT 1 FROM licenses WHERE created_at < ?1 OR (created_at = ?1 AND seq < ?2) LIMIT 1",
+                &[Value::int(row.int(0)?), Value::int(row.int(1)?)],
+            )?
+            .is_empty())
+    }
+
+    pub fn count(&self) -> Result<u64, SqlError> {
+        let rows = self.sql.query("SELECT count(*) FROM licenses", &[])?;
+        rows.first().map_or(Ok(0), |row| row.int(0))
+    }
+
+    /// Where taking over the licenses kept before this object stands: `None` when
+    /// done, else the cursor of the next page (`Some(None)` at the start).
+    pub fn takeover(&self) -> Result<Option<Option<String>>, SqlError> {
+        let rows = self
+            .sql
+            .query("SELECT cursor, done FROM takeover WHERE id = 0", &[])?;
+        Ok(match rows.first() {
+            None => Some(None),
+            Some(row) if row.int(1)? == 1 => None,
+            Some(row) => Some(row.opt_text(0)?),
+        })
+    }
+
+    /// Records how far the takeover went: the next page's cursor, or done.
+    pub fn took_over(&self, next: Option<&str>) -> Result<(), SqlError> {
+        self.sql.execute(
+            "INSERT INTO takeover (id, cursor, done) VALUES (0, ?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET cursor = excluded.cursor, done = excluded.done",
+            &[Value::opt_text(next), Value::int(u64::from(next.is_none()))],
+        )?;
+        Ok(())
+    }
+
+    pub fn active_keys(&self) -> Result<u64, SqlError> {
+        let rows = self.sql.query(
+            "SELECT count(*) FROM operator_keys WHERE revoked_at IS NULL",
+            &[],
+        )?;
+        rows.first().map_or(Ok(0), |row| row.int(0))
+    }
+
+    pub fn add_key(
+        &self,
+        (id, name, role): (&str, &str, Role),
+        digest: &str,
+        at: UnixTime,
+    ) -> Result<(), SqlError> {
+        self.sql.execute(
+            "INSERT INTO operator_keys (id, name, role, digest, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            &[
+                Value::text(id),
+                Value::text(name),
+                Value::text(role.code()),
+                Value::text(digest),
+                Value::int(at.0),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The caller a key's digest names, while its key stands.
+    pub fn actor(&self, digest: &str) -> Result<Option<Actor>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT id, name, role, created_at, revoked_at FROM operator_keys
+             WHERE digest = ?1 AND revoked_at IS NULL",
+            &[Value::text(digest)],
+        )?;
+        rows.first()
+            .map(|row| {
+                let key = key_of(row)?;
+                Ok(Actor::Key {
+                    id: key.id,
+                    name: key.name,
+                    role: key.role,
+                })
+            })
+            .transpose()
+    }
+
+    /// Every operator key, revoked ones included, newest first (at most `MAX_KEYS`
+    /// stand; the revoked are kept for the log's sake, the latest `MAX_KEYS`).
+    pub fn keys(&self) -> Result<Vec<KeyRow>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT id, name, role, created_at, revoked_at FROM operator_keys
+             ORDER BY revoked_at IS NOT NULL, created_at DESC, id DESC LIMIT ?1",
+            &[Value::int(2 * MAX_KEYS)],
+        )?;
+        rows.iter().map(key_of).collect()
+    }
+
+    /// Revokes a key; its name, or `None` when no standing key has this id.
+    pub fn revoke_key(&self, id: &str, at: UnixTime) -> Result<Option<String>, SqlError> {
+        let rows = self.sql.query(
+            "UPDATE operator_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL
+             RETURNING name",
+            &[Value::text(id), Value::int(at.0)],
+        )?;
+        rows.first().map(|row| row.text(0)).transpose()
+    }
+
+    /// Writes an audit row, and lets go of those past the log's bounds. A refusal
+    /// of the call a refusal from the same address was recorded for within the
+    /// last minute counts on that row instead.
+    pub fn record(&self, record: &Record, at: Millis) -> Result<(), SqlError> {
+        let merged = record.action == Action::Refused
+            && self.sql.execute(
+                "UPDATE audit SET count = count + 1
+                 WHERE id = (SELECT max(id) FROM audit WHERE action = ?1 AND at >= ?2)
+                   AND target = ?3 AND detail = ?4 AND client IS ?5 AND actor IS ?6",
+                &[
+                    Value::text(Action::Refused.code()),
+                    Value::int(at.0.saturating_sub(REFUSALS_MERGED_SECONDS * 1000)),
+                    Value::text(record.target.as_str()),
+                    Value::text(record.detail.as_str()),
+                    Value::opt_text(record.by.client.as_deref()),
+                    Value::opt_text(record.by.actor.as_deref()),
+                ],
+            )? == 1;
+        if merged {
+            return Ok(());
+        }
+        let rows = self.sql.query(
+            "INSERT INTO audit (at, action, actor, client, target, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             RETURNING id",
+            &[
+                Value::int(at.0),
+                Value::text(record.action.code()),
+                Value::opt_text(record.by.actor.as_deref()),
+                Value::opt_text(record.by.client.as_deref()),
+                Value::text(record.target.as_str()),
+                Value::text(record.detail.as_str()),
+            ],
+        )?;
+        let id = rows.first().map_or(Ok(0), |row| row.int(0))?;
+        let year_ago = at.0.saturating_sub(RETENTION_DAYS * 86_400_000);
+        self.sql.execute(
+            "DELETE FROM audit WHERE id <= ?1 OR at < ?2",
+            &[
+                Value::int(id.saturating_sub(MAX_ROWS)),
+                Value::int(year_ago),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Up to `limit` audit rows, newest first, before row `before`; and the row
+    /// the next page goes on before.
+    pub fn audit(
+        &self,
+        before: Option<u64>,
+        limit: u32,
+    ) -> Result<(Vec<AuditRow>, Option<u64>), SqlError> {
+        let rows = self.sql.query(
+            "SELECT id, at, action, actor, client, target, detail, count FROM audit
+             WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
+            &[
+                Value::int(before.unwrap_or(MAX_EXACT_INTEGER as u64)),
+                Value::int(u64::from(limit) + 1),
+            ],
+        )?;
+        let mut audit = rows
+            .iter()
+            .map(|row| {
+                Ok(AuditRow {
+                    id: row.int(0)?,
+                    at: Millis(row.int(1)?).unix().to_rfc3339(),
+                    action: row.text(2)?,
+                    actor: row.opt_text(3)?,
+                    client: row.opt_text(4)?,
+                    target: row.text(5)?,
+                    detail: row.text(6)?,
+                    count: row.int(7)?,
+                })
+            })
+            .collect::<Result<Vec<_>, SqlError>>()?;
+        let next = (audit.len() > limit as usize).then(|| {
+            audit.truncate(limit as usize);
+            audit.last().map_or(0, |row| row.id)
+        });
+        Ok((audit, next))
+    }
+}
+
+fn page_of(
+    rows: Vec<Row>,
+    limit: u32,
+) -> Result<(Vec<LicenseRow>, Option<LicenseCursor>), SqlError> {
+    let more = rows.len() > limit as usize;
+    let mut next = None;
+    let mut licenses = Vec::with_capacity(rows.len().min(limit as usize));
+    for row in rows.iter().take(limit as usize) {
+        licenses.push(license_of(row)?);
+        next = Some(LicenseCursor {
+            created_at: row.int(3)?,
+            seq: row.int(5)?,
+        });
+    }
+    Ok((licenses, next.filter(|_| more)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::audit::Stamp;
+    use crate::store::sql::native::NativeSql;
+
+    fn directory() -> Directory<NativeSql> {
+        let directory = Directory::new(NativeSql::new());
+        directory.migrate().unwrap();
+        directory
+    }
+
+    fn id(n: u64) -> String {
+        format!("lic_{n:024x}")
+    }
+
+    fn labels(page: &[LicenseRow]) -> Vec<&str> {
+        page.iter().map(|row| row.label.as_str()).collect()
+    }
+
+    #[test]
+    fn a_label_prefix_finds_licenses_case_insensitively_newest_first_a_page_at_a_time() {
+        let directory = directory();
+        for (n, label) in ["Acme GmbH", "acme corp", "Beta", "ACME Labs", "Äcme", ""]
+            .iter()
+            .enumerate()
+        {
+            directory
+                .add_license(
+                    &id(n as u64),
+                    (label, ""),
+                    UnixTime(100 + n as u64 / 2),
+                    None,
+                )
+                .unwrap();
+        }
+        let (page, next) = directory.licenses(Some("aCmE"), None, 2).unwrap();
+        assert_eq!(labels(&page), ["ACME Labs", "acme corp"]);
+        let (rest, end) = directory.licenses(Some("acme"), next.as_ref(), 2).unwrap();
+        assert_eq!((labels(&rest), end), (vec!["Acme GmbH"], None));
+        assert_eq!(
+            labels(&directory.licenses(Some("äC"), None, 10).unwrap().0),
+            ["Äcme"]
+        );
+        let (all, _) = directory.licenses(None, None, 10).unwrap();
+        assert_eq!(all.len(), 6);
+        assert_eq!(
+            all[0].license,
+            id(5),
+            "newest first, the later id first within a second"
+        );
+        assert_eq!(directory.count().unwrap(), 6);
+        let cursor = LicenseCursor::decode(&next.unwrap().encode()).unwrap();
+        assert_eq!(
+            directory
+                .licenses(Some("acme"), Some(&cursor), 2)
+                .unwrap()
+                .0,
+            rest
+        );
+        assert_eq!(LicenseCursor::decode("1.lic_../x"), None);
+        assert_eq!(LicenseCursor::decode("1"), None);
+    }
+
+    #[test]
+    fn a_search_passes_over_a_bounded_number_of_licenses_and_goes_on_from_there() {
+        let directory = directory();
+        let total = SEARCHED_ROWS + 5;
+        for n in 0..total {
+            let label = if n == 0 { "rare" } else { "common" };
+            directory
+                .add_license(&id(n), (label, ""), UnixTime(n), None)
+                .unwrap();
+        }
+        let (found, next) = directory.licenses(Some("rare"), None, 10).unwrap();
+        assert!(
+            found.is_empty(),
+            "the one match is past the first searched rows"
+        );
+        let next = next.expect("the search goes on");
+        assert_eq!(next.created_at, total - SEARCHED_ROWS);
+        let (found, end) = directory.licenses(Some("rare"), Some(&next), 10).unwrap();
+        assert_eq!((labels(&found), end), (vec!["rare"], None));
+    }
+
+    #[test]
+    fn labels_and_notes_change_as_given_and_a_revocation_keeps_its_first_time() {
+        let directory = directory();
+        directory
+            .add_license(&id(1), ("Old", "n"), UnixTime(5), None)
+            .unwrap();
+        let row = directory
+            .relabel(&id(1), Some("New"), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!((row.label.as_str(), row.note.as_str()), ("New", "n"));
+        assert_eq!(
+            labels(&directory.licenses(Some("new"), None, 5).unwrap().0),
+            ["New"]
+        );
+        assert_eq!(directory.relabel(&id(2), Some("x"), None).unwrap(), None);
+        directory.mark_revoked(&id(1), UnixTime(7)).unwrap();
+        directory.mark_revoked(&id(1), UnixTime(9)).unwrap();
+        assert_eq!(
+            directory.license(&id(1)).unwrap().unwrap().revoked_at,
+            Some(UnixTime(7).to_rfc3339())
+        );
+        directory
+            .add_license(&id(1), ("again", ""), UnixTime(8), None)
+            .unwrap();
+        assert_eq!(
+            directory.license(&id(1)).unwrap().unwrap().label,
+            "New",
+            "taken over once"
+        );
+    }
+
+    #[test]
+    fn a_revoked_key_names_no_one_from_the_next_call() {
+        let directory = directory();
+        directory
+            .add_key(("key_1", "alice", Role::Read), "d1", UnixTime(1))
+            .unwrap();
+        let alice = directory.actor("d1").unwrap().unwrap();
+        assert_eq!(alice.name(), "alice");
+        assert_eq!(directory.active_keys().unwrap(), 1);
+        assert_eq!(
+            directory.revoke_key("key_1", UnixTime(2)).unwrap(),
+            Some("alice".into())
+        );
+        assert_eq!(directory.actor("d1").unwrap(), None);
+        assert_eq!(directory.revoke_key("key_1", UnixTime(3)).unwrap(), None);
+        assert_eq!(directory.active_keys().unwrap(), 0);
+        assert_eq!(
+            directory.keys().unwrap()[0].revoked_at,
+            Some(UnixTime(2).to_rfc3339())
+        );
+    }
+
+    fn refusal(client: &str) -> Record {
+        Record {
+            action: Action::Refused,
+            target: "GET /admin/status".into(),
+            detail: "401".into(),
+            by: Stamp {
+                actor: None,
+                client: Some(client.into()),
+            },
+        }
+    }
+
+    #[test]
+    fn refusals_of_one_call_from_one_address_within_a_minute_are_one_counted_row() {
+        let directory = directory();
+        directory
+            .record(&refusal("203.0.113.1"), Millis(1_000))
+            .unwrap();
+        directory
+            .record(&refusal("203.0.113.1"), Millis(60_999))
+            .unwrap();
+        directory
+            .record(&refusal("203.0.113.2"), Millis(61_000))
+            .unwrap();
+        directory
+            .record(&refusal("203.0.113.1"), Millis(62_000))
+            .unwrap();
+        directory
+            .record(&refusal("203.0.113.1"), Millis(200_000))
+            .unwrap();
+        let (rows, next) = directory.audit(None, 10).unwrap();
+        let counts: Vec<u64> = rows.iter().map(|row| row.count).collect();
+        assert_eq!((counts, next), (vec![1, 1, 1, 2], None));
+    }
+
+    #[test]
+    fn the_log_keeps_a_year_and_at_most_its_rows_and_pages_newest_first() {
+        let directory = directory();
+        let day = 86_400_000;
+        let mut created = refusal("x");
+        created.action = Action::LicenseCreated;
+        directory.record(&created, Millis(day)).unwrap();
+        directory
+            .record(&created, Millis(day * (RETENTION_DAYS + 1) + 1))
+            .unwrap();
+        let (rows, _) = directory.audit(None, 10).unwrap();
+        assert_eq!(rows.len(), 1, "the row of a year before went");
+        for n in 0..MAX_ROWS + 1 {
+            directory
+                .record(&created, Millis(day * (RETENTION_DAYS + 2) + n))
+                .unwrap();
+        }
+        let (first, next) = directory.audit(None, 3).unwrap();
+        assert_eq!(first[0].id, MAX_ROWS + 3);
+        let (second, _) = directory.audit(next, 3).unwrap();
+        assert_eq!(second[0].id, MAX_ROWS);
+        let count = directory
+            .sql
+            .query("SELECT count(*), min(id) FROM audit", &[])
+            .unwrap();
+        assert_eq!(
+            (count[0].int(0).unwrap(), count[0].int(1).unwrap()),
+            (MAX_ROWS, 4)
+        );
+    }
+}
