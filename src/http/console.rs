@@ -13,7 +13,7 @@ use super::body::Body;
 use super::browse::EntryView;
 use super::error::ApiError;
 use super::log::RequestLog;
-use super::reply::Reply;
+use super::reply::{to_json, Reply};
 use crate::domain::address::PublicIp;
 use crate::domain::entry::Entry;
 use crate::domain::license::LicenseId;
@@ -24,14 +24,14 @@ use crate::objects::directory::protocol::{
     Audit, CreateKey, CreateLicense, Keys, License, Licenses, Relabel, RevokeKey, RevokeLicense,
 };
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{HolderPicture, Holding, Picture};
+use crate::objects::holder::protocol::{Holding, Picture};
 use crate::objects::lists::client::writer;
 use crate::objects::lists::protocol::{Covering, Lookup};
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Notify;
 use crate::platform::config;
-use crate::store::directory::{KeyRow, LicenseRow};
+use crate::store::directory::KeyRow;
 
 /// A label and a note, a key's name and role: a few hundred characters of JSON.
 const MAX_CONSOLE_BODY_BYTES: usize = 4 * 1024;
@@ -111,7 +111,14 @@ pub async fn create_license(
         })
         .await?;
     log.license = LicenseId::parse(&created.row.license);
-    Reply::json(201, &created)
+    shown(&created.row, ("licenseKey", &created.license_key))
+}
+
+/// A new license or key as its creator sees it, this once: its row with its secret.
+fn shown(row: &impl Serialize, (field, secret): (&str, &str)) -> Result<Reply, ApiError> {
+    let mut shown = to_json(row)?;
+    shown[field] = secret.into();
+    Ok(Reply::Json(201, shown))
 }
 
 /// `PATCH /admin/licenses/<id>`: a new label, note or both.
@@ -187,17 +194,6 @@ pub async fn revoke_license(
     Ok(Reply::NoContent)
 }
 
-/// One license's whole picture.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LicensePicture {
-    #[serde(flatten)]
-    row: LicenseRow,
-    #[serde(flatten)]
-    holder: HolderPicture,
-    limits: LimitsView,
-}
-
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct LimitsView {
@@ -215,18 +211,20 @@ pub async fn license(id: &str, env: &Env, log: &mut RequestLog) -> Result<Reply,
     let row = directory(env)?.ask(License(license.clone())).await?;
     let holder = holder(env, &license)?.ask(Picture).await?;
     let limits = config::settings(env)?.limits;
-    Reply::json(
-        200,
-        &LicensePicture {
-            row,
-            holder,
-            limits: LimitsView {
-                daily_additions: limits.additions,
-                daily_removals: limits.removals,
-                entries: limits.entries,
-            },
-        },
-    )
+    // One object of the three parts: the directory's row, the holder's, the limits.
+    let mut picture = to_json(&row)?;
+    if let (Some(fields), serde_json::Value::Object(holder)) =
+        (picture.as_object_mut(), to_json(&holder)?)
+    {
+        fields.extend(holder);
+        let limits = LimitsView {
+            daily_additions: limits.additions,
+            daily_removals: limits.removals,
+            entries: limits.entries,
+        };
+        fields.insert("limits".to_owned(), to_json(&limits)?);
+    }
+    Ok(Reply::Json(200, picture))
 }
 
 /// A key's name and role, as given.
@@ -260,7 +258,7 @@ pub async fn create_key(
             by: operator.stamp(),
         })
         .await?;
-    Reply::json(201, &created)
+    shown(&created.row, ("key", &created.key))
 }
 
 #[derive(Serialize)]

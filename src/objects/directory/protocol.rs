@@ -69,10 +69,8 @@ pub struct CreateLicense {
 
 /// A license as created: the only time its key is shown.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct NewLicense {
     pub license_key: String,
-    #[serde(flatten)]
     pub row: LicenseRow,
 }
 
@@ -124,7 +122,6 @@ pub struct CreateKey {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct NewKey {
     pub key: String,
-    #[serde(flatten)]
     pub row: KeyRow,
 }
 
