@@ -1,15 +1,16 @@
 //! The operator's audit log: what changed, who changed it, from where, and every
-//! operator call that was refused. Kept for a year and at most `MAX_ROWS` rows,
-//! whichever ends first.
+//! operator call that was refused. Kept for a year, and at most `MAX_ROWS` rows
+//! of changes and as many of refusals, whichever ends first: refusals, which
+//! anyone can cause, never push a change out.
 
 use serde::{Deserialize, Serialize};
 
-/// Rows the log keeps at most: the oldest go first.
+/// Rows of changes the log keeps at most, and rows of refusals: the oldest go first.
 pub const MAX_ROWS: u64 = 100_000;
 /// Days a row is kept at most.
 pub const RETENTION_DAYS: u64 = 365;
-/// Refusals of the same call from the same address within this many seconds are
-/// one row, counted: a flood of wrong tokens cannot push the log's changes out.
+/// A refusal of the same call from the same address as the last one recorded,
+/// within this many seconds of it, is counted on its row.
 pub const REFUSALS_MERGED_SECONDS: u64 = 60;
 
 /// What an audit row records.
@@ -63,6 +64,8 @@ pub struct Stamp {
     /// The acting key's name (`ADMIN_TOKEN` for the admin token); for a refusal,
     /// the name of the key refused, or none when no valid key was given.
     pub actor: Option<String>,
+    /// The acting key's id (none for the admin token): names are not unique.
+    pub key: Option<String>,
     /// The client's address (`CF-Connecting-IP`).
     pub client: Option<String>,
 }
@@ -87,11 +90,12 @@ pub struct AuditRow {
     pub at: String,
     pub action: String,
     pub actor: Option<String>,
+    pub key: Option<String>,
     pub client: Option<String>,
     pub target: String,
     pub detail: String,
-    /// How many times this happened: refusals of the same call from the same
-    /// address within a minute are one row.
+    /// How many times this happened: a refusal of the same call from the same
+    /// address as the last, within a minute of it, counts on its row.
     pub count: u64,
 }
 

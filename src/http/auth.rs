@@ -187,6 +187,10 @@ impl Operator {
     pub fn stamp(&self) -> Stamp {
         Stamp {
             actor: Some(self.actor.name().to_owned()),
+            key: match &self.actor {
+                Actor::Key { id, .. } => Some(id.clone()),
+                Actor::AdminToken => None,
+            },
             client: self.client.clone(),
         }
     }

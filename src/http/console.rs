@@ -32,6 +32,7 @@ use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Notify;
 use crate::platform::config;
 use crate::store::directory::KeyRow;
+use crate::store::sql::MAX_EXACT_INTEGER;
 
 /// A label and a note, a key's name and role: a few hundred characters of JSON.
 const MAX_CONSOLE_BODY_BYTES: usize = 4 * 1024;
@@ -294,7 +295,9 @@ pub async fn audit(req: Request, env: &Env) -> Result<Reply, ApiError> {
         .map(|cursor| {
             cursor
                 .parse::<u64>()
-                .map_err(|_| ApiError::from(crate::store::StoreError::UnknownCursor))
+                .ok()
+                .filter(|id| *id <= MAX_EXACT_INTEGER as u64)
+                .ok_or(ApiError::from(crate::store::StoreError::UnknownCursor))
         })
         .transpose()?;
     let page = directory(env)?.ask(Audit { before, limit }).await?;

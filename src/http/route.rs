@@ -67,10 +67,13 @@ impl OperatorRoute {
     pub fn access(&self) -> Access {
         use OperatorRoute as O;
         match self {
-            O::Licenses | O::License(_) | O::ExportList(_) | O::Status | O::Keys | O::Audit => {
-                Access::Read
-            }
-            O::Lookup => Access::Read,
+            O::Licenses
+            | O::License(_)
+            | O::ExportList(_)
+            | O::Status
+            | O::Keys
+            | O::Audit
+            | O::Lookup => Access::Read,
             O::CreateKey | O::RevokeKey(_) => Access::Root,
             O::CreateLicense
             | O::Relabel(_)

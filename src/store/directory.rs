@@ -25,10 +25,11 @@ CREATE TABLE operator_keys (
 );
 CREATE TABLE audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, action TEXT NOT NULL,
-    actor TEXT, client TEXT, target TEXT NOT NULL, detail TEXT NOT NULL,
-    count INTEGER NOT NULL DEFAULT 1
+    actor TEXT, actor_key TEXT, client TEXT, target TEXT NOT NULL, detail TEXT NOT NULL,
+    count INTEGER NOT NULL DEFAULT 1, refusal INTEGER NOT NULL, n INTEGER NOT NULL
 );
 CREATE INDEX audit_by_time ON audit (at);
+CREATE INDEX audit_by_kind ON audit (refusal, n);
 CREATE TABLE takeover (id INTEGER PRIMARY KEY CHECK (id = 0), cursor TEXT, done INTEGER NOT NULL);
 "];
 
@@ -75,9 +76,10 @@ impl LicenseCursor {
 
     pub fn decode(text: &str) -> Option<Self> {
         let (at, seq) = text.split_once('.')?;
+        let exact = |n: u64| (n <= MAX_EXACT_INTEGER as u64).then_some(n);
         Some(Self {
-            created_at: at.parse().ok()?,
-            seq: seq.parse().ok()?,
+            created_at: exact(at.parse().ok()?)?,
+            seq: exact(seq.parse().ok()?)?,
         })
     }
 }
@@ -283,6 +285,12 @@ impl<S: Sql> Directory<S> {
         Ok(())
     }
 
+    /// Takes over from the first page again.
+    pub fn restart_takeover(&self) -> Result<(), SqlError> {
+        self.sql.execute("DELETE FROM takeover", &[])?;
+        Ok(())
+    }
+
     pub fn active_keys(&self) -> Result<u64, SqlError> {
         let rows = self.sql.query(
             "SELECT count(*) FROM operator_keys WHERE revoked_at IS NULL",
@@ -329,8 +337,17 @@ impl<S: Sql> Directory<S> {
             .transpose()
     }
 
-    /// Every operator key, revoked ones included, newest first (at most `MAX_KEYS`
-    /// stand; the revoked are kept for the log's sake, the latest `MAX_KEYS`).
+    /// The key a digest names, standing or revoked: who a refused call was.
+    pub fn named(&self, digest: &str) -> Result<Option<KeyRow>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT id, name, role, created_at, revoked_at FROM operator_keys WHERE digest = ?1",
+            &[Value::text(digest)],
+        )?;
+        rows.first().map(key_of).transpose()
+    }
+
+    /// The operator keys: every standing one (at most `MAX_KEYS`), then the most
+    /// recently created revoked ones, up to `MAX_KEYS` of them.
     pub fn keys(&self) -> Result<Vec<KeyRow>, SqlError> {
         let rows = self.sql.query(
             "SELECT id, name, role, created_at, revoked_at FROM operator_keys
@@ -350,48 +367,63 @@ impl<S: Sql> Directory<S> {
         rows.first().map(|row| row.text(0)).transpose()
     }
 
-    /// Writes an audit row, and lets go of those past the log's bounds. A refusal
-    /// of the call a refusal from the same address was recorded for within the
-    /// last minute counts on that row instead.
+    /// Writes an audit row, and lets go of those past the log's bounds: a year,
+    /// and `MAX_ROWS` of its kind (refusals and changes are counted apart, each
+    /// row numbered `n` within its kind). A refusal of the call the last refusal
+    /// was recorded for, from the same address within a minute, counts on its row.
     pub fn record(&self, record: &Record, at: Millis) -> Result<(), SqlError> {
-        let merged = record.action == Action::Refused
+        self.record_within(record, at, MAX_ROWS)
+    }
+
+    /// `record`, keeping at most `max_rows` of each kind.
+    fn record_within(&self, record: &Record, at: Millis, max_rows: u64) -> Result<(), SqlError> {
+        let refusal = u64::from(record.action == Action::Refused);
+        let merged = refusal == 1
             && self.sql.execute(
                 "UPDATE audit SET count = count + 1
-                 WHERE id = (SELECT max(id) FROM audit WHERE action = ?1 AND at >= ?2)
-                   AND target = ?3 AND detail = ?4 AND client IS ?5 AND actor IS ?6",
+                 WHERE refusal = 1 AND n = (SELECT max(n) FROM audit WHERE refusal = 1)
+                   AND at >= ?1 AND target = ?2 AND detail = ?3 AND client IS ?4
+                   AND actor_key IS ?5",
                 &[
-                    Value::text(Action::Refused.code()),
                     Value::int(at.0.saturating_sub(REFUSALS_MERGED_SECONDS * 1000)),
                     Value::text(record.target.as_str()),
                     Value::text(record.detail.as_str()),
                     Value::opt_text(record.by.client.as_deref()),
-                    Value::opt_text(record.by.actor.as_deref()),
+                    Value::opt_text(record.by.key.as_deref()),
                 ],
             )? == 1;
         if merged {
             return Ok(());
         }
         let rows = self.sql.query(
-            "INSERT INTO audit (at, action, actor, client, target, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             RETURNING id",
+            "INSERT INTO audit (at, action, actor, actor_key, client, target, detail, refusal, n)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+                     coalesce((SELECT max(n) FROM audit WHERE refusal = ?8), 0) + 1)
+             RETURNING n",
             &[
                 Value::int(at.0),
                 Value::text(record.action.code()),
                 Value::opt_text(record.by.actor.as_deref()),
+                Value::opt_text(record.by.key.as_deref()),
                 Value::opt_text(record.by.client.as_deref()),
                 Value::text(record.target.as_str()),
                 Value::text(record.detail.as_str()),
+                Value::int(refusal),
             ],
         )?;
-        let id = rows.first().map_or(Ok(0), |row| row.int(0))?;
-        let year_ago = at.0.saturating_sub(RETENTION_DAYS * 86_400_000);
+        let n = rows.first().map_or(Ok(0), |row| row.int(0))?;
         self.sql.execute(
-            "DELETE FROM audit WHERE id <= ?1 OR at < ?2",
-            &[
-                Value::int(id.saturating_sub(MAX_ROWS)),
-                Value::int(year_ago),
-            ],
+            "DELETE FROM audit WHERE refusal = ?1 AND n <= ?2",
+            &[Value::int(refusal), Value::int(n.saturating_sub(max_rows))],
         )?;
+        self.forget_before(at)
+    }
+
+    /// Lets go of the rows older than a year.
+    fn forget_before(&self, now: Millis) -> Result<(), SqlError> {
+        let year_ago = now.0.saturating_sub(RETENTION_DAYS * 86_400_000);
+        self.sql
+            .execute("DELETE FROM audit WHERE at < ?1", &[Value::int(year_ago)])?;
         Ok(())
     }
 
@@ -401,9 +433,12 @@ impl<S: Sql> Directory<S> {
         &self,
         before: Option<u64>,
         limit: u32,
+        now: Millis,
     ) -> Result<(Vec<AuditRow>, Option<u64>), SqlError> {
+        // A log no one writes to still shows nothing older than its bound.
+        self.forget_before(now)?;
         let rows = self.sql.query(
-            "SELECT id, at, action, actor, client, target, detail, count FROM audit
+            "SELECT id, at, action, actor, client, target, detail, count, actor_key FROM audit
              WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
             &[
                 Value::int(before.unwrap_or(MAX_EXACT_INTEGER as u64)),
@@ -422,6 +457,7 @@ impl<S: Sql> Directory<S> {
                     target: row.text(5)?,
                     detail: row.text(6)?,
                     count: row.int(7)?,
+                    key: row.opt_text(8)?,
                 })
             })
             .collect::<Result<Vec<_>, SqlError>>()?;
@@ -512,6 +548,11 @@ mod tests {
         );
         assert_eq!(LicenseCursor::decode("1.lic_../x"), None);
         assert_eq!(LicenseCursor::decode("1"), None);
+        assert_eq!(
+            LicenseCursor::decode("9007199254740992.1"),
+            None,
+            "past what storage holds exactly"
+        );
     }
 
     #[test]
@@ -596,6 +637,7 @@ mod tests {
             detail: "401".into(),
             by: Stamp {
                 actor: None,
+                key: None,
                 client: Some(client.into()),
             },
         }
@@ -619,39 +661,63 @@ mod tests {
         directory
             .record(&refusal("203.0.113.1"), Millis(200_000))
             .unwrap();
-        let (rows, next) = directory.audit(None, 10).unwrap();
+        let (rows, next) = directory.audit(None, 10, Millis(200_000)).unwrap();
         let counts: Vec<u64> = rows.iter().map(|row| row.count).collect();
         assert_eq!((counts, next), (vec![1, 1, 1, 2], None));
     }
 
     #[test]
-    fn the_log_keeps_a_year_and_at_most_its_rows_and_pages_newest_first() {
+    fn the_log_keeps_a_year_and_at_most_its_rows_of_each_kind_and_pages_newest_first() {
         let directory = directory();
         let day = 86_400_000;
         let mut created = refusal("x");
         created.action = Action::LicenseCreated;
         directory.record(&created, Millis(day)).unwrap();
-        directory
-            .record(&created, Millis(day * (RETENTION_DAYS + 1) + 1))
-            .unwrap();
-        let (rows, _) = directory.audit(None, 10).unwrap();
+        let later = Millis(day * (RETENTION_DAYS + 1) + 1);
+        assert_eq!(
+            directory.audit(None, 10, later).unwrap().0.len(),
+            0,
+            "a year on, even unwritten"
+        );
+        directory.record(&created, later).unwrap();
+        let (rows, _) = directory.audit(None, 10, later).unwrap();
         assert_eq!(rows.len(), 1, "the row of a year before went");
-        for n in 0..MAX_ROWS + 1 {
+        // A flood of refusals, each of another call: they push out refusals only.
+        let most = 1000;
+        let start = later.0 + 1;
+        for n in 0..most + 1 {
+            let mut flood = refusal("203.0.113.9");
+            flood.target = format!("GET /admin/x{n}");
             directory
-                .record(&created, Millis(day * (RETENTION_DAYS + 2) + n))
+                .record_within(&flood, Millis(start + n), most)
                 .unwrap();
         }
-        let (first, next) = directory.audit(None, 3).unwrap();
-        assert_eq!(first[0].id, MAX_ROWS + 3);
-        let (second, _) = directory.audit(next, 3).unwrap();
-        assert_eq!(second[0].id, MAX_ROWS);
-        let count = directory
-            .sql
-            .query("SELECT count(*), min(id) FROM audit", &[])
-            .unwrap();
-        assert_eq!(
-            (count[0].int(0).unwrap(), count[0].int(1).unwrap()),
-            (MAX_ROWS, 4)
-        );
+        let now = Millis(start + most + 1);
+        let count = |refusal: u64| {
+            directory
+                .sql
+                .query(
+                    "SELECT count(*) FROM audit WHERE refusal = ?1",
+                    &[Value::int(refusal)],
+                )
+                .unwrap()[0]
+                .int(0)
+                .unwrap()
+        };
+        assert_eq!((count(0), count(1)), (1, most), "the change stands");
+        for n in 0..most {
+            directory
+                .record_within(&created, Millis(now.0 + n), most)
+                .unwrap();
+        }
+        assert_eq!((count(0), count(1)), (most, most));
+        let (first, next) = directory.audit(None, 3, now).unwrap();
+        let newest = first[0].id;
+        let (second, _) = directory.audit(next, 3, now).unwrap();
+        assert_eq!(second[0].id, newest - 3);
+        assert!(first
+            .iter()
+            .chain(&second)
+            .all(|row| row.action == "license.created"));
     }
 }

@@ -539,6 +539,34 @@ fn every_operator_change_and_every_refusal_is_in_the_audit_log() {
             row("key.revoked", "ADMIN_TOKEN", &key_id, "\"deputy\"", 1),
         ]
     );
+    let keys: Vec<&Value> = rows.iter().rev().map(|r| &r["key"]).collect();
+    let (none, deputy_key, reader_key) = (Value::Null, json!(key_id), json!(reader_id));
+    assert_eq!(
+        keys,
+        [
+            &none,
+            &none,
+            &deputy_key,
+            &deputy_key,
+            &deputy_key,
+            &none,
+            &reader_key,
+            &none,
+            &none,
+            &none
+        ],
+        "each row names the acting key's id, none for ADMIN_TOKEN"
+    );
+    // A revoked key's refusal is recorded under its name.
+    assert_eq!(
+        call(&server, &deputy, "GET", "/admin/status", None).status,
+        401
+    );
+    let last = &audit(&server, 1)[0];
+    assert_eq!(
+        (&last["actor"], &last["key"], &last["detail"]),
+        (&json!("deputy"), &deputy_key, &json!("401"))
+    );
     assert!(
         rows.iter()
             .all(|r| r["client"].is_string() && r["at"].as_str().unwrap().ends_with('Z')),

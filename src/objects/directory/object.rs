@@ -65,7 +65,7 @@ impl DurableObject for OperatorDirectory {
             DirectoryCall::Record(record) => Record::reply(self.record(&record)),
             DirectoryCall::Audit(Audit { before, limit }) => Audit::reply(
                 self.files()
-                    .audit(before, limit)
+                    .audit(before, limit, clock::now())
                     .map(|(entries, next)| AuditPage {
                         entries,
                         cursor: next.map(|id| id.to_string()),
@@ -89,7 +89,17 @@ impl OperatorDirectory {
     /// page's place kept so that a takeover cut short goes on where it stopped.
     async fn take_over(&self) -> std::result::Result<(), StoreError> {
         while let Some(cursor) = self.files().takeover()? {
-            let (issued, next) = licenses::issued_page(&self.env, cursor).await?;
+            let resumed = cursor.is_some();
+            let (issued, next) = match licenses::issued_page(&self.env, cursor).await {
+                Ok(page) => page,
+                // A cursor KV no longer takes: the next call starts again from the
+                // first page, which files nothing twice.
+                Err(error) if resumed => {
+                    self.files().restart_takeover()?;
+                    return Err(error);
+                }
+                Err(error) => return Err(error),
+            };
             for license in &issued {
                 self.files().add_license(
                     license.id.as_str(),
@@ -120,12 +130,18 @@ impl OperatorDirectory {
         } else {
             "403"
         };
+        // A revoked key's refusal is recorded under its name too.
+        let named = match &call.digest {
+            Some(digest) => self.files().named(digest)?,
+            None => None,
+        };
         self.record(&Record {
             action: Action::Refused,
             target: call.call,
             detail: status.to_owned(),
             by: Stamp {
-                actor: actor.map(|actor| actor.name().to_owned()),
+                actor: named.as_ref().map(|key| key.name.clone()),
+                key: named.map(|key| key.id),
                 client: call.client,
             },
         })?;
