@@ -148,3 +148,54 @@ fn an_add_writes_seven_rows_and_a_bulk_add_as_many_per_address_in_one_object_req
     assert_eq!(count(&bulk, "durableObjectRequests"), 1, "{bulk}");
     assert_eq!(count(&bulk, "rowsWritten"), 100 * ROWS_PER_ADD, "{bulk}");
 }
+
+/// An operator call with a request of the caller's own token.
+fn operator_call(server: &Server, token: &str, method: &str, path: &str, body: &str) -> u16 {
+    send(
+        method,
+        &format!("{}{path}", server.base),
+        &[("Authorization", format!("Bearer {token}"))],
+        Some(body.as_bytes()),
+    )
+    .status
+}
+
+#[test]
+fn an_operator_key_costs_one_object_request_more_than_the_admin_token_and_a_list_edit_one_for_its_audit_row(
+) {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    let made = server.admin(
+        "POST",
+        "/admin/keys",
+        Some(serde_json::json!({ "name": "deputy", "role": "admin" })),
+    );
+    let key = made.json()["key"].as_str().unwrap().to_owned();
+    let admin = crate::helpers::ADMIN_TOKEN;
+    let requests = |token: &str, method: &str, path: &str, body: &str, status: u16| {
+        let spent = spent(&app, || {
+            assert_eq!(operator_call(&server, token, method, path, body), status);
+        });
+        count(&spent, "durableObjectRequests")
+    };
+    // The status asks the writer and the directory.
+    assert_eq!(requests(admin, "GET", "/admin/status", "", 200), 2);
+    assert_eq!(
+        requests(&key, "GET", "/admin/status", "", 200),
+        3,
+        "and the key is checked"
+    );
+    let edit = r#"{"add": ["57.64.0.1"], "remove": []}"#;
+    assert_eq!(
+        requests(admin, "POST", "/admin/global-list", edit, 200),
+        2,
+        "the writer's edit and its audit row"
+    );
+    let undo = r#"{"add": [], "remove": ["57.64.0.1"]}"#;
+    assert_eq!(requests(&key, "POST", "/admin/global-list", undo, 200), 3);
+    assert_eq!(
+        requests("wrong", "GET", "/admin/status", "", 401),
+        1,
+        "a refusal is one directory request, which records it"
+    );
+}
