@@ -5,6 +5,8 @@
 //! the operator finds, names and revokes licenses. On its first call it takes over
 //! the licenses issued before it, a KV page at a time.
 
+use std::cell::Cell;
+
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
@@ -27,19 +29,29 @@ type Outcome<T> = std::result::Result<T, Failure<DirectoryRefusal>>;
 pub struct OperatorDirectory {
     env: Env,
     sql: SqlStorage,
+    /// Whether this instance has brought its schema up to date and taken over
+    /// the licenses before it: once it has, no call asks again.
+    ready: Cell<bool>,
 }
 
 impl DurableObject for OperatorDirectory {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        Self { env, sql }
+        Self {
+            env,
+            sql,
+            ready: Cell::new(false),
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         clock::adopt(&req)?;
         let call = receive::<DirectoryProtocol>(&mut req).await?;
-        self.files().migrate().map_err(StoreError::from)?;
-        self.take_over().await?;
+        if !self.ready.get() {
+            self.files().migrate().map_err(StoreError::from)?;
+            self.take_over().await?;
+            self.ready.set(true);
+        }
         match call {
             DirectoryCall::Authenticate(call) => Authenticate::reply(self.authenticate(call)),
             DirectoryCall::CreateLicense(call) => {
