@@ -497,6 +497,13 @@ function tenMillionLines(ten) {
     `| import of ${ten.entries} global entries, gzipped (the writer, the Worker, KV and SQLite in one runtime) | ${ten.import.seconds.toFixed(1)} s | ${mb(ten.import.beforeMB)} MB | +${mb(ten.import.growthMB)} MB |`,
     `| checks of ${ten.checks.probes} addresses spread over the ${ten.entries} entries, at least one in each of its ${ten.shards} shards | | ${mb(ten.checks.beforeMB)} MB | +${mb(ten.checks.growthMB)} MB |`,
     `| 8 scope=all text feeds at a time across a new version of ${ten.entries} global entries (${ten.feedsAcrossVersion.feeds} feeds) | ${ten.feedsAcrossVersion.seconds.toFixed(1)} s | ${mb(ten.feedsAcrossVersion.beforeMB)} MB | +${mb(ten.feedsAcrossVersion.growthMB)} MB |`,
+    ...(ten.lookup
+      ? [
+          "",
+          `The operator's lookup ("why is this address listed?") of an address of the ${ten.entries} entries: median ${ten.lookup.medianMs.toFixed(1)} ms, ` +
+            `${ten.lookup.ratio.toFixed(2)} × the status (${ten.lookup.statusMedianMs.toFixed(1)} ms), which reads nothing of the list (the lookup asks the writer; the status the writer and the directory).`,
+        ]
+      : []),
   ];
 }
 

@@ -1,7 +1,7 @@
 // The global list at 10 000 000 entries: an import sent gzipped, timed, with the
 // runtime's memory while the writer takes it in; then what the runtime holds while
-// checks touch every shard, and while eight agents pull `scope=all` across a new
-// version. Part of `make bench` (run.mjs); alone: `node bench/ten-million.mjs`
+// checks touch every shard, the operator's lookup of one address beside the
+// status, and while eight agents pull `scope=all` across a new version. Part of `make bench` (run.mjs); alone: `node bench/ten-million.mjs`
 // after `make build` (BENCH_TEN_MILLION sets the size).
 
 import { mkdtempSync, rmSync } from "node:fs";
@@ -40,6 +40,20 @@ function put(url, body) {
   });
 }
 
+/** The median milliseconds of `count` operator GETs, each of `path(n)`. */
+async function medianMs(url, count, path) {
+  const times = [];
+  for (let n = 0; n < count; n++) {
+    const started = performance.now();
+    const response = await fetch(`${url}${path(n)}`, { headers: { Authorization: `Bearer ${ADMIN}` } });
+    const body = await response.text();
+    if (response.status !== 200) throw new Error(`${path(n)}: ${response.status} ${body.slice(0, 200)}`);
+    times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(count / 2)];
+}
+
 const status = async (url) =>
   JSON.parse(await fetch(`${url}/admin/status`, { headers: { Authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())).globalList;
 
@@ -68,6 +82,12 @@ export async function tenMillion(state) {
         if (!answer.endsWith("is on global greylist")) throw new Error(`check of ${ip}: ${answer}`);
       }
     });
+    // "Why is this address listed?" asks the writer, which reads the chunks whose
+    // span reaches the address (one here); the status asks the writer and the
+    // directory, and reads nothing of the list.
+    const lookups = 41;
+    const lookupMs = await medianMs(url, lookups, (n) => `/admin/lookup?ip=${nth(Math.floor(((TEN_MILLION - 1) * n) / (lookups - 1)))}`);
+    const statusMs = await medianMs(url, lookups, () => "/admin/status");
     console.error("8 scope=all feeds at a time across a new version of the 10 000 000-entry list…");
     // The list is full: the new version is one entry fewer.
     const gone = globalAddress(1000);
@@ -81,6 +101,7 @@ export async function tenMillion(state) {
       gzipBytes: gzipped.length,
       import: { seconds: imported.seconds, beforeMB: imported.beforeMB, growthMB: imported.growthMB },
       checks: { probes, beforeMB: checked.beforeMB, growthMB: checked.growthMB },
+      lookup: { medianMs: lookupMs, statusMedianMs: statusMs, ratio: lookupMs / statusMs },
       feedsAcrossVersion: across,
       edit: { shards: edited.shards, shardsWritten: edited.shardsWritten },
     };
