@@ -198,11 +198,17 @@ impl Operator {
 
 /// The longest path an audit row keeps of a refused call.
 const LOGGED_PATH_CHARS: usize = 200;
+/// The rate-limiting binding that counts operator calls made without
+/// `ADMIN_TOKEN`, per client address, and its period (`wrangler.toml`).
+const OPERATOR_LIMITER: &str = "OPERATOR_LIMITER";
+const OPERATOR_LIMIT_PERIOD_SECONDS: u32 = 60;
 
 /// The operator, proven by `ADMIN_TOKEN` (or `ADMIN_TOKEN_NEXT` while it is
 /// rotated), which opens every route without a lookup; or by a named operator
 /// key whose role opens `route`, asked of the directory at every call so that a
-/// key revoked is refused at once. The directory records every refusal.
+/// key revoked is refused at once. The directory records every refusal; past
+/// `OPERATOR_LIMITER`'s 600 calls a minute from one address, a call without
+/// `ADMIN_TOKEN` is refused with 429 before the directory is asked.
 pub async fn operator(
     req: &Request,
     env: &Env,
@@ -219,6 +225,14 @@ pub async fn operator(
             actor: Actor::AdminToken,
             client,
         });
+    }
+    // Before the directory is asked: a flood of made-up keys costs only the refusal.
+    let counted = env
+        .rate_limiter(OPERATOR_LIMITER)?
+        .limit(client.clone().unwrap_or_default())
+        .await?;
+    if !counted.success {
+        return Err(ApiError::TooManyRequests(OPERATOR_LIMIT_PERIOD_SECONDS));
     }
     let path: String = req.path().chars().take(LOGGED_PATH_CHARS).collect();
     let authenticate = Authenticate {

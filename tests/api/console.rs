@@ -758,3 +758,32 @@ fn licenses_issued_before_the_directory_are_taken_over_with_their_times() {
     );
     assert_eq!(relabel.json()["label"], "Legacy", "{}", relabel.body);
 }
+
+#[test]
+fn a_flood_of_made_up_operator_keys_from_one_address_is_refused_with_429_before_the_directory() {
+    // Its own server: the flood must not lock the other tests out.
+    let server = Server::own(&[]);
+    let made_up = "gok_1111111111111111111111111111111111111111111111111111111111111111";
+    // The limit counts per fixed 60-second window, and the flood may straddle two.
+    let (answered, refusal) = (0..1500)
+        .find_map(|n| {
+            Some(call(&server, made_up, "GET", "/admin/status", None))
+                .filter(|resp| resp.status != 401)
+                .map(|resp| (n, resp))
+        })
+        .expect("1 500 calls in a row, and none refused");
+    assert!(
+        (600..=1200).contains(&answered),
+        "refused after {answered} calls, not after 600 in a window"
+    );
+    assert_eq!(refusal.status, 429, "{}", refusal.body);
+    assert_eq!(refusal.header("Retry-After"), Some("60"));
+    assert_eq!(
+        server.admin("GET", "/admin/status", None).status,
+        200,
+        "ADMIN_TOKEN is never counted"
+    );
+    let rows = audit(&server, 10);
+    assert_eq!(rows.len(), 1, "one row, counted: {rows:?}");
+    assert_eq!(rows[0]["count"].as_u64(), Some(answered as u64));
+}
