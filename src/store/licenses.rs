@@ -157,6 +157,21 @@ async fn standing_of(
     Ok(active)
 }
 
+/// One license as KV keeps it, if it was ever issued.
+pub async fn issued(env: &Env, id: &LicenseId) -> Result<Option<Issued>, StoreError> {
+    meter::count(Billable::KvRead);
+    let record = env
+        .kv(BINDING)?
+        .get(&record_key(id))
+        .json::<LicenseRecord>()
+        .await?;
+    Ok(record.map(|record| Issued {
+        id: id.clone(),
+        created_at: UnixTime(record.created_at),
+        revoked_at: record.revoked_at.map(UnixTime),
+    }))
+}
+
 /// One page of the licenses KV keeps (their standing rides on each key as
 /// metadata, so a page is one list call; a record written before it did is read),
 /// and the cursor of the next: how the directory takes over licenses issued before it.

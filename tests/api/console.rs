@@ -757,6 +757,22 @@ fn licenses_issued_before_the_directory_are_taken_over_with_their_times() {
         Some(json!({ "label": "Legacy" })),
     );
     assert_eq!(relabel.json()["label"], "Legacy", "{}", relabel.body);
+
+    // A license an older Worker issued after the takeover (only in KV) is filed
+    // when the operator first names it.
+    server.kill();
+    let late = "lic_00000000000000000000000c";
+    crate::helpers::kv_put_local(
+        &state,
+        "LICENSES",
+        &format!("license:{late}"),
+        &record(1_700_000_300, None),
+    );
+    let server = server.restart_from();
+    let picture = server.admin("GET", &format!("/admin/licenses/{late}"), None);
+    assert_eq!(picture.status, 200, "{}", picture.body);
+    assert_eq!(picture.json()["createdAt"], "2023-11-14T22:18:20Z");
+    assert_eq!(server.status()["licenses"], 4);
 }
 
 #[test]

@@ -16,10 +16,11 @@ use super::protocol::{
 };
 use crate::domain::audit::{Action, Record, Stamp};
 use crate::domain::license::key_digest;
+use crate::domain::license::LicenseId;
 use crate::domain::operator::NewOperatorKey;
 use crate::objects::protocol::{receive, Ask, Failure};
 use crate::platform::clock;
-use crate::store::directory::{Directory, LicenseCursor, MAX_KEYS};
+use crate::store::directory::{Directory, LicenseCursor, LicenseRow, MAX_KEYS};
 use crate::store::licenses;
 use crate::store::StoreError;
 
@@ -57,16 +58,11 @@ impl DurableObject for OperatorDirectory {
             DirectoryCall::CreateLicense(call) => {
                 CreateLicense::reply(self.create_license(call).await)
             }
-            DirectoryCall::Relabel(call) => Relabel::reply(self.relabel(call)),
+            DirectoryCall::Relabel(call) => Relabel::reply(self.relabel(call).await),
             DirectoryCall::RevokeLicense(call) => {
                 RevokeLicense::reply(self.revoke_license(call).await)
             }
-            DirectoryCall::License(License(id)) => License::reply(
-                self.files()
-                    .license(id.as_str())
-                    .map_err(Failure::from)
-                    .and_then(|row| row.ok_or(Failure::Refused(DirectoryRefusal::NoSuchLicense))),
-            ),
+            DirectoryCall::License(License(id)) => License::reply(self.filed(&id).await),
             DirectoryCall::Licenses(call) => Licenses::reply(self.licenses(call)),
             DirectoryCall::Count(Count) => {
                 Count::reply(self.files().count().map_err(Failure::from))
@@ -123,6 +119,22 @@ impl OperatorDirectory {
             self.files().took_over(next.as_deref())?;
         }
         Ok(())
+    }
+
+    /// A license's row; one KV holds but this object does not (issued by an older
+    /// Worker while this one took over) is filed first, as it was issued.
+    async fn filed(&self, id: &LicenseId) -> Outcome<LicenseRow> {
+        if let Some(row) = self.files().license(id.as_str())? {
+            return Ok(row);
+        }
+        let issued = licenses::issued(&self.env, id)
+            .await?
+            .ok_or(Failure::Refused(DirectoryRefusal::NoSuchLicense))?;
+        let files = self.files();
+        files.add_license(id.as_str(), ("", ""), issued.created_at, issued.revoked_at)?;
+        Ok(files
+            .license(id.as_str())?
+            .ok_or_else(|| StoreError::Corrupt("a license filed is not found".to_owned()))?)
     }
 
     fn authenticate(&self, call: Authenticate) -> Outcome<crate::domain::operator::Actor> {
@@ -185,7 +197,8 @@ impl OperatorDirectory {
         })
     }
 
-    fn relabel(&self, call: Relabel) -> Outcome<crate::store::directory::LicenseRow> {
+    async fn relabel(&self, call: Relabel) -> Outcome<crate::store::directory::LicenseRow> {
+        self.filed(&call.license).await?;
         let row = self
             .files()
             .relabel(
@@ -215,12 +228,9 @@ impl OperatorDirectory {
         if !licenses::revoke(&self.env, &call.license, now.unix()).await? {
             return Err(Failure::Refused(DirectoryRefusal::NoSuchLicense));
         }
-        let files = self.files();
-        if files.license(call.license.as_str())?.is_none() {
-            // Issued by a Worker older than this object, after the takeover read KV.
-            files.add_license(call.license.as_str(), ("", ""), now.unix(), None)?;
-        }
-        files.mark_revoked(call.license.as_str(), now.unix())?;
+        self.filed(&call.license).await?;
+        self.files()
+            .mark_revoked(call.license.as_str(), now.unix())?;
         self.record(&Record {
             action: Action::LicenseRevoked,
             target: call.license.as_str().to_owned(),
