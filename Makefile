@@ -40,7 +40,7 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # (409.1 before, 446.4 with them). Raised to 515 for the operator's console: a
 # fourth Durable Object (the directory of licenses, operator keys and the audit
 # log) with its protocol compiled both ways, seven routes and their handlers,
-# the holders' picture and the writer's lookup (446.8 before, 512.2 with it;
+# the holders' picture and the writer's lookup (446.8 before, 513.2 with it;
 # answering new licenses and keys without serde's `flatten` saved 2.5 of it).
 WASM_GZIP_KIB := 515
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
