@@ -646,21 +646,15 @@ mod tests {
     #[test]
     fn refusals_of_one_call_from_one_address_within_a_minute_are_one_counted_row() {
         let directory = directory();
-        directory
-            .record(&refusal("203.0.113.1"), Millis(1_000))
-            .unwrap();
-        directory
-            .record(&refusal("203.0.113.1"), Millis(60_999))
-            .unwrap();
-        directory
-            .record(&refusal("203.0.113.2"), Millis(61_000))
-            .unwrap();
-        directory
-            .record(&refusal("203.0.113.1"), Millis(62_000))
-            .unwrap();
-        directory
-            .record(&refusal("203.0.113.1"), Millis(200_000))
-            .unwrap();
+        for (client, at) in [
+            ("203.0.113.1", 1_000),
+            ("203.0.113.1", 60_999),
+            ("203.0.113.2", 61_000),
+            ("203.0.113.1", 62_000),
+            ("203.0.113.1", 200_000),
+        ] {
+            directory.record(&refusal(client), Millis(at)).unwrap();
+        }
         let (rows, next) = directory.audit(None, 10, Millis(200_000)).unwrap();
         let counts: Vec<u64> = rows.iter().map(|row| row.count).collect();
         assert_eq!((counts, next), (vec![1, 1, 1, 2], None));

@@ -11,12 +11,22 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{json, Value};
 
 use super::appliances::in_namespace;
-use super::helpers::{send, Encoding, Mode, Server, TestApp};
+use super::helpers::{send, Encoding, Mode, Resp, Server, TestApp};
 
 const A: &str = "2a00:1450:4001:80b::200e";
 const B: &str = "2606:4700::1111";
 
 /// A server with IPv6 on, shared by this file's tests (each has its own license).
+/// CrowdSec's live mode: the decisions a bouncer with feed token `key` is given for `ip`.
+fn live_decisions(server: &Server, key: &str, ip: &str) -> Resp {
+    send(
+        "GET",
+        &format!("{}/v1/decisions?ip={ip}", server.base),
+        &[("X-Api-Key", key.to_owned())],
+        None,
+    )
+}
+
 fn on() -> Arc<Server> {
     static SERVER: OnceLock<Arc<Server>> = OnceLock::new();
     SERVER
@@ -236,12 +246,7 @@ fn on_the_feed_and_the_decision_stream_carry_ipv6_and_its_deletion() {
         (json!("Ip"), json!("scanner"))
     );
     // Live mode looks the one address up.
-    let live = send(
-        "GET",
-        &format!("{}/v1/decisions?ip={A}", app.server.base),
-        &[("X-Api-Key", key.clone())],
-        None,
-    );
+    let live = live_decisions(&app.server, &key, A);
     assert_eq!(live.json()[0]["value"], A, "{}", live.body);
     app.remove(A);
     let changes = pull("startup=false");
@@ -364,15 +369,7 @@ fn with_ipv6_prefix_64_an_add_lists_the_64_and_every_address_in_it_answers_as_li
         (json!(net), json!("Range")),
         "{startup}"
     );
-    let live = |ip: &str| {
-        send(
-            "GET",
-            &format!("{}/v1/decisions?ip={ip}", server.base),
-            &[("X-Api-Key", key.clone())],
-            None,
-        )
-        .body
-    };
+    let live = |ip: &str| live_decisions(&server, &key, ip).body;
     let found: Value = serde_json::from_str(&live(other)).unwrap();
     assert_eq!(found[0]["value"], net, "{found}");
     let nft = app.feed("scope=personal&format=nftables&list=edge").body;
@@ -669,15 +666,7 @@ fn on_feeds_carry_the_global_ipv6_blocks_without_what_the_allow_list_holds() {
         "the block the bouncer holds is deleted, by its id"
     );
     assert_eq!(changes["new"], json!([]), "{changes}");
-    let live = |ip: &str| {
-        send(
-            "GET",
-            &format!("{}/v1/decisions?ip={ip}", server.base),
-            &[("X-Api-Key", key.clone())],
-            None,
-        )
-        .body
-    };
+    let live = |ip: &str| live_decisions(&server, &key, ip).body;
     let inside: Value = serde_json::from_str(&live("2a0b:4140:8000::1")).unwrap();
     assert_eq!(inside[0]["value"], "2a0b:4140:8000::/33", "{inside}");
     let inside: Value = serde_json::from_str(&live("57.57.200.1")).unwrap();
