@@ -45,6 +45,7 @@ fn licenses_are_created_with_a_key_shown_once_and_revoked_by_id() {
 fn global_list_edits_count_only_changes() {
     let server = Server::shared();
     let (a, b) = (unique_ip(), unique_ip());
+    let _cleanup = server.taken_off_at_end("global-list", &[&a, &b]);
     assert_eq!(
         server.edit_global_list(&[&a, &b], &[]).json(),
         json!({ "added": 2, "removed": 0 })
@@ -66,6 +67,7 @@ fn global_list_edits_count_only_changes() {
 #[test]
 fn allow_list_takes_addresses_and_cidr_ranges() {
     let server = Server::shared();
+    let _cleanup = server.taken_off_at_end("allow-list", &["101.0.0.0/24", "101.1.1.1"]);
     let resp = server.edit_allow_list(&["101.0.0.0/24", "101.1.1.1"], &[]);
     assert_eq!(resp.status, 200);
     assert_eq!(resp.json(), json!({ "added": 2, "removed": 0 }));

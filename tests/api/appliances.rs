@@ -11,7 +11,7 @@ use super::helpers::{fresh_state_dir, Resp, Server, TestApp};
 /// A server of this file's own: its tests share a global list no other test changes.
 fn server() -> Arc<Server> {
     static SERVER: OnceLock<Arc<Server>> = OnceLock::new();
-    SERVER.get_or_init(|| Server::own(&[])).clone()
+    SERVER.get_or_init(|| Server::own(&[]).for_many()).clone()
 }
 
 /// A holder with a personal entry that expires, one with a comment that tries to

@@ -23,6 +23,7 @@ fn entries_of(export: &Resp) -> Vec<String> {
 #[test]
 fn ranges_on_the_global_list_answer_check_and_add() {
     let server = Server::shared();
+    let _cleanup = server.taken_off_at_end("global-list", &["57.57.0.0/16"]);
     assert_eq!(
         server.edit_global_list(&["57.57.0.0/16"], &[]).json(),
         json!({ "added": 1, "removed": 0 })
@@ -112,6 +113,7 @@ fn an_edit_takes_10_000_entries_and_refuses_more() {
         .map(|n| format!("60.{}.{}.{}", n >> 16, (n >> 8) & 255, n & 255))
         .collect();
     let refs: Vec<&str> = entries.iter().map(String::as_str).collect();
+    let _cleanup = server.taken_off_at_end("global-list", &refs);
     assert_eq!(
         server.edit_global_list(&refs, &[]).json(),
         json!({ "added": 10_000, "removed": 0 })

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -31,6 +31,8 @@ pub struct Server {
     child: Mutex<Option<Child>>,
     /// How far the service's clock runs ahead of the real one.
     offset_ms: AtomicI64,
+    /// Whether tests running at once share this server: its clock is then never moved.
+    shared: AtomicBool,
     /// A shell that kills the group once its stdin closes: when the server is
     /// dropped, or when this process exits, however it exits.
     watchdog: Mutex<Option<Child>>,
@@ -48,15 +50,24 @@ impl Server {
     /// The server most tests share: default limits.
     pub fn shared() -> Arc<Server> {
         static SERVER: OnceLock<Arc<Server>> = OnceLock::new();
-        SERVER.get_or_init(|| Server::own(&[])).clone()
+        SERVER.get_or_init(|| Server::own(&[]).for_many()).clone()
     }
 
     /// A server with small daily limits (3 additions, 2 removals) for the limit tests.
     pub fn limited() -> Arc<Server> {
         static SERVER: OnceLock<Arc<Server>> = OnceLock::new();
         SERVER
-            .get_or_init(|| Server::own(&[("DAILY_ADDITIONS", "3"), ("DAILY_REMOVALS", "2")]))
+            .get_or_init(|| {
+                Server::own(&[("DAILY_ADDITIONS", "3"), ("DAILY_REMOVALS", "2")]).for_many()
+            })
             .clone()
+    }
+
+    /// Marks a server that several tests use at once, whose clock must stay put:
+    /// moving it would expire the others' tokens and entries, or start their day again.
+    pub fn for_many(self: Arc<Server>) -> Arc<Server> {
+        self.shared.store(true, Ordering::SeqCst);
+        self
     }
 
     /// A server of the test's own, on fresh state: for tests that move its clock, change
@@ -107,6 +118,7 @@ impl Server {
                 config: config.clone(),
                 child: Mutex::new(Some(child)),
                 offset_ms: AtomicI64::new(0),
+                shared: AtomicBool::new(false),
                 watchdog: Mutex::new(Some(watchdog)),
             };
             match server.wait_until_ready() {
@@ -171,6 +183,10 @@ impl Server {
 
     /// Moves the service's clock forward.
     pub fn advance(&self, seconds: u64) {
+        assert!(
+            !self.shared.load(Ordering::SeqCst),
+            "a shared server's clock is never moved: start one of the test's own"
+        );
         self.set_offset(self.offset_ms.load(Ordering::SeqCst) + seconds as i64 * 1000);
     }
 
@@ -296,7 +312,7 @@ impl Server {
                 .sum()
         };
         let before = resident();
-        let done = std::sync::atomic::AtomicBool::new(false);
+        let done = AtomicBool::new(false);
         let peak = std::thread::scope(|scope| {
             let sampler = scope.spawn(|| {
                 let mut peak = before;
@@ -342,6 +358,17 @@ impl Server {
             &headers,
             body.as_deref(),
         )
+    }
+
+    /// Takes `entries` off `global-list` or `allow-list` when the guard goes, for a test
+    /// on a shared server that adds them itself: the lists are as it found them even
+    /// when it fails between its add and its own remove.
+    pub fn taken_off_at_end(&self, list: &'static str, entries: &[&str]) -> Listed<'_> {
+        Listed {
+            server: self,
+            list,
+            entries: entries.iter().map(|e| e.to_string()).collect(),
+        }
     }
 
     /// Adds `entries` to `global-list` or `allow-list` for as long as the guard lives:

@@ -30,7 +30,7 @@ fn live_decisions(server: &Server, key: &str, ip: &str) -> Resp {
 fn on() -> Arc<Server> {
     static SERVER: OnceLock<Arc<Server>> = OnceLock::new();
     SERVER
-        .get_or_init(|| Server::own(&[("IPV6", "on")]))
+        .get_or_init(|| Server::own(&[("IPV6", "on")]).for_many())
         .clone()
 }
 

@@ -157,6 +157,7 @@ fn global_list_wins_over_the_personal_list() {
     let app = TestApp::new();
     let server = Server::shared();
     let ip = unique_ip();
+    let _cleanup = server.taken_off_at_end("global-list", &[&ip]);
     assert_eq!(app.add(&ip), format!("[{ip}] has been added to greylist"));
     assert_eq!(server.edit_global_list(&[&ip], &[]).json()["added"], 1);
 
@@ -196,6 +197,7 @@ fn global_list_wins_over_the_personal_list() {
 fn allow_listed_addresses_are_never_acted_on() {
     let app = TestApp::new();
     let server = Server::shared();
+    let _cleanup = server.taken_off_at_end("allow-list", &["104.100.0.0/16"]);
     assert_eq!(server.edit_allow_list(&["104.100.0.0/16"], &[]).status, 200);
     for ip in ["104.100.0.0", "104.100.255.255"] {
         let expected = format!("[{ip}] is on the global allow list, no action was taken");

@@ -1,9 +1,10 @@
 // The dashboard in a real browser: Debian's chromium driven by playwright-core,
-// against the built Worker under `wrangler dev` on a free port. Run by `make browser`.
+// against the test build under `wrangler dev` on a free port, its clock at 06:00 UTC
+// so that no day ends during a run. Run by `make browser`.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +17,25 @@ const AXE = join(ROOT, "node_modules/axe-core/axe.min.js");
 const DESKTOP = { width: 1280, height: 900 };
 const PHONE = { width: 390, height: 844 };
 
-let server, state, base, browser;
+let server, state, config, base, browser;
+/** How far the service's clock runs ahead of this machine's, in milliseconds (set in `before`). */
+let clockOffset = 0;
+/** The service's now, in milliseconds since the epoch. */
+const serviceNow = () => Date.now() + clockOffset;
+
+/** wrangler.toml, on the test build (its clock can be set) and with absolute paths,
+ *  in a folder of its own: wrangler reloads the worker when files beside its
+ *  configuration change. */
+function testConfiguration() {
+  const lines = readFileSync(join(ROOT, "wrangler.toml"), "utf8").split("\n")
+    .filter((line) => !line.startsWith("command =") && !line.startsWith("watch_dir ="))
+    .map((line) => line
+      .replace('main = "build/index.js"', `main = "${join(ROOT, "build-test/index.js")}"`)
+      .replace('directory = "public"', `directory = "${join(ROOT, "public")}"`));
+  config = mkdtempSync(join(tmpdir(), "greylist-browser-config-"));
+  writeFileSync(join(config, "wrangler.toml"), lines.join("\n"));
+  return join(config, "wrangler.toml");
+}
 
 function freePort() {
   return new Promise((resolve) => {
@@ -35,6 +54,7 @@ before(async () => {
     "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
     "--persist-to", state, "--show-interactive-dev-session=false",
     "--var", "JWT_SECRET:browser-jwt-secret-0123456789abcdef0123", "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`, "--var", "CACHE_SECONDS:0", "--var", "IPV6:on",
+    "--config", testConfiguration(),
   ], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
   let log = "";
   server.stdout.on("data", (chunk) => (log += chunk));
@@ -47,6 +67,13 @@ before(async () => {
     if (Date.now() > deadline || server.exitCode !== null) throw new Error(`wrangler dev did not start:\n${log}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+  // The next 06:00 UTC, as the e2e tests do: 18 hours before the daily counters
+  // start again, whenever the suite runs, and never behind the real clock.
+  const day = 86_400_000;
+  const six = Date.now() - (Date.now() % day) + 6 * 3_600_000;
+  clockOffset = (six >= Date.now() ? six : six + day) - Date.now();
+  const set = await fetch(`${base}/__test/clock`, { method: "POST", body: JSON.stringify({ offsetMs: clockOffset }) });
+  assert.equal(set.status, 200, `setting the clock: ${await set.text()}`);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     // Root in a container has no sandbox; the rest keeps chromium off a network it cannot reach.
@@ -59,6 +86,7 @@ after(async () => {
   await browser?.close();
   if (server) process.kill(-server.pid, "SIGKILL");
   rmSync(state, { recursive: true, force: true });
+  if (config) rmSync(config, { recursive: true, force: true });
 });
 
 async function admin(method, path, body) {
@@ -140,7 +168,7 @@ describe("holder page", () => {
     await row.waitFor();
     assert.match(await row.innerText(), /scanner seen on port 22/);
     const expires = await row.locator("td").nth(3).locator("time").getAttribute("datetime");
-    const hoursLeft = (Date.parse(expires) - Date.now()) / 3_600_000;
+    const hoursLeft = (Date.parse(expires) - serviceNow()) / 3_600_000;
     assert.ok(hoursLeft > 23.9 && hoursLeft <= 24, `expires in a day: ${expires}`);
     await page.locator("#quota", { hasText: "1 used, 5999 left" }).waitFor();
 
@@ -304,9 +332,9 @@ describe("holder page", () => {
     await page.getByText("The same as a table").click();
     const rows = page.locator("#activity-rows tr");
     assert.equal(await rows.count(), 30);
-    const today = new Date().toISOString().slice(0, 10);
+    const today = new Date(serviceNow()).toISOString().slice(0, 10);
     const first = await rows.first().locator("td").allInnerTexts();
-    assert.ok(first[0] >= today, `today (or the test clock's) first: ${first[0]}`);
+    assert.equal(first[0], today, "the service's today first");
     assert.deepEqual(first.slice(1), ["2", "1", "0", "0"]);
     assert.deepEqual(page.errors, []);
   });
@@ -328,7 +356,7 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     assert.equal(await page.evaluate(() => window.__xss), undefined, `nothing ran from ${selector}`);
   }
 
-  test("on the holder page: check and add answers, bulk results, the list, its comments and the history", async () => {
+  test("on the holder page: check and add answers, bulk results, the list, its comments, the history and its clients, feed token details", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey, DESKTOP, "light", true);
     assert.equal(await page.evaluate(() => document.querySelectorAll("img").length), 0, "the page itself has no image");
@@ -345,10 +373,9 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await addOne(page, ip, markup(3));
     await shownAsText(page, "#list-rows", markup(3));
 
-    await page.getByLabel("Addresses, one a line").fill(`${uniqueIp()}\n<b>bold</b>`);
+    await page.getByLabel("Addresses, one a line").fill(`${uniqueIp()}\n${tight(12)}`);
     await page.getByRole("button", { name: "Add all" }).click();
-    await shownAsText(page, "#bulk-table", "[<b>bold</b>] is invalid");
-    assert.equal(await page.locator("#bulk-table b").count(), 0);
+    await shownAsText(page, "#bulk-table", `[${tight(12)}] is invalid`);
 
     await shownAsText(page, "#history-rows", ip);
     await shownAsText(page, "#list-result", "address");
@@ -359,8 +386,19 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     const token = await page.locator("#token-new input").inputValue();
     const pulled = await fetch(`${base}/v1/decisions/stream`, { headers: { "X-Api-Key": token, "User-Agent": markup(4) } });
     assert.equal(pulled.status, 200);
+    // The history names the client that made each change, as its edge gave it.
+    const login = await fetch(`${base}/v2/authentication/login/license`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ licenseKey }),
+    }).then((r) => r.json());
+    const added = await fetch(`${base}/api/addIpsToGreylist`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${login.accessToken}`, "Content-Type": "application/json", "CF-Connecting-IP": markup(13) },
+      body: JSON.stringify({ ips: [uniqueIp()] }),
+    });
+    assert.equal(added.status, 200);
     const again = await holderPage(licenseKey, DESKTOP, "light", true);
     await shownAsText(again, "#token-rows", markup(4));
+    await shownAsText(again, "#history-rows", markup(13));
     assert.deepEqual(again.errors, []);
     assert.deepEqual(page.errors, []);
   });
@@ -386,7 +424,7 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     assert.deepEqual(page.errors, []);
   });
 
-  test("on the operator page: labels, notes, a license's agents, key names, the audit log and the lookup", async () => {
+  test("on the operator page: labels, notes, the search, a license's agents, key names, the audit log's actors and clients, the lookup's keys and comments", async () => {
     const page = await operatorPage(DESKTOP, "light", true);
     await page.getByLabel("Label", { exact: true }).first().fill(markup(6));
     await page.getByLabel("Note", { exact: true }).first().fill(markup(7));
@@ -412,15 +450,38 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await page.getByRole("button", { name: "Create a key" }).click();
     await page.locator("#key-new input").waitFor();
     await shownAsText(page, "#key-rows", markup(9));
-    // A refused call records the key's name and the path asked for.
+    // A refused call records the key's name and the client its edge gave.
     const keyValue = await page.locator("#key-new input").inputValue();
-    assert.equal((await fetch(`${base}/admin/licenses?${tight(10)}`, { method: "POST", headers: { Authorization: `Bearer ${keyValue}` } })).status, 403);
+    const refused = await fetch(`${base}/admin/licenses`, { method: "POST", headers: { Authorization: `Bearer ${keyValue}`, "CF-Connecting-IP": markup(10) } });
+    assert.equal(refused.status, 403);
     await page.getByRole("button", { name: "Refresh" }).last().click();
     await shownAsText(page, "#audit-rows", markup(9));
+    await shownAsText(page, "#audit-rows", markup(10));
 
-    await page.getByLabel("Address", { exact: true }).fill(tight(11));
+    await page.getByLabel("Find by label").fill(markup(11));
+    await page.getByRole("button", { name: "Search" }).click();
+    await shownAsText(page, "#licenses-result", markup(11));
+
+    // The lookup names the key that listed an entry, and the comment a holder gave it.
+    const { key: changer } = await admin("POST", "/admin/keys", { name: markup(14), role: "admin" });
+    const allowed = uniqueIp();
+    const edit = await fetch(`${base}/admin/allow-list`, {
+      method: "POST", headers: { Authorization: `Bearer ${changer}`, "Content-Type": "application/json" }, body: JSON.stringify({ add: [allowed] }),
+    });
+    assert.equal(edit.status, 200, await edit.text());
+    await page.getByLabel("Address", { exact: true }).fill(allowed);
     await page.getByRole("button", { name: "Look up" }).click();
-    await shownAsText(page, "#lookup-result", "ip must be");
+    await shownAsText(page, "#lookup-answer", markup(14));
+    await admin("POST", "/admin/allow-list", { remove: [allowed] });
+    const held = uniqueIp();
+    const holderAdd = await fetch(`${base}/api/addIpsToGreylist`, {
+      method: "POST", headers: { Authorization: `Bearer ${login.accessToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ ips: [held], comment: markup(15) }),
+    });
+    assert.equal(holderAdd.status, 200);
+    await page.getByLabel("Address", { exact: true }).fill(held);
+    await page.getByLabel("License (optional)").fill(license);
+    await page.getByRole("button", { name: "Look up" }).click();
+    await shownAsText(page, "#lookup-answer", markup(15));
     assert.deepEqual(page.errors, []);
   });
 });
