@@ -101,9 +101,13 @@ impl<V: Clone> Remembered<V> {
     }
 }
 
-/// Whether a value an isolate read at `read_at` may still stand in for a KV read at `now`.
+/// Whether a value an isolate read at `read_at` may still stand in for a KV read at `now`:
+/// within the isolate's period, or read at that very moment or after it. A request
+/// reads the clock once, so a list's manifest is read once however many of its
+/// addresses ask, even when the period is nil (`CACHE_SECONDS` of 30 or less): a
+/// bulk call of a thousand addresses is two manifest reads, not two thousand.
 pub fn is_fresh(read_at: Millis, now: Millis, freshness: Freshness) -> bool {
-    now.since(read_at) < freshness.isolate_seconds() * 1000
+    read_at >= now || now.since(read_at) < freshness.isolate_seconds() * 1000
 }
 
 /// A KV namespace in memory with the edge cache KV puts in front of it: a read

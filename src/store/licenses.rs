@@ -411,8 +411,8 @@ mod tests {
         }
         assert_eq!(kv.reads.get(), 1);
         let uncached = Freshness::new(0).unwrap();
-        active(&kv, &isolate, uncached, REVOKED_AT);
-        active(&kv, &isolate, uncached, REVOKED_AT);
+        active(&kv, &isolate, uncached, REVOKED_AT + 30_000);
+        active(&kv, &isolate, uncached, REVOKED_AT + 30_000);
         assert_eq!(
             kv.reads.get(),
             3,

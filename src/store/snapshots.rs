@@ -577,6 +577,30 @@ mod tests {
         assert!(allow("8.8.8.8"));
     }
 
+    #[test]
+    fn a_request_reads_each_manifest_once_however_many_addresses_it_asks_about() {
+        let fake = Fake::default();
+        publish(&fake.global, 1, &["8.8.8.8", "200.1.1.1"]);
+        let (held, every_time) = (Held::default(), Freshness::new(0).unwrap());
+        assert!(listed(&fake, &held, every_time, PUBLISHED_AT, "8.8.8.8"));
+        let reads = fake.global.reads.get();
+        for n in 0..100 {
+            let ip = format!("200.1.1.{n}");
+            assert_eq!(listed(&fake, &held, every_time, PUBLISHED_AT, &ip), n == 1);
+        }
+        assert_eq!(
+            fake.global.reads.get(),
+            reads,
+            "its moment's manifest answers"
+        );
+        listed(&fake, &held, every_time, PUBLISHED_AT + 1, "8.8.8.8");
+        assert_eq!(
+            fake.global.reads.get(),
+            reads + 1,
+            "the next moment reads again"
+        );
+    }
+
     fn listed(fake: &Fake, held: &Held, freshness: Freshness, at: u64, ip: &str) -> bool {
         answers(fake, held, ListKind::Global, (freshness, at), ip)
     }
@@ -773,9 +797,13 @@ mod tests {
         let reads = fake.global.reads.get();
         assert!(listed(&fake, &held, every_time, later, "8.8.8.8"));
         assert_eq!(fake.global.reads.get(), reads + 1, "the manifest only");
-        assert!(!listed(&fake, &held, every_time, later, "200.1.1.1"));
-        assert!(listed(&fake, &held, every_time, later, "200.1.1.2"));
-        assert_eq!(fake.global.reads.get(), reads + 4, "and the new shard once");
+        assert!(!listed(&fake, &held, every_time, later + 1, "200.1.1.1"));
+        assert!(listed(&fake, &held, every_time, later + 2, "200.1.1.2"));
+        assert_eq!(
+            fake.global.reads.get(),
+            reads + 4,
+            "the manifest at each moment, and the new shard once"
+        );
     }
 
     #[test]
