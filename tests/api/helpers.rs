@@ -211,14 +211,31 @@ impl Server {
         }
     }
 
+    /// Whether one of this server's own processes listens on the port of `base`.
+    fn listens_on_its_port(&self) -> bool {
+        let Some(group) = self.child.lock().unwrap().as_ref().map(Child::id) else {
+            return false;
+        };
+        let port = self
+            .base
+            .rsplit_once(':')
+            .and_then(|(_, port)| port.parse().ok());
+        port.is_some_and(|port| listening_ports(group).contains(&port))
+    }
+
     /// Waits for the worker to answer; what went wrong, with the log, if it never does.
     fn wait_until_ready(&self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(180);
         while Instant::now() < deadline {
-            // A path no file answers reaches the Worker itself, so its 404 proves the wasm is loaded.
+            // A path no file answers reaches the Worker itself, so its 404 proves the wasm is
+            // loaded, once the port is this server's: another server's runtime may have
+            // taken it between the probe and wrangler's bind, and answers the same way.
             if let Ok(resp) = try_send("GET", &format!("{}/no-such-endpoint", self.base), &[], None)
             {
-                if resp.status == 404 && resp.body.contains("no such endpoint") {
+                if resp.status == 404
+                    && resp.body.contains("no such endpoint")
+                    && self.listens_on_its_port()
+                {
                     return Ok(());
                 }
             }
