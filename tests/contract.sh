@@ -11,6 +11,9 @@ inspector=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0
 admin=contract-admin-token-0123456789abcdef
 base=http://127.0.0.1:$port
 
+# wrangler's compiled code kept between starts, as the e2e suite does.
+NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--require $PWD/tests/node-code-cache.cjs" \
+GREYLIST_CODE_CACHE=$PWD/target/tmp/node-code-cache \
 setsid node_modules/.bin/wrangler dev --ip 127.0.0.1 --port "$port" --inspector-port "$inspector" \
   --persist-to "$state" --show-interactive-dev-session=false \
   --var JWT_SECRET:contract-jwt-secret-0123456789abcdef --var ADMIN_TOKEN:$admin --var CACHE_SECONDS:0 \

@@ -556,7 +556,7 @@ fn spawn_wrangler(
     use std::os::unix::process::CommandExt;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let log = File::create(log_path).unwrap();
-    let mut command = Command::new(root.join("node_modules/.bin/wrangler"));
+    let mut command = wrangler();
     command
         .current_dir(root)
         .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
@@ -567,7 +567,6 @@ fn spawn_wrangler(
         ])
         .arg("--persist-to")
         .arg(state_dir.join("wrangler"))
-        .env("WRANGLER_SEND_METRICS", "false")
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log)
@@ -588,6 +587,29 @@ fn spawn_wrangler(
         .spawn()
         .unwrap();
     (child, watchdog)
+}
+
+/// The pinned wrangler, sending no metrics, its bundles' compiled code kept between
+/// starts (`tests/node-code-cache.cjs`).
+fn wrangler() -> Command {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let preload = format!(
+        "--require {}",
+        root.join("tests/node-code-cache.cjs").display()
+    );
+    let options = match std::env::var("NODE_OPTIONS") {
+        Ok(given) if !given.is_empty() => format!("{given} {preload}"),
+        _ => preload,
+    };
+    let mut command = Command::new(root.join("node_modules/.bin/wrangler"));
+    command
+        .env("WRANGLER_SEND_METRICS", "false")
+        .env("NODE_OPTIONS", options)
+        .env(
+            "GREYLIST_CODE_CACHE",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-code-cache"),
+        );
+    command
 }
 
 fn kill_group(pgid: u32) {
@@ -677,8 +699,7 @@ fn free_port() -> u16 {
 /// Writes a KV value into the state a server persists to in `state_dir`, as
 /// `wrangler kv key put --local` does; no server may be running on it.
 pub fn kv_put_local(state_dir: &Path, binding: &str, key: &str, value: &str) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let output = Command::new(root.join("node_modules/.bin/wrangler"))
+    let output = wrangler()
         .args([
             "kv",
             "key",
@@ -693,7 +714,6 @@ pub fn kv_put_local(state_dir: &Path, binding: &str, key: &str, value: &str) {
         .arg(test_config())
         .arg("--persist-to")
         .arg(state_dir.join("wrangler"))
-        .env("WRANGLER_SEND_METRICS", "false")
         .output()
         .unwrap();
     assert!(

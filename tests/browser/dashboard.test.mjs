@@ -55,7 +55,13 @@ before(async () => {
     "--persist-to", state, "--show-interactive-dev-session=false",
     "--var", "JWT_SECRET:browser-jwt-secret-0123456789abcdef0123", "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`, "--var", "CACHE_SECONDS:0", "--var", "IPV6:on",
     "--config", testConfiguration(),
-  ], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
+  ], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: {
+    ...process.env,
+    WRANGLER_SEND_METRICS: "false",
+    // wrangler's compiled code kept between starts, as the e2e suite does.
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${join(ROOT, "tests/node-code-cache.cjs")}`.trim(),
+    GREYLIST_CODE_CACHE: join(ROOT, "target/tmp/node-code-cache"),
+  } });
   let log = "";
   server.stdout.on("data", (chunk) => (log += chunk));
   server.stderr.on("data", (chunk) => (log += chunk));
