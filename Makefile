@@ -134,8 +134,9 @@ dev: build .dev.vars
 	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(IPV6),--var IPV6:$(IPV6))
 
 TEST_PHASES := test-tools lint build unit e2e contract browser deploy-check
-# Fuzzing keeps one core busy and no more, while the server-bound phases leave about
-# a fifth of the machine idle: it runs beside them, from the first of them on.
+# Fuzzing, once its targets are built, keeps one core busy and no more, while the
+# server-bound phases leave about a fifth of the machine idle: it runs beside them,
+# from the first of them on.
 BESIDE := fuzz-quick
 BESIDE_FROM := contract
 
@@ -144,21 +145,22 @@ BESIDE_FROM := contract
 # background from $(BESIDE_FROM) on; its output is kept in target/$(BESIDE).log and
 # shown once the phases in the foreground have passed.
 test:
-	@times=""; start=$$(date +%s); beside=""; mkdir -p target; \
+	@times=""; start=$$(date +%s); beside=""; mkdir -p target; rm -f target/$(BESIDE).took; \
+	trap '[ -z "$$beside" ] || kill $$beside 2>/dev/null' INT TERM; \
 	for phase in $(TEST_PHASES); do \
 		if [ $$phase = $(BESIDE_FROM) ]; then \
 			( begun=$$(date +%s); $(MAKE) --no-print-directory $(BESIDE) > target/$(BESIDE).log 2>&1; \
-			  status=$$?; echo "$$status $$(( $$(date +%s) - begun ))" > target/$(BESIDE).status ) & beside=$$!; \
+			  status=$$?; echo "$$(( $$(date +%s) - begun ))" > target/$(BESIDE).took; exit $$status ) & beside=$$!; \
 		fi; \
 		begun=$$(date +%s); \
 		$(MAKE) --no-print-directory $$phase; status=$$?; \
 		times="$$times  $$phase: $$(( $$(date +%s) - begun )) s\n"; \
 		if [ $$status -ne 0 ]; then \
-			[ -z "$$beside" ] || wait $$beside; \
+			[ -z "$$beside" ] || { wait $$beside || tail -n 60 target/$(BESIDE).log; }; \
 			printf "\nmake test: $$phase failed\n$$times"; exit $$status; \
 		fi; \
 	done; \
-	wait $$beside; read status took < target/$(BESIDE).status; cat target/$(BESIDE).log; \
+	wait $$beside; status=$$?; took=$$(cat target/$(BESIDE).took 2>/dev/null || echo ?); cat target/$(BESIDE).log; \
 	times="$$times  $(BESIDE): $$took s (beside $(BESIDE_FROM) and what follows it)\n"; \
 	if [ $$status -ne 0 ]; then printf "\nmake test: $(BESIDE) failed\n$$times"; exit $$status; fi; \
 	printf "\nmake test took $$(( $$(date +%s) - start )) s:\n$$times"

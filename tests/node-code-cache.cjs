@@ -20,8 +20,10 @@ if (!dir) {
   // Only the bundles are worth it; small files compile faster than a cache reads.
   const LARGE = 1 << 20;
   const compile = Module.prototype._compile;
-  Module.prototype._compile = function (content, filename) {
-    if (content.length < LARGE) return compile.call(this, content, filename);
+  Module.prototype._compile = function (content, filename, format) {
+    // ES modules (Node 20.19 and later pass the format) compile as Node does.
+    const commonjs = format === undefined || format === "commonjs";
+    if (content.length < LARGE || !commonjs) return compile.apply(this, arguments);
     const digest = crypto.createHash("sha256").update(filename).update(content).digest("hex");
     const file = path.join(dir, `${digest}.v8`);
     let cachedData;

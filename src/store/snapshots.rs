@@ -413,7 +413,8 @@ impl Held {
         let held = self.lists.borrow().get(&kind).cloned();
         let candidate = match (read, &held) {
             (Ok(manifest), Some(held)) if manifest.version == held.manifest.version => {
-                held.checked.set(now);
+                // Never back: a request that began earlier may finish its read later.
+                held.checked.set(held.checked.get().max(now));
                 return ask(held.clone()).await;
             }
             (Ok(manifest), held) => self.candidate(kind, manifest, now, held.as_deref()),

@@ -232,11 +232,12 @@ impl Server {
             // taken it between the probe and wrangler's bind, and answers the same way.
             if let Ok(resp) = try_send("GET", &format!("{}/no-such-endpoint", self.base), &[], None)
             {
-                if resp.status == 404
-                    && resp.body.contains("no such endpoint")
-                    && self.listens_on_its_port()
-                {
-                    return Ok(());
+                if resp.status == 404 && resp.body.contains("no such endpoint") {
+                    if self.listens_on_its_port() {
+                        return Ok(());
+                    }
+                    // Starting over on another port beats waiting for wrangler to give up.
+                    return Err("Address already in use: another server's runtime answers".into());
                 }
             }
             if let Some(child) = self.child.lock().unwrap().as_mut() {
@@ -364,12 +365,18 @@ impl Server {
     }
 
     pub fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Resp {
+        self.try_admin(method, path, body)
+            .unwrap_or_else(|why| panic!("{method} {path}: no answer ({why})"))
+    }
+
+    /// `admin`, or why there was no answer.
+    fn try_admin(&self, method: &str, path: &str, body: Option<Value>) -> Result<Resp, String> {
         let headers = [
             ("Authorization", format!("Bearer {ADMIN_TOKEN}")),
             ("Content-Type", "application/json".to_owned()),
         ];
         let body = body.map(|b| b.to_string().into_bytes());
-        send(
+        try_send(
             method,
             &format!("{}{path}", self.base),
             &headers,
@@ -397,11 +404,7 @@ impl Server {
             Some(json!({ "add": entries })),
         );
         assert_eq!(resp.status, 200, "{list}: {}", resp.body);
-        Listed {
-            server: self,
-            list,
-            entries: entries.iter().map(|e| e.to_string()).collect(),
-        }
+        self.taken_off_at_end(list, entries)
     }
 
     pub fn edit_global_list(&self, add: &[&str], remove: &[&str]) -> Resp {
@@ -481,12 +484,14 @@ pub struct Listed<'a> {
 
 impl Drop for Listed<'_> {
     fn drop(&mut self) {
-        let resp = self.server.admin(
+        // No panic while a failed test unwinds, which would abort every test.
+        let resp = self.server.try_admin(
             "POST",
             &format!("/admin/{}", self.list),
             Some(json!({ "remove": self.entries })),
         );
         if !std::thread::panicking() {
+            let resp = resp.unwrap_or_else(|why| panic!("{}: no answer ({why})", self.list));
             assert_eq!(resp.status, 200, "{}: {}", self.list, resp.body);
         }
     }
