@@ -22,6 +22,7 @@ pub mod license;
 pub mod operator;
 pub mod outcome;
 pub mod page;
+pub mod precedence;
 pub mod publication;
 pub mod quota;
 pub mod range;

@@ -13,7 +13,7 @@ use super::error::ApiError;
 use super::feed::{
     held_apart, operator_changes, user_agent, GlobalChanges, Lists, OperatorChanges,
 };
-use super::feed_body::{self, Again, Operator, Render, Shape};
+use super::feed_body::{self, Again, Render, Shape};
 use super::feed_query::{FeedQuery, Format};
 use super::form;
 use super::reply::Reply;
@@ -23,6 +23,7 @@ use crate::domain::feed::{FeedHead, FeedItem};
 use crate::domain::feed_token::{PullClient, Scope};
 use crate::domain::intervals::Intervals;
 use crate::domain::ip_list::ListKind;
+use crate::domain::precedence::PublishedLists;
 use crate::domain::snapshot::Shards;
 use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
@@ -76,14 +77,14 @@ impl StreamQuery {
 }
 
 /// The operator's lists as a pull reads them: each with its version.
-struct OperatorLists {
+struct VersionedLists {
     global: Whole<Shards, Shards<u128>>,
     allow: Whole<Rc<Intervals>, Rc<Intervals<u128>>>,
 }
 
-impl OperatorLists {
-    fn operator(self) -> Operator {
-        Operator {
+impl VersionedLists {
+    fn published(self) -> PublishedLists {
+        PublishedLists {
             global: self.global.v4,
             allow: self.allow.v4,
             global6: self.global.v6,
@@ -93,14 +94,14 @@ impl OperatorLists {
 }
 
 /// The operator's lists as a pull by a token of `scope` reads them.
-async fn operator_lists(env: &Env, scope: Scope, now: Millis) -> Result<OperatorLists, ApiError> {
+async fn operator_lists(env: &Env, scope: Scope, now: Millis) -> Result<VersionedLists, ApiError> {
     let freshness = config::settings(env)?.freshness;
     let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
     let global = match scope {
         Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
         Scope::Personal => Whole::default(),
     };
-    Ok(OperatorLists { global, allow })
+    Ok(VersionedLists { global, allow })
 }
 
 /// `GET /v1/decisions/stream`: with `startup=true`, every decision the token's
@@ -186,7 +187,7 @@ pub async fn stream(
     };
     let body = feed_body::body(
         records,
-        operator_lists.operator(),
+        operator_lists.published(),
         blocks.blocks(),
         render,
         shape,
@@ -261,8 +262,8 @@ pub async fn live(
     else {
         return json_body("null");
     };
-    let operator = operator_lists(env, may_read, now).await?.operator();
-    if operator.allows(Listed::Ip(ip)) {
+    let published = operator_lists(env, may_read, now).await?.published();
+    if published.allows_entry(Listed::Ip(ip)) {
         return json_body("null");
     }
     let client = PullClient::new(user_agent(&req)?.as_deref(), "live");
@@ -276,11 +277,11 @@ pub async fn live(
         .await?;
     // The holder's /64 is left out when the allow list holds any address of it.
     let mut items: Vec<FeedItem> = entry
-        .filter(|entry| !operator.allows(entry.ip))
+        .filter(|entry| !published.allows_entry(entry.ip))
         .map(FeedItem::personal)
         .into_iter()
         .collect();
-    if let Some(block) = operator.block_holding(ip) {
+    if let Some(block) = published.block_holding(ip) {
         // A global block that is the holder's entry itself is sent once.
         if items.iter().all(|item| item.block.place() != block.place()) {
             items.push(crate::domain::feed::global_item(block));

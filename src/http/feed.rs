@@ -10,7 +10,7 @@ use super::appliance::ApplianceFile;
 use super::auth::FeedReader;
 use super::body::{Body, MAX_BODY_BYTES};
 use super::error::ApiError;
-use super::feed_body::{self, Operator, Render, Shape};
+use super::feed_body::{self, Render, Shape};
 use super::feed_query::{FeedQuery, Format};
 use super::form;
 use super::reply::Reply;
@@ -28,6 +28,7 @@ use crate::domain::ip_list::ListKind;
 use crate::domain::ipv4::PublicIpv4;
 use crate::domain::ipv6::PublicIpv6;
 use crate::domain::license::LicenseId;
+use crate::domain::precedence::PublishedLists;
 use crate::domain::range::{Ipv4Range, Ipv6Range};
 use crate::domain::settings::Freshness;
 use crate::domain::snapshot::Shards;
@@ -142,7 +143,7 @@ pub async fn feed(
         None if query.format == Format::Json => (Render::Json, "application/json"),
         None => (Render::Text, "text/plain; charset=utf-8"),
     };
-    let operator = Operator {
+    let published = PublishedLists {
         global: global.v4,
         allow: allow.v4,
         global6: global.v6,
@@ -150,7 +151,7 @@ pub async fn feed(
     };
     let body = feed_body::body(
         records,
-        operator,
+        published,
         changes.blocks(),
         render,
         shape,

@@ -3,165 +3,18 @@
 //! each and the part being written, whatever the lists' sizes.
 
 use std::collections::VecDeque;
-use std::rc::Rc;
 
 use futures_util::future::LocalBoxFuture;
 use futures_util::stream::{self, Stream};
 use worker::console_error;
 
 use super::appliance::ApplianceFile;
-use crate::domain::address::{Listed, PublicIp};
 use crate::domain::decision::{Decision, DecisionType, Filter};
-use crate::domain::family::Addr;
-use crate::domain::feed::{
-    global_item, gone_item, personal_block, Blocks, FeedBlock, FeedItem, FeedRecord, Merge, Next,
-};
-use crate::domain::intervals::{without, Intervals, Seek};
-use crate::domain::range::Cidr;
-use crate::domain::snapshot::{covers, Shards};
+use crate::domain::feed::{global_item, gone_item, FeedBlock, FeedItem, FeedRecord, Merge, Next};
+use crate::domain::precedence::{GlobalBlocks, Governor, PublishedLists};
 use crate::domain::time::UnixTime;
 use crate::objects::protocol::Pages;
 use crate::store::StoreError;
-
-/// The operator's lists as a feed sees them, each family apart: the global list
-/// (empty for a personal feed), of which the feed holds what the allow list does not.
-pub struct Operator {
-    pub global: Shards,
-    pub allow: Rc<Intervals>,
-    pub global6: Shards<u128>,
-    pub allow6: Rc<Intervals<u128>>,
-}
-
-/// One family's global part: the global list's intervals from the first that
-/// ends at or after `low`, cut where the allow list holds addresses.
-fn challenged_from<A: Addr>(
-    global: &Shards<A>,
-    allow: &Rc<Intervals<A>>,
-    low: A,
-) -> impl Iterator<Item = (A, A)> + 'static {
-    without(global.read_from(low), allow.clone())
-}
-
-/// One family's global part's block that holds `addr`, as a whole feed writes it.
-fn block_holding<A: Addr>(
-    global: &Shards<A>,
-    allow: &Rc<Intervals<A>>,
-    addr: A,
-) -> Option<Cidr<A>> {
-    // The allow list may cut the interval that holds `addr` before it, too.
-    let span = challenged_from(global, allow, addr)
-        .find(|&(_, last)| last >= addr)
-        .filter(|&(first, _)| first <= addr)?;
-    Blocks::new(std::iter::once(span)).find(|block| block.last() >= addr)
-}
-
-impl Operator {
-    /// The global part's block that holds `ip`, as a whole feed writes it.
-    pub fn block_holding(&self, ip: PublicIp) -> Option<FeedBlock> {
-        match ip {
-            PublicIp::V4(v4) => {
-                block_holding(&self.global, &self.allow, v4.to_u32()).map(FeedBlock::V4)
-            }
-            PublicIp::V6(v6) => block_holding(&self.global6, &self.allow6, u128::from(v6.addr()))
-                .map(FeedBlock::V6Range),
-        }
-    }
-
-    /// Whether the allow list holds a personal entry's address, or any address
-    /// of its /64: an allowed address is never acted on.
-    pub fn allows(&self, ip: Listed) -> bool {
-        match ip {
-            Listed::Ip(PublicIp::V4(v4)) => covers(&self.allow, v4.to_u32()),
-            Listed::Ip(PublicIp::V6(v6)) => covers(&self.allow6, u128::from(v6.addr())),
-            Listed::Net64(net) => {
-                let first = u128::from(net.addr());
-                let last = first | u128::from(u64::MAX);
-                self.allow6
-                    .as_slice()
-                    .from(first)
-                    .next()
-                    .is_some_and(|(start, _)| start <= last)
-            }
-        }
-    }
-
-    /// Whether the global part has a personal entry's value as a block of its
-    /// own: the entry is then still in the feed, as the global block.
-    fn single_global_block(&self, ip: Listed) -> bool {
-        let own = |block: FeedBlock| match block {
-            FeedBlock::V4(range) => has_block(&self.global, &self.allow, range),
-            FeedBlock::V6(ip) => {
-                let addr = u128::from(ip.addr());
-                has_block(
-                    &self.global6,
-                    &self.allow6,
-                    Cidr::from_parts(addr, 128).expect("an address"),
-                )
-            }
-            FeedBlock::V6Net64(net) => {
-                let first = u128::from(net.addr());
-                has_block(
-                    &self.global6,
-                    &self.allow6,
-                    Cidr::from_parts(first, 64).expect("a /64"),
-                )
-            }
-            FeedBlock::V6Range(range) => has_block(&self.global6, &self.allow6, range),
-        };
-        own(personal_block(ip))
-    }
-
-    /// The global part's blocks of both families in the feed's order.
-    fn blocks(&self) -> GlobalBlocks {
-        GlobalBlocks {
-            v4: FamilyBlocks::new(Box::new(challenged_from(&self.global, &self.allow, 0))
-                as Box<dyn Iterator<Item = _>>)
-            .peekable(),
-            v6: FamilyBlocks::new(Box::new(challenged_from(&self.global6, &self.allow6, 0))
-                as Box<dyn Iterator<Item = _>>)
-            .peekable(),
-        }
-    }
-}
-
-/// Whether one family's global part holds `block` as one of its own blocks.
-fn has_block<A: Addr>(global: &Shards<A>, allow: &Rc<Intervals<A>>, block: Cidr<A>) -> bool {
-    block_holding(global, allow, block.first()) == Some(block)
-}
-
-/// The global part's blocks of both families, merged in the feed's order
-/// (`FeedBlock::place`): the IPv6 ones around `::ffff:0:0/96`, where IPv4
-/// addresses stand, and the IPv4 ones.
-struct GlobalBlocks {
-    v4: std::iter::Peekable<FamilyBlocks<u32>>,
-    v6: std::iter::Peekable<FamilyBlocks<u128>>,
-}
-
-/// One family's global blocks, read lazily from its shards.
-type FamilyBlocks<A> = Blocks<Box<dyn Iterator<Item = (A, A)>>, A>;
-
-impl Iterator for GlobalBlocks {
-    type Item = FeedBlock;
-
-    fn next(&mut self) -> Option<FeedBlock> {
-        let v4 = self.v4.peek().map(|&block| FeedBlock::V4(block));
-        let v6 = self.v6.peek().map(|&block| FeedBlock::V6Range(block));
-        match (v4, v6) {
-            (Some(v4), Some(v6)) if v6.place() < v4.place() => {
-                self.v6.next();
-                Some(v6)
-            }
-            (Some(v4), _) => {
-                self.v4.next();
-                Some(v4)
-            }
-            (None, v6) => {
-                self.v6.next();
-                v6
-            }
-        }
-    }
-}
 
 /// What a feed's body holds: every item, or the changes after a cursor, or
 /// (a CrowdSec pull's renewal) the deletions after one and every item.
@@ -216,7 +69,7 @@ enum Stage {
 
 struct Writer {
     records: Pages<FeedRecord>,
-    operator: Operator,
+    lists: PublishedLists,
     blocks: GlobalBlocks,
     merge: Merge,
     /// The delta's records of the page read, not written yet.
@@ -240,14 +93,14 @@ struct Writer {
 /// The body of a feed answer, as a stream of parts of at most `part_items` items.
 pub fn body(
     records: Pages<FeedRecord>,
-    operator: Operator,
+    lists: PublishedLists,
     (deleted, added): (Vec<FeedBlock>, Vec<FeedBlock>),
     render: Render,
     shape: Shape,
     version: String,
     part_items: usize,
 ) -> impl Stream<Item = worker::Result<Vec<u8>>> {
-    let blocks = operator.blocks();
+    let blocks = lists.challenged_blocks();
     let (form, again) = match shape {
         Shape::Whole { reset } => (Form::Whole { reset }, None),
         Shape::Delta => (Form::Delta, None),
@@ -257,7 +110,7 @@ pub fn body(
         global_deleted: deleted.into(),
         global_added: added.into(),
         records,
-        operator,
+        lists,
         blocks,
         merge: Merge::default(),
         read: VecDeque::new(),
@@ -320,7 +173,8 @@ impl Writer {
                 while count < self.part_items {
                     match self.next_record().await? {
                         Some(FeedRecord::Gone(ip)) => {
-                            if !self.operator.single_global_block(ip) {
+                            // A block of the global list's own stays in the feed as that.
+                            if self.lists.governor_of_entry(ip) != Governor::GlobalChallenge {
                                 self.write(&mut text, &gone_item(ip));
                                 count += 1;
                             }
@@ -372,11 +226,11 @@ impl Writer {
                 while count < self.part_items {
                     match self.next_record().await? {
                         Some(FeedRecord::Listed(entry)) => {
-                            if !self.operator.allows(entry.ip) {
-                                let single = self.operator.single_global_block(entry.ip);
+                            let governor = self.lists.governor_of_entry(entry.ip);
+                            if governor != Governor::GlobalAllow {
                                 let mut item = FeedItem::personal(entry);
                                 // The global list holds it too: it stands as long as that does.
-                                if single {
+                                if governor == Governor::GlobalChallenge {
                                     item.expires_at = None;
                                 }
                                 self.write(&mut text, &item);
@@ -425,7 +279,7 @@ impl Writer {
         self.records = again().await?;
         self.read.clear();
         self.merge = Merge::default();
-        self.blocks = self.operator.blocks();
+        self.blocks = self.lists.challenged_blocks();
         self.written = 0;
         self.deleting = false;
         text.push_str("],\"new\":[");
@@ -452,7 +306,8 @@ impl Writer {
                         let mut entries = Vec::with_capacity(page.len());
                         for record in page {
                             match record {
-                                FeedRecord::Listed(entry) if !self.operator.allows(entry.ip) => {
+                                // Whatever else holds it, the merge writes it once.
+                                FeedRecord::Listed(entry) if !self.lists.allows_entry(entry.ip) => {
                                     entries.push(entry)
                                 }
                                 FeedRecord::Listed(_) => {}

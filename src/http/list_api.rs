@@ -7,12 +7,13 @@ use super::body::{Body, MAX_BODY_BYTES};
 use super::bulk::{BulkError, MAX_ADDRESSES};
 use super::error::ApiError;
 use super::reply::Reply;
-use crate::domain::address::{Given, PublicIp};
+use crate::domain::address::PublicIp;
 use crate::domain::entry::EntryDetails;
 use crate::domain::holder::{Call, Operation};
 use crate::domain::ip_list::ListKind;
 use crate::domain::license::LicenseId;
 use crate::domain::outcome::Outcome;
+use crate::domain::precedence::{verdict, Governor, Verdict};
 use crate::domain::quota::Quota;
 use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
@@ -93,19 +94,12 @@ fn details(
     .map_err(ApiError::BadRequest)
 }
 
-/// An address's answer so far: given by validation or the operator's lists, or
-/// still the holder's object's to give.
-enum Settled {
-    Answered(Outcome),
-    AskHolder(Given),
-}
-
-/// Steps in the order the specification fixes, for every address: validation, the
-/// allow list, then the lists, where the global list wins over the personal one.
-/// Malformed details (`ttl`, `expiresAt`, `comment`) refuse the request once an
-/// address has passed validation, as they always have.
-/// Both operator lists answer from the snapshots this isolate holds; what they do
-/// not settle goes to the holder's object in one call. Returns an outcome per
+/// Steps in the order the specification fixes, for every address: validation, then
+/// the lists in their precedence (`precedence::verdict`). Malformed details
+/// (`ttl`, `expiresAt`, `comment`) refuse the request once an address has passed
+/// validation, as they always have.
+/// The operator's lists answer from the snapshots this isolate holds; what none of
+/// them governs goes to the holder's object in one call. Returns an outcome per
 /// address, in order, and the day's quota when the personal list answered.
 async fn run(
     env: &Env,
@@ -123,45 +117,41 @@ async fn run(
         let ip = match PublicIp::parse(raw, settings.ipv6) {
             Ok(ip) => ip,
             Err(rejection) => {
-                settled.push(Settled::Answered(rejection.into()));
+                settled.push(Verdict::Answered(rejection.into()));
                 continue;
             }
         };
         if let Err(error) = &details {
             return Err(error.clone());
         }
-        let addr = ip.ip.addr();
-        let on = |kind| lists::contains(env, kind, addr, freshness, now);
-        settled.push(if on(ListKind::Allow).await? {
-            Settled::Answered(Outcome::AllowListed(ip))
-        } else if operation != Operation::Remove && on(ListKind::Global).await? {
-            Settled::Answered(if operation == Operation::Add {
-                Outcome::AlreadyGlobal(ip)
-            } else {
-                Outcome::ListedGlobal(ip)
-            })
-        } else {
-            Settled::AskHolder(ip)
-        });
+        let holds = async |list, ip: PublicIp| {
+            let kind = match list {
+                Governor::GlobalAllow => ListKind::Allow,
+                Governor::GlobalChallenge => ListKind::Global,
+                Governor::Personal => return Ok(false),
+            };
+            lists::contains(env, kind, ip.addr(), freshness, now).await
+        };
+        settled.push(verdict(operation, ip, holds).await?);
     }
     let details = details.unwrap_or_default();
     let calls: Vec<Call> = settled
         .iter()
         .filter_map(|settled| match settled {
-            Settled::AskHolder(given) => Some(Call {
+            Verdict::Personal(given) => Some(Call {
                 operation,
                 ip: given.ip,
                 prefix: settings.ipv6_prefix,
                 details: details.clone(),
                 client: client.clone(),
             }),
-            Settled::Answered(_) => None,
+            Verdict::Answered(_) => None,
         })
         .collect();
     if calls.is_empty() {
         let outcomes = settled.into_iter().filter_map(|settled| match settled {
-            Settled::Answered(outcome) => Some(outcome),
-            Settled::AskHolder(_) => None,
+            Verdict::Answered(outcome) => Some(outcome),
+            Verdict::Personal(_) => None,
         });
         return Ok((outcomes.collect(), None));
     }
@@ -184,8 +174,8 @@ async fn run(
     let outcomes = settled
         .into_iter()
         .map(|settled| match settled {
-            Settled::Answered(outcome) => Ok(outcome),
-            Settled::AskHolder(ip) => personal
+            Verdict::Answered(outcome) => Ok(outcome),
+            Verdict::Personal(ip) => personal
                 .next()
                 .map(|answer| Outcome::Personal(ip, answer.outcome))
                 .ok_or_else(miscounted),

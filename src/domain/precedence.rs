@@ -1,0 +1,463 @@
+//! Which list governs an address for a holder, and what that list answers: the
+//! one place the order "global allow list → global challenge list → personal
+//! list" is written. The single operations and bulk ask it through `verdict`, an
+//! address at a time; the feeds, their deltas, the appliance files and CrowdSec's
+//! stream and live mode ask it of each entry through `PublishedLists`. A new list
+//! (a holder's own allow list, entries promoted by the network) is a new
+//! `Governor` in `PRECEDENCE`, not a new place.
+
+use std::rc::Rc;
+
+use super::address::{Given, Listed, PublicIp};
+use super::family::Addr;
+use super::feed::{personal_block, Blocks, FeedBlock};
+use super::holder::Operation;
+use super::intervals::{without, Intervals, Seek};
+use super::outcome::Outcome;
+use super::range::Cidr;
+use super::snapshot::{covers, Shards};
+
+/// A list that can govern an address for a holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Governor {
+    /// The operator's allow list: an address on it is never challenged, nor acted on.
+    GlobalAllow,
+    /// The operator's (global) challenge list.
+    GlobalChallenge,
+    /// The holder's own challenge list, kept by the holder's object.
+    Personal,
+}
+
+impl Governor {
+    /// Strongest first: the first list that holds an address governs it.
+    pub const PRECEDENCE: [Self; 3] = [Self::GlobalAllow, Self::GlobalChallenge, Self::Personal];
+
+    /// Whether `operation` asks this list at all. A removal changes the holder's
+    /// own list only, so the global challenge list has no say in it (the
+    /// specification: the operations never change the global list).
+    fn is_asked_by(self, operation: Operation) -> bool {
+        !(self == Self::GlobalChallenge && operation == Operation::Remove)
+    }
+
+    /// What `operation` comes to for an address this list governs.
+    fn verdict(self, operation: Operation, ip: Given) -> Verdict {
+        Verdict::Answered(match self {
+            Self::GlobalAllow => Outcome::AllowListed(ip),
+            Self::GlobalChallenge => match operation {
+                Operation::Add => Outcome::AlreadyGlobal(ip),
+                Operation::Check | Operation::Remove => Outcome::ListedGlobal(ip),
+            },
+            Self::Personal => return Verdict::Personal(ip),
+        })
+    }
+}
+
+/// An operation's answer for one valid address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// An operator's list governs it, and this is its answer.
+    Answered(Outcome),
+    /// No operator's list holds it: the holder's object answers, from the personal list.
+    Personal(Given),
+}
+
+/// Which list governs `ip` for `operation`, and its answer. The operator's lists
+/// are asked through `holds` in the order of precedence, each only while no
+/// stronger one holds the address, so no lookup is made that the answer does not
+/// need; what none of them holds is the personal list's to answer.
+pub async fn verdict<E>(
+    operation: Operation,
+    ip: Given,
+    mut holds: impl AsyncFnMut(Governor, PublicIp) -> Result<bool, E>,
+) -> Result<Verdict, E> {
+    // The personal list governs what no operator's list holds; its object answers.
+    let mut governor = Governor::Personal;
+    for list in Governor::PRECEDENCE {
+        if list == Governor::Personal {
+            break;
+        }
+        if list.is_asked_by(operation) && holds(list, ip.ip).await? {
+            governor = list;
+            break;
+        }
+    }
+    Ok(governor.verdict(operation, ip))
+}
+
+/// The operator's lists as an isolate holds their published snapshots, each
+/// family apart: what a feed, a CrowdSec pull or a live lookup weighs a holder's
+/// entries against. The global list is empty for a personal feed.
+pub struct PublishedLists {
+    pub global: Shards,
+    pub allow: Rc<Intervals>,
+    pub global6: Shards<u128>,
+    pub allow6: Rc<Intervals<u128>>,
+}
+
+impl PublishedLists {
+    /// Which list governs one of the holder's entries in a feed: the allow list,
+    /// when it holds the entry's address or any address of its /64 (the entry is
+    /// left out); the global challenge list, when one of the blocks the feed
+    /// writes for it is the entry itself (the entry stands as long as that block
+    /// does); otherwise the holder's own list.
+    pub fn governor_of_entry(&self, ip: Listed) -> Governor {
+        if self.allows_entry(ip) {
+            Governor::GlobalAllow
+        } else if self.has_own_block(personal_block(ip)) {
+            Governor::GlobalChallenge
+        } else {
+            Governor::Personal
+        }
+    }
+
+    /// The global challenge list's block that holds `ip`, as a whole feed writes it:
+    /// the global list without what the allow list holds.
+    pub fn block_holding(&self, ip: PublicIp) -> Option<FeedBlock> {
+        match ip {
+            PublicIp::V4(v4) => {
+                block_holding(&self.global, &self.allow, v4.to_u32()).map(FeedBlock::V4)
+            }
+            PublicIp::V6(v6) => block_holding(&self.global6, &self.allow6, u128::from(v6.addr()))
+                .map(FeedBlock::V6Range),
+        }
+    }
+
+    /// The global challenge list's blocks of both families, without what the
+    /// allow list holds, in the feed's order.
+    pub fn challenged_blocks(&self) -> GlobalBlocks {
+        GlobalBlocks {
+            v4: FamilyBlocks::new(Box::new(challenged_from(&self.global, &self.allow, 0))
+                as Box<dyn Iterator<Item = _>>)
+            .peekable(),
+            v6: FamilyBlocks::new(Box::new(challenged_from(&self.global6, &self.allow6, 0))
+                as Box<dyn Iterator<Item = _>>)
+            .peekable(),
+        }
+    }
+
+    /// Whether the allow list governs an address or entry: it holds the address,
+    /// or any address of the /64. The first question of `governor_of_entry`, and
+    /// the only one a whole feed asks (its merge writes an entry the global list
+    /// also holds once).
+    pub fn allows_entry(&self, ip: Listed) -> bool {
+        match ip {
+            Listed::Ip(PublicIp::V4(v4)) => covers(&self.allow, v4.to_u32()),
+            Listed::Ip(PublicIp::V6(v6)) => covers(&self.allow6, u128::from(v6.addr())),
+            Listed::Net64(net) => {
+                let first = u128::from(net.addr());
+                let last = first | u128::from(u64::MAX);
+                self.allow6
+                    .as_slice()
+                    .from(first)
+                    .next()
+                    .is_some_and(|(start, _)| start <= last)
+            }
+        }
+    }
+
+    /// Whether the challenged global list has `block` as one of its own blocks.
+    fn has_own_block(&self, block: FeedBlock) -> bool {
+        match block {
+            FeedBlock::V4(range) => has_block(&self.global, &self.allow, range),
+            FeedBlock::V6(ip) => {
+                let addr = u128::from(ip.addr());
+                has_block(
+                    &self.global6,
+                    &self.allow6,
+                    Cidr::from_parts(addr, 128).expect("an address"),
+                )
+            }
+            FeedBlock::V6Net64(net) => {
+                let first = u128::from(net.addr());
+                has_block(
+                    &self.global6,
+                    &self.allow6,
+                    Cidr::from_parts(first, 64).expect("a /64"),
+                )
+            }
+            FeedBlock::V6Range(range) => has_block(&self.global6, &self.allow6, range),
+        }
+    }
+}
+
+/// One family's challenged global list: its intervals from the first that ends at
+/// or after `low`, cut where the allow list holds addresses.
+fn challenged_from<A: Addr>(
+    global: &Shards<A>,
+    allow: &Rc<Intervals<A>>,
+    low: A,
+) -> impl Iterator<Item = (A, A)> + 'static {
+    without(global.read_from(low), allow.clone())
+}
+
+/// One family's challenged block that holds `addr`, as a whole feed writes it.
+fn block_holding<A: Addr>(
+    global: &Shards<A>,
+    allow: &Rc<Intervals<A>>,
+    addr: A,
+) -> Option<Cidr<A>> {
+    // The allow list may cut the interval that holds `addr` before it, too.
+    let span = challenged_from(global, allow, addr)
+        .find(|&(_, last)| last >= addr)
+        .filter(|&(first, _)| first <= addr)?;
+    Blocks::new(std::iter::once(span)).find(|block| block.last() >= addr)
+}
+
+/// Whether one family's challenged global list holds `block` as one of its own blocks.
+fn has_block<A: Addr>(global: &Shards<A>, allow: &Rc<Intervals<A>>, block: Cidr<A>) -> bool {
+    block_holding(global, allow, block.first()) == Some(block)
+}
+
+/// The challenged global blocks of both families, merged in the feed's order
+/// (`FeedBlock::place`): the IPv6 ones around `::ffff:0:0/96`, where IPv4
+/// addresses stand, and the IPv4 ones.
+pub struct GlobalBlocks {
+    v4: std::iter::Peekable<FamilyBlocks<u32>>,
+    v6: std::iter::Peekable<FamilyBlocks<u128>>,
+}
+
+/// One family's global blocks, read lazily from its shards.
+type FamilyBlocks<A> = Blocks<Box<dyn Iterator<Item = (A, A)>>, A>;
+
+impl Iterator for GlobalBlocks {
+    type Item = FeedBlock;
+
+    fn next(&mut self) -> Option<FeedBlock> {
+        let v4 = self.v4.peek().map(|&block| FeedBlock::V4(block));
+        let v6 = self.v6.peek().map(|&block| FeedBlock::V6Range(block));
+        match (v4, v6) {
+            (Some(v4), Some(v6)) if v6.place() < v4.place() => {
+                self.v6.next();
+                Some(v6)
+            }
+            (Some(v4), _) => {
+                self.v4.next();
+                Some(v4)
+            }
+            (None, v6) => {
+                self.v6.next();
+                v6
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+    use crate::domain::address::Ipv6;
+    use crate::domain::outcome::PersonalOutcome;
+    use crate::domain::snapshot::Shard;
+
+    /// Runs a future that never waits: `verdict`'s lookups here answer at once.
+    fn now<T>(future: impl Future<Output = T>) -> T {
+        match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(value) => value,
+            Poll::Pending => panic!("the verdict waited on nothing"),
+        }
+    }
+
+    fn given(text: &str) -> Given {
+        PublicIp::parse(text, Ipv6::On).unwrap()
+    }
+
+    /// The verdict when the operator's lists in `holding` hold the address, and
+    /// the lists it asked, in order.
+    fn weigh(operation: Operation, holding: &[Governor]) -> (Verdict, Vec<Governor>) {
+        let asked = RefCell::new(Vec::new());
+        let verdict = now(verdict(
+            operation,
+            given("203.0.114.9"),
+            async |list, ip| {
+                assert_eq!(ip, given("203.0.114.9").ip);
+                asked.borrow_mut().push(list);
+                Ok::<_, ()>(holding.contains(&list))
+            },
+        ))
+        .unwrap();
+        (verdict, asked.into_inner())
+    }
+
+    #[test]
+    fn the_strongest_list_that_holds_an_address_governs_it_and_no_weaker_one_is_asked() {
+        use Governor::*;
+        use Operation::*;
+        let ip = given("203.0.114.9");
+        let answered = |outcome| Verdict::Answered(outcome);
+        let personal = Verdict::Personal(ip.clone());
+        // (operation, lists holding the address) → (verdict, lists asked in order)
+        let table = [
+            (
+                Check,
+                vec![],
+                personal.clone(),
+                vec![GlobalAllow, GlobalChallenge],
+            ),
+            (
+                Add,
+                vec![],
+                personal.clone(),
+                vec![GlobalAllow, GlobalChallenge],
+            ),
+            (Remove, vec![], personal.clone(), vec![GlobalAllow]),
+            (
+                Check,
+                vec![GlobalAllow, GlobalChallenge],
+                answered(Outcome::AllowListed(ip.clone())),
+                vec![GlobalAllow],
+            ),
+            (
+                Add,
+                vec![GlobalAllow],
+                answered(Outcome::AllowListed(ip.clone())),
+                vec![GlobalAllow],
+            ),
+            (
+                Remove,
+                vec![GlobalAllow, GlobalChallenge],
+                answered(Outcome::AllowListed(ip.clone())),
+                vec![GlobalAllow],
+            ),
+            (
+                Check,
+                vec![GlobalChallenge],
+                answered(Outcome::ListedGlobal(ip.clone())),
+                vec![GlobalAllow, GlobalChallenge],
+            ),
+            (
+                Add,
+                vec![GlobalChallenge],
+                answered(Outcome::AlreadyGlobal(ip.clone())),
+                vec![GlobalAllow, GlobalChallenge],
+            ),
+            // A removal is the personal list's whatever the global list holds.
+            (
+                Remove,
+                vec![GlobalChallenge],
+                personal.clone(),
+                vec![GlobalAllow],
+            ),
+        ];
+        for (operation, holding, expected, asked) in table {
+            assert_eq!(
+                weigh(operation, &holding),
+                (expected, asked),
+                "{operation:?} of an address on {holding:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_answers_are_the_specified_texts() {
+        let message = |operation, holding: &[Governor]| match weigh(operation, holding).0 {
+            Verdict::Answered(outcome) => outcome.message(),
+            Verdict::Personal(ip) => Outcome::Personal(ip, PersonalOutcome::Unlisted).message(),
+        };
+        assert_eq!(
+            message(Operation::Add, &[Governor::GlobalAllow]),
+            "[203.0.114.9] is on the global allow list, no action was taken"
+        );
+        assert_eq!(
+            message(Operation::Check, &[Governor::GlobalChallenge]),
+            "[203.0.114.9] is on global greylist"
+        );
+        assert_eq!(
+            message(Operation::Add, &[Governor::GlobalChallenge]),
+            "[203.0.114.9] is already on global greylist"
+        );
+    }
+
+    #[test]
+    fn a_failed_lookup_is_the_callers_fault_to_report() {
+        let failed = now(verdict(
+            Operation::Check,
+            given("203.0.114.9"),
+            async |_, _| Err::<bool, _>("storage"),
+        ));
+        assert_eq!(failed, Err("storage"));
+    }
+
+    fn v4(text: &str) -> u32 {
+        u32::from(text.parse::<std::net::Ipv4Addr>().unwrap())
+    }
+
+    fn v6(text: &str) -> u128 {
+        u128::from(text.parse::<std::net::Ipv6Addr>().unwrap())
+    }
+
+    /// The lists with these IPv4 and IPv6 intervals, each list one shard.
+    fn lists(
+        global: &[(u32, u32)],
+        allow: &[(u32, u32)],
+        global6: &[(u128, u128)],
+        allow6: &[(u128, u128)],
+    ) -> PublishedLists {
+        PublishedLists {
+            global: one_shard(global),
+            allow: Rc::new(allow.to_vec()),
+            global6: one_shard(global6),
+            allow6: Rc::new(allow6.to_vec()),
+        }
+    }
+
+    fn one_shard<A: Addr>(intervals: &[(A, A)]) -> Shards<A> {
+        Shards::new(
+            vec![A::default()],
+            vec![Rc::new(Shard::of_intervals(intervals.to_vec()))],
+        )
+    }
+
+    fn entry(text: &str) -> Listed {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_feed_weighs_each_entry_by_the_same_precedence() {
+        let lists = lists(
+            &[
+                (v4("198.51.99.0"), v4("198.51.99.255")),
+                (v4("203.0.114.5"), v4("203.0.114.5")),
+            ],
+            &[(v4("198.51.99.7"), v4("198.51.99.7"))],
+            &[(v6("2a00:1450:9::"), v6("2a00:1450:9::ffff:ffff:ffff:ffff"))],
+            &[(v6("2a00:1450:1::5"), v6("2a00:1450:1::5"))],
+        );
+        let of = |text| lists.governor_of_entry(entry(text));
+        // The allow list governs what it holds, the global list too.
+        assert_eq!(of("198.51.99.7"), Governor::GlobalAllow);
+        // A /64 is left out when the allow list holds any address of it.
+        assert_eq!(of("2a00:1450:1::/64"), Governor::GlobalAllow);
+        assert_eq!(of("2a00:1450:1::9"), Governor::Personal);
+        // The global list governs an entry that is one of its own blocks...
+        assert_eq!(of("203.0.114.5"), Governor::GlobalChallenge);
+        assert_eq!(of("2a00:1450:9::/64"), Governor::GlobalChallenge);
+        // ...not one inside a larger block, which the feed writes beside it.
+        assert_eq!(of("198.51.99.8"), Governor::Personal);
+        assert_eq!(of("8.8.8.8"), Governor::Personal);
+    }
+
+    #[test]
+    fn the_challenged_global_list_is_the_global_list_without_the_allow_list() {
+        let lists = lists(
+            &[(v4("198.51.99.0"), v4("198.51.99.3"))],
+            &[(v4("198.51.99.1"), v4("198.51.99.1"))],
+            &[],
+            &[],
+        );
+        let blocks: Vec<String> = lists.challenged_blocks().map(|b| b.to_string()).collect();
+        assert_eq!(blocks, ["198.51.99.0", "198.51.99.2/31"]);
+        let holding = |text: &str| {
+            let ip = given(text).ip;
+            lists.block_holding(ip).map(|b| b.to_string())
+        };
+        assert_eq!(holding("198.51.99.3").as_deref(), Some("198.51.99.2/31"));
+        assert_eq!(holding("198.51.99.1"), None);
+        assert!(lists.allows_entry(entry("198.51.99.1")));
+        assert!(!lists.allows_entry(entry("198.51.99.2")));
+    }
+}
