@@ -4,10 +4,11 @@
 
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
-use worker::{Context, Env, Request, Response};
+use worker::{Env, Request, Response};
 
 use super::auth::Operator;
 use super::body::{declared_within, Body};
+use super::context::RequestContext;
 use super::error::ApiError;
 use super::etag;
 use super::reply::Reply;
@@ -18,7 +19,6 @@ use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::Count;
 use crate::objects::lists::client::writer;
 use crate::objects::lists::protocol::{Edit, Export, ExportHead, ListsStatus, Replace, Status};
-use crate::platform::config;
 
 /// An edit of at most 10 000 entries, with room for spaces and long ranges.
 pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
@@ -26,18 +26,18 @@ pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
 /// `POST`: `{"add": [...], "remove": [...]}`, checked and applied by the lists' writer.
 pub async fn edit_list(
     kind: ListKind,
+    cx: &RequestContext,
     mut req: Request,
-    env: &Env,
-    ctx: &Context,
-    operator: &Operator,
+    operator: Operator,
 ) -> Result<Reply, ApiError> {
-    let body = Body::read(&mut req, ctx, MAX_EDIT_BYTES).await?;
+    let env = &cx.env;
+    let body = Body::read(&mut req, &cx.ctx, MAX_EDIT_BYTES).await?;
     let edit = body.json::<EditRequest>().map_err(|e| {
         ApiError::BadRequest(format!(
             "expected {{\"add\": [...], \"remove\": [...]}}: {e}"
         ))
     })?;
-    let ipv6 = config::settings(env)?.ipv6;
+    let ipv6 = cx.settings.ipv6;
     let by = Some(operator.actor.name().to_owned());
     let changes = writer(env)?
         .ask(Edit {
@@ -49,7 +49,7 @@ pub async fn edit_list(
         .await?;
     if changes != Changes::default() {
         let detail = format!("added {}, removed {}", changes.added, changes.removed);
-        record(env, operator, (Action::ListEdited, kind), detail).await?;
+        record(env, &operator, (Action::ListEdited, kind), detail).await?;
     }
     Reply::json(200, &changes)
 }
@@ -85,13 +85,14 @@ struct Replacement {
 /// arrives (and counts its limit on the text, however it was sent).
 pub async fn replace_list(
     kind: ListKind,
+    cx: &RequestContext,
     req: Request,
-    env: &Env,
-    operator: &Operator,
+    operator: Operator,
 ) -> Result<Reply, ApiError> {
+    let env = &cx.env;
     declared_within(&req, MAX_IMPORT_BYTES)?;
     let gzip = gzipped(&req)?;
-    let ipv6 = config::settings(env)?.ipv6;
+    let ipv6 = cx.settings.ipv6;
     let by = Some(operator.actor.name().to_owned());
     let replaced = writer(env)?
         .ask_uploading(
@@ -109,7 +110,7 @@ pub async fn replace_list(
         "{} entries, added {added}, removed {removed}, version {}",
         replaced.entries, replaced.version
     );
-    record(env, operator, (Action::ListReplaced, kind), detail).await?;
+    record(env, &operator, (Action::ListReplaced, kind), detail).await?;
     Reply::json(
         200,
         &Replacement {
@@ -135,7 +136,13 @@ fn gzipped(req: &Request) -> Result<bool, ApiError> {
 
 /// `GET`: the list in the import format, `# <list> list, version <v>, <n> entries`
 /// first, streamed from the writer a page at a time, with its version as `ETag`.
-pub async fn export_list(kind: ListKind, req: Request, env: &Env) -> Result<Reply, ApiError> {
+pub async fn export_list(
+    kind: ListKind,
+    cx: &RequestContext,
+    req: Request,
+    _: Operator,
+) -> Result<Reply, ApiError> {
+    let env = &cx.env;
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let tag = |version: u64| format!("\"{version}\"");
     let known = etag::tags(&if_none_match).find_map(|held| {
@@ -194,7 +201,8 @@ struct ServiceStatus {
 }
 
 /// `GET /admin/status`: both lists' sizes and published versions, and the number of licenses.
-pub async fn status(env: &Env) -> Result<Reply, ApiError> {
+pub async fn status(cx: &RequestContext, _: Request, _: Operator) -> Result<Reply, ApiError> {
+    let env = &cx.env;
     let lists = writer(env)?.ask(Status).await?;
     Reply::json(
         200,

@@ -6,19 +6,16 @@ use std::cell::RefCell;
 
 use worker::{Env, Request};
 
+use super::context::RequestContext;
 use super::credentials::{bearer, feed_token};
 use super::error::ApiError;
-use super::log::RequestLog;
-use super::route::OperatorRoute;
 use crate::domain::audit::Stamp;
 use crate::domain::feed_token::{self, FeedTokenOwner, Scope};
 use crate::domain::license::{key_digest, LicenseId};
-use crate::domain::operator::{is_operator_key, Actor};
-use crate::domain::time::Millis;
+use crate::domain::operator::{is_operator_key, Access, Actor};
 use crate::domain::token::VerifiedTokens;
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::Authenticate;
-use crate::platform::config;
 use crate::store::licenses;
 
 thread_local! {
@@ -36,19 +33,14 @@ fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
 
 /// The license of a valid access token whose license is still active; the
 /// request's log line names it from here on.
-pub async fn license_holder(
-    req: &Request,
-    env: &Env,
-    now: Millis,
-    log: &mut RequestLog,
-) -> Result<LicenseId, ApiError> {
+pub async fn license_holder(cx: &RequestContext, req: &Request) -> Result<LicenseId, ApiError> {
     let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
-    let settings = config::settings(env)?;
+    let (settings, now) = (&cx.settings, cx.now);
     let license = TOKENS
         .with_borrow_mut(|tokens| tokens.verify(settings.jwt_secret.expose(), &token, now.unix()))
         .map_err(|e| ApiError::Unauthorized(e.code()))?;
-    log.license = Some(license.clone());
-    if licenses::is_active(env, &license, settings.freshness, now).await? {
+    cx.log.names(&license);
+    if licenses::is_active(&cx.env, &license, settings.freshness, now).await? {
         Ok(license)
     } else {
         Err(ApiError::Unauthorized("license_revoked"))
@@ -66,23 +58,18 @@ pub struct FeedReader {
 }
 
 /// Who may read a feed: a holder with an access token, or with one of its feed tokens.
-pub async fn feed_reader(
-    req: &Request,
-    env: &Env,
-    now: Millis,
-    log: &mut RequestLog,
-) -> Result<FeedReader, ApiError> {
+pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedReader, ApiError> {
     let header = req.headers().get("Authorization")?.unwrap_or_default();
     let Some(token) = feed_token(&header) else {
-        let license = license_holder(req, env, now, log).await?;
-        limit_polls(env, &format!("license:{}", license.as_str())).await?;
+        let license = license_holder(cx, req).await?;
+        limit_polls(&cx.env, &format!("license:{}", license.as_str())).await?;
         return Ok(FeedReader {
             license,
             token: None,
             may_read: Scope::All,
         });
     };
-    let (license, owner) = by_feed_token(&token, env, now, log).await?;
+    let (license, owner) = by_feed_token(cx, &token).await?;
     Ok(FeedReader {
         license,
         token: Some(owner.id),
@@ -101,20 +88,13 @@ pub struct BouncerKey {
 
 /// Who a CrowdSec bouncer reads for: the feed token in its `X-Api-Key`. A key
 /// missing, unknown or revoked is the Local API's 403, whatever the reason.
-pub async fn bouncer(
-    req: &Request,
-    env: &Env,
-    now: Millis,
-    log: &mut RequestLog,
-) -> Result<BouncerKey, ApiError> {
+pub async fn bouncer(cx: &RequestContext, req: &Request) -> Result<BouncerKey, ApiError> {
     let key = req.headers().get("X-Api-Key")?.unwrap_or_default();
     let key = key.trim();
     if !feed_token::is_token(key) {
         return Err(ApiError::AccessForbidden("api_key_missing"));
     }
-    let (license, owner) = by_feed_token(key, env, now, log)
-        .await
-        .map_err(bouncer_refusal)?;
+    let (license, owner) = by_feed_token(cx, key).await.map_err(bouncer_refusal)?;
     Ok(BouncerKey {
         license,
         token: owner.id,
@@ -132,22 +112,20 @@ pub fn bouncer_refusal(error: ApiError) -> ApiError {
 
 /// The license and record of a feed token, while both stand.
 async fn by_feed_token(
+    cx: &RequestContext,
     token: &str,
-    env: &Env,
-    now: Millis,
-    log: &mut RequestLog,
 ) -> Result<(LicenseId, FeedTokenOwner), ApiError> {
+    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
     let digest = feed_token::digest(token);
     // Before anything is read: a flood of polls, or of made-up tokens, costs only the refusal.
     limit_polls(env, &format!("token:{digest}")).await?;
-    let freshness = config::settings(env)?.freshness;
     let owner = licenses::feed_token_owner(env, &digest, freshness, now)
         .await?
         .ok_or(ApiError::Unauthorized("feed_token_unknown"))?;
     let license = owner
         .license()
         .ok_or_else(|| ApiError::Internal(format!("feed token {} names no license", owner.id)))?;
-    log.license = Some(license.clone());
+    cx.log.names(&license);
     // The license's standing, as for an access token: a revocation refuses its feed
     // tokens within the same bound, even before its holder's object is told.
     if !licenses::is_active(env, &license, freshness, now).await? {
@@ -205,16 +183,16 @@ const OPERATOR_LIMIT_PERIOD_SECONDS: u32 = 60;
 
 /// The operator, proven by `ADMIN_TOKEN` (or `ADMIN_TOKEN_NEXT` while it is
 /// rotated), which opens every route without a lookup; or by a named operator
-/// key whose role opens `route`, asked of the directory at every call so that a
+/// key whose role gives `access`, asked of the directory at every call so that a
 /// key revoked is refused at once. The directory records every refusal; past
 /// `OPERATOR_LIMITER`'s 600 calls a minute from one address, a call without
 /// `ADMIN_TOKEN` is refused with 429 before the directory is asked.
 pub async fn operator(
+    cx: &RequestContext,
     req: &Request,
-    env: &Env,
-    route: &OperatorRoute,
+    access: Access,
 ) -> Result<Operator, ApiError> {
-    let settings = config::settings(env)?;
+    let (env, settings) = (&cx.env, &cx.settings);
     let client = req.headers().get("CF-Connecting-IP")?;
     let token = bearer_token(req)?;
     if token
@@ -240,7 +218,7 @@ pub async fn operator(
             .as_deref()
             .filter(|token| is_operator_key(token))
             .map(key_digest),
-        access: route.access(),
+        access,
         call: format!("{} {path}", req.method().as_ref()),
         client: client.clone(),
     };

@@ -1,9 +1,10 @@
 //! Reading a holder's own list and history, a page at a time.
 
 use serde::Serialize;
-use worker::{Context, Env, Request};
+use worker::{Context, Request};
 
 use super::body::{Body, MAX_BODY_BYTES};
+use super::context::RequestContext;
 use super::error::ApiError;
 use super::reply::{to_json, Listing, Reply};
 use crate::domain::address::{Ipv6, Listed};
@@ -12,10 +13,9 @@ use crate::domain::entry::{Change, Entry, HistoryEvent};
 use crate::domain::license::LicenseId;
 use crate::domain::page::{counted, PageCursor, PageQuery};
 use crate::domain::quota::Quota;
-use crate::domain::time::{Millis, UnixTime};
+use crate::domain::time::UnixTime;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{Activity, History, ListEntries, Usage};
-use crate::platform::config;
 
 async fn page_query<C: PageCursor>(
     mut req: Request,
@@ -38,13 +38,12 @@ async fn page_query<C: PageCursor>(
 
 /// The caller's live entries, newest first.
 pub async fn list(
-    license: &LicenseId,
+    cx: &RequestContext,
     req: Request,
-    env: &Env,
-    ctx: &Context,
+    license: LicenseId,
 ) -> Result<Reply, ApiError> {
-    let page = holder(env, license)?
-        .ask(ListEntries(page_query(req, ctx, true).await?))
+    let page = holder(&cx.env, &license)?
+        .ask(ListEntries(page_query(req, &cx.ctx, true).await?))
         .await?;
     Ok(Reply::Listing(Listing {
         message: counted(page.total, "address", "addresses"),
@@ -65,11 +64,11 @@ struct QuotaView {
 }
 
 /// `GET /api/quota`: the day's additions and removals, used and left, and when they reset.
-pub async fn quota(license: &LicenseId, env: &Env, now: Millis) -> Result<Reply, ApiError> {
-    let usage = holder(env, license)?.ask(Usage).await?;
-    let settings = config::settings(env)?;
+pub async fn quota(cx: &RequestContext, _: Request, license: LicenseId) -> Result<Reply, ApiError> {
+    let usage = holder(&cx.env, &license)?.ask(Usage).await?;
+    let settings = &cx.settings;
     let view = QuotaView {
-        quota: Quota::of(usage, settings.limits, now.unix()),
+        quota: Quota::of(usage, settings.limits, cx.now.unix()),
         ipv6: settings.ipv6 == Ipv6::On,
     };
     Reply::json(200, &view)
@@ -92,8 +91,12 @@ struct ActivityView {
 
 /// `GET /api/activity`: the last 30 days' adds, removes, expiries and refusals,
 /// oldest first, a quiet day as zeros.
-pub async fn activity(license: &LicenseId, env: &Env) -> Result<Reply, ApiError> {
-    let days = holder(env, license)?.ask(Activity).await?;
+pub async fn activity(
+    cx: &RequestContext,
+    _: Request,
+    license: LicenseId,
+) -> Result<Reply, ApiError> {
+    let days = holder(&cx.env, &license)?.ask(Activity).await?;
     let days = days
         .iter()
         .map(|day| DayView {
@@ -109,13 +112,12 @@ pub async fn activity(license: &LicenseId, env: &Env) -> Result<Reply, ApiError>
 
 /// The caller's changes, newest first.
 pub async fn history(
-    license: &LicenseId,
+    cx: &RequestContext,
     req: Request,
-    env: &Env,
-    ctx: &Context,
+    license: LicenseId,
 ) -> Result<Reply, ApiError> {
-    let page = holder(env, license)?
-        .ask(History(page_query(req, ctx, false).await?))
+    let page = holder(&cx.env, &license)?
+        .ask(History(page_query(req, &cx.ctx, false).await?))
         .await?;
     Ok(Reply::Listing(Listing {
         message: counted(page.total, "change", "changes"),

@@ -6,13 +6,13 @@
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
-use worker::{Context, Env, Request};
+use worker::{Context, Request};
 
 use super::auth::Operator;
 use super::body::Body;
 use super::browse::EntryView;
+use super::context::RequestContext;
 use super::error::ApiError;
-use super::log::RequestLog;
 use super::reply::{to_json, Reply};
 use crate::domain::address::PublicIp;
 use crate::domain::entry::Entry;
@@ -30,7 +30,6 @@ use crate::objects::lists::protocol::{Covering, Lookup};
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Notify;
-use crate::platform::config;
 use crate::store::directory::KeyRow;
 use crate::store::sql::MAX_EXACT_INTEGER;
 
@@ -96,12 +95,12 @@ impl Naming {
 /// `POST /admin/licenses`, with an optional `{"label", "note"}`: the license and
 /// its key, shown this once.
 pub async fn create_license(
+    cx: &RequestContext,
     mut req: Request,
-    env: &Env,
-    ctx: &Context,
-    (operator, log): (&Operator, &mut RequestLog),
+    operator: Operator,
 ) -> Result<Reply, ApiError> {
-    let (label, note) = json_body::<Naming>(&mut req, ctx, Naming::SHAPE)
+    let env = &cx.env;
+    let (label, note) = json_body::<Naming>(&mut req, &cx.ctx, Naming::SHAPE)
         .await?
         .checked()?;
     let created = directory(env)?
@@ -111,7 +110,9 @@ pub async fn create_license(
             by: operator.stamp(),
         })
         .await?;
-    log.license = LicenseId::parse(&created.row.license);
+    if let Some(license) = LicenseId::parse(&created.row.license) {
+        cx.log.names(&license);
+    }
     shown(&created.row, ("licenseKey", &created.license_key))
 }
 
@@ -124,20 +125,18 @@ fn shown(row: &impl Serialize, (field, secret): (&str, &str)) -> Result<Reply, A
 
 /// `PATCH /admin/licenses/<id>`: a new label, note or both.
 pub async fn relabel(
-    id: &str,
+    cx: &RequestContext,
     mut req: Request,
-    env: &Env,
-    ctx: &Context,
-    operator: &Operator,
+    operator: Operator,
 ) -> Result<Reply, ApiError> {
-    let license = LicenseId::parse(id).ok_or(ApiError::NotFound("license"))?;
-    let (label, note) = json_body::<Naming>(&mut req, ctx, Naming::SHAPE)
+    let license = LicenseId::parse(&cx.id).ok_or(ApiError::NotFound("license"))?;
+    let (label, note) = json_body::<Naming>(&mut req, &cx.ctx, Naming::SHAPE)
         .await?
         .checked()?;
     if label.is_none() && note.is_none() {
         return Err(ApiError::BadRequest(format!("expected {}", Naming::SHAPE)));
     }
-    let row = directory(env)?
+    let row = directory(&cx.env)?
         .ask(Relabel {
             license,
             label,
@@ -150,14 +149,14 @@ pub async fn relabel(
 
 /// `GET /admin/licenses?q=&cursor=&limit=`: licenses newest first, those whose
 /// label starts with `q` (case-insensitive) if given.
-pub async fn licenses(req: Request, env: &Env) -> Result<Reply, ApiError> {
+pub async fn licenses(cx: &RequestContext, req: Request, _: Operator) -> Result<Reply, ApiError> {
     let query = query(&req);
     let limit = page_size(field(&query, "limit")).map_err(ApiError::BadRequest)?;
     let prefix = field(&query, "q")
         .map(|q| text_field("q", q, MAX_LABEL_CHARS, false))
         .transpose()
         .map_err(ApiError::BadRequest)?;
-    let page = directory(env)?
+    let page = directory(&cx.env)?
         .ask(Licenses {
             prefix,
             cursor: field(&query, "cursor").map(str::to_owned),
@@ -169,12 +168,13 @@ pub async fn licenses(req: Request, env: &Env) -> Result<Reply, ApiError> {
 
 /// `DELETE /admin/licenses/<id>`.
 pub async fn revoke_license(
-    id: &str,
-    env: &Env,
-    (operator, log): (&Operator, &mut RequestLog),
+    cx: &RequestContext,
+    _: Request,
+    operator: Operator,
 ) -> Result<Reply, ApiError> {
-    let license = LicenseId::parse(id).ok_or(ApiError::NotFound("license"))?;
-    log.license = Some(license.clone());
+    let env = &cx.env;
+    let license = LicenseId::parse(&cx.id).ok_or(ApiError::NotFound("license"))?;
+    cx.log.names(&license);
     // The directory marks KV's record first: from then on every path refuses the
     // license within the propagation bound, whatever happens next. Then the
     // holder's object, which answers logins at once, is told, now or by the
@@ -206,12 +206,13 @@ struct LimitsView {
 /// `GET /admin/licenses/<id>`: its label, note and times from the directory, and
 /// what its holder's object says in one call: live entries, today's usage against
 /// the limits, its feed tokens and agents, its last change.
-pub async fn license(id: &str, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
-    let license = LicenseId::parse(id).ok_or(ApiError::NotFound("license"))?;
-    log.license = Some(license.clone());
+pub async fn license(cx: &RequestContext, _: Request, _: Operator) -> Result<Reply, ApiError> {
+    let env = &cx.env;
+    let license = LicenseId::parse(&cx.id).ok_or(ApiError::NotFound("license"))?;
+    cx.log.names(&license);
     let row = directory(env)?.ask(License(license.clone())).await?;
     let holder = holder(env, &license)?.ask(Picture).await?;
-    let limits = config::settings(env)?.limits;
+    let limits = cx.settings.limits;
     // One object of the three parts: the directory's row, the holder's, the limits.
     let mut picture = to_json(&row)?;
     if let (Some(fields), serde_json::Value::Object(holder)) =
@@ -238,13 +239,12 @@ struct KeyRequest {
 
 /// `POST /admin/keys` with `{"name", "role"}`: the key, shown this once.
 pub async fn create_key(
+    cx: &RequestContext,
     mut req: Request,
-    env: &Env,
-    ctx: &Context,
-    operator: &Operator,
+    operator: Operator,
 ) -> Result<Reply, ApiError> {
     const SHAPE: &str = "{\"name\": \"...\", \"role\": \"read\" or \"admin\"}";
-    let asked = json_body::<KeyRequest>(&mut req, ctx, SHAPE).await?;
+    let asked = json_body::<KeyRequest>(&mut req, &cx.ctx, SHAPE).await?;
     let (Some(name), Some(role)) = (asked.name, asked.role) else {
         return Err(ApiError::BadRequest(format!("expected {SHAPE}")));
     };
@@ -252,7 +252,7 @@ pub async fn create_key(
     if name.is_empty() {
         return Err(ApiError::BadRequest("a key needs a name".to_owned()));
     }
-    let created = directory(env)?
+    let created = directory(&cx.env)?
         .ask(CreateKey {
             name,
             role,
@@ -268,19 +268,23 @@ struct KeyList {
 }
 
 /// `GET /admin/keys`: every key standing, then the revoked, never a key itself.
-pub async fn keys(env: &Env) -> Result<Reply, ApiError> {
-    let keys = directory(env)?.ask(Keys).await?;
+pub async fn keys(cx: &RequestContext, _: Request, _: Operator) -> Result<Reply, ApiError> {
+    let keys = directory(&cx.env)?.ask(Keys).await?;
     Reply::json(200, &KeyList { keys })
 }
 
 /// `DELETE /admin/keys/<id>`: refused from the next call on.
-pub async fn revoke_key(id: &str, env: &Env, operator: &Operator) -> Result<Reply, ApiError> {
-    if !is_key_id(id) {
+pub async fn revoke_key(
+    cx: &RequestContext,
+    _: Request,
+    operator: Operator,
+) -> Result<Reply, ApiError> {
+    if !is_key_id(&cx.id) {
         return Err(ApiError::NotFound("operator key"));
     }
-    directory(env)?
+    directory(&cx.env)?
         .ask(RevokeKey {
-            id: id.to_owned(),
+            id: cx.id.clone(),
             by: operator.stamp(),
         })
         .await?;
@@ -288,7 +292,7 @@ pub async fn revoke_key(id: &str, env: &Env, operator: &Operator) -> Result<Repl
 }
 
 /// `GET /admin/audit?cursor=&limit=`: the log, newest first.
-pub async fn audit(req: Request, env: &Env) -> Result<Reply, ApiError> {
+pub async fn audit(cx: &RequestContext, req: Request, _: Operator) -> Result<Reply, ApiError> {
     let query = query(&req);
     let limit = page_size(field(&query, "limit")).map_err(ApiError::BadRequest)?;
     let before = field(&query, "cursor")
@@ -300,7 +304,7 @@ pub async fn audit(req: Request, env: &Env) -> Result<Reply, ApiError> {
                 .ok_or(ApiError::from(crate::store::StoreError::UnknownCursor))
         })
         .transpose()?;
-    let page = directory(env)?.ask(Audit { before, limit }).await?;
+    let page = directory(&cx.env)?.ask(Audit { before, limit }).await?;
     Reply::json(200, &page)
 }
 
@@ -327,7 +331,8 @@ struct Held<'a> {
 /// `GET /admin/lookup?ip=<address>[&license=<id>]`: "why is this address listed?"
 /// The allow-list and global-list entries that cover it with the change that
 /// added each (when, how, by which key), and whether that holder lists it.
-pub async fn lookup(req: Request, env: &Env, log: &mut RequestLog) -> Result<Reply, ApiError> {
+pub async fn lookup(cx: &RequestContext, req: Request, _: Operator) -> Result<Reply, ApiError> {
+    let env = &cx.env;
     let query = query(&req);
     let ip: IpAddr = field(&query, "ip")
         .ok_or_else(|| ApiError::BadRequest("ip is required: an IPv4 or IPv6 address".into()))?
@@ -341,7 +346,7 @@ pub async fn lookup(req: Request, env: &Env, log: &mut RequestLog) -> Result<Rep
     let lists = writer(env)?.ask(Lookup(ip)).await?;
     let mut entry: Option<Entry> = None;
     if let Some(license) = &license {
-        log.license = Some(license.clone());
+        cx.log.names(license);
         // A license that was never issued has no object to ask, nor to create by asking.
         directory(env)?.ask(License(license.clone())).await?;
         if let Some(public) = PublicIp::from_ip(ip) {

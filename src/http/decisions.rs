@@ -6,9 +6,10 @@
 use std::net::IpAddr;
 use std::rc::Rc;
 
-use worker::{Env, Request, Response};
+use worker::{Request, Response};
 
 use super::auth::BouncerKey;
+use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed::{
     held_apart, operator_changes, user_agent, GlobalChanges, Lists, OperatorChanges,
@@ -25,12 +26,10 @@ use crate::domain::intervals::Intervals;
 use crate::domain::ip_list::ListKind;
 use crate::domain::precedence::PublishedLists;
 use crate::domain::snapshot::Shards;
-use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{Feed, HolderProtocol, Lookup};
 use crate::objects::lists::client as lists;
 use crate::objects::protocol::{Failure, Object};
-use crate::platform::config;
 use crate::store::snapshots::Whole;
 use crate::store::StoreError;
 
@@ -94,8 +93,8 @@ impl VersionedLists {
 }
 
 /// The operator's lists as a pull by a token of `scope` reads them.
-async fn operator_lists(env: &Env, scope: Scope, now: Millis) -> Result<VersionedLists, ApiError> {
-    let freshness = config::settings(env)?.freshness;
+async fn operator_lists(cx: &RequestContext, scope: Scope) -> Result<VersionedLists, ApiError> {
+    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
     let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
     let global = match scope {
         Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
@@ -110,19 +109,18 @@ async fn operator_lists(env: &Env, scope: Scope, now: Millis) -> Result<Versione
 /// operator's lists changed, when their changes since the token's position are
 /// worked out between them.
 pub async fn stream(
-    bouncer: BouncerKey,
+    cx: &RequestContext,
     req: Request,
-    env: &Env,
-    now: Millis,
+    bouncer: BouncerKey,
 ) -> Result<Reply, ApiError> {
+    let (env, now, settings) = (&cx.env, cx.now, &cx.settings);
     let BouncerKey {
         license,
         token,
         scope: may_read,
     } = bouncer;
     let query = StreamQuery::parse(form::query_of(&req.inner().url()));
-    let settings = config::settings(env)?;
-    let operator_lists = operator_lists(env, may_read, now).await?;
+    let operator_lists = operator_lists(cx, may_read).await?;
     let (global_version, allow_version) =
         (operator_lists.global.version, operator_lists.allow.version);
     let client = PullClient::new(user_agent(&req)?.as_deref(), "decisions");
@@ -220,7 +218,7 @@ fn read_again(object: Object<HolderProtocol>) -> Again {
 
 /// `HEAD /v1/decisions/stream`: 200 when the key opens the stream; nothing is
 /// read, and the token's position stays where it is.
-pub fn stream_head() -> Result<Reply, ApiError> {
+pub async fn stream_head(_: &RequestContext, _: Request, _: BouncerKey) -> Result<Reply, ApiError> {
     let response = Response::empty()?;
     response.headers().set("Content-Type", "application/json")?;
     Ok(Reply::Built(response))
@@ -236,11 +234,11 @@ fn json_body(body: &str) -> Result<Reply, ApiError> {
 /// address, or the exact body `null` when none does (the Lua bouncer compares
 /// the body with that text).
 pub async fn live(
-    bouncer: BouncerKey,
+    cx: &RequestContext,
     req: Request,
-    env: &Env,
-    now: Millis,
+    bouncer: BouncerKey,
 ) -> Result<Reply, ApiError> {
+    let (env, now, settings) = (&cx.env, cx.now, &cx.settings);
     let BouncerKey {
         license,
         token,
@@ -256,13 +254,12 @@ pub async fn live(
         .map_err(|_| ApiError::BadRequest(format!("ip {asked:?} is not an IP address")))?;
     // A private address: nothing covers it. With IPv6 off, an IPv6 address is
     // answered as before, null, without asking the holder's object.
-    let settings = config::settings(env)?;
     let Some(ip) =
         PublicIp::from_ip(addr).filter(|ip| settings.ipv6 == Ipv6::On || ip.v4().is_some())
     else {
         return json_body("null");
     };
-    let published = operator_lists(env, may_read, now).await?.published();
+    let published = operator_lists(cx, may_read).await?.published();
     if published.allows_entry(Listed::Ip(ip)) {
         return json_body("null");
     }

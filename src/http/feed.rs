@@ -4,11 +4,12 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
-use worker::{Context, Env, Request, Response};
+use worker::{Env, Request, Response};
 
 use super::appliance::ApplianceFile;
 use super::auth::FeedReader;
 use super::body::{Body, MAX_BODY_BYTES};
+use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed_body::{self, Render, Shape};
 use super::feed_query::{FeedQuery, Format};
@@ -38,7 +39,6 @@ use crate::objects::holder::protocol::{
     CreateFeedToken, Feed, FeedStart, FeedTokens, RevokeFeedToken,
 };
 use crate::objects::lists::client as lists;
-use crate::platform::config;
 use crate::store::holder_feed::{MAX_MOVED_RANGES, MAX_PROBED};
 use crate::store::snapshots::Whole;
 use crate::store::{licenses, StoreError};
@@ -48,11 +48,11 @@ use crate::store::{licenses, StoreError};
 /// whose records stream through as they come; with the current `If-None-Match`
 /// it answers 304 and sends nothing else.
 pub async fn feed(
-    reader: FeedReader,
+    cx: &RequestContext,
     req: Request,
-    env: &Env,
-    now: Millis,
+    reader: FeedReader,
 ) -> Result<Reply, ApiError> {
+    let (env, now, settings) = (&cx.env, cx.now, &cx.settings);
     let FeedReader {
         license,
         token,
@@ -66,7 +66,6 @@ pub async fn feed(
             "this feed token reads the personal list only (scope personal); create one of scope all to read the global list too".to_owned(),
         ));
     }
-    let settings = config::settings(env)?;
     let freshness = settings.freshness;
     let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
     // The global list as the isolate holds it; the feed leaves out what the allow list holds.
@@ -374,12 +373,12 @@ fn requested(body: &Body) -> Result<(Scope, DecisionType), ApiError> {
 /// `POST /api/feedTokens`: a new read-only token for the feed, of the scope asked
 /// (`personal` unless `all` is), shown this once.
 pub async fn create_token(
-    license: &LicenseId,
+    cx: &RequestContext,
     mut req: Request,
-    env: &Env,
-    ctx: &Context,
+    license: LicenseId,
 ) -> Result<Reply, ApiError> {
-    let (scope, decision) = requested(&Body::read(&mut req, ctx, MAX_BODY_BYTES).await?)?;
+    let (env, license) = (&cx.env, &license);
+    let (scope, decision) = requested(&Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?)?;
     let new = NewFeedToken::generate().map_err(StoreError::Randomness)?;
     let digest = feed_token::digest(&new.token);
     let record = NewFeedTokenRecord {
@@ -407,17 +406,26 @@ pub async fn create_token(
 }
 
 /// `GET /api/feedTokens`: id, creation and last use of each token, never the token.
-pub async fn list_tokens(license: &LicenseId, env: &Env) -> Result<Reply, ApiError> {
+pub async fn list_tokens(
+    cx: &RequestContext,
+    _: Request,
+    license: LicenseId,
+) -> Result<Reply, ApiError> {
     Reply::json(
         200,
         &TokenList {
-            feed_tokens: holder(env, license)?.ask(FeedTokens).await?,
+            feed_tokens: holder(&cx.env, &license)?.ask(FeedTokens).await?,
         },
     )
 }
 
 /// `DELETE /api/feedTokens/<id>`: the token opens nothing from now on.
-pub async fn revoke_token(license: &LicenseId, env: &Env, id: &str) -> Result<Reply, ApiError> {
+pub async fn revoke_token(
+    cx: &RequestContext,
+    _: Request,
+    license: LicenseId,
+) -> Result<Reply, ApiError> {
+    let (env, license, id) = (&cx.env, &license, cx.id.as_str());
     if !feed_token::is_id(id) {
         return Err(ApiError::NotFound("feed token"));
     }

@@ -1,10 +1,11 @@
 //! The three specified list operations, check, add and remove, one address at a
 //! time or many in one request.
 
-use worker::{Context, Env, Request};
+use worker::Request;
 
 use super::body::{Body, MAX_BODY_BYTES};
 use super::bulk::{BulkError, MAX_ADDRESSES};
+use super::context::RequestContext;
 use super::error::ApiError;
 use super::reply::Reply;
 use crate::domain::address::PublicIp;
@@ -19,7 +20,6 @@ use crate::domain::time::Millis;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Perform;
 use crate::objects::lists::client as lists;
-use crate::platform::config;
 use crate::store::StoreError;
 
 /// A bulk request: a thousand addresses in a multipart form, with room to spare.
@@ -27,13 +27,12 @@ pub const MAX_BULK_BYTES: usize = 256 * 1024;
 
 pub async fn single(
     operation: Operation,
-    license: &LicenseId,
+    cx: &RequestContext,
     mut req: Request,
-    env: &Env,
-    ctx: &Context,
-    now: Millis,
+    license: LicenseId,
 ) -> Result<Reply, ApiError> {
-    let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
+    let now = cx.now;
+    let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
     let ip = body.field("ip").unwrap_or_default();
     let details = match operation {
         Operation::Add => details(
@@ -45,7 +44,7 @@ pub async fn single(
         Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
     };
     let client = req.headers().get("CF-Connecting-IP")?;
-    let (mut outcomes, quota) = run(env, license, operation, &[ip], details, client, now).await?;
+    let (mut outcomes, quota) = run(cx, &license, operation, &[ip], details, client).await?;
     Ok(Reply::Outcome(outcomes.remove(0), quota))
 }
 
@@ -53,13 +52,12 @@ pub async fn single(
 /// with one call to the holder's object for all of them.
 pub async fn bulk(
     operation: Operation,
-    license: &LicenseId,
+    cx: &RequestContext,
     mut req: Request,
-    env: &Env,
-    ctx: &Context,
-    now: Millis,
+    license: LicenseId,
 ) -> Result<Reply, ApiError> {
-    let body = Body::read(&mut req, ctx, MAX_BULK_BYTES).await?;
+    let now = cx.now;
+    let body = Body::read(&mut req, &cx.ctx, MAX_BULK_BYTES).await?;
     let request = body.bulk().map_err(|error| match error {
         BulkError::TooMany(n) => ApiError::TooManyAddresses(n, MAX_ADDRESSES),
         BulkError::Malformed(detail) => ApiError::BadRequest(detail),
@@ -74,8 +72,7 @@ pub async fn bulk(
         Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
     };
     let client = req.headers().get("CF-Connecting-IP")?;
-    let (outcomes, quota) =
-        run(env, license, operation, &request.ips, details, client, now).await?;
+    let (outcomes, quota) = run(cx, &license, operation, &request.ips, details, client).await?;
     Ok(Reply::Outcomes(outcomes, quota))
 }
 
@@ -102,15 +99,14 @@ fn details(
 /// them governs goes to the holder's object in one call. Returns an outcome per
 /// address, in order, and the day's quota when the personal list answered.
 async fn run(
-    env: &Env,
+    cx: &RequestContext,
     license: &LicenseId,
     operation: Operation,
     ips: &[String],
     details: Result<EntryDetails, ApiError>,
     client: Option<String>,
-    now: Millis,
 ) -> Result<(Vec<Outcome>, Option<Quota>), ApiError> {
-    let settings = config::settings(env)?;
+    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
     let freshness = settings.freshness;
     let mut settled = Vec::with_capacity(ips.len());
     for raw in ips {

@@ -1,6 +1,8 @@
 //! One structured line per request, for `wrangler tail`. It names the operation,
 //! the outcome and the license; it never holds a key, token, secret or body.
 
+use std::cell::RefCell;
+
 use serde::Serialize;
 use worker::{console_error, console_log};
 
@@ -10,7 +12,8 @@ use crate::platform::clock;
 
 pub struct RequestLog {
     pub operation: &'static str,
-    pub license: Option<LicenseId>,
+    /// Set once the request names a license (its token, or the operator's path).
+    license: RefCell<Option<LicenseId>>,
     started: Millis,
 }
 
@@ -18,17 +21,23 @@ impl RequestLog {
     pub fn start(operation: &'static str) -> Self {
         Self {
             operation,
-            license: None,
+            license: RefCell::new(None),
             started: clock::now(),
         }
     }
 
+    /// The license the line names from here on.
+    pub fn names(&self, license: &LicenseId) {
+        self.license.replace(Some(license.clone()));
+    }
+
     pub fn finish(&self, status: u16, outcome: &str, detail: Option<&str>) {
+        let license = self.license.borrow();
         let line = Line {
             operation: self.operation,
             outcome,
             status,
-            license: self.license.as_ref().map(LicenseId::as_str),
+            license: license.as_ref().map(LicenseId::as_str),
             ms: clock::now().since(self.started),
             detail,
         };

@@ -1,18 +1,16 @@
 //! `POST /v2/authentication/login/license`: a license key for an access token.
 
 use serde::{Deserialize, Serialize};
-use worker::{Context, Env, Request};
+use worker::Request;
 
 use super::body::{Body, MAX_BODY_BYTES};
+use super::context::RequestContext;
 use super::error::ApiError;
-use super::log::RequestLog;
 use super::reply::Reply;
-use crate::domain::time::Millis;
 use crate::domain::token::TokenKey;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{Admit, HolderRefusal};
 use crate::objects::protocol::Failure;
-use crate::platform::config;
 use crate::store::licenses;
 
 #[derive(Deserialize)]
@@ -34,13 +32,8 @@ const LIMITER: &str = "LOGIN_LIMITER";
 /// The binding's period (`wrangler.toml`); the binding cannot say how much of it is left.
 const LIMIT_PERIOD_SECONDS: u32 = 60;
 
-pub async fn handle(
-    mut req: Request,
-    env: &Env,
-    ctx: &Context,
-    now: Millis,
-    log: &mut RequestLog,
-) -> Result<Reply, ApiError> {
+pub async fn handle(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
+    let (env, ctx, now) = (&cx.env, &cx.ctx, cx.now);
     // Before anything else is read, so a flood of logins costs only the refusal.
     let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
     if !env.rate_limiter(LIMITER)?.limit(client).await?.success {
@@ -63,7 +56,7 @@ pub async fn handle(
     let license = licenses::find_by_key(env, key.trim())
         .await?
         .ok_or(ApiError::LoginRefused)?;
-    log.license = Some(license.clone());
+    cx.log.names(&license);
     // KV's edge may still show the key of a license revoked a moment ago; its
     // holder's object knows at once.
     match holder(env, &license)?.ask(Admit).await {
@@ -71,7 +64,7 @@ pub async fn handle(
         Err(Failure::Refused(HolderRefusal::LicenseRevoked)) => return Err(ApiError::LoginRefused),
         Err(failure) => return Err(failure.into()),
     }
-    let settings = config::settings(env)?;
+    let settings = &cx.settings;
     let lifetime = settings.token_lifetime_seconds;
     let token = TokenKey::new(settings.jwt_secret.expose()).issue(&license, now.unix(), lifetime);
     Reply::json(

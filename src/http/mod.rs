@@ -9,6 +9,7 @@ pub mod body;
 pub mod browse;
 pub mod bulk;
 pub mod console;
+pub mod context;
 pub mod credentials;
 pub mod decisions;
 pub mod error;
@@ -28,24 +29,22 @@ pub mod test_hooks;
 
 use worker::{Context, Env, Request, Response};
 
-use crate::domain::license::LicenseId;
-use crate::domain::time::Millis;
 use crate::platform::{clock, config};
-use auth::Operator;
+use context::RequestContext;
 use error::ApiError;
 use log::RequestLog;
 use reply::{BodyMode, Reply};
-use route::{BouncerRoute, HolderRoute, Miss, OperatorRoute, Route};
+use route::{Handler, Miss};
 
 pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     #[cfg(feature = "test-hooks")]
     if req.path().starts_with("/__test/") {
         return test_hooks::handle(req, &env).await;
     }
-    let route = Route::resolve(req.method().as_ref(), &req.path());
-    let holders = match &route {
-        Ok(route) => route.is_holders(),
-        Err(Miss::MethodNotAllowed(routes)) => routes.iter().any(Route::is_holders),
+    let resolved = route::resolve(req.method().as_ref(), &req.path());
+    let holders = match &resolved {
+        Ok(resolved) => resolved.route.is_holders(),
+        Err(Miss::MethodNotAllowed(routes)) => routes.iter().any(|route| route.is_holders()),
         // CrowdSec's clients read a JSON `message` from any error of its API's paths.
         Err(Miss::NotFound) => !req.path().trim_start_matches('/').starts_with("v1/"),
     };
@@ -54,13 +53,29 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
     } else {
         BodyMode::Message
     };
-    let mut log = RequestLog::start(route.as_ref().map_or("unknown", Route::name));
-    let result = match route {
-        Err(Miss::NotFound) => Err(ApiError::NotFound("endpoint")),
+    let log = RequestLog::start(resolved.as_ref().map_or("unknown", |r| r.route.name));
+    let (result, log) = match resolved {
+        Err(Miss::NotFound) => (Err(ApiError::NotFound("endpoint")), log),
         Err(Miss::MethodNotAllowed(routes)) => {
-            Err(ApiError::MethodNotAllowed(Miss::allowed(&routes)))
+            (Err(ApiError::MethodNotAllowed(Miss::allowed(&routes))), log)
         }
-        Ok(route) => dispatch(route, req, &env, &ctx, &mut log).await,
+        // A missing or unsafe setting refuses every request, not only those that read it.
+        Ok(resolved) => match config::settings(&env) {
+            Err(bad) => (Err(bad.into()), log),
+            Ok(settings) => {
+                let cx = RequestContext {
+                    env,
+                    ctx,
+                    // The request's one reading of the clock.
+                    now: clock::now(),
+                    settings,
+                    log,
+                    id: resolved.id,
+                };
+                let result = run(resolved.route.handler, &cx, req).await;
+                (result, cx.log)
+            }
+        },
     };
     let response = match result {
         Ok(reply) => {
@@ -83,92 +98,25 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
     Ok(response)
 }
 
-async fn dispatch(
-    route: Route,
-    req: Request,
-    env: &Env,
-    ctx: &Context,
-    log: &mut RequestLog,
-) -> Result<Reply, ApiError> {
-    // A missing or unsafe setting refuses every request, not only those that read it.
-    config::settings(env)?;
-    // The request's one reading of the clock: every rule and cache it meets sees the same moment.
-    let now = clock::now();
-    match route {
-        Route::Holder(route) => {
-            let license = auth::license_holder(&req, env, now, log).await?;
-            holder(route, &license, req, env, ctx, now).await
+/// Proves the caller the handler asks for, then hands it the request.
+async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Reply, ApiError> {
+    match handler {
+        Handler::Holder(handler) => {
+            let license = auth::license_holder(cx, &req).await?;
+            handler(cx, req, license).await
         }
-        Route::Feed => {
-            let reader = auth::feed_reader(&req, env, now, log).await?;
-            feed::feed(reader, req, env, now).await
+        Handler::Feed(handler) => {
+            let reader = auth::feed_reader(cx, &req).await?;
+            handler(cx, req, reader).await
         }
-        Route::Bouncer(route) => {
-            let reader = auth::bouncer(&req, env, now, log).await?;
-            let answer = match route {
-                BouncerRoute::Stream => decisions::stream(reader, req, env, now).await,
-                BouncerRoute::StreamHead => decisions::stream_head(),
-                BouncerRoute::Decisions => decisions::live(reader, req, env, now).await,
-            };
-            answer.map_err(auth::bouncer_refusal)
+        Handler::Bouncer(handler) => {
+            let key = auth::bouncer(cx, &req).await?;
+            handler(cx, req, key).await.map_err(auth::bouncer_refusal)
         }
-        Route::Operator(route) => {
-            let operator = auth::operator(&req, env, &route).await?;
-            operator_route(route, req, env, ctx, (&operator, log)).await
+        Handler::Operator(access, handler) => {
+            let operator = auth::operator(cx, &req, access).await?;
+            handler(cx, req, operator).await
         }
-        Route::Login => login::handle(req, env, ctx, now, log).await,
-    }
-}
-
-/// A holder's routes, reached only with the license its access token proved.
-async fn holder(
-    route: HolderRoute,
-    license: &LicenseId,
-    req: Request,
-    env: &Env,
-    ctx: &Context,
-    now: Millis,
-) -> Result<Reply, ApiError> {
-    match route {
-        HolderRoute::Single(operation) => {
-            list_api::single(operation, license, req, env, ctx, now).await
-        }
-        HolderRoute::Bulk(operation) => {
-            list_api::bulk(operation, license, req, env, ctx, now).await
-        }
-        HolderRoute::ListEntries => browse::list(license, req, env, ctx).await,
-        HolderRoute::History => browse::history(license, req, env, ctx).await,
-        HolderRoute::Quota => browse::quota(license, env, now).await,
-        HolderRoute::Activity => browse::activity(license, env).await,
-        HolderRoute::CreateFeedToken => feed::create_token(license, req, env, ctx).await,
-        HolderRoute::FeedTokens => feed::list_tokens(license, env).await,
-        HolderRoute::RevokeFeedToken(id) => feed::revoke_token(license, env, &id).await,
-    }
-}
-
-/// The operator's routes, reached only by a caller whose role allows each.
-async fn operator_route(
-    route: OperatorRoute,
-    req: Request,
-    env: &Env,
-    ctx: &Context,
-    (operator, log): (&Operator, &mut RequestLog),
-) -> Result<Reply, ApiError> {
-    use OperatorRoute as O;
-    match route {
-        O::CreateLicense => console::create_license(req, env, ctx, (operator, log)).await,
-        O::Licenses => console::licenses(req, env).await,
-        O::License(id) => console::license(&id, env, log).await,
-        O::Relabel(id) => console::relabel(&id, req, env, ctx, operator).await,
-        O::RevokeLicense(id) => console::revoke_license(&id, env, (operator, log)).await,
-        O::EditList(kind) => admin::edit_list(kind, req, env, ctx, operator).await,
-        O::ReplaceList(kind) => admin::replace_list(kind, req, env, operator).await,
-        O::ExportList(kind) => admin::export_list(kind, req, env).await,
-        O::Status => admin::status(env).await,
-        O::CreateKey => console::create_key(req, env, ctx, operator).await,
-        O::Keys => console::keys(env).await,
-        O::RevokeKey(id) => console::revoke_key(&id, env, operator).await,
-        O::Audit => console::audit(req, env).await,
-        O::Lookup => console::lookup(req, env, log).await,
+        Handler::Open(handler) => handler(cx, req).await,
     }
 }
