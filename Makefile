@@ -176,9 +176,10 @@ lint: $(WASM_TARGET)
 	cargo clippy --lib --target wasm32-unknown-unknown --quiet -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown --features test-hooks --quiet -- -D warnings
 
-# The rules and stores natively, and the check that no module imports from a layer above its own.
+# The rules and stores natively, the check that no module imports from a layer above its own,
+# and the check that docs/architecture.md names every source file and no file that is gone.
 unit:
-	cargo test --lib --test layers
+	cargo test --lib --test layers --test docs
 
 # The tests spend most of their time waiting on the server, so they run six at a
 # time on two cores. They run the test build, whose clock they move.

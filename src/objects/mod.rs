@@ -1,6 +1,7 @@
-//! The two Durable Objects, each thin: it receives a call of its protocol and
-//! dispatches it onto the domain's rules and the store's adapters. Each has a
-//! client, the typed way the Worker calls it.
+//! The four Durable Objects (a holder's list, the operator's lists' writer, the
+//! operator's directory, the revocations still to tell), each thin: it receives a
+//! call of its protocol and dispatches it onto the domain's rules and the store's
+//! adapters. Each has a client, the typed way the Worker calls it.
 
 pub mod directory;
 pub mod holder;

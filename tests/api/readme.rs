@@ -1,7 +1,9 @@
-//! The README's examples, pasted in order into a fresh server, print what the
-//! README says they print. Every ```sh block that uses `$BASE` runs, in one shell,
-//! in order; the `# ` lines right after a command are its expected output, where
-//! `…` stands for any text (a key, a time, a line of headers).
+//! The examples of the README and of the documents that continue it, pasted in
+//! order into a fresh server, print what they say they print. Every ```sh block
+//! that uses `$BASE` runs, in one shell, file after file in the order of
+//! `DOCUMENTS` and in order within each; the `# ` lines right after a command are
+//! its expected output, where `…` stands for any text (a key, a time, a line of
+//! headers).
 
 use std::fs;
 use std::path::Path;
@@ -9,15 +11,32 @@ use std::process::Command;
 
 use crate::helpers::{fresh_state_dir, Server, ADMIN_TOKEN};
 
-/// One command of the README and what it should print.
+/// The files whose examples run, in this order; docs/testing.md states it too.
+/// The README's tour comes first and docs/api.md goes on from it: its examples use
+/// the tour's variables (`$ACCESS_TOKEN`, `$LICENSE_JSON`) and their answers the
+/// state it leaves (the lists' versions, the day's counts), so moving an example
+/// from one file to another, or reordering these, changes what every later one
+/// prints. Every document in docs/ is here, so that none holds an example that
+/// never runs.
+const DOCUMENTS: [&str; 5] = [
+    "README.md",
+    "docs/api.md",
+    "docs/operations.md",
+    "docs/architecture.md",
+    "docs/testing.md",
+];
+
+/// One command of a document and what it should print.
 struct Example {
+    /// The document it is in, to name in a failure.
+    document: &'static str,
     command: String,
     expected: Vec<String>,
 }
 
-fn examples(readme: &str) -> Vec<Example> {
+fn examples(document: &'static str, text: &str) -> Vec<Example> {
     let mut examples = Vec::new();
-    let mut blocks = readme
+    let mut blocks = text
         .split("```sh\n")
         .skip(1)
         .map(|rest| rest.split("```").next().unwrap_or(""));
@@ -37,7 +56,11 @@ fn examples(readme: &str) -> Vec<Example> {
                 expected.push(comment.to_owned());
                 lines.next();
             }
-            examples.push(Example { command, expected });
+            examples.push(Example {
+                document,
+                command,
+                expected,
+            });
         }
     }
     examples
@@ -85,14 +108,36 @@ fn simple_regex(pattern: &str, text: &str) -> bool {
     output.status.success()
 }
 
+/// The Markdown files of docs/ that `DOCUMENTS` leaves out: their examples would never run.
+fn unplaced_documents(root: &Path) -> Vec<String> {
+    fs::read_dir(root.join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|entry| format!("docs/{}", entry.file_name().to_string_lossy()))
+        .filter(|path| path.ends_with(".md") && !DOCUMENTS.contains(&path.as_str()))
+        .collect()
+}
+
 #[test]
-fn every_example_of_the_readme_prints_what_the_readme_says() {
+fn every_example_of_the_readme_and_the_docs_prints_what_it_says() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = fs::read_to_string(root.join("README.md")).unwrap();
-    let examples = examples(&readme);
+    // Checked before any server starts: a document out of the order fails at once.
+    let unplaced = unplaced_documents(root);
+    assert!(
+        unplaced.is_empty(),
+        "documents whose examples would never run, to place in DOCUMENTS: {unplaced:?}"
+    );
+    let examples: Vec<Example> = DOCUMENTS
+        .into_iter()
+        .flat_map(|document| {
+            let text = fs::read_to_string(root.join(document))
+                .unwrap_or_else(|error| panic!("{document}: {error}"));
+            examples(document, &text)
+        })
+        .collect();
     assert!(
         examples.len() > 25,
-        "the README's examples were not found: {}",
+        "the documents' examples were not found: {}",
         examples.len()
     );
     let server = Server::own(&[]);
@@ -137,7 +182,8 @@ fn every_example_of_the_readme_prints_what_the_readme_says() {
             .unwrap_or("(no output: the script stopped)");
         if !example.expected.is_empty() && !matches(&example.expected, actual) {
             failures.push(format!(
-                "{}\n  expected: {}\n  printed:  {}",
+                "{}: {}\n  expected: {}\n  printed:  {}",
+                example.document,
                 example.command,
                 example.expected.join("\n            "),
                 actual.trim_end().replace('\n', "\n            ")
