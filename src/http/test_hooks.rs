@@ -14,7 +14,7 @@ use super::form;
 use crate::domain::license::LicenseId;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{
-    Meter as HolderMeter, RunAlarm as RunHolderAlarm, WasmMemory,
+    AlarmAt as HolderAlarmAt, Meter as HolderMeter, RunAlarm as RunHolderAlarm, WasmMemory,
 };
 use crate::objects::lists::client::writer;
 use crate::objects::lists::protocol::{
@@ -158,6 +158,21 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                     .await
                     .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
                 Response::ok("ran")
+            }
+            None => Response::error("no such test hook", 404),
+        },
+        (Method::Get, path) => match path
+            .strip_prefix("/__test/holders/")
+            .and_then(|rest| rest.strip_suffix("/alarm"))
+        {
+            Some(id) => {
+                let license = LicenseId::parse(id).ok_or("no such license")?;
+                let at = holder(env, &license)
+                    .map_err(|e| e.to_string())?
+                    .ask(HolderAlarmAt)
+                    .await
+                    .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
+                Response::from_json(&serde_json::json!({ "at": at }))
             }
             None => Response::error("no such test hook", 404),
         },

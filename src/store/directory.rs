@@ -372,11 +372,6 @@ impl<S: Sql> Directory<S> {
     /// row numbered `n` within its kind). A refusal of the call the last refusal
     /// was recorded for, from the same address within a minute, counts on its row.
     pub fn record(&self, record: &Record, at: Millis) -> Result<(), SqlError> {
-        self.record_within(record, at, MAX_ROWS)
-    }
-
-    /// `record`, keeping at most `max_rows` of each kind.
-    fn record_within(&self, record: &Record, at: Millis, max_rows: u64) -> Result<(), SqlError> {
         let refusal = u64::from(record.action == Action::Refused);
         let merged = refusal == 1
             && self.sql.execute(
@@ -414,7 +409,7 @@ impl<S: Sql> Directory<S> {
         let n = rows.first().map_or(Ok(0), |row| row.int(0))?;
         self.sql.execute(
             "DELETE FROM audit WHERE refusal = ?1 AND n <= ?2",
-            &[Value::int(refusal), Value::int(n.saturating_sub(max_rows))],
+            &[Value::int(refusal), Value::int(n.saturating_sub(MAX_ROWS))],
         )?;
         self.forget_before(at)
     }
@@ -676,15 +671,14 @@ mod tests {
         directory.record(&created, later).unwrap();
         let (rows, _) = directory.audit(None, 10, later).unwrap();
         assert_eq!(rows.len(), 1, "the row of a year before went");
-        // A flood of refusals, each of another call: they push out refusals only.
-        let most = 1000;
+        // A flood of refusals, each of another call, one more than the log keeps
+        // of a kind, as production records them: they push out refusals only.
+        let most = MAX_ROWS;
         let start = later.0 + 1;
         for n in 0..most + 1 {
             let mut flood = refusal("203.0.113.9");
             flood.target = format!("GET /admin/x{n}");
-            directory
-                .record_within(&flood, Millis(start + n), most)
-                .unwrap();
+            directory.record(&flood, Millis(start + n)).unwrap();
         }
         let now = Millis(start + most + 1);
         let count = |refusal: u64| {
@@ -700,9 +694,7 @@ mod tests {
         };
         assert_eq!((count(0), count(1)), (1, most), "the change stands");
         for n in 0..most {
-            directory
-                .record_within(&created, Millis(now.0 + n), most)
-                .unwrap();
+            directory.record(&created, Millis(now.0 + n)).unwrap();
         }
         assert_eq!((count(0), count(1)), (most, most));
         let (first, next) = directory.audit(None, 3, now).unwrap();

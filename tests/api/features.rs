@@ -140,7 +140,24 @@ fn expired_entries_are_gone_for_every_operation_and_swept_by_the_alarm() {
             format!("[{ip}] has been added to greylist")
         );
     }
-    assert_eq!(app.list(&[])["result"], "4 addresses");
+    let listed = app.list(&[]);
+    assert_eq!(listed["result"], "4 addresses");
+    // The alarm that sweeps them is set for the first expiry, whatever touches them.
+    let first_expiry = listed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            let at = entry["expiresAt"].as_str().unwrap();
+            chrono::DateTime::parse_from_rfc3339(at).unwrap().timestamp() as u64
+        })
+        .min()
+        .unwrap();
+    assert_eq!(
+        server.holder_alarm_at(&app.license),
+        Some(first_expiry),
+        "an alarm stands for the first expiry"
+    );
     // Real time goes on beside the moves, so the margin is generous; the second itself is
     // tested natively (`store::holder_list::tests`).
     server.advance(50);
@@ -183,6 +200,12 @@ fn expired_entries_are_gone_for_every_operation_and_swept_by_the_alarm() {
         "the alarm swept the untouched entry: {history}"
     );
     assert_eq!(expired_ips.len(), 4, "each expiry recorded once: {history}");
+    // With nothing left to expire, the next alarm tidies the history a day on.
+    let next = server.holder_alarm_at(&app.license);
+    assert!(
+        next.is_some_and(|at| at >= first_expiry + 86_400 - 60),
+        "the next alarm, a day on: {next:?}"
+    );
 }
 
 #[test]

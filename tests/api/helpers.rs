@@ -201,6 +201,19 @@ impl Server {
         assert_eq!(resp.status, 200, "the holder's alarm: {}", resp.body);
     }
 
+    /// The second a license holder's object's alarm is set for, if one is set.
+    pub fn holder_alarm_at(&self, license: &str) -> Option<u64> {
+        let resp = send(
+            "GET",
+            &format!("{}/__test/holders/{license}/alarm", self.base),
+            &[],
+            None,
+        );
+        assert_eq!(resp.status, 200, "the holder's alarm: {}", resp.body);
+        let answer: Value = serde_json::from_str(&resp.body).unwrap();
+        answer["at"].as_u64()
+    }
+
     /// SIGKILL to the whole process group: no chance to flush or shut down cleanly.
     pub fn kill(&self) {
         // Also from `drop` while a failed test unwinds: a poisoned lock still holds the child.

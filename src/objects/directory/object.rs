@@ -24,7 +24,8 @@ use crate::store::directory::{Directory, LicenseCursor, LicenseRow, MAX_KEYS};
 use crate::store::licenses;
 use crate::store::StoreError;
 
-type Outcome<T> = std::result::Result<T, Failure<DirectoryRefusal>>;
+/// What a call comes to: its answer, or the refusal or fault that stops it.
+type Answered<T> = std::result::Result<T, Failure<DirectoryRefusal>>;
 
 #[durable_object]
 pub struct OperatorDirectory {
@@ -89,7 +90,7 @@ impl OperatorDirectory {
         Directory::new(&self.sql)
     }
 
-    fn record(&self, record: &Record) -> Outcome<()> {
+    fn record(&self, record: &Record) -> Answered<()> {
         Ok(self.files().record(record, clock::now())?)
     }
 
@@ -123,7 +124,7 @@ impl OperatorDirectory {
 
     /// A license's row; one KV holds but this object does not (issued by an older
     /// Worker while this one took over) is filed first, as it was issued.
-    async fn filed(&self, id: &LicenseId) -> Outcome<LicenseRow> {
+    async fn filed(&self, id: &LicenseId) -> Answered<LicenseRow> {
         if let Some(row) = self.files().license(id.as_str())? {
             return Ok(row);
         }
@@ -137,7 +138,7 @@ impl OperatorDirectory {
             .ok_or_else(|| StoreError::Corrupt("a license filed is not found".to_owned()))?)
     }
 
-    fn authenticate(&self, call: Authenticate) -> Outcome<crate::domain::operator::Actor> {
+    fn authenticate(&self, call: Authenticate) -> Answered<crate::domain::operator::Actor> {
         let actor = match &call.digest {
             Some(digest) => self.files().actor(digest)?,
             None => None,
@@ -172,7 +173,7 @@ impl OperatorDirectory {
         Err(Failure::Refused(refusal))
     }
 
-    async fn create_license(&self, call: CreateLicense) -> Outcome<NewLicense> {
+    async fn create_license(&self, call: CreateLicense) -> Answered<NewLicense> {
         let now = clock::now();
         let (license, key) = licenses::create(&self.env, now.unix()).await?;
         self.files().add_license(
@@ -197,7 +198,7 @@ impl OperatorDirectory {
         })
     }
 
-    async fn relabel(&self, call: Relabel) -> Outcome<crate::store::directory::LicenseRow> {
+    async fn relabel(&self, call: Relabel) -> Answered<crate::store::directory::LicenseRow> {
         self.filed(&call.license).await?;
         let row = self
             .files()
@@ -221,7 +222,7 @@ impl OperatorDirectory {
         Ok(row)
     }
 
-    async fn revoke_license(&self, call: RevokeLicense) -> Outcome<()> {
+    async fn revoke_license(&self, call: RevokeLicense) -> Answered<()> {
         let now = clock::now();
         // KV's record first: from then on every path refuses the license within
         // the propagation bound, whatever happens next.
@@ -239,7 +240,7 @@ impl OperatorDirectory {
         })
     }
 
-    fn licenses(&self, call: Licenses) -> Outcome<LicensePage> {
+    fn licenses(&self, call: Licenses) -> Answered<LicensePage> {
         let after = match call.cursor.as_deref() {
             Some(text) => Some(
                 LicenseCursor::decode(text)
@@ -256,7 +257,7 @@ impl OperatorDirectory {
         })
     }
 
-    fn create_key(&self, call: CreateKey) -> Outcome<NewKey> {
+    fn create_key(&self, call: CreateKey) -> Answered<NewKey> {
         let files = self.files();
         if files.active_keys()? >= MAX_KEYS {
             return Err(Failure::Refused(DirectoryRefusal::TooManyKeys));
@@ -285,7 +286,7 @@ impl OperatorDirectory {
         })
     }
 
-    fn revoke_key(&self, call: RevokeKey) -> Outcome<()> {
+    fn revoke_key(&self, call: RevokeKey) -> Answered<()> {
         let name = self
             .files()
             .revoke_key(&call.id, clock::now().unix())?

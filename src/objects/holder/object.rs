@@ -35,7 +35,8 @@ use crate::store::StoreError;
 /// more, the next alarm runs at once.
 const SWEEP_BATCH: usize = 1_000;
 
-type Outcome<T> = std::result::Result<T, Failure<HolderRefusal>>;
+/// What a call comes to: its answer, or the refusal or fault that stops it.
+type Answered<T> = std::result::Result<T, Failure<HolderRefusal>>;
 
 /// What the object runs under, from the settings.
 #[derive(Clone, Copy)]
@@ -142,8 +143,15 @@ impl DurableObject for HolderList {
             ),
             #[cfg(feature = "test-hooks")]
             HolderCall::RunAlarm(super::protocol::RunAlarm) => {
+                // As when the runtime fires it: the alarm that runs is no longer set.
+                self.state.storage().delete_alarm().await?;
                 DurableObject::alarm(self).await?;
                 super::protocol::RunAlarm::reply(Ok(()))
+            }
+            #[cfg(feature = "test-hooks")]
+            HolderCall::AlarmAt(super::protocol::AlarmAt) => {
+                let at = self.state.storage().get_alarm().await?;
+                super::protocol::AlarmAt::reply(Ok(at.map(|ms| ms as u64 / 1000)))
             }
         }
     }
@@ -168,7 +176,7 @@ impl DurableObject for HolderList {
 }
 
 impl HolderList {
-    fn revoke(&self, now: UnixTime) -> Outcome<()> {
+    fn revoke(&self, now: UnixTime) -> Answered<()> {
         SqlListStore::new(&self.sql).revoke(now)?;
         self.revoked.set(Some(true));
         Ok(())
@@ -181,7 +189,7 @@ impl HolderList {
         calls: &[crate::domain::holder::Call],
         now: UnixTime,
         limits: Limits,
-    ) -> Outcome<Vec<Answer>> {
+    ) -> Answered<Vec<Answer>> {
         let mut store = SqlListStore::new(&self.sql);
         let answers = calls
             .iter()
@@ -308,14 +316,14 @@ impl HolderList {
         &self,
         store: &SqlListStore<S>,
         id: &str,
-    ) -> Outcome<TokenState> {
+    ) -> Answered<TokenState> {
         store
             .token_state(id)?
             .ok_or(Failure::Refused(HolderRefusal::FeedTokenRevoked))
     }
 
     /// One address, as a bouncer in live mode asks: the live entry, if any.
-    fn lookup(&self, lookup: &Lookup, now: UnixTime) -> Outcome<(DecisionType, Option<Entry>)> {
+    fn lookup(&self, lookup: &Lookup, now: UnixTime) -> Answered<(DecisionType, Option<Entry>)> {
         let store = SqlListStore::new(&self.sql);
         let state = self.token(&store, &lookup.token)?;
         store.record_pull(&lookup.token, &state, &lookup.client, None, now)?;
@@ -354,7 +362,7 @@ impl HolderList {
 }
 
 /// What the store read or wrote, as an answer: its faults are the object's.
-fn stored<T>(result: std::result::Result<T, SqlError>) -> Outcome<T> {
+fn stored<T>(result: std::result::Result<T, SqlError>) -> Answered<T> {
     result.map_err(Failure::from)
 }
 

@@ -38,6 +38,8 @@ calls!(HolderProtocol => HolderCall {
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
     #[cfg(feature = "test-hooks")]
+    AlarmAt => Option<u64>,
+    #[cfg(feature = "test-hooks")]
     WasmMemory => u64,
     #[cfg(feature = "test-hooks")]
     Meter => crate::platform::meter::Reading,
@@ -163,10 +165,17 @@ pub struct HolderPicture {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Holding(pub PublicIp);
 
-/// Runs the alarm now: the test build's hook, not in the deployable one.
+/// Runs the alarm now, as the runtime fires it (the alarm set is taken off
+/// first): the test build's hook, not in the deployable one.
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RunAlarm;
+
+/// The second the object's alarm is set for, as its storage holds it, if one is
+/// set: the test build's hook, so that a test sees each sweep scheduled.
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AlarmAt;
 
 /// The object's WebAssembly memory in bytes (test build only).
 #[cfg(feature = "test-hooks")]

@@ -48,7 +48,8 @@ const RETIRED_SHARDS_KEPT_SECONDS: u64 = 120;
 /// The changes of at least this long are published, whatever their number.
 const DELTA_WINDOW_SECONDS: u64 = 24 * 60 * 60;
 
-type Outcome<T> = std::result::Result<T, Failure<ListsRefusal>>;
+/// What a call comes to: its answer, or the refusal or fault that stops it.
+type Answered<T> = std::result::Result<T, Failure<ListsRefusal>>;
 
 /// One list as the object holds it: the index of its chunks, never its entries.
 struct List {
@@ -348,7 +349,7 @@ impl OperatorLists {
 
     /// The entries of both lists that cover `ip` (an IPv4-mapped IPv6 address is
     /// its IPv4 address), each with the change that added it.
-    fn lookup(&self, ip: IpAddr) -> Outcome<Provenance> {
+    fn lookup(&self, ip: IpAddr) -> Answered<Provenance> {
         let tables = self.tables();
         let ip = ip.to_canonical();
         let mut provenance = Provenance::default();
@@ -392,7 +393,7 @@ impl OperatorLists {
 
     /// Installs a committed change: the list's chunks and publication state. Returns
     /// the change's number, once the alarm stands for its publication.
-    async fn install(&self, kind: ListKind, chunks: Chunks, stored: Stored) -> Outcome<u64> {
+    async fn install(&self, kind: ListKind, chunks: Chunks, stored: Stored) -> Answered<u64> {
         let change = stored.publication.saved;
         self.with_list_mut(kind, |list| {
             list.chunks = chunks;
@@ -411,7 +412,7 @@ impl OperatorLists {
     /// A fault of the storage, after which the lists' indexes and publications are
     /// read again from it, in place (other requests hold on to the lists): what was
     /// written before the fault stays, and memory never says otherwise.
-    fn or_reload<T>(&self, result: std::result::Result<T, SqlError>) -> Outcome<T> {
+    fn or_reload<T>(&self, result: std::result::Result<T, SqlError>) -> Answered<T> {
         result.map_err(|error| {
             if let Err(again) = self.reindex() {
                 console_error!("lists: read again after a fault, and failed: {again}");
@@ -456,7 +457,7 @@ impl OperatorLists {
         kind: ListKind,
         edit: EditRequest,
         (ipv6, by): (Ipv6, Option<&str>),
-    ) -> Outcome<(Changes, u64)> {
+    ) -> Answered<(Changes, u64)> {
         let (add, remove) = kind
             .parse_edit(edit, ipv6)
             .map_err(|why| Failure::Refused(ListsRefusal::BadEdit(why)))?;
@@ -510,7 +511,7 @@ impl OperatorLists {
         body: Option<worker::web_sys::ReadableStream>,
         gzip: bool,
         (ipv6, by): (Ipv6, Option<&str>),
-    ) -> Outcome<Replaced> {
+    ) -> Answered<Replaced> {
         let import = self.next_edit();
         let staged = self.stage(kind, import, (body, gzip), ipv6).await;
         let tables = self.tables();
@@ -557,7 +558,7 @@ impl OperatorLists {
         import: u64,
         (body, gzip): (Option<worker::web_sys::ReadableStream>, bool),
         ipv6: Ipv6,
-    ) -> Outcome<(usize, Changes)> {
+    ) -> Answered<(usize, Changes)> {
         let bad = |why: String| Failure::Refused(ListsRefusal::BadImport(why));
         let broke_off = if gzip {
             "the body is not gzip, or broke off"
@@ -641,7 +642,7 @@ impl OperatorLists {
         }
     }
 
-    fn status(&self) -> Outcome<ListsStatus> {
+    fn status(&self) -> Answered<ListsStatus> {
         let tables = self.tables();
         let summary = |kind| {
             self.with_list(kind, |list| {
