@@ -18,7 +18,9 @@ NODE_TOOLS := node_modules/.package-lock.json
 WRANGLER := node_modules/.bin/wrangler
 WORKER := build/index.js
 # The same worker with the `test-hooks` feature (a clock the tests control), for the
-# end-to-end tests only: its own folder and target directory, never what is deployed.
+# end-to-end tests only: its own folder, never what is deployed. It shares the
+# deployable build's target folder, so the dependencies compile once for both; the
+# features change only this crate, and worker-build writes each build its own copy.
 TEST_WORKER := build-test/index.js
 SOURCES := Cargo.toml Cargo.lock $(shell find src -name '*.rs')
 FLOOR := bench/floor/build/index.js
@@ -60,9 +62,17 @@ export WRANGLER_SEND_METRICS := false
 # at opt-level 1; at the default level their builds took minutes longer on 2 cores.
 TOOL_INSTALL = CARGO_TARGET_DIR=$(TOOLS)/cargo-target CARGO_PROFILE_RELEASE_OPT_LEVEL=$(1) cargo install
 
-.PHONY: tools test-tools build build-test dev test lint unit e2e contract browser fuzz fuzz-quick deploy-check bench breaks clean
+.PHONY: tools each-tool test-tools each-test-tool build build-test dev test lint unit e2e contract browser fuzz fuzz-quick deploy-check bench breaks clean
 
-tools: $(WORKER_BUILD) $(WASM_BINDGEN) $(WASM_TARGET) $(NODE_TOOLS)
+# Installs run side by side (make -j): the cargo builds take the cores while npm,
+# pip and apt wait on the network and the disk. Cargo's own lock keeps its builds one
+# at a time; the Debian packages come in one apt run, which holds dpkg's lock.
+PARALLEL_INSTALL = $(MAKE) --no-print-directory -j4 --output-sync=target
+
+tools:
+	@$(PARALLEL_INSTALL) each-tool
+
+each-tool: $(WORKER_BUILD) $(WASM_BINDGEN) $(WASM_TARGET) $(NODE_TOOLS)
 
 $(WORKER_BUILD):
 	$(call TOOL_INSTALL,0) --root $(TOOLS)/worker-build-$(WORKER_BUILD_VERSION) worker-build --version $(WORKER_BUILD_VERSION)
@@ -79,27 +89,18 @@ $(SCHEMATHESIS):
 	python3 -m venv $(TOOLS)/schemathesis-$(SCHEMATHESIS_VERSION)
 	$(TOOLS)/schemathesis-$(SCHEMATHESIS_VERSION)/bin/pip install --quiet schemathesis==$(SCHEMATHESIS_VERSION)
 
-# Debian's browser: Playwright's own download cannot reach its host from these machines.
-$(CHROMIUM):
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
-
-# The agent's test runs the real ipset in a network namespace of its own.
-$(IPSET):
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ipset
-
-# The appliance formats' tests load an nft file with the real nft, in a namespace.
-$(NFT):
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
-
-# Debian's CrowdSec bouncer that runs a script per decision, for the decision
-# stream's end-to-end test. Without --no-install-recommends apt pulls crowdsec
-# itself, whose post-install fails offline and leaves dpkg broken.
-$(CUSTOM_BOUNCER):
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends crowdsec-custom-bouncer=$(CUSTOM_BOUNCER_VERSION)
-
-# And its firewall bouncer, run in nftables mode in a namespace of the test's own.
-$(FIREWALL_BOUNCER):
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends crowdsec-firewall-bouncer=$(FIREWALL_BOUNCER_VERSION)
+# Debian's packages, in one apt run: the browser (Playwright's own download cannot
+# reach its host from these machines), the real ipset and nft for the agent's and
+# the appliance files' tests in network namespaces, and CrowdSec's bouncers for the
+# decision stream's end-to-end tests: the one that runs a script per decision and the
+# firewall bouncer in nftables mode. The bouncers come without their recommends:
+# those pull crowdsec itself, whose post-install fails offline and leaves dpkg broken.
+DEBIAN_TOOLS := $(CHROMIUM) $(IPSET) $(NFT) $(CUSTOM_BOUNCER) $(FIREWALL_BOUNCER)
+$(DEBIAN_TOOLS) &:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ipset nftables \
+		crowdsec-custom-bouncer=$(CUSTOM_BOUNCER_VERSION) crowdsec-firewall-bouncer=$(FIREWALL_BOUNCER_VERSION)
 
 $(WASM_TARGET):
 	rustup target add wasm32-unknown-unknown
@@ -117,7 +118,7 @@ $(WORKER): $(SOURCES) | tools
 	node_modules/.bin/wasm-opt build/index_bg.wasm $(WASM_FEATURES) -Oz -o build/index_bg.wasm
 
 $(TEST_WORKER): $(SOURCES) | tools
-	$(BUILD_ENV) $(WORKER_BUILD) --release --no-opt --out-dir build-test -- --features test-hooks --target-dir target/test-build
+	$(BUILD_ENV) $(WORKER_BUILD) --release --no-opt --out-dir build-test -- --features test-hooks
 
 $(FLOOR): bench/floor/Cargo.toml bench/floor/Cargo.lock bench/floor/src/lib.rs | tools
 	cd bench/floor && $(BUILD_ENV) $(WORKER_BUILD) --release
@@ -166,7 +167,10 @@ test:
 	printf "\nmake test took $$(( $$(date +%s) - start )) s:\n$$times"
 
 # What the test phases need beyond the build's tools, installed once.
-test-tools: tools $(CARGO_FUZZ) $(SCHEMATHESIS) $(CHROMIUM) $(IPSET) $(NFT) $(CUSTOM_BOUNCER) $(FIREWALL_BOUNCER)
+test-tools:
+	@$(PARALLEL_INSTALL) each-test-tool
+
+each-test-tool: each-tool $(CARGO_FUZZ) $(SCHEMATHESIS) $(DEBIAN_TOOLS)
 
 # The code as rustfmt writes it, and clippy clean natively and for the Worker's
 # target, with and without the test hooks.
