@@ -3,7 +3,7 @@
 
 #![no_main]
 
-use greylist::http::credentials::feed_token;
+use greylist::http::auth::credentials::feed_token;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 
 #![no_main]
 
-use greylist::http::bulk::{BulkError, BulkRequest, MAX_ADDRESSES};
+use greylist::http::wire::bulk::{BulkError, BulkRequest, MAX_ADDRESSES};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,9 +4,9 @@
 
 #![no_main]
 
-use greylist::domain::feed::FeedVersion;
-use greylist::http::feed_query::FeedQuery;
+use greylist::domain::feed::item::FeedVersion;
 use greylist::domain::page::{EntryCursor, HistoryCursor, PageCursor, PageQuery};
+use greylist::http::feed::query::FeedQuery;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,12 +5,12 @@
 
 #![no_main]
 
-use greylist::http::form::first_field;
+use greylist::domain::access::token::TokenKey;
+use greylist::domain::net::address::{Ipv6, PublicIp};
+use greylist::domain::net::range::Ipv4Range;
 use greylist::domain::time::UnixTime;
-use greylist::domain::address::{Ipv6, PublicIp};
-use greylist::domain::range::Ipv4Range;
-use greylist::domain::token::TokenKey;
-use greylist::http::credentials::bearer;
+use greylist::http::auth::credentials::bearer;
+use greylist::http::wire::form::first_field;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

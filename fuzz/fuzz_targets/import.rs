@@ -4,12 +4,14 @@
 
 #![no_main]
 
-use greylist::domain::address::Ipv6;
-use greylist::domain::ip_list::{Import, ListKind};
+use greylist::domain::net::address::Ipv6;
+use greylist::domain::operator_lists::ip_list::{Import, ListKind};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&split, text)) = data.split_first() else { return };
+    let Some((&split, text)) = data.split_first() else {
+        return;
+    };
     let at = usize::from(split).min(text.len());
     for (kind, ipv6) in [(ListKind::Global, Ipv6::On), (ListKind::Allow, Ipv6::Off)] {
         let whole = {
@@ -17,12 +19,21 @@ fuzz_target!(|data: &[u8]| {
             import.push(text).and_then(|()| import.finish())
         };
         let mut parts = Import::new(kind, ipv6);
-        let chunked = parts.push(&text[..at]).and_then(|()| parts.push(&text[at..])).and_then(|()| parts.finish());
+        let chunked = parts
+            .push(&text[..at])
+            .and_then(|()| parts.push(&text[at..]))
+            .and_then(|()| parts.finish());
         match (&whole, &chunked) {
             (Ok(a), Ok(b)) => {
                 assert_eq!(a, b);
-                assert!(a.v4.as_slice().windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates");
-                assert!(a.v6.as_slice().windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates");
+                assert!(
+                    a.v4.as_slice().windows(2).all(|w| w[0] < w[1]),
+                    "sorted, no duplicates"
+                );
+                assert!(
+                    a.v6.as_slice().windows(2).all(|w| w[0] < w[1]),
+                    "sorted, no duplicates"
+                );
             }
             (Err(a), Err(b)) => {
                 assert_eq!(a.line, b.line);

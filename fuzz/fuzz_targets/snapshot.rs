@@ -4,10 +4,10 @@
 
 #![no_main]
 
-use greylist::domain::ip_list::ListEntries;
+use greylist::domain::operator_lists::ip_list::ListEntries;
 use std::rc::Rc;
 
-use greylist::domain::snapshot::{Manifest, Shard, Shards};
+use greylist::domain::operator_lists::snapshot::{Manifest, Shard, Shards};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

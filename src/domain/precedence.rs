@@ -8,14 +8,14 @@
 
 use std::rc::Rc;
 
-use super::address::{Given, Listed, PublicIp};
-use super::family::Addr;
-use super::feed::{personal_block, Blocks, FeedBlock};
-use super::holder::Operation;
-use super::intervals::{without, Intervals, Seek};
-use super::outcome::Outcome;
-use super::range::Cidr;
-use super::snapshot::{covers, Shards};
+use crate::domain::feed::item::{personal_block, Blocks, FeedBlock};
+use crate::domain::net::address::{Given, Listed, PublicIp};
+use crate::domain::net::family::Addr;
+use crate::domain::net::intervals::{without, Intervals, Seek};
+use crate::domain::net::range::Cidr;
+use crate::domain::operator_lists::snapshot::{covers, Shards};
+use crate::domain::personal::holder::Operation;
+use crate::domain::personal::outcome::Outcome;
 
 /// A list that can govern an address for a holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,9 +250,9 @@ mod tests {
     use std::task::{Context, Poll, Waker};
 
     use super::*;
-    use crate::domain::address::Ipv6;
-    use crate::domain::outcome::PersonalOutcome;
-    use crate::domain::snapshot::Shard;
+    use crate::domain::net::address::Ipv6;
+    use crate::domain::operator_lists::snapshot::Shard;
+    use crate::domain::personal::outcome::PersonalOutcome;
 
     /// Runs a future that never waits: `verdict`'s lookups here answer at once.
     fn now<T>(future: impl Future<Output = T>) -> T {

@@ -4,9 +4,9 @@
 
 use std::fmt;
 
-use super::address::{Ipv6, Ipv6Prefix};
-use super::holder::Limits;
-use super::license::secrets_match;
+use crate::domain::access::license::secrets_match;
+use crate::domain::net::address::{Ipv6, Ipv6Prefix};
+use crate::domain::personal::holder::Limits;
 
 /// Shorter secrets can be guessed: `JWT_SECRET` offline from any issued token,
 /// `ADMIN_TOKEN` online.

@@ -3,8 +3,8 @@
 
 use worker::Response;
 
-use super::reply::BodyMode;
-use crate::domain::feed_token::MAX_PER_HOLDER as MAX_FEED_TOKENS;
+use crate::domain::feed::feed_token::MAX_PER_HOLDER as MAX_FEED_TOKENS;
+use crate::http::wire::reply::BodyMode;
 use crate::objects::directory::protocol::DirectoryRefusal;
 use crate::objects::holder::protocol::HolderRefusal;
 use crate::objects::lists::protocol::ListsRefusal;

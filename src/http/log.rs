@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use serde::Serialize;
 use worker::{console_error, console_log};
 
-use crate::domain::license::LicenseId;
+use crate::domain::access::license::LicenseId;
 use crate::domain::time::Millis;
 use crate::platform::clock;
 

@@ -1,31 +1,19 @@
 //! The Worker's HTTP edge: route, authenticate, call the handler, answer, log.
-//! Wire formats (forms, bulk bodies, feed queries, credentials, ETags, RateLimit
-//! headers) live here, beside the handlers; `error.rs` is the one error mapping.
+//! The route table is `route`; the handlers are in folders by who calls them
+//! (`holder`, `feed`, `operator`, and `auth`'s login), beside the wire formats they
+//! share (`wire`); `error` is the one error mapping.
 
-pub mod admin;
-pub mod appliance;
 pub mod auth;
-pub mod body;
-pub mod browse;
-pub mod bulk;
-pub mod console;
 pub mod context;
-pub mod credentials;
-pub mod decisions;
 pub mod error;
-pub mod etag;
 pub mod feed;
-pub mod feed_body;
-pub mod feed_query;
-pub mod form;
-pub mod list_api;
+pub mod holder;
 pub mod log;
-pub mod login;
-pub mod rate_limit;
-pub mod reply;
+pub mod operator;
 pub mod route;
 #[cfg(feature = "test-hooks")]
 pub mod test_hooks;
+pub mod wire;
 
 use worker::{Context, Env, Request, Response};
 
@@ -33,8 +21,8 @@ use crate::platform::{clock, config};
 use context::RequestContext;
 use error::ApiError;
 use log::RequestLog;
-use reply::{BodyMode, Reply};
 use route::{Handler, Miss};
+use wire::reply::{BodyMode, Reply};
 
 pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     #[cfg(feature = "test-hooks")]
@@ -102,19 +90,21 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
 async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Reply, ApiError> {
     match handler {
         Handler::Holder(handler) => {
-            let license = auth::license_holder(cx, &req).await?;
+            let license = auth::caller::license_holder(cx, &req).await?;
             handler(cx, req, license).await
         }
         Handler::Feed(handler) => {
-            let reader = auth::feed_reader(cx, &req).await?;
+            let reader = auth::caller::feed_reader(cx, &req).await?;
             handler(cx, req, reader).await
         }
         Handler::Bouncer(handler) => {
-            let key = auth::bouncer(cx, &req).await?;
-            handler(cx, req, key).await.map_err(auth::bouncer_refusal)
+            let key = auth::caller::bouncer(cx, &req).await?;
+            handler(cx, req, key)
+                .await
+                .map_err(auth::caller::bouncer_refusal)
         }
         Handler::Operator(access, handler) => {
-            let operator = auth::operator(cx, &req, access).await?;
+            let operator = auth::caller::operator(cx, &req, access).await?;
             handler(cx, req, operator).await
         }
         Handler::Open(handler) => handler(cx, req).await,

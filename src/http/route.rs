@@ -7,15 +7,18 @@
 use futures_util::future::LocalBoxFuture;
 use worker::Request;
 
-use super::auth::{BouncerKey, FeedReader, Operator};
+use super::auth::caller::{BouncerKey, FeedReader, Operator};
+use super::auth::login;
 use super::context::RequestContext;
 use super::error::ApiError;
-use super::reply::Reply;
-use super::{admin, browse, console, decisions, feed, list_api, login};
-use crate::domain::holder::Operation;
-use crate::domain::ip_list::ListKind;
-use crate::domain::license::LicenseId;
-use crate::domain::operator::Access;
+use super::feed::{decisions, handlers as feed};
+use super::holder::{browse, operations};
+use super::operator::{console, lists};
+use super::wire::reply::Reply;
+use crate::domain::access::license::LicenseId;
+use crate::domain::access::operator::Access;
+use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::personal::holder::Operation;
 
 /// What a handler gives back: a future that borrows the request's context.
 pub type Answer<'a> = LocalBoxFuture<'a, Result<Reply, ApiError>>;
@@ -121,17 +124,17 @@ const fn row(path: &'static str, method: Method, name: &'static str, handler: Ha
 #[rustfmt::skip]
 pub static ROUTES: &[Route] = &[
     // The specified list operations, one address at a time, and many at once.
-    row("/api/checkIpOnGreylist", Post, "check", with!(Holder, |cx, req, who| list_api::single(Operation::Check, cx, req, who))),
-    row("/api/checkIpOnChallengeList", Post, "check", with!(Holder, |cx, req, who| list_api::single(Operation::Check, cx, req, who))),
-    row("/api/addIpToGreylist", Post, "add", with!(Holder, |cx, req, who| list_api::single(Operation::Add, cx, req, who))),
-    row("/api/addIpToChallengeList", Post, "add", with!(Holder, |cx, req, who| list_api::single(Operation::Add, cx, req, who))),
-    row("/api/deleteIpFromGreylist", Post, "remove", with!(Holder, |cx, req, who| list_api::single(Operation::Remove, cx, req, who))),
-    row("/api/deleteIpToGreylist", Post, "remove", with!(Holder, |cx, req, who| list_api::single(Operation::Remove, cx, req, who))),
-    row("/api/deleteIpFromChallengeList", Post, "remove", with!(Holder, |cx, req, who| list_api::single(Operation::Remove, cx, req, who))),
-    row("/api/addIpsToGreylist", Post, "bulk_add", with!(Holder, |cx, req, who| list_api::bulk(Operation::Add, cx, req, who))),
-    row("/api/addIpsToChallengeList", Post, "bulk_add", with!(Holder, |cx, req, who| list_api::bulk(Operation::Add, cx, req, who))),
-    row("/api/deleteIpsFromGreylist", Post, "bulk_remove", with!(Holder, |cx, req, who| list_api::bulk(Operation::Remove, cx, req, who))),
-    row("/api/deleteIpsFromChallengeList", Post, "bulk_remove", with!(Holder, |cx, req, who| list_api::bulk(Operation::Remove, cx, req, who))),
+    row("/api/checkIpOnGreylist", Post, "check", with!(Holder, |cx, req, who| operations::single(Operation::Check, cx, req, who))),
+    row("/api/checkIpOnChallengeList", Post, "check", with!(Holder, |cx, req, who| operations::single(Operation::Check, cx, req, who))),
+    row("/api/addIpToGreylist", Post, "add", with!(Holder, |cx, req, who| operations::single(Operation::Add, cx, req, who))),
+    row("/api/addIpToChallengeList", Post, "add", with!(Holder, |cx, req, who| operations::single(Operation::Add, cx, req, who))),
+    row("/api/deleteIpFromGreylist", Post, "remove", with!(Holder, |cx, req, who| operations::single(Operation::Remove, cx, req, who))),
+    row("/api/deleteIpToGreylist", Post, "remove", with!(Holder, |cx, req, who| operations::single(Operation::Remove, cx, req, who))),
+    row("/api/deleteIpFromChallengeList", Post, "remove", with!(Holder, |cx, req, who| operations::single(Operation::Remove, cx, req, who))),
+    row("/api/addIpsToGreylist", Post, "bulk_add", with!(Holder, |cx, req, who| operations::bulk(Operation::Add, cx, req, who))),
+    row("/api/addIpsToChallengeList", Post, "bulk_add", with!(Holder, |cx, req, who| operations::bulk(Operation::Add, cx, req, who))),
+    row("/api/deleteIpsFromGreylist", Post, "bulk_remove", with!(Holder, |cx, req, who| operations::bulk(Operation::Remove, cx, req, who))),
+    row("/api/deleteIpsFromChallengeList", Post, "bulk_remove", with!(Holder, |cx, req, who| operations::bulk(Operation::Remove, cx, req, who))),
     // A holder's own list, history and day.
     row("/api/listGreylist", Post, "list", with!(Holder, |cx, req, who| browse::list(cx, req, who))),
     row("/api/listChallengeList", Post, "list", with!(Holder, |cx, req, who| browse::list(cx, req, who))),
@@ -156,13 +159,13 @@ pub static ROUTES: &[Route] = &[
     row("/admin/licenses/{id}", Get, "license", with!(Operator, Read, |cx, req, who| console::license(cx, req, who))),
     row("/admin/licenses/{id}", Patch, "relabel_license", with!(Operator, Change, |cx, req, who| console::relabel(cx, req, who))),
     row("/admin/licenses/{id}", Delete, "revoke_license", with!(Operator, Change, |cx, req, who| console::revoke_license(cx, req, who))),
-    row("/admin/global-list", Post, "edit_global_list", with!(Operator, Change, |cx, req, who| admin::edit_list(ListKind::Global, cx, req, who))),
-    row("/admin/global-list", Put, "replace_global_list", with!(Operator, Change, |cx, req, who| admin::replace_list(ListKind::Global, cx, req, who))),
-    row("/admin/global-list", Get, "export_global_list", with!(Operator, Read, |cx, req, who| admin::export_list(ListKind::Global, cx, req, who))),
-    row("/admin/allow-list", Post, "edit_allow_list", with!(Operator, Change, |cx, req, who| admin::edit_list(ListKind::Allow, cx, req, who))),
-    row("/admin/allow-list", Put, "replace_allow_list", with!(Operator, Change, |cx, req, who| admin::replace_list(ListKind::Allow, cx, req, who))),
-    row("/admin/allow-list", Get, "export_allow_list", with!(Operator, Read, |cx, req, who| admin::export_list(ListKind::Allow, cx, req, who))),
-    row("/admin/status", Get, "status", with!(Operator, Read, |cx, req, who| admin::status(cx, req, who))),
+    row("/admin/global-list", Post, "edit_global_list", with!(Operator, Change, |cx, req, who| lists::edit_list(ListKind::Global, cx, req, who))),
+    row("/admin/global-list", Put, "replace_global_list", with!(Operator, Change, |cx, req, who| lists::replace_list(ListKind::Global, cx, req, who))),
+    row("/admin/global-list", Get, "export_global_list", with!(Operator, Read, |cx, req, who| lists::export_list(ListKind::Global, cx, req, who))),
+    row("/admin/allow-list", Post, "edit_allow_list", with!(Operator, Change, |cx, req, who| lists::edit_list(ListKind::Allow, cx, req, who))),
+    row("/admin/allow-list", Put, "replace_allow_list", with!(Operator, Change, |cx, req, who| lists::replace_list(ListKind::Allow, cx, req, who))),
+    row("/admin/allow-list", Get, "export_allow_list", with!(Operator, Read, |cx, req, who| lists::export_list(ListKind::Allow, cx, req, who))),
+    row("/admin/status", Get, "status", with!(Operator, Read, |cx, req, who| lists::status(cx, req, who))),
     row("/admin/keys", Post, "create_operator_key", with!(Operator, Root, |cx, req, who| console::create_key(cx, req, who))),
     row("/admin/keys", Get, "list_operator_keys", with!(Operator, Read, |cx, req, who| console::keys(cx, req, who))),
     row("/admin/keys/{id}", Delete, "revoke_operator_key", with!(Operator, Root, |cx, req, who| console::revoke_key(cx, req, who))),

@@ -10,8 +10,8 @@
 use serde::Deserialize;
 use worker::{Env, Method, Request, Response};
 
-use super::form;
-use crate::domain::license::LicenseId;
+use crate::domain::access::license::LicenseId;
+use crate::http::wire::form;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{
     AlarmAt as HolderAlarmAt, Meter as HolderMeter, RunAlarm as RunHolderAlarm, WasmMemory,

@@ -372,9 +372,9 @@ impl<T: DeserializeOwned> Pages<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::address::{Ipv6Prefix, PublicIp};
-    use crate::domain::holder::{Call, Operation};
-    use crate::domain::ip_list::ListKind;
+    use crate::domain::net::address::{Ipv6Prefix, PublicIp};
+    use crate::domain::operator_lists::ip_list::ListKind;
+    use crate::domain::personal::holder::{Call, Operation};
     use crate::objects::holder::protocol::{HolderCall, HolderRefusal, Perform};
     use crate::objects::lists::protocol::{ListsCall, ListsRefusal, Replace};
 
@@ -421,7 +421,7 @@ mod tests {
         let upload: ListsCall = Replace {
             kind: ListKind::Allow,
             gzip: true,
-            ipv6: crate::domain::address::Ipv6::On,
+            ipv6: crate::domain::net::address::Ipv6::On,
             by: Some("alice".to_owned()),
         }
         .into();

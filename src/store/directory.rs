@@ -6,10 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
-use crate::domain::audit::{
+use crate::domain::access::audit::{
     Action, AuditRow, Record, MAX_ROWS, REFUSALS_MERGED_SECONDS, RETENTION_DAYS,
 };
-use crate::domain::operator::{folded, Actor, Role};
+use crate::domain::access::operator::{folded, Actor, Role};
 use crate::domain::time::{Millis, UnixTime};
 
 /// See `sql::migrate`.
@@ -484,7 +484,7 @@ fn page_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::audit::Stamp;
+    use crate::domain::access::audit::Stamp;
     use crate::store::sql::native::NativeSql;
 
     fn directory() -> Directory<NativeSql> {

@@ -9,8 +9,8 @@ use worker::Env;
 
 use super::kv::{read_json, KvRead, Remembered};
 use super::{list_page, StoreError};
-use crate::domain::feed_token::FeedTokenOwner;
-use crate::domain::license::{key_digest, LicenseId, LicenseKey};
+use crate::domain::access::license::{key_digest, LicenseId, LicenseKey};
+use crate::domain::feed::feed_token::FeedTokenOwner;
 use crate::domain::settings::Freshness;
 use crate::domain::time::{Millis, UnixTime};
 use crate::platform::meter::{self, Billable};
@@ -362,7 +362,7 @@ mod tests {
         let known = FeedTokenOwner {
             license: license().as_str().to_owned(),
             id: "ft_1".into(),
-            scope: crate::domain::feed_token::Scope::Personal,
+            scope: crate::domain::feed::feed_token::Scope::Personal,
         };
         kv.write(
             &feed_token_key("known"),

@@ -3,16 +3,11 @@
 //! SQLite databases of the Durable Objects.
 
 pub mod directory;
-pub mod feed_tokens;
-pub mod holder_feed;
-pub mod holder_list;
+pub mod holder;
 pub mod kv;
 pub mod licenses;
-pub mod list_chunks;
-pub mod list_tables;
+pub mod operator_lists;
 pub mod revocations;
-pub mod shared_load;
-pub mod snapshots;
 pub mod sql;
 
 use std::fmt;
@@ -132,5 +127,3 @@ pub async fn for_each_key(
         }
     }
 }
-#[cfg(test)]
-mod rule_tests;

@@ -2,7 +2,7 @@
 //! is still to be told of its revocation, with when to try again.
 
 use super::sql::{Sql, SqlError, Value};
-use crate::domain::license::LicenseId;
+use crate::domain::access::license::LicenseId;
 use crate::domain::time::UnixTime;
 
 /// See `sql::migrate`.

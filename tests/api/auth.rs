@@ -1,8 +1,8 @@
 //! Login and access tokens.
 
-use greylist::domain::license::LicenseId;
+use greylist::domain::access::license::LicenseId;
+use greylist::domain::access::token::TokenKey;
 use greylist::domain::time::UnixTime;
-use greylist::domain::token::TokenKey;
 
 use crate::helpers::{send, Encoding, Mode, Resp, Server, TestApp, JWT_SECRET, UNAUTHORIZED};
 

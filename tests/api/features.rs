@@ -149,7 +149,9 @@ fn expired_entries_are_gone_for_every_operation_and_swept_by_the_alarm() {
         .iter()
         .map(|entry| {
             let at = entry["expiresAt"].as_str().unwrap();
-            chrono::DateTime::parse_from_rfc3339(at).unwrap().timestamp() as u64
+            chrono::DateTime::parse_from_rfc3339(at)
+                .unwrap()
+                .timestamp() as u64
         })
         .min()
         .unwrap();

@@ -86,7 +86,7 @@ fn naming_another_license_in_the_form_query_or_path_changes_nothing() {
 fn license_keys_exist_at_rest_only_as_sha256_digests() {
     let server = Server::shared();
     let (_, key) = server.create_license();
-    let digest = greylist::domain::license::key_digest(&key);
+    let digest = greylist::domain::access::license::key_digest(&key);
     let stored = all_bytes_under(&server.state_dir.join("wrangler"));
     assert!(
         !contains(&stored, key.as_bytes()),

@@ -14,10 +14,10 @@ use super::protocol::{
     DirectoryProtocol, DirectoryRefusal, Keys, License, LicensePage, Licenses, NewKey, NewLicense,
     Relabel, RevokeKey, RevokeLicense,
 };
-use crate::domain::audit::{Action, Record, Stamp};
-use crate::domain::license::key_digest;
-use crate::domain::license::LicenseId;
-use crate::domain::operator::NewOperatorKey;
+use crate::domain::access::audit::{Action, Record, Stamp};
+use crate::domain::access::license::key_digest;
+use crate::domain::access::license::LicenseId;
+use crate::domain::access::operator::NewOperatorKey;
 use crate::objects::protocol::{receive, Ask, Failure};
 use crate::platform::clock;
 use crate::store::directory::{Directory, LicenseCursor, LicenseRow, MAX_KEYS};
@@ -138,7 +138,7 @@ impl OperatorDirectory {
             .ok_or_else(|| StoreError::Corrupt("a license filed is not found".to_owned()))?)
     }
 
-    fn authenticate(&self, call: Authenticate) -> Answered<crate::domain::operator::Actor> {
+    fn authenticate(&self, call: Authenticate) -> Answered<crate::domain::access::operator::Actor> {
         let actor = match &call.digest {
             Some(digest) => self.files().actor(digest)?,
             None => None,

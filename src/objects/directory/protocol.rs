@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::audit::{AuditRow, Record, Stamp};
-use crate::domain::license::LicenseId;
-use crate::domain::operator::{Access, Actor, Denied, Role};
+use crate::domain::access::audit::{AuditRow, Record, Stamp};
+use crate::domain::access::license::LicenseId;
+use crate::domain::access::operator::{Access, Actor, Denied, Role};
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
 use crate::store::directory::{KeyRow, LicenseRow};

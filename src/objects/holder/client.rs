@@ -3,7 +3,7 @@
 use worker::Env;
 
 use super::protocol::HolderProtocol;
-use crate::domain::license::LicenseId;
+use crate::domain::access::license::LicenseId;
 use crate::objects::protocol::Object;
 use crate::store::StoreError;
 

@@ -13,21 +13,21 @@ use super::protocol::{
     HolderPicture, HolderProtocol, HolderRefusal, Holding, ListEntries, Lookup, Perform, Picture,
     Revoke, RevokeFeedToken, Usage,
 };
-use crate::domain::activity::last_days;
-use crate::domain::address::{Ipv6Prefix, Listed, PublicIp};
-use crate::domain::decision::DecisionType;
-use crate::domain::entry::Entry;
-use crate::domain::feed::{FeedHead, FeedRecord, FeedVersion};
-use crate::domain::feed_token::PullClient;
-use crate::domain::holder::{perform, sweep, Answer, Limits, ListStore, Operation};
+use crate::domain::feed::decision::DecisionType;
+use crate::domain::feed::feed_token::PullClient;
+use crate::domain::feed::item::{FeedHead, FeedRecord, FeedVersion};
+use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
+use crate::domain::personal::activity::last_days;
+use crate::domain::personal::entry::Entry;
+use crate::domain::personal::holder::{perform, sweep, Answer, Limits, ListStore, Operation};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::protocol::{
     receive, refuse, Ask, AskStream, Failure, Streamed, StreamedOutcome,
 };
 use crate::platform::{clock, config};
-use crate::store::feed_tokens::TokenState;
-use crate::store::holder_feed;
-use crate::store::holder_list::{migrate, SqlListStore};
+use crate::store::holder::feed as holder_feed;
+use crate::store::holder::feed_tokens::TokenState;
+use crate::store::holder::list::{migrate, SqlListStore};
 use crate::store::sql::SqlError;
 use crate::store::StoreError;
 
@@ -186,7 +186,7 @@ impl HolderList {
     /// day's limits apply item by item in the order given.
     async fn perform(
         &self,
-        calls: &[crate::domain::holder::Call],
+        calls: &[crate::domain::personal::holder::Call],
         now: UnixTime,
         limits: Limits,
     ) -> Answered<Vec<Answer>> {
@@ -371,7 +371,7 @@ struct Finish {
     id: String,
     state: TokenState,
     client: PullClient,
-    position: Option<crate::domain::decision::Position>,
+    position: Option<crate::domain::feed::decision::Position>,
     now: UnixTime,
 }
 

@@ -2,15 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::activity::ActivityDay;
-use crate::domain::address::{Ipv6Prefix, Listed, PublicIp};
-use crate::domain::decision::{DecisionType, Pull};
-use crate::domain::delta::AllowMoves;
-use crate::domain::entry::{Entry, HistoryEvent};
-use crate::domain::feed::{FeedHead, FeedRecord};
-use crate::domain::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
-use crate::domain::holder::{Answer, Call, DailyUsage};
+use crate::domain::feed::decision::{DecisionType, Pull};
+use crate::domain::feed::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
+use crate::domain::feed::item::{FeedHead, FeedRecord};
+use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
+use crate::domain::operator_lists::delta::AllowMoves;
 use crate::domain::page::{EntryCursor, HistoryCursor, Page, PageQuery};
+use crate::domain::personal::activity::ActivityDay;
+use crate::domain::personal::entry::{Entry, HistoryEvent};
+use crate::domain::personal::holder::{Answer, Call, DailyUsage};
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
 

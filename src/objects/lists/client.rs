@@ -7,15 +7,15 @@ use worker::kv::KvStore;
 use worker::Env;
 
 use super::protocol::{ListsProtocol, PublishedManifest};
-use crate::domain::delta::Change;
-use crate::domain::intervals::Intervals;
-use crate::domain::ip_list::ListKind;
+use crate::domain::net::intervals::Intervals;
+use crate::domain::operator_lists::delta::Change;
+use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::operator_lists::snapshot::Manifest;
+use crate::domain::operator_lists::snapshot::Shards;
 use crate::domain::settings::Freshness;
-use crate::domain::snapshot::Manifest;
-use crate::domain::snapshot::Shards;
 use crate::domain::time::Millis;
 use crate::objects::protocol::{Failure, Object};
-use crate::store::snapshots::{binding, Held, ListSource, Whole};
+use crate::store::operator_lists::snapshots::{binding, Held, ListSource, Whole};
 use crate::store::StoreError;
 
 /// The Durable Object binding of the writer, and the name of its one instance.

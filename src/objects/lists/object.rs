@@ -19,26 +19,26 @@ use super::protocol::{
     Covering, Edit, Export, ExportHead, ListStatus, ListsCall, ListsProtocol, ListsRefusal,
     ListsStatus, Lookup, Provenance, PublishedManifest, Replace, Replaced, SizeAt, Status,
 };
-use crate::domain::address::Ipv6;
-use crate::domain::chunk::ChunkInfo;
 use crate::domain::code::Coded;
-use crate::domain::cut::{self, Published};
-use crate::domain::delta::{self, Change, Piece};
-use crate::domain::ip_list::{
+use crate::domain::net::address::Ipv6;
+use crate::domain::net::range::Ipv4Range;
+use crate::domain::operator_lists::chunk::ChunkInfo;
+use crate::domain::operator_lists::cut::{self, Published};
+use crate::domain::operator_lists::delta::{self, Change, Piece};
+use crate::domain::operator_lists::ip_list::{
     Changes, EditRequest, Import, ListEntries, ListEntry, ListKind, MAX_IMPORT_BYTES,
     MAX_IPV6_LIST_ENTRIES, MAX_LIST_ENTRIES,
 };
-use crate::domain::publication::{Attempt, Next};
-use crate::domain::range::Ipv4Range;
-use crate::domain::snapshot::{Ipv6Shards, Manifest};
+use crate::domain::operator_lists::publication::{Attempt, Next};
+use crate::domain::operator_lists::snapshot::{Ipv6Shards, Manifest};
 use crate::domain::time::UnixTime;
 use crate::objects::protocol::{receive, Ask, AskStream, Failure, Streamed};
 use crate::platform::clock;
 use crate::platform::meter::{self, Billable};
 use crate::platform::stream::{gunzip, Chunks as BodyChunks};
-use crate::store::list_chunks::Source;
-use crate::store::list_tables::{ListTables, PieceKey, Stored};
-use crate::store::snapshots::{binding, piece_key, MANIFEST_KEY};
+use crate::store::operator_lists::chunks::Source;
+use crate::store::operator_lists::snapshots::{binding, piece_key, MANIFEST_KEY};
+use crate::store::operator_lists::tables::{ListTables, PieceKey, Stored};
 use crate::store::sql::{DurableSql, SqlError, Transactional};
 use crate::store::{for_each_key, StoreError};
 
@@ -908,7 +908,7 @@ impl Runs {
         &mut self,
         tables: &ListTables<&DurableSql>,
         import: u64,
-        run: &crate::domain::ip_list::Entries,
+        run: &crate::domain::operator_lists::ip_list::Entries,
     ) -> std::result::Result<(), SqlError> {
         let next = self.v4.len() + self.v6.len();
         tables.stage_run(import, next, &run.v4)?;
@@ -979,10 +979,10 @@ impl Drop for Reading {
     }
 }
 
-fn covering<A: crate::domain::family::Addr>(
+fn covering<A: crate::domain::net::family::Addr>(
     found: Vec<(
-        crate::domain::range::Cidr<A>,
-        crate::store::list_chunks::Provenance,
+        crate::domain::net::range::Cidr<A>,
+        crate::store::operator_lists::chunks::Provenance,
     )>,
 ) -> Vec<Covering> {
     found

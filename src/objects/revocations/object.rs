@@ -9,7 +9,7 @@ use std::cell::Cell;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{Notify, RevocationsCall, RevocationsProtocol};
-use crate::domain::license::{notice_retry_seconds, LicenseId};
+use crate::domain::access::license::{notice_retry_seconds, LicenseId};
 use crate::domain::time::UnixTime;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Revoke;

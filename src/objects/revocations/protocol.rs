@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::license::LicenseId;
+use crate::domain::access::license::LicenseId;
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
 

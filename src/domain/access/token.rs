@@ -1,0 +1,298 @@
+//! Access tokens: HS256 JWTs whose `sub` is the license id.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+use jwt_compact::alg::{Hs256, Hs256Key};
+use jwt_compact::{AlgorithmExt, Claims, Header, TimeOptions, UntrustedToken};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::access::license::LicenseId;
+use crate::domain::time::UnixTime;
+
+/// Clock skew tolerated when checking `exp`, between the edge machines that issue and check tokens.
+pub const EXPIRY_LEEWAY_SECONDS: i64 = 10;
+
+#[derive(Serialize, Deserialize)]
+struct Subject {
+    sub: String,
+}
+
+/// Why a token was refused; logged, never shown to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenError {
+    Malformed,
+    Unverified,
+    Expired,
+    BadSubject,
+}
+
+impl TokenError {
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Malformed => "token_malformed",
+            Self::Unverified => "token_unverified",
+            Self::Expired => "token_expired",
+            Self::BadSubject => "token_bad_subject",
+        }
+    }
+}
+
+pub struct TokenKey(Hs256Key);
+
+impl TokenKey {
+    pub fn new(secret: &str) -> Self {
+        Self(Hs256Key::new(secret.as_bytes()))
+    }
+
+    pub fn issue(&self, license: &LicenseId, now: UnixTime, lifetime_seconds: u64) -> String {
+        let time = time_options(now);
+        let claims = Claims::new(Subject {
+            sub: license.as_str().to_owned(),
+        })
+        .set_duration_and_issuance(&time, Duration::seconds(lifetime_seconds as i64));
+        Hs256
+            .token(&Header::empty().with_token_type("JWT"), &claims, &self.0)
+            .expect("claims of two strings and two numbers always serialize")
+    }
+
+    /// Accepts exactly an HS256 token signed with this key, with `exp` in the
+    /// future (within the leeway) and a `sub` that is a license id.
+    pub fn verify(&self, token: &str, now: UnixTime) -> Result<LicenseId, TokenError> {
+        self.verify_until(token, now).map(|(license, _)| license)
+    }
+
+    /// `verify`, also giving the token's expiry.
+    fn verify_until(
+        &self,
+        token: &str,
+        now: UnixTime,
+    ) -> Result<(LicenseId, UnixTime), TokenError> {
+        let untrusted = UntrustedToken::new(token).map_err(|_| TokenError::Malformed)?;
+        let verified = Hs256
+            .validator::<Subject>(&self.0)
+            .validate(&untrusted)
+            .map_err(|_| TokenError::Unverified)?;
+        let claims = verified.claims();
+        claims
+            .validate_expiration(&time_options(now))
+            .map_err(|_| TokenError::Expired)?;
+        let expires_at = claims
+            .expiration
+            .and_then(|at| u64::try_from(at.timestamp()).ok())
+            .ok_or(TokenError::Expired)?;
+        Ok((
+            LicenseId::parse(&claims.custom.sub).ok_or(TokenError::BadSubject)?,
+            UnixTime(expires_at),
+        ))
+    }
+}
+
+/// Tokens one isolate has verified, so a caller's repeated requests skip the
+/// signature and JSON work. A token is only ever looked up whole, and its expiry
+/// is checked on every use exactly as `TokenKey::verify` checks it.
+#[derive(Default)]
+pub struct VerifiedTokens {
+    secret: String,
+    verified: HashMap<String, (LicenseId, UnixTime)>,
+}
+
+/// How many tokens an isolate remembers before it starts afresh.
+const REMEMBERED_TOKENS: usize = 10_000;
+
+impl VerifiedTokens {
+    pub fn verify(
+        &mut self,
+        secret: &str,
+        token: &str,
+        now: UnixTime,
+    ) -> Result<LicenseId, TokenError> {
+        if self.secret != secret {
+            self.secret = secret.to_owned();
+            self.verified.clear();
+        }
+        if let Some((license, expires_at)) = self.verified.get(token) {
+            if now.0 <= expires_at.0.saturating_add(EXPIRY_LEEWAY_SECONDS as u64) {
+                return Ok(license.clone());
+            }
+            self.verified.remove(token);
+            return Err(TokenError::Expired);
+        }
+        let (license, expires_at) = TokenKey::new(secret).verify_until(token, now)?;
+        if self.verified.len() >= REMEMBERED_TOKENS {
+            self.verified.clear();
+        }
+        self.verified
+            .insert(token.to_owned(), (license.clone(), expires_at));
+        Ok(license)
+    }
+}
+
+fn time_options(now: UnixTime) -> TimeOptions<impl Fn() -> DateTime<Utc>> {
+    let at = DateTime::from_timestamp(now.0 as i64, 0).unwrap_or(DateTime::<Utc>::MAX_UTC);
+    TimeOptions::new(Duration::seconds(EXPIRY_LEEWAY_SECONDS), move || at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: UnixTime = UnixTime(1_795_262_400);
+
+    fn license() -> LicenseId {
+        LicenseId::parse("lic_0123456789abcdef01234567").unwrap()
+    }
+
+    fn key() -> TokenKey {
+        TokenKey::new("test-secret-of-reasonable-length")
+    }
+
+    #[test]
+    fn issued_token_verifies_to_its_license_until_expiry_plus_leeway() {
+        let token = key().issue(&license(), NOW, 3600);
+        assert_eq!(key().verify(&token, NOW), Ok(license()));
+        // The documented ten seconds of leeway, written out: the constant is what is tested.
+        let last_accepted = UnixTime(NOW.0 + 3600 + 10);
+        assert_eq!(key().verify(&token, last_accepted), Ok(license()));
+        assert_eq!(
+            key().verify(&token, UnixTime(last_accepted.0 + 1)),
+            Err(TokenError::Expired)
+        );
+    }
+
+    #[test]
+    fn token_of_another_secret_is_refused() {
+        let token = TokenKey::new("another-secret").issue(&license(), NOW, 3600);
+        assert_eq!(key().verify(&token, NOW), Err(TokenError::Unverified));
+    }
+
+    /// `{"alg":"none","typ":"JWT"}`, base64url.
+    const ALG_NONE_HEADER: &str = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0";
+
+    fn parts(token: &str) -> Vec<&str> {
+        token.split('.').collect()
+    }
+
+    #[test]
+    fn alg_none_is_refused_with_or_without_a_signature() {
+        let valid = key().issue(&license(), NOW, 3600);
+        let [_, payload, signature] = parts(&valid)[..] else {
+            panic!()
+        };
+        for forged in [
+            format!("{ALG_NONE_HEADER}.{payload}."),
+            format!("{ALG_NONE_HEADER}.{payload}.{signature}"),
+        ] {
+            assert_eq!(
+                key().verify(&forged, NOW),
+                Err(TokenError::Unverified),
+                "{forged}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_algorithms_under_the_same_secret_are_refused() {
+        use jwt_compact::alg::{Hs384, Hs384Key, Hs512, Hs512Key};
+        let claims = || {
+            Claims::new(Subject {
+                sub: license().as_str().to_owned(),
+            })
+            .set_duration_and_issuance(&time_options(NOW), Duration::seconds(60))
+        };
+        let secret = b"test-secret-of-reasonable-length";
+        let hs384 = Hs384
+            .token(&Header::empty(), &claims(), &Hs384Key::new(secret))
+            .unwrap();
+        let hs512 = Hs512
+            .token(&Header::empty(), &claims(), &Hs512Key::new(secret))
+            .unwrap();
+        assert_eq!(key().verify(&hs384, NOW), Err(TokenError::Unverified));
+        assert_eq!(key().verify(&hs512, NOW), Err(TokenError::Unverified));
+    }
+
+    #[test]
+    fn an_altered_payload_breaks_the_signature() {
+        let mine = key().issue(&license(), NOW, 3600);
+        let theirs = key().issue(
+            &LicenseId::parse("lic_ffffffffffffffffffffffff").unwrap(),
+            NOW,
+            3600,
+        );
+        let forged = format!(
+            "{}.{}.{}",
+            parts(&mine)[0],
+            parts(&theirs)[1],
+            parts(&mine)[2]
+        );
+        assert_eq!(key().verify(&forged, NOW), Err(TokenError::Unverified));
+    }
+
+    #[test]
+    fn a_token_without_a_license_subject_is_refused() {
+        let no_sub = Claims::new(jwt_compact::Empty {})
+            .set_duration_and_issuance(&time_options(NOW), Duration::seconds(60));
+        let token = Hs256.token(&Header::empty(), &no_sub, &key().0).unwrap();
+        assert_eq!(key().verify(&token, NOW), Err(TokenError::Unverified));
+        let other_sub = Claims::new(Subject {
+            sub: "../admin".to_owned(),
+        })
+        .set_duration_and_issuance(&time_options(NOW), Duration::seconds(60));
+        let token = Hs256.token(&Header::empty(), &other_sub, &key().0).unwrap();
+        assert_eq!(key().verify(&token, NOW), Err(TokenError::BadSubject));
+    }
+
+    #[test]
+    fn a_token_without_exp_is_refused() {
+        let claims = Claims::new(Subject {
+            sub: license().as_str().to_owned(),
+        });
+        let token = Hs256.token(&Header::empty(), &claims, &key().0).unwrap();
+        assert_eq!(key().verify(&token, NOW), Err(TokenError::Expired));
+    }
+
+    #[test]
+    fn remembered_tokens_answer_as_fresh_verification_does() {
+        let mut tokens = VerifiedTokens::default();
+        let secret = "test-secret-of-reasonable-length";
+        let token = key().issue(&license(), NOW, 3600);
+        assert_eq!(tokens.verify(secret, &token, NOW), Ok(license()));
+        assert_eq!(
+            tokens.verify(secret, &token, NOW.plus(100)),
+            Ok(license()),
+            "from memory"
+        );
+        let last = NOW.plus(3600 + EXPIRY_LEEWAY_SECONDS as u64);
+        assert_eq!(tokens.verify(secret, &token, last), Ok(license()));
+        assert_eq!(
+            tokens.verify(secret, &token, last.plus(1)),
+            Err(TokenError::Expired)
+        );
+        assert_eq!(
+            tokens.verify(secret, &token, NOW),
+            Ok(license()),
+            "forgotten once expired, then verified afresh"
+        );
+        assert_eq!(
+            tokens.verify("a rotated secret", &token, NOW),
+            Err(TokenError::Unverified),
+            "a new secret forgets them all"
+        );
+        let tampered = format!("{token}x");
+        assert_eq!(
+            tokens.verify(secret, &tampered, NOW),
+            Err(TokenError::Unverified)
+        );
+    }
+
+    #[test]
+    fn garbage_is_malformed() {
+        for token in ["", "abc", "a.b", "a.b.c.d", "Bearer x.y.z"] {
+            assert_eq!(
+                key().verify(token, NOW).unwrap_err(),
+                TokenError::Malformed,
+                "{token:?}"
+            );
+        }
+    }
+}

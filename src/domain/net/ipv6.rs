@@ -1,0 +1,468 @@
+//! Strict IPv6 text parsing (RFC 4291, section 2.2) and the "globally reachable"
+//! rule from the IANA IPv6 Special-Purpose Address Registry.
+
+use std::fmt;
+use std::net::Ipv6Addr;
+
+use crate::domain::net::ipv4::parse_dotted;
+use crate::domain::net::range::Ipv6Range;
+
+/// A globally reachable IPv6 address that is not an IPv4-mapped one (those are
+/// the IPv4 addresses they map, and live as `PublicIpv4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PublicIpv6(Ipv6Addr);
+
+impl PublicIpv6 {
+    /// The address if it is globally reachable and not IPv4-mapped.
+    pub fn from_addr(addr: Ipv6Addr) -> Option<Self> {
+        (addr.to_ipv4_mapped().is_none() && is_globally_reachable(addr)).then_some(Self(addr))
+    }
+
+    pub fn addr(self) -> Ipv6Addr {
+        self.0
+    }
+
+    /// The /64 around this address, by its network address, when that is public
+    /// too: then every address of the /64 is (the registry's blocks narrower than
+    /// /64, `::`, `::1`, `::ffff:0:0/96`, `64:ff9b::/96` and 2001:1::1 to ::3, lie
+    /// in /64s whose first address is not public, or are public themselves).
+    pub fn net64(self) -> Option<Self> {
+        let network = u128::from(self.0) & !u128::from(u64::MAX);
+        Self::from_addr(Ipv6Addr::from(network))
+    }
+
+    /// Whether this is the first address of a /64.
+    pub fn is_net64(self) -> bool {
+        u128::from(self.0) & u128::from(u64::MAX) == 0
+    }
+}
+
+/// RFC 5952's canonical form: lower case, the longest run of zero groups compressed.
+impl fmt::Display for PublicIpv6 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The text forms of RFC 4291: eight groups of one to four hexadecimal digits,
+/// one `::` standing for one or more zero groups, and the last two groups
+/// optionally written as a dotted IPv4 address (held to the same strict rules
+/// as IPv4 input). No zone index, no brackets, no prefix length.
+pub fn parse_colon_hex(s: &str) -> Option<Ipv6Addr> {
+    let mut groups = [0u16; 8];
+    let (head, tail) = match s.split_once("::") {
+        None => (s, None),
+        Some((head, tail)) => (head, Some(tail)),
+    };
+    let Some(tail) = tail else {
+        return (read_groups(head, &mut groups)? == 8).then(|| Ipv6Addr::from(groups));
+    };
+    if tail.contains("::") {
+        return None;
+    }
+    let mut back = [0u16; 8];
+    let head_count = if head.is_empty() {
+        0
+    } else {
+        read_groups_without_ipv4(head, &mut groups)?
+    };
+    let tail_count = if tail.is_empty() {
+        0
+    } else {
+        read_groups(tail, &mut back)?
+    };
+    // `::` stands for at least one group.
+    if head_count + tail_count > 7 {
+        return None;
+    }
+    groups[8 - tail_count..].copy_from_slice(&back[..tail_count]);
+    Some(Ipv6Addr::from(groups))
+}
+
+/// Colon-separated groups, the last of which may be a dotted IPv4 address
+/// counting as two; how many groups were written, at most eight.
+fn read_groups(text: &str, groups: &mut [u16; 8]) -> Option<usize> {
+    let (front, last) = match text.rsplit_once(':') {
+        Some((front, last)) => (Some(front), last),
+        None => (None, text),
+    };
+    let Some(v4) = last.contains('.').then(|| parse_dotted(last)) else {
+        return read_groups_without_ipv4(text, groups);
+    };
+    let [a, b, c, d] = v4?.octets();
+    let count = match front {
+        None => 0,
+        Some(front) => read_groups_without_ipv4(front, groups)?,
+    };
+    if count > 6 {
+        return None;
+    }
+    groups[count] = u16::from_be_bytes([a, b]);
+    groups[count + 1] = u16::from_be_bytes([c, d]);
+    Some(count + 2)
+}
+
+fn read_groups_without_ipv4(text: &str, groups: &mut [u16; 8]) -> Option<usize> {
+    let mut count = 0;
+    for part in text.split(':') {
+        let slot = groups.get_mut(count)?;
+        *slot = hex_group(part)?;
+        count += 1;
+    }
+    Some(count)
+}
+
+fn hex_group(part: &str) -> Option<u16> {
+    let well_formed = matches!(part.len(), 1..=4) && part.bytes().all(|b| b.is_ascii_hexdigit());
+    well_formed
+        .then(|| u16::from_str_radix(part, 16).ok())
+        .flatten()
+}
+
+/// A block of the registry: its first address and prefix length.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    first: u128,
+    prefix: u32,
+}
+
+impl Block {
+    const fn new(groups: [u16; 8], prefix: u32) -> Self {
+        let mut first = 0u128;
+        let mut i = 0;
+        while i < 8 {
+            first = (first << 16) | groups[i] as u128;
+            i += 1;
+        }
+        Self { first, prefix }
+    }
+
+    fn last(self) -> u128 {
+        self.first | (u128::MAX.checked_shr(self.prefix).unwrap_or(0))
+    }
+
+    fn contains(self, value: u128) -> bool {
+        self.first <= value && value <= self.last()
+    }
+}
+
+/// Blocks of the IANA IPv6 Special-Purpose Address Registry (2025-10-09) whose
+/// "Globally Reachable" is False, those where it is N/A (Teredo, 6to4: they
+/// carry IPv4 traffic, and the IPv4 rules decide), and multicast `ff00::/8`.
+/// Teredo (`2001::/32`, N/A) lies inside `2001::/23`. IPv4-mapped addresses
+/// (`::ffff:0:0/96`) are listed for completeness: `PublicIp` makes them IPv4 first.
+const NOT_GLOBAL: [Block; 14] = [
+    Block::new([0, 0, 0, 0, 0, 0, 0, 0], 128),
+    Block::new([0, 0, 0, 0, 0, 0, 0, 1], 128),
+    Block::new([0, 0, 0, 0, 0, 0xffff, 0, 0], 96),
+    Block::new([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48),
+    Block::new([0x100, 0, 0, 0, 0, 0, 0, 0], 64),
+    Block::new([0x100, 0, 0, 1, 0, 0, 0, 0], 64),
+    Block::new([0x2001, 0, 0, 0, 0, 0, 0, 0], 23),
+    Block::new([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32),
+    Block::new([0x2002, 0, 0, 0, 0, 0, 0, 0], 16),
+    Block::new([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20),
+    Block::new([0x5f00, 0, 0, 0, 0, 0, 0, 0], 16),
+    Block::new([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7),
+    Block::new([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10),
+    Block::new([0xff00, 0, 0, 0, 0, 0, 0, 0], 8),
+];
+
+/// Inside `2001::/23`, the blocks the registry marks globally reachable.
+const GLOBAL_EXCEPTIONS: [Block; 7] = [
+    Block::new([0x2001, 1, 0, 0, 0, 0, 0, 1], 128),
+    Block::new([0x2001, 1, 0, 0, 0, 0, 0, 2], 128),
+    Block::new([0x2001, 1, 0, 0, 0, 0, 0, 3], 128),
+    Block::new([0x2001, 3, 0, 0, 0, 0, 0, 0], 32),
+    Block::new([0x2001, 4, 0x112, 0, 0, 0, 0, 0], 48),
+    Block::new([0x2001, 0x20, 0, 0, 0, 0, 0, 0], 28),
+    Block::new([0x2001, 0x30, 0, 0, 0, 0, 0, 0], 28),
+];
+
+/// `::ffff:0:0/96`, first and last: IPv4 addresses written as IPv6 ones, which
+/// are the IPv4 addresses they map wherever the service meets them.
+pub const IPV4_MAPPED: (u128, u128) = (0xffff << 32, (0xffff << 32) | 0xffff_ffff);
+
+pub fn is_globally_reachable(addr: Ipv6Addr) -> bool {
+    let value = u128::from(addr);
+    GLOBAL_EXCEPTIONS.iter().any(|block| block.contains(value))
+        || !NOT_GLOBAL.iter().any(|block| block.contains(value))
+}
+
+/// Whether no address of `range` is globally reachable: one not-global block
+/// holds all of it and no exception lies in it (blocks nest or are disjoint).
+pub fn is_wholly_private(range: Ipv6Range) -> bool {
+    let (first, last) = (range.first(), range.last());
+    NOT_GLOBAL
+        .iter()
+        .any(|block| block.first <= first && last <= block.last())
+        && !GLOBAL_EXCEPTIONS
+            .iter()
+            .any(|block| block.first <= last && first <= block.last())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_is_wholly_private_only_when_no_address_of_it_is_public() {
+        let private = |text: &str| is_wholly_private(Ipv6Range::parse(text).unwrap());
+        for text in [
+            "2001:db8::/32",
+            "fc00::/7",
+            "fe80::/64",
+            "2001:2::/48",
+            "::1",
+            "ff02::/16",
+        ] {
+            assert!(private(text), "{text}");
+        }
+        for text in [
+            "2001::/16",
+            "2001::/23",
+            "2001:1::1",
+            "2001:4:112::/48",
+            "2a00:1450::/32",
+            "::/0",
+            "2001:db8::/31",
+        ] {
+            assert!(!private(text), "{text}");
+        }
+    }
+
+    fn public(text: &str) -> bool {
+        is_globally_reachable(parse_colon_hex(text).unwrap())
+    }
+
+    #[test]
+    fn accepts_every_rfc_4291_form() {
+        for (text, groups) in [
+            (
+                "2001:db8:0:0:8:800:200c:417a",
+                [0x2001, 0xdb8, 0, 0, 8, 0x800, 0x200c, 0x417a],
+            ),
+            (
+                "2001:DB8::8:800:200C:417A",
+                [0x2001, 0xdb8, 0, 0, 8, 0x800, 0x200c, 0x417a],
+            ),
+            ("ff01::101", [0xff01, 0, 0, 0, 0, 0, 0, 0x101]),
+            ("::1", [0, 0, 0, 0, 0, 0, 0, 1]),
+            ("::", [0; 8]),
+            ("1::", [1, 0, 0, 0, 0, 0, 0, 0]),
+            (
+                "0001:0002:0003:0004:0005:0006:0007:0008",
+                [1, 2, 3, 4, 5, 6, 7, 8],
+            ),
+            ("1:2:3:4:5:6:7::", [1, 2, 3, 4, 5, 6, 7, 0]),
+            ("::2:3:4:5:6:7:8", [0, 2, 3, 4, 5, 6, 7, 8]),
+            ("::13.1.68.3", [0, 0, 0, 0, 0, 0, 0x0d01, 0x4403]),
+            (
+                "::ffff:129.144.52.38",
+                [0, 0, 0, 0, 0, 0xffff, 0x8190, 0x3426],
+            ),
+            ("0:0:0:0:0:0:13.1.68.3", [0, 0, 0, 0, 0, 0, 0x0d01, 0x4403]),
+            (
+                "64:ff9b::192.0.2.33",
+                [0x64, 0xff9b, 0, 0, 0, 0, 0xc000, 0x0221],
+            ),
+        ] {
+            assert_eq!(
+                parse_colon_hex(text),
+                Some(Ipv6Addr::from(groups)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_everything_else() {
+        for text in [
+            "",
+            ":",
+            ":::",
+            "1:2:3:4:5:6:7:8:9",
+            "1:2:3:4:5:6:7",
+            "1:2:3:4:5:6:7:8::",
+            "::1:2:3:4:5:6:7:8",
+            "1::2::3",
+            ":1::2",
+            "1::2:",
+            "12345::",
+            "g::1",
+            "fe80::1%eth0",
+            "[2001:db8::1]",
+            "2001:db8::/32",
+            "2001:db8::1/128",
+            "::1.2.3",
+            "::1.2.3.04",
+            "::256.1.1.1",
+            "1.2.3.4::",
+            "::1.2.3.4:5",
+            "1:2:3:4:5:6:7:1.2.3.4",
+            " ::1",
+            "::１",
+            "+1::",
+            "0x1::",
+        ] {
+            assert_eq!(parse_colon_hex(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_registry_blocks_are_private_at_both_edges_and_their_neighbours_public() {
+        for private in [
+            "::",
+            "::1",
+            "64:ff9b:1::",
+            "64:ff9b:1:ffff:ffff:ffff:ffff:ffff",
+            "100::",
+            "100::ffff:ffff:ffff:ffff",
+            "100:0:0:1::",
+            "2001::",
+            "2001::1",
+            "2001:1::",
+            "2001:1::4",
+            "2001:2::",
+            "2001:10::",
+            "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "2001:db8::",
+            "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff",
+            "2002::",
+            "2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "3fff::",
+            "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "5f00::",
+            "fc00::",
+            "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "fe80::",
+            "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "ff00::",
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        ] {
+            assert!(!public(private), "{private} should be private");
+        }
+        for global in [
+            "::2",
+            "64:ff9b::1",
+            "64:ff9b:0:ffff:ffff:ffff:ffff:ffff",
+            "64:ff9b:2::",
+            "100:0:0:2::",
+            "2001:1::1",
+            "2001:1::2",
+            "2001:1::3",
+            "2001:3::",
+            "2001:3:ffff:ffff:ffff:ffff:ffff:ffff",
+            "2001:4:112::",
+            "2001:4:112:ffff:ffff:ffff:ffff:ffff",
+            "2001:20::",
+            "2001:3f:ffff:ffff:ffff:ffff:ffff:ffff",
+            "2001:200::",
+            "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff",
+            "2001:db9::",
+            "2003::",
+            "2a00:1450:4001:80b::200e",
+            "3fff:1000::",
+            "5f01::",
+            "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "fe00::",
+            "fec0::",
+            "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        ] {
+            assert!(public(global), "{global} should be public");
+        }
+    }
+
+    /// The registry's rows as (block, globally reachable), written independently of
+    /// `NOT_GLOBAL`: a longer block decides over the shorter one holding it.
+    const REFERENCE: [(&str, u32, bool); 25] = [
+        ("::", 128, false),
+        ("::1", 128, false),
+        ("::ffff:0:0", 96, false),
+        ("64:ff9b::", 96, true),
+        ("64:ff9b:1::", 48, false),
+        ("100::", 64, false),
+        ("100:0:0:1::", 64, false),
+        ("2001::", 23, false),
+        ("2001::", 32, false),
+        ("2001:1::1", 128, true),
+        ("2001:1::2", 128, true),
+        ("2001:1::3", 128, true),
+        ("2001:2::", 48, false),
+        ("2001:3::", 32, true),
+        ("2001:4:112::", 48, true),
+        ("2001:10::", 28, false),
+        ("2001:20::", 28, true),
+        ("2001:30::", 28, true),
+        ("2001:db8::", 32, false),
+        ("2002::", 16, false),
+        ("3fff::", 20, false),
+        ("5f00::", 16, false),
+        ("fc00::", 7, false),
+        ("fe80::", 10, false),
+        // Multicast: not in the registry, and never a challenge list's entry.
+        ("ff00::", 8, false),
+    ];
+
+    fn reference_is_global(addr: Ipv6Addr) -> bool {
+        let value = u128::from(addr);
+        let mut decided: Option<(u32, bool)> = None;
+        for (network, prefix, global) in REFERENCE {
+            let mask = u128::MAX.checked_shl(128 - prefix).unwrap_or(0);
+            let inside = value & mask == u128::from(network.parse::<Ipv6Addr>().unwrap());
+            if inside && decided.is_none_or(|(longest, _)| prefix > longest) {
+                decided = Some((prefix, global));
+            }
+        }
+        decided.is_none_or(|(_, global)| global)
+    }
+
+    fn near_an_edge() -> impl proptest::strategy::Strategy<Value = u128> {
+        use proptest::prelude::*;
+        (0usize..REFERENCE.len(), any::<bool>(), -2i64..=2).prop_map(|(row, high, offset)| {
+            let (network, prefix, _) = REFERENCE[row];
+            let first = u128::from(network.parse::<Ipv6Addr>().unwrap());
+            let base = if high {
+                first | u128::MAX.checked_shr(prefix).unwrap_or(0)
+            } else {
+                first
+            };
+            base.wrapping_add_signed(i128::from(offset))
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parser_agrees_with_std_on_colon_hex_looking_text(s in "[0-9a-fA-F:.]{0,42}") {
+            proptest::prop_assert_eq!(parse_colon_hex(&s), s.parse::<Ipv6Addr>().ok());
+        }
+
+        #[test]
+        fn parser_agrees_with_std_on_short_groups(s in "(([0-9a-f]{1,2}|[0-9]{1,3}|)[:.]){0,10}[0-9a-f]{0,2}") {
+            proptest::prop_assert_eq!(parse_colon_hex(&s), s.parse::<Ipv6Addr>().ok());
+        }
+
+        #[test]
+        fn parser_agrees_with_std_on_any_text(s in "\\PC{0,40}") {
+            proptest::prop_assert_eq!(parse_colon_hex(&s), s.parse::<Ipv6Addr>().ok());
+        }
+
+        #[test]
+        fn every_address_round_trips_through_its_canonical_form(n: u128) {
+            let addr = Ipv6Addr::from(n);
+            proptest::prop_assert_eq!(parse_colon_hex(&addr.to_string()), Some(addr));
+        }
+
+        #[test]
+        fn classification_agrees_with_the_reference_table(n: u128) {
+            let addr = Ipv6Addr::from(n);
+            proptest::prop_assert_eq!(is_globally_reachable(addr), reference_is_global(addr));
+        }
+
+        #[test]
+        fn classification_agrees_near_every_block_edge(value in near_an_edge()) {
+            let addr = Ipv6Addr::from(value);
+            proptest::prop_assert_eq!(is_globally_reachable(addr), reference_is_global(addr));
+        }
+    }
+}

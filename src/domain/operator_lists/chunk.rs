@@ -1,0 +1,327 @@
+//! A list as the writer keeps it in SQLite: cut by address into chunks of at most
+//! `CHUNK_ENTRIES` entries, each entry with its provenance (the edit or import that
+//! added it), so that an edit reads and rewrites only the chunks it falls in and a
+//! list of ten million entries is never in the writer's memory whole. A chunk
+//! holds the entries whose first address runs from its start to the next chunk's.
+
+use crate::domain::net::family::Addr;
+use crate::domain::net::range::Cidr;
+use crate::domain::operator_lists::ip_list::Changes;
+
+/// Entries in one chunk at most: its row stays well under SQLite's 2 MB a value.
+pub const CHUNK_ENTRIES: usize = 65_536;
+/// Entries a chunk is cut to hold when it is written anew: half what it may hold,
+/// so that edits grow it a long time before it splits.
+pub const CHUNK_FILL: usize = CHUNK_ENTRIES / 2;
+/// Bytes an entry takes: first address (4 bytes IPv4, 16 IPv6), prefix length,
+/// and the edit that added it. The first byte of a stored chunk names the family
+/// (`Addr::FAMILY`), so each family's chunks keep their own layout.
+const fn kept_bytes<A: Addr>() -> usize {
+    A::BYTES + 5
+}
+
+/// One entry as the writer keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Kept<A = u32> {
+    pub range: Cidr<A>,
+    /// The edit or import that added it (the writer's `edits` table).
+    pub edit: u64,
+}
+
+/// What the writer knows of a chunk without reading it: enough to find the chunks
+/// an edit falls in, and where a shard may begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkInfo<A = u32> {
+    pub start: A,
+    /// The edit that wrote this chunk's row last.
+    pub rev: u64,
+    pub entries: usize,
+    /// The first address of its first entry.
+    pub first: Option<A>,
+    /// The last address any of its entries reaches.
+    pub reach: Option<A>,
+}
+
+impl<A: Addr> ChunkInfo<A> {
+    pub fn of(start: A, rev: u64, entries: &[Kept<A>]) -> Self {
+        Self {
+            start,
+            rev,
+            entries: entries.len(),
+            first: entries.first().map(|kept| kept.range.first()),
+            reach: entries.iter().map(|kept| kept.range.last()).max(),
+        }
+    }
+}
+
+/// A chunk's entries as stored: the family byte, then each entry in order.
+pub fn encode<A: Addr>(entries: &[Kept<A>]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(1 + entries.len() * kept_bytes::<A>());
+    bytes.push(A::FAMILY);
+    for kept in entries {
+        kept.range.first().write_le(&mut bytes);
+        bytes.push(kept.range.prefix());
+        bytes.extend_from_slice(&(kept.edit as u32).to_le_bytes());
+    }
+    bytes
+}
+
+/// `None` for anything `encode` could not have written for this family.
+pub fn decode<A: Addr>(bytes: &[u8]) -> Option<Vec<Kept<A>>> {
+    let (&format, body) = bytes.split_first()?;
+    let size = kept_bytes::<A>();
+    if format != A::FAMILY || body.len() % size != 0 {
+        return None;
+    }
+    let entries: Vec<Kept<A>> = body
+        .chunks_exact(size)
+        .map(|b| {
+            let (first, rest) = b.split_at(A::BYTES);
+            Some(Kept {
+                range: Cidr::from_parts(A::read_le(first)?, rest[0])?,
+                edit: u64::from(u32::from_le_bytes(rest[1..].try_into().ok()?)),
+            })
+        })
+        .collect::<Option<_>>()?;
+    entries
+        .windows(2)
+        .all(|w| w[0].range < w[1].range)
+        .then_some(entries)
+}
+
+/// Removes `remove`, then adds `add` as edit `edit`, both sorted and without
+/// duplicates; an entry already there keeps its provenance. Counts only what changed.
+pub fn apply<A: Addr>(
+    entries: &mut Vec<Kept<A>>,
+    add: &[Cidr<A>],
+    remove: &[Cidr<A>],
+    edit: u64,
+) -> Changes {
+    let before = entries.len();
+    entries.retain(|kept| remove.binary_search(&kept.range).is_err());
+    let removed = before - entries.len();
+    let mut old = std::mem::take(entries).into_iter().peekable();
+    let mut added = 0;
+    for &range in add {
+        while let Some(earlier) = old.next_if(|kept| kept.range < range) {
+            entries.push(earlier);
+        }
+        match old.next_if(|kept| kept.range == range) {
+            Some(same) => entries.push(same),
+            None => {
+                entries.push(Kept { range, edit });
+                added += 1;
+            }
+        }
+    }
+    entries.extend(old);
+    Changes { added, removed }
+}
+
+/// Cuts entries arriving in address order into chunks of about `CHUNK_FILL`,
+/// each begun at an entry's first address, the entries of one first address
+/// (at most 129) kept together; one chunk is held at a time.
+pub struct Filling<A = u32> {
+    start: A,
+    part: Vec<Kept<A>>,
+}
+
+impl<A: Addr> Filling<A> {
+    /// The first chunk begins at `start`.
+    pub fn new(start: A) -> Self {
+        Self {
+            start,
+            part: Vec::with_capacity(CHUNK_FILL + 129),
+        }
+    }
+
+    /// Adds the next entry; hands back the chunk it completed, if it did.
+    pub fn push(&mut self, kept: Kept<A>) -> Option<(A, Vec<Kept<A>>)> {
+        let full = self.part.len() >= CHUNK_FILL
+            && self
+                .part
+                .last()
+                .is_some_and(|last| last.range.first() != kept.range.first());
+        let done = full.then(|| {
+            let next = Vec::with_capacity(CHUNK_FILL + 129);
+            let start = std::mem::replace(&mut self.start, kept.range.first());
+            (start, std::mem::replace(&mut self.part, next))
+        });
+        self.part.push(kept);
+        done
+    }
+
+    /// The last chunk, empty when no entry came.
+    pub fn finish(self) -> (A, Vec<Kept<A>>) {
+        (self.start, self.part)
+    }
+}
+
+/// The entries of the chunk that starts at `start`, as chunks of at most
+/// `CHUNK_ENTRIES`: itself when they fit, else parts of about `CHUNK_FILL`.
+pub fn cut<A: Addr>(start: A, entries: Vec<Kept<A>>) -> Vec<(A, Vec<Kept<A>>)> {
+    if entries.len() <= CHUNK_ENTRIES {
+        return vec![(start, entries)];
+    }
+    let mut filling = Filling::new(start);
+    let mut parts: Vec<(A, Vec<Kept<A>>)> = entries
+        .into_iter()
+        .filter_map(|kept| filling.push(kept))
+        .collect();
+    parts.push(filling.finish());
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::domain::net::range::{Ipv4Range, Ipv6Range};
+
+    fn range(text: &str) -> Ipv4Range {
+        Ipv4Range::parse(text).unwrap()
+    }
+
+    fn kept(text: &str, edit: u64) -> Kept {
+        Kept {
+            range: range(text),
+            edit,
+        }
+    }
+
+    #[test]
+    fn a_chunk_round_trips_and_refuses_what_it_did_not_write() {
+        let entries = vec![
+            kept("1.2.3.0/24", 7),
+            kept("1.2.3.4", 9),
+            kept("9.0.0.0/8", 1),
+        ];
+        let bytes = encode(&entries);
+        assert_eq!(bytes.len(), 1 + 3 * 9);
+        assert_eq!(decode(&bytes), Some(entries.clone()));
+        assert_eq!(decode::<u32>(&bytes[..bytes.len() - 1]), None, "cut short");
+        assert_eq!(decode::<u32>(&[6]), None, "another layout");
+        let unsorted = encode(&[entries[2], entries[0]]);
+        assert_eq!(decode::<u32>(&unsorted), None);
+        assert_eq!(decode::<u32>(&encode::<u32>(&[])), Some(vec![]));
+    }
+
+    #[test]
+    fn an_ipv6_chunk_keeps_its_own_layout_and_is_never_read_as_ipv4() {
+        let kept6 = |text: &str, edit| Kept {
+            range: Ipv6Range::parse(text).unwrap(),
+            edit,
+        };
+        let entries = vec![
+            kept6("2001:db8::/32", 3),
+            kept6("2a00:1450::1", 4),
+            kept6("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 5),
+        ];
+        let bytes = encode(&entries);
+        assert_eq!(
+            (bytes[0], bytes.len()),
+            (6, 1 + 3 * 21),
+            "21 bytes an entry"
+        );
+        assert_eq!(decode(&bytes), Some(entries.clone()));
+        assert_eq!(decode::<u32>(&bytes), None, "another family");
+        assert_eq!(decode::<u128>(&encode::<u32>(&[])), None);
+        assert_eq!(decode::<u128>(&bytes[..bytes.len() - 1]), None, "cut short");
+        let info = ChunkInfo::of(0u128, 5, &entries);
+        assert_eq!(
+            (info.first, info.reach),
+            (Some(0x2001_0db8 << 96), Some(u128::MAX))
+        );
+    }
+
+    #[test]
+    fn an_edit_counts_what_changed_and_keeps_the_provenance_of_what_stayed() {
+        let mut entries = vec![kept("1.1.1.1", 1), kept("2.2.2.2", 1), kept("3.3.3.3", 1)];
+        let changes = apply(
+            &mut entries,
+            &[range("1.1.1.1"), range("4.4.4.4")],
+            &[range("2.2.2.2"), range("5.5.5.5")],
+            2,
+        );
+        assert_eq!(
+            changes,
+            Changes {
+                added: 1,
+                removed: 1
+            }
+        );
+        assert_eq!(
+            entries,
+            [kept("1.1.1.1", 1), kept("3.3.3.3", 1), kept("4.4.4.4", 2)]
+        );
+        let info = ChunkInfo::of(0, 2, &entries);
+        assert_eq!(
+            (info.entries, info.first, info.reach),
+            (
+                3,
+                Some(range("1.1.1.1").first()),
+                Some(range("4.4.4.4").first())
+            )
+        );
+    }
+
+    #[test]
+    fn a_chunk_over_its_bound_is_cut_between_two_first_addresses() {
+        // Three entries at each first address: a cut never parts them.
+        let entries: Vec<Kept> = (0..CHUNK_ENTRIES as u32)
+            .flat_map(|n| {
+                let first = 0x0800_0000 + (n << 8);
+                [24, 28, 32].map(|prefix| Kept {
+                    range: Ipv4Range::from_parts(first, prefix).unwrap(),
+                    edit: 1,
+                })
+            })
+            .collect();
+        let parts = cut(5, entries.clone());
+        assert_eq!(parts[0].0, 5);
+        assert!(parts
+            .iter()
+            .all(|(_, part)| part.len() <= CHUNK_ENTRIES && !part.is_empty()));
+        for pair in parts.windows(2) {
+            let (_, before) = &pair[0];
+            let (start, after) = &pair[1];
+            assert_eq!(after[0].range.first(), *start);
+            assert!(before.last().unwrap().range.first() < *start);
+        }
+        let joined: Vec<Kept> = parts.into_iter().flat_map(|(_, part)| part).collect();
+        assert_eq!(joined, entries);
+        assert_eq!(
+            cut(7, entries[..10].to_vec()),
+            [(7, entries[..10].to_vec())]
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn an_edit_of_a_chunk_is_the_edit_of_its_entries(
+            old in proptest::collection::btree_set((any::<u32>(), 24u8..=32), 0..40),
+            add in proptest::collection::btree_set((any::<u32>(), 24u8..=32), 0..20),
+            remove in proptest::collection::btree_set((any::<u32>(), 24u8..=32), 0..20),
+        ) {
+            let ranges = |set: std::collections::BTreeSet<(u32, u8)>| {
+                let mut ranges: Vec<Ipv4Range> = set
+                    .into_iter()
+                    .map(|(addr, prefix)| Ipv4Range::from_parts(addr & (u32::MAX << (32 - prefix)), prefix).unwrap())
+                    .collect();
+                ranges.sort();
+                ranges.dedup();
+                ranges
+            };
+            let (old, add, remove) = (ranges(old), ranges(add), ranges(remove));
+            let mut model = crate::domain::operator_lists::ip_list::ListEntries::new(old.clone());
+            let expected = model.edit(add.clone(), remove.clone());
+            let mut entries: Vec<Kept> = old.iter().map(|&range| Kept { range, edit: 1 }).collect();
+            prop_assert_eq!(apply(&mut entries, &add, &remove, 2), expected);
+            prop_assert_eq!(entries.iter().map(|kept| kept.range).collect::<Vec<_>>(), model.as_slice().to_vec());
+            for kept in &entries {
+                prop_assert_eq!(kept.edit == 1, old.contains(&kept.range) && !remove.contains(&kept.range));
+            }
+        }
+    }
+}

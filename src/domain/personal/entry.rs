@@ -1,0 +1,267 @@
+//! What a personal list holds and remembers: entries with an optional expiry
+//! and comment, and the history of changes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::code::{serde_by_code, Coded};
+use crate::domain::net::address::Listed;
+use crate::domain::time::UnixTime;
+
+pub const MIN_TTL_SECONDS: u64 = 60;
+pub const MAX_TTL_SECONDS: u64 = 31_536_000;
+pub const MAX_COMMENT_CHARS: usize = 255;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub ip: Listed,
+    pub added_at: UnixTime,
+    pub expires_at: Option<UnixTime>,
+    pub comment: Option<String>,
+}
+
+impl Entry {
+    /// An entry is gone from the second its expiry is reached, for every operation alike.
+    pub fn is_live(&self, now: UnixTime) -> bool {
+        self.expires_at.is_none_or(|expires_at| now < expires_at)
+    }
+}
+
+/// When an entry expires: a `ttl` counts from the moment the entry is added, as
+/// the holder's object reads its clock, so `expiresAt - addedAt` is exactly the ttl.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Expiry {
+    After(u64),
+    At(UnixTime),
+}
+
+impl Expiry {
+    pub fn at(self, added_at: UnixTime) -> UnixTime {
+        match self {
+            Self::After(seconds) => added_at.plus(seconds),
+            Self::At(at) => at,
+        }
+    }
+}
+
+/// What an `add` may say about the entry beyond its address.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryDetails {
+    pub expiry: Option<Expiry>,
+    pub comment: Option<String>,
+}
+
+impl EntryDetails {
+    /// Reads the optional `ttl` (seconds), `expiresAt` (RFC 3339) and `comment` fields.
+    /// Either expiry form must land 60 seconds to one year from `now`.
+    pub fn parse(
+        ttl: Option<&str>,
+        expires_at: Option<&str>,
+        comment: Option<&str>,
+        now: UnixTime,
+    ) -> Result<Self, String> {
+        let range = format!("from {MIN_TTL_SECONDS} to {MAX_TTL_SECONDS} seconds from now");
+        let expiry = match (
+            ttl.filter(|t| !t.is_empty()),
+            expires_at.filter(|e| !e.is_empty()),
+        ) {
+            (Some(_), Some(_)) => return Err("give ttl or expiresAt, not both".to_owned()),
+            (Some(ttl), None) => {
+                let seconds = ttl
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|s| (MIN_TTL_SECONDS..=MAX_TTL_SECONDS).contains(s));
+                Some(Expiry::After(seconds.ok_or_else(|| {
+                    format!("ttl must be whole seconds {range}")
+                })?))
+            }
+            (None, Some(text)) => {
+                let at = UnixTime::parse_rfc3339(text)
+                    .ok_or("expiresAt must be an RFC 3339 timestamp")?;
+                if !(now.plus(MIN_TTL_SECONDS)..=now.plus(MAX_TTL_SECONDS)).contains(&at) {
+                    return Err(format!("expiresAt must be {range}"));
+                }
+                Some(Expiry::At(at))
+            }
+            (None, None) => None,
+        };
+        let comment = comment.map(str::to_owned);
+        if comment
+            .as_ref()
+            .is_some_and(|c| c.chars().count() > MAX_COMMENT_CHARS)
+        {
+            return Err(format!(
+                "comment must be at most {MAX_COMMENT_CHARS} characters"
+            ));
+        }
+        Ok(Self { expiry, comment })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Added,
+    Removed,
+    Expired,
+    LimitRefused,
+}
+
+impl Coded for Change {
+    const ALL: &'static [Self] = &[
+        Self::Added,
+        Self::Removed,
+        Self::Expired,
+        Self::LimitRefused,
+    ];
+
+    fn code(self) -> &'static str {
+        match self {
+            Self::Added => "added",
+            Self::Removed => "removed",
+            Self::Expired => "expired",
+            Self::LimitRefused => "limit_refused",
+        }
+    }
+}
+
+serde_by_code!(Change);
+
+/// One line of a holder's history: what changed, when, and from which client address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryEvent {
+    pub at: UnixTime,
+    pub change: Change,
+    pub ip: Listed,
+    pub client: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: UnixTime = UnixTime(1_795_262_400);
+
+    fn parse(
+        ttl: Option<&str>,
+        expires_at: Option<&str>,
+        comment: Option<&str>,
+    ) -> Result<EntryDetails, String> {
+        EntryDetails::parse(ttl, expires_at, comment, NOW)
+    }
+
+    #[test]
+    fn no_details_means_a_permanent_entry_without_comment() {
+        assert_eq!(parse(None, None, None), Ok(EntryDetails::default()));
+        assert_eq!(parse(Some(""), Some(""), None), Ok(EntryDetails::default()));
+    }
+
+    #[test]
+    fn ttl_is_bounded_to_a_minute_through_a_year() {
+        assert_eq!(
+            parse(Some("60"), None, None).unwrap().expiry,
+            Some(Expiry::After(60))
+        );
+        assert_eq!(
+            parse(Some("31536000"), None, None).unwrap().expiry,
+            Some(Expiry::After(31_536_000))
+        );
+        assert_eq!(
+            Expiry::After(60).at(NOW.plus(1)),
+            NOW.plus(61),
+            "counted from the moment of adding"
+        );
+        for bad in ["59", "31536001", "-60", "1.5", "soon", "0"] {
+            assert!(
+                parse(Some(bad), None, None).unwrap_err().contains("ttl"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn expires_at_is_rfc3339_within_the_same_bounds() {
+        assert_eq!(
+            parse(None, Some("2026-11-21T13:00:00Z"), None)
+                .unwrap()
+                .expiry,
+            Some(Expiry::At(NOW.plus(3600)))
+        );
+        assert_eq!(Expiry::At(NOW.plus(3600)).at(NOW.plus(1)), NOW.plus(3600));
+        assert!(
+            parse(None, Some("2026-11-21T12:00:59Z"), None).is_err(),
+            "under a minute away"
+        );
+        assert!(
+            parse(None, Some("2026-11-21T11:00:00Z"), None).is_err(),
+            "in the past"
+        );
+        assert!(
+            parse(None, Some("2028-01-01T00:00:00Z"), None).is_err(),
+            "over a year away"
+        );
+        assert!(parse(None, Some("next week"), None)
+            .unwrap_err()
+            .contains("RFC 3339"));
+        assert!(parse(Some("60"), Some("2026-11-21T13:00:00Z"), None)
+            .unwrap_err()
+            .contains("not both"));
+    }
+
+    #[test]
+    fn comments_are_kept_as_given_up_to_255_characters() {
+        let longest = "é".repeat(255);
+        assert_eq!(
+            parse(None, None, Some(&longest)).unwrap().comment,
+            Some(longest.clone())
+        );
+        assert_eq!(
+            parse(None, None, Some(" scanner, see ticket #42 "))
+                .unwrap()
+                .comment
+                .as_deref(),
+            Some(" scanner, see ticket #42 ")
+        );
+        assert!(parse(None, None, Some(&format!("{longest}x")))
+            .unwrap_err()
+            .contains("255"));
+    }
+
+    #[test]
+    fn an_entry_is_gone_at_its_expiry_second() {
+        let entry = Entry {
+            ip: "8.8.8.8".parse::<Listed>().unwrap(),
+            added_at: NOW,
+            expires_at: Some(NOW.plus(60)),
+            comment: None,
+        };
+        assert!(entry.is_live(NOW.plus(59)));
+        assert!(!entry.is_live(NOW.plus(60)));
+        assert!(Entry {
+            expires_at: None,
+            ..entry
+        }
+        .is_live(UnixTime(u64::MAX)));
+    }
+
+    #[test]
+    fn a_change_is_its_code_in_storage_and_in_json_and_nothing_else_parses() {
+        for &change in Change::ALL {
+            assert_eq!(Change::from_code(change.code()), Some(change));
+            assert_eq!(serde_json::to_value(change).unwrap(), change.code());
+            assert_eq!(
+                serde_json::from_value::<Change>(change.code().into()).unwrap(),
+                change
+            );
+        }
+        assert_eq!(
+            serde_json::to_value(Change::LimitRefused).unwrap(),
+            "limit_refused"
+        );
+        assert!(serde_json::from_value::<Change>("LimitRefused".into()).is_err());
+        assert_eq!(Change::from_code("refused"), None);
+        assert_eq!(
+            serde_json::to_value(crate::domain::personal::holder::Operation::Remove).unwrap(),
+            "remove"
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! Every answer a list operation can give, and its specified text.
+
+use crate::domain::code::{serde_by_code, Coded};
+use crate::domain::net::address::Given;
+use crate::domain::net::ipv4::IpRejection;
+
+/// What one holder's personal list answered (the Durable Object's reply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersonalOutcome {
+    Unlisted,
+    Listed,
+    Added,
+    AlreadyListed,
+    Removed,
+    NothingToRemove,
+    LimitReached,
+    /// The personal list holds the most entries it may.
+    ListFull,
+}
+
+impl Coded for PersonalOutcome {
+    const ALL: &'static [Self] = &[
+        Self::Unlisted,
+        Self::Listed,
+        Self::Added,
+        Self::AlreadyListed,
+        Self::Removed,
+        Self::NothingToRemove,
+        Self::LimitReached,
+        Self::ListFull,
+    ];
+
+    /// Stable machine-readable code: `X-Greylist-Outcome`, and the wire form between worker and Durable Object.
+    fn code(self) -> &'static str {
+        match self {
+            Self::Unlisted => "not_listed",
+            Self::Listed => "listed_personal",
+            Self::Added => "added",
+            Self::AlreadyListed => "already_personal",
+            Self::Removed => "removed",
+            Self::NothingToRemove => "not_on_list",
+            Self::LimitReached => "limit_reached",
+            Self::ListFull => "list_full",
+        }
+    }
+}
+
+serde_by_code!(PersonalOutcome);
+
+/// The result of a list operation that got past authentication.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Invalid(String),
+    Private(String),
+    AllowListed(Given),
+    ListedGlobal(Given),
+    AlreadyGlobal(Given),
+    Personal(Given, PersonalOutcome),
+}
+
+impl Outcome {
+    /// The `result` text, byte for byte as the specification and its settled decisions give it.
+    pub fn message(&self) -> String {
+        use PersonalOutcome as P;
+        match self {
+            Self::Invalid(ip) => format!("[{ip}] is invalid"),
+            Self::Private(ip) => format!("[{ip}] is private"),
+            Self::AllowListed(ip) => {
+                format!("[{ip}] is on the global allow list, no action was taken")
+            }
+            Self::ListedGlobal(ip) => format!("[{ip}] is on global greylist"),
+            Self::AlreadyGlobal(ip) => format!("[{ip}] is already on global greylist"),
+            Self::Personal(ip, outcome) => match outcome {
+                P::Unlisted => format!("[{ip}] is currently not on global greylist"),
+                P::Listed => format!("[{ip}] is currently on your personal greylist"),
+                P::Added => format!("[{ip}] has been added to greylist"),
+                P::AlreadyListed => format!("[{ip}] is already on your greylist"),
+                P::Removed => format!("[{ip}] has been removed from greylist"),
+                P::NothingToRemove => format!("[{ip}] is not on greylist"),
+                P::LimitReached | P::ListFull => {
+                    "Sorry, but you have reached the maximum limit".to_owned()
+                }
+            },
+        }
+    }
+
+    /// The address as the message shows it: the submitted text when it is not one.
+    pub fn ip_text(&self) -> String {
+        match self {
+            Self::Invalid(text) | Self::Private(text) => text.clone(),
+            Self::AllowListed(ip)
+            | Self::ListedGlobal(ip)
+            | Self::AlreadyGlobal(ip)
+            | Self::Personal(ip, _) => ip.to_string(),
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Invalid(_) => "invalid",
+            Self::Private(_) => "private",
+            Self::AllowListed(_) => "allow_listed",
+            Self::ListedGlobal(_) => "listed_global",
+            Self::AlreadyGlobal(_) => "already_global",
+            Self::Personal(_, outcome) => outcome.code(),
+        }
+    }
+}
+
+impl From<IpRejection> for Outcome {
+    fn from(rejection: IpRejection) -> Self {
+        match rejection {
+            IpRejection::Invalid(text) => Self::Invalid(text),
+            IpRejection::Private(addr) => Self::Private(addr),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::net::address::{Ipv6, PublicIp};
+    use crate::domain::net::ipv4::PublicIpv4;
+    use PersonalOutcome as P;
+
+    fn ip() -> Given {
+        PublicIp::parse("8.8.8.8", Ipv6::Off).unwrap()
+    }
+
+    #[test]
+    fn every_message_is_the_specified_text() {
+        let table = [
+            (
+                Outcome::from(PublicIpv4::parse("999.1.1.1").unwrap_err()),
+                "[999.1.1.1] is invalid",
+            ),
+            (
+                Outcome::from(PublicIpv4::parse("").unwrap_err()),
+                "[] is invalid",
+            ),
+            (
+                Outcome::from(PublicIpv4::parse("10.1.2.3").unwrap_err()),
+                "[10.1.2.3] is private",
+            ),
+            (
+                Outcome::AllowListed(ip()),
+                "[8.8.8.8] is on the global allow list, no action was taken",
+            ),
+            (
+                Outcome::ListedGlobal(ip()),
+                "[8.8.8.8] is on global greylist",
+            ),
+            (
+                Outcome::AlreadyGlobal(ip()),
+                "[8.8.8.8] is already on global greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::Unlisted),
+                "[8.8.8.8] is currently not on global greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::Listed),
+                "[8.8.8.8] is currently on your personal greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::Added),
+                "[8.8.8.8] has been added to greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::AlreadyListed),
+                "[8.8.8.8] is already on your greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::Removed),
+                "[8.8.8.8] has been removed from greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::NothingToRemove),
+                "[8.8.8.8] is not on greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::LimitReached),
+                "Sorry, but you have reached the maximum limit",
+            ),
+        ];
+        for (outcome, text) in table {
+            assert_eq!(outcome.message(), text);
+        }
+    }
+
+    #[test]
+    fn ipv6_messages_have_the_same_shapes_and_show_the_address_as_given() {
+        let on = |text: &str| PublicIp::parse(text, Ipv6::On);
+        let table = [
+            (
+                Outcome::from(on("2001:db8::1").unwrap_err()),
+                "[2001:db8::1] is private",
+            ),
+            (
+                Outcome::from(on("fe80::1%eth0").unwrap_err()),
+                "[fe80::1%eth0] is invalid",
+            ),
+            (
+                Outcome::Personal(on("2a00:1450:4001:80b::200e").unwrap(), P::Added),
+                "[2a00:1450:4001:80b::200e] has been added to greylist",
+            ),
+            (
+                Outcome::Personal(on("2A00:1450:4001:80B:0::200E").unwrap(), P::Listed),
+                "[2A00:1450:4001:80B:0::200E] is currently on your personal greylist",
+            ),
+            (
+                Outcome::ListedGlobal(on("::ffff:8.8.8.8").unwrap()),
+                "[8.8.8.8] is on global greylist",
+            ),
+        ];
+        for (outcome, text) in table {
+            assert_eq!(outcome.message(), text);
+            assert_eq!(
+                format!("[{}]", outcome.ip_text()),
+                text[..text.find(']').unwrap() + 1]
+            );
+        }
+    }
+
+    #[test]
+    fn personal_codes_round_trip_and_are_distinct() {
+        for &outcome in PersonalOutcome::ALL {
+            assert_eq!(PersonalOutcome::from_code(outcome.code()), Some(outcome));
+        }
+        assert_eq!(PersonalOutcome::from_code("bogus"), None);
+    }
+}

@@ -1,0 +1,227 @@
+//! Who is calling: a license holder with an access token, or the operator.
+//! The edge asks here once per request, before the route's handler, which gets
+//! the identity and never reads the header itself.
+
+use std::cell::RefCell;
+
+use worker::{Env, Request};
+
+use crate::domain::access::audit::Stamp;
+use crate::domain::access::license::{key_digest, LicenseId};
+use crate::domain::access::operator::{is_operator_key, Access, Actor};
+use crate::domain::access::token::VerifiedTokens;
+use crate::domain::feed::feed_token::{self, FeedTokenOwner, Scope};
+use crate::http::auth::credentials::{bearer, feed_token};
+use crate::http::context::RequestContext;
+use crate::http::error::ApiError;
+use crate::objects::directory::client::directory;
+use crate::objects::directory::protocol::Authenticate;
+use crate::store::licenses;
+
+thread_local! {
+    static TOKENS: RefCell<VerifiedTokens> = RefCell::new(VerifiedTokens::default());
+}
+
+fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
+    Ok(req
+        .headers()
+        .get("Authorization")?
+        .as_deref()
+        .and_then(bearer)
+        .map(str::to_owned))
+}
+
+/// The license of a valid access token whose license is still active; the
+/// request's log line names it from here on.
+pub async fn license_holder(cx: &RequestContext, req: &Request) -> Result<LicenseId, ApiError> {
+    let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
+    let (settings, now) = (&cx.settings, cx.now);
+    let license = TOKENS
+        .with_borrow_mut(|tokens| tokens.verify(settings.jwt_secret.expose(), &token, now.unix()))
+        .map_err(|e| ApiError::Unauthorized(e.code()))?;
+    cx.log.names(&license);
+    if licenses::is_active(&cx.env, &license, settings.freshness, now).await? {
+        Ok(license)
+    } else {
+        Err(ApiError::Unauthorized("license_revoked"))
+    }
+}
+
+/// Who reads a feed, and what it may read.
+pub struct FeedReader {
+    pub license: LicenseId,
+    /// The feed token's id, for the holder's object to check it still exists;
+    /// `None` for an access token.
+    pub token: Option<String>,
+    /// An access token reads everything; a feed token what its scope says.
+    pub may_read: Scope,
+}
+
+/// Who may read a feed: a holder with an access token, or with one of its feed tokens.
+pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedReader, ApiError> {
+    let header = req.headers().get("Authorization")?.unwrap_or_default();
+    let Some(token) = feed_token(&header) else {
+        let license = license_holder(cx, req).await?;
+        limit_polls(&cx.env, &format!("license:{}", license.as_str())).await?;
+        return Ok(FeedReader {
+            license,
+            token: None,
+            may_read: Scope::All,
+        });
+    };
+    let (license, owner) = by_feed_token(cx, &token).await?;
+    Ok(FeedReader {
+        license,
+        token: Some(owner.id),
+        may_read: owner.scope,
+    })
+}
+
+/// A CrowdSec bouncer, by the feed token it sends as its key.
+pub struct BouncerKey {
+    pub license: LicenseId,
+    /// The token's id: its position and its record are the holder's object's.
+    pub token: String,
+    /// What the token reads.
+    pub scope: Scope,
+}
+
+/// Who a CrowdSec bouncer reads for: the feed token in its `X-Api-Key`. A key
+/// missing, unknown or revoked is the Local API's 403, whatever the reason.
+pub async fn bouncer(cx: &RequestContext, req: &Request) -> Result<BouncerKey, ApiError> {
+    let key = req.headers().get("X-Api-Key")?.unwrap_or_default();
+    let key = key.trim();
+    if !feed_token::is_token(key) {
+        return Err(ApiError::AccessForbidden("api_key_missing"));
+    }
+    let (license, owner) = by_feed_token(cx, key).await.map_err(bouncer_refusal)?;
+    Ok(BouncerKey {
+        license,
+        token: owner.id,
+        scope: owner.scope,
+    })
+}
+
+/// A refusal as a bouncer is told it: every "who are you" refusal is its 403.
+pub fn bouncer_refusal(error: ApiError) -> ApiError {
+    match error {
+        ApiError::Unauthorized(reason) => ApiError::AccessForbidden(reason),
+        other => other,
+    }
+}
+
+/// The license and record of a feed token, while both stand.
+async fn by_feed_token(
+    cx: &RequestContext,
+    token: &str,
+) -> Result<(LicenseId, FeedTokenOwner), ApiError> {
+    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
+    let digest = feed_token::digest(token);
+    // Before anything is read: a flood of polls, or of made-up tokens, costs only the refusal.
+    limit_polls(env, &format!("token:{digest}")).await?;
+    let owner = licenses::feed_token_owner(env, &digest, freshness, now)
+        .await?
+        .ok_or(ApiError::Unauthorized("feed_token_unknown"))?;
+    let license = owner
+        .license()
+        .ok_or_else(|| ApiError::Internal(format!("feed token {} names no license", owner.id)))?;
+    cx.log.names(&license);
+    // The license's standing, as for an access token: a revocation refuses its feed
+    // tokens within the same bound, even before its holder's object is told.
+    if !licenses::is_active(env, &license, freshness, now).await? {
+        return Err(ApiError::Unauthorized("license_revoked"));
+    }
+    Ok((license, owner))
+}
+
+/// The rate-limiting binding that counts feed polls per token.
+const FEED_LIMITER: &str = "FEED_LIMITER";
+/// Its period (`wrangler.toml`): 120 polls a minute leave room for a poll every
+/// second, which CrowdSec's bouncers may be set to (they give up for good when
+/// their first pull fails).
+const FEED_LIMIT_PERIOD_SECONDS: u32 = 60;
+
+async fn limit_polls(env: &Env, key: &str) -> Result<(), ApiError> {
+    if env
+        .rate_limiter(FEED_LIMITER)?
+        .limit(key.to_owned())
+        .await?
+        .success
+    {
+        Ok(())
+    } else {
+        Err(ApiError::TooManyRequests(FEED_LIMIT_PERIOD_SECONDS))
+    }
+}
+
+/// An operator who may call the route asked for, and from where.
+pub struct Operator {
+    pub actor: Actor,
+    pub client: Option<String>,
+}
+
+impl Operator {
+    /// Who acts and from where, as the audit log records it.
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            actor: Some(self.actor.name().to_owned()),
+            key: match &self.actor {
+                Actor::Key { id, .. } => Some(id.clone()),
+                Actor::AdminToken => None,
+            },
+            client: self.client.clone(),
+        }
+    }
+}
+
+/// The longest path an audit row keeps of a refused call.
+const LOGGED_PATH_CHARS: usize = 200;
+/// The rate-limiting binding that counts operator calls made without
+/// `ADMIN_TOKEN`, per client address, and its period (`wrangler.toml`).
+const OPERATOR_LIMITER: &str = "OPERATOR_LIMITER";
+const OPERATOR_LIMIT_PERIOD_SECONDS: u32 = 60;
+
+/// The operator, proven by `ADMIN_TOKEN` (or `ADMIN_TOKEN_NEXT` while it is
+/// rotated), which opens every route without a lookup; or by a named operator
+/// key whose role gives `access`, asked of the directory at every call so that a
+/// key revoked is refused at once. The directory records every refusal; past
+/// `OPERATOR_LIMITER`'s 600 calls a minute from one address, a call without
+/// `ADMIN_TOKEN` is refused with 429 before the directory is asked.
+pub async fn operator(
+    cx: &RequestContext,
+    req: &Request,
+    access: Access,
+) -> Result<Operator, ApiError> {
+    let (env, settings) = (&cx.env, &cx.settings);
+    let client = req.headers().get("CF-Connecting-IP")?;
+    let token = bearer_token(req)?;
+    if token
+        .as_deref()
+        .is_some_and(|token| settings.admits_operator(token))
+    {
+        return Ok(Operator {
+            actor: Actor::AdminToken,
+            client,
+        });
+    }
+    // Before the directory is asked: a flood of made-up keys costs only the refusal.
+    let counted = env
+        .rate_limiter(OPERATOR_LIMITER)?
+        .limit(client.clone().unwrap_or_default())
+        .await?;
+    if !counted.success {
+        return Err(ApiError::TooManyRequests(OPERATOR_LIMIT_PERIOD_SECONDS));
+    }
+    let path: String = req.path().chars().take(LOGGED_PATH_CHARS).collect();
+    let authenticate = Authenticate {
+        digest: token
+            .as_deref()
+            .filter(|token| is_operator_key(token))
+            .map(key_digest),
+        access,
+        call: format!("{} {path}", req.method().as_ref()),
+        client: client.clone(),
+    };
+    let actor = directory(env)?.ask(authenticate).await?;
+    Ok(Operator { actor, client })
+}

@@ -1,0 +1,8 @@
+//! Who is calling, proved once per request before the handler runs: a holder's
+//! access token, a feed token, a bouncer's key or the operator (`caller`), read
+//! from the headers' credentials (`credentials`); and the login that turns a
+//! license key into an access token (`login`).
+
+pub mod caller;
+pub mod credentials;
+pub mod login;

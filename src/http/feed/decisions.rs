@@ -1,0 +1,323 @@
+//! CrowdSec's Local API, the part its bouncers read: the decision stream and
+//! live mode. Any bouncer becomes a greylist agent with a URL and a feed token:
+//! the token's scope says what it reads, its position in the holder's object
+//! what it already has.
+
+use std::net::IpAddr;
+use std::rc::Rc;
+
+use worker::{Request, Response};
+
+use crate::domain::feed::decision::{Decision, Filter, OperatorFrom, Pull};
+use crate::domain::feed::feed_token::{PullClient, Scope};
+use crate::domain::feed::item::{FeedHead, FeedItem};
+use crate::domain::net::address::{Ipv6, Listed, PublicIp};
+use crate::domain::net::intervals::Intervals;
+use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::operator_lists::snapshot::Shards;
+use crate::domain::precedence::PublishedLists;
+use crate::http::auth::caller::BouncerKey;
+use crate::http::context::RequestContext;
+use crate::http::error::ApiError;
+use crate::http::feed::body::{self as feed_body, Again, Render, Shape};
+use crate::http::feed::handlers::{
+    held_apart, operator_changes, user_agent, GlobalChanges, Lists, OperatorChanges,
+};
+use crate::http::feed::query::{FeedQuery, Format};
+use crate::http::wire::form;
+use crate::http::wire::reply::Reply;
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::{Feed, HolderProtocol, Lookup};
+use crate::objects::lists::client as lists;
+use crate::objects::protocol::{Failure, Object};
+use crate::store::operator_lists::snapshots::Whole;
+use crate::store::StoreError;
+
+/// What a pull asks for, from its query string: the Local API's parameters;
+/// any other is ignored, as it ignores them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamQuery {
+    /// Only the exact `startup=true` asks for everything.
+    pub startup: bool,
+    pub filter: Filter,
+}
+
+/// A comma-joined list, its words trimmed, the empty ones dropped.
+fn words(value: &str, lower: bool) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            if lower {
+                word.to_lowercase()
+            } else {
+                word.to_owned()
+            }
+        })
+        .collect()
+}
+
+impl StreamQuery {
+    pub fn parse(query: &str) -> Self {
+        let mut parsed = Self::default();
+        for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+            match key.as_ref() {
+                "startup" => parsed.startup = value == "true",
+                "scopes" => parsed.filter.scopes = Some(words(&value, true)),
+                "origins" => parsed.filter.origins = Some(words(&value, false)),
+                "scenarios_containing" => parsed.filter.containing = words(&value, true),
+                "scenarios_not_containing" => parsed.filter.not_containing = words(&value, true),
+                _ => {}
+            }
+        }
+        parsed
+    }
+}
+
+/// The operator's lists as a pull reads them: each with its version.
+struct VersionedLists {
+    global: Whole<Shards, Shards<u128>>,
+    allow: Whole<Rc<Intervals>, Rc<Intervals<u128>>>,
+}
+
+impl VersionedLists {
+    fn published(self) -> PublishedLists {
+        PublishedLists {
+            global: self.global.v4,
+            allow: self.allow.v4,
+            global6: self.global.v6,
+            allow6: self.allow.v6,
+        }
+    }
+}
+
+/// The operator's lists as a pull by a token of `scope` reads them.
+async fn operator_lists(cx: &RequestContext, scope: Scope) -> Result<VersionedLists, ApiError> {
+    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
+    let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
+    let global = match scope {
+        Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
+        Scope::Personal => Whole::default(),
+    };
+    Ok(VersionedLists { global, allow })
+}
+
+/// `GET /v1/decisions/stream`: with `startup=true`, every decision the token's
+/// bouncer should enforce; otherwise what changed since the token's previous
+/// pull. One call to the holder's object; two on the first pull after the
+/// operator's lists changed, when their changes since the token's position are
+/// worked out between them.
+pub async fn stream(
+    cx: &RequestContext,
+    req: Request,
+    bouncer: BouncerKey,
+) -> Result<Reply, ApiError> {
+    let (env, now, settings) = (&cx.env, cx.now, &cx.settings);
+    let BouncerKey {
+        license,
+        token,
+        scope: may_read,
+    } = bouncer;
+    let query = StreamQuery::parse(form::query_of(&req.inner().url()));
+    let operator_lists = operator_lists(cx, may_read).await?;
+    let (global_version, allow_version) =
+        (operator_lists.global.version, operator_lists.allow.version);
+    let client = PullClient::new(user_agent(&req)?.as_deref(), "decisions");
+    let mut pull = Pull {
+        startup: query.startup,
+        global: global_version,
+        allow: allow_version,
+        from: None,
+    };
+    let ask = |pull, (probe, moves)| Feed {
+        token: Some(token.clone()),
+        client: Some(client.clone()),
+        pull: Some(pull),
+        probe,
+        moves,
+        ..Feed::default()
+    };
+    let object = holder(env, &license)?;
+    let (mut start, mut records) = object.ask_stream(ask(pull, Default::default())).await?;
+    let mut changes = None;
+    if let FeedHead::Moved { position, .. } = start.head {
+        let since = FeedQuery {
+            scope: may_read,
+            format: Format::Json,
+            list: Default::default(),
+            since: Some(position),
+        };
+        let lists = Lists {
+            global: &operator_lists.global,
+            allow: &operator_lists.allow,
+        };
+        changes = operator_changes(env, &since, lists, settings.freshness, now).await?;
+        pull.from = Some(OperatorFrom {
+            position,
+            known: changes.is_some(),
+        });
+        let asked = changes
+            .as_ref()
+            .map(OperatorChanges::asked)
+            .unwrap_or_default();
+        (start, records) = object.ask_stream(ask(pull, asked)).await?;
+    }
+    let blocks = changes.map(|c| c.blocks).unwrap_or_default();
+    let (shape, blocks) =
+        match start.head {
+            FeedHead::Unchanged { .. } => return json_body("{\"deleted\":[],\"new\":[]}"),
+            FeedHead::Moved { .. } => return Err(ApiError::Internal(
+                "a token's position moved during its pull: is one token shared by two bouncers?"
+                    .to_owned(),
+            )),
+            FeedHead::Whole { .. } => (Shape::Whole { reset: false }, GlobalChanges::default()),
+            FeedHead::Delta { .. } => (Shape::Delta, held_apart(&start, blocks)),
+            FeedHead::Renewal { .. } => (
+                Shape::Renewal(read_again(object)),
+                held_apart(&start, blocks),
+            ),
+        };
+    let render = Render::Decisions {
+        kind: start.decision,
+        now: now.unix(),
+        filter: query.filter,
+    };
+    let body = feed_body::body(
+        records,
+        operator_lists.published(),
+        blocks.blocks(),
+        render,
+        shape,
+        String::new(),
+        settings.page_entries,
+    );
+    let response = Response::from_stream(body)?;
+    response.headers().set("Content-Type", "application/json")?;
+    Ok(Reply::Built(response))
+}
+
+/// A renewal's second read of the holder's list: the whole of it, as of now.
+/// A change between the two reads is the next pull's.
+fn read_again(object: Object<HolderProtocol>) -> Again {
+    Box::new(move || {
+        Box::pin(async move {
+            let (_, pages) = object
+                .ask_stream(Feed::default())
+                .await
+                .map_err(|failure| match failure {
+                    Failure::Fault(fault) => fault,
+                    Failure::Refused(refusal) => StoreError::Object(format!(
+                        "a renewal's second read was refused: {refusal:?}"
+                    )),
+                })?;
+            Ok(pages)
+        })
+    })
+}
+
+/// `HEAD /v1/decisions/stream`: 200 when the key opens the stream; nothing is
+/// read, and the token's position stays where it is.
+pub async fn stream_head(_: &RequestContext, _: Request, _: BouncerKey) -> Result<Reply, ApiError> {
+    let response = Response::empty()?;
+    response.headers().set("Content-Type", "application/json")?;
+    Ok(Reply::Built(response))
+}
+
+fn json_body(body: &str) -> Result<Reply, ApiError> {
+    let response = Response::ok(body)?;
+    response.headers().set("Content-Type", "application/json")?;
+    Ok(Reply::Built(response))
+}
+
+/// `GET /v1/decisions?ip=<addr>` (live mode): the decisions that cover the
+/// address, or the exact body `null` when none does (the Lua bouncer compares
+/// the body with that text).
+pub async fn live(
+    cx: &RequestContext,
+    req: Request,
+    bouncer: BouncerKey,
+) -> Result<Reply, ApiError> {
+    let (env, now, settings) = (&cx.env, cx.now, &cx.settings);
+    let BouncerKey {
+        license,
+        token,
+        scope: may_read,
+    } = bouncer;
+    let url = req.inner().url();
+    let asked = form_urlencoded::parse(form::query_of(&url).as_bytes())
+        .find(|(key, _)| key == "ip")
+        .map(|(_, value)| value.trim().to_owned())
+        .ok_or_else(|| ApiError::BadRequest("ip is required".to_owned()))?;
+    let addr: IpAddr = asked
+        .parse()
+        .map_err(|_| ApiError::BadRequest(format!("ip {asked:?} is not an IP address")))?;
+    // A private address: nothing covers it. With IPv6 off, an IPv6 address is
+    // answered as before, null, without asking the holder's object.
+    let Some(ip) =
+        PublicIp::from_ip(addr).filter(|ip| settings.ipv6 == Ipv6::On || ip.v4().is_some())
+    else {
+        return json_body("null");
+    };
+    let published = operator_lists(cx, may_read).await?.published();
+    if published.allows_entry(Listed::Ip(ip)) {
+        return json_body("null");
+    }
+    let client = PullClient::new(user_agent(&req)?.as_deref(), "live");
+    let (kind, entry) = holder(env, &license)?
+        .ask(Lookup {
+            token,
+            client,
+            ip,
+            prefix: settings.ipv6_prefix,
+        })
+        .await?;
+    // The holder's /64 is left out when the allow list holds any address of it.
+    let mut items: Vec<FeedItem> = entry
+        .filter(|entry| !published.allows_entry(entry.ip))
+        .map(FeedItem::personal)
+        .into_iter()
+        .collect();
+    if let Some(block) = published.block_holding(ip) {
+        // A global block that is the holder's entry itself is sent once.
+        if items.iter().all(|item| item.block.place() != block.place()) {
+            items.push(crate::domain::feed::item::global_item(block));
+        }
+    }
+    if items.is_empty() {
+        return json_body("null");
+    }
+    let decisions: Vec<Decision> = items
+        .iter()
+        .map(|item| Decision::of(item, kind, now.unix(), false))
+        .collect();
+    let body =
+        serde_json::to_string(&decisions).map_err(|e| ApiError::Internal(format!("JSON: {e}")))?;
+    json_body(&body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pull_reads_the_local_apis_parameters_and_ignores_the_rest() {
+        assert_eq!(StreamQuery::parse(""), StreamQuery::default());
+        assert!(StreamQuery::parse("startup=true").startup);
+        for not in ["startup=false", "startup=TRUE", "startup=1", "startup="] {
+            assert!(!StreamQuery::parse(not).startup, "{not}");
+        }
+        let query = StreamQuery::parse(
+            "scopes=Ip,%20range&origins=greylist,CAPI&scenarios_containing=SSH,,http&scenarios_not_containing=bf&community_pull=false",
+        );
+        assert_eq!(
+            query.filter,
+            Filter {
+                scopes: Some(vec!["ip".into(), "range".into()]),
+                origins: Some(vec!["greylist".into(), "CAPI".into()]),
+                containing: vec!["ssh".into(), "http".into()],
+                not_containing: vec!["bf".into()],
+            }
+        );
+    }
+}

@@ -1,0 +1,438 @@
+//! The feed a firewall pulls, and the feed tokens that open it.
+
+use std::collections::HashSet;
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+use worker::{Env, Request, Response};
+
+use crate::domain::access::license::LicenseId;
+use crate::domain::code::Coded;
+use crate::domain::feed::decision::DecisionType;
+use crate::domain::feed::feed_token::{
+    self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, PullClient, Scope,
+};
+use crate::domain::feed::item::{FeedBlock, FeedHead};
+use crate::domain::net::address::{Listed, PublicIp};
+use crate::domain::net::family::Addr;
+use crate::domain::net::intervals::{combine, Intervals, Op};
+use crate::domain::net::ipv4::PublicIpv4;
+use crate::domain::net::ipv6::PublicIpv6;
+use crate::domain::net::range::{Ipv4Range, Ipv6Range};
+use crate::domain::operator_lists::delta::{block_changes, touching, AllowMoves, BlockChanges};
+use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::operator_lists::snapshot::Shards;
+use crate::domain::precedence::PublishedLists;
+use crate::domain::settings::Freshness;
+use crate::domain::time::Millis;
+use crate::http::auth::caller::FeedReader;
+use crate::http::context::RequestContext;
+use crate::http::error::ApiError;
+use crate::http::feed::appliance::ApplianceFile;
+use crate::http::feed::body::{self as feed_body, Render, Shape};
+use crate::http::feed::query::{FeedQuery, Format};
+use crate::http::wire::body::{Body, MAX_BODY_BYTES};
+use crate::http::wire::form;
+use crate::http::wire::reply::Reply;
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::{
+    CreateFeedToken, Feed, FeedStart, FeedTokens, RevokeFeedToken,
+};
+use crate::objects::lists::client as lists;
+use crate::store::holder::feed::{MAX_MOVED_RANGES, MAX_PROBED};
+use crate::store::operator_lists::snapshots::Whole;
+use crate::store::{licenses, StoreError};
+
+/// `GET /api/greylistFeed`: the whole feed as text or JSON, or (JSON with
+/// `since`) the changes after a cursor. Costs one call to the holder's object,
+/// whose records stream through as they come; with the current `If-None-Match`
+/// it answers 304 and sends nothing else.
+pub async fn feed(
+    cx: &RequestContext,
+    req: Request,
+    reader: FeedReader,
+) -> Result<Reply, ApiError> {
+    let (env, now, settings) = (&cx.env, cx.now, &cx.settings);
+    let FeedReader {
+        license,
+        token,
+        may_read,
+    } = reader;
+    let license = &license;
+    let query =
+        FeedQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
+    if !may_read.allows(query.scope) {
+        return Err(ApiError::Forbidden(
+            "this feed token reads the personal list only (scope personal); create one of scope all to read the global list too".to_owned(),
+        ));
+    }
+    let freshness = settings.freshness;
+    let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
+    // The global list as the isolate holds it; the feed leaves out what the allow list holds.
+    let global = match query.scope {
+        Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
+        Scope::Personal => Whole::default(),
+    };
+    let (global_version, allow_version) = (global.version, allow.version);
+    let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
+    let known = query.known_changes(&if_none_match, global_version, allow_version);
+    let changes = match query.since {
+        Some(_) => {
+            let lists = Lists {
+                global: &global,
+                allow: &allow,
+            };
+            operator_changes(env, &query, lists, freshness, now).await?
+        }
+        None => None,
+    };
+    let since = query.delta_from(changes.is_some());
+    let (probe, moves) = changes
+        .as_ref()
+        .map(OperatorChanges::asked)
+        .unwrap_or_default();
+    let (start, records) = holder(env, license)?
+        .ask_stream(Feed {
+            token,
+            client: Some(PullClient::new(
+                user_agent(&req)?.as_deref(),
+                query.format.code(),
+            )),
+            pull: None,
+            since,
+            known,
+            probe,
+            moves,
+        })
+        .await?;
+    let version = query.version(start.head.changes(), global_version, allow_version);
+    let (shape, changes) = match (start.head, changes) {
+        (FeedHead::Unchanged { .. }, _) => {
+            let response = Response::empty()?.with_status(304);
+            response.headers().set("ETag", &query.etag(version))?;
+            return Ok(Reply::Built(response));
+        }
+        (FeedHead::Delta { .. }, changes) => (
+            Shape::Delta,
+            held_apart(&start, changes.map(|c| c.blocks).unwrap_or_default()),
+        ),
+        // Changes were asked for, but the whole feed is what answers them.
+        (FeedHead::Whole { .. }, _) => (
+            Shape::Whole {
+                reset: query.since.is_some(),
+            },
+            GlobalChanges::default(),
+        ),
+        (FeedHead::Renewal { .. } | FeedHead::Moved { .. }, _) => {
+            return Err(ApiError::Internal(
+                "a feed that is not a pull was answered as one".to_owned(),
+            ))
+        }
+    };
+    let (render, content_type) = match query.format.appliance() {
+        Some(kind) => (
+            Render::Appliance(ApplianceFile::new(
+                kind,
+                query.list.clone(),
+                now.unix(),
+                settings.ipv6,
+            )),
+            "text/plain; charset=utf-8",
+        ),
+        None if query.format == Format::Json => (Render::Json, "application/json"),
+        None => (Render::Text, "text/plain; charset=utf-8"),
+    };
+    let published = PublishedLists {
+        global: global.v4,
+        allow: allow.v4,
+        global6: global.v6,
+        allow6: allow.v6,
+    };
+    let body = feed_body::body(
+        records,
+        published,
+        changes.blocks(),
+        render,
+        shape,
+        version.to_string(),
+        settings.page_entries,
+    );
+    let response = Response::from_stream(body)?;
+    response.headers().set("Content-Type", content_type)?;
+    response.headers().set("ETag", &query.etag(version))?;
+    Ok(Reply::Built(response))
+}
+
+/// The client's `User-Agent`, as a feed token's record shows who pulled.
+pub(super) fn user_agent(req: &Request) -> Result<Option<String>, ApiError> {
+    Ok(req.headers().get("User-Agent")?)
+}
+
+/// How the global blocks of each family change in a feed's delta.
+#[derive(Debug, Default)]
+pub(super) struct GlobalChanges {
+    pub v4: BlockChanges,
+    pub v6: BlockChanges<u128>,
+}
+
+impl GlobalChanges {
+    /// The blocks to drop and to add, of both families.
+    pub fn blocks(self) -> (Vec<FeedBlock>, Vec<FeedBlock>) {
+        let both = |v4: Vec<Ipv4Range>, v6: Vec<Ipv6Range>| -> Vec<FeedBlock> {
+            (v4.into_iter().map(FeedBlock::V4))
+                .chain(v6.into_iter().map(FeedBlock::V6Range))
+                .collect()
+        };
+        (
+            both(self.v4.deleted, self.v6.deleted),
+            both(self.v4.added, self.v6.added),
+        )
+    }
+
+    /// The blocks that could be one of the holder's own entries: single
+    /// addresses, and IPv6 /64s, as the entries they would be.
+    fn entries(&self) -> Vec<Listed> {
+        let v4 = (self.v4.deleted.iter().chain(&self.v4.added)).map(|&b| FeedBlock::V4(b));
+        let v6 = (self.v6.deleted.iter().chain(&self.v6.added)).map(|&b| FeedBlock::V6Range(b));
+        let mut entries: Vec<Listed> = v4.chain(v6).filter_map(as_entry).collect();
+        entries.sort_unstable_by_key(|listed| listed.key());
+        entries.dedup();
+        entries
+    }
+}
+
+/// The holder's entry a global block would be, if one could be.
+fn as_entry(block: FeedBlock) -> Option<Listed> {
+    match block {
+        FeedBlock::V4(range) if range.prefix() == 32 => {
+            PublicIpv4::from_addr(range.first().into()).map(|ip| Listed::Ip(PublicIp::V4(ip)))
+        }
+        FeedBlock::V6Range(range) if range.prefix() == 128 => {
+            PublicIpv6::from_addr(range.first().into()).map(|ip| Listed::Ip(PublicIp::V6(ip)))
+        }
+        FeedBlock::V6Range(range) if range.prefix() == 64 => {
+            PublicIpv6::from_addr(range.first().into()).map(Listed::Net64)
+        }
+        _ => None,
+    }
+}
+
+/// The global blocks that change, without those the holder lists as its own
+/// entries: the firewall holds those as the holder's, and they stay.
+pub(super) fn held_apart(start: &FeedStart, mut blocks: GlobalChanges) -> GlobalChanges {
+    let listed: HashSet<Listed> = start.listed.iter().copied().collect();
+    let held = |block: FeedBlock| as_entry(block).is_some_and(|entry| listed.contains(&entry));
+    blocks.v4.deleted.retain(|&b| !held(FeedBlock::V4(b)));
+    blocks.v4.added.retain(|&b| !held(FeedBlock::V4(b)));
+    blocks.v6.deleted.retain(|&b| !held(FeedBlock::V6Range(b)));
+    blocks.v6.added.retain(|&b| !held(FeedBlock::V6Range(b)));
+    blocks
+}
+
+/// The operator's lists as a feed answers from them: each with its version.
+pub(super) struct Lists<'a> {
+    pub global: &'a Whole<Shards, Shards<u128>>,
+    pub allow: &'a Whole<Rc<Intervals>, Rc<Intervals<u128>>>,
+}
+
+/// What changed in the operator's lists since a feed's cursor, as the feed shows it.
+pub(super) struct OperatorChanges {
+    /// How the global blocks changed.
+    pub blocks: GlobalChanges,
+    /// Where the allow list's change moved the holder's own entries.
+    pub moves: AllowMoves,
+}
+
+impl OperatorChanges {
+    /// The entries the holder's object looks up, and the intervals it looks in.
+    pub fn asked(&self) -> (Vec<Listed>, AllowMoves) {
+        (self.blocks.entries(), self.moves.clone())
+    }
+}
+
+/// What changed in the global list (in a `scope=all` feed) and in the allow list
+/// from the cursor's versions to the current ones, both families; `None` when the
+/// published changes do not say, or would make the holder's object look up more
+/// addresses or intervals than it takes: the whole feed answers then.
+pub(super) async fn operator_changes(
+    env: &Env,
+    query: &FeedQuery,
+    lists: Lists<'_>,
+    freshness: Freshness,
+    now: Millis,
+) -> Result<Option<OperatorChanges>, ApiError> {
+    let change = |kind: ListKind, since: Option<u64>, version: u64| async move {
+        match since {
+            Some(from) => lists::changes(env, kind, (from, version), freshness, now).await,
+            None => Ok(Some(Rc::default())),
+        }
+    };
+    let (global_version, allow_version) = (lists.global.version, lists.allow.version);
+    let Some(global_change) = change(
+        ListKind::Global,
+        query.global_since(global_version),
+        global_version,
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let Some(allow_change) = change(
+        ListKind::Allow,
+        query.allow_since(allow_version),
+        allow_version,
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let moves = AllowMoves::of(&allow_change, &lists.allow.v4, &lists.allow.v6);
+    if moves.len() > MAX_MOVED_RANGES {
+        return Ok(None);
+    }
+    let blocks = GlobalChanges {
+        v4: family_changes(
+            &lists.global.v4,
+            &global_change.v4,
+            &lists.allow.v4,
+            &allow_change.v4,
+        ),
+        v6: family_changes(
+            &lists.global.v6,
+            &global_change.v6,
+            &lists.allow.v6,
+            &allow_change.v6,
+        ),
+    };
+    Ok((blocks.entries().len() <= MAX_PROBED).then_some(OperatorChanges { blocks, moves }))
+}
+
+/// How one family's global blocks change with the lists' changes of that family.
+fn family_changes<A: Addr>(
+    global: &Shards<A>,
+    global_change: &[(A, A)],
+    allow: &[(A, A)],
+    allow_change: &[(A, A)],
+) -> BlockChanges<A> {
+    let around = touching(global, &combine(global_change, allow_change, Op::Union));
+    block_changes(&around, global_change, allow, allow_change)
+}
+
+/// A new feed token: the only time it is shown.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CreatedFeedToken<'a> {
+    id: &'a str,
+    feed_token: &'a str,
+    scope: Scope,
+    decision_type: DecisionType,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TokenList {
+    feed_tokens: Vec<FeedTokenInfo>,
+}
+
+/// What `POST /api/feedTokens` may carry as JSON.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TokenRequest {
+    scope: Option<String>,
+    decision_type: Option<String>,
+}
+
+/// What a new token asks for, as form fields or in JSON: its scope (`personal`
+/// when none) and its CrowdSec decisions' type (`ban` when none).
+fn requested(body: &Body) -> Result<(Scope, DecisionType), ApiError> {
+    let (scope, decision) = if body.is_json() {
+        let asked = body
+            .json::<TokenRequest>()
+            .map_err(|e| ApiError::BadRequest(format!("the body is not a token request: {e}")))?;
+        (asked.scope, asked.decision_type)
+    } else {
+        (body.field("scope"), body.field("decisionType"))
+    };
+    fn coded<T: Coded>(asked: Option<String>, default: T, what: &str) -> Result<T, ApiError> {
+        match asked.as_deref().map(str::trim) {
+            None | Some("") => Ok(default),
+            Some(code) => T::from_code(code)
+                .ok_or_else(|| ApiError::BadRequest(format!("{what}, not {code:?}"))),
+        }
+    }
+    Ok((
+        coded(scope, Scope::Personal, "scope is personal or all")?,
+        coded(
+            decision,
+            DecisionType::Ban,
+            "decisionType is ban or captcha",
+        )?,
+    ))
+}
+
+/// `POST /api/feedTokens`: a new read-only token for the feed, of the scope asked
+/// (`personal` unless `all` is), shown this once.
+pub async fn create_token(
+    cx: &RequestContext,
+    mut req: Request,
+    license: LicenseId,
+) -> Result<Reply, ApiError> {
+    let (env, license) = (&cx.env, &license);
+    let (scope, decision) = requested(&Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?)?;
+    let new = NewFeedToken::generate().map_err(StoreError::Randomness)?;
+    let digest = feed_token::digest(&new.token);
+    let record = NewFeedTokenRecord {
+        id: new.id.clone(),
+        digest: digest.clone(),
+        scope,
+        decision,
+    };
+    holder(env, license)?.ask(CreateFeedToken(record)).await?;
+    let owner = FeedTokenOwner {
+        license: license.as_str().to_owned(),
+        id: new.id.clone(),
+        scope,
+    };
+    licenses::save_feed_token(env, &digest, &owner).await?;
+    Reply::json(
+        201,
+        &CreatedFeedToken {
+            id: &new.id,
+            feed_token: &new.token,
+            scope,
+            decision_type: decision,
+        },
+    )
+}
+
+/// `GET /api/feedTokens`: id, creation and last use of each token, never the token.
+pub async fn list_tokens(
+    cx: &RequestContext,
+    _: Request,
+    license: LicenseId,
+) -> Result<Reply, ApiError> {
+    Reply::json(
+        200,
+        &TokenList {
+            feed_tokens: holder(&cx.env, &license)?.ask(FeedTokens).await?,
+        },
+    )
+}
+
+/// `DELETE /api/feedTokens/<id>`: the token opens nothing from now on.
+pub async fn revoke_token(
+    cx: &RequestContext,
+    _: Request,
+    license: LicenseId,
+) -> Result<Reply, ApiError> {
+    let (env, license, id) = (&cx.env, &license, cx.id.as_str());
+    if !feed_token::is_id(id) {
+        return Err(ApiError::NotFound("feed token"));
+    }
+    let digest = holder(env, license)?
+        .ask(RevokeFeedToken(id.to_owned()))
+        .await?
+        .ok_or(ApiError::NotFound("feed token"))?;
+    licenses::forget_feed_token(env, &digest).await?;
+    Ok(Reply::NoContent)
+}

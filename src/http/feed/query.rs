@@ -1,0 +1,272 @@
+//! What a feed request asks for, from its query string and `If-None-Match`: the
+//! scope, the format, the cursor it holds, and the `ETag` of each answer.
+
+use crate::domain::code::Coded;
+use crate::domain::feed::feed_token::Scope;
+use crate::domain::feed::item::FeedVersion;
+use crate::http::feed::appliance::{Appliance, ListName};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Mikrotik,
+    Nftables,
+    Ipset,
+}
+
+impl Coded for Format {
+    const ALL: &'static [Self] = &[
+        Self::Text,
+        Self::Json,
+        Self::Mikrotik,
+        Self::Nftables,
+        Self::Ipset,
+    ];
+
+    fn code(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Json => "json",
+            Self::Mikrotik => "mikrotik",
+            Self::Nftables => "nftables",
+            Self::Ipset => "ipset",
+        }
+    }
+}
+
+impl Format {
+    /// The appliance file this format is, if it is one.
+    pub fn appliance(self) -> Option<Appliance> {
+        match self {
+            Self::Text | Self::Json => None,
+            Self::Mikrotik => Some(Appliance::Mikrotik),
+            Self::Nftables => Some(Appliance::Nftables),
+            Self::Ipset => Some(Appliance::Ipset),
+        }
+    }
+}
+
+/// What the caller asked for, from the query string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedQuery {
+    pub scope: Scope,
+    pub format: Format,
+    /// The list an appliance file fills.
+    pub list: ListName,
+    /// The changes since this cursor (JSON only), instead of the whole feed.
+    pub since: Option<FeedVersion>,
+}
+
+impl FeedQuery {
+    pub fn parse(query: &str) -> Result<Self, String> {
+        let mut parsed = Self {
+            scope: Scope::Personal,
+            format: Format::Text,
+            list: ListName::default(),
+            since: None,
+        };
+        for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+            match key.as_ref() {
+                "scope" => {
+                    parsed.scope = Scope::from_code(&value)
+                        .ok_or_else(|| format!("scope is personal or all, not {value:?}"))?
+                }
+                "format" => {
+                    parsed.format = Format::from_code(&value).ok_or_else(|| {
+                        format!("format is text, json, mikrotik, nftables or ipset, not {value:?}")
+                    })?
+                }
+                "list" => {
+                    parsed.list = ListName::parse(&value).ok_or_else(|| {
+                        format!("list is 1 to 31 letters, digits, _ or -, not {value:?}")
+                    })?
+                }
+                "since" => {
+                    let cursor = FeedVersion::parse(&value).ok_or_else(|| {
+                        format!("since must be a cursor from an earlier answer, not {value:?}")
+                    })?;
+                    parsed.since = Some(cursor);
+                }
+                _ => {}
+            }
+        }
+        if parsed.since.is_some() && parsed.format != Format::Json {
+            return Err("since needs format=json".to_owned());
+        }
+        Ok(parsed)
+    }
+
+    /// The version the caller's firewall would have after this answer: the global
+    /// list's counts only when it is part of the feed.
+    pub fn version(&self, changes: u64, global: u64, allow: u64) -> FeedVersion {
+        FeedVersion {
+            changes,
+            global: if self.scope == Scope::All { global } else { 0 },
+            allow,
+        }
+    }
+
+    /// The `ETag` of the answer this query gets at `version`.
+    pub fn etag(&self, version: FeedVersion) -> String {
+        let (scope, format) = (self.scope.code(), self.format.code());
+        match (self.since, self.format.appliance()) {
+            (Some(since), _) => format!("\"{scope}-delta-{since}-{version}\""),
+            (None, None) => format!("\"{scope}-{format}-{version}\""),
+            // The file names its list, and its timeouts count down from the answer's
+            // moment: a file is current only as long as its version and list are.
+            (None, Some(_)) => format!("\"{scope}-{format}-{}-{version}\"", self.list.as_str()),
+        }
+    }
+
+    /// The personal history number to ask the changes after, when a delta can be
+    /// given at all: when what changed in the operator's lists since the cursor is
+    /// `known`. Whether the holder's history still reaches back to it, the
+    /// holder's object decides.
+    pub fn delta_from(&self, known: bool) -> Option<u64> {
+        self.since.filter(|_| known).map(|since| since.changes)
+    }
+
+    /// The global list's version the cursor holds, when it is not the current one
+    /// and the feed includes the global list: a delta then carries its changes.
+    pub fn global_since(&self, global: u64) -> Option<u64> {
+        self.since
+            .filter(|since| self.scope == Scope::All && since.global != global)
+            .map(|since| since.global)
+    }
+
+    /// The allow list's version the cursor holds, when it is not the current one:
+    /// a delta then carries what its changes hide and show.
+    pub fn allow_since(&self, allow: u64) -> Option<u64> {
+        self.since
+            .filter(|since| since.allow != allow)
+            .map(|since| since.allow)
+    }
+
+    /// The personal history number the caller holds, when `If-None-Match` names
+    /// the answer this query would get with it at the operator lists' `global`
+    /// and `allow` versions.
+    pub fn known_changes(&self, if_none_match: &str, global: u64, allow: u64) -> Option<u64> {
+        crate::http::wire::etag::tags(if_none_match).find_map(|tag| {
+            let version = FeedVersion::parse(tag.trim_matches('"').rsplit('-').next()?)?;
+            (self.etag(self.version(version.changes, global, allow)) == tag)
+                .then_some(version.changes)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_parse_with_defaults_and_refuse_the_unknown() {
+        let default = FeedQuery::parse("").unwrap();
+        assert_eq!(
+            (default.scope, default.format, default.since),
+            (Scope::Personal, Format::Text, None)
+        );
+        let delta = FeedQuery::parse("scope=all&format=json&since=7.3.2").unwrap();
+        assert_eq!(
+            delta.since,
+            Some(FeedVersion {
+                changes: 7,
+                global: 3,
+                allow: 2
+            })
+        );
+        assert!(FeedQuery::parse("since=7.3.2")
+            .unwrap_err()
+            .contains("format=json"));
+        assert!(FeedQuery::parse("scope=everything").is_err());
+        assert!(FeedQuery::parse("format=xml").is_err());
+        let file = FeedQuery::parse("format=mikrotik&list=edge-1").unwrap();
+        assert_eq!(
+            (file.format, file.list.as_str()),
+            (Format::Mikrotik, "edge-1")
+        );
+        assert_eq!(
+            FeedQuery::parse("format=ipset").unwrap().list.as_str(),
+            "greylist"
+        );
+        assert!(FeedQuery::parse("format=nftables&list=a;b").is_err());
+        assert!(FeedQuery::parse("format=nftables&since=1.2.3").is_err());
+        for bad in ["7.3", "7.3.2.1", "a.b.c", "+1.2.3", "-1.2.3", ""] {
+            assert!(
+                FeedQuery::parse(&format!("format=json&since={bad}")).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn versions_round_trip_and_name_the_answer() {
+        let version = FeedVersion {
+            changes: 12,
+            global: 4,
+            allow: 1,
+        };
+        assert_eq!(FeedVersion::parse(&version.to_string()), Some(version));
+        let personal = FeedQuery::parse("").unwrap();
+        assert_eq!(
+            personal.version(12, 4, 1),
+            FeedVersion {
+                changes: 12,
+                global: 0,
+                allow: 1
+            },
+            "the global list is not part of it"
+        );
+        assert_ne!(
+            personal.etag(version),
+            FeedQuery::parse("format=json").unwrap().etag(version)
+        );
+        let delta = FeedQuery::parse("scope=all&format=json&since=3.4.1").unwrap();
+        assert_eq!(delta.global_since(4), None, "the global list is current");
+        assert_eq!(delta.global_since(5), Some(4));
+        assert_eq!(delta.allow_since(1), None, "the allow list is current");
+        assert_eq!(delta.allow_since(2), Some(1));
+        assert_eq!(delta.delta_from(true), Some(3));
+        assert_eq!(
+            delta.delta_from(false),
+            None,
+            "what changed in the operator's lists is not known"
+        );
+        let personal = FeedQuery::parse("format=json&since=3.0.1").unwrap();
+        assert_eq!(
+            personal.global_since(9),
+            None,
+            "no global list in a personal feed"
+        );
+        assert_eq!(personal.allow_since(2), Some(1), "but the allow list is");
+        assert_eq!(
+            FeedQuery::parse("format=json").unwrap().delta_from(true),
+            None,
+            "no cursor, no delta"
+        );
+    }
+
+    #[test]
+    fn if_none_match_names_the_history_number_only_for_the_same_answer() {
+        let query = FeedQuery::parse("scope=all").unwrap();
+        let tag = query.etag(query.version(12, 4, 1));
+        assert_eq!(query.known_changes(&tag, 4, 1), Some(12));
+        assert_eq!(
+            query.known_changes(&format!("\"x\", {tag}"), 4, 1),
+            Some(12)
+        );
+        assert_eq!(
+            query.known_changes(&tag, 5, 1),
+            None,
+            "the global list changed"
+        );
+        assert_eq!(
+            FeedQuery::parse("format=json")
+                .unwrap()
+                .known_changes(&tag, 4, 1),
+            None,
+            "another answer"
+        );
+        assert_eq!(query.known_changes("*", 4, 1), None);
+    }
+}

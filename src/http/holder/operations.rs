@@ -1,0 +1,181 @@
+//! The three specified list operations, check, add and remove, one address at a
+//! time or many in one request.
+
+use worker::Request;
+
+use crate::domain::access::license::LicenseId;
+use crate::domain::net::address::PublicIp;
+use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::personal::entry::EntryDetails;
+use crate::domain::personal::holder::{Call, Operation};
+use crate::domain::personal::outcome::Outcome;
+use crate::domain::personal::quota::Quota;
+use crate::domain::precedence::{verdict, Governor, Verdict};
+use crate::domain::time::Millis;
+use crate::http::context::RequestContext;
+use crate::http::error::ApiError;
+use crate::http::wire::body::{Body, MAX_BODY_BYTES};
+use crate::http::wire::bulk::{BulkError, MAX_ADDRESSES};
+use crate::http::wire::reply::Reply;
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::Perform;
+use crate::objects::lists::client as lists;
+use crate::store::StoreError;
+
+/// A bulk request: a thousand addresses in a multipart form, with room to spare.
+pub const MAX_BULK_BYTES: usize = 256 * 1024;
+
+pub async fn single(
+    operation: Operation,
+    cx: &RequestContext,
+    mut req: Request,
+    license: LicenseId,
+) -> Result<Reply, ApiError> {
+    let now = cx.now;
+    let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
+    let ip = body.field("ip").unwrap_or_default();
+    let details = match operation {
+        Operation::Add => details(
+            body.field("ttl"),
+            body.field("expiresAt"),
+            body.field("comment"),
+            now,
+        ),
+        Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
+    };
+    let client = req.headers().get("CF-Connecting-IP")?;
+    let (mut outcomes, quota) = run(cx, &license, operation, &[ip], details, client).await?;
+    Ok(Reply::Outcome(outcomes.remove(0), quota))
+}
+
+/// Many addresses, each answered exactly as the single operation would answer it,
+/// with one call to the holder's object for all of them.
+pub async fn bulk(
+    operation: Operation,
+    cx: &RequestContext,
+    mut req: Request,
+    license: LicenseId,
+) -> Result<Reply, ApiError> {
+    let now = cx.now;
+    let body = Body::read(&mut req, &cx.ctx, MAX_BULK_BYTES).await?;
+    let request = body.bulk().map_err(|error| match error {
+        BulkError::TooMany(n) => ApiError::TooManyAddresses(n, MAX_ADDRESSES),
+        BulkError::Malformed(detail) => ApiError::BadRequest(detail),
+    })?;
+    let details = match operation {
+        Operation::Add => details(
+            request.ttl.map(|ttl| ttl.to_string()),
+            request.expires_at,
+            request.comment,
+            now,
+        ),
+        Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
+    };
+    let client = req.headers().get("CF-Connecting-IP")?;
+    let (outcomes, quota) = run(cx, &license, operation, &request.ips, details, client).await?;
+    Ok(Reply::Outcomes(outcomes, quota))
+}
+
+fn details(
+    ttl: Option<String>,
+    expires_at: Option<String>,
+    comment: Option<String>,
+    now: Millis,
+) -> Result<EntryDetails, ApiError> {
+    EntryDetails::parse(
+        ttl.as_deref(),
+        expires_at.as_deref(),
+        comment.as_deref(),
+        now.unix(),
+    )
+    .map_err(ApiError::BadRequest)
+}
+
+/// Steps in the order the specification fixes, for every address: validation, then
+/// the lists in their precedence (`precedence::verdict`). Malformed details
+/// (`ttl`, `expiresAt`, `comment`) refuse the request once an address has passed
+/// validation, as they always have.
+/// The operator's lists answer from the snapshots this isolate holds; what none of
+/// them governs goes to the holder's object in one call. Returns an outcome per
+/// address, in order, and the day's quota when the personal list answered.
+async fn run(
+    cx: &RequestContext,
+    license: &LicenseId,
+    operation: Operation,
+    ips: &[String],
+    details: Result<EntryDetails, ApiError>,
+    client: Option<String>,
+) -> Result<(Vec<Outcome>, Option<Quota>), ApiError> {
+    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
+    let freshness = settings.freshness;
+    let mut settled = Vec::with_capacity(ips.len());
+    for raw in ips {
+        let ip = match PublicIp::parse(raw, settings.ipv6) {
+            Ok(ip) => ip,
+            Err(rejection) => {
+                settled.push(Verdict::Answered(rejection.into()));
+                continue;
+            }
+        };
+        if let Err(error) = &details {
+            return Err(error.clone());
+        }
+        let holds = async |list, ip: PublicIp| {
+            let kind = match list {
+                Governor::GlobalAllow => ListKind::Allow,
+                Governor::GlobalChallenge => ListKind::Global,
+                Governor::Personal => return Ok(false),
+            };
+            lists::contains(env, kind, ip.addr(), freshness, now).await
+        };
+        settled.push(verdict(operation, ip, holds).await?);
+    }
+    let details = details.unwrap_or_default();
+    let calls: Vec<Call> = settled
+        .iter()
+        .filter_map(|settled| match settled {
+            Verdict::Personal(given) => Some(Call {
+                operation,
+                ip: given.ip,
+                prefix: settings.ipv6_prefix,
+                details: details.clone(),
+                client: client.clone(),
+            }),
+            Verdict::Answered(_) => None,
+        })
+        .collect();
+    if calls.is_empty() {
+        let outcomes = settled.into_iter().filter_map(|settled| match settled {
+            Verdict::Answered(outcome) => Some(outcome),
+            Verdict::Personal(_) => None,
+        });
+        return Ok((outcomes.collect(), None));
+    }
+    let asked = calls.len();
+    let answers = holder(env, license)?.ask(Perform(calls)).await?;
+    let miscounted = || {
+        StoreError::Corrupt(format!(
+            "the holder's object answered {} of {asked} calls",
+            answers.len()
+        ))
+    };
+    if answers.len() != asked {
+        return Err(miscounted().into());
+    }
+    let quota = answers.last().and_then(|last| {
+        last.usage
+            .map(|usage| Quota::of(usage, last.limits, now.unix()))
+    });
+    let mut personal = answers.iter();
+    let outcomes = settled
+        .into_iter()
+        .map(|settled| match settled {
+            Verdict::Answered(outcome) => Ok(outcome),
+            Verdict::Personal(ip) => personal
+                .next()
+                .map(|answer| Outcome::Personal(ip, answer.outcome))
+                .ok_or_else(miscounted),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((outcomes, quota))
+}

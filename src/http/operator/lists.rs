@@ -1,0 +1,214 @@
+//! The operator API's lists under `/admin/`: the global list, the allow list, and
+//! the service's status. Every handler here runs only after `auth::operator` has
+//! passed for its route; each change is recorded in the audit log once made.
+
+use futures_util::stream::{self, StreamExt};
+use serde::Serialize;
+use worker::{Env, Request, Response};
+
+use crate::domain::access::audit::{Action, Record};
+use crate::domain::code::Coded;
+use crate::domain::operator_lists::ip_list::{Changes, EditRequest, ListKind, MAX_IMPORT_BYTES};
+use crate::http::auth::caller::Operator;
+use crate::http::context::RequestContext;
+use crate::http::error::ApiError;
+use crate::http::wire::body::{declared_within, Body};
+use crate::http::wire::etag;
+use crate::http::wire::reply::Reply;
+use crate::objects::directory::client::directory;
+use crate::objects::directory::protocol::Count;
+use crate::objects::lists::client::writer;
+use crate::objects::lists::protocol::{Edit, Export, ExportHead, ListsStatus, Replace, Status};
+
+/// An edit of at most 10 000 entries, with room for spaces and long ranges.
+pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
+
+/// `POST`: `{"add": [...], "remove": [...]}`, checked and applied by the lists' writer.
+pub async fn edit_list(
+    kind: ListKind,
+    cx: &RequestContext,
+    mut req: Request,
+    operator: Operator,
+) -> Result<Reply, ApiError> {
+    let env = &cx.env;
+    let body = Body::read(&mut req, &cx.ctx, MAX_EDIT_BYTES).await?;
+    let edit = body.json::<EditRequest>().map_err(|e| {
+        ApiError::BadRequest(format!(
+            "expected {{\"add\": [...], \"remove\": [...]}}: {e}"
+        ))
+    })?;
+    let ipv6 = cx.settings.ipv6;
+    let by = Some(operator.actor.name().to_owned());
+    let changes = writer(env)?
+        .ask(Edit {
+            kind,
+            edit,
+            ipv6,
+            by,
+        })
+        .await?;
+    if changes != Changes::default() {
+        let detail = format!("added {}, removed {}", changes.added, changes.removed);
+        record(env, &operator, (Action::ListEdited, kind), detail).await?;
+    }
+    Reply::json(200, &changes)
+}
+
+/// Records a change of a list in the audit log, once it is made.
+async fn record(
+    env: &Env,
+    operator: &Operator,
+    (action, kind): (Action, ListKind),
+    detail: String,
+) -> Result<(), ApiError> {
+    directory(env)?
+        .ask(Record {
+            action,
+            target: format!("{} list", kind.code()),
+            detail,
+            by: operator.stamp(),
+        })
+        .await?;
+    Ok(())
+}
+
+/// What a replacement answers.
+#[derive(Serialize)]
+struct Replacement {
+    entries: usize,
+    added: usize,
+    removed: usize,
+    version: String,
+}
+
+/// `PUT`: the whole list as text, streamed to the writer, which parses it as it
+/// arrives (and counts its limit on the text, however it was sent).
+pub async fn replace_list(
+    kind: ListKind,
+    cx: &RequestContext,
+    req: Request,
+    operator: Operator,
+) -> Result<Reply, ApiError> {
+    let env = &cx.env;
+    declared_within(&req, MAX_IMPORT_BYTES)?;
+    let gzip = gzipped(&req)?;
+    let ipv6 = cx.settings.ipv6;
+    let by = Some(operator.actor.name().to_owned());
+    let replaced = writer(env)?
+        .ask_uploading(
+            Replace {
+                kind,
+                gzip,
+                ipv6,
+                by,
+            },
+            req.inner().body(),
+        )
+        .await?;
+    let (added, removed) = (replaced.changes.added, replaced.changes.removed);
+    let detail = format!(
+        "{} entries, added {added}, removed {removed}, version {}",
+        replaced.entries, replaced.version
+    );
+    record(env, &operator, (Action::ListReplaced, kind), detail).await?;
+    Reply::json(
+        200,
+        &Replacement {
+            entries: replaced.entries,
+            added,
+            removed,
+            version: replaced.version.to_string(),
+        },
+    )
+}
+
+/// Whether an import comes gzipped (`Content-Encoding: gzip`, which the writer
+/// decompresses as it reads): ten million lines are about 140 MB of text, past
+/// the request body limit of most plans, and about a tenth of that gzipped.
+fn gzipped(req: &Request) -> Result<bool, ApiError> {
+    let coding = req.headers().get("Content-Encoding")?.unwrap_or_default();
+    match coding.trim() {
+        "" | "identity" => Ok(false),
+        gzip if gzip.eq_ignore_ascii_case("gzip") => Ok(true),
+        other => Err(ApiError::UnsupportedEncoding(other.to_owned())),
+    }
+}
+
+/// `GET`: the list in the import format, `# <list> list, version <v>, <n> entries`
+/// first, streamed from the writer a page at a time, with its version as `ETag`.
+pub async fn export_list(
+    kind: ListKind,
+    cx: &RequestContext,
+    req: Request,
+    _: Operator,
+) -> Result<Reply, ApiError> {
+    let env = &cx.env;
+    let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
+    let tag = |version: u64| format!("\"{version}\"");
+    let known = etag::tags(&if_none_match).find_map(|held| {
+        held.trim_matches('"')
+            .parse()
+            .ok()
+            .filter(|v: &u64| tag(*v) == held)
+    });
+    let (head, pages) = writer(env)?.ask_stream(Export { kind, known }).await?;
+    let response = match head {
+        ExportHead::NotModified { version } => Response::empty()?
+            .with_status(304)
+            .with_headers(etag_header(&tag(version))?),
+        ExportHead::List { version, entries } => {
+            let first = format!(
+                "# {} list, version {version}, {entries} entries\n",
+                kind.code()
+            );
+            let rest = stream::unfold(pages, |mut pages| async move {
+                let lines = match pages.next().await {
+                    Ok(Some(page)) => page
+                        .iter()
+                        .map(|entry| format!("{entry}\n"))
+                        .collect::<String>(),
+                    Ok(None) => return None,
+                    // The body breaks off: the client sees a cut transfer, never a short list.
+                    Err(fault) => {
+                        return Some((Err(worker::Error::RustError(fault.to_string())), pages))
+                    }
+                };
+                Some((Ok(lines.into_bytes()), pages))
+            });
+            let body = stream::once(async move { Ok(first.into_bytes()) }).chain(rest);
+            let response = Response::from_stream(body)?.with_headers(etag_header(&tag(version))?);
+            response
+                .headers()
+                .set("Content-Type", "text/plain; charset=utf-8")?;
+            response
+        }
+    };
+    Ok(Reply::Built(response))
+}
+
+fn etag_header(tag: &str) -> worker::Result<worker::Headers> {
+    let headers = worker::Headers::new();
+    headers.set("ETag", tag)?;
+    Ok(headers)
+}
+
+/// What `/admin/status` answers: both lists, and the number of licenses.
+#[derive(Serialize)]
+struct ServiceStatus {
+    #[serde(flatten)]
+    lists: ListsStatus,
+    licenses: u64,
+}
+
+/// `GET /admin/status`: both lists' sizes and published versions, and the number of licenses.
+pub async fn status(cx: &RequestContext, _: Request, _: Operator) -> Result<Reply, ApiError> {
+    let env = &cx.env;
+    let lists = writer(env)?.ask(Status).await?;
+    Reply::json(
+        200,
+        &ServiceStatus {
+            lists,
+            licenses: directory(env)?.ask(Count).await?,
+        },
+    )
+}

@@ -1,0 +1,202 @@
+//! Turning answers into responses in the mode the client asked for.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use worker::Response;
+
+use crate::domain::personal::outcome::Outcome;
+use crate::domain::personal::quota::Quota;
+use crate::http::error::ApiError;
+use crate::http::wire::{bulk, form, rate_limit};
+
+/// How a message body is shaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyMode {
+    /// The bare message (holder routes without `result_mode=json`).
+    Plain,
+    /// `{"result": "..."}` (holder routes with `result_mode=json`).
+    Result,
+    /// `{"message": "..."}` (login and the operator API).
+    Message,
+}
+
+impl BodyMode {
+    /// `result_mode=json` anywhere in the URL's query selects JSON; anything else is plain text.
+    pub fn of_url(url: &str) -> Self {
+        let json = form_urlencoded::parse(form::query_of(url).as_bytes())
+            .any(|(k, v)| k == "result_mode" && v == "json");
+        if json {
+            Self::Result
+        } else {
+            Self::Plain
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Self::Plain => "text/plain; charset=utf-8",
+            Self::Result | Self::Message => "application/json",
+        }
+    }
+
+    pub fn render(self, message: &str) -> worker::Result<Response> {
+        let body = match self {
+            Self::Plain => message.to_owned(),
+            Self::Result => json!({ "result": message }).to_string(),
+            Self::Message => json!({ "message": message }).to_string(),
+        };
+        respond(body, self.content_type())
+    }
+}
+
+fn respond(body: String, content_type: &str) -> worker::Result<Response> {
+    let response = Response::ok(body)?;
+    response.headers().set("Content-Type", content_type)?;
+    Ok(response)
+}
+
+/// One page of a holder's list or history.
+pub struct Listing {
+    pub message: String,
+    /// The rows as a JSON array, for JSON mode.
+    pub entries: Value,
+    /// The rows as text lines, for plain mode.
+    pub lines: Vec<String>,
+    pub cursor: Option<String>,
+}
+
+/// A successful answer of any endpoint.
+pub enum Reply {
+    /// A list operation's outcome, with the day's quota when the holder's list answered.
+    Outcome(Outcome, Option<Quota>),
+    /// A bulk request's outcomes, in the order of its addresses, and the day's quota after them.
+    Outcomes(Vec<Outcome>, Option<Quota>),
+    Listing(Listing),
+    Json(u16, Value),
+    NoContent,
+    /// An answer its handler built whole (a streamed feed or export, with its ETag).
+    Built(Response),
+}
+
+/// Any typed value as JSON.
+pub fn to_json(value: impl Serialize) -> Result<Value, ApiError> {
+    serde_json::to_value(value).map_err(|e| ApiError::Internal(format!("JSON: {e}")))
+}
+
+impl Reply {
+    /// A JSON answer from a typed value.
+    pub fn json(status: u16, value: &impl Serialize) -> Result<Self, ApiError> {
+        Ok(Self::Json(status, to_json(value)?))
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Outcome(outcome, _) => outcome.code(),
+            Self::Outcomes(..)
+            | Self::Listing(_)
+            | Self::Json(..)
+            | Self::NoContent
+            | Self::Built(_) => "ok",
+        }
+    }
+
+    pub fn into_response(self, mode: BodyMode) -> worker::Result<Response> {
+        match self {
+            Self::Outcome(outcome, quota) => {
+                let response = mode.render(&outcome.message())?;
+                let headers = response.headers();
+                headers.set("X-Greylist-Outcome", outcome.code())?;
+                set_quota(&response, quota.as_ref())?;
+                Ok(response)
+            }
+            Self::Outcomes(outcomes, quota) => {
+                let response = match mode {
+                    BodyMode::Plain => respond(
+                        outcomes
+                            .iter()
+                            .map(|outcome| outcome.message() + "\n")
+                            .collect(),
+                        mode.content_type(),
+                    )?,
+                    BodyMode::Result | BodyMode::Message => {
+                        let results: Vec<Value> = outcomes
+                            .iter()
+                            .map(|outcome| json!({ "ip": outcome.ip_text(), "result": outcome.message(), "outcome": outcome.code() }))
+                            .collect();
+                        respond(
+                            json!({ "results": results, "counts": bulk::counts(&outcomes) })
+                                .to_string(),
+                            "application/json",
+                        )?
+                    }
+                };
+                set_quota(&response, quota.as_ref())?;
+                Ok(response)
+            }
+            Self::Listing(listing) => {
+                let response = match mode {
+                    BodyMode::Plain => respond(
+                        listing
+                            .lines
+                            .iter()
+                            .map(|line| format!("{line}\n"))
+                            .collect(),
+                        mode.content_type(),
+                    )?,
+                    BodyMode::Result | BodyMode::Message => {
+                        let body = json!({ "result": listing.message, "entries": listing.entries, "cursor": listing.cursor });
+                        respond(body.to_string(), "application/json")?
+                    }
+                };
+                if let Some(cursor) = &listing.cursor {
+                    response.headers().set("X-Greylist-Cursor", cursor)?;
+                }
+                Ok(response)
+            }
+            Self::Json(status, value) => Ok(Response::from_json(&value)?.with_status(status)),
+            Self::NoContent => Ok(Response::empty()?.with_status(204)),
+            Self::Built(response) => Ok(response),
+        }
+    }
+}
+
+/// The day's quota, when there is one, as RateLimit headers.
+fn set_quota(response: &Response, quota: Option<&Quota>) -> worker::Result<()> {
+    for (name, value) in quota.iter().flat_map(|quota| rate_limit::headers(quota)) {
+        response.headers().set(name, &value)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_result_mode_json_selects_json() {
+        let base = "https://greylist.example/api/checkIpOnGreylist";
+        assert_eq!(
+            BodyMode::of_url(&format!("{base}?result_mode=json")),
+            BodyMode::Result
+        );
+        assert_eq!(
+            BodyMode::of_url(&format!("{base}?a=1&result_mode=json#x")),
+            BodyMode::Result
+        );
+        for query in [
+            "",
+            "?",
+            "?result_mode=JSON",
+            "?result_mode=xml",
+            "?result_mode",
+            "?mode=json",
+            "#?result_mode=json",
+        ] {
+            assert_eq!(
+                BodyMode::of_url(&format!("{base}{query}")),
+                BodyMode::Plain,
+                "{query:?}"
+            );
+        }
+    }
+}

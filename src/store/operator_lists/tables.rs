@@ -1,0 +1,600 @@
+//! The lists' writer's SQLite database: each list's entries (compact rows of five
+//! bytes an entry), its publication state, the pieces of its recent changes, the
+//! versions it published when, and the versions whose shards wait to be deleted
+//! from KV.
+
+use crate::domain::code::Coded;
+use crate::domain::operator_lists::delta::Piece;
+use crate::domain::operator_lists::ip_list::{ListEntries, ListKind};
+use crate::domain::operator_lists::publication::Publication;
+use crate::domain::operator_lists::snapshot::Manifest;
+use crate::store::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
+
+/// Bytes of a piece of changes in one stored row.
+const ROW_PIECE_BYTES: usize = 1 << 20;
+
+/// See `sql::migrate`. The first step is the schema objects had before it was
+/// versioned; the second replaces the `dirty` flag by counts of changes saved and
+/// published (a list marked dirty had one change saved that none published), and
+/// adds the pieces of changes and the versions' times.
+/// The third names retired shards by key, not by version and count, since a
+/// version keeps the shards it shares with the one before (`cut`). The fourth
+/// keeps the lists in chunks with their provenance (`list_chunks`), the edits
+/// that made them, the runs of imports under way, the shards the publications
+/// built, and the last edit each published version includes; the whole lists of
+/// the `entries` table are taken over into chunks by the writer when it loads.
+const MIGRATIONS: [&str; 6] = [
+    "
+    CREATE TABLE IF NOT EXISTS lists (
+        kind TEXT PRIMARY KEY, version INTEGER NOT NULL, published_at INTEGER NOT NULL,
+        shards INTEGER NOT NULL, dirty INTEGER NOT NULL, reserved INTEGER NOT NULL, manifest TEXT
+    );
+    CREATE TABLE IF NOT EXISTS entries (
+        kind TEXT NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (kind, n)
+    );
+    CREATE TABLE IF NOT EXISTS retired (
+        kind TEXT NOT NULL, version INTEGER NOT NULL, shards INTEGER NOT NULL, at INTEGER NOT NULL,
+        PRIMARY KEY (kind, version)
+    );",
+    "
+    ALTER TABLE lists ADD COLUMN saved INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE lists ADD COLUMN published INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE lists ADD COLUMN published_at_ms INTEGER NOT NULL DEFAULT 0;
+    UPDATE lists SET saved = dirty, published_at_ms = published_at * 1000;
+    ALTER TABLE lists DROP COLUMN dirty;
+    ALTER TABLE lists DROP COLUMN published_at;
+    CREATE TABLE pieces (
+        kind TEXT NOT NULL, version INTEGER NOT NULL, level INTEGER NOT NULL, part INTEGER NOT NULL,
+        data BLOB NOT NULL, in_kv INTEGER NOT NULL, PRIMARY KEY (kind, version, level, part)
+    );
+    CREATE TABLE versions (
+        kind TEXT NOT NULL, version INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (kind, version)
+    );",
+    "
+    CREATE TABLE retired_shards (
+        kind TEXT NOT NULL, key TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (kind, key)
+    );
+    WITH RECURSIVE n(i) AS (
+        SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < (SELECT max(shards) FROM retired)
+    )
+    INSERT OR IGNORE INTO retired_shards (kind, key, at)
+        SELECT retired.kind, 'v' || retired.version || '/' || n.i, retired.at
+        FROM retired JOIN n ON n.i < retired.shards;
+    DROP TABLE retired;
+    ALTER TABLE lists DROP COLUMN shards;",
+    "
+    CREATE TABLE chunks (
+        kind TEXT NOT NULL, start INTEGER NOT NULL, rev INTEGER NOT NULL, state INTEGER NOT NULL,
+        entries INTEGER NOT NULL, first INTEGER, reach INTEGER, data BLOB NOT NULL,
+        PRIMARY KEY (kind, start, rev)
+    );
+    CREATE INDEX chunks_by_state ON chunks (kind, state, start);
+    CREATE TABLE edits (
+        id INTEGER PRIMARY KEY, kind TEXT NOT NULL, at INTEGER NOT NULL, source TEXT NOT NULL,
+        added INTEGER NOT NULL, removed INTEGER NOT NULL
+    );
+    CREATE TABLE runs (
+        import INTEGER NOT NULL, run INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL,
+        PRIMARY KEY (import, run, part)
+    );
+    CREATE TABLE shards (
+        kind TEXT NOT NULL, key TEXT NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL,
+        PRIMARY KEY (kind, key, part)
+    );
+    ALTER TABLE lists ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;",
+    // The list's size after each change, for the operator's chart of it.
+    "ALTER TABLE edits ADD COLUMN entries INTEGER;",
+    // Who made each change (the acting operator key's name), for the operator's lookup.
+    "ALTER TABLE edits ADD COLUMN by_actor TEXT;",
+];
+
+/// A list's publication as stored: its state, and what its published version is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stored {
+    pub publication: Publication,
+    /// The last edit the published version includes: a chunk written later changed.
+    pub rev: u64,
+    pub manifest: Option<Manifest>,
+}
+
+/// A shard no manifest names any more, deleted once no cache can name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retired {
+    pub kind: ListKind,
+    pub key: String,
+}
+
+/// Names one piece of a list's changes: the version it ends at, and its level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PieceKey {
+    pub version: u64,
+    pub level: u8,
+}
+
+pub struct ListTables<S: Sql> {
+    pub(super) sql: S,
+}
+
+impl<S: Sql> ListTables<S> {
+    pub fn new(sql: S) -> Self {
+        Self { sql }
+    }
+
+    pub fn migrate(&self) -> Result<(), SqlError> {
+        crate::store::sql::migrate(&self.sql, &MIGRATIONS)
+    }
+
+    /// Every list stored, with its publication.
+    pub fn publications(&self) -> Result<Vec<(ListKind, Stored)>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT kind, version, reserved, saved, published, published_at_ms, manifest, rev FROM lists",
+            &[],
+        )?;
+        rows.iter().map(stored_of).collect()
+    }
+
+    /// A list as an earlier version of the writer kept it: whole, in rows of entries.
+    pub fn entries(&self, kind: ListKind) -> Result<ListEntries, SqlError> {
+        let mut bytes = Vec::new();
+        for row in self.sql.query(
+            "SELECT data FROM entries WHERE kind = ?1 ORDER BY n",
+            &[Value::text(kind.code())],
+        )? {
+            bytes.extend_from_slice(row.blob(0)?);
+        }
+        ListEntries::decode(&bytes).ok_or_else(|| {
+            SqlError(format!(
+                "stored entries of the {} list do not decode",
+                kind.code()
+            ))
+        })
+    }
+
+    /// Forgets a list kept whole by an earlier version of the writer, once taken over.
+    pub fn forget_entries(&self, kind: ListKind) -> Result<(), SqlError> {
+        self.sql.execute(
+            "DELETE FROM entries WHERE kind = ?1",
+            &[Value::text(kind.code())],
+        )?;
+        Ok(())
+    }
+
+    pub fn save_publication(&self, kind: ListKind, stored: &Stored) -> Result<(), SqlError> {
+        let manifest = stored
+            .manifest
+            .as_ref()
+            .map(|m| serde_json::to_string(m).map_err(|e| SqlError(e.to_string())))
+            .transpose()?;
+        let p = &stored.publication;
+        self.sql.execute(
+            "INSERT INTO lists (kind, version, reserved, saved, published, published_at_ms, manifest, rev)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (kind) DO UPDATE SET version = excluded.version, reserved = excluded.reserved,
+                saved = excluded.saved, published = excluded.published,
+                published_at_ms = excluded.published_at_ms, manifest = excluded.manifest,
+                rev = excluded.rev",
+            &[
+                Value::text(kind.code()),
+                Value::int(p.version),
+                Value::int(p.reserved),
+                Value::int(p.saved),
+                Value::int(p.published),
+                Value::int(p.published_at_ms),
+                Value::opt_text(manifest.as_deref()),
+                Value::int(stored.rev),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores a piece of changes, not yet in KV.
+    pub fn save_piece(&self, kind: ListKind, key: PieceKey, piece: &Piece) -> Result<(), SqlError> {
+        let bytes = piece.encode();
+        for (part, data) in bytes.chunks(ROW_PIECE_BYTES).enumerate() {
+            self.sql.execute(
+                "INSERT OR REPLACE INTO pieces (kind, version, level, part, data, in_kv)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 0)",
+                &[
+                    Value::text(kind.code()),
+                    Value::int(key.version),
+                    Value::int(u64::from(key.level)),
+                    Value::int(part as u64),
+                    Value::Blob(data.to_vec()),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A stored piece of changes, if the writer still has it.
+    pub fn piece(&self, kind: ListKind, key: PieceKey) -> Result<Option<Piece>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT data FROM pieces WHERE kind = ?1 AND version = ?2 AND level = ?3 ORDER BY part",
+            &[
+                Value::text(kind.code()),
+                Value::int(key.version),
+                Value::int(u64::from(key.level)),
+            ],
+        )?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let mut bytes = Vec::new();
+        for row in &rows {
+            bytes.extend_from_slice(row.blob(0)?);
+        }
+        Piece::decode(&bytes).map(Some).ok_or_else(|| {
+            SqlError(format!(
+                "a stored piece of changes, {key:?}, does not decode"
+            ))
+        })
+    }
+
+    /// The pieces not yet written to KV, oldest first.
+    pub fn pieces_not_in_kv(&self, kind: ListKind) -> Result<Vec<PieceKey>, SqlError> {
+        self.piece_keys(
+            kind,
+            "in_kv = 0 AND version <= ?2",
+            MAX_EXACT_INTEGER as u64,
+        )
+    }
+
+    pub fn piece_in_kv(&self, kind: ListKind, key: PieceKey) -> Result<(), SqlError> {
+        self.sql.execute(
+            "UPDATE pieces SET in_kv = 1 WHERE kind = ?1 AND version = ?2 AND level = ?3",
+            &[
+                Value::text(kind.code()),
+                Value::int(key.version),
+                Value::int(u64::from(key.level)),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The pieces that end at or before `version`: no cursor the window admits needs them.
+    pub fn pieces_until(&self, kind: ListKind, version: u64) -> Result<Vec<PieceKey>, SqlError> {
+        self.piece_keys(kind, "version <= ?2", version)
+    }
+
+    pub fn forget_piece(&self, kind: ListKind, key: PieceKey) -> Result<(), SqlError> {
+        self.sql.execute(
+            "DELETE FROM pieces WHERE kind = ?1 AND version = ?2 AND level = ?3",
+            &[
+                Value::text(kind.code()),
+                Value::int(key.version),
+                Value::int(u64::from(key.level)),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn piece_keys(
+        &self,
+        kind: ListKind,
+        condition: &str,
+        version: u64,
+    ) -> Result<Vec<PieceKey>, SqlError> {
+        let rows = self.sql.query(
+            &format!(
+                "SELECT DISTINCT version, level FROM pieces WHERE kind = ?1 AND {condition}
+                 ORDER BY version, level"
+            ),
+            &[Value::text(kind.code()), Value::int(version)],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(PieceKey {
+                    version: row.int(0)?,
+                    level: u8::try_from(row.int(1)?)
+                        .map_err(|_| SqlError("a piece's level over 255".to_owned()))?,
+                })
+            })
+            .collect()
+    }
+
+    /// Records that `version` was published at `at` (seconds), and answers the newest
+    /// version published at or before `before`: older ones are forgotten.
+    pub fn published_version(
+        &self,
+        kind: ListKind,
+        version: u64,
+        at: u64,
+        before: u64,
+    ) -> Result<Option<u64>, SqlError> {
+        let kind = Value::text(kind.code());
+        self.sql.execute(
+            "INSERT OR REPLACE INTO versions (kind, version, at) VALUES (?1, ?2, ?3)",
+            &[kind.clone(), Value::int(version), Value::int(at)],
+        )?;
+        let rows = self.sql.query(
+            "SELECT max(version) FROM versions WHERE kind = ?1 AND at <= ?2",
+            &[kind.clone(), Value::int(before)],
+        )?;
+        let newest = rows
+            .first()
+            .map(|row| row.opt_int(0))
+            .transpose()?
+            .flatten();
+        if let Some(newest) = newest {
+            self.sql.execute(
+                "DELETE FROM versions WHERE kind = ?1 AND version < ?2",
+                &[kind, Value::int(newest)],
+            )?;
+        }
+        Ok(newest)
+    }
+
+    /// Remembers shards no manifest names any more, from `at` (seconds).
+    pub fn retire(&self, kind: ListKind, keys: &[String], at: u64) -> Result<(), SqlError> {
+        for key in keys {
+            self.sql.execute(
+                "INSERT OR IGNORE INTO retired_shards (kind, key, at) VALUES (?1, ?2, ?3)",
+                &[Value::text(kind.code()), Value::text(key), Value::int(at)],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The shards retired before `before` (seconds), which may go.
+    pub fn retired_before(&self, before: u64) -> Result<Vec<Retired>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT kind, key FROM retired_shards WHERE at < ?1 ORDER BY kind, key",
+            &[Value::int(before)],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(Retired {
+                    kind: kind_of(row, 0)?,
+                    key: row.text(1)?,
+                })
+            })
+            .collect()
+    }
+
+    pub fn forget_retired(&self, retired: &Retired) -> Result<(), SqlError> {
+        self.sql.execute(
+            "DELETE FROM retired_shards WHERE kind = ?1 AND key = ?2",
+            &[Value::text(retired.kind.code()), Value::text(&retired.key)],
+        )?;
+        Ok(())
+    }
+}
+
+fn kind_of(row: &Row, column: usize) -> Result<ListKind, SqlError> {
+    let code = row.text(column)?;
+    ListKind::from_code(&code)
+        .ok_or_else(|| SqlError(format!("a list this writer never kept: {code:?}")))
+}
+
+fn stored_of(row: &Row) -> Result<(ListKind, Stored), SqlError> {
+    let manifest = match row.opt_text(6)? {
+        Some(text) => Some(
+            serde_json::from_str(&text).map_err(|e| SqlError(format!("stored manifest: {e}")))?,
+        ),
+        None => None,
+    };
+    let stored = Stored {
+        publication: Publication {
+            version: row.int(1)?,
+            reserved: row.int(2)?,
+            saved: row.int(3)?,
+            published: row.int(4)?,
+            published_at_ms: row.int(5)?,
+        },
+        rev: row.int(7)?,
+        manifest,
+    };
+    Ok((kind_of(row, 0)?, stored))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::net::range::Ipv4Range;
+    use crate::domain::operator_lists::delta::Change;
+    use crate::store::sql::native::NativeSql;
+
+    fn tables() -> ListTables<NativeSql> {
+        let tables = ListTables::new(NativeSql::new());
+        tables.migrate().unwrap();
+        tables
+    }
+
+    #[test]
+    fn a_publication_round_trips_and_a_list_kept_whole_before_chunks_is_read_back_once() {
+        let tables = tables();
+        let manifest = Manifest {
+            version: 3,
+            published_at: 9,
+            entries: 2,
+            shards: vec![0],
+            keys: vec!["v2/0".to_owned()],
+            deltas_from: 1,
+            ipv6: Default::default(),
+        };
+        let stored = Stored {
+            publication: Publication {
+                version: 3,
+                reserved: 4,
+                saved: 7,
+                published: 6,
+                published_at_ms: 9_000,
+            },
+            rev: 12,
+            manifest: Some(manifest),
+        };
+        tables.save_publication(ListKind::Global, &stored).unwrap();
+        tables
+            .save_publication(ListKind::Allow, &Stored::default())
+            .unwrap();
+        let mut read = tables.publications().unwrap();
+        read.sort_by_key(|(kind, _)| kind.code());
+        assert_eq!(
+            read,
+            [
+                (ListKind::Allow, Stored::default()),
+                (ListKind::Global, stored)
+            ]
+        );
+        // As the writer before chunks kept a list: its entries, five bytes each, in rows.
+        let many = ListEntries::new(
+            (0..450_000u32)
+                .map(|n| Ipv4Range::from_parts(0x0800_0000 + n, 32).unwrap())
+                .collect(),
+        );
+        for (n, part) in many.encode().chunks(200_000 * 5).enumerate() {
+            tables
+                .sql
+                .execute(
+                    "INSERT INTO entries (kind, n, data) VALUES ('global', ?1, ?2)",
+                    &[Value::int(n as u64), Value::Blob(part.to_vec())],
+                )
+                .unwrap();
+        }
+        assert_eq!(tables.entries(ListKind::Global).unwrap(), many);
+        tables.forget_entries(ListKind::Global).unwrap();
+        assert_eq!(
+            tables.entries(ListKind::Global).unwrap(),
+            ListEntries::default()
+        );
+    }
+
+    #[test]
+    fn a_list_marked_dirty_before_the_counts_has_one_change_waiting_after_them() {
+        let sql = NativeSql::new();
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..1]).unwrap();
+        sql.execute(
+            "INSERT INTO lists VALUES ('global', 5, 1000, 2, 1, 6, NULL)",
+            &[],
+        )
+        .unwrap();
+        let tables = ListTables::new(sql);
+        tables.migrate().unwrap();
+        let (_, stored) = tables.publications().unwrap().remove(0);
+        assert_eq!(
+            stored.publication,
+            Publication {
+                version: 5,
+                reserved: 6,
+                saved: 1,
+                published: 0,
+                published_at_ms: 1_000_000,
+            }
+        );
+        assert!(
+            !stored.publication.includes(1),
+            "the change is still to publish"
+        );
+    }
+
+    #[test]
+    fn pieces_of_changes_round_trip_across_rows_and_are_tracked_until_in_kv() {
+        let tables = tables();
+        let big = Piece::Changed(Change::ipv4(
+            (0..300_000u32).map(|n| (n * 4, n * 4 + 1)).collect(),
+        ));
+        let key = PieceKey {
+            version: 4,
+            level: 2,
+        };
+        tables.save_piece(ListKind::Global, key, &big).unwrap();
+        let small = PieceKey {
+            version: 5,
+            level: 0,
+        };
+        tables
+            .save_piece(ListKind::Global, small, &Piece::Reset)
+            .unwrap();
+        assert_eq!(tables.piece(ListKind::Global, key).unwrap(), Some(big));
+        assert_eq!(tables.piece(ListKind::Allow, key).unwrap(), None);
+        assert_eq!(
+            tables.pieces_not_in_kv(ListKind::Global).unwrap(),
+            [key, small]
+        );
+        tables.piece_in_kv(ListKind::Global, key).unwrap();
+        assert_eq!(tables.pieces_not_in_kv(ListKind::Global).unwrap(), [small]);
+        assert_eq!(tables.pieces_until(ListKind::Global, 4).unwrap(), [key]);
+        tables.forget_piece(ListKind::Global, key).unwrap();
+        assert_eq!(tables.piece(ListKind::Global, key).unwrap(), None);
+    }
+
+    #[test]
+    fn the_window_starts_at_the_newest_version_published_before_its_bound() {
+        let tables = tables();
+        let kind = ListKind::Global;
+        assert_eq!(tables.published_version(kind, 1, 100, 50).unwrap(), None);
+        assert_eq!(
+            tables.published_version(kind, 2, 200, 150).unwrap(),
+            Some(1)
+        );
+        assert_eq!(
+            tables.published_version(kind, 4, 300, 250).unwrap(),
+            Some(2)
+        );
+        assert_eq!(
+            tables.published_version(kind, 5, 400, 260).unwrap(),
+            Some(2),
+            "versions before the window's start are forgotten, not the start"
+        );
+    }
+
+    #[test]
+    fn retired_shards_are_due_once_their_time_has_passed() {
+        let tables = tables();
+        let keys = ["v2/0".to_owned(), "v3/1".to_owned()];
+        tables.retire(ListKind::Allow, &keys, 100).unwrap();
+        tables.retire(ListKind::Allow, &keys[..1], 500).unwrap();
+        assert_eq!(tables.retired_before(100).unwrap(), []);
+        let due = tables.retired_before(101).unwrap();
+        assert_eq!(
+            due.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
+            ["v2/0", "v3/1"],
+            "the first retirement counts"
+        );
+        tables.forget_retired(&due[0]).unwrap();
+        assert_eq!(tables.retired_before(1_000).unwrap(), due[1..]);
+    }
+
+    #[test]
+    fn versions_retired_before_keys_are_retired_shard_by_shard() {
+        let sql = NativeSql::new();
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..2]).unwrap();
+        sql.execute(
+            "INSERT INTO retired (kind, version, shards, at) VALUES ('global', 4, 3, 70), ('allow', 9, 1, 80)",
+            &[],
+        )
+        .unwrap();
+        let tables = ListTables::new(sql);
+        tables.migrate().unwrap();
+        let due: Vec<(ListKind, String)> = tables
+            .retired_before(81)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.kind, r.key))
+            .collect();
+        let key = |k: &str| k.to_owned();
+        assert_eq!(
+            due,
+            [
+                (ListKind::Allow, key("v9/0")),
+                (ListKind::Global, key("v4/0")),
+                (ListKind::Global, key("v4/1")),
+                (ListKind::Global, key("v4/2"))
+            ]
+        );
+        assert_eq!(tables.retired_before(70).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn a_stored_list_this_writer_never_kept_fails_the_read() {
+        let tables = tables();
+        tables
+            .sql
+            .execute(
+                "INSERT INTO lists (kind, version, reserved) VALUES ('deny', 1, 1)",
+                &[],
+            )
+            .unwrap();
+        assert!(tables.publications().unwrap_err().0.contains("\"deny\""));
+    }
+}
