@@ -1,13 +1,15 @@
 //! The four Durable Objects (a holder's list, the operator's lists' writer, the
 //! operator's directory, the revocations still to tell), each thin: it receives a
 //! call of its protocol and dispatches it onto the domain's rules and the store's
-//! adapters. Each has a client, the typed way the Worker calls it.
+//! adapters. Each has a client, the typed way the Worker calls it, and each starts
+//! the same way (`startup`).
 
 pub mod directory;
 pub mod holder;
 pub mod lists;
 pub mod protocol;
 pub mod revocations;
+pub mod startup;
 
 /// Makes each call type a variant of its protocol's call enum, with its typed
 /// answer: adding a call is one line here, one type, and one handler.

@@ -5,8 +5,6 @@
 //! the operator finds, names and revokes licenses. On its first call it takes over
 //! the licenses issued before it, a KV page at a time.
 
-use std::cell::Cell;
-
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
@@ -19,6 +17,7 @@ use crate::domain::access::license::key_digest;
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::NewOperatorKey;
 use crate::objects::protocol::{receive, Ask, Failure};
+use crate::objects::startup::Started;
 use crate::platform::clock;
 use crate::store::directory::{Directory, LicenseCursor, LicenseRow, MAX_KEYS};
 use crate::store::licenses;
@@ -31,9 +30,9 @@ type Answered<T> = std::result::Result<T, Failure<DirectoryRefusal>>;
 pub struct OperatorDirectory {
     env: Env,
     sql: SqlStorage,
-    /// Whether this instance has brought its schema up to date and taken over
-    /// the licenses before it: once it has, no call asks again.
-    ready: Cell<bool>,
+    /// Once this instance has brought its schema up to date and taken over the
+    /// licenses before it: no call asks again.
+    started: Started<()>,
 }
 
 impl DurableObject for OperatorDirectory {
@@ -42,18 +41,14 @@ impl DurableObject for OperatorDirectory {
         Self {
             env,
             sql,
-            ready: Cell::new(false),
+            started: Started::default(),
         }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         clock::adopt(&req)?;
         let call = receive::<DirectoryProtocol>(&mut req).await?;
-        if !self.ready.get() {
-            self.files().migrate().map_err(StoreError::from)?;
-            self.take_over().await?;
-            self.ready.set(true);
-        }
+        self.started.get_or_start(|| self.start()).await?;
         match call {
             DirectoryCall::Authenticate(call) => Authenticate::reply(self.authenticate(call)),
             DirectoryCall::CreateLicense(call) => {
@@ -86,6 +81,14 @@ impl DurableObject for OperatorDirectory {
 }
 
 impl OperatorDirectory {
+    /// The schema brought up to date, and the licenses issued before the directory
+    /// filed in it.
+    async fn start(&self) -> Result<()> {
+        self.files().migrate().map_err(StoreError::from)?;
+        self.take_over().await?;
+        Ok(())
+    }
+
     fn files(&self) -> Directory<&SqlStorage> {
         Directory::new(&self.sql)
     }

@@ -24,6 +24,7 @@ use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::protocol::{
     receive, refuse, Ask, AskStream, Failure, Streamed, StreamedOutcome,
 };
+use crate::objects::startup::Started;
 use crate::platform::{clock, config};
 use crate::store::holder::feed as holder_feed;
 use crate::store::holder::feed_tokens::TokenState;
@@ -50,9 +51,9 @@ struct Ready {
 pub struct HolderList {
     state: State,
     sql: SqlStorage,
-    /// The settings once the schema exists; a configuration or storage fault otherwise,
-    /// answered as a 500 on every request rather than a panic at start.
-    ready: std::result::Result<Ready, String>,
+    /// The settings, once this instance has brought its schema up to date.
+    started: Started<Ready>,
+    env: Env,
     /// When the next alarm is known to be set, so most requests need not ask.
     alarm_at: Cell<Option<u64>>,
     /// Whether the license is revoked, once read: every request of a holder comes
@@ -63,30 +64,18 @@ pub struct HolderList {
 impl DurableObject for HolderList {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        let ready = migrate(&sql)
-            .map_err(|e| format!("schema: {e}"))
-            .and_then(|_| {
-                config::settings(&env)
-                    .map(|s| Ready {
-                        limits: s.limits,
-                        page: s.page_entries,
-                    })
-                    .map_err(|e| e.0)
-            });
         Self {
             state,
             sql,
-            ready,
+            started: Started::default(),
+            env,
             alarm_at: Cell::new(None),
             revoked: Cell::new(None),
         }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
-        let ready = match &self.ready {
-            Ok(ready) => *ready,
-            Err(problem) => return Response::error(problem.clone(), 500),
-        };
+        let ready = self.started.get_or_start(|| self.start()).await?;
         clock::adopt(&req)?;
         // The last wait before the work: from here a call runs without yielding, and the
         // alarm calls after it are storage operations, during which the runtime delivers
@@ -160,6 +149,7 @@ impl DurableObject for HolderList {
     /// was the last batch, drops old history and sets the next alarm for the next
     /// expiry or a day from now, else runs again at once.
     async fn alarm(&self) -> Result<Response> {
+        self.started.get_or_start(|| self.start()).await?;
         self.alarm_at.set(None);
         let mut store = SqlListStore::new(&self.sql);
         let now = clock::now().unix();
@@ -176,6 +166,16 @@ impl DurableObject for HolderList {
 }
 
 impl HolderList {
+    /// The schema brought up to date, and the settings the object runs under.
+    async fn start(&self) -> Result<Ready> {
+        migrate(&self.sql).map_err(|e| format!("schema: {e}"))?;
+        let settings = config::settings(&self.env).map_err(|e| e.0)?;
+        Ok(Ready {
+            limits: settings.limits,
+            page: settings.page_entries,
+        })
+    }
+
     fn revoke(&self, now: UnixTime) -> Answered<()> {
         SqlListStore::new(&self.sql).revoke(now)?;
         self.revoked.set(Some(true));

@@ -14,6 +14,7 @@ use crate::domain::time::UnixTime;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Revoke;
 use crate::objects::protocol::{receive, Ask};
+use crate::objects::startup::Started;
 use crate::platform::clock;
 use crate::store::revocations::PendingRevocations;
 use crate::store::sql::SqlError;
@@ -26,6 +27,8 @@ pub struct Revocations {
     state: State,
     env: Env,
     sql: SqlStorage,
+    /// Once this instance has brought its schema up to date.
+    started: Started<()>,
     /// The test build's way to make the next notice fail, as an unreachable object would.
     fail_next_notice: Cell<bool>,
 }
@@ -37,6 +40,7 @@ impl DurableObject for Revocations {
             state,
             env,
             sql,
+            started: Started::default(),
             fail_next_notice: Cell::new(false),
         }
     }
@@ -44,7 +48,7 @@ impl DurableObject for Revocations {
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         clock::adopt(&req)?;
         let call = receive::<RevocationsProtocol>(&mut req).await?;
-        self.pending().migrate().map_err(fault)?;
+        self.started.get_or_start(|| self.start()).await?;
         let now = clock::now().unix();
         match call {
             RevocationsCall::Notify(Notify(license)) => {
@@ -68,7 +72,7 @@ impl DurableObject for Revocations {
 
     /// Tells the objects of the revocations that are due, each once.
     async fn alarm(&self) -> Result<Response> {
-        self.pending().migrate().map_err(fault)?;
+        self.started.get_or_start(|| self.start()).await?;
         let now = clock::now().unix();
         let due = self.pending().due(now, NOTICES_PER_ALARM).map_err(fault)?;
         for (license, attempts) in due {
@@ -80,6 +84,11 @@ impl DurableObject for Revocations {
 }
 
 impl Revocations {
+    /// The schema brought up to date.
+    async fn start(&self) -> Result<()> {
+        self.pending().migrate().map_err(fault)
+    }
+
     fn pending(&self) -> PendingRevocations<&SqlStorage> {
         PendingRevocations::new(&self.sql)
     }
