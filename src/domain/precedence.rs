@@ -9,7 +9,7 @@
 use std::rc::Rc;
 
 use crate::domain::feed::item::{personal_block, Blocks, FeedBlock};
-use crate::domain::net::address::{Given, Listed, PublicIp};
+use crate::domain::net::address::{GivenIp, Listed, PublicIp};
 use crate::domain::net::family::Addr;
 use crate::domain::net::intervals::{without, Intervals, Seek};
 use crate::domain::net::range::Cidr;
@@ -40,7 +40,7 @@ impl Governor {
     }
 
     /// What `operation` comes to for an address this list governs.
-    fn verdict(self, operation: Operation, ip: Given) -> Verdict {
+    fn verdict(self, operation: Operation, ip: GivenIp) -> Verdict {
         Verdict::Answered(match self {
             Self::GlobalAllow => Outcome::AllowListed(ip),
             Self::GlobalChallenge => match operation {
@@ -58,7 +58,7 @@ pub enum Verdict {
     /// An operator's list governs it, and this is its answer.
     Answered(Outcome),
     /// No operator's list holds it: the holder's object answers, from the personal list.
-    Personal(Given),
+    Personal(GivenIp),
 }
 
 /// Which list governs `ip` for `operation`, and its answer. The operator's lists
@@ -67,7 +67,7 @@ pub enum Verdict {
 /// need; what none of them holds is the personal list's to answer.
 pub async fn verdict<E>(
     operation: Operation,
-    ip: Given,
+    ip: GivenIp,
     mut holds: impl AsyncFnMut(Governor, PublicIp) -> Result<bool, E>,
 ) -> Result<Verdict, E> {
     // The personal list governs what no operator's list holds; its object answers.
@@ -262,7 +262,7 @@ mod tests {
         }
     }
 
-    fn given(text: &str) -> Given {
+    fn given(text: &str) -> GivenIp {
         PublicIp::parse(text, Ipv6::On).unwrap()
     }
 

@@ -17,6 +17,7 @@ use super::operator::{console, lists};
 use super::wire::reply::Reply;
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::Access;
+use crate::domain::code::Coded;
 use crate::domain::operator_lists::ip_list::ListKind;
 use crate::domain::personal::holder::Operation;
 
@@ -52,8 +53,17 @@ pub enum Method {
     Delete,
 }
 
-impl Method {
-    pub fn as_str(self) -> &'static str {
+impl Coded for Method {
+    const ALL: &'static [Self] = &[
+        Self::Get,
+        Self::Head,
+        Self::Post,
+        Self::Put,
+        Self::Patch,
+        Self::Delete,
+    ];
+
+    fn code(self) -> &'static str {
         match self {
             Self::Get => "GET",
             Self::Head => "HEAD",
@@ -182,7 +192,7 @@ impl PartialEq for Route {
 
 impl std::fmt::Debug for Route {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} ({})", self.method.as_str(), self.path, self.name)
+        write!(f, "{} {} ({})", self.method.code(), self.path, self.name)
     }
 }
 
@@ -199,7 +209,7 @@ impl Miss {
     pub fn allowed(routes: &[&Route]) -> String {
         routes
             .iter()
-            .map(|route| route.method.as_str())
+            .map(|route| route.method.code())
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -230,7 +240,7 @@ pub fn resolve(method: &str, path: &str) -> Result<Resolved, Miss> {
         let Some(id) = route.matches(path) else {
             continue;
         };
-        if route.method.as_str() == method {
+        if route.method.code() == method {
             return Ok(Resolved { route, id });
         }
         on_path.push(route);
@@ -396,7 +406,7 @@ mod tests {
                 assert!(
                     (route.path, route.method) != (other.path, other.method),
                     "{} {} has two rows",
-                    route.method.as_str(),
+                    route.method.code(),
                     route.path
                 );
                 if route.name == other.name {
@@ -444,7 +454,7 @@ mod tests {
             .collect();
         let mut served: Vec<(String, String)> = ROUTES
             .iter()
-            .map(|route| (route.path.to_owned(), route.method.as_str().to_owned()))
+            .map(|route| (route.path.to_owned(), route.method.code().to_owned()))
             .collect();
         documented.sort();
         served.sort();
@@ -460,7 +470,7 @@ mod tests {
             .collect();
         assert!(operators.len() >= 17);
         for route in operators {
-            let method = route.method.as_str();
+            let method = route.method.code();
             let stated = &doc["paths"][route.path][method.to_lowercase()]["x-operator-access"];
             assert_eq!(stated, access(route), "{method} {}", route.path);
         }

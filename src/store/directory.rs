@@ -10,6 +10,7 @@ use crate::domain::access::audit::{
     Action, AuditRow, Record, MAX_ROWS, REFUSALS_MERGED_SECONDS, RETENTION_DAYS,
 };
 use crate::domain::access::operator::{folded, Actor, Role};
+use crate::domain::code::Coded;
 use crate::domain::time::{Millis, UnixTime};
 
 /// See `sql::migrate`.

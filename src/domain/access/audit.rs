@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::code::Coded;
+
 /// Rows of changes the log keeps at most, and rows of refusals: the oldest go first.
 pub const MAX_ROWS: u64 = 100_000;
 /// Days a row is kept at most.
@@ -28,8 +30,8 @@ pub enum Action {
     Refused,
 }
 
-impl Action {
-    pub const ALL: [Action; 8] = [
+impl Coded for Action {
+    const ALL: &'static [Self] = &[
         Action::LicenseCreated,
         Action::LicenseLabelled,
         Action::LicenseRevoked,
@@ -40,7 +42,7 @@ impl Action {
         Action::Refused,
     ];
 
-    pub fn code(self) -> &'static str {
+    fn code(self) -> &'static str {
         match self {
             Action::LicenseCreated => "license.created",
             Action::LicenseLabelled => "license.labelled",
@@ -51,10 +53,6 @@ impl Action {
             Action::ListReplaced => "list.replaced",
             Action::Refused => "refused",
         }
-    }
-
-    pub fn from_code(code: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|action| action.code() == code)
     }
 }
 
@@ -105,7 +103,7 @@ mod tests {
 
     #[test]
     fn every_action_has_its_own_code_and_reads_back() {
-        for action in Action::ALL {
+        for &action in Action::ALL {
             assert_eq!(Action::from_code(action.code()), Some(action));
         }
         let mut codes: Vec<&str> = Action::ALL.iter().map(|a| a.code()).collect();

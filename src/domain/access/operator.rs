@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::access::license::{hex, random};
+use crate::domain::code::Coded;
 
 /// What a named operator key may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,19 +17,14 @@ pub enum Role {
     Admin,
 }
 
-impl Role {
-    pub fn code(self) -> &'static str {
+impl Coded for Role {
+    const ALL: &'static [Self] = &[Role::Read, Role::Admin];
+
+    /// As stored, and as serde's `lowercase` names it in a request.
+    fn code(self) -> &'static str {
         match self {
             Role::Read => "read",
             Role::Admin => "admin",
-        }
-    }
-
-    pub fn from_code(code: &str) -> Option<Self> {
-        match code {
-            "read" => Some(Role::Read),
-            "admin" => Some(Role::Admin),
-            _ => None,
         }
     }
 }

@@ -8,6 +8,7 @@ use jwt_compact::{AlgorithmExt, Claims, Header, TimeOptions, UntrustedToken};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::access::license::LicenseId;
+use crate::domain::code::Coded;
 use crate::domain::time::UnixTime;
 
 /// Clock skew tolerated when checking `exp`, between the edge machines that issue and check tokens.
@@ -27,8 +28,15 @@ pub enum TokenError {
     BadSubject,
 }
 
-impl TokenError {
-    pub fn code(self) -> &'static str {
+impl Coded for TokenError {
+    const ALL: &'static [Self] = &[
+        Self::Malformed,
+        Self::Unverified,
+        Self::Expired,
+        Self::BadSubject,
+    ];
+
+    fn code(self) -> &'static str {
         match self {
             Self::Malformed => "token_malformed",
             Self::Unverified => "token_unverified",

@@ -217,14 +217,14 @@ pub enum PublicIp {
 /// An address as a request gave it: the value acted on and the text the
 /// messages show (the trimmed input; the IPv4 address for an IPv4-mapped one).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Given {
+pub struct GivenIp {
     pub ip: PublicIp,
     shown: String,
 }
 
 impl PublicIp {
     /// Validation in the order the specification fixes: valid first, then public.
-    pub fn parse(raw: &str, ipv6: Ipv6) -> Result<Given, IpRejection> {
+    pub fn parse(raw: &str, ipv6: Ipv6) -> Result<GivenIp, IpRejection> {
         let trimmed = raw.trim_matches(|c: char| c.is_ascii_whitespace());
         if ipv6 == Ipv6::Off || !trimmed.contains(':') {
             return PublicIpv4::parse(trimmed).map(|ip| Self::V4(ip).into());
@@ -236,7 +236,7 @@ impl PublicIp {
                 .ok_or_else(|| IpRejection::Private(v4.to_string()));
         }
         PublicIpv6::from_addr(addr)
-            .map(|ip| Given {
+            .map(|ip| GivenIp {
                 ip: Self::V6(ip),
                 shown: trimmed.to_owned(),
             })
@@ -291,7 +291,7 @@ impl From<PublicIpv4> for PublicIp {
 }
 
 /// An address given in its canonical form.
-impl From<PublicIp> for Given {
+impl From<PublicIp> for GivenIp {
     fn from(ip: PublicIp) -> Self {
         Self {
             ip,
@@ -300,7 +300,7 @@ impl From<PublicIp> for Given {
     }
 }
 
-impl fmt::Display for Given {
+impl fmt::Display for GivenIp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.shown)
     }

@@ -22,7 +22,7 @@ const fn kept_bytes<A: Addr>() -> usize {
 
 /// One entry as the writer keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Kept<A = u32> {
+pub struct KeptEntry<A = u32> {
     pub range: Cidr<A>,
     /// The edit or import that added it (the writer's `edits` table).
     pub edit: u64,
@@ -43,7 +43,7 @@ pub struct ChunkInfo<A = u32> {
 }
 
 impl<A: Addr> ChunkInfo<A> {
-    pub fn of(start: A, rev: u64, entries: &[Kept<A>]) -> Self {
+    pub fn of(start: A, rev: u64, entries: &[KeptEntry<A>]) -> Self {
         Self {
             start,
             rev,
@@ -55,7 +55,7 @@ impl<A: Addr> ChunkInfo<A> {
 }
 
 /// A chunk's entries as stored: the family byte, then each entry in order.
-pub fn encode<A: Addr>(entries: &[Kept<A>]) -> Vec<u8> {
+pub fn encode<A: Addr>(entries: &[KeptEntry<A>]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(1 + entries.len() * kept_bytes::<A>());
     bytes.push(A::FAMILY);
     for kept in entries {
@@ -67,17 +67,17 @@ pub fn encode<A: Addr>(entries: &[Kept<A>]) -> Vec<u8> {
 }
 
 /// `None` for anything `encode` could not have written for this family.
-pub fn decode<A: Addr>(bytes: &[u8]) -> Option<Vec<Kept<A>>> {
+pub fn decode<A: Addr>(bytes: &[u8]) -> Option<Vec<KeptEntry<A>>> {
     let (&format, body) = bytes.split_first()?;
     let size = kept_bytes::<A>();
     if format != A::FAMILY || body.len() % size != 0 {
         return None;
     }
-    let entries: Vec<Kept<A>> = body
+    let entries: Vec<KeptEntry<A>> = body
         .chunks_exact(size)
         .map(|b| {
             let (first, rest) = b.split_at(A::BYTES);
-            Some(Kept {
+            Some(KeptEntry {
                 range: Cidr::from_parts(A::read_le(first)?, rest[0])?,
                 edit: u64::from(u32::from_le_bytes(rest[1..].try_into().ok()?)),
             })
@@ -92,7 +92,7 @@ pub fn decode<A: Addr>(bytes: &[u8]) -> Option<Vec<Kept<A>>> {
 /// Removes `remove`, then adds `add` as edit `edit`, both sorted and without
 /// duplicates; an entry already there keeps its provenance. Counts only what changed.
 pub fn apply<A: Addr>(
-    entries: &mut Vec<Kept<A>>,
+    entries: &mut Vec<KeptEntry<A>>,
     add: &[Cidr<A>],
     remove: &[Cidr<A>],
     edit: u64,
@@ -109,7 +109,7 @@ pub fn apply<A: Addr>(
         match old.next_if(|kept| kept.range == range) {
             Some(same) => entries.push(same),
             None => {
-                entries.push(Kept { range, edit });
+                entries.push(KeptEntry { range, edit });
                 added += 1;
             }
         }
@@ -123,7 +123,7 @@ pub fn apply<A: Addr>(
 /// (at most 129) kept together; one chunk is held at a time.
 pub struct Filling<A = u32> {
     start: A,
-    part: Vec<Kept<A>>,
+    part: Vec<KeptEntry<A>>,
 }
 
 impl<A: Addr> Filling<A> {
@@ -136,7 +136,7 @@ impl<A: Addr> Filling<A> {
     }
 
     /// Adds the next entry; hands back the chunk it completed, if it did.
-    pub fn push(&mut self, kept: Kept<A>) -> Option<(A, Vec<Kept<A>>)> {
+    pub fn push(&mut self, kept: KeptEntry<A>) -> Option<(A, Vec<KeptEntry<A>>)> {
         let full = self.part.len() >= CHUNK_FILL
             && self
                 .part
@@ -152,19 +152,19 @@ impl<A: Addr> Filling<A> {
     }
 
     /// The last chunk, empty when no entry came.
-    pub fn finish(self) -> (A, Vec<Kept<A>>) {
+    pub fn finish(self) -> (A, Vec<KeptEntry<A>>) {
         (self.start, self.part)
     }
 }
 
 /// The entries of the chunk that starts at `start`, as chunks of at most
 /// `CHUNK_ENTRIES`: itself when they fit, else parts of about `CHUNK_FILL`.
-pub fn cut<A: Addr>(start: A, entries: Vec<Kept<A>>) -> Vec<(A, Vec<Kept<A>>)> {
+pub fn cut<A: Addr>(start: A, entries: Vec<KeptEntry<A>>) -> Vec<(A, Vec<KeptEntry<A>>)> {
     if entries.len() <= CHUNK_ENTRIES {
         return vec![(start, entries)];
     }
     let mut filling = Filling::new(start);
-    let mut parts: Vec<(A, Vec<Kept<A>>)> = entries
+    let mut parts: Vec<(A, Vec<KeptEntry<A>>)> = entries
         .into_iter()
         .filter_map(|kept| filling.push(kept))
         .collect();
@@ -183,8 +183,8 @@ mod tests {
         Ipv4Range::parse(text).unwrap()
     }
 
-    fn kept(text: &str, edit: u64) -> Kept {
-        Kept {
+    fn kept(text: &str, edit: u64) -> KeptEntry {
+        KeptEntry {
             range: range(text),
             edit,
         }
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn an_ipv6_chunk_keeps_its_own_layout_and_is_never_read_as_ipv4() {
-        let kept6 = |text: &str, edit| Kept {
+        let kept6 = |text: &str, edit| KeptEntry {
             range: Ipv6Range::parse(text).unwrap(),
             edit,
         };
@@ -269,10 +269,10 @@ mod tests {
     #[test]
     fn a_chunk_over_its_bound_is_cut_between_two_first_addresses() {
         // Three entries at each first address: a cut never parts them.
-        let entries: Vec<Kept> = (0..CHUNK_ENTRIES as u32)
+        let entries: Vec<KeptEntry> = (0..CHUNK_ENTRIES as u32)
             .flat_map(|n| {
                 let first = 0x0800_0000 + (n << 8);
-                [24, 28, 32].map(|prefix| Kept {
+                [24, 28, 32].map(|prefix| KeptEntry {
                     range: Ipv4Range::from_parts(first, prefix).unwrap(),
                     edit: 1,
                 })
@@ -289,7 +289,7 @@ mod tests {
             assert_eq!(after[0].range.first(), *start);
             assert!(before.last().unwrap().range.first() < *start);
         }
-        let joined: Vec<Kept> = parts.into_iter().flat_map(|(_, part)| part).collect();
+        let joined: Vec<KeptEntry> = parts.into_iter().flat_map(|(_, part)| part).collect();
         assert_eq!(joined, entries);
         assert_eq!(
             cut(7, entries[..10].to_vec()),
@@ -316,7 +316,7 @@ mod tests {
             let (old, add, remove) = (ranges(old), ranges(add), ranges(remove));
             let mut model = crate::domain::operator_lists::ip_list::ListEntries::new(old.clone());
             let expected = model.edit(add.clone(), remove.clone());
-            let mut entries: Vec<Kept> = old.iter().map(|&range| Kept { range, edit: 1 }).collect();
+            let mut entries: Vec<KeptEntry> = old.iter().map(|&range| KeptEntry { range, edit: 1 }).collect();
             prop_assert_eq!(apply(&mut entries, &add, &remove, 2), expected);
             prop_assert_eq!(entries.iter().map(|kept| kept.range).collect::<Vec<_>>(), model.as_slice().to_vec());
             for kept in &entries {

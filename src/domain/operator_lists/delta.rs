@@ -24,12 +24,12 @@ pub const MAX_DELTA_INTERVALS: usize = 1_000_000;
 
 /// The addresses of each family whose membership changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Change {
+pub struct VersionChange {
     pub v4: Intervals<u32>,
     pub v6: Intervals<u128>,
 }
 
-impl Change {
+impl VersionChange {
     /// A change of IPv4 addresses only.
     pub fn ipv4(v4: Intervals<u32>) -> Self {
         Self { v4, v6: Vec::new() }
@@ -45,7 +45,7 @@ impl Change {
     }
 
     /// The change from one to the other, family by family: applying both is this.
-    pub fn then(&self, later: &Change) -> Self {
+    pub fn then(&self, later: &VersionChange) -> Self {
         Self {
             v4: combine(&self.v4, &later.v4, Op::Xor),
             v6: combine(&self.v6, &later.v6, Op::Xor),
@@ -57,7 +57,7 @@ impl Change {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
     /// The addresses whose membership changed over the piece's versions.
-    Changed(Change),
+    Changed(VersionChange),
     /// Too large a change, or one the writer no longer knows (it restarted with an
     /// unpublished change): a cursor before it starts afresh.
     Reset,
@@ -72,7 +72,7 @@ const FORMAT_BOTH: u8 = 3;
 
 impl Piece {
     /// A change, or `Reset` when it is over the bound.
-    pub fn of(change: Change) -> Self {
+    pub fn of(change: VersionChange) -> Self {
         if change.len() > MAX_DELTA_INTERVALS {
             Self::Reset
         } else {
@@ -109,12 +109,14 @@ impl Piece {
     pub fn decode(bytes: &[u8]) -> Option<Self> {
         match bytes.split_first()? {
             (&FORMAT_RESET, []) => Some(Self::Reset),
-            (&FORMAT_CHANGED, body) => Some(Self::Changed(Change::ipv4(read_intervals(body)?))),
+            (&FORMAT_CHANGED, body) => {
+                Some(Self::Changed(VersionChange::ipv4(read_intervals(body)?)))
+            }
             (&FORMAT_BOTH, body) => {
                 let (count, body) = body.split_at_checked(4)?;
                 let count = u32::from_le_bytes(count.try_into().ok()?) as usize;
                 let (v4, v6) = body.split_at_checked(count.checked_mul(8)?)?;
-                Some(Self::Changed(Change {
+                Some(Self::Changed(VersionChange {
                     v4: read_intervals(v4)?,
                     v6: read_intervals(v6)?,
                 }))
@@ -257,7 +259,7 @@ impl AllowMoves {
     /// The IPv6 intervals leave out `::ffff:0:0/96`: an address there is an IPv4
     /// one, moved by the IPv4 intervals, and the holder's object need not read
     /// every IPv4 entry to find none of them IPv6.
-    pub fn of(change: &Change, allow: &[(u32, u32)], allow6: &[(u128, u128)]) -> Self {
+    pub fn of(change: &VersionChange, allow: &[(u32, u32)], allow6: &[(u128, u128)]) -> Self {
         let ipv6 = |op| combine(&combine(&change.v6, allow6, op), &[IPV4_MAPPED], Op::Minus);
         Self {
             hidden: combine(&change.v4, allow, Op::Both),
@@ -315,7 +317,7 @@ mod tests {
 
     #[test]
     fn pieces_round_trip_and_refuse_what_they_did_not_write() {
-        let ipv4 = |set: Intervals| Piece::Changed(Change::ipv4(set));
+        let ipv4 = |set: Intervals| Piece::Changed(VersionChange::ipv4(set));
         let piece = ipv4(vec![(1, 1), (3, 9), (u32::MAX, u32::MAX)]);
         assert_eq!(Piece::decode(&piece.encode()), Some(piece.clone()));
         assert_eq!(piece.encode()[0], 1, "laid out as before IPv6");
@@ -330,7 +332,7 @@ mod tests {
         );
         assert_eq!(Piece::join(&piece, &Piece::Reset), Piece::Reset);
 
-        let both = Piece::Changed(Change {
+        let both = Piece::Changed(VersionChange {
             v4: vec![(1, 1)],
             v6: vec![(0, 0), (5, 7), (u128::MAX, u128::MAX)],
         });
@@ -339,14 +341,14 @@ mod tests {
         assert_eq!(Piece::decode(&bytes), Some(both.clone()));
         assert_eq!(Piece::decode(&bytes[..bytes.len() - 1]), None, "cut short");
         assert_eq!(Piece::decode(&bytes[..7]), None, "cut in its IPv4 part");
-        let ipv6_only = Piece::Changed(Change {
+        let ipv6_only = Piece::Changed(VersionChange {
             v4: vec![],
             v6: vec![(1 << 100, (1 << 100) + 5)],
         });
         assert_eq!(Piece::decode(&ipv6_only.encode()), Some(ipv6_only.clone()));
         assert_eq!(
             Piece::join(&both, &ipv6_only),
-            Piece::Changed(Change {
+            Piece::Changed(VersionChange {
                 v4: vec![(1, 1)],
                 v6: vec![
                     (0, 0),
@@ -378,7 +380,7 @@ mod tests {
 
     #[test]
     fn ipv6_moves_leave_out_the_ipv4_mapped_addresses() {
-        let whole = Change {
+        let whole = VersionChange {
             v4: vec![],
             v6: vec![(0, u128::MAX)],
         };
@@ -426,7 +428,7 @@ mod tests {
             new_allow in set_strategy(),
             addr in 0u32..450,
         ) {
-            let moves = AllowMoves::of(&Change::ipv4(combine(&old_allow, &new_allow, Op::Xor)), &new_allow, &[]);
+            let moves = AllowMoves::of(&VersionChange::ipv4(combine(&old_allow, &new_allow, Op::Xor)), &new_allow, &[]);
             let (before, after) = (covers(&old_allow, addr), covers(&new_allow, addr));
             prop_assert_eq!(covers(&moves.hidden, addr), !before && after);
             prop_assert_eq!(covers(&moves.shown, addr), before && !after);
@@ -445,7 +447,7 @@ mod tests {
             for v in 1..versions.len() as u64 {
                 for level in levels(v) {
                     let piece = if level == 0 {
-                        Piece::Changed(Change::ipv4(combine(&versions[v as usize - 1], &versions[v as usize], Op::Xor)))
+                        Piece::Changed(VersionChange::ipv4(combine(&versions[v as usize - 1], &versions[v as usize], Op::Xor)))
                     } else {
                         let half = 1u64 << (level - 1);
                         Piece::join(&pieces[&(v - half, level - 1)], &pieces[&(v, level - 1)])

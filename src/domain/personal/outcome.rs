@@ -1,7 +1,7 @@
 //! Every answer a list operation can give, and its specified text.
 
 use crate::domain::code::{serde_by_code, Coded};
-use crate::domain::net::address::Given;
+use crate::domain::net::address::GivenIp;
 use crate::domain::net::ipv4::IpRejection;
 
 /// What one holder's personal list answered (the Durable Object's reply).
@@ -52,10 +52,10 @@ serde_by_code!(PersonalOutcome);
 pub enum Outcome {
     Invalid(String),
     Private(String),
-    AllowListed(Given),
-    ListedGlobal(Given),
-    AlreadyGlobal(Given),
-    Personal(Given, PersonalOutcome),
+    AllowListed(GivenIp),
+    ListedGlobal(GivenIp),
+    AlreadyGlobal(GivenIp),
+    Personal(GivenIp, PersonalOutcome),
 }
 
 impl Outcome {
@@ -123,7 +123,7 @@ mod tests {
     use crate::domain::net::ipv4::PublicIpv4;
     use PersonalOutcome as P;
 
-    fn ip() -> Given {
+    fn ip() -> GivenIp {
         PublicIp::parse("8.8.8.8", Ipv6::Off).unwrap()
     }
 

@@ -10,6 +10,7 @@ use crate::domain::access::audit::Stamp;
 use crate::domain::access::license::{key_digest, LicenseId};
 use crate::domain::access::operator::{is_operator_key, Access, Actor};
 use crate::domain::access::token::VerifiedTokens;
+use crate::domain::code::Coded;
 use crate::domain::feed::feed_token::{self, FeedTokenOwner, Scope};
 use crate::http::auth::credentials::{bearer, feed_token};
 use crate::http::context::RequestContext;

@@ -9,7 +9,7 @@ use crate::domain::net::address::Ipv6;
 use crate::domain::net::family::Addr;
 use crate::domain::time::UnixTime;
 
-/// The kind of file.
+/// The kind of file: one of the feed's formats (`query::Format::Appliance`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Appliance {
     Mikrotik,

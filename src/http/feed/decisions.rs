@@ -27,10 +27,10 @@ use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{Feed, HolderProtocol, Lookup};
+use crate::objects::holder::protocol::{Feed, HolderProtocol, LiveLookup};
 use crate::objects::lists::client as lists;
 use crate::objects::protocol::{Failure, Object};
-use crate::store::operator_lists::snapshots::Whole;
+use crate::store::operator_lists::snapshots::Versioned;
 use crate::store::StoreError;
 
 /// What a pull asks for, from its query string: the Local API's parameters;
@@ -77,8 +77,8 @@ impl StreamQuery {
 
 /// The operator's lists as a pull reads them: each with its version.
 struct VersionedLists {
-    global: Whole<Shards, Shards<u128>>,
-    allow: Whole<Rc<Intervals>, Rc<Intervals<u128>>>,
+    global: Versioned<Shards, Shards<u128>>,
+    allow: Versioned<Rc<Intervals>, Rc<Intervals<u128>>>,
 }
 
 impl VersionedLists {
@@ -98,7 +98,7 @@ async fn operator_lists(cx: &RequestContext, scope: Scope) -> Result<VersionedLi
     let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
     let global = match scope {
         Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
-        Scope::Personal => Whole::default(),
+        Scope::Personal => Versioned::default(),
     };
     Ok(VersionedLists { global, allow })
 }
@@ -265,7 +265,7 @@ pub async fn live(
     }
     let client = PullClient::new(user_agent(&req)?.as_deref(), "live");
     let (kind, entry) = holder(env, &license)?
-        .ask(Lookup {
+        .ask(LiveLookup {
             token,
             client,
             ip,

@@ -40,7 +40,7 @@ use crate::objects::holder::protocol::{
 };
 use crate::objects::lists::client as lists;
 use crate::store::holder::feed::{MAX_MOVED_RANGES, MAX_PROBED};
-use crate::store::operator_lists::snapshots::Whole;
+use crate::store::operator_lists::snapshots::Versioned;
 use crate::store::{licenses, StoreError};
 
 /// `GET /api/greylistFeed`: the whole feed as text or JSON, or (JSON with
@@ -71,7 +71,7 @@ pub async fn feed(
     // The global list as the isolate holds it; the feed leaves out what the allow list holds.
     let global = match query.scope {
         Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
-        Scope::Personal => Whole::default(),
+        Scope::Personal => Versioned::default(),
     };
     let (global_version, allow_version) = (global.version, allow.version);
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
@@ -231,8 +231,8 @@ pub(super) fn held_apart(start: &FeedStart, mut blocks: GlobalChanges) -> Global
 
 /// The operator's lists as a feed answers from them: each with its version.
 pub(super) struct Lists<'a> {
-    pub global: &'a Whole<Shards, Shards<u128>>,
-    pub allow: &'a Whole<Rc<Intervals>, Rc<Intervals<u128>>>,
+    pub global: &'a Versioned<Shards, Shards<u128>>,
+    pub allow: &'a Versioned<Rc<Intervals>, Rc<Intervals<u128>>>,
 }
 
 /// What changed in the operator's lists since a feed's cursor, as the feed shows it.

@@ -6,31 +6,31 @@ use crate::domain::feed::feed_token::Scope;
 use crate::domain::feed::item::FeedVersion;
 use crate::http::feed::appliance::{Appliance, ListName};
 
+/// How a feed is written (`format=`): the plain text list, JSON, or one of the
+/// files appliances load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Text,
     Json,
-    Mikrotik,
-    Nftables,
-    Ipset,
+    Appliance(Appliance),
 }
 
 impl Coded for Format {
     const ALL: &'static [Self] = &[
         Self::Text,
         Self::Json,
-        Self::Mikrotik,
-        Self::Nftables,
-        Self::Ipset,
+        Self::Appliance(Appliance::Mikrotik),
+        Self::Appliance(Appliance::Nftables),
+        Self::Appliance(Appliance::Ipset),
     ];
 
     fn code(self) -> &'static str {
         match self {
             Self::Text => "text",
             Self::Json => "json",
-            Self::Mikrotik => "mikrotik",
-            Self::Nftables => "nftables",
-            Self::Ipset => "ipset",
+            Self::Appliance(Appliance::Mikrotik) => "mikrotik",
+            Self::Appliance(Appliance::Nftables) => "nftables",
+            Self::Appliance(Appliance::Ipset) => "ipset",
         }
     }
 }
@@ -40,9 +40,7 @@ impl Format {
     pub fn appliance(self) -> Option<Appliance> {
         match self {
             Self::Text | Self::Json => None,
-            Self::Mikrotik => Some(Appliance::Mikrotik),
-            Self::Nftables => Some(Appliance::Nftables),
-            Self::Ipset => Some(Appliance::Ipset),
+            Self::Appliance(kind) => Some(kind),
         }
     }
 }
@@ -183,7 +181,7 @@ mod tests {
         let file = FeedQuery::parse("format=mikrotik&list=edge-1").unwrap();
         assert_eq!(
             (file.format, file.list.as_str()),
-            (Format::Mikrotik, "edge-1")
+            (Format::Appliance(Appliance::Mikrotik), "edge-1")
         );
         assert_eq!(
             FeedQuery::parse("format=ipset").unwrap().list.as_str(),

@@ -15,7 +15,7 @@ use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::reply::{to_json, Listing, Reply};
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{Activity, History, ListEntries, Usage};
+use crate::objects::holder::protocol::{Activity, EntryPage, History, Usage};
 
 async fn page_query<C: PageCursor>(
     mut req: Request,
@@ -43,7 +43,7 @@ pub async fn list(
     license: LicenseId,
 ) -> Result<Reply, ApiError> {
     let page = holder(&cx.env, &license)?
-        .ask(ListEntries(page_query(req, &cx.ctx, true).await?))
+        .ask(EntryPage(page_query(req, &cx.ctx, true).await?))
         .await?;
     Ok(Reply::Listing(Listing {
         message: counted(page.total, "address", "addresses"),

@@ -26,9 +26,9 @@ use crate::objects::directory::protocol::{
     Audit, CreateKey, CreateLicense, Keys, License, Licenses, Relabel, RevokeKey, RevokeLicense,
 };
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{Holding, Picture};
+use crate::objects::holder::protocol::{self as holder_calls, LicensePicture};
 use crate::objects::lists::client::writer;
-use crate::objects::lists::protocol::{Covering, Lookup};
+use crate::objects::lists::protocol::{self as lists_calls, Covering};
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Notify;
@@ -213,7 +213,7 @@ pub async fn license(cx: &RequestContext, _: Request, _: Operator) -> Result<Rep
     let license = LicenseId::parse(&cx.id).ok_or(ApiError::NotFound("license"))?;
     cx.log.names(&license);
     let row = directory(env)?.ask(License(license.clone())).await?;
-    let holder = holder(env, &license)?.ask(Picture).await?;
+    let holder = holder(env, &license)?.ask(LicensePicture).await?;
     let limits = cx.settings.limits;
     // One object of the three parts: the directory's row, the holder's, the limits.
     let mut picture = to_json(&row)?;
@@ -319,12 +319,12 @@ struct LookupView<'a> {
     allow: Vec<Covering>,
     global: Vec<Covering>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    license: Option<Held<'a>>,
+    license: Option<HolderEntryView<'a>>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Held<'a> {
+struct HolderEntryView<'a> {
     license: &'a str,
     /// The holder's live entry that lists it, with since when.
     entry: Option<EntryView<'a>>,
@@ -345,14 +345,16 @@ pub async fn lookup(cx: &RequestContext, req: Request, _: Operator) -> Result<Re
     let license = field(&query, "license")
         .map(|id| LicenseId::parse(id).ok_or(ApiError::NotFound("license")))
         .transpose()?;
-    let lists = writer(env)?.ask(Lookup(ip)).await?;
+    let lists = writer(env)?.ask(lists_calls::WhyListed(ip)).await?;
     let mut entry: Option<Entry> = None;
     if let Some(license) = &license {
         cx.log.names(license);
         // A license that was never issued has no object to ask, nor to create by asking.
         directory(env)?.ask(License(license.clone())).await?;
         if let Some(public) = PublicIp::from_ip(ip) {
-            entry = holder(env, license)?.ask(Holding(public)).await?;
+            entry = holder(env, license)?
+                .ask(holder_calls::WhyListed(public))
+                .await?;
         }
     }
     Reply::json(
@@ -361,7 +363,7 @@ pub async fn lookup(cx: &RequestContext, req: Request, _: Operator) -> Result<Re
             ip,
             allow: lists.allow,
             global: lists.global,
-            license: license.as_ref().map(|license| Held {
+            license: license.as_ref().map(|license| HolderEntryView {
                 license: license.as_str(),
                 entry: entry.as_ref().map(EntryView::of),
             }),

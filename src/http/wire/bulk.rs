@@ -85,7 +85,7 @@ pub fn counts(outcomes: &[Outcome]) -> BTreeMap<&'static str, usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::net::address::{Given, PublicIp};
+    use crate::domain::net::address::{GivenIp, PublicIp};
     use crate::domain::personal::outcome::PersonalOutcome;
 
     fn ips(list: &[&str]) -> Vec<String> {
@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn outcomes_are_counted_by_code() {
-        let ip = || Given::from("8.8.8.8".parse::<PublicIp>().unwrap());
+        let ip = || GivenIp::from("8.8.8.8".parse::<PublicIp>().unwrap());
         let outcomes = [
             Outcome::Personal(ip(), PersonalOutcome::Added),
             Outcome::Invalid("x".into()),

@@ -16,6 +16,7 @@ use crate::domain::access::audit::{Action, Record, Stamp};
 use crate::domain::access::license::key_digest;
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::NewOperatorKey;
+use crate::domain::code::Coded;
 use crate::objects::protocol::{receive, Ask, Failure};
 use crate::objects::startup::Started;
 use crate::platform::clock;

@@ -9,9 +9,9 @@ use futures_util::stream;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    Activity, Admit, CreateFeedToken, Feed, FeedStart, FeedTokens, History, HolderCall,
-    HolderPicture, HolderProtocol, HolderRefusal, Holding, ListEntries, Lookup, Perform, Picture,
-    Revoke, RevokeFeedToken, Usage,
+    Activity, AdmitLogin, CreateFeedToken, EntryPage, Feed, FeedStart, FeedTokens, History,
+    HolderCall, HolderPicture, HolderProtocol, HolderRefusal, LicensePicture, LiveLookup, Perform,
+    Revoke, RevokeFeedToken, Usage, WhyListed,
 };
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::PullClient;
@@ -85,7 +85,7 @@ impl DurableObject for HolderList {
         // A revoked license is refused here at once, whatever an edge cache still says.
         let operators = matches!(
             call,
-            HolderCall::Revoke(_) | HolderCall::Picture(_) | HolderCall::Holding(_)
+            HolderCall::Revoke(_) | HolderCall::LicensePicture(_) | HolderCall::WhyListed(_)
         );
         if !operators && self.is_revoked()? {
             return refuse::<HolderProtocol>(HolderRefusal::LicenseRevoked);
@@ -95,8 +95,8 @@ impl DurableObject for HolderList {
             HolderCall::Perform(Perform(calls)) => {
                 Perform::reply(self.perform(&calls, now, ready.limits).await)
             }
-            HolderCall::ListEntries(ListEntries(query)) => {
-                ListEntries::reply(stored(store.list(&query, now)))
+            HolderCall::EntryPage(EntryPage(query)) => {
+                EntryPage::reply(stored(store.list(&query, now)))
             }
             HolderCall::History(History(query)) => History::reply(stored(store.history(&query))),
             HolderCall::Usage(Usage) => Usage::reply(stored(store.usage())),
@@ -113,15 +113,19 @@ impl DurableObject for HolderList {
                 })
             }
             HolderCall::FeedTokens(FeedTokens) => FeedTokens::reply(stored(store.feed_tokens(now))),
-            HolderCall::Lookup(lookup) => Lookup::reply(self.lookup(&lookup, now)),
+            HolderCall::LiveLookup(lookup) => LiveLookup::reply(self.lookup(&lookup, now)),
             HolderCall::RevokeFeedToken(RevokeFeedToken(id)) => {
                 RevokeFeedToken::reply(stored(store.revoke_feed_token(&id)))
             }
             HolderCall::Revoke(Revoke) => Revoke::reply(self.revoke(now)),
             // A revoked license was refused above.
-            HolderCall::Admit(Admit) => Admit::reply(Ok(())),
-            HolderCall::Picture(Picture) => Picture::reply(stored(picture(&store, now))),
-            HolderCall::Holding(Holding(ip)) => Holding::reply(stored(holding(&store, ip, now))),
+            HolderCall::AdmitLogin(AdmitLogin) => AdmitLogin::reply(Ok(())),
+            HolderCall::LicensePicture(LicensePicture) => {
+                LicensePicture::reply(stored(picture(&store, now)))
+            }
+            HolderCall::WhyListed(WhyListed(ip)) => {
+                WhyListed::reply(stored(holding(&store, ip, now)))
+            }
             #[cfg(feature = "test-hooks")]
             HolderCall::WasmMemory(super::protocol::WasmMemory) => {
                 super::protocol::WasmMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
@@ -323,7 +327,11 @@ impl HolderList {
     }
 
     /// One address, as a bouncer in live mode asks: the live entry, if any.
-    fn lookup(&self, lookup: &Lookup, now: UnixTime) -> Answered<(DecisionType, Option<Entry>)> {
+    fn lookup(
+        &self,
+        lookup: &LiveLookup,
+        now: UnixTime,
+    ) -> Answered<(DecisionType, Option<Entry>)> {
         let store = SqlListStore::new(&self.sql);
         let state = self.token(&store, &lookup.token)?;
         store.record_pull(&lookup.token, &state, &lookup.client, None, now)?;

@@ -23,18 +23,18 @@ impl Protocol for HolderProtocol {
 
 calls!(HolderProtocol => HolderCall {
     Perform => Vec<Answer>,
-    ListEntries => Page<Entry, EntryCursor>,
+    EntryPage as "ListEntries" => Page<Entry, EntryCursor>,
     History => Page<HistoryEvent, HistoryCursor>,
     Usage => DailyUsage,
     Activity => Vec<ActivityDay>,
     CreateFeedToken => (),
     FeedTokens => Vec<FeedTokenInfo>,
     RevokeFeedToken => Option<String>,
-    Lookup => (DecisionType, Option<Entry>),
+    LiveLookup as "Lookup" => (DecisionType, Option<Entry>),
     Revoke => (),
-    Admit => (),
-    Picture => HolderPicture,
-    Holding => Option<Entry>,
+    AdmitLogin as "Admit" => (),
+    LicensePicture as "Picture" => HolderPicture,
+    WhyListed as "Holding" => Option<Entry>,
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
     #[cfg(feature = "test-hooks")]
@@ -65,7 +65,7 @@ pub struct Perform(pub Vec<Call>);
 
 /// A page of the live entries, newest first.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct ListEntries(pub PageQuery<EntryCursor>);
+pub struct EntryPage(pub PageQuery<EntryCursor>);
 
 /// A page of the history, newest first.
 #[derive(Debug, Serialize, Deserialize)]
@@ -125,7 +125,7 @@ pub struct RevokeFeedToken(pub String);
 /// A CrowdSec bouncer's live question: the token's decision type, and the live
 /// entry of one address, if the list holds it.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Lookup {
+pub struct LiveLookup {
     pub token: String,
     pub client: PullClient,
     pub ip: PublicIp,
@@ -141,12 +141,12 @@ pub struct Revoke;
 /// Whether the license may log in: refused once it is revoked, which this object
 /// knows at once, however long KV's caches still show the license's key.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Admit;
+pub struct AdmitLogin;
 
 /// What the operator's page of one license shows of its holder. Answered for a
 /// revoked license too: the operator sees what it held.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Picture;
+pub struct LicensePicture;
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -163,7 +163,7 @@ pub struct HolderPicture {
 /// The live entry that lists an address, under either of its keys (the
 /// operator's lookup; answered for a revoked license too).
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Holding(pub PublicIp);
+pub struct WhyListed(pub PublicIp);
 
 /// Runs the alarm now, as the runtime fires it (the alarm set is taken off
 /// first): the test build's hook, not in the deployable one.

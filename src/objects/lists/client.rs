@@ -8,14 +8,14 @@ use worker::Env;
 
 use super::protocol::{ListsProtocol, PublishedManifest};
 use crate::domain::net::intervals::Intervals;
-use crate::domain::operator_lists::delta::Change;
+use crate::domain::operator_lists::delta::VersionChange;
 use crate::domain::operator_lists::ip_list::ListKind;
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::domain::operator_lists::snapshot::Shards;
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
 use crate::objects::protocol::{Failure, Object};
-use crate::store::operator_lists::snapshots::{binding, Held, ListSource, Whole};
+use crate::store::operator_lists::snapshots::{binding, IsolateLists, ListSource, Versioned};
 use crate::store::StoreError;
 
 /// The Durable Object binding of the writer, and the name of its one instance.
@@ -57,7 +57,7 @@ pub async fn contains(
     freshness: Freshness,
     now: Millis,
 ) -> Result<bool, StoreError> {
-    Held::isolate()
+    IsolateLists::isolate()
         .contains(&Deployed(env), kind, addr, freshness, now)
         .await
 }
@@ -68,8 +68,8 @@ pub async fn intervals(
     kind: ListKind,
     freshness: Freshness,
     now: Millis,
-) -> Result<Whole<Rc<Intervals>, Rc<Intervals<u128>>>, StoreError> {
-    Held::isolate()
+) -> Result<Versioned<Rc<Intervals>, Rc<Intervals<u128>>>, StoreError> {
+    IsolateLists::isolate()
         .intervals(&Deployed(env), kind, freshness, now)
         .await
 }
@@ -80,22 +80,22 @@ pub async fn shards(
     kind: ListKind,
     freshness: Freshness,
     now: Millis,
-) -> Result<Whole<Shards, Shards<u128>>, StoreError> {
-    Held::isolate()
+) -> Result<Versioned<Shards, Shards<u128>>, StoreError> {
+    IsolateLists::isolate()
         .shards(&Deployed(env), kind, freshness, now)
         .await
 }
 
 /// The addresses of each family whose membership in the list changed between two
-/// versions, when the published pieces say (`Held::changes`).
+/// versions, when the published pieces say (`IsolateLists::changes`).
 pub async fn changes(
     env: &Env,
     kind: ListKind,
     span: (u64, u64),
     freshness: Freshness,
     now: Millis,
-) -> Result<Option<Rc<Change>>, StoreError> {
-    Held::isolate()
+) -> Result<Option<Rc<VersionChange>>, StoreError> {
+    IsolateLists::isolate()
         .changes(&Deployed(env), kind, span, freshness, now)
         .await
 }

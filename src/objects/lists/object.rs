@@ -16,8 +16,8 @@ use std::time::Duration;
 use worker::{console_error, durable_object, DurableObject, Env, Request, Response, Result, State};
 
 use super::protocol::{
-    Edit, Export, ListsCall, ListsProtocol, ListsRefusal, Lookup, PublishedManifest, Replace,
-    Status,
+    Edit, Export, ListsCall, ListsProtocol, ListsRefusal, PublishedManifest, Replace, Status,
+    WhyListed,
 };
 use crate::domain::code::Coded;
 use crate::domain::net::address::Ipv6;
@@ -29,7 +29,7 @@ use crate::platform::clock;
 use crate::platform::meter::{self, Billable};
 use crate::store::operator_lists::chunks::Source;
 use crate::store::operator_lists::snapshots::binding;
-use crate::store::operator_lists::tables::{ListTables, Stored};
+use crate::store::operator_lists::tables::{ListTables, StoredPublication};
 use crate::store::sql::{DurableSql, SqlError, Transactional};
 use crate::store::{for_each_key, StoreError};
 
@@ -43,7 +43,7 @@ type Answered<T> = std::result::Result<T, Failure<ListsRefusal>>;
 /// One list as the object holds it: the index of its chunks, never its entries.
 struct List {
     chunks: Chunks,
-    stored: Stored,
+    stored: StoredPublication,
     publishing: bool,
 }
 
@@ -163,7 +163,7 @@ impl DurableObject for OperatorLists {
                 self.replace(kind, req.inner().body(), gzip, (ipv6, by.as_deref()))
                     .await,
             ),
-            ListsCall::Lookup(Lookup(ip)) => Lookup::reply(self.lookup(ip)),
+            ListsCall::WhyListed(WhyListed(ip)) => WhyListed::reply(self.why_listed(ip)),
             ListsCall::Export(Export { kind, known }) => {
                 // What is exported is published, so its version is the one its ETag names.
                 let saved = self.with_list(kind, |list| list.stored.publication.saved);
@@ -248,7 +248,7 @@ impl OperatorLists {
         }
         let tables = self.tables();
         tables.migrate().map_err(fault)?;
-        let stored: HashMap<ListKind, Stored> =
+        let stored: HashMap<ListKind, StoredPublication> =
             tables.publications().map_err(fault)?.into_iter().collect();
         let mut legacy = Vec::new();
         for kind in ListKind::ALL
@@ -350,7 +350,8 @@ impl OperatorLists {
     /// Reads both lists' chunk indexes and publications again into the lists held.
     fn reindex(&self) -> std::result::Result<(), SqlError> {
         let tables = self.tables();
-        let stored: HashMap<ListKind, Stored> = tables.publications()?.into_iter().collect();
+        let stored: HashMap<ListKind, StoredPublication> =
+            tables.publications()?.into_iter().collect();
         for &kind in ListKind::ALL {
             let chunks = Chunks::read(&tables, kind)?;
             let stored = stored.get(&kind).cloned().unwrap_or_default();

@@ -18,7 +18,7 @@ impl Protocol for ListsProtocol {
 calls!(ListsProtocol => ListsCall {
     Edit => Changes,
     Replace => Replaced,
-    Lookup => Provenance,
+    WhyListed as "Lookup" => CoveringEntries,
     Status => ListsStatus,
     PublishedManifest => Manifest,
     #[cfg(feature = "test-hooks")]
@@ -170,11 +170,11 @@ pub struct WriterMeter;
 
 /// The entries of both lists that cover one address, each with the change that added it.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Lookup(pub std::net::IpAddr);
+pub struct WhyListed(pub std::net::IpAddr);
 
 /// What the lists say of one address.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct Provenance {
+pub struct CoveringEntries {
     pub global: Vec<Covering>,
     pub allow: Vec<Covering>,
 }

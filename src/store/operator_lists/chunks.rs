@@ -14,7 +14,7 @@ use crate::domain::code::Coded;
 use crate::domain::net::family::Addr;
 use crate::domain::net::intervals::{clip, combine, union_of_sorted, Intervals, Op};
 use crate::domain::net::range::Cidr;
-use crate::domain::operator_lists::chunk::{self, ChunkInfo, Filling, Kept};
+use crate::domain::operator_lists::chunk::{self, ChunkInfo, Filling, KeptEntry};
 use crate::domain::operator_lists::cut::Plan;
 use crate::domain::operator_lists::delta::MAX_DELTA_INTERVALS;
 use crate::domain::operator_lists::ip_list::{Changes, ListEntries, ListKind};
@@ -143,7 +143,7 @@ impl<S: Sql> ListTables<S> {
         &self,
         kind: ListKind,
         info: &ChunkInfo<A>,
-    ) -> Result<Vec<Kept<A>>, SqlError> {
+    ) -> Result<Vec<KeptEntry<A>>, SqlError> {
         let rows = self.sql.query(
             "SELECT data FROM chunks WHERE kind = ?1 AND start = ?2 AND rev = ?3",
             &[
@@ -166,7 +166,7 @@ impl<S: Sql> ListTables<S> {
     fn write_chunk<A: Column>(
         &self,
         kind: ListKind,
-        (start, entries): (A, &[Kept<A>]),
+        (start, entries): (A, &[KeptEntry<A>]),
         rev: u64,
         state: u64,
     ) -> Result<ChunkInfo<A>, SqlError> {
@@ -219,7 +219,7 @@ impl<S: Sql> ListTables<S> {
         let mut filling = Filling::new(0);
         let mut index = Vec::new();
         for &range in entries.as_slice() {
-            if let Some((start, part)) = filling.push(Kept { range, edit: id }) {
+            if let Some((start, part)) = filling.push(KeptEntry { range, edit: id }) {
                 index.push(self.write_chunk(kind, (start, &part), id, LIVE)?);
             }
         }
@@ -372,7 +372,7 @@ impl<S: Sql> ListTables<S> {
                 }
                 None => import,
             };
-            if let Some((start, part)) = filling.push(Kept { range, edit }) {
+            if let Some((start, part)) = filling.push(KeptEntry { range, edit }) {
                 self.write_chunk(kind, (start, &part), import, STAGED)?;
             }
             count += 1;
@@ -729,7 +729,7 @@ impl<A: Addr> RunCursor<A> {
 struct OldEntries<'a, A> {
     index: &'a [ChunkInfo<A>],
     next_chunk: usize,
-    held: std::iter::Peekable<std::vec::IntoIter<Kept<A>>>,
+    held: std::iter::Peekable<std::vec::IntoIter<KeptEntry<A>>>,
 }
 
 impl<'a, A: Column> OldEntries<'a, A> {
@@ -768,7 +768,7 @@ mod tests {
     use crate::domain::net::range::Ipv4Range;
     use crate::domain::operator_lists::chunk::{CHUNK_ENTRIES, CHUNK_FILL};
     use crate::domain::operator_lists::cut::{self, Published};
-    use crate::store::operator_lists::tables::Stored;
+    use crate::store::operator_lists::tables::StoredPublication;
     use crate::store::sql::native::NativeSql;
 
     const KIND: ListKind = ListKind::Global;
@@ -788,7 +788,7 @@ mod tests {
         )
     }
 
-    fn read_all(tables: &ListTables<NativeSql>, index: &[ChunkInfo]) -> Vec<Kept> {
+    fn read_all(tables: &ListTables<NativeSql>, index: &[ChunkInfo]) -> Vec<KeptEntry> {
         index
             .iter()
             .flat_map(|info| tables.chunk(KIND, info).unwrap())
@@ -931,9 +931,9 @@ mod tests {
             .record_edit(7, KIND, (0, None), (Source::Edit, Changes::default()), 0)
             .unwrap();
         assert_eq!(tables.last_edit().unwrap(), 7);
-        let counted = Stored {
+        let counted = StoredPublication {
             rev: 9,
-            ..Stored::default()
+            ..StoredPublication::default()
         };
         tables.save_publication(KIND, &counted).unwrap();
         assert_eq!(tables.last_edit().unwrap(), 9);

@@ -11,7 +11,7 @@ use worker::console_error;
 
 use crate::domain::code::Coded;
 use crate::domain::net::intervals::Intervals;
-use crate::domain::operator_lists::delta::{self, Change, Piece, MAX_DELTA_INTERVALS};
+use crate::domain::operator_lists::delta::{self, Piece, VersionChange, MAX_DELTA_INTERVALS};
 use crate::domain::operator_lists::ip_list::ListKind;
 use crate::domain::operator_lists::snapshot::{Manifest, Shard, Sharded, Shards};
 use crate::domain::settings::Freshness;
@@ -39,7 +39,7 @@ pub trait ListSource {
 
 /// A whole version of a list: its number, and each family as `T4` and `T6` hold it.
 #[derive(Debug, Clone, Default)]
-pub struct Whole<T4, T6> {
+pub struct Versioned<T4, T6> {
     pub version: u64,
     pub v4: T4,
     pub v6: T6,
@@ -47,18 +47,18 @@ pub struct Whole<T4, T6> {
 
 /// What one isolate holds of the published lists.
 #[derive(Default)]
-pub struct Held {
+pub struct IsolateLists {
     lists: RefCell<HashMap<ListKind, Rc<Version>>>,
     /// A newer version being loaded: the requests that find it share its loads.
     loading: RefCell<HashMap<ListKind, Rc<Version>>>,
     /// Changes composed for feeds, by list and span of versions: agents polling
     /// one service mostly hold the same few cursors.
-    composed: RefCell<HashMap<(ListKind, u64, u64), Rc<Change>>>,
+    composed: RefCell<HashMap<(ListKind, u64, u64), Rc<VersionChange>>>,
 }
 
 thread_local! {
     /// Workers isolates are single-threaded.
-    static HELD: Rc<Held> = Rc::new(Held::default());
+    static HELD: Rc<IsolateLists> = Rc::new(IsolateLists::default());
 }
 
 /// Composed changes an isolate keeps at most.
@@ -244,9 +244,9 @@ impl<A: HeldFamily> Loaded<A> {
     }
 }
 
-impl Held {
+impl IsolateLists {
     /// What this isolate holds.
-    pub fn isolate() -> Rc<Held> {
+    pub fn isolate() -> Rc<IsolateLists> {
         HELD.with(Rc::clone)
     }
 
@@ -280,11 +280,11 @@ impl Held {
         kind: ListKind,
         freshness: Freshness,
         now: Millis,
-    ) -> Result<Whole<Rc<Intervals>, Rc<Intervals<u128>>>, StoreError> {
+    ) -> Result<Versioned<Rc<Intervals>, Rc<Intervals<u128>>>, StoreError> {
         let kv = source.kv(kind)?;
         let kv = &kv;
         self.answer(source, kind, freshness, now, |version| async move {
-            Ok(Whole {
+            Ok(Versioned {
                 version: version.manifest.version,
                 v4: version.intervals(kv, kind).await?,
                 v6: version.intervals(kv, kind).await?,
@@ -301,11 +301,11 @@ impl Held {
         kind: ListKind,
         freshness: Freshness,
         now: Millis,
-    ) -> Result<Whole<Shards, Shards<u128>>, StoreError> {
+    ) -> Result<Versioned<Shards, Shards<u128>>, StoreError> {
         let kv = source.kv(kind)?;
         let kv = &kv;
         self.answer(source, kind, freshness, now, |version| async move {
-            Ok(Whole {
+            Ok(Versioned {
                 version: version.manifest.version,
                 v4: version.all_shards(kv, kind).await?,
                 v6: version.all_shards(kv, kind).await?,
@@ -325,7 +325,7 @@ impl Held {
         (from, to): (u64, u64),
         freshness: Freshness,
         now: Millis,
-    ) -> Result<Option<Rc<Change>>, StoreError> {
+    ) -> Result<Option<Rc<VersionChange>>, StoreError> {
         let deltas_from = self
             .answer(source, kind, freshness, now, |version| async move {
                 Ok(version.manifest.deltas_from)
@@ -338,7 +338,7 @@ impl Held {
             return Ok(Some(kept.clone()));
         }
         let kv = source.kv(kind)?;
-        let mut change = Change::default();
+        let mut change = VersionChange::default();
         for (version, level) in delta::cover(from, to) {
             let key = piece_key(version, level);
             let Some(bytes) = kv.read(&key).await? else {
@@ -552,7 +552,7 @@ mod tests {
         let fake = Fake::default();
         let top = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff";
         publish(&fake.global, 1, &["8.8.8.8", "2a00:1450::/32", top]);
-        let (held, freshness) = (Held::default(), Freshness::new(0).unwrap());
+        let (held, freshness) = (IsolateLists::default(), Freshness::new(0).unwrap());
         let at = PUBLISHED_AT;
         for ip in [
             "8.8.8.8",
@@ -582,7 +582,7 @@ mod tests {
     fn a_request_reads_each_manifest_once_however_many_addresses_it_asks_about() {
         let fake = Fake::default();
         publish(&fake.global, 1, &["8.8.8.8", "200.1.1.1"]);
-        let (held, every_time) = (Held::default(), Freshness::new(0).unwrap());
+        let (held, every_time) = (IsolateLists::default(), Freshness::new(0).unwrap());
         assert!(listed(&fake, &held, every_time, PUBLISHED_AT, "8.8.8.8"));
         let reads = fake.global.reads.get();
         for n in 0..100 {
@@ -602,14 +602,14 @@ mod tests {
         );
     }
 
-    fn listed(fake: &Fake, held: &Held, freshness: Freshness, at: u64, ip: &str) -> bool {
+    fn listed(fake: &Fake, held: &IsolateLists, freshness: Freshness, at: u64, ip: &str) -> bool {
         answers(fake, held, ListKind::Global, (freshness, at), ip)
     }
 
     /// Whether `kind` holds `ip`, as `held` answers at `at`.
     fn answers(
         fake: &Fake,
-        held: &Held,
+        held: &IsolateLists,
         kind: ListKind,
         (freshness, at): (Freshness, u64),
         ip: &str,
@@ -629,7 +629,7 @@ mod tests {
         assert!(
             !listed(
                 &fake,
-                &Held::default(),
+                &IsolateLists::default(),
                 freshness,
                 PUBLISHED_AT - 1,
                 "9.9.9.9"
@@ -638,9 +638,9 @@ mod tests {
         );
         publish(&fake.global, 2, &["8.8.8.8", "9.9.9.9"]);
         let edge_ms = Freshness::EDGE_SECONDS * 1000;
-        let isolates: Vec<(u64, Held)> = [0, 1, 10_000, edge_ms - 2, edge_ms - 1]
+        let isolates: Vec<(u64, IsolateLists)> = [0, 1, 10_000, edge_ms - 2, edge_ms - 1]
             .into_iter()
-            .map(|first| (first, Held::default()))
+            .map(|first| (first, IsolateLists::default()))
             .collect();
         let mut asked: Vec<(u64, usize)> = isolates
             .iter()
@@ -683,7 +683,7 @@ mod tests {
     fn an_isolate_holds_a_version_and_reads_its_manifest_once_per_period() {
         let fake = Fake::default();
         publish(&fake.global, 1, &["8.8.8.8", "198.51.99.0/24"]);
-        let held = Held::default();
+        let held = IsolateLists::default();
         let freshness = Freshness::new(60).unwrap();
         for (after, ip, expected) in [
             (0, "8.8.8.8", true),
@@ -708,7 +708,7 @@ mod tests {
         let fake = Fake::default();
         publish(&fake.global, 1, &["8.8.8.8", "198.51.99.0/24"]);
         fake.global.at(Millis(PUBLISHED_AT));
-        let held = Held::default();
+        let held = IsolateLists::default();
         let freshness = Freshness::new(0).unwrap();
         fake.global.slow.set(true);
         let mut checks: Vec<_> = (0..8)
@@ -783,7 +783,7 @@ mod tests {
             MANIFEST_KEY,
             &version(1, [shard_key(1, 0), shard_key(1, 1)]),
         );
-        let (held, every_time) = (Held::default(), Freshness::new(0).unwrap());
+        let (held, every_time) = (IsolateLists::default(), Freshness::new(0).unwrap());
         assert!(listed(&fake, &held, every_time, PUBLISHED_AT, "8.8.8.8"));
         assert!(listed(&fake, &held, every_time, PUBLISHED_AT, "200.1.1.1"));
         fake.global.write(&shard_key(2, 1), &shard("200.1.1.2"));
@@ -821,7 +821,7 @@ mod tests {
         };
         fake.global
             .write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());
-        let held = Held::default();
+        let held = IsolateLists::default();
         let answer = held.contains(
             &fake,
             ListKind::Global,

@@ -90,7 +90,7 @@ const MIGRATIONS: [&str; 6] = [
 
 /// A list's publication as stored: its state, and what its published version is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Stored {
+pub struct StoredPublication {
     pub publication: Publication,
     /// The last edit the published version includes: a chunk written later changed.
     pub rev: u64,
@@ -125,7 +125,7 @@ impl<S: Sql> ListTables<S> {
     }
 
     /// Every list stored, with its publication.
-    pub fn publications(&self) -> Result<Vec<(ListKind, Stored)>, SqlError> {
+    pub fn publications(&self) -> Result<Vec<(ListKind, StoredPublication)>, SqlError> {
         let rows = self.sql.query(
             "SELECT kind, version, reserved, saved, published, published_at_ms, manifest, rev FROM lists",
             &[],
@@ -159,7 +159,11 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    pub fn save_publication(&self, kind: ListKind, stored: &Stored) -> Result<(), SqlError> {
+    pub fn save_publication(
+        &self,
+        kind: ListKind,
+        stored: &StoredPublication,
+    ) -> Result<(), SqlError> {
         let manifest = stored
             .manifest
             .as_ref()
@@ -366,14 +370,14 @@ fn kind_of(row: &Row, column: usize) -> Result<ListKind, SqlError> {
         .ok_or_else(|| SqlError(format!("a list this writer never kept: {code:?}")))
 }
 
-fn stored_of(row: &Row) -> Result<(ListKind, Stored), SqlError> {
+fn stored_of(row: &Row) -> Result<(ListKind, StoredPublication), SqlError> {
     let manifest = match row.opt_text(6)? {
         Some(text) => Some(
             serde_json::from_str(&text).map_err(|e| SqlError(format!("stored manifest: {e}")))?,
         ),
         None => None,
     };
-    let stored = Stored {
+    let stored = StoredPublication {
         publication: Publication {
             version: row.int(1)?,
             reserved: row.int(2)?,
@@ -391,7 +395,7 @@ fn stored_of(row: &Row) -> Result<(ListKind, Stored), SqlError> {
 mod tests {
     use super::*;
     use crate::domain::net::range::Ipv4Range;
-    use crate::domain::operator_lists::delta::Change;
+    use crate::domain::operator_lists::delta::VersionChange;
     use crate::store::sql::native::NativeSql;
 
     fn tables() -> ListTables<NativeSql> {
@@ -412,7 +416,7 @@ mod tests {
             deltas_from: 1,
             ipv6: Default::default(),
         };
-        let stored = Stored {
+        let stored = StoredPublication {
             publication: Publication {
                 version: 3,
                 reserved: 4,
@@ -425,14 +429,14 @@ mod tests {
         };
         tables.save_publication(ListKind::Global, &stored).unwrap();
         tables
-            .save_publication(ListKind::Allow, &Stored::default())
+            .save_publication(ListKind::Allow, &StoredPublication::default())
             .unwrap();
         let mut read = tables.publications().unwrap();
         read.sort_by_key(|(kind, _)| kind.code());
         assert_eq!(
             read,
             [
-                (ListKind::Allow, Stored::default()),
+                (ListKind::Allow, StoredPublication::default()),
                 (ListKind::Global, stored)
             ]
         );
@@ -490,7 +494,7 @@ mod tests {
     #[test]
     fn pieces_of_changes_round_trip_across_rows_and_are_tracked_until_in_kv() {
         let tables = tables();
-        let big = Piece::Changed(Change::ipv4(
+        let big = Piece::Changed(VersionChange::ipv4(
             (0..300_000u32).map(|n| (n * 4, n * 4 + 1)).collect(),
         ));
         let key = PieceKey {

@@ -14,7 +14,7 @@ use crate::domain::operator_lists::ip_list::{ListEntry, ListKind};
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::domain::time::UnixTime;
 use crate::objects::lists::protocol::{
-    Covering, ExportHead, ListStatus, ListsStatus, Provenance, SizeAt,
+    Covering, CoveringEntries, ExportHead, ListStatus, ListsStatus, SizeAt,
 };
 use crate::objects::protocol::Streamed;
 use crate::store::operator_lists::tables::ListTables;
@@ -24,14 +24,14 @@ use crate::store::sql::SqlError;
 const RECENT_SIZES: usize = 30;
 
 /// A page of an export: one chunk of either family, the IPv4 ones first.
-enum Page {
+enum ExportPage {
     V4(ChunkInfo<u32>),
     V6(ChunkInfo<u128>),
 }
 
-impl Page {
-    fn all(chunks: Chunks) -> impl Iterator<Item = Page> {
-        (chunks.v4.into_iter().map(Page::V4)).chain(chunks.v6.into_iter().map(Page::V6))
+impl ExportPage {
+    fn all(chunks: Chunks) -> impl Iterator<Item = ExportPage> {
+        (chunks.v4.into_iter().map(ExportPage::V4)).chain(chunks.v6.into_iter().map(ExportPage::V6))
     }
 }
 
@@ -75,10 +75,10 @@ fn covering<A: crate::domain::net::family::Addr>(
 impl OperatorLists {
     /// The entries of both lists that cover `ip` (an IPv4-mapped IPv6 address is
     /// its IPv4 address), each with the change that added it.
-    pub(super) fn lookup(&self, ip: IpAddr) -> Answered<Provenance> {
+    pub(super) fn why_listed(&self, ip: IpAddr) -> Answered<CoveringEntries> {
         let tables = self.tables();
         let ip = ip.to_canonical();
-        let mut provenance = Provenance::default();
+        let mut entries = CoveringEntries::default();
         for kind in [ListKind::Global, ListKind::Allow] {
             let chunks = self.with_list(kind, |list| list.chunks.clone());
             let found: Vec<Covering> = match ip {
@@ -86,11 +86,11 @@ impl OperatorLists {
                 IpAddr::V6(v6) => covering(tables.covering(kind, &chunks.v6, u128::from(v6))?),
             };
             match kind {
-                ListKind::Global => provenance.global = found,
-                ListKind::Allow => provenance.allow = found,
+                ListKind::Global => entries.global = found,
+                ListKind::Allow => entries.allow = found,
             }
         }
-        Ok(provenance)
+        Ok(entries)
     }
 
     /// The list as published, a chunk a page, from the chunks of that moment:
@@ -116,16 +116,16 @@ impl OperatorLists {
         let head = ExportHead::List { version, entries };
         let reading = Reading::new(self.exports.clone());
         let sql = self.sql.clone();
-        let pages = stream::iter(Page::all(chunks)).map(move |page| {
+        let pages = stream::iter(ExportPage::all(chunks)).map(move |page| {
             let _reading = &reading;
             let tables = ListTables::new(&sql);
             Ok(match page {
-                Page::V4(info) => tables
+                ExportPage::V4(info) => tables
                     .chunk(kind, &info)?
                     .into_iter()
                     .map(|kept| ListEntry::V4(kept.range))
                     .collect(),
-                Page::V6(info) => tables
+                ExportPage::V6(info) => tables
                     .chunk(kind, &info)?
                     .into_iter()
                     .map(|kept| ListEntry::V6(kept.range))

@@ -15,7 +15,7 @@ use crate::objects::protocol::Failure;
 use crate::platform::clock;
 use crate::platform::stream::{gunzip, Chunks as BodyChunks};
 use crate::store::operator_lists::chunks::Source;
-use crate::store::operator_lists::tables::{ListTables, Stored};
+use crate::store::operator_lists::tables::{ListTables, StoredPublication};
 use crate::store::sql::{DurableSql, SqlError, Transactional};
 use crate::store::StoreError;
 
@@ -55,7 +55,7 @@ impl OperatorLists {
         (id, source, changes): (u64, Source, Changes),
         by: Option<&str>,
         chunks: &Chunks,
-    ) -> std::result::Result<Stored, SqlError> {
+    ) -> std::result::Result<StoredPublication, SqlError> {
         let tables = self.tables();
         let mut stored = self.with_list(kind, |list| list.stored.clone());
         stored.publication.saved_one();
@@ -77,7 +77,7 @@ impl OperatorLists {
         &self,
         kind: ListKind,
         chunks: Chunks,
-        stored: Stored,
+        stored: StoredPublication,
     ) -> Answered<u64> {
         let change = stored.publication.saved;
         self.with_list_mut(kind, |list| {

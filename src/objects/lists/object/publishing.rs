@@ -9,7 +9,7 @@ use worker::Delay;
 use super::OperatorLists;
 use crate::domain::code::Coded;
 use crate::domain::operator_lists::cut::{self, Published};
-use crate::domain::operator_lists::delta::{self, Change, Piece};
+use crate::domain::operator_lists::delta::{self, Piece, VersionChange};
 use crate::domain::operator_lists::ip_list::ListKind;
 use crate::domain::operator_lists::publication::{Attempt, Next};
 use crate::domain::operator_lists::snapshot::{Ipv6Shards, Manifest};
@@ -94,7 +94,7 @@ impl OperatorLists {
                 let change4 = tables.build_shards(kind, &list.chunks.v4, &v4, manifest)?;
                 let change6 = tables.build_shards(kind, &list.chunks.v6, &v6, manifest)?;
                 let piece = match (change4, change6) {
-                    (Some(v4), Some(v6)) => Piece::of(Change { v4, v6 }),
+                    (Some(v4), Some(v6)) => Piece::of(VersionChange { v4, v6 }),
                     _ => Piece::Reset,
                 };
                 let reset = piece == Piece::Reset;
