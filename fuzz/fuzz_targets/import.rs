@@ -5,7 +5,7 @@
 #![no_main]
 
 use greylist::domain::net::address::Ipv6;
-use greylist::domain::operator_lists::ip_list::{Import, ListKind};
+use greylist::domain::operator_lists::list::{Import, ListKind};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

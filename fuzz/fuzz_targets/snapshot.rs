@@ -4,7 +4,7 @@
 
 #![no_main]
 
-use greylist::domain::operator_lists::ip_list::ListEntries;
+use greylist::domain::operator_lists::list::ListEntries;
 use std::rc::Rc;
 
 use greylist::domain::operator_lists::snapshot::{Manifest, Shard, Shards};

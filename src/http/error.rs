@@ -7,7 +7,7 @@ use crate::domain::feed::feed_token::MAX_PER_HOLDER as MAX_FEED_TOKENS;
 use crate::http::wire::reply::BodyMode;
 use crate::objects::directory::protocol::DirectoryRefusal;
 use crate::objects::holder::protocol::HolderRefusal;
-use crate::objects::lists::protocol::ListsRefusal;
+use crate::objects::operator_lists::protocol::ListsRefusal;
 use crate::objects::protocol::Failure;
 use crate::platform::config::BadSettings;
 use crate::store::directory::MAX_KEYS;

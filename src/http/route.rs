@@ -18,7 +18,7 @@ use super::wire::reply::Reply;
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::Access;
 use crate::domain::code::Coded;
-use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::operator_lists::list::ListKind;
 use crate::domain::personal::holder::Operation;
 
 /// What a handler gives back: a future that borrows the request's context.

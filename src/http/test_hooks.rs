@@ -16,8 +16,8 @@ use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{
     AlarmAt as HolderAlarmAt, Meter as HolderMeter, RunAlarm as RunHolderAlarm, WasmMemory,
 };
-use crate::objects::lists::client::writer;
-use crate::objects::lists::protocol::{
+use crate::objects::operator_lists::client::writer;
+use crate::objects::operator_lists::protocol::{
     FailNextSave, FailPublications, RunAlarm as RunListsAlarm, WriterMemory, WriterMeter,
 };
 use crate::objects::protocol::Failure;

@@ -6,7 +6,7 @@
 
 pub mod directory;
 pub mod holder;
-pub mod lists;
+pub mod operator_lists;
 pub mod protocol;
 pub mod revocations;
 pub mod startup;

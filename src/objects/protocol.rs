@@ -373,10 +373,10 @@ impl<T: DeserializeOwned> Pages<T> {
 mod tests {
     use super::*;
     use crate::domain::net::address::{Ipv6Prefix, PublicIp};
-    use crate::domain::operator_lists::ip_list::ListKind;
+    use crate::domain::operator_lists::list::ListKind;
     use crate::domain::personal::holder::{Call, Operation};
     use crate::objects::holder::protocol::{HolderCall, HolderRefusal, Perform};
-    use crate::objects::lists::protocol::{ListsCall, ListsRefusal, Replace};
+    use crate::objects::operator_lists::protocol::{ListsCall, ListsRefusal, Replace};
 
     #[test]
     fn answers_and_refusals_are_one_json_line_each() {

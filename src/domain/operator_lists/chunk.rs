@@ -6,7 +6,7 @@
 
 use crate::domain::net::family::Addr;
 use crate::domain::net::range::Cidr;
-use crate::domain::operator_lists::ip_list::Changes;
+use crate::domain::operator_lists::list::Changes;
 
 /// Entries in one chunk at most: its row stays well under SQLite's 2 MB a value.
 pub const CHUNK_ENTRIES: usize = 65_536;
@@ -314,7 +314,7 @@ mod tests {
                 ranges
             };
             let (old, add, remove) = (ranges(old), ranges(add), ranges(remove));
-            let mut model = crate::domain::operator_lists::ip_list::ListEntries::new(old.clone());
+            let mut model = crate::domain::operator_lists::list::ListEntries::new(old.clone());
             let expected = model.edit(add.clone(), remove.clone());
             let mut entries: Vec<KeptEntry> = old.iter().map(|&range| KeptEntry { range, edit: 1 }).collect();
             prop_assert_eq!(apply(&mut entries, &add, &remove, 2), expected);

@@ -6,6 +6,6 @@
 pub mod chunk;
 pub mod cut;
 pub mod delta;
-pub mod ip_list;
+pub mod list;
 pub mod publication;
 pub mod snapshot;

@@ -393,7 +393,7 @@ mod tests {
 
     use super::*;
     use crate::domain::net::range::Ipv4Range;
-    use crate::domain::operator_lists::ip_list::ListEntries;
+    use crate::domain::operator_lists::list::ListEntries;
 
     fn entries(list: &[&str]) -> ListEntries {
         ListEntries::new(list.iter().map(|s| Ipv4Range::parse(s).unwrap()).collect())

@@ -20,7 +20,7 @@ use crate::domain::net::ipv4::PublicIpv4;
 use crate::domain::net::ipv6::PublicIpv6;
 use crate::domain::net::range::{Ipv4Range, Ipv6Range};
 use crate::domain::operator_lists::delta::{block_changes, touching, AllowMoves, BlockChanges};
-use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::Shards;
 use crate::domain::precedence::PublishedLists;
 use crate::domain::settings::Freshness;
@@ -38,7 +38,7 @@ use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{
     CreateFeedToken, Feed, FeedStart, FeedTokens, RevokeFeedToken,
 };
-use crate::objects::lists::client as lists;
+use crate::objects::operator_lists::client as lists;
 use crate::store::holder::feed::{MAX_MOVED_RANGES, MAX_PROBED};
 use crate::store::operator_lists::snapshots::Versioned;
 use crate::store::{licenses, StoreError};

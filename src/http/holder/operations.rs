@@ -5,7 +5,7 @@ use worker::Request;
 
 use crate::domain::access::license::LicenseId;
 use crate::domain::net::address::PublicIp;
-use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::operator_lists::list::ListKind;
 use crate::domain::personal::entry::EntryDetails;
 use crate::domain::personal::holder::{Call, Operation};
 use crate::domain::personal::outcome::Outcome;
@@ -19,7 +19,7 @@ use crate::http::wire::bulk::{BulkError, MAX_ADDRESSES};
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Perform;
-use crate::objects::lists::client as lists;
+use crate::objects::operator_lists::client as lists;
 use crate::store::StoreError;
 
 /// A bulk request: a thousand addresses in a multipart form, with room to spare.

@@ -27,8 +27,8 @@ use crate::objects::directory::protocol::{
 };
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{self as holder_calls, LicensePicture};
-use crate::objects::lists::client::writer;
-use crate::objects::lists::protocol::{self as lists_calls, Covering};
+use crate::objects::operator_lists::client::writer;
+use crate::objects::operator_lists::protocol::{self as lists_calls, Covering};
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Notify;

@@ -8,7 +8,7 @@ use worker::{Env, Request, Response};
 
 use crate::domain::access::audit::{Action, Record};
 use crate::domain::code::Coded;
-use crate::domain::operator_lists::ip_list::{Changes, EditRequest, ListKind, MAX_IMPORT_BYTES};
+use crate::domain::operator_lists::list::{Changes, EditRequest, ListKind, MAX_IMPORT_BYTES};
 use crate::http::auth::caller::Operator;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
@@ -17,8 +17,10 @@ use crate::http::wire::etag;
 use crate::http::wire::reply::Reply;
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::Count;
-use crate::objects::lists::client::writer;
-use crate::objects::lists::protocol::{Edit, Export, ExportHead, ListsStatus, Replace, Status};
+use crate::objects::operator_lists::client::writer;
+use crate::objects::operator_lists::protocol::{
+    Edit, Export, ExportHead, ListsStatus, Replace, Status,
+};
 
 /// An edit of at most 10 000 entries, with room for spaces and long ranges.
 pub const MAX_EDIT_BYTES: usize = 1024 * 1024;

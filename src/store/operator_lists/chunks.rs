@@ -17,7 +17,7 @@ use crate::domain::net::range::Cidr;
 use crate::domain::operator_lists::chunk::{self, ChunkInfo, Filling, KeptEntry};
 use crate::domain::operator_lists::cut::Plan;
 use crate::domain::operator_lists::delta::MAX_DELTA_INTERVALS;
-use crate::domain::operator_lists::ip_list::{Changes, ListEntries, ListKind};
+use crate::domain::operator_lists::list::{Changes, ListEntries, ListKind};
 use crate::domain::operator_lists::snapshot::{Manifest, Shard, Sharded};
 use crate::store::operator_lists::tables::ListTables;
 use crate::store::sql::{Row, Sql, SqlError, Value};

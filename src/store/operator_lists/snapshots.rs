@@ -12,7 +12,7 @@ use worker::console_error;
 use crate::domain::code::Coded;
 use crate::domain::net::intervals::Intervals;
 use crate::domain::operator_lists::delta::{self, Piece, VersionChange, MAX_DELTA_INTERVALS};
-use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::{Manifest, Shard, Sharded, Shards};
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
@@ -480,7 +480,7 @@ mod tests {
 
     use super::*;
     use crate::domain::net::range::{Cidr, Ipv4Range};
-    use crate::domain::operator_lists::ip_list::ListEntries;
+    use crate::domain::operator_lists::list::ListEntries;
     use crate::domain::operator_lists::snapshot::Ipv6Shards;
     use std::net::Ipv4Addr;
 

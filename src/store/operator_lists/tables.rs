@@ -5,7 +5,7 @@
 
 use crate::domain::code::Coded;
 use crate::domain::operator_lists::delta::Piece;
-use crate::domain::operator_lists::ip_list::{ListEntries, ListKind};
+use crate::domain::operator_lists::list::{ListEntries, ListKind};
 use crate::domain::operator_lists::publication::Publication;
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::store::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};

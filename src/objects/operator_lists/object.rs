@@ -23,7 +23,7 @@ use crate::domain::code::Coded;
 use crate::domain::net::address::Ipv6;
 use crate::domain::net::range::Ipv4Range;
 use crate::domain::operator_lists::chunk::ChunkInfo;
-use crate::domain::operator_lists::ip_list::{Changes, ListEntries, ListEntry, ListKind};
+use crate::domain::operator_lists::list::{Changes, ListEntries, ListEntry, ListKind};
 use crate::objects::protocol::{receive, Ask, AskStream, Failure};
 use crate::platform::clock;
 use crate::platform::meter::{self, Billable};

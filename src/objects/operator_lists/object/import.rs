@@ -6,11 +6,11 @@ use worker::console_error;
 
 use super::{Answered, Chunks, OperatorLists};
 use crate::domain::net::address::Ipv6;
-use crate::domain::operator_lists::ip_list::{
+use crate::domain::operator_lists::list::{
     Changes, EditRequest, Import, ListKind, MAX_IMPORT_BYTES, MAX_IPV6_LIST_ENTRIES,
     MAX_LIST_ENTRIES,
 };
-use crate::objects::lists::protocol::{ListsRefusal, Replaced};
+use crate::objects::operator_lists::protocol::{ListsRefusal, Replaced};
 use crate::objects::protocol::Failure;
 use crate::platform::clock;
 use crate::platform::stream::{gunzip, Chunks as BodyChunks};
@@ -33,7 +33,7 @@ impl Runs {
         &mut self,
         tables: &ListTables<&DurableSql>,
         import: u64,
-        run: &crate::domain::operator_lists::ip_list::Entries,
+        run: &crate::domain::operator_lists::list::Entries,
     ) -> std::result::Result<(), SqlError> {
         let next = self.v4.len() + self.v6.len();
         tables.stage_run(import, next, &run.v4)?;

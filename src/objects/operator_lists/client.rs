@@ -9,7 +9,7 @@ use worker::Env;
 use super::protocol::{ListsProtocol, PublishedManifest};
 use crate::domain::net::intervals::Intervals;
 use crate::domain::operator_lists::delta::VersionChange;
-use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::domain::operator_lists::snapshot::Shards;
 use crate::domain::settings::Freshness;

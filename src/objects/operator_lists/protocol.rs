@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::net::address::Ipv6;
-use crate::domain::operator_lists::ip_list::{Changes, EditRequest, ListEntry, ListKind};
+use crate::domain::operator_lists::list::{Changes, EditRequest, ListEntry, ListKind};
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;

@@ -10,7 +10,7 @@ use super::OperatorLists;
 use crate::domain::code::Coded;
 use crate::domain::operator_lists::cut::{self, Published};
 use crate::domain::operator_lists::delta::{self, Piece, VersionChange};
-use crate::domain::operator_lists::ip_list::ListKind;
+use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::publication::{Attempt, Next};
 use crate::domain::operator_lists::snapshot::{Ipv6Shards, Manifest};
 use crate::platform::clock;

@@ -10,10 +10,10 @@ use futures_util::stream::{self, StreamExt};
 
 use super::{Answered, Chunks, OperatorLists};
 use crate::domain::operator_lists::chunk::ChunkInfo;
-use crate::domain::operator_lists::ip_list::{ListEntry, ListKind};
+use crate::domain::operator_lists::list::{ListEntry, ListKind};
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::domain::time::UnixTime;
-use crate::objects::lists::protocol::{
+use crate::objects::operator_lists::protocol::{
     Covering, CoveringEntries, ExportHead, ListStatus, ListsStatus, SizeAt,
 };
 use crate::objects::protocol::Streamed;
