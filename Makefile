@@ -62,7 +62,7 @@ export WRANGLER_SEND_METRICS := false
 # at opt-level 1; at the default level their builds took minutes longer on 2 cores.
 TOOL_INSTALL = CARGO_TARGET_DIR=$(TOOLS)/cargo-target CARGO_PROFILE_RELEASE_OPT_LEVEL=$(1) cargo install
 
-.PHONY: tools each-tool test-tools each-test-tool build build-test dev test lint unit e2e contract browser fuzz fuzz-quick deploy-check bench breaks clean
+.PHONY: tools each-tool test-tools each-test-tool build build-test dev test lint unit e2e contract browser fuzz fuzz-quick deploy-check bench breaks screenshots clean
 
 # Installs run side by side (make -j): the cargo builds take the cores while npm,
 # pip and apt wait on the network and the disk. Cargo's own lock keeps its builds one
@@ -201,6 +201,14 @@ contract: build $(SCHEMATHESIS)
 browser: $(TEST_WORKER) $(CHROMIUM) $(NODE_TOOLS)
 	node tests/browser/check-chromium.mjs $(CHROMIUM)
 	node --test --test-concurrency=1 tests/browser/*.test.mjs
+
+# The screenshots in docs/, made by the browser suite on a service of their own
+# with data a customer could have.
+screenshots: $(TEST_WORKER) $(CHROMIUM) $(NODE_TOOLS)
+	node --test tests/browser/screenshots.test.mjs
+	cp target/screenshots/holder-desktop.png docs/holder-page.png
+	cp target/screenshots/holder-dark.png docs/holder-page-dark.png
+	cp target/screenshots/operator-desktop.png docs/operator-page.png
 
 # libFuzzer needs nightly-only sanitizer flags; these machines have only the stable
 # toolchain, and RUSTC_BOOTSTRAP lets it accept them for this build alone. Each target

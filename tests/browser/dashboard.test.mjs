@@ -1,114 +1,16 @@
 // The dashboard in a real browser: Debian's chromium driven by playwright-core,
-// against the test build under `wrangler dev` on a free port, its clock at 06:00 UTC
-// so that no day ends during a run. Run by `make browser`.
+// against the test build under `wrangler dev` (tests/browser/service.mjs). Run by
+// `make browser`.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { readFileSync } from "node:fs";
+import {
+  ADDRESS, ADMIN_TOKEN, AXE, DESKTOP, LONGEST_IPV6, PHONE,
+  addOne, admin, base, holderPage, open, operatorPage, serviceNow, start, stop, text,
+} from "./service.mjs";
 
-const ROOT = new URL("../..", import.meta.url).pathname;
-const ADMIN_TOKEN = "browser-admin-token-0123456789abcdef0123";
-const SCREENSHOTS = join(ROOT, "target/screenshots");
-const AXE = join(ROOT, "node_modules/axe-core/axe.min.js");
-const DESKTOP = { width: 1280, height: 900 };
-const PHONE = { width: 390, height: 844 };
-
-let server, state, config, base, browser;
-/** How far the service's clock runs ahead of this machine's, in milliseconds (set in `before`). */
-let clockOffset = 0;
-/** The service's now, in milliseconds since the epoch. */
-const serviceNow = () => Date.now() + clockOffset;
-
-/** wrangler.toml, on the test build (its clock can be set) and with absolute paths,
- *  in a folder of its own: wrangler reloads the worker when files beside its
- *  configuration change. */
-function testConfiguration() {
-  const lines = readFileSync(join(ROOT, "wrangler.toml"), "utf8").split("\n")
-    .filter((line) => !line.startsWith("command =") && !line.startsWith("watch_dir ="))
-    .map((line) => line
-      .replace('main = "build/index.js"', `main = "${join(ROOT, "build-test/index.js")}"`)
-      .replace('directory = "public"', `directory = "${join(ROOT, "public")}"`));
-  config = mkdtempSync(join(tmpdir(), "greylist-browser-config-"));
-  writeFileSync(join(config, "wrangler.toml"), lines.join("\n"));
-  return join(config, "wrangler.toml");
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-before(async () => {
-  state = mkdtempSync(join(tmpdir(), "greylist-browser-"));
-  const [port, inspector] = [await freePort(), await freePort()];
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(join(ROOT, "node_modules/.bin/wrangler"), [
-    "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
-    "--persist-to", state, "--show-interactive-dev-session=false",
-    "--var", "JWT_SECRET:browser-jwt-secret-0123456789abcdef0123", "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`, "--var", "CACHE_SECONDS:0", "--var", "IPV6:on",
-    "--config", testConfiguration(),
-  ], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: {
-    ...process.env,
-    WRANGLER_SEND_METRICS: "false",
-    // wrangler's compiled code kept between starts, as the e2e suite does.
-    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${join(ROOT, "tests/node-code-cache.cjs")}`.trim(),
-    GREYLIST_CODE_CACHE: join(ROOT, "target/tmp/node-code-cache"),
-  } });
-  let log = "";
-  server.stdout.on("data", (chunk) => (log += chunk));
-  server.stderr.on("data", (chunk) => (log += chunk));
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${base}/openapi.json`)).ok) break;
-    } catch {}
-    if (Date.now() > deadline || server.exitCode !== null) throw new Error(`wrangler dev did not start:\n${log}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  // The next 06:00 UTC, as the e2e tests do: 18 hours before the daily counters
-  // start again, whenever the suite runs, and never behind the real clock.
-  const day = 86_400_000;
-  const six = Date.now() - (Date.now() % day) + 6 * 3_600_000;
-  clockOffset = (six >= Date.now() ? six : six + day) - Date.now();
-  const set = await fetch(`${base}/__test/clock`, { method: "POST", body: JSON.stringify({ offsetMs: clockOffset }) });
-  assert.equal(set.status, 200, `setting the clock: ${await set.text()}`);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    // Root in a container has no sandbox; the rest keeps chromium off a network it cannot reach.
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
-  mkdirSync(SCREENSHOTS, { recursive: true });
-});
-
-after(async () => {
-  await browser?.close();
-  if (server) process.kill(-server.pid, "SIGKILL");
-  rmSync(state, { recursive: true, force: true });
-  if (config) rmSync(config, { recursive: true, force: true });
-});
-
-async function admin(method, path, body) {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, "Content-Type": typeof body === "string" ? "text/plain" : "application/json" },
-    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-  });
-  assert.ok(response.ok, `${method} ${path}: ${response.status} ${await response.clone().text()}`);
-  return response.status === 204 ? null : response.json();
-}
-
-/** The address fields' label: "IPv4 address", or "IP address" once the quota says IPv6 is on. */
-const ADDRESS = /^IP(v4)? address$/;
-/** The longest canonical IPv6 text, 39 characters: what a phone must show without scrolling sideways. */
-const LONGEST_IPV6 = "2a00:1450:4001:80b:1234:5678:9abc:def0";
+before(start);
+after(stop);
 
 let lastIp = 0;
 /** A public address no other test of this file uses. */
@@ -117,50 +19,7 @@ function uniqueIp() {
   return `45.67.${lastIp >> 8}.${lastIp & 255}`;
 }
 
-/** A page with a fresh context; `dialogs` collects every alert, confirm or prompt it opened. */
-/** `bypassCSP` turns the page's Content-Security-Policy off, so that a test of what
- *  the page inserts fails on markup run as HTML even where the policy would block it. */
-async function open(path, viewport = DESKTOP, colorScheme = "light", bypassCSP = false) {
-  const context = await browser.newContext({ viewport, colorScheme, bypassCSP });
-  const page = await context.newPage();
-  page.dialogs = [];
-  page.on("dialog", (dialog) => {
-    page.dialogs.push(dialog.message());
-    dialog.dismiss();
-  });
-  page.errors = [];
-  page.on("pageerror", (error) => page.errors.push(error.message));
-  await page.goto(`${base}${path}`);
-  return page;
-}
-
-async function holderPage(key, viewport, colorScheme, bypassCSP) {
-  const page = await open("/", viewport, colorScheme, bypassCSP);
-  await page.getByLabel("License key", { exact: true }).fill(key);
-  await page.getByRole("button", { name: "Log in" }).click();
-  await page.locator("#quota dd").first().waitFor();
-  return page;
-}
-
-async function operatorPage(viewport, colorScheme, bypassCSP, token = ADMIN_TOKEN) {
-  const page = await open("/admin/", viewport, colorScheme, bypassCSP);
-  await page.getByLabel("Admin token or operator key", { exact: true }).fill(token);
-  await page.getByRole("button", { name: "Log in" }).click();
-  await page.locator("#status-rows tr").first().waitFor();
-  return page;
-}
-
-const text = (page, selector) => page.locator(selector).innerText();
 const listRow = (page, ip) => page.locator("#list-rows tr", { hasText: ip });
-
-async function addOne(page, ip, comment, ttlLabel = "Never") {
-  await page.getByLabel(ADDRESS).nth(1).fill(ip);
-  await page.getByLabel("Expires").selectOption({ label: ttlLabel });
-  await page.getByLabel("Comment").fill(comment);
-  await page.getByRole("button", { name: "Add", exact: true }).click();
-  await page.locator("#add-result", { hasText: ip }).waitFor();
-  return text(page, "#add-result");
-}
 
 describe("holder page", () => {
   test("log in, add with a comment and a ttl, see it listed, check it, remove it, see the history", async () => {
@@ -679,52 +538,6 @@ describe("both pages", () => {
       await operator.locator("#lookup-result", { hasText: "46.1.2.3" }).waitFor();
       for (const page of [...loggedOut, holder, operator]) {
         assert.deepEqual(await violations(page), [], `${page.url()} (${colorScheme})`);
-      }
-    }
-  });
-
-  test("screenshots at desktop and phone width, and nothing wider than a phone", async () => {
-    const { licenseKey } = await admin("POST", "/admin/licenses");
-    // A bouncer that has pulled, so the feed tokens show one.
-    const login = await fetch(`${base}/v2/authentication/login/license`, {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ licenseKey }),
-    }).then((r) => r.json());
-    const made = await fetch(`${base}/api/feedTokens`, {
-      method: "POST", headers: { Authorization: `Bearer ${login.accessToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ scope: "all" }),
-    }).then((r) => r.json());
-    const pulled = await fetch(`${base}/v1/decisions/stream?startup=true`, { headers: { "X-Api-Key": made.feedToken, "User-Agent": "crowdsec-firewall-bouncer/v0.0.25" } });
-    assert.equal(pulled.status, 200);
-    for (const [name, viewport] of [["desktop", DESKTOP], ["phone", PHONE]]) {
-      const holder = await holderPage(licenseKey, viewport);
-      if (name === "desktop") {
-        await addOne(holder, uniqueIp(), "seen probing SSH");
-        await addOne(holder, uniqueIp(), "credential stuffing", "After 7 days");
-        await addOne(holder, LONGEST_IPV6, "IPv6 scanner");
-      }
-      await holder.locator("#list-rows tr").nth(1).waitFor();
-      await holder.locator("#history-rows tr").nth(1).waitFor();
-      await holder.screenshot({ path: join(SCREENSHOTS, `holder-${name}.png`), fullPage: true });
-      if (name === "desktop") {
-        const dark = await holderPage(licenseKey, viewport, "dark");
-        await dark.locator("#activity-chart svg.chart rect.bar.added").waitFor();
-        await dark.screenshot({ path: join(SCREENSHOTS, "holder-dark.png"), fullPage: true });
-      }
-      if (name === "desktop") {
-        await admin("POST", "/admin/licenses", { label: "Acme GmbH", note: "Berlin office; renews in March" });
-        await admin("POST", "/admin/keys", { name: "Sam from support", role: "read" });
-      }
-      const operator = await operatorPage(viewport);
-      await operator.locator("#license-rows tr").first().waitFor();
-      await operator.locator("#license-rows tr", { hasText: "Acme GmbH" }).getByRole("button", { name: /^Open/ }).click();
-      await operator.locator("#license-detail:not([hidden]) dd").first().waitFor();
-      await operator.getByLabel("Address", { exact: true }).fill("46.1.2.3");
-      await operator.getByRole("button", { name: "Look up" }).click();
-      await operator.locator("#lookup-result", { hasText: "46.1.2.3" }).waitFor();
-      await operator.locator("#audit-rows tr").first().waitFor();
-      await operator.screenshot({ path: join(SCREENSHOTS, `operator-${name}.png`), fullPage: true });
-      for (const page of [holder, operator]) {
-        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-        assert.ok(overflow <= 0, `${page.url()} at ${name} width scrolls sideways by ${overflow}px`);
       }
     }
   });
