@@ -1,10 +1,12 @@
 //! Which list governs an address for a holder, and what that list answers: the
 //! one place the order "global allow list → global challenge list → personal
-//! list" is written. The single operations and bulk ask it through `verdict`, an
-//! address at a time; the feeds, their deltas, the appliance files and CrowdSec's
-//! stream and live mode ask it of each entry through `PublishedLists`. A new list
-//! (a holder's own allow list, entries promoted by the network) is a new
-//! `Governor` in `PRECEDENCE`, not a new place.
+//! list" is written (`Governor::PRECEDENCE`). The single operations and bulk ask it
+//! through `verdict`, an address at a time; the feeds (whole and delta), the
+//! appliance files and CrowdSec's stream and live mode ask it of each of the
+//! holder's entries and of the global list's blocks through `PublishedLists`. A new
+//! list (a holder's own allow list, entries promoted by the network) is a new
+//! `Governor` in `PRECEDENCE` with what it answers and how it is held, not a new
+//! place in each surface.
 
 use std::rc::Rc;
 
@@ -13,6 +15,7 @@ use crate::domain::net::address::{GivenIp, Listed, PublicIp};
 use crate::domain::net::family::Addr;
 use crate::domain::net::intervals::{without, Intervals, Seek};
 use crate::domain::net::range::Cidr;
+use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::{covers, Shards};
 use crate::domain::personal::holder::Operation;
 use crate::domain::personal::outcome::Outcome;
@@ -31,6 +34,28 @@ pub enum Governor {
 impl Governor {
     /// Strongest first: the first list that holds an address governs it.
     pub const PRECEDENCE: [Self; 3] = [Self::GlobalAllow, Self::GlobalChallenge, Self::Personal];
+
+    /// Whether an address this list governs is challenged: one an allow list
+    /// governs never is.
+    pub fn challenges(self) -> bool {
+        self != Self::GlobalAllow
+    }
+
+    /// Whether this list comes before `other` in the precedence.
+    fn is_stronger_than(self, other: Self) -> bool {
+        let rank = |list| Self::PRECEDENCE.iter().position(|&l| l == list);
+        rank(self) < rank(other)
+    }
+
+    /// The operator's list this is, which the isolates hold as published; `None`
+    /// for the holder's own list, which its object holds.
+    pub fn operator_list(self) -> Option<ListKind> {
+        match self {
+            Self::GlobalAllow => Some(ListKind::Allow),
+            Self::GlobalChallenge => Some(ListKind::Global),
+            Self::Personal => None,
+        }
+    }
 
     /// Whether `operation` asks this list at all. A removal changes the holder's
     /// own list only, so the global challenge list has no say in it (the
@@ -68,20 +93,18 @@ pub enum Verdict {
 pub async fn verdict<E>(
     operation: Operation,
     ip: GivenIp,
-    mut holds: impl AsyncFnMut(Governor, PublicIp) -> Result<bool, E>,
+    mut holds: impl AsyncFnMut(ListKind, PublicIp) -> Result<bool, E>,
 ) -> Result<Verdict, E> {
-    // The personal list governs what no operator's list holds; its object answers.
-    let mut governor = Governor::Personal;
     for list in Governor::PRECEDENCE {
-        if list == Governor::Personal {
+        // The holder's own list is its object's to weigh, once the Worker's are asked.
+        let Some(kind) = list.operator_list() else {
             break;
-        }
-        if list.is_asked_by(operation) && holds(list, ip.ip).await? {
-            governor = list;
-            break;
+        };
+        if list.is_asked_by(operation) && holds(kind, ip.ip).await? {
+            return Ok(list.verdict(operation, ip));
         }
     }
-    Ok(governor.verdict(operation, ip))
+    Ok(Verdict::Personal(ip))
 }
 
 /// The operator's lists as an isolate holds their published snapshots, each
@@ -95,51 +118,85 @@ pub struct PublishedLists {
 }
 
 impl PublishedLists {
-    /// Which list governs one of the holder's entries in a feed: the allow list,
-    /// when it holds the entry's address or any address of its /64 (the entry is
-    /// left out); the global challenge list, when one of the blocks the feed
-    /// writes for it is the entry itself (the entry stands as long as that block
-    /// does); otherwise the holder's own list.
+    /// Which list governs one of the holder's entries in a feed: the strongest that
+    /// holds it (`holds_entry`). An allow list's entry is left out; one the global
+    /// challenge list governs stands as long as that list's block does.
     pub fn governor_of_entry(&self, ip: Listed) -> Governor {
-        if self.allows_entry(ip) {
-            Governor::GlobalAllow
-        } else if self.has_own_block(personal_block(ip)) {
-            Governor::GlobalChallenge
+        Governor::PRECEDENCE
+            .into_iter()
+            .find(|&list| self.holds_entry(list, ip))
+            .unwrap_or(Governor::Personal)
+    }
+
+    /// Whether a feed challenges one of the holder's entries: `governor_of_entry`
+    /// asked only as far as the answer can still change, so that a whole feed,
+    /// whose merge writes an entry the global list holds too once, asks the allow
+    /// list alone.
+    pub fn challenges_entry(&self, ip: Listed) -> bool {
+        for (at, &list) in Governor::PRECEDENCE.iter().enumerate() {
+            if Governor::PRECEDENCE[at..].iter().all(|l| l.challenges()) {
+                return true;
+            }
+            if self.holds_entry(list, ip) {
+                return list.challenges();
+            }
+        }
+        true
+    }
+
+    /// Whether `list` holds one of the holder's entries, as a feed weighs it: the
+    /// allow list when it holds the entry's address or any address of its /64; the
+    /// global challenge list when one of the blocks the feed writes for it is the
+    /// entry itself; the holder's own list always.
+    fn holds_entry(&self, list: Governor, ip: Listed) -> bool {
+        match list {
+            Governor::GlobalAllow => self.allow_holds(ip),
+            Governor::GlobalChallenge => self.has_own_block(personal_block(ip)),
+            Governor::Personal => true,
+        }
+    }
+
+    /// What the global challenge list's blocks are cut by, each family: the lists
+    /// stronger than it that challenge nothing.
+    fn cut(&self) -> (Rc<Intervals>, Rc<Intervals<u128>>) {
+        if Governor::GlobalAllow.is_stronger_than(Governor::GlobalChallenge) {
+            (self.allow.clone(), self.allow6.clone())
         } else {
-            Governor::Personal
+            (Rc::default(), Rc::default())
         }
     }
 
     /// The global challenge list's block that holds `ip`, as a whole feed writes it:
     /// the global list without what the allow list holds.
     pub fn block_holding(&self, ip: PublicIp) -> Option<FeedBlock> {
+        let (cut, cut6) = self.cut();
         match ip {
-            PublicIp::V4(v4) => {
-                block_holding(&self.global, &self.allow, v4.to_u32()).map(FeedBlock::V4)
+            PublicIp::V4(v4) => block_holding(&self.global, &cut, v4.to_u32()).map(FeedBlock::V4),
+            PublicIp::V6(v6) => {
+                block_holding(&self.global6, &cut6, u128::from(v6.addr())).map(FeedBlock::V6Range)
             }
-            PublicIp::V6(v6) => block_holding(&self.global6, &self.allow6, u128::from(v6.addr()))
-                .map(FeedBlock::V6Range),
         }
     }
 
     /// The global challenge list's blocks of both families, without what the
     /// allow list holds, in the feed's order.
     pub fn challenged_blocks(&self) -> GlobalBlocks {
+        let (cut, cut6) = self.cut();
         GlobalBlocks {
-            v4: FamilyBlocks::new(Box::new(challenged_from(&self.global, &self.allow, 0))
-                as Box<dyn Iterator<Item = _>>)
+            v4: FamilyBlocks::new(
+                Box::new(challenged_from(&self.global, &cut, 0)) as Box<dyn Iterator<Item = _>>
+            )
             .peekable(),
-            v6: FamilyBlocks::new(Box::new(challenged_from(&self.global6, &self.allow6, 0))
-                as Box<dyn Iterator<Item = _>>)
+            v6: FamilyBlocks::new(
+                Box::new(challenged_from(&self.global6, &cut6, 0)) as Box<dyn Iterator<Item = _>>
+            )
             .peekable(),
         }
     }
 
-    /// Whether the allow list governs an address or entry: it holds the address,
-    /// or any address of the /64. The first question of `governor_of_entry`, and
-    /// the only one a whole feed asks (its merge writes an entry the global list
-    /// also holds once).
-    pub fn allows_entry(&self, ip: Listed) -> bool {
+    /// Whether the allow list holds an address or entry: the address, or any
+    /// address of the /64.
+    fn allow_holds(&self, ip: Listed) -> bool {
         match ip {
             Listed::Ip(PublicIp::V4(v4)) => covers(&self.allow, v4.to_u32()),
             Listed::Ip(PublicIp::V6(v6)) => covers(&self.allow6, u128::from(v6.addr())),
@@ -157,13 +214,14 @@ impl PublishedLists {
 
     /// Whether the challenged global list has `block` as one of its own blocks.
     fn has_own_block(&self, block: FeedBlock) -> bool {
+        let (cut, cut6) = self.cut();
         match block {
-            FeedBlock::V4(range) => has_block(&self.global, &self.allow, range),
+            FeedBlock::V4(range) => has_block(&self.global, &cut, range),
             FeedBlock::V6(ip) => {
                 let addr = u128::from(ip.addr());
                 has_block(
                     &self.global6,
-                    &self.allow6,
+                    &cut6,
                     Cidr::from_parts(addr, 128).expect("an address"),
                 )
             }
@@ -171,11 +229,11 @@ impl PublishedLists {
                 let first = u128::from(net.addr());
                 has_block(
                     &self.global6,
-                    &self.allow6,
+                    &cut6,
                     Cidr::from_parts(first, 64).expect("a /64"),
                 )
             }
-            FeedBlock::V6Range(range) => has_block(&self.global6, &self.allow6, range),
+            FeedBlock::V6Range(range) => has_block(&self.global6, &cut6, range),
         }
     }
 }
@@ -273,8 +331,12 @@ mod tests {
         let verdict = now(verdict(
             operation,
             given("203.0.114.9"),
-            async |list, ip| {
+            async |kind, ip| {
                 assert_eq!(ip, given("203.0.114.9").ip);
+                let list = Governor::PRECEDENCE
+                    .into_iter()
+                    .find(|list| list.operator_list() == Some(kind))
+                    .unwrap();
                 asked.borrow_mut().push(list);
                 Ok::<_, ()>(holding.contains(&list))
             },
@@ -457,7 +519,7 @@ mod tests {
         };
         assert_eq!(holding("198.51.99.3").as_deref(), Some("198.51.99.2/31"));
         assert_eq!(holding("198.51.99.1"), None);
-        assert!(lists.allows_entry(entry("198.51.99.1")));
-        assert!(!lists.allows_entry(entry("198.51.99.2")));
+        assert!(!lists.challenges_entry(entry("198.51.99.1")));
+        assert!(lists.challenges_entry(entry("198.51.99.2")));
     }
 }

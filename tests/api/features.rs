@@ -161,7 +161,7 @@ fn expired_entries_are_gone_for_every_operation_and_swept_by_the_alarm() {
         "an alarm stands for the first expiry"
     );
     // Real time goes on beside the moves, so the margin is generous; the second itself is
-    // tested natively (`store::holder_list::tests`).
+    // tested natively (`store::holder::list::tests`).
     server.advance(50);
     assert_eq!(
         app.list(&[])["result"],

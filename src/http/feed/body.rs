@@ -309,7 +309,9 @@ impl Writer {
                         for record in page {
                             match record {
                                 // Whatever else holds it, the merge writes it once.
-                                FeedRecord::Listed(entry) if !self.lists.allows_entry(entry.ip) => {
+                                FeedRecord::Listed(entry)
+                                    if self.lists.challenges_entry(entry.ip) =>
+                                {
                                     entries.push(entry)
                                 }
                                 FeedRecord::Listed(_) => {}

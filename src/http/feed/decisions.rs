@@ -30,7 +30,7 @@ use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{Feed, HolderProtocol, LiveLookup};
 use crate::objects::operator_lists::client as lists;
 use crate::objects::protocol::{Failure, Object};
-use crate::store::operator_lists::snapshots::Versioned;
+use crate::store::operator_lists::snapshots::{self, Versioned};
 use crate::store::StoreError;
 
 /// What a pull asks for, from its query string: the Local API's parameters;
@@ -83,12 +83,7 @@ struct VersionedLists {
 
 impl VersionedLists {
     fn published(self) -> PublishedLists {
-        PublishedLists {
-            global: self.global.v4,
-            allow: self.allow.v4,
-            global6: self.global.v6,
-            allow6: self.allow.v6,
-        }
+        snapshots::published(self.global, self.allow)
     }
 }
 
@@ -260,7 +255,7 @@ pub async fn live(
         return json_body("null");
     };
     let published = operator_lists(cx, may_read).await?.published();
-    if published.allows_entry(Listed::Ip(ip)) {
+    if !published.challenges_entry(Listed::Ip(ip)) {
         return json_body("null");
     }
     let client = PullClient::new(user_agent(&req)?.as_deref(), "live");
@@ -274,7 +269,7 @@ pub async fn live(
         .await?;
     // The holder's /64 is left out when the allow list holds any address of it.
     let mut items: Vec<FeedItem> = entry
-        .filter(|entry| !published.allows_entry(entry.ip))
+        .filter(|entry| published.challenges_entry(entry.ip))
         .map(FeedItem::personal)
         .into_iter()
         .collect();

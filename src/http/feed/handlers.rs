@@ -22,7 +22,6 @@ use crate::domain::net::range::{Ipv4Range, Ipv6Range};
 use crate::domain::operator_lists::delta::{block_changes, touching, AllowMoves, BlockChanges};
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::Shards;
-use crate::domain::precedence::PublishedLists;
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
 use crate::http::auth::caller::FeedReader;
@@ -40,7 +39,7 @@ use crate::objects::holder::protocol::{
 };
 use crate::objects::operator_lists::client as lists;
 use crate::store::holder::feed::{MAX_MOVED_RANGES, MAX_PROBED};
-use crate::store::operator_lists::snapshots::Versioned;
+use crate::store::operator_lists::snapshots::{self, Versioned};
 use crate::store::{licenses, StoreError};
 
 /// `GET /api/greylistFeed`: the whole feed as text or JSON, or (JSON with
@@ -142,12 +141,7 @@ pub async fn feed(
         None if query.format == Format::Json => (Render::Json, "application/json"),
         None => (Render::Text, "text/plain; charset=utf-8"),
     };
-    let published = PublishedLists {
-        global: global.v4,
-        allow: allow.v4,
-        global6: global.v6,
-        allow6: allow.v6,
-    };
+    let published = snapshots::published(global, allow);
     let body = feed_body::body(
         records,
         published,

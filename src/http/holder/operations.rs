@@ -5,12 +5,11 @@ use worker::Request;
 
 use crate::domain::access::license::LicenseId;
 use crate::domain::net::address::PublicIp;
-use crate::domain::operator_lists::list::ListKind;
 use crate::domain::personal::entry::EntryDetails;
 use crate::domain::personal::holder::{Call, Operation};
 use crate::domain::personal::outcome::Outcome;
 use crate::domain::personal::quota::Quota;
-use crate::domain::precedence::{verdict, Governor, Verdict};
+use crate::domain::precedence::{verdict, Verdict};
 use crate::domain::time::Millis;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
@@ -120,14 +119,8 @@ async fn run(
         if let Err(error) = &details {
             return Err(error.clone());
         }
-        let holds = async |list, ip: PublicIp| {
-            let kind = match list {
-                Governor::GlobalAllow => ListKind::Allow,
-                Governor::GlobalChallenge => ListKind::Global,
-                Governor::Personal => return Ok(false),
-            };
-            lists::contains(env, kind, ip.addr(), freshness, now).await
-        };
+        let holds =
+            async |kind, ip: PublicIp| lists::contains(env, kind, ip.addr(), freshness, now).await;
         settled.push(verdict(operation, ip, holds).await?);
     }
     let details = details.unwrap_or_default();

@@ -1,7 +1,7 @@
 //! The operator's console under `/admin/`: licenses with their labels and their
 //! whole picture, named operator keys, the audit log, and the lookup of one
-//! address. Every handler here runs only after `auth::operator` has passed for
-//! its route, and is handed who acts.
+//! address. Every handler here runs only after `auth::caller::operator` has passed
+//! for its route, and is handed who acts.
 
 use std::net::IpAddr;
 

@@ -1,6 +1,6 @@
 //! The operator API's lists under `/admin/`: the global list, the allow list, and
-//! the service's status. Every handler here runs only after `auth::operator` has
-//! passed for its route; each change is recorded in the audit log once made.
+//! the service's status. Every handler here runs only after `auth::caller::operator`
+//! has passed for its route; each change is recorded in the audit log once made.
 
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;

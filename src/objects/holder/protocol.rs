@@ -89,10 +89,10 @@ pub struct Feed {
     pub since: Option<u64>,
     /// The history number the caller already has: nothing else is sent if it is current.
     pub known: Option<u64>,
-    /// Entries to look up (at most `holder_feed::MAX_PROBED`): which the list holds.
+    /// Entries to look up (at most `store::holder::feed::MAX_PROBED`): which the list holds.
     pub probe: Vec<Listed>,
     /// Where a change of the allow list since the cursor moved the list's entries
-    /// (at most `holder_feed::MAX_MOVED_RANGES` intervals): a delta carries them.
+    /// (at most `store::holder::feed::MAX_MOVED_RANGES` intervals): a delta carries them.
     pub moves: AllowMoves,
 }
 

@@ -14,6 +14,7 @@ use crate::domain::net::intervals::Intervals;
 use crate::domain::operator_lists::delta::{self, Piece, VersionChange, MAX_DELTA_INTERVALS};
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::{Manifest, Shard, Sharded, Shards};
+use crate::domain::precedence::PublishedLists;
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
 use crate::store::kv::{is_fresh, read_json, KvRead};
@@ -43,6 +44,21 @@ pub struct Versioned<T4, T6> {
     pub version: u64,
     pub v4: T4,
     pub v6: T6,
+}
+
+/// The operator's lists as the precedence weighs a holder's entries against them:
+/// the global list's shards (empty for a personal feed) and the allow list's
+/// intervals, each family apart.
+pub fn published(
+    global: Versioned<Shards, Shards<u128>>,
+    allow: Versioned<Rc<Intervals>, Rc<Intervals<u128>>>,
+) -> PublishedLists {
+    PublishedLists {
+        global: global.v4,
+        allow: allow.v4,
+        global6: global.v6,
+        allow6: allow.v6,
+    }
 }
 
 /// What one isolate holds of the published lists.

@@ -19,7 +19,7 @@ const ROW_PIECE_BYTES: usize = 1 << 20;
 /// adds the pieces of changes and the versions' times.
 /// The third names retired shards by key, not by version and count, since a
 /// version keeps the shards it shares with the one before (`cut`). The fourth
-/// keeps the lists in chunks with their provenance (`list_chunks`), the edits
+/// keeps the lists in chunks with their provenance (`chunks`), the edits
 /// that made them, the runs of imports under way, the shards the publications
 /// built, and the last edit each published version includes; the whole lists of
 /// the `entries` table are taken over into chunks by the writer when it loads.
