@@ -21,6 +21,8 @@ WORKER := build/index.js
 # end-to-end tests only: its own folder, never what is deployed. It shares the
 # deployable build's target folder, so the dependencies compile once for both; the
 # features change only this crate, and worker-build writes each build its own copy.
+# One worker-build at a time (flock), so that under make -j neither reads the
+# module the other's cargo just wrote.
 TEST_WORKER := build-test/index.js
 SOURCES := Cargo.toml Cargo.lock $(shell find src -name '*.rs')
 FLOOR := bench/floor/build/index.js
@@ -114,11 +116,13 @@ build: $(WORKER)
 build-test: $(TEST_WORKER)
 
 $(WORKER): $(SOURCES) | tools
-	$(BUILD_ENV) $(WORKER_BUILD) --release
+	@mkdir -p target
+	flock target/.worker-build.lock env $(BUILD_ENV) $(WORKER_BUILD) --release
 	node_modules/.bin/wasm-opt build/index_bg.wasm $(WASM_FEATURES) -Oz -o build/index_bg.wasm
 
 $(TEST_WORKER): $(SOURCES) | tools
-	$(BUILD_ENV) $(WORKER_BUILD) --release --no-opt --out-dir build-test -- --features test-hooks
+	@mkdir -p target
+	flock target/.worker-build.lock env $(BUILD_ENV) $(WORKER_BUILD) --release --no-opt --out-dir build-test -- --features test-hooks
 
 $(FLOOR): bench/floor/Cargo.toml bench/floor/Cargo.lock bench/floor/src/lib.rs | tools
 	cd bench/floor && $(BUILD_ENV) $(WORKER_BUILD) --release
