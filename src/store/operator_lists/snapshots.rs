@@ -7,8 +7,6 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::rc::Rc;
 
-use worker::console_error;
-
 use crate::domain::code::Coded;
 use crate::domain::net::intervals::Intervals;
 use crate::domain::operator_lists::delta::{self, Piece, VersionChange, MAX_DELTA_INTERVALS};
@@ -17,6 +15,7 @@ use crate::domain::operator_lists::snapshot::{Manifest, Shard, Sharded, Shards};
 use crate::domain::precedence::PublishedLists;
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
+use crate::platform::log;
 use crate::store::kv::{is_fresh, read_json, KvRead};
 use crate::store::operator_lists::shared_load::SharedLoad;
 use crate::store::StoreError;
@@ -435,11 +434,11 @@ impl IsolateLists {
             }
             (Ok(manifest), held) => self.candidate(kind, manifest, now, held.as_deref()),
             (Err(error), Some(held)) => {
-                console_error!(
+                log::error(&format!(
                     "{} list: keeping version {}: {error:?}",
                     kind.code(),
                     held.manifest.version
-                );
+                ));
                 return ask(held.clone()).await;
             }
             (Err(error), None) => return Err(error),
@@ -467,11 +466,11 @@ impl IsolateLists {
                 Ok(answer)
             }
             (Err(error), Some(held)) => {
-                console_error!(
+                log::error(&format!(
                     "{} list: keeping version {}: {error:?}",
                     kind.code(),
                     held.manifest.version
-                );
+                ));
                 ask(held).await
             }
             (Err(error), None) => Err(error),
