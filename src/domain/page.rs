@@ -24,6 +24,36 @@ pub struct EntryCursor {
     pub ip: Key,
 }
 
+/// After this entry of the holder's allow list, sorted newest first: its time
+/// of adding, then its range as the rows keep it (first address, prefix length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllowCursor {
+    pub added_at: u64,
+    pub first: u128,
+    pub prefix: u8,
+}
+
+impl PageCursor for AllowCursor {
+    fn encode(&self) -> String {
+        format!("{:x}.{:032x}.{}", self.added_at, self.first, self.prefix)
+    }
+
+    fn decode(text: &str) -> Option<Self> {
+        let mut parts = text.split('.');
+        let (added_at, first, prefix) = (parts.next()?, parts.next()?, parts.next()?);
+        let first = (first.len() == 32)
+            .then(|| u128::from_str_radix(first, 16).ok())
+            .flatten()?;
+        let prefix = prefix.parse().ok().filter(|&p| p <= 128)?;
+        parts.next().is_none().then_some(())?;
+        Some(Self {
+            added_at: hex(added_at)?,
+            first,
+            prefix,
+        })
+    }
+}
+
 /// After this history row; rows are numbered in the order they happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistoryCursor {
@@ -250,6 +280,25 @@ mod tests {
     use super::*;
 
     type Query = PageQuery<EntryCursor>;
+
+    #[test]
+    fn an_allow_list_cursor_round_trips_and_refuses_anything_else() {
+        let cursor = AllowCursor {
+            added_at: 0x6931_2c00,
+            first: 0xffff_2d43_5900,
+            prefix: 120,
+        };
+        assert_eq!(AllowCursor::decode(&cursor.encode()), Some(cursor));
+        for bad in [
+            "",
+            "1.2",
+            "1.00.3",
+            "1.0000000000000000000000000000000.129",
+            "x.0.1",
+        ] {
+            assert_eq!(AllowCursor::decode(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn cursors_round_trip_and_refuse_anything_else() {

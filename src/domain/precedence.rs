@@ -1,7 +1,9 @@
 //! Which list governs an address for a holder, and what that list answers: the
-//! one place the order "global allow list → global challenge list → personal
-//! list" is written (`Governor::PRECEDENCE`). The single operations and bulk ask it
-//! through `verdict`, an address at a time; the feeds (whole and delta), the
+//! one place the order "global allow list → the holder's allow list → global
+//! challenge list → personal list" is written (`Governor::PRECEDENCE`). The single
+//! operations and bulk ask it through `verdict` in the Worker, which asks the
+//! operator's lists, and `weigh_in_object` in the holder's object, which alone
+//! knows the holder's allow list; the feeds (whole and delta), the
 //! appliance files and CrowdSec's stream and live mode ask it of each of the
 //! holder's entries and of the global list's blocks through `PublishedLists`. A new
 //! list (a holder's own allow list, entries promoted by the network) is a new
@@ -13,18 +15,21 @@ use std::rc::Rc;
 use crate::domain::feed::item::{personal_block, Blocks, FeedBlock};
 use crate::domain::net::address::{GivenIp, Listed, PublicIp};
 use crate::domain::net::family::Addr;
-use crate::domain::net::intervals::{without, Intervals, Seek};
+use crate::domain::net::intervals::{combine, without, Intervals, Op, Seek};
 use crate::domain::net::range::Cidr;
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::{covers, Shards};
 use crate::domain::personal::holder::Operation;
-use crate::domain::personal::outcome::Outcome;
+use crate::domain::personal::outcome::{Outcome, PersonalOutcome};
 
 /// A list that can govern an address for a holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Governor {
     /// The operator's allow list: an address on it is never challenged, nor acted on.
     GlobalAllow,
+    /// The holder's own allow list, kept by the holder's object: what it holds is
+    /// never challenged for that holder.
+    HolderAllow,
     /// The operator's (global) challenge list.
     GlobalChallenge,
     /// The holder's own challenge list, kept by the holder's object.
@@ -33,12 +38,17 @@ pub enum Governor {
 
 impl Governor {
     /// Strongest first: the first list that holds an address governs it.
-    pub const PRECEDENCE: [Self; 3] = [Self::GlobalAllow, Self::GlobalChallenge, Self::Personal];
+    pub const PRECEDENCE: [Self; 4] = [
+        Self::GlobalAllow,
+        Self::HolderAllow,
+        Self::GlobalChallenge,
+        Self::Personal,
+    ];
 
     /// Whether an address this list governs is challenged: one an allow list
     /// governs never is.
     pub fn challenges(self) -> bool {
-        self != Self::GlobalAllow
+        !matches!(self, Self::GlobalAllow | Self::HolderAllow)
     }
 
     /// Whether this list comes before `other` in the precedence.
@@ -48,20 +58,35 @@ impl Governor {
     }
 
     /// The operator's list this is, which the isolates hold as published; `None`
-    /// for the holder's own list, which its object holds.
+    /// for the holder's own lists, which its object holds.
     pub fn operator_list(self) -> Option<ListKind> {
         match self {
             Self::GlobalAllow => Some(ListKind::Allow),
             Self::GlobalChallenge => Some(ListKind::Global),
-            Self::Personal => None,
+            Self::HolderAllow | Self::Personal => None,
         }
     }
 
     /// Whether `operation` asks this list at all. A removal changes the holder's
-    /// own list only, so the global challenge list has no say in it (the
-    /// specification: the operations never change the global list).
+    /// own list only, so neither the global challenge list (the specification:
+    /// the operations never change the global list) nor the holder's allow list,
+    /// whose entries took away what they cover, has a say in it.
     fn is_asked_by(self, operation: Operation) -> bool {
-        !(self == Self::GlobalChallenge && operation == Operation::Remove)
+        !(matches!(self, Self::GlobalChallenge | Self::HolderAllow)
+            && operation == Operation::Remove)
+    }
+
+    /// What `operation` comes to for an address this list governs, as the
+    /// holder's object answers it (the lists it does not keep as the Worker told it).
+    fn object_outcome(self, operation: Operation) -> Option<PersonalOutcome> {
+        match self {
+            Self::HolderAllow => Some(PersonalOutcome::OwnAllowListed),
+            Self::GlobalChallenge => Some(match operation {
+                Operation::Add => PersonalOutcome::AlreadyGlobal,
+                Operation::Check | Operation::Remove => PersonalOutcome::ListedGlobal,
+            }),
+            Self::GlobalAllow | Self::Personal => None,
+        }
     }
 
     /// What `operation` comes to for an address this list governs.
@@ -72,7 +97,7 @@ impl Governor {
                 Operation::Add => Outcome::AlreadyGlobal(ip),
                 Operation::Check | Operation::Remove => Outcome::ListedGlobal(ip),
             },
-            Self::Personal => return Verdict::Personal(ip),
+            Self::HolderAllow | Self::Personal => return Verdict::Personal(ip, false),
         })
     }
 }
@@ -82,42 +107,139 @@ impl Governor {
 pub enum Verdict {
     /// An operator's list governs it, and this is its answer.
     Answered(Outcome),
-    /// No operator's list holds it: the holder's object answers, from the personal list.
-    Personal(GivenIp),
+    /// The holder's object answers, from the lists it keeps; `true` when the
+    /// global challenge list holds the address, which governs it unless the
+    /// holder's allow list does.
+    Personal(GivenIp, bool),
 }
 
-/// Which list governs `ip` for `operation`, and its answer. The operator's lists
-/// are asked through `holds` in the order of precedence, each only while no
-/// stronger one holds the address, so no lookup is made that the answer does not
-/// need; what none of them holds is the personal list's to answer.
+/// Which list governs `ip` for `operation`, and its answer, as far as the
+/// Worker can tell. The operator's lists are asked through `holds` in the order
+/// of precedence, each only while no stronger one holds the address, so no
+/// lookup is made that the answer does not need. `own_allow_list` says whether
+/// the holder has allow-list entries (the license's flag): only then is an
+/// address the global challenge list holds the object's to weigh.
 pub async fn verdict<E>(
     operation: Operation,
     ip: GivenIp,
+    own_allow_list: bool,
     mut holds: impl AsyncFnMut(ListKind, PublicIp) -> Result<bool, E>,
 ) -> Result<Verdict, E> {
+    let mut deferred = false;
     for list in Governor::PRECEDENCE {
-        // The holder's own list is its object's to weigh, once the Worker's are asked.
-        let Some(kind) = list.operator_list() else {
-            break;
-        };
-        if list.is_asked_by(operation) && holds(kind, ip.ip).await? {
-            return Ok(list.verdict(operation, ip));
+        if !list.is_asked_by(operation) {
+            continue;
+        }
+        match list.operator_list() {
+            Some(kind) => {
+                if holds(kind, ip.ip).await? {
+                    return Ok(if deferred {
+                        Verdict::Personal(ip, list == Governor::GlobalChallenge)
+                    } else {
+                        list.verdict(operation, ip)
+                    });
+                }
+            }
+            // A list the object keeps: it weighs it, and what is weaker, itself.
+            None if list == Governor::HolderAllow => deferred = own_allow_list,
+            None => break,
         }
     }
-    Ok(Verdict::Personal(ip))
+    Ok(Verdict::Personal(ip, false))
+}
+
+/// What the holder's object answers for `operation` before its personal list
+/// does: the first list in the precedence that holds the address, of those the
+/// Worker left it (`global`: the global challenge list holds it) and its own
+/// allow list (`own_allow_holds`); `None` when the personal list answers.
+pub fn weigh_in_object(
+    operation: Operation,
+    global: bool,
+    own_allow_holds: bool,
+) -> Option<PersonalOutcome> {
+    Governor::PRECEDENCE
+        .into_iter()
+        .filter(|list| list.is_asked_by(operation))
+        .find(|list| match list {
+            // The Worker answered what it holds.
+            Governor::GlobalAllow => false,
+            Governor::HolderAllow => own_allow_holds,
+            Governor::GlobalChallenge => global,
+            Governor::Personal => true,
+        })
+        .and_then(|list| list.object_outcome(operation))
 }
 
 /// The operator's lists as an isolate holds their published snapshots, each
-/// family apart: what a feed, a CrowdSec pull or a live lookup weighs a holder's
-/// entries against. The global list is empty for a personal feed.
+/// family apart, and the holder's allow list as its object sent it: what a feed,
+/// a CrowdSec pull or a live lookup weighs a holder's entries against. The
+/// global list is empty for a personal feed.
 pub struct PublishedLists {
-    pub global: Shards,
-    pub allow: Rc<Intervals>,
-    pub global6: Shards<u128>,
-    pub allow6: Rc<Intervals<u128>>,
+    global: Shards,
+    allow: Rc<Intervals>,
+    global6: Shards<u128>,
+    allow6: Rc<Intervals<u128>>,
+    own: Rc<Intervals>,
+    own6: Rc<Intervals<u128>>,
+    /// What the global challenge list's blocks are cut by, each family: the
+    /// lists stronger than it that challenge nothing, united once.
+    cut: Rc<Intervals>,
+    cut6: Rc<Intervals<u128>>,
 }
 
 impl PublishedLists {
+    /// The operator's lists, each family apart, for a holder without allow-list entries.
+    pub fn new(
+        (global, global6): (Shards, Shards<u128>),
+        (allow, allow6): (Rc<Intervals>, Rc<Intervals<u128>>),
+    ) -> Self {
+        Self::with_own_allow(
+            (global, global6),
+            (allow, allow6),
+            (Rc::default(), Rc::default()),
+        )
+    }
+
+    /// The operator's lists and the holder's allow list (`AllowSet::intervals`).
+    pub fn with_own_allow(
+        (global, global6): (Shards, Shards<u128>),
+        (allow, allow6): (Rc<Intervals>, Rc<Intervals<u128>>),
+        (own, own6): (Rc<Intervals>, Rc<Intervals<u128>>),
+    ) -> Self {
+        let stronger: Vec<Governor> = Governor::PRECEDENCE
+            .into_iter()
+            .filter(|list| list.is_stronger_than(Governor::GlobalChallenge) && !list.challenges())
+            .collect();
+        let cut_by = |list: &Governor| match list {
+            Governor::GlobalAllow => (allow.clone(), allow6.clone()),
+            Governor::HolderAllow => (own.clone(), own6.clone()),
+            Governor::GlobalChallenge | Governor::Personal => (Rc::default(), Rc::default()),
+        };
+        let (cut, cut6) = stronger.iter().map(cut_by).fold(
+            (Rc::<Intervals>::default(), Rc::<Intervals<u128>>::default()),
+            |(cut, cut6), (v4, v6)| (united(cut, v4), united(cut6, v6)),
+        );
+        Self {
+            global,
+            allow,
+            global6,
+            allow6,
+            own,
+            own6,
+            cut,
+            cut6,
+        }
+    }
+
+    /// The same lists, this holder's allow list beside them.
+    pub fn and_own_allow(&self, own: (Rc<Intervals>, Rc<Intervals<u128>>)) -> Self {
+        Self::with_own_allow(
+            (self.global.clone(), self.global6.clone()),
+            (self.allow.clone(), self.allow6.clone()),
+            own,
+        )
+    }
+
     /// Which list governs one of the holder's entries in a feed: the strongest that
     /// holds it (`holds_entry`). An allow list's entry is left out; one the global
     /// challenge list governs stands as long as that list's block does.
@@ -150,20 +272,15 @@ impl PublishedLists {
     /// entry itself; the holder's own list always.
     fn holds_entry(&self, list: Governor, ip: Listed) -> bool {
         match list {
-            Governor::GlobalAllow => self.allow_holds(ip),
+            Governor::GlobalAllow => allow_holds((&self.allow, &self.allow6), ip),
+            Governor::HolderAllow => allow_holds((&self.own, &self.own6), ip),
             Governor::GlobalChallenge => self.has_own_block(personal_block(ip)),
             Governor::Personal => true,
         }
     }
 
-    /// What the global challenge list's blocks are cut by, each family: the lists
-    /// stronger than it that challenge nothing.
     fn cut(&self) -> (Rc<Intervals>, Rc<Intervals<u128>>) {
-        if Governor::GlobalAllow.is_stronger_than(Governor::GlobalChallenge) {
-            (self.allow.clone(), self.allow6.clone())
-        } else {
-            (Rc::default(), Rc::default())
-        }
+        (self.cut.clone(), self.cut6.clone())
     }
 
     /// The global challenge list's block that holds `ip`, as a whole feed writes it:
@@ -194,24 +311,6 @@ impl PublishedLists {
         }
     }
 
-    /// Whether the allow list holds an address or entry: the address, or any
-    /// address of the /64.
-    fn allow_holds(&self, ip: Listed) -> bool {
-        match ip {
-            Listed::Ip(PublicIp::V4(v4)) => covers(&self.allow, v4.to_u32()),
-            Listed::Ip(PublicIp::V6(v6)) => covers(&self.allow6, u128::from(v6.addr())),
-            Listed::Net64(net) => {
-                let first = u128::from(net.addr());
-                let last = first | u128::from(u64::MAX);
-                self.allow6
-                    .as_slice()
-                    .from(first)
-                    .next()
-                    .is_some_and(|(start, _)| start <= last)
-            }
-        }
-    }
-
     /// Whether the challenged global list has `block` as one of its own blocks.
     fn has_own_block(&self, block: FeedBlock) -> bool {
         let (cut, cut6) = self.cut();
@@ -235,6 +334,33 @@ impl PublishedLists {
             }
             FeedBlock::V6Range(range) => has_block(&self.global6, &cut6, range),
         }
+    }
+}
+
+/// Whether an allow list holds an address or entry: the address, or any address
+/// of the /64.
+fn allow_holds((allow, allow6): (&Intervals, &Intervals<u128>), ip: Listed) -> bool {
+    match ip {
+        Listed::Ip(PublicIp::V4(v4)) => covers(allow, v4.to_u32()),
+        Listed::Ip(PublicIp::V6(v6)) => covers(allow6, u128::from(v6.addr())),
+        Listed::Net64(net) => {
+            let first = u128::from(net.addr());
+            let last = first | u128::from(u64::MAX);
+            allow6
+                .as_slice()
+                .from(first)
+                .next()
+                .is_some_and(|(start, _)| start <= last)
+        }
+    }
+}
+
+/// Two sets of one family as one, sharing either when the other is empty.
+fn united<A: Addr>(a: Rc<Intervals<A>>, b: Rc<Intervals<A>>) -> Rc<Intervals<A>> {
+    match (a.is_empty(), b.is_empty()) {
+        (_, true) => a,
+        (true, false) => b,
+        (false, false) => Rc::new(combine(&a, &b, Op::Union)),
     }
 }
 
@@ -327,10 +453,20 @@ mod tests {
     /// The verdict when the operator's lists in `holding` hold the address, and
     /// the lists it asked, in order.
     fn weigh(operation: Operation, holding: &[Governor]) -> (Verdict, Vec<Governor>) {
+        weigh_for(operation, holding, false)
+    }
+
+    /// `weigh` for a holder with allow-list entries, or without.
+    fn weigh_for(
+        operation: Operation,
+        holding: &[Governor],
+        own_allow_list: bool,
+    ) -> (Verdict, Vec<Governor>) {
         let asked = RefCell::new(Vec::new());
         let verdict = now(verdict(
             operation,
             given("203.0.114.9"),
+            own_allow_list,
             async |kind, ip| {
                 assert_eq!(ip, given("203.0.114.9").ip);
                 let list = Governor::PRECEDENCE
@@ -351,7 +487,7 @@ mod tests {
         use Operation::*;
         let ip = given("203.0.114.9");
         let answered = |outcome| Verdict::Answered(outcome);
-        let personal = Verdict::Personal(ip.clone());
+        let personal = Verdict::Personal(ip.clone(), false);
         // (operation, lists holding the address) → (verdict, lists asked in order)
         let table = [
             (
@@ -415,10 +551,88 @@ mod tests {
     }
 
     #[test]
+    fn a_holder_with_allow_list_entries_has_its_object_weigh_what_the_global_list_holds() {
+        use Governor::*;
+        use Operation::*;
+        let ip = given("203.0.114.9");
+        // The global allow list still answers in the Worker, before the holder's.
+        assert_eq!(
+            weigh_for(Add, &[GlobalAllow, GlobalChallenge], true),
+            (
+                Verdict::Answered(Outcome::AllowListed(ip.clone())),
+                vec![GlobalAllow]
+            )
+        );
+        // The global challenge list's hold goes to the object with the address.
+        for operation in [Check, Add] {
+            assert_eq!(
+                weigh_for(operation, &[GlobalChallenge], true),
+                (
+                    Verdict::Personal(ip.clone(), true),
+                    vec![GlobalAllow, GlobalChallenge]
+                )
+            );
+        }
+        // A removal asks neither the global list nor the holder's allow list.
+        assert_eq!(
+            weigh_for(Remove, &[GlobalChallenge], true),
+            (Verdict::Personal(ip.clone(), false), vec![GlobalAllow])
+        );
+        // Without entries the flag keeps the global list's answer in the Worker.
+        assert_eq!(
+            weigh_for(Check, &[GlobalChallenge], false).0,
+            Verdict::Answered(Outcome::ListedGlobal(ip))
+        );
+    }
+
+    #[test]
+    fn the_object_puts_the_holders_allow_list_above_the_global_list_and_below_nothing_else() {
+        use Operation::*;
+        use PersonalOutcome as P;
+        // (operation, global holds, own allow list holds) → the object's answer
+        let table = [
+            (Check, false, false, None),
+            (Check, true, false, Some(P::ListedGlobal)),
+            (Add, true, false, Some(P::AlreadyGlobal)),
+            (Check, false, true, Some(P::OwnAllowListed)),
+            (Check, true, true, Some(P::OwnAllowListed)),
+            (Add, true, true, Some(P::OwnAllowListed)),
+            (Add, false, true, Some(P::OwnAllowListed)),
+            // A removal is the personal list's: the allow list took its entries away.
+            (Remove, false, true, None),
+            (Remove, true, true, None),
+        ];
+        for (operation, global, own, expected) in table {
+            assert_eq!(
+                weigh_in_object(operation, global, own),
+                expected,
+                "{operation:?}, global {global}, own allow list {own}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_holders_allow_list_cuts_the_global_list_and_hides_its_entries_in_a_feed() {
+        let lists =
+            lists(&[(v4("198.51.99.0"), v4("198.51.99.3"))], &[], &[], &[]).and_own_allow((
+                Rc::new(vec![(v4("198.51.99.2"), v4("198.51.99.3"))]),
+                Rc::default(),
+            ));
+        let blocks: Vec<String> = lists.challenged_blocks().map(|b| b.to_string()).collect();
+        assert_eq!(blocks, ["198.51.99.0/31"]);
+        assert_eq!(
+            lists.governor_of_entry(entry("198.51.99.3")),
+            Governor::HolderAllow
+        );
+        assert!(!lists.challenges_entry(entry("198.51.99.3")));
+        assert!(lists.challenges_entry(entry("198.51.99.1")));
+    }
+
+    #[test]
     fn the_answers_are_the_specified_texts() {
         let message = |operation, holding: &[Governor]| match weigh(operation, holding).0 {
             Verdict::Answered(outcome) => outcome.message(),
-            Verdict::Personal(ip) => Outcome::Personal(ip, PersonalOutcome::Unlisted).message(),
+            Verdict::Personal(ip, _) => Outcome::Personal(ip, PersonalOutcome::Unlisted).message(),
         };
         assert_eq!(
             message(Operation::Add, &[Governor::GlobalAllow]),
@@ -439,6 +653,7 @@ mod tests {
         let failed = now(verdict(
             Operation::Check,
             given("203.0.114.9"),
+            false,
             async |_, _| Err::<bool, _>("storage"),
         ));
         assert_eq!(failed, Err("storage"));
@@ -459,12 +674,10 @@ mod tests {
         global6: &[(u128, u128)],
         allow6: &[(u128, u128)],
     ) -> PublishedLists {
-        PublishedLists {
-            global: one_shard(global),
-            allow: Rc::new(allow.to_vec()),
-            global6: one_shard(global6),
-            allow6: Rc::new(allow6.to_vec()),
-        }
+        PublishedLists::new(
+            (one_shard(global), one_shard(global6)),
+            (Rc::new(allow.to_vec()), Rc::new(allow6.to_vec())),
+        )
     }
 
     fn one_shard<A: Addr>(intervals: &[(A, A)]) -> Shards<A> {

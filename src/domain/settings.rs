@@ -136,6 +136,10 @@ impl Settings {
                     .unwrap_or(Limits::default().removals),
                 entries: count("PERSONAL_LIST_ENTRIES", var("PERSONAL_LIST_ENTRIES"))?
                     .unwrap_or(Limits::default().entries),
+                allow_entries: count("ALLOW_LIST_ENTRIES", var("ALLOW_LIST_ENTRIES"))?
+                    .unwrap_or(Limits::default().allow_entries),
+                allow_changes: count("DAILY_ALLOW_CHANGES", var("DAILY_ALLOW_CHANGES"))?
+                    .unwrap_or(Limits::default().allow_changes),
             },
             page_entries: match count("PAGE_ENTRIES", var("PAGE_ENTRIES"))? {
                 None => DEFAULT_PAGE_ENTRIES,
@@ -250,7 +254,9 @@ mod tests {
             Limits {
                 additions: 6000,
                 removals: 1000,
-                entries: 1_000_000
+                entries: 1_000_000,
+                allow_entries: 1000,
+                allow_changes: 1000,
             }
         );
     }
@@ -261,14 +267,18 @@ mod tests {
             parse(&[
                 ("DAILY_ADDITIONS", "5"),
                 ("DAILY_REMOVALS", " 2 "),
-                ("PERSONAL_LIST_ENTRIES", "7")
+                ("PERSONAL_LIST_ENTRIES", "7"),
+                ("ALLOW_LIST_ENTRIES", "3"),
+                ("DAILY_ALLOW_CHANGES", "4"),
             ])
             .unwrap()
             .limits,
             Limits {
                 additions: 5,
                 removals: 2,
-                entries: 7
+                entries: 7,
+                allow_entries: 3,
+                allow_changes: 4,
             }
         );
         assert_eq!(

@@ -12,7 +12,7 @@ use super::auth::login;
 use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed::{decisions, handlers as feed};
-use super::holder::{browse, operations};
+use super::holder::{allow, browse, operations};
 use super::operator::{console, lists};
 use super::wire::reply::Reply;
 use crate::domain::access::license::LicenseId;
@@ -145,6 +145,15 @@ pub static ROUTES: &[Route] = &[
     row("/api/addIpsToChallengeList", Post, "bulk_add", with!(Holder, |cx, req, who| operations::bulk(Operation::Add, cx, req, who))),
     row("/api/deleteIpsFromGreylist", Post, "bulk_remove", with!(Holder, |cx, req, who| operations::bulk(Operation::Remove, cx, req, who))),
     row("/api/deleteIpsFromChallengeList", Post, "bulk_remove", with!(Holder, |cx, req, who| operations::bulk(Operation::Remove, cx, req, who))),
+    // A holder's own allow list, on BitNinja's names too.
+    row("/api/checkIpOnAllowlist", Post, "allow_check", with!(Holder, |cx, req, who| allow::single(Operation::Check, cx, req, who))),
+    row("/api/checkIpOnWhitelist", Post, "allow_check", with!(Holder, |cx, req, who| allow::single(Operation::Check, cx, req, who))),
+    row("/api/addIpToAllowlist", Post, "allow_add", with!(Holder, |cx, req, who| allow::single(Operation::Add, cx, req, who))),
+    row("/api/addIpToWhitelist", Post, "allow_add", with!(Holder, |cx, req, who| allow::single(Operation::Add, cx, req, who))),
+    row("/api/deleteIpFromAllowlist", Post, "allow_remove", with!(Holder, |cx, req, who| allow::single(Operation::Remove, cx, req, who))),
+    row("/api/deleteIpFromWhitelist", Post, "allow_remove", with!(Holder, |cx, req, who| allow::single(Operation::Remove, cx, req, who))),
+    row("/api/listAllowlist", Post, "allow_list", with!(Holder, |cx, req, who| allow::list(cx, req, who))),
+    row("/api/listWhitelist", Post, "allow_list", with!(Holder, |cx, req, who| allow::list(cx, req, who))),
     // A holder's own list, history and day.
     row("/api/listGreylist", Post, "list", with!(Holder, |cx, req, who| browse::list(cx, req, who))),
     row("/api/listChallengeList", Post, "list", with!(Holder, |cx, req, who| browse::list(cx, req, who))),

@@ -411,6 +411,7 @@ mod tests {
             prefix: Ipv6Prefix::Net64,
             details: Default::default(),
             client: None,
+            global: false,
         }])
         .into();
         let back: HolderCall =

@@ -20,8 +20,8 @@ const BINDING: &str = "LICENSES";
 const REMEMBERED: usize = 10_000;
 
 thread_local! {
-    /// Whether each license is active, as this isolate last read it. Workers isolates are single-threaded.
-    static STANDING: Rc<Remembered<bool>> = Rc::new(Remembered::new(REMEMBERED));
+    /// Each license's standing, as this isolate last read it. Workers isolates are single-threaded.
+    static STANDING: Rc<Remembered<Held>> = Rc::new(Remembered::new(REMEMBERED));
     /// Whose each feed token presented is, or that it is no one's: a feed polled
     /// with an unknown token costs one KV read a period, not one a poll.
     static FEED_TOKENS: Rc<Remembered<Option<FeedTokenOwner>>> = Rc::new(Remembered::new(REMEMBERED));
@@ -33,6 +33,22 @@ struct LicenseRecord {
     key_digest: String,
     created_at: u64,
     revoked_at: Option<u64>,
+    /// Whether the holder has allow-list entries, as its object last said, and
+    /// the number of that saying: an older one never overwrites a newer. Records
+    /// written before the allow list have neither: no entries.
+    #[serde(default)]
+    allow_list: bool,
+    #[serde(default)]
+    allow_list_version: u64,
+}
+
+/// What every holder request needs of its license's record, remembered by the isolate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub active: bool,
+    /// Whether the holder has allow-list entries: only then may an address the
+    /// global challenge list holds need the holder's object to answer.
+    pub allow_list: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -89,6 +105,8 @@ pub async fn create(env: &Env, now: UnixTime) -> Result<(LicenseId, LicenseKey),
             key_digest: digest.clone(),
             created_at: now.0,
             revoked_at: None,
+            allow_list: false,
+            allow_list_version: 0,
         },
     )
     .await?;
@@ -127,34 +145,60 @@ async fn key_owner(kv: &impl KvRead, key: &str) -> Result<Option<LicenseId>, Sto
         .and_then(LicenseId::parse))
 }
 
-/// Whether the license exists and is not revoked, as KV says within the edge
-/// cache's period; the isolate remembers the answer for its own period, so most
-/// requests read nothing. A revocation therefore shows within
+/// Whether the license exists and is not revoked, and whether its holder has
+/// allow-list entries, as KV says within the edge cache's period; the isolate
+/// remembers the answer for its own period, so most requests read nothing. A
+/// revocation, or a holder's first allow-list entry, therefore shows within
 /// `Freshness::worst_case_seconds`, in every isolate.
-pub async fn is_active(
+pub async fn standing(
     env: &Env,
     id: &LicenseId,
     freshness: Freshness,
     now: Millis,
-) -> Result<bool, StoreError> {
+) -> Result<Held, StoreError> {
     let standing = STANDING.with(Rc::clone);
     standing_of(&env.kv(BINDING)?, &standing, id, freshness, now).await
 }
 
 async fn standing_of(
     kv: &impl KvRead,
-    remembered: &Remembered<bool>,
+    remembered: &Remembered<Held>,
     id: &LicenseId,
     freshness: Freshness,
     now: Millis,
-) -> Result<bool, StoreError> {
-    if let Some(active) = remembered.get(id.as_str(), now, freshness) {
-        return Ok(active);
+) -> Result<Held, StoreError> {
+    if let Some(held) = remembered.get(id.as_str(), now, freshness) {
+        return Ok(held);
     }
     let record = read_json::<LicenseRecord>(kv, &record_key(id)).await?;
-    let active = record.is_some_and(|r| r.revoked_at.is_none());
-    remembered.put(id.as_str(), active, now, freshness);
-    Ok(active)
+    let held = Held {
+        active: record.as_ref().is_some_and(|r| r.revoked_at.is_none()),
+        allow_list: record.is_some_and(|r| r.allow_list),
+    };
+    remembered.put(id.as_str(), held, now, freshness);
+    Ok(held)
+}
+
+/// Records whether the holder has allow-list entries, unless a newer saying
+/// (`version`) is recorded already; `false` when there is no such license. The
+/// directory's object makes every change of a record, one at a time.
+pub async fn mark_allow_list(
+    env: &Env,
+    id: &LicenseId,
+    allow_list: bool,
+    version: u64,
+) -> Result<bool, StoreError> {
+    let kv = env.kv(BINDING)?;
+    meter::count(Billable::KvRead);
+    let Some(mut record) = kv.get(&record_key(id)).json::<LicenseRecord>().await? else {
+        return Ok(false);
+    };
+    if version > record.allow_list_version {
+        record.allow_list = allow_list;
+        record.allow_list_version = version;
+        save(&kv, id, &record).await?;
+    }
+    Ok(true)
 }
 
 /// One license as KV keeps it, if it was ever issued.
@@ -286,11 +330,17 @@ mod tests {
             key_digest: "d".into(),
             created_at: 1,
             revoked_at,
+            allow_list: false,
+            allow_list_version: 0,
         })
         .unwrap()
     }
 
-    fn active(kv: &FakeKv, isolate: &Remembered<bool>, freshness: Freshness, at: u64) -> bool {
+    fn active(kv: &FakeKv, isolate: &Remembered<Held>, freshness: Freshness, at: u64) -> bool {
+        held(kv, isolate, freshness, at).active
+    }
+
+    fn held(kv: &FakeKv, isolate: &Remembered<Held>, freshness: Freshness, at: u64) -> Held {
         standing_of(
             kv.at(Millis(at)),
             isolate,
@@ -316,7 +366,7 @@ mod tests {
         );
         kv.write(&record_key(&license()), &record(Some(REVOKED_AT / 1000)));
         let edge_ms = Freshness::EDGE_SECONDS * 1000;
-        let isolates: Vec<(u64, Remembered<bool>)> =
+        let isolates: Vec<(u64, Remembered<Held>)> =
             [0, 1, 10_000, edge_ms - 3, edge_ms - 2, edge_ms - 1, edge_ms]
                 .into_iter()
                 .map(|first| (first, Remembered::new(10)))
@@ -335,6 +385,32 @@ mod tests {
             }
         }
         longest
+    }
+
+    #[test]
+    fn a_record_written_before_the_allow_list_reads_as_a_holder_without_entries() {
+        let kv = FakeKv::default();
+        kv.write(
+            &record_key(&license()),
+            br#"{"keyDigest":"d","createdAt":1,"revokedAt":null}"#,
+        );
+        let freshness = Freshness::new(60).unwrap();
+        assert_eq!(
+            held(&kv, &Remembered::new(10), freshness, 0),
+            Held {
+                active: true,
+                allow_list: false
+            }
+        );
+        let mut marked: LicenseRecord = serde_json::from_slice(&record(None)).unwrap();
+        marked.allow_list = true;
+        kv.write(
+            &record_key(&license()),
+            &serde_json::to_vec(&marked).unwrap(),
+        );
+        // Past the edge cache's period, a fresh isolate reads the flag.
+        let later = (Freshness::EDGE_SECONDS + 1) * 1000;
+        assert!(held(&kv, &Remembered::new(10), freshness, later).allow_list);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{real_now, send, Resp, Server, TestApp, ADMIN_TOKEN};
+use crate::helpers::{real_now, send, Mode, Resp, Server, TestApp, ADMIN_TOKEN};
 
 /// A call with a bearer token of the caller's choosing.
 fn call(server: &Server, token: &str, method: &str, path: &str, body: Option<Value>) -> Resp {
@@ -642,9 +642,24 @@ fn lookup_says_which_entries_cover_an_address_and_which_change_added_them() {
     assert_eq!(found["allow"], json!([]));
     assert_eq!(
         found["license"],
-        json!({ "license": app.license, "entry": null }),
+        json!({ "license": app.license, "entry": null, "allowedBy": null }),
         "the holder could not add what the global list has"
     );
+    // The holder's own allow list says so, and by which entry.
+    let added = app.form(
+        "/api/addIpToAllowlist",
+        &[("ip", "11.203.0.0/28"), ("comment", "our office")],
+        Mode::Json,
+    );
+    assert_eq!(added.status, 200, "{}", added.body);
+    let allowed = lookup(&format!("ip=11.203.0.5&license={}", app.license));
+    let by = &allowed["license"]["allowedBy"];
+    assert_eq!(
+        (&by["ip"], &by["comment"]),
+        (&json!("11.203.0.0/28"), &json!("our office")),
+        "{allowed}"
+    );
+    assert!(by["addedAt"].is_string());
     let personal = lookup(&format!("ip=11.206.0.1&license={}", app.license));
     assert_eq!(personal["global"], json!([]));
     let held = &personal["license"];

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::{send, Server, TestApp};
+use crate::helpers::{send, Mode, Server, TestApp};
 
 /// The counts since the runtime started, of the Worker and its objects.
 fn meter(app: &TestApp) -> Value {
@@ -100,6 +100,40 @@ fn storage_free_answers_make_no_billable_call_and_a_check_makes_one() {
     assert_eq!(count(&check, "durableObjectRequests"), 5, "{check}");
     assert_eq!(count(&check, "kvReads"), 0, "{check}");
     assert_eq!(count(&check, "rowsWritten"), 0, "{check}");
+}
+
+#[test]
+fn only_a_holder_with_allow_list_entries_pays_an_object_call_for_what_the_global_list_answers() {
+    let server = Server::own(&[("CACHE_SECONDS", "60")]);
+    let app = TestApp::on(&server);
+    server.edit_global_list(&["57.62.0.0/16"], &[]);
+    let allow = |route: &str, ip: &str| {
+        let resp = app.form(&format!("/api/{route}"), &[("ip", ip)], Mode::Json);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        resp.result()
+    };
+    let global = "[57.62.1.1] is on global greylist";
+    assert_eq!(app.check("57.62.1.1"), global);
+    let without = spent(&app, || assert_eq!(app.check("57.62.1.1"), global));
+    assert_eq!(count(&without, "durableObjectRequests"), 0, "{without}");
+    // An entry elsewhere: the license's record says so once the isolate's period is over.
+    allow("addIpToAllowlist", "57.63.0.0/16");
+    server.advance(61);
+    assert_eq!(app.check("57.62.1.1"), global);
+    let with = spent(&app, || {
+        for _ in 0..5 {
+            assert_eq!(app.check("57.62.1.1"), global);
+        }
+    });
+    assert_eq!(count(&with, "durableObjectRequests"), 5, "{with}");
+    assert_eq!(count(&with, "rowsRead"), 0, "the object holds its allow list: {with}");
+    assert_eq!(count(&with, "rowsWritten"), 0, "{with}");
+    // Its last entry gone, the flag goes with it.
+    allow("deleteIpFromAllowlist", "57.63.0.0/16");
+    server.advance(61);
+    assert_eq!(app.check("57.62.1.1"), global);
+    let again = spent(&app, || assert_eq!(app.check("57.62.1.1"), global));
+    assert_eq!(count(&again, "durableObjectRequests"), 0, "{again}");
 }
 
 /// An add writes the entry and its age index, the list's size, the day's counter,

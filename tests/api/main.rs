@@ -3,6 +3,7 @@
 
 mod admin;
 mod agents;
+mod allow_list;
 mod appliances;
 mod auth;
 mod bounded;

@@ -6,6 +6,7 @@ use std::net::Ipv4Addr;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::domain::net::intervals::{clip, combine, union_of_sorted, Op};
 use crate::domain::net::range::Ipv4Range;
 
 /// An IPv4 address that parsed strictly and is globally reachable: what the
@@ -130,6 +131,19 @@ pub fn is_globally_reachable(addr: Ipv4Addr) -> bool {
 pub fn is_wholly_private(range: Ipv4Range) -> bool {
     let inside = |outer: &Ipv4Range| outer.first() <= range.first() && range.last() <= outer.last();
     NOT_GLOBAL.iter().any(inside) && !GLOBAL_EXCEPTIONS.iter().any(|&addr| range.contains(addr))
+}
+
+/// Whether any address of `range` is not globally reachable: a holder's own
+/// allow-list range must be public throughout, as an address must be.
+pub fn holds_private(range: Ipv4Range) -> bool {
+    let mut blocks: Vec<(u32, u32)> = NOT_GLOBAL.iter().map(|b| (b.first(), b.last())).collect();
+    blocks.sort_unstable();
+    let exceptions: Vec<(u32, u32)> = GLOBAL_EXCEPTIONS
+        .iter()
+        .map(|&addr| (u32::from(addr), u32::from(addr)))
+        .collect();
+    let not_global = combine(&union_of_sorted(blocks), &exceptions, Op::Minus);
+    !clip(&not_global, range.first(), range.last()).is_empty()
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::net::Ipv6Addr;
 
+use crate::domain::net::intervals::{clip, combine, union_of_sorted, Op};
 use crate::domain::net::ipv4::parse_dotted;
 use crate::domain::net::range::Ipv6Range;
 
@@ -199,6 +200,24 @@ pub fn is_wholly_private(range: Ipv6Range) -> bool {
         && !GLOBAL_EXCEPTIONS
             .iter()
             .any(|block| block.first <= last && first <= block.last())
+}
+
+/// Whether any address of `range` is not globally reachable: a holder's own
+/// allow-list range must be public throughout, as an address must be.
+pub fn holds_private(range: Ipv6Range) -> bool {
+    let mut blocks: Vec<(u128, u128)> = NOT_GLOBAL.iter().map(|b| (b.first, b.last())).collect();
+    blocks.sort_unstable();
+    let mut exceptions: Vec<(u128, u128)> = GLOBAL_EXCEPTIONS
+        .iter()
+        .map(|b| (b.first, b.last()))
+        .collect();
+    exceptions.sort_unstable();
+    let not_global = combine(
+        &union_of_sorted(blocks),
+        &union_of_sorted(exceptions),
+        Op::Minus,
+    );
+    !clip(&not_global, range.first(), range.last()).is_empty()
 }
 
 #[cfg(test)]

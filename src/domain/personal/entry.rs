@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::code::{serde_by_code, Coded};
 use crate::domain::net::address::Listed;
+use crate::domain::personal::allow::AllowRange;
 use crate::domain::time::UnixTime;
 
 pub const MIN_TTL_SECONDS: u64 = 60;
@@ -104,6 +105,9 @@ pub enum Change {
     Removed,
     Expired,
     LimitRefused,
+    /// An entry of the holder's allow list (the event's subject is its range).
+    AllowAdded,
+    AllowRemoved,
 }
 
 impl Coded for Change {
@@ -112,6 +116,8 @@ impl Coded for Change {
         Self::Removed,
         Self::Expired,
         Self::LimitRefused,
+        Self::AllowAdded,
+        Self::AllowRemoved,
     ];
 
     fn code(self) -> &'static str {
@@ -120,6 +126,8 @@ impl Coded for Change {
             Self::Removed => "removed",
             Self::Expired => "expired",
             Self::LimitRefused => "limit_refused",
+            Self::AllowAdded => "allow_added",
+            Self::AllowRemoved => "allow_removed",
         }
     }
 }
@@ -131,8 +139,38 @@ serde_by_code!(Change);
 pub struct HistoryEvent {
     pub at: UnixTime,
     pub change: Change,
-    pub ip: Listed,
+    pub ip: Subject,
     pub client: Option<String>,
+}
+
+/// What a change of the history is about: an entry of the challenge list, or a
+/// range of the allow list. Written as its text either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Subject {
+    Entry(Listed),
+    Allow(AllowRange),
+}
+
+impl From<Listed> for Subject {
+    fn from(ip: Listed) -> Self {
+        Self::Entry(ip)
+    }
+}
+
+impl From<AllowRange> for Subject {
+    fn from(range: AllowRange) -> Self {
+        Self::Allow(range)
+    }
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Entry(ip) => ip.fmt(f),
+            Self::Allow(range) => range.fmt(f),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -32,12 +32,15 @@ serde_by_code!(Operation);
 
 /// Limits per license holder, from configuration: the daily ones (6000 and 1000 by
 /// default, the specification's), and the most entries a personal list holds, so
-/// that no holder's list grows without bound (permanent entries are allowed).
+/// that no holder's list grows without bound (permanent entries are allowed); the
+/// most entries of the holder's allow list, and its adds and removes a day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     pub additions: u32,
     pub removals: u32,
     pub entries: u32,
+    pub allow_entries: u32,
+    pub allow_changes: u32,
 }
 
 impl Default for Limits {
@@ -46,6 +49,8 @@ impl Default for Limits {
             additions: 6000,
             removals: 1000,
             entries: 1_000_000,
+            allow_entries: 1000,
+            allow_changes: 1000,
         }
     }
 }
@@ -61,6 +66,9 @@ pub struct DailyUsage {
     pub removed: u32,
     #[serde(default)]
     pub refused: u32,
+    /// The day's adds and removes of the allow list.
+    #[serde(default)]
+    pub allow_changes: u32,
 }
 
 impl DailyUsage {
@@ -89,6 +97,10 @@ pub struct Call {
     pub details: EntryDetails,
     /// The address of the client that made the request, for the history.
     pub client: Option<String>,
+    /// Whether the global challenge list holds the address, as the Worker found:
+    /// the holder's allow list, which only the object knows, is stronger.
+    #[serde(default)]
+    pub global: bool,
 }
 
 /// The object's answer: the outcome, the day's usage after it (for add and
@@ -148,10 +160,10 @@ pub fn perform<S: ListStore>(
         .first()
         .copied()
         .unwrap_or(Listed::keys(call.ip, call.prefix).0);
-    let event_of = |ip, change| HistoryEvent {
+    let event_of = |ip: Listed, change| HistoryEvent {
         at: now,
         change,
-        ip,
+        ip: ip.into(),
         client: call.client.clone(),
     };
     let event = |change| event_of(ip, change);
@@ -225,12 +237,22 @@ fn refuse<S: ListStore>(
     event: &HistoryEvent,
     outcome: PersonalOutcome,
 ) -> Result<PersonalOutcome, S::Error> {
+    refuse_change(store, usage, event)?;
+    Ok(outcome)
+}
+
+/// Counts a refused change for the day, recording the day's first: the allow
+/// list's refusals count with the challenge list's.
+pub(crate) fn refuse_change<S: ListStore>(
+    store: &mut S,
+    usage: &mut DailyUsage,
+    event: &HistoryEvent,
+) -> Result<(), S::Error> {
     usage.refused = usage.refused.saturating_add(1);
     if usage.refused == 1 {
         store.record(event)?;
     }
-    store.save_usage(*usage)?;
-    Ok(outcome)
+    store.save_usage(*usage)
 }
 
 /// The UTC day an expired entry counts on: the day it expired.
@@ -244,7 +266,7 @@ fn expire<S: ListStore>(store: &mut S, entry: &Entry, now: UnixTime) -> Result<(
     store.record(&HistoryEvent {
         at: entry.expires_at.unwrap_or(now),
         change: Change::Expired,
-        ip: entry.ip,
+        ip: entry.ip.into(),
         client: None,
     })
 }
@@ -270,6 +292,7 @@ pub mod memory {
     use std::convert::Infallible;
 
     use super::*;
+    use crate::domain::personal::allow::{AllowEntry, AllowRange, AllowStore};
 
     /// An in-memory store for the native tests of the rules.
     #[derive(Debug, Default)]
@@ -279,6 +302,7 @@ pub mod memory {
         pub history: Vec<HistoryEvent>,
         /// Entries expired, by day of expiry.
         pub expired: BTreeMap<u64, u32>,
+        pub allow: BTreeMap<AllowRange, AllowEntry>,
     }
 
     impl ListStore for MemoryStore {
@@ -333,6 +357,62 @@ pub mod memory {
             expired.sort_by_key(|e| e.expires_at);
             expired.truncate(limit);
             Ok(expired)
+        }
+    }
+
+    impl AllowStore for MemoryStore {
+        fn insert_allow(&mut self, entry: &AllowEntry) -> Result<(), Infallible> {
+            self.allow.insert(entry.range, entry.clone());
+            Ok(())
+        }
+
+        fn delete_allow(&mut self, range: AllowRange) -> Result<(), Infallible> {
+            self.allow.remove(&range);
+            Ok(())
+        }
+
+        fn covered(&self, range: AllowRange, now: UnixTime) -> Result<u64, Infallible> {
+            Ok(self.inside(range, now).count() as u64)
+        }
+
+        fn remove_covered(
+            &mut self,
+            range: AllowRange,
+            now: UnixTime,
+            client: Option<&str>,
+        ) -> Result<(), Infallible> {
+            let covered: Vec<Listed> = self.inside(range, now).collect();
+            for ip in covered {
+                self.entries.remove(&ip);
+                self.record(&HistoryEvent {
+                    at: now,
+                    change: Change::Removed,
+                    ip: ip.into(),
+                    client: client.map(str::to_owned),
+                })?;
+            }
+            Ok(())
+        }
+    }
+
+    impl MemoryStore {
+        /// The live entries whose key lies inside `range`, as the rows' index finds them.
+        fn inside(&self, range: AllowRange, now: UnixTime) -> impl Iterator<Item = Listed> + '_ {
+            let (first, last) = range.span();
+            self.entries
+                .values()
+                .filter(move |e| e.is_live(now))
+                .map(|e| e.ip)
+                .filter(move |ip| {
+                    let key = u128::from_be_bytes(ip.key().octets());
+                    // A /64's key sorts after its first address: inside when the range holds all of it.
+                    let end = if ip.key().is_net64() {
+                        key | u128::from(u64::MAX)
+                    } else {
+                        key
+                    };
+                    first <= key && end <= last
+                })
         }
     }
 }

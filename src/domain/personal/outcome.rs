@@ -3,6 +3,7 @@
 use crate::domain::code::{serde_by_code, Coded};
 use crate::domain::net::address::GivenIp;
 use crate::domain::net::ipv4::IpRejection;
+use crate::domain::personal::allow::AllowOutcome;
 
 /// What one holder's personal list answered (the Durable Object's reply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +17,12 @@ pub enum PersonalOutcome {
     LimitReached,
     /// The personal list holds the most entries it may.
     ListFull,
+    /// The holder's own allow list holds the address: nothing is done.
+    OwnAllowListed,
+    /// The global challenge list holds the address, and the holder's allow list
+    /// does not: a check's answer, and an add's.
+    ListedGlobal,
+    AlreadyGlobal,
 }
 
 impl Coded for PersonalOutcome {
@@ -28,6 +35,9 @@ impl Coded for PersonalOutcome {
         Self::NothingToRemove,
         Self::LimitReached,
         Self::ListFull,
+        Self::OwnAllowListed,
+        Self::ListedGlobal,
+        Self::AlreadyGlobal,
     ];
 
     /// Stable machine-readable code: `X-Greylist-Outcome`, and the wire form between worker and Durable Object.
@@ -41,11 +51,22 @@ impl Coded for PersonalOutcome {
             Self::NothingToRemove => "not_on_list",
             Self::LimitReached => "limit_reached",
             Self::ListFull => "list_full",
+            Self::OwnAllowListed => "allow_listed_own",
+            Self::ListedGlobal => "listed_global",
+            Self::AlreadyGlobal => "already_global",
         }
     }
 }
 
 serde_by_code!(PersonalOutcome);
+
+/// The specification's text for a change a limit refused.
+const LIMIT: &str = "Sorry, but you have reached the maximum limit";
+
+/// The answer for an address or range the operator's allow list holds.
+fn global_allow_listed(ip: &dyn std::fmt::Display) -> String {
+    format!("[{ip}] is on the global allow list, no action was taken")
+}
 
 /// The result of a list operation that got past authentication.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +77,8 @@ pub enum Outcome {
     ListedGlobal(GivenIp),
     AlreadyGlobal(GivenIp),
     Personal(GivenIp, PersonalOutcome),
+    /// An operation of the holder's allow list, on the range as given.
+    Allow(String, AllowOutcome),
 }
 
 impl Outcome {
@@ -65,9 +88,7 @@ impl Outcome {
         match self {
             Self::Invalid(ip) => format!("[{ip}] is invalid"),
             Self::Private(ip) => format!("[{ip}] is private"),
-            Self::AllowListed(ip) => {
-                format!("[{ip}] is on the global allow list, no action was taken")
-            }
+            Self::AllowListed(ip) => global_allow_listed(ip),
             Self::ListedGlobal(ip) => format!("[{ip}] is on global greylist"),
             Self::AlreadyGlobal(ip) => format!("[{ip}] is already on global greylist"),
             Self::Personal(ip, outcome) => match outcome {
@@ -77,9 +98,24 @@ impl Outcome {
                 P::AlreadyListed => format!("[{ip}] is already on your greylist"),
                 P::Removed => format!("[{ip}] has been removed from greylist"),
                 P::NothingToRemove => format!("[{ip}] is not on greylist"),
-                P::LimitReached | P::ListFull => {
-                    "Sorry, but you have reached the maximum limit".to_owned()
+                P::OwnAllowListed => {
+                    format!("[{ip}] is on your allow list, no action was taken")
                 }
+                // The object found the global list stronger than the holder's allow list.
+                P::ListedGlobal => Self::ListedGlobal(ip.clone()).message(),
+                P::AlreadyGlobal => Self::AlreadyGlobal(ip.clone()).message(),
+                P::LimitReached | P::ListFull => LIMIT.to_owned(),
+            },
+            Self::Allow(ip, outcome) => match outcome {
+                AllowOutcome::Added => format!("[{ip}] has been added to your allow list"),
+                AllowOutcome::AlreadyListed => format!("[{ip}] is already on your allow list"),
+                AllowOutcome::Removed => format!("[{ip}] has been removed from your allow list"),
+                AllowOutcome::Listed => format!("[{ip}] is on your allow list"),
+                AllowOutcome::NotListed | AllowOutcome::Unlisted => {
+                    format!("[{ip}] is not on your allow list")
+                }
+                AllowOutcome::LimitReached | AllowOutcome::ListFull => LIMIT.to_owned(),
+                AllowOutcome::GlobalAllowListed => global_allow_listed(ip),
             },
         }
     }
@@ -87,7 +123,7 @@ impl Outcome {
     /// The address as the message shows it: the submitted text when it is not one.
     pub fn ip_text(&self) -> String {
         match self {
-            Self::Invalid(text) | Self::Private(text) => text.clone(),
+            Self::Invalid(text) | Self::Private(text) | Self::Allow(text, _) => text.clone(),
             Self::AllowListed(ip)
             | Self::ListedGlobal(ip)
             | Self::AlreadyGlobal(ip)
@@ -103,6 +139,7 @@ impl Outcome {
             Self::ListedGlobal(_) => "listed_global",
             Self::AlreadyGlobal(_) => "already_global",
             Self::Personal(_, outcome) => outcome.code(),
+            Self::Allow(_, outcome) => outcome.code(),
         }
     }
 }
@@ -182,9 +219,56 @@ mod tests {
                 Outcome::Personal(ip(), P::LimitReached),
                 "Sorry, but you have reached the maximum limit",
             ),
+            (
+                Outcome::Personal(ip(), P::OwnAllowListed),
+                "[8.8.8.8] is on your allow list, no action was taken",
+            ),
+            (
+                Outcome::Personal(ip(), P::ListedGlobal),
+                "[8.8.8.8] is on global greylist",
+            ),
+            (
+                Outcome::Personal(ip(), P::AlreadyGlobal),
+                "[8.8.8.8] is already on global greylist",
+            ),
         ];
         for (outcome, text) in table {
             assert_eq!(outcome.message(), text);
+        }
+    }
+
+    #[test]
+    fn every_allow_list_message_is_the_issued_text_with_the_value_as_given() {
+        use AllowOutcome as A;
+        let given = "45.67.89.0/24";
+        let table = [
+            (
+                A::Added,
+                "[45.67.89.0/24] has been added to your allow list",
+            ),
+            (
+                A::AlreadyListed,
+                "[45.67.89.0/24] is already on your allow list",
+            ),
+            (
+                A::Removed,
+                "[45.67.89.0/24] has been removed from your allow list",
+            ),
+            (A::NotListed, "[45.67.89.0/24] is not on your allow list"),
+            (A::Listed, "[45.67.89.0/24] is on your allow list"),
+            (A::Unlisted, "[45.67.89.0/24] is not on your allow list"),
+            (
+                A::LimitReached,
+                "Sorry, but you have reached the maximum limit",
+            ),
+            (A::ListFull, "Sorry, but you have reached the maximum limit"),
+            (
+                A::GlobalAllowListed,
+                "[45.67.89.0/24] is on the global allow list, no action was taken",
+            ),
+        ];
+        for (outcome, text) in table {
+            assert_eq!(Outcome::Allow(given.to_owned(), outcome).message(), text);
         }
     }
 

@@ -64,6 +64,7 @@ mod tests {
             added: 6000,
             removed: 1000,
             refused: 7,
+            ..DailyUsage::default()
         };
         let quota = Quota::of(yesterday, Limits::default(), NOON);
         assert_eq!(
@@ -87,6 +88,7 @@ mod tests {
             added: 3,
             removed: 2,
             refused: 1,
+            ..DailyUsage::default()
         };
         let quota = Quota::of(
             usage,
@@ -94,6 +96,7 @@ mod tests {
                 additions: 5,
                 removals: 1,
                 entries: 9,
+                ..Limits::default()
             },
             NOON,
         );

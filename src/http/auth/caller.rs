@@ -41,7 +41,10 @@ pub async fn license_holder(cx: &RequestContext, req: &Request) -> Result<Licens
         .with_borrow_mut(|tokens| tokens.verify(settings.jwt_secret.expose(), &token, now.unix()))
         .map_err(|e| ApiError::Unauthorized(e.code()))?;
     cx.log.names(&license);
-    if licenses::is_active(&cx.env, &license, settings.freshness, now).await? {
+    if licenses::standing(&cx.env, &license, settings.freshness, now)
+        .await?
+        .active
+    {
         Ok(license)
     } else {
         Err(ApiError::Unauthorized("license_revoked"))
@@ -129,7 +132,10 @@ async fn by_feed_token(
     cx.log.names(&license);
     // The license's standing, as for an access token: a revocation refuses its feed
     // tokens within the same bound, even before its holder's object is told.
-    if !licenses::is_active(env, &license, freshness, now).await? {
+    if !licenses::standing(env, &license, freshness, now)
+        .await?
+        .active
+    {
         return Err(ApiError::Unauthorized("license_revoked"));
     }
     Ok((license, owner))

@@ -7,7 +7,7 @@ use crate::domain::access::license::LicenseId;
 use crate::domain::code::Coded;
 use crate::domain::net::address::{Ipv6, Listed};
 use crate::domain::page::{counted, PageCursor, PageQuery};
-use crate::domain::personal::entry::{Change, Entry, HistoryEvent};
+use crate::domain::personal::entry::{Change, Entry, HistoryEvent, Subject};
 use crate::domain::personal::quota::Quota;
 use crate::domain::time::UnixTime;
 use crate::http::context::RequestContext;
@@ -17,7 +17,8 @@ use crate::http::wire::reply::{to_json, Listing, Reply};
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{Activity, EntryPage, History, Usage};
 
-async fn page_query<C: PageCursor>(
+/// A page's `cursor` and `limit`, and `prefix` where the page takes one.
+pub(super) async fn page_query<C: PageCursor>(
     mut req: Request,
     ctx: &Context,
     with_prefix: bool,
@@ -165,7 +166,8 @@ impl<'a> EntryView<'a> {
 struct ChangeView<'a> {
     at: String,
     change: Change,
-    ip: Listed,
+    /// An address, a /64, or an allow-list range, as its text.
+    ip: Subject,
     client: Option<&'a str>,
 }
 

@@ -1,6 +1,7 @@
 //! A license holder's routes: the specified operations, one address or many
-//! (`operations`), and reading their own list, history, quota and activity
-//! (`browse`).
+//! (`operations`), their own allow list (`allow`), and reading their own list,
+//! history, quota and activity (`browse`).
 
+pub mod allow;
 pub mod browse;
 pub mod operations;

@@ -19,7 +19,7 @@ use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Perform;
 use crate::objects::operator_lists::client as lists;
-use crate::store::StoreError;
+use crate::store::{licenses, StoreError};
 
 /// A bulk request: a thousand addresses in a multipart form, with room to spare.
 pub const MAX_BULK_BYTES: usize = 256 * 1024;
@@ -107,6 +107,10 @@ async fn run(
 ) -> Result<(Vec<Outcome>, Option<Quota>), ApiError> {
     let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
     let freshness = settings.freshness;
+    // As the edge authenticated the caller: the isolate remembers it.
+    let own_allow_list = licenses::standing(env, license, freshness, now)
+        .await?
+        .allow_list;
     let mut settled = Vec::with_capacity(ips.len());
     for raw in ips {
         let ip = match PublicIp::parse(raw, settings.ipv6) {
@@ -121,18 +125,19 @@ async fn run(
         }
         let holds =
             async |kind, ip: PublicIp| lists::contains(env, kind, ip.addr(), freshness, now).await;
-        settled.push(verdict(operation, ip, holds).await?);
+        settled.push(verdict(operation, ip, own_allow_list, holds).await?);
     }
     let details = details.unwrap_or_default();
     let calls: Vec<Call> = settled
         .iter()
         .filter_map(|settled| match settled {
-            Verdict::Personal(given) => Some(Call {
+            &Verdict::Personal(ref given, global) => Some(Call {
                 operation,
                 ip: given.ip,
                 prefix: settings.ipv6_prefix,
                 details: details.clone(),
                 client: client.clone(),
+                global,
             }),
             Verdict::Answered(_) => None,
         })
@@ -140,7 +145,7 @@ async fn run(
     if calls.is_empty() {
         let outcomes = settled.into_iter().filter_map(|settled| match settled {
             Verdict::Answered(outcome) => Some(outcome),
-            Verdict::Personal(_) => None,
+            Verdict::Personal(..) => None,
         });
         return Ok((outcomes.collect(), None));
     }
@@ -164,7 +169,7 @@ async fn run(
         .into_iter()
         .map(|settled| match settled {
             Verdict::Answered(outcome) => Ok(outcome),
-            Verdict::Personal(ip) => personal
+            Verdict::Personal(ip, _) => personal
                 .next()
                 .map(|answer| Outcome::Personal(ip, answer.outcome))
                 .ok_or_else(miscounted),

@@ -14,10 +14,10 @@ use crate::domain::access::operator::{
 };
 use crate::domain::net::address::PublicIp;
 use crate::domain::page::page_size;
-use crate::domain::personal::entry::Entry;
 use crate::http::auth::caller::Operator;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
+use crate::http::holder::allow::AllowView;
 use crate::http::holder::browse::EntryView;
 use crate::http::wire::body::Body;
 use crate::http::wire::reply::{to_json, Reply};
@@ -26,7 +26,7 @@ use crate::objects::directory::protocol::{
     Audit, CreateKey, CreateLicense, Keys, License, Licenses, Relabel, RevokeKey, RevokeLicense,
 };
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{self as holder_calls, LicensePicture};
+use crate::objects::holder::protocol::{self as holder_calls, LicensePicture, WhyHeld};
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{self as lists_calls, Covering};
 use crate::objects::protocol::Failure;
@@ -328,6 +328,9 @@ struct HolderEntryView<'a> {
     license: &'a str,
     /// The holder's live entry that lists it, with since when.
     entry: Option<EntryView<'a>>,
+    /// The holder's allow-list entry that holds it: this holder is never
+    /// challenged for it, whatever the global list holds.
+    allowed_by: Option<AllowView<'a>>,
 }
 
 /// `GET /admin/lookup?ip=<address>[&license=<id>]`: "why is this address listed?"
@@ -346,13 +349,16 @@ pub async fn lookup(cx: &RequestContext, req: Request, _: Operator) -> Result<Re
         .map(|id| LicenseId::parse(id).ok_or(ApiError::NotFound("license")))
         .transpose()?;
     let lists = writer(env)?.ask(lists_calls::WhyListed(ip)).await?;
-    let mut entry: Option<Entry> = None;
+    let mut held = WhyHeld {
+        entry: None,
+        allowed_by: None,
+    };
     if let Some(license) = &license {
         cx.log.names(license);
         // A license that was never issued has no object to ask, nor to create by asking.
         directory(env)?.ask(License(license.clone())).await?;
         if let Some(public) = PublicIp::from_ip(ip) {
-            entry = holder(env, license)?
+            held = holder(env, license)?
                 .ask(holder_calls::WhyListed(public))
                 .await?;
         }
@@ -365,7 +371,8 @@ pub async fn lookup(cx: &RequestContext, req: Request, _: Operator) -> Result<Re
             global: lists.global,
             license: license.as_ref().map(|license| HolderEntryView {
                 license: license.as_str(),
-                entry: entry.as_ref().map(EntryView::of),
+                entry: held.entry.as_ref().map(EntryView::of),
+                allowed_by: held.allowed_by.as_ref().map(AllowView::of),
             }),
         },
     )

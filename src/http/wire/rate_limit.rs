@@ -32,6 +32,7 @@ mod tests {
             added: 10,
             removed: 1000,
             refused: 0,
+            ..DailyUsage::default()
         };
         let [policy, remaining] = headers(&Quota::of(usage, Limits::default(), NOON));
         assert_eq!(

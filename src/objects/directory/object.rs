@@ -5,12 +5,13 @@
 //! the operator finds, names and revokes licenses. On its first call it takes over
 //! the licenses issued before it, a KV page at a time.
 
+use futures_util::lock::Mutex;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
     Audit, AuditPage, Authenticate, Count, CreateKey, CreateLicense, DirectoryCall,
-    DirectoryProtocol, DirectoryRefusal, Keys, License, LicensePage, Licenses, NewKey, NewLicense,
-    Relabel, RevokeKey, RevokeLicense,
+    DirectoryProtocol, DirectoryRefusal, Keys, License, LicensePage, Licenses, MarkAllowList,
+    NewKey, NewLicense, Relabel, RevokeKey, RevokeLicense,
 };
 use crate::domain::access::audit::{Action, Record, Stamp};
 use crate::domain::access::license::key_digest;
@@ -34,6 +35,10 @@ pub struct OperatorDirectory {
     /// Once this instance has brought its schema up to date and taken over the
     /// licenses before it: no call asks again.
     started: Started<()>,
+    /// Held across each read and write of a license's record in KV: a record is
+    /// read, changed and written whole, and the runtime delivers other calls
+    /// while KV answers, so without it a revocation could be written over.
+    records: Mutex<()>,
 }
 
 impl DurableObject for OperatorDirectory {
@@ -43,6 +48,7 @@ impl DurableObject for OperatorDirectory {
             env,
             sql,
             started: Started::default(),
+            records: Mutex::new(()),
         }
     }
 
@@ -58,6 +64,9 @@ impl DurableObject for OperatorDirectory {
             DirectoryCall::Relabel(call) => Relabel::reply(self.relabel(call).await),
             DirectoryCall::RevokeLicense(call) => {
                 RevokeLicense::reply(self.revoke_license(call).await)
+            }
+            DirectoryCall::MarkAllowList(call) => {
+                MarkAllowList::reply(self.mark_allow_list(call).await)
             }
             DirectoryCall::License(License(id)) => License::reply(self.filed(&id).await),
             DirectoryCall::Licenses(call) => Licenses::reply(self.licenses(call)),
@@ -230,7 +239,11 @@ impl OperatorDirectory {
         let now = clock::now();
         // KV's record first: from then on every path refuses the license within
         // the propagation bound, whatever happens next.
-        if !licenses::revoke(&self.env, &call.license, now.unix()).await? {
+        let revoked = {
+            let _record = self.records.lock().await;
+            licenses::revoke(&self.env, &call.license, now.unix()).await?
+        };
+        if !revoked {
             return Err(Failure::Refused(DirectoryRefusal::NoSuchLicense));
         }
         self.filed(&call.license).await?;
@@ -242,6 +255,20 @@ impl OperatorDirectory {
             detail: String::new(),
             by: call.by,
         })
+    }
+
+    /// A holder's allow-list flag on its license's record, which every request
+    /// reads with the license's standing.
+    async fn mark_allow_list(&self, call: MarkAllowList) -> Answered<()> {
+        let _record = self.records.lock().await;
+        let marked =
+            licenses::mark_allow_list(&self.env, &call.license, call.allow_list, call.version)
+                .await?;
+        if marked {
+            Ok(())
+        } else {
+            Err(Failure::Refused(DirectoryRefusal::NoSuchLicense))
+        }
     }
 
     fn licenses(&self, call: Licenses) -> Answered<LicensePage> {

@@ -22,6 +22,7 @@ calls!(DirectoryProtocol => DirectoryCall {
     CreateLicense => NewLicense,
     Relabel => LicenseRow,
     RevokeLicense => (),
+    MarkAllowList => (),
     License => LicenseRow,
     Licenses => LicensePage,
     Count => u64,
@@ -88,6 +89,15 @@ pub struct Relabel {
 pub struct RevokeLicense {
     pub license: LicenseId,
     pub by: Stamp,
+}
+
+/// Records on a license whether its holder has allow-list entries, as the
+/// holder's object says: its `version`-th saying, which an older one never undoes.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MarkAllowList {
+    pub license: LicenseId,
+    pub allow_list: bool,
+    pub version: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -3,24 +3,28 @@
 //! read-check-write of an add or remove cannot interleave with another; its
 //! writes commit together, before the answer leaves.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use futures_util::stream;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    Activity, AdmitLogin, CreateFeedToken, EntryPage, Feed, FeedStart, FeedTokens, History,
-    HolderCall, HolderPicture, HolderProtocol, HolderRefusal, LicensePicture, LiveLookup, Perform,
-    Revoke, RevokeFeedToken, Usage, WhyListed,
+    Activity, AdmitLogin, AllowPage, AllowPerform, CreateFeedToken, EntryPage, Feed, FeedStart,
+    FeedTokens, History, HolderCall, HolderPicture, HolderProtocol, HolderRefusal, LicensePicture,
+    LiveLookup, Perform, Revoke, RevokeFeedToken, Usage, WhyHeld, WhyListed,
 };
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::PullClient;
 use crate::domain::feed::item::{FeedHead, FeedRecord, FeedVersion};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::personal::activity::last_days;
+use crate::domain::personal::allow::{perform_allow, AllowAnswer, AllowSet};
 use crate::domain::personal::entry::Entry;
 use crate::domain::personal::holder::{perform, sweep, Answer, Limits, ListStore, Operation};
+use crate::domain::precedence::weigh_in_object;
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
+use crate::objects::directory::client::directory;
+use crate::objects::directory::protocol::MarkAllowList;
 use crate::objects::protocol::{
     receive, refuse, Ask, AskStream, Failure, Streamed, StreamedOutcome,
 };
@@ -59,6 +63,8 @@ pub struct HolderList {
     /// Whether the license is revoked, once read: every request of a holder comes
     /// through this one object, so the answer cannot go stale here.
     revoked: Cell<Option<bool>>,
+    /// The holder's allow list, once read: every change of it is made here.
+    allow: RefCell<Option<AllowSet>>,
 }
 
 impl DurableObject for HolderList {
@@ -71,6 +77,7 @@ impl DurableObject for HolderList {
             env,
             alarm_at: Cell::new(None),
             revoked: Cell::new(None),
+            allow: RefCell::new(None),
         }
     }
 
@@ -94,6 +101,12 @@ impl DurableObject for HolderList {
         match call {
             HolderCall::Perform(Perform(calls)) => {
                 Perform::reply(self.perform(&calls, now, ready.limits).await)
+            }
+            HolderCall::AllowPerform(call) => {
+                AllowPerform::reply(self.allow_perform(call, now, ready.limits).await)
+            }
+            HolderCall::AllowPage(AllowPage(query)) => {
+                AllowPage::reply(stored(store.allow_page(&query)))
             }
             HolderCall::EntryPage(EntryPage(query)) => {
                 EntryPage::reply(stored(store.list(&query, now)))
@@ -123,9 +136,7 @@ impl DurableObject for HolderList {
             HolderCall::LicensePicture(LicensePicture) => {
                 LicensePicture::reply(stored(picture(&store, now)))
             }
-            HolderCall::WhyListed(WhyListed(ip)) => {
-                WhyListed::reply(stored(holding(&store, ip, now)))
-            }
+            HolderCall::WhyListed(WhyListed(ip)) => WhyListed::reply(self.why_held(ip, now)),
             #[cfg(feature = "test-hooks")]
             HolderCall::WasmMemory(super::protocol::WasmMemory) => {
                 super::protocol::WasmMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
@@ -194,11 +205,7 @@ impl HolderList {
         now: UnixTime,
         limits: Limits,
     ) -> Answered<Vec<Answer>> {
-        let mut store = SqlListStore::new(&self.sql);
-        let answers = calls
-            .iter()
-            .map(|call| perform(&mut store, call, now, limits))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let answers = self.weigh_and_perform(calls, now, limits)?;
         // Adds and removes may leave something to sweep (an expiring entry, history); checks never do.
         let next = calls
             .iter()
@@ -215,6 +222,99 @@ impl HolderList {
                 .map_err(|e| Failure::Fault(e.into()))?;
         }
         Ok(answers)
+    }
+
+    /// Each call weighed by the lists this object keeps, the holder's allow list
+    /// before the personal list, without a wait: no borrow of the allow list
+    /// outlives it, and nothing runs in between.
+    fn weigh_and_perform(
+        &self,
+        calls: &[crate::domain::personal::holder::Call],
+        now: UnixTime,
+        limits: Limits,
+    ) -> Answered<Vec<Answer>> {
+        let mut store = SqlListStore::new(&self.sql);
+        let allow = self.allow_set()?;
+        let answers = calls.iter().map(|call| {
+            match weigh_in_object(call.operation, call.global, allow.holds_ip(call.ip)) {
+                Some(outcome) => Ok(Answer {
+                    outcome,
+                    usage: None,
+                    limits,
+                }),
+                None => perform(&mut store, call, now, limits),
+            }
+        });
+        Ok(answers.collect::<std::result::Result<Vec<_>, _>>()?)
+    }
+
+    /// The live entry that lists `ip`, and the allow-list entry that holds it.
+    fn why_held(&self, ip: PublicIp, now: UnixTime) -> Answered<WhyHeld> {
+        let store = SqlListStore::new(&self.sql);
+        let allowing = self.allow_set()?.holding(ip);
+        Ok(WhyHeld {
+            entry: holding(&store, ip, now)?,
+            allowed_by: match allowing {
+                Some(range) => store.allow_entry(range)?,
+                None => None,
+            },
+        })
+    }
+
+    /// The holder's allow list, read once per instance and kept equal to its rows.
+    fn allow_set(&self) -> Answered<std::cell::Ref<'_, AllowSet>> {
+        if self.allow.borrow().is_none() {
+            let set = SqlListStore::new(&self.sql).allow_set()?;
+            *self.allow.borrow_mut() = Some(set);
+        }
+        Ok(std::cell::Ref::map(self.allow.borrow(), |set| {
+            set.as_ref().expect("loaded above")
+        }))
+    }
+
+    /// One operation of the allow list, then the license's record told whether
+    /// the holder has entries, when it does not know yet: the Worker answers an
+    /// address the global challenge list holds without this object for a holder
+    /// without entries. A telling that fails is a fault, and the next operation
+    /// of the allow list tells it again.
+    async fn allow_perform(
+        &self,
+        AllowPerform { license, call }: AllowPerform,
+        now: UnixTime,
+        limits: Limits,
+    ) -> Answered<AllowAnswer> {
+        let mut store = SqlListStore::new(&self.sql);
+        let mut set = self.allow_set()?.clone();
+        let answer = perform_allow(&mut store, &mut set, &call, now, limits);
+        let allow_list = !set.is_empty();
+        // A fault may have left some of the change written: the rows are read again.
+        *self.allow.borrow_mut() = answer.is_ok().then_some(set);
+        let answer = answer?;
+        if call.operation != Operation::Check {
+            self.schedule_sweep(now.plus(SECONDS_PER_DAY))
+                .await
+                .map_err(|e| Failure::Fault(e.into()))?;
+        }
+        if store.published_allow_flag()? != allow_list {
+            let version = store.next_allow_flag_version()?;
+            let told = directory(&self.env)?
+                .ask(MarkAllowList {
+                    license,
+                    allow_list,
+                    version,
+                })
+                .await;
+            match told {
+                Ok(()) => store.allow_flag_published(allow_list)?,
+                Err(Failure::Fault(fault)) => return Err(Failure::Fault(fault)),
+                Err(Failure::Refused(refusal)) => {
+                    return Err(Failure::Fault(StoreError::Corrupt(format!(
+                        "the directory refused the allow-list flag: {refusal:?}"
+                    ))))
+                }
+            }
+        }
+        Ok(answer)
     }
 
     /// The feed's personal part: its head now, its records a page at a time as the

@@ -2,13 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::access::license::LicenseId;
 use crate::domain::feed::decision::{DecisionType, Pull};
 use crate::domain::feed::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
 use crate::domain::feed::item::{FeedHead, FeedRecord};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::operator_lists::delta::AllowMoves;
-use crate::domain::page::{EntryCursor, HistoryCursor, Page, PageQuery};
+use crate::domain::page::{AllowCursor, EntryCursor, HistoryCursor, Page, PageQuery};
 use crate::domain::personal::activity::ActivityDay;
+use crate::domain::personal::allow::{AllowAnswer, AllowCall, AllowEntry};
 use crate::domain::personal::entry::{Entry, HistoryEvent};
 use crate::domain::personal::holder::{Answer, Call, DailyUsage};
 use crate::objects::calls;
@@ -23,7 +25,9 @@ impl Protocol for HolderProtocol {
 
 calls!(HolderProtocol => HolderCall {
     Perform => Vec<Answer>,
+    AllowPerform => AllowAnswer,
     EntryPage as "ListEntries" => Page<Entry, EntryCursor>,
+    AllowPage => Page<AllowEntry, AllowCursor>,
     History => Page<HistoryEvent, HistoryCursor>,
     Usage => DailyUsage,
     Activity => Vec<ActivityDay>,
@@ -34,7 +38,7 @@ calls!(HolderProtocol => HolderCall {
     Revoke => (),
     AdmitLogin as "Admit" => (),
     LicensePicture as "Picture" => HolderPicture,
-    WhyListed as "Holding" => Option<Entry>,
+    WhyListed as "Holding" => WhyHeld,
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
     #[cfg(feature = "test-hooks")]
@@ -62,6 +66,18 @@ pub enum HolderRefusal {
 /// Runs the list operations in order, in one visit: one answer per call.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Perform(pub Vec<Call>);
+
+/// One operation of the holder's allow list. The license is named so that the
+/// object can tell its record whether the holder has entries.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AllowPerform {
+    pub license: LicenseId,
+    pub call: AllowCall,
+}
+
+/// A page of the allow list, newest first.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AllowPage(pub PageQuery<AllowCursor>);
 
 /// A page of the live entries, newest first.
 #[derive(Debug, Serialize, Deserialize)]
@@ -160,10 +176,17 @@ pub struct HolderPicture {
     pub last_change: Option<String>,
 }
 
-/// The live entry that lists an address, under either of its keys (the
-/// operator's lookup; answered for a revoked license too).
+/// The live entry that lists an address, under either of its keys, and the
+/// allow-list entry that holds it (the operator's lookup; answered for a
+/// revoked license too).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WhyListed(pub PublicIp);
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WhyHeld {
+    pub entry: Option<Entry>,
+    pub allowed_by: Option<AllowEntry>,
+}
 
 /// Runs the alarm now, as the runtime fires it (the alarm set is taken off
 /// first): the test build's hook, not in the deployable one.

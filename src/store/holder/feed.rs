@@ -555,6 +555,7 @@ mod tests {
             operation: Operation::Add,
             details: Default::default(),
             client: None,
+            global: false,
         };
         crate::domain::personal::holder::perform(
             &mut store,

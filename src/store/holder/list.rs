@@ -12,6 +12,7 @@ use crate::domain::personal::activity::{ActivityDay, ACTIVITY_DAYS};
 use crate::domain::personal::entry::{Change, Entry, HistoryEvent};
 use crate::domain::personal::holder::{DailyUsage, ListStore, MAX_HISTORY_ROWS};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
+use crate::store::holder::allow::{subject_of, subject_value};
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
 /// History older than this is dropped by the daily sweep.
@@ -20,7 +21,7 @@ pub const HISTORY_DAYS: u64 = 90;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-pub(super) const MIGRATIONS: [&str; 8] = [
+pub(super) const MIGRATIONS: [&str; 9] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -112,6 +113,19 @@ pub(super) const MIGRATIONS: [&str; 8] = [
     INSERT INTO activity (day, added, removed, refused)
         SELECT day, added, removed, refused FROM usage;
     DROP TABLE usage;",
+    // The holder's own allow list: a row per range, by its first address (as the
+    // entries' keys) and prefix, newest first for its pages; the day's adds and
+    // removes of it beside the other counts; and what the license's record was
+    // last told of it (whether it has entries), with the number of that telling.
+    "CREATE TABLE allow (
+        first BLOB NOT NULL, prefix INTEGER NOT NULL, added_at INTEGER NOT NULL, comment TEXT,
+        PRIMARY KEY (first, prefix)
+    ) WITHOUT ROWID;
+    CREATE INDEX allow_by_age ON allow (added_at, first, prefix);
+    ALTER TABLE activity ADD COLUMN allow_changes INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE allow_flag (
+        id INTEGER PRIMARY KEY CHECK (id = 0), published INTEGER NOT NULL, version INTEGER NOT NULL
+    );",
 ];
 
 /// `Entry::is_live` for the rows of a query, on the expiry column named: `?1` is the time.
@@ -313,7 +327,7 @@ impl<S: Sql> SqlListStore<S> {
             let change = Change::from_code(&code)
                 .ok_or_else(|| SqlError(format!("history row {id}: unknown change {code:?}")))?;
             // An address that is no longer public is left out.
-            if let Some(ip) = ip_of(row.blob(3)?) {
+            if let Some(ip) = subject_of(row.blob(3)?) {
                 events.push(HistoryEvent {
                     at: UnixTime(row.int(1)?),
                     change,
@@ -377,6 +391,15 @@ impl<S: Sql> SqlListStore<S> {
         })
     }
 
+    /// Keeps only the newest `MAX_HISTORY_ROWS` rows of the history.
+    pub(super) fn trim_history(&self) -> Result<(), SqlError> {
+        self.sql.execute(
+            "DELETE FROM history WHERE id <= (SELECT max(id) FROM history) - ?1",
+            &[Value::int(MAX_HISTORY_ROWS)],
+        )?;
+        Ok(())
+    }
+
     /// The oldest history number kept and the newest ever given; with no row kept,
     /// the oldest is the one the next change will get.
     pub(super) fn changes(&self) -> Result<(u64, u64), SqlError> {
@@ -436,7 +459,8 @@ impl<S: Sql> ListStore for SqlListStore<S> {
 
     fn usage(&self) -> Result<DailyUsage, SqlError> {
         let rows = self.sql.query(
-            "SELECT day, added, removed, refused FROM activity ORDER BY day DESC LIMIT 1",
+            "SELECT day, added, removed, refused, allow_changes FROM activity
+             ORDER BY day DESC LIMIT 1",
             &[],
         )?;
         let Some(row) = rows.first() else {
@@ -447,19 +471,22 @@ impl<S: Sql> ListStore for SqlListStore<S> {
             added: count(row, 1)?,
             removed: count(row, 2)?,
             refused: count(row, 3)?,
+            allow_changes: count(row, 4)?,
         })
     }
 
     fn save_usage(&mut self, usage: DailyUsage) -> Result<(), SqlError> {
         self.sql.execute(
-            "INSERT INTO activity (day, added, removed, refused) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (day) DO UPDATE SET
-                added = excluded.added, removed = excluded.removed, refused = excluded.refused",
+            "INSERT INTO activity (day, added, removed, refused, allow_changes)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (day) DO UPDATE SET added = excluded.added, removed = excluded.removed,
+                refused = excluded.refused, allow_changes = excluded.allow_changes",
             &[
                 Value::int(usage.day),
                 Value::int(usage.added.into()),
                 Value::int(usage.removed.into()),
                 Value::int(usage.refused.into()),
+                Value::int(usage.allow_changes.into()),
             ],
         )?;
         Ok(())
@@ -480,15 +507,11 @@ impl<S: Sql> ListStore for SqlListStore<S> {
             &[
                 Value::int(event.at.0),
                 Value::text(event.change.code()),
-                ip_value(event.ip),
+                subject_value(event.ip),
                 Value::opt_text(event.client.as_deref()),
             ],
         )?;
-        self.sql.execute(
-            "DELETE FROM history WHERE id <= (SELECT max(id) FROM history) - ?1",
-            &[Value::int(MAX_HISTORY_ROWS)],
-        )?;
-        Ok(())
+        self.trim_history()
     }
 
     fn expired(&self, now: UnixTime, limit: usize) -> Result<Vec<Entry>, SqlError> {
@@ -741,10 +764,70 @@ mod tests {
                 day: 20000,
                 added: 4,
                 removed: 2,
-                refused: 1
+                refused: 1,
+                ..DailyUsage::default()
             }
         );
         assert_eq!(store.activity(20000).unwrap()[0].expired, 0);
+    }
+
+    #[test]
+    fn a_holder_from_before_the_allow_list_keeps_its_list_day_and_history_and_gains_it() {
+        let sql = NativeSql::new();
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..8]).unwrap();
+        // What the code before wrote for one add: its row, its history, its day.
+        let key = Value::Blob(ip("8.8.8.8").key().as_bytes().to_vec());
+        sql.execute(
+            "INSERT INTO entries (ip, added_at) VALUES (?1, ?2)",
+            &[key.clone(), Value::int(NOON.0)],
+        )
+        .unwrap();
+        sql.execute(
+            "INSERT INTO history (at, change, ip) VALUES (?1, 'added', ?2)",
+            &[Value::int(NOON.0), key],
+        )
+        .unwrap();
+        sql.execute(
+            "INSERT INTO activity (day, added) VALUES (?1, 1)",
+            &[Value::int(NOON.utc_day())],
+        )
+        .unwrap();
+        migrate(&sql).unwrap();
+        let mut store = SqlListStore::new(&sql);
+        assert!(store.entry(ip("8.8.8.8")).unwrap().is_some());
+        let usage = store.usage().unwrap();
+        assert_eq!((usage.added, usage.allow_changes), (1, 0));
+        let everything = PageQuery {
+            after: None,
+            limit: 10,
+            prefix: None,
+        };
+        assert_eq!(store.history(&everything).unwrap().total, 1);
+        assert!(store.allow_set().unwrap().is_empty());
+        assert!(!store.published_allow_flag().unwrap());
+        // The new table takes entries, and a removal of the old entry counts as ever.
+        let mut set = store.allow_set().unwrap();
+        let call = crate::domain::personal::allow::AllowCall {
+            operation: Operation::Add,
+            range: crate::domain::personal::allow::AllowRange::parse(
+                "8.8.8.0/24",
+                crate::domain::net::address::Ipv6::Off,
+            )
+            .unwrap()
+            .range,
+            comment: None,
+            client: None,
+        };
+        let answer = crate::domain::personal::allow::perform_allow(
+            &mut store,
+            &mut set,
+            &call,
+            NOON,
+            crate::domain::personal::holder::Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(answer.usage.unwrap().removed, 1);
+        assert_eq!(store.allow_set().unwrap(), set);
     }
 
     #[test]
@@ -871,7 +954,7 @@ mod tests {
             .record(&HistoryEvent {
                 at: UnixTime(9),
                 change: Change::Added,
-                ip: ip("8.8.8.8"),
+                ip: ip("8.8.8.8").into(),
                 client: None,
             })
             .unwrap();

@@ -14,6 +14,7 @@ use crate::domain::personal::holder::{
 };
 use crate::domain::personal::outcome::PersonalOutcome as P;
 use crate::domain::time::UnixTime;
+use crate::store::holder::allow::subject_of;
 use crate::store::holder::list::{ip_of, migrate, SqlListStore};
 use crate::store::sql::native::NativeSql;
 use crate::store::sql::Sql;
@@ -26,20 +27,24 @@ pub const NO_LIMITS: Limits = Limits {
     additions: u32::MAX,
     removals: u32::MAX,
     entries: u32::MAX,
+    allow_entries: 0,
+    allow_changes: 0,
 };
 const LIMITS: Limits = Limits {
     additions: 3,
     removals: 2,
     entries: u32::MAX,
+    allow_entries: 0,
+    allow_changes: 0,
 };
 
 /// A store the suite can look into: every entry by address, the history oldest first.
-pub trait Subject: ListStore<Error: Debug> {
+pub trait Inspected: ListStore<Error: Debug> {
     fn all_entries(&self) -> Vec<Entry>;
     fn all_history(&self) -> Vec<HistoryEvent>;
 }
 
-impl Subject for MemoryStore {
+impl Inspected for MemoryStore {
     fn all_entries(&self) -> Vec<Entry> {
         self.entries.values().cloned().collect()
     }
@@ -73,11 +78,12 @@ pub fn apply(
             comment: None,
         },
         client: None,
+        global: false,
     };
     perform(store, &call, at, NO_LIMITS).unwrap();
 }
 
-impl<S: Sql> Subject for SqlListStore<S> {
+impl<S: Sql> Inspected for SqlListStore<S> {
     fn all_entries(&self) -> Vec<Entry> {
         let mut all = Vec::new();
         for row in self
@@ -103,7 +109,7 @@ impl<S: Sql> Subject for SqlListStore<S> {
             .map(|row| HistoryEvent {
                 at: UnixTime(row.int(0).unwrap()),
                 change: Change::from_code(&row.text(1).unwrap()).unwrap(),
-                ip: ip_of(row.blob(2).unwrap()).unwrap(),
+                ip: subject_of(row.blob(2).unwrap()).unwrap(),
                 client: row.opt_text(3).unwrap(),
             })
             .collect()
@@ -137,22 +143,23 @@ fn call(operation: Operation, n: u8) -> Call {
         prefix: Ipv6Prefix::Whole,
         details: EntryDetails::default(),
         client: Some("192.0.2.7".into()),
+        global: false,
     }
 }
 
-fn run_call(store: &mut impl Subject, call: &Call, now: UnixTime) -> Answer {
+fn run_call(store: &mut impl Inspected, call: &Call, now: UnixTime) -> Answer {
     perform(store, call, now, LIMITS).unwrap()
 }
 
-fn run(store: &mut impl Subject, op: Operation, n: u8, now: UnixTime) -> P {
+fn run(store: &mut impl Inspected, op: Operation, n: u8, now: UnixTime) -> P {
     run_call(store, &call(op, n), now).outcome
 }
 
-fn usage(store: &impl Subject) -> DailyUsage {
+fn usage(store: &impl Inspected) -> DailyUsage {
     store.usage().unwrap()
 }
 
-fn state_table_rows<S: Subject>(fresh: fn() -> S) {
+fn state_table_rows<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     assert_eq!(run(&mut store, Check, 1, NOON), P::Unlisted);
     assert_eq!(run(&mut store, Remove, 1, NOON), P::NothingToRemove);
@@ -173,7 +180,7 @@ fn state_table_rows<S: Subject>(fresh: fn() -> S) {
     assert!(store.all_entries().is_empty());
 }
 
-fn only_actual_changes_count<S: Subject>(fresh: fn() -> S) {
+fn only_actual_changes_count<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     run(&mut store, Add, 1, NOON);
     run(&mut store, Add, 1, NOON);
@@ -185,7 +192,8 @@ fn only_actual_changes_count<S: Subject>(fresh: fn() -> S) {
             day: NOON.utc_day(),
             added: 1,
             removed: 0,
-            refused: 0
+            refused: 0,
+            ..DailyUsage::default()
         }
     );
     run(&mut store, Remove, 1, NOON);
@@ -196,12 +204,13 @@ fn only_actual_changes_count<S: Subject>(fresh: fn() -> S) {
             day: NOON.utc_day(),
             added: 1,
             removed: 1,
-            refused: 0
+            refused: 0,
+            ..DailyUsage::default()
         }
     );
 }
 
-fn addition_limit_allows_exactly_the_limit_and_refuses_without_change<S: Subject>(
+fn addition_limit_allows_exactly_the_limit_and_refuses_without_change<S: Inspected>(
     fresh: fn() -> S,
 ) {
     let mut store = fresh();
@@ -223,7 +232,9 @@ fn addition_limit_allows_exactly_the_limit_and_refuses_without_change<S: Subject
     );
 }
 
-fn removal_limit_allows_exactly_the_limit_and_refuses_without_change<S: Subject>(fresh: fn() -> S) {
+fn removal_limit_allows_exactly_the_limit_and_refuses_without_change<S: Inspected>(
+    fresh: fn() -> S,
+) {
     let mut store = fresh();
     for n in 1..=3 {
         run(&mut store, Add, n, NOON);
@@ -239,7 +250,7 @@ fn removal_limit_allows_exactly_the_limit_and_refuses_without_change<S: Subject>
     );
 }
 
-fn counters_reset_at_midnight_utc_and_not_before<S: Subject>(fresh: fn() -> S) {
+fn counters_reset_at_midnight_utc_and_not_before<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     let midnight = NOON.plus(NOON.seconds_to_next_utc_day());
     let last_second = midnight.minus(1);
@@ -254,12 +265,13 @@ fn counters_reset_at_midnight_utc_and_not_before<S: Subject>(fresh: fn() -> S) {
             day: midnight.utc_day(),
             added: 1,
             removed: 0,
-            refused: 0
+            refused: 0,
+            ..DailyUsage::default()
         }
     );
 }
 
-fn a_zero_limit_refuses_every_change<S: Subject>(fresh: fn() -> S) {
+fn a_zero_limit_refuses_every_change<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     let answer = perform(
         &mut store,
@@ -269,6 +281,7 @@ fn a_zero_limit_refuses_every_change<S: Subject>(fresh: fn() -> S) {
             additions: 0,
             removals: 0,
             entries: u32::MAX,
+            ..Limits::default()
         },
     )
     .unwrap();
@@ -276,7 +289,7 @@ fn a_zero_limit_refuses_every_change<S: Subject>(fresh: fn() -> S) {
     assert!(store.all_entries().is_empty());
 }
 
-fn the_list_holds_at_most_its_bound_expired_entries_counted_until_swept<S: Subject>(
+fn the_list_holds_at_most_its_bound_expired_entries_counted_until_swept<S: Inspected>(
     fresh: fn() -> S,
 ) {
     let mut store = fresh();
@@ -331,7 +344,7 @@ fn the_list_holds_at_most_its_bound_expired_entries_counted_until_swept<S: Subje
     assert_eq!(add(&mut roomy, 3, None, NOON), P::Added);
 }
 
-fn the_answer_carries_the_days_usage_after_the_operation<S: Subject>(fresh: fn() -> S) {
+fn the_answer_carries_the_days_usage_after_the_operation<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     let day = |added, removed, at: UnixTime| {
         Some(DailyUsage {
@@ -339,6 +352,7 @@ fn the_answer_carries_the_days_usage_after_the_operation<S: Subject>(fresh: fn()
             added,
             removed,
             refused: 0,
+            ..DailyUsage::default()
         })
     };
     assert_eq!(
@@ -361,7 +375,7 @@ fn the_answer_carries_the_days_usage_after_the_operation<S: Subject>(fresh: fn()
     );
 }
 
-fn details_are_stored_with_the_entry<S: Subject>(fresh: fn() -> S) {
+fn details_are_stored_with_the_entry<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     let details = EntryDetails {
         expiry: Some(Expiry::After(600)),
@@ -382,7 +396,7 @@ fn details_are_stored_with_the_entry<S: Subject>(fresh: fn() -> S) {
     );
 }
 
-fn an_expired_entry_is_gone_for_every_operation_at_its_second<S: Subject>(fresh: fn() -> S) {
+fn an_expired_entry_is_gone_for_every_operation_at_its_second<S: Inspected>(fresh: fn() -> S) {
     let expiring = Call {
         details: EntryDetails {
             expiry: Some(Expiry::At(NOON.plus(60))),
@@ -407,7 +421,7 @@ fn an_expired_entry_is_gone_for_every_operation_at_its_second<S: Subject>(fresh:
     }
 }
 
-fn re_adding_a_listed_address_leaves_its_entry_as_it_was<S: Subject>(fresh: fn() -> S) {
+fn re_adding_a_listed_address_leaves_its_entry_as_it_was<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     let first = Call {
         details: EntryDetails {
@@ -435,7 +449,7 @@ fn re_adding_a_listed_address_leaves_its_entry_as_it_was<S: Subject>(fresh: fn()
     );
 }
 
-fn history_records_changes_and_refusals_with_the_client<S: Subject>(fresh: fn() -> S) {
+fn history_records_changes_and_refusals_with_the_client<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     for n in 1..=4 {
         run(&mut store, Add, n, NOON);
@@ -452,7 +466,7 @@ fn history_records_changes_and_refusals_with_the_client<S: Subject>(fresh: fn() 
         .all(|e| e.client.as_deref() == Some("192.0.2.7") && e.at == NOON));
 }
 
-fn refusals_are_counted_but_only_the_days_first_is_recorded<S: Subject>(fresh: fn() -> S) {
+fn refusals_are_counted_but_only_the_days_first_is_recorded<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     for n in 1..=3 {
         run(&mut store, Add, n, NOON);
@@ -490,12 +504,13 @@ fn refusals_are_counted_but_only_the_days_first_is_recorded<S: Subject>(fresh: f
     assert_eq!(usage(&store).refused, 1);
 }
 
-fn the_history_keeps_only_the_newest_rows<S: Subject>(fresh: fn() -> S) {
+fn the_history_keeps_only_the_newest_rows<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     let limits = Limits {
         additions: u32::MAX,
         removals: u32::MAX,
         entries: u32::MAX,
+        ..Limits::default()
     };
     for n in 0..MAX_HISTORY_ROWS as u32 + 10 {
         perform(
@@ -512,11 +527,14 @@ fn the_history_keeps_only_the_newest_rows<S: Subject>(fresh: fn() -> S) {
     }
     let history = store.all_history();
     assert_eq!(history.len() as u64, MAX_HISTORY_ROWS);
-    assert_eq!(history[0].ip, nth(10), "the oldest went first");
-    assert_eq!(history.last().unwrap().ip, nth(MAX_HISTORY_ROWS as u32 + 9));
+    assert_eq!(history[0].ip, nth(10).into(), "the oldest went first");
+    assert_eq!(
+        history.last().unwrap().ip,
+        nth(MAX_HISTORY_ROWS as u32 + 9).into()
+    );
 }
 
-fn entries_sharing_one_expiry_are_swept_completely_in_bounded_batches<S: Subject>(
+fn entries_sharing_one_expiry_are_swept_completely_in_bounded_batches<S: Inspected>(
     fresh: fn() -> S,
 ) {
     let mut store = fresh();
@@ -569,7 +587,7 @@ fn entries_sharing_one_expiry_are_swept_completely_in_bounded_batches<S: Subject
     assert_eq!(history.len(), ENTRIES as usize);
 }
 
-fn a_sweep_takes_the_earliest_expiries_first<S: Subject>(fresh: fn() -> S) {
+fn a_sweep_takes_the_earliest_expiries_first<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     for (n, seconds) in [(1, 300), (2, 100), (3, 200), (4, 50_000)] {
         store
@@ -592,13 +610,16 @@ fn a_sweep_takes_the_earliest_expiries_first<S: Subject>(fresh: fn() -> S) {
             .iter()
             .map(|e| (e.ip, e.at))
             .collect::<Vec<_>>(),
-        [(ip(2), NOON.plus(100)), (ip(3), NOON.plus(200))]
+        [
+            (ip(2).into(), NOON.plus(100)),
+            (ip(3).into(), NOON.plus(200))
+        ]
     );
 }
 
 /// IPv6 entries live beside IPv4 ones under the same rules: one add counts one,
 /// an expiry ends one at its second, the history names it, the limits hold.
-fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Subject>(fresh: fn() -> S) {
+fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
     let v6 = |text: &str, operation| Call {
         operation,
@@ -609,6 +630,7 @@ fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Subject>(fresh: fn() -> S)
             comment: Some("scanner".into()),
         },
         client: None,
+        global: false,
     };
     let a = "2a00:1450:4001:80b::200e";
     assert_eq!(run_call(&mut store, &v6(a, Add), NOON).outcome, P::Added);
@@ -652,26 +674,27 @@ fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Subject>(fresh: fn() -> S)
 }
 
 /// One operation on `text` under `prefix`, within no limits.
-fn under(store: &mut impl Subject, prefix: Ipv6Prefix, text: &str, operation: Operation) -> P {
+fn under(store: &mut impl Inspected, prefix: Ipv6Prefix, text: &str, operation: Operation) -> P {
     let call = Call {
         operation,
         ip: text.parse().unwrap(),
         prefix,
         details: EntryDetails::default(),
         client: None,
+        global: false,
     };
     perform(store, &call, NOON, NO_LIMITS).unwrap().outcome
 }
 
 /// Runs each step in turn, expecting its outcome.
-fn steps(store: &mut impl Subject, steps: &[(Ipv6Prefix, &str, Operation, P)]) {
+fn steps(store: &mut impl Inspected, steps: &[(Ipv6Prefix, &str, Operation, P)]) {
     for &(prefix, text, operation, expected) in steps {
         let outcome = under(store, prefix, text, operation);
         assert_eq!(outcome, expected, "{prefix:?} {operation:?} {text}");
     }
 }
 
-fn listed(store: &impl Subject) -> Vec<String> {
+fn listed(store: &impl Inspected) -> Vec<String> {
     store
         .all_entries()
         .iter()
@@ -681,7 +704,7 @@ fn listed(store: &impl Subject) -> Vec<String> {
 
 /// A /64 entry (`IPV6_PREFIX=64`) is one entry: an add of any address in it
 /// lists it, a check or remove of any other address in it finds it.
-fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Subject>(fresh: fn() -> S) {
+fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Inspected>(fresh: fn() -> S) {
     use Ipv6Prefix::{Net64, Whole};
     let mut store = fresh();
     steps(

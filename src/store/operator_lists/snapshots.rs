@@ -52,12 +52,7 @@ pub fn published(
     global: Versioned<Shards, Shards<u128>>,
     allow: Versioned<Rc<Intervals>, Rc<Intervals<u128>>>,
 ) -> PublishedLists {
-    PublishedLists {
-        global: global.v4,
-        allow: allow.v4,
-        global6: global.v6,
-        allow6: allow.v6,
-    }
+    PublishedLists::new((global.v4, global.v6), (allow.v4, allow.v6))
 }
 
 /// What one isolate holds of the published lists.

@@ -1,0 +1,378 @@
+//! The holder's allow list in its object's database: a row per range, keyed by
+//! its first address (sixteen bytes, as the personal list's rows) and prefix,
+//! and the history rows of its changes, whose subject is the range.
+
+use crate::domain::page::{AllowCursor, Page, PageQuery};
+use crate::domain::personal::allow::{AllowEntry, AllowRange, AllowSet, AllowStore};
+use crate::domain::personal::entry::Subject;
+use crate::domain::time::UnixTime;
+use crate::store::holder::list::{live, SqlListStore};
+use crate::store::sql::{Row, Sql, SqlError, Value};
+
+/// The byte that ends a history row's subject when it is an allow-list range:
+/// sixteen bytes of the first address, one of the prefix, then this (an entry's
+/// key is sixteen or seventeen bytes, so the two never read alike).
+const RANGE_TAG: u8 = b'a';
+
+fn address(value: u128) -> Value {
+    Value::Blob(value.to_be_bytes().to_vec())
+}
+
+fn address_of(bytes: &[u8]) -> Result<u128, SqlError> {
+    let bytes: [u8; 16] = bytes
+        .try_into()
+        .map_err(|_| SqlError(format!("an address of {} bytes", bytes.len())))?;
+    Ok(u128::from_be_bytes(bytes))
+}
+
+/// A history row's subject as stored: an entry's key, or a range as above.
+pub(super) fn subject_value(subject: Subject) -> Value {
+    match subject {
+        Subject::Entry(ip) => Value::Blob(ip.key().as_bytes().to_vec()),
+        Subject::Allow(range) => {
+            let mut bytes = range.span().0.to_be_bytes().to_vec();
+            bytes.extend([range.prefix128(), RANGE_TAG]);
+            Value::Blob(bytes)
+        }
+    }
+}
+
+/// A history row's subject read back; `None` for what is no longer public or
+/// this code never writes.
+pub(super) fn subject_of(bytes: &[u8]) -> Option<Subject> {
+    match bytes {
+        [first @ .., prefix, RANGE_TAG] if first.len() == 16 => {
+            let first = u128::from_be_bytes(first.try_into().ok()?);
+            AllowRange::from_stored(first, *prefix).map(Subject::Allow)
+        }
+        key => super::list::ip_of(key).map(Subject::Entry),
+    }
+}
+
+fn range_of(row: &Row) -> Result<Option<AllowRange>, SqlError> {
+    let prefix = u8::try_from(row.int(1)?).map_err(|_| SqlError("a prefix past 255".into()))?;
+    Ok(AllowRange::from_stored(address_of(row.blob(0)?)?, prefix))
+}
+
+const ALLOW_COLUMNS: &str = "first, prefix, added_at, comment";
+
+fn allow_entry_of(row: &Row) -> Result<Option<AllowEntry>, SqlError> {
+    Ok(range_of(row)?.map(|range| AllowEntry {
+        range,
+        added_at: UnixTime(row.int(2).unwrap_or_default()),
+        comment: row.opt_text(3).unwrap_or_default(),
+    }))
+}
+
+impl<S: Sql> SqlListStore<S> {
+    /// Every range of the allow list, for the object to hold in memory: at most
+    /// its bound of rows, read once per instance.
+    pub fn allow_set(&self) -> Result<AllowSet, SqlError> {
+        let rows = self.sql().query("SELECT first, prefix FROM allow", &[])?;
+        let ranges = rows.iter().map(range_of).collect::<Result<Vec<_>, _>>()?;
+        Ok(AllowSet::new(ranges.into_iter().flatten().collect()))
+    }
+
+    /// The entry of exactly `range`, if there is one.
+    pub fn allow_entry(&self, range: AllowRange) -> Result<Option<AllowEntry>, SqlError> {
+        let rows = self.sql().query(
+            &format!("SELECT {ALLOW_COLUMNS} FROM allow WHERE first = ?1 AND prefix = ?2"),
+            &[
+                address(range.span().0),
+                Value::int(u64::from(range.prefix128())),
+            ],
+        )?;
+        rows.first()
+            .map(allow_entry_of)
+            .transpose()
+            .map(Option::flatten)
+    }
+
+    /// A page of the allow list, newest first.
+    pub fn allow_page(
+        &self,
+        query: &PageQuery<AllowCursor>,
+    ) -> Result<Page<AllowEntry, AllowCursor>, SqlError> {
+        let total = self
+            .sql()
+            .query("SELECT count(*) FROM allow", &[])?
+            .first()
+            .map_or(Ok(0), |row| row.int(0))?;
+        let (after_time, after_first, after_prefix) = match query.after {
+            Some(cursor) => (cursor.added_at, cursor.first, u64::from(cursor.prefix)),
+            None => ((1 << 53) - 1, 0, 0),
+        };
+        let rows = self.sql().query(
+            &format!(
+                "SELECT {ALLOW_COLUMNS} FROM allow
+                 WHERE added_at < ?1 OR (added_at = ?1 AND (first < ?2 OR (first = ?2 AND prefix < ?3)))
+                 ORDER BY added_at DESC, first DESC, prefix DESC LIMIT ?4"
+            ),
+            &[
+                Value::int(after_time),
+                address(after_first),
+                Value::int(after_prefix),
+                Value::int(u64::from(query.limit) + 1),
+            ],
+        )?;
+        let entries = rows
+            .iter()
+            .map(allow_entry_of)
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        Ok(Page::of(
+            entries,
+            query.limit,
+            total,
+            |entry: &AllowEntry| AllowCursor {
+                added_at: entry.added_at.0,
+                first: entry.range.span().0,
+                prefix: entry.range.prefix128(),
+            },
+        ))
+    }
+
+    /// Whether the license's record says the holder has allow-list entries, as
+    /// this object last told it (`false` before it ever did).
+    pub fn published_allow_flag(&self) -> Result<bool, SqlError> {
+        let rows = self
+            .sql()
+            .query("SELECT published FROM allow_flag WHERE id = 0", &[])?;
+        Ok(rows.first().map(|row| row.int(0)).transpose()?.unwrap_or(0) == 1)
+    }
+
+    /// The number of the next telling, taken before it is sent: two tellings in
+    /// flight at once never share one, so the record keeps the later.
+    pub fn next_allow_flag_version(&self) -> Result<u64, SqlError> {
+        let rows = self.sql().query(
+            "INSERT INTO allow_flag (id, published, version) VALUES (0, 0, 1)
+             ON CONFLICT (id) DO UPDATE SET version = version + 1 RETURNING version",
+            &[],
+        )?;
+        rows.first().map_or(
+            Err(SqlError("no version of the allow-list flag".into())),
+            |row| row.int(0),
+        )
+    }
+
+    /// Notes what the record was told, once it took it.
+    pub fn allow_flag_published(&self, allow_list: bool) -> Result<(), SqlError> {
+        self.sql().execute(
+            "UPDATE allow_flag SET published = ?1 WHERE id = 0",
+            &[Value::int(u64::from(allow_list))],
+        )?;
+        Ok(())
+    }
+
+    /// The live personal entries inside `range`, by the rows' key order: a /64's
+    /// key sorts right after its first address, so it lies between the range's
+    /// first and last address exactly when the range holds all of it.
+    fn inside(range: AllowRange) -> (String, Vec<Value>) {
+        let (first, last) = range.span();
+        (
+            format!("ip BETWEEN ?2 AND ?3 AND {}", live("expires_at")),
+            vec![address(first), address(last)],
+        )
+    }
+}
+
+impl<S: Sql> AllowStore for SqlListStore<S> {
+    fn insert_allow(&mut self, entry: &AllowEntry) -> Result<(), SqlError> {
+        let (first, _) = entry.range.span();
+        self.sql().execute(
+            "INSERT OR REPLACE INTO allow (first, prefix, added_at, comment) VALUES (?1, ?2, ?3, ?4)",
+            &[
+                address(first),
+                Value::int(u64::from(entry.range.prefix128())),
+                Value::int(entry.added_at.0),
+                Value::opt_text(entry.comment.as_deref()),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn delete_allow(&mut self, range: AllowRange) -> Result<(), SqlError> {
+        self.sql().execute(
+            "DELETE FROM allow WHERE first = ?1 AND prefix = ?2",
+            &[
+                address(range.span().0),
+                Value::int(u64::from(range.prefix128())),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn covered(&self, range: AllowRange, now: UnixTime) -> Result<u64, SqlError> {
+        let (within, bounds) = Self::inside(range);
+        let mut args = vec![Value::int(now.0)];
+        args.extend(bounds);
+        self.sql()
+            .query(
+                &format!("SELECT count(*) FROM entries WHERE {within}"),
+                &args,
+            )?
+            .first()
+            .map_or(Ok(0), |row| row.int(0))
+    }
+
+    fn remove_covered(
+        &mut self,
+        range: AllowRange,
+        now: UnixTime,
+        client: Option<&str>,
+    ) -> Result<(), SqlError> {
+        let (within, bounds) = Self::inside(range);
+        let mut args = vec![Value::int(now.0)];
+        args.extend(bounds);
+        let removed = self.sql().execute(
+            &format!(
+                "INSERT INTO history (at, change, ip, client)
+                 SELECT ?1, 'removed', ip, ?4 FROM entries WHERE {within} ORDER BY ip"
+            ),
+            &[args.clone(), vec![Value::opt_text(client)]].concat(),
+        )?;
+        if removed > 0 {
+            self.sql()
+                .execute(&format!("DELETE FROM entries WHERE {within}"), &args)?;
+            self.trim_history()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::net::address::{Ipv6, Listed};
+    use crate::domain::personal::allow::{perform_allow, AllowCall, AllowOutcome};
+    use crate::domain::personal::entry::Change;
+    use crate::domain::personal::holder::{Limits, ListStore, Operation};
+    use crate::store::holder::rule_tests::{apply, sql_store, Inspected, NOON};
+
+    fn range(text: &str) -> AllowRange {
+        AllowRange::parse(text, Ipv6::On).unwrap().range
+    }
+
+    #[test]
+    fn an_allow_range_takes_away_the_live_entries_it_covers_and_records_each() {
+        let mut store = sql_store();
+        for ip in ["45.67.89.1", "45.67.89.255", "45.67.90.1", "2a00:1450:1::5"] {
+            apply(&mut store, Operation::Add, ip, None, NOON);
+        }
+        store
+            .insert(&crate::domain::personal::entry::Entry {
+                ip: "2a00:1450:1::/64".parse::<Listed>().unwrap(),
+                added_at: NOON,
+                expires_at: None,
+                comment: None,
+            })
+            .unwrap();
+        let mut set = store.allow_set().unwrap();
+        let mut add = |store: &mut SqlListStore<_>, text| {
+            perform_allow(
+                store,
+                &mut set,
+                &AllowCall {
+                    operation: Operation::Add,
+                    range: range(text),
+                    comment: Some("office".into()),
+                    client: Some("192.0.2.1".into()),
+                },
+                NOON,
+                Limits::default(),
+            )
+            .unwrap()
+        };
+        let added = add(&mut store, "45.67.89.0/24");
+        assert_eq!(added.outcome, AllowOutcome::Added);
+        assert_eq!(added.usage.unwrap().removed, 2);
+        assert!(store
+            .entry("45.67.89.1".parse().unwrap())
+            .unwrap()
+            .is_none());
+        assert!(store
+            .entry("45.67.90.1".parse().unwrap())
+            .unwrap()
+            .is_some());
+        // A /128 inside a listed /64 leaves the /64; a /64 range takes it, and its addresses.
+        add(&mut store, "2a00:1450:1::9");
+        assert!(store
+            .entry("2a00:1450:1::/64".parse().unwrap())
+            .unwrap()
+            .is_some());
+        assert_eq!(
+            add(&mut store, "2a00:1450:1::/64").usage.unwrap().removed,
+            4
+        );
+        assert!(store
+            .entry("2a00:1450:1::/64".parse().unwrap())
+            .unwrap()
+            .is_none());
+        assert!(store
+            .entry("2a00:1450:1::5".parse().unwrap())
+            .unwrap()
+            .is_none());
+        // The set read back is the set kept.
+        assert_eq!(store.allow_set().unwrap(), set);
+        let history = store.all_history();
+        let subjects: Vec<(Change, String)> = history
+            .iter()
+            .skip(4)
+            .map(|e| (e.change, e.ip.to_string()))
+            .collect();
+        assert_eq!(
+            subjects,
+            [
+                (Change::Removed, "45.67.89.1".into()),
+                (Change::Removed, "45.67.89.255".into()),
+                (Change::AllowAdded, "45.67.89.0/24".into()),
+                (Change::AllowAdded, "2a00:1450:1::9".into()),
+                (Change::Removed, "2a00:1450:1::/64".into()),
+                (Change::Removed, "2a00:1450:1::5".into()),
+                (Change::AllowAdded, "2a00:1450:1::/64".into()),
+            ]
+        );
+        let page = store
+            .allow_page(&PageQuery {
+                after: None,
+                limit: 2,
+                prefix: None,
+            })
+            .unwrap();
+        assert_eq!(page.total, 3);
+        assert_eq!(page.rows.len(), 2);
+        let rest = store
+            .allow_page(&PageQuery {
+                after: page.next,
+                limit: 2,
+                prefix: None,
+            })
+            .unwrap();
+        assert_eq!(rest.rows.len(), 1);
+        assert_eq!(rest.next, None);
+        let comments: Vec<_> = page
+            .rows
+            .iter()
+            .chain(&rest.rows)
+            .map(|e| e.comment.clone())
+            .collect();
+        assert_eq!(comments, vec![Some("office".to_owned()); 3]);
+    }
+
+    #[test]
+    fn a_subject_is_stored_and_read_back_whichever_list_it_is_of() {
+        for subject in [
+            Subject::Allow(range("45.67.89.0/24")),
+            Subject::Allow(range("2a00:1450::/64")),
+            Subject::Entry("2a00:1450::/64".parse().unwrap()),
+            Subject::Entry("8.8.8.8".parse().unwrap()),
+        ] {
+            let Value::Blob(bytes) = subject_value(subject) else {
+                panic!("a blob");
+            };
+            assert_eq!(subject_of(&bytes), Some(subject));
+        }
+    }
+}
