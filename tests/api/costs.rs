@@ -126,7 +126,11 @@ fn only_a_holder_with_allow_list_entries_pays_an_object_call_for_what_the_global
         }
     });
     assert_eq!(count(&with, "durableObjectRequests"), 5, "{with}");
-    assert_eq!(count(&with, "rowsRead"), 0, "the object holds its allow list: {with}");
+    assert_eq!(
+        count(&with, "rowsRead"),
+        0,
+        "the object holds its allow list: {with}"
+    );
     assert_eq!(count(&with, "rowsWritten"), 0, "{with}");
     // Its last entry gone, the flag goes with it.
     allow("deleteIpFromAllowlist", "57.63.0.0/16");

@@ -4,6 +4,7 @@
 mod admin;
 mod agents;
 mod allow_list;
+mod allow_list_feeds;
 mod appliances;
 mod auth;
 mod bounded;

@@ -23,7 +23,7 @@ pub const MAX_LEVEL: u8 = 24;
 pub const MAX_DELTA_INTERVALS: usize = 1_000_000;
 
 /// The addresses of each family whose membership changed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionChange {
     pub v4: Intervals<u32>,
     pub v6: Intervals<u128>,
@@ -272,6 +272,19 @@ impl AllowMoves {
     /// Intervals of both families and both kinds.
     pub fn len(&self) -> usize {
         self.hidden.len() + self.shown.len() + self.hidden6.len() + self.shown6.len()
+    }
+
+    /// The moves of two allow lists at once, each kind united. An entry moved by
+    /// one and still held by the other is moved once too often, which a feed
+    /// forgives: a drop of what the firewall lacks does nothing, and an entry to
+    /// hold that another list still governs is left out as every entry is.
+    pub fn and(&self, other: &Self) -> Self {
+        Self {
+            hidden: combine(&self.hidden, &other.hidden, Op::Union),
+            shown: combine(&self.shown, &other.shown, Op::Union),
+            hidden6: combine(&self.hidden6, &other.hidden6, Op::Union),
+            shown6: combine(&self.shown6, &other.shown6, Op::Union),
+        }
     }
 
     pub fn is_empty(&self) -> bool {

@@ -217,13 +217,13 @@ impl AllowSet {
         self.ranges.binary_search(&range).is_ok()
     }
 
-    fn insert(&mut self, range: AllowRange) {
+    pub fn insert(&mut self, range: AllowRange) {
         if let Err(at) = self.ranges.binary_search(&range) {
             self.ranges.insert(at, range);
         }
     }
 
-    fn remove(&mut self, range: AllowRange) {
+    pub fn remove(&mut self, range: AllowRange) {
         if let Ok(at) = self.ranges.binary_search(&range) {
             self.ranges.remove(at);
         }

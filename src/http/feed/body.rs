@@ -229,7 +229,7 @@ impl Writer {
                     match self.next_record().await? {
                         Some(FeedRecord::Listed(entry)) => {
                             let governor = self.lists.governor_of_entry(entry.ip);
-                            if governor != Governor::GlobalAllow {
+                            if governor.challenges() {
                                 let mut item = FeedItem::personal(entry);
                                 // The global list holds it too: it stands as long as that does.
                                 if governor == Governor::GlobalChallenge {

@@ -21,7 +21,7 @@ use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::feed::body::{self as feed_body, Again, Render, Shape};
 use crate::http::feed::handlers::{
-    held_apart, operator_changes, user_agent, GlobalChanges, Lists, OperatorChanges,
+    global_changes, held_apart, operator_changes, user_agent, GlobalChanges, Lists, OperatorChanges,
 };
 use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::form;
@@ -158,7 +158,11 @@ pub async fn stream(
             .unwrap_or_default();
         (start, records) = object.ask_stream(ask(pull, asked)).await?;
     }
-    let blocks = changes.map(|c| c.blocks).unwrap_or_default();
+    let lists = Lists {
+        global: &operator_lists.global,
+        allow: &operator_lists.allow,
+    };
+    let blocks = global_changes(lists, changes, &start.own_allow);
     let (shape, blocks) =
         match start.head {
             FeedHead::Unchanged { .. } => return json_body("{\"deleted\":[],\"new\":[]}"),
@@ -178,9 +182,12 @@ pub async fn stream(
         now: now.unix(),
         filter: query.filter,
     };
+    let published = operator_lists
+        .published()
+        .and_own_allow(start.own_allow.intervals());
     let body = feed_body::body(
         records,
-        operator_lists.published(),
+        published,
         blocks.blocks(),
         render,
         shape,
@@ -259,7 +266,7 @@ pub async fn live(
         return json_body("null");
     }
     let client = PullClient::new(user_agent(&req)?.as_deref(), "live");
-    let (kind, entry) = holder(env, &license)?
+    let (kind, entry, own_allow) = holder(env, &license)?
         .ask(LiveLookup {
             token,
             client,
@@ -267,6 +274,11 @@ pub async fn live(
             prefix: settings.ipv6_prefix,
         })
         .await?;
+    // The holder's own allow list, which only its object knows, is weighed too.
+    let published = published.and_own_allow(own_allow.intervals());
+    if !published.challenges_entry(Listed::Ip(ip)) {
+        return json_body("null");
+    }
     // The holder's /64 is left out when the allow list holds any address of it.
     let mut items: Vec<FeedItem> = entry
         .filter(|entry| published.challenges_entry(entry.ip))

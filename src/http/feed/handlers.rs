@@ -19,7 +19,9 @@ use crate::domain::net::intervals::{combine, Intervals, Op};
 use crate::domain::net::ipv4::PublicIpv4;
 use crate::domain::net::ipv6::PublicIpv6;
 use crate::domain::net::range::{Ipv4Range, Ipv6Range};
-use crate::domain::operator_lists::delta::{block_changes, touching, AllowMoves, BlockChanges};
+use crate::domain::operator_lists::delta::{
+    block_changes, touching, AllowMoves, BlockChanges, VersionChange,
+};
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::Shards;
 use crate::domain::settings::Freshness;
@@ -35,7 +37,7 @@ use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{
-    CreateFeedToken, Feed, FeedStart, FeedTokens, RevokeFeedToken,
+    CreateFeedToken, Feed, FeedStart, FeedTokens, OwnAllow, RevokeFeedToken,
 };
 use crate::objects::operator_lists::client as lists;
 use crate::store::holder::feed::{MAX_MOVED_RANGES, MAX_PROBED};
@@ -105,6 +107,10 @@ pub async fn feed(
         })
         .await?;
     let version = query.version(start.head.changes(), global_version, allow_version);
+    let lists = Lists {
+        global: &global,
+        allow: &allow,
+    };
     let (shape, changes) = match (start.head, changes) {
         (FeedHead::Unchanged { .. }, _) => {
             let response = Response::empty()?.with_status(304);
@@ -113,7 +119,7 @@ pub async fn feed(
         }
         (FeedHead::Delta { .. }, changes) => (
             Shape::Delta,
-            held_apart(&start, changes.map(|c| c.blocks).unwrap_or_default()),
+            held_apart(&start, global_changes(lists, changes, &start.own_allow)),
         ),
         // Changes were asked for, but the whole feed is what answers them.
         (FeedHead::Whole { .. }, _) => (
@@ -141,7 +147,7 @@ pub async fn feed(
         None if query.format == Format::Json => (Render::Json, "application/json"),
         None => (Render::Text, "text/plain; charset=utf-8"),
     };
-    let published = snapshots::published(global, allow);
+    let published = snapshots::published(global, allow).and_own_allow(start.own_allow.intervals());
     let body = feed_body::body(
         records,
         published,
@@ -235,6 +241,11 @@ pub(super) struct OperatorChanges {
     pub blocks: GlobalChanges,
     /// Where the allow list's change moved the holder's own entries.
     pub moves: AllowMoves,
+    /// The addresses whose membership changed, in the global list and in the
+    /// allow list: what the blocks are worked out again from when the holder's
+    /// own allow list is weighed too.
+    global_change: Rc<VersionChange>,
+    allow_change: Rc<VersionChange>,
 }
 
 impl OperatorChanges {
@@ -298,7 +309,70 @@ pub(super) async fn operator_changes(
             &allow_change.v6,
         ),
     };
-    Ok((blocks.entries().len() <= MAX_PROBED).then_some(OperatorChanges { blocks, moves }))
+    Ok(
+        (blocks.entries().len() <= MAX_PROBED).then_some(OperatorChanges {
+            blocks,
+            moves,
+            global_change,
+            allow_change,
+        }),
+    )
+}
+
+/// How the global blocks change in a delta, the holder's own allow list weighed
+/// beside the operator's (`OwnAllow`, as its object sent it with the delta's
+/// head): the blocks are cut by both lists, and a change of either moves them.
+/// `changes` is `None` when the operator's lists did not change since the cursor.
+pub(super) fn global_changes(
+    lists: Lists<'_>,
+    changes: Option<OperatorChanges>,
+    own: &OwnAllow,
+) -> GlobalChanges {
+    if own.is_empty() {
+        return changes.map(|c| c.blocks).unwrap_or_default();
+    }
+    let (global_change, allow_change) = changes
+        .map(|c| (c.global_change, c.allow_change))
+        .unwrap_or_default();
+    GlobalChanges {
+        v4: weighed(
+            &lists.global.v4,
+            &global_change.v4,
+            (&lists.allow.v4, &allow_change.v4),
+            (&own.v4, &own.change.v4),
+        ),
+        v6: weighed(
+            &lists.global.v6,
+            &global_change.v6,
+            (&lists.allow.v6, &allow_change.v6),
+            (&own.v6, &own.change.v6),
+        ),
+    }
+}
+
+/// One family's set as it is now, and the addresses whose membership changed.
+type NowAndChange<'a, A> = (&'a [(A, A)], &'a [(A, A)]);
+
+/// One family's block changes cut by both allow lists, each given as it is now
+/// and what changed in it.
+fn weighed<A: Addr>(
+    global: &Shards<A>,
+    global_change: &[(A, A)],
+    (allow, allow_change): NowAndChange<'_, A>,
+    (own, own_change): NowAndChange<'_, A>,
+) -> BlockChanges<A> {
+    let cut = combine(allow, own, Op::Union);
+    let before = combine(
+        &combine(allow, allow_change, Op::Xor),
+        &combine(own, own_change, Op::Xor),
+        Op::Union,
+    );
+    family_changes(
+        global,
+        global_change,
+        &cut,
+        &combine(&cut, &before, Op::Xor),
+    )
 }
 
 /// How one family's global blocks change with the lists' changes of that family.

@@ -11,12 +11,13 @@ use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlS
 use super::protocol::{
     Activity, AdmitLogin, AllowPage, AllowPerform, CreateFeedToken, EntryPage, Feed, FeedStart,
     FeedTokens, History, HolderCall, HolderPicture, HolderProtocol, HolderRefusal, LicensePicture,
-    LiveLookup, Perform, Revoke, RevokeFeedToken, Usage, WhyHeld, WhyListed,
+    LiveLookup, OwnAllow, Perform, Revoke, RevokeFeedToken, Usage, WhyHeld, WhyListed,
 };
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::PullClient;
 use crate::domain::feed::item::{FeedHead, FeedRecord, FeedVersion};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
+use crate::domain::operator_lists::delta::{AllowMoves, VersionChange};
 use crate::domain::personal::activity::last_days;
 use crate::domain::personal::allow::{perform_allow, AllowAnswer, AllowSet};
 use crate::domain::personal::entry::Entry;
@@ -31,6 +32,7 @@ use crate::objects::protocol::{
 use crate::objects::startup::Started;
 use crate::platform::{clock, config};
 use crate::store::holder::feed as holder_feed;
+use crate::store::holder::feed::FeedPages;
 use crate::store::holder::feed_tokens::TokenState;
 use crate::store::holder::list::{migrate, SqlListStore};
 use crate::store::sql::SqlError;
@@ -349,7 +351,8 @@ impl HolderList {
                 "a feed looked in {moved} intervals of the allow list"
             ))));
         }
-        let listed = holder_feed::listed(&store, &feed.probe, now)?;
+        let mut listed = holder_feed::listed(&store, &feed.probe, now)?;
+        let allow = self.allow_set()?.clone();
         let decision = token
             .as_ref()
             .map_or(DecisionType::Ban, |(_, state)| state.decision);
@@ -357,7 +360,7 @@ impl HolderList {
         // broken off before then (a fault, a Worker that stopped reading) is
         // answered the same changes again. Pages the runtime buffered on their
         // way to a bouncer that then hung up are not: it needs startup again.
-        let (head, pages, finish) = match (feed.pull, token) {
+        let (head, mut pages, finish) = match (feed.pull, token) {
             (Some(pull), Some((id, state))) => {
                 let (plan, head, pages) =
                     holder_feed::open_pull(store, (pull, feed.moves), state.position, now, page)?;
@@ -376,6 +379,7 @@ impl HolderList {
                 (head, pages, finish)
             }
         };
+        let own_allow = self.own_allow(&allow, &mut pages, &mut listed, now)?;
         let client = feed.client.unwrap_or_else(|| PullClient::new(None, "feed"));
         let finish = finish.map(|(id, state, position)| Finish {
             id,
@@ -410,9 +414,36 @@ impl HolderList {
                 head,
                 decision,
                 listed,
+                own_allow,
             },
             pages: Box::pin(pages),
         })
+    }
+
+    /// The holder's allow list as a feed weighs it. For a delta, also what it
+    /// changed since the cursor: the holder's entries that change moved join the
+    /// pages' moves, and those inside it are told as listed, so that a global
+    /// block that is one of them is held apart as the probed ones are.
+    fn own_allow(
+        &self,
+        allow: &AllowSet,
+        pages: &mut FeedPages<SqlStorage>,
+        listed: &mut Vec<Listed>,
+        now: UnixTime,
+    ) -> Answered<OwnAllow> {
+        let (v4, v6) = allow.intervals();
+        let change = match pages.window() {
+            Some(window) => pages.store().allow_change(window, allow)?,
+            None => VersionChange::default(),
+        };
+        if !change.is_empty() {
+            pages.also_moved(&AllowMoves::of(&change, &v4, &v6));
+            let room = holder_feed::MAX_PROBED.saturating_sub(listed.len());
+            listed.extend(pages.store().live_inside(&change, now, room)?);
+            listed.sort_unstable_by_key(|ip| ip.key());
+            listed.dedup();
+        }
+        Ok(OwnAllow { v4, v6, change })
     }
 
     /// The feed token a request came with, as it stands; refused when revoked.
@@ -431,16 +462,22 @@ impl HolderList {
         &self,
         lookup: &LiveLookup,
         now: UnixTime,
-    ) -> Answered<(DecisionType, Option<Entry>)> {
+    ) -> Answered<(DecisionType, Option<Entry>, OwnAllow)> {
         let store = SqlListStore::new(&self.sql);
         let state = self.token(&store, &lookup.token)?;
         store.record_pull(&lookup.token, &state, &lookup.client, None, now)?;
+        let (v4, v6) = self.allow_set()?.intervals();
+        let own_allow = OwnAllow {
+            v4,
+            v6,
+            change: VersionChange::default(),
+        };
         for key in Listed::candidates(lookup.ip, lookup.prefix) {
             if let Some(entry) = store.entry(key)?.filter(|entry| entry.is_live(now)) {
-                return Ok((state.decision, Some(entry)));
+                return Ok((state.decision, Some(entry), own_allow));
             }
         }
-        Ok((state.decision, None))
+        Ok((state.decision, None, own_allow))
     }
 
     fn is_revoked(&self) -> Result<bool> {

@@ -1,5 +1,7 @@
 //! The calls a holder's object takes, each with its answer, and its refusals.
 
+use std::rc::Rc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::domain::access::license::LicenseId;
@@ -7,7 +9,8 @@ use crate::domain::feed::decision::{DecisionType, Pull};
 use crate::domain::feed::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
 use crate::domain::feed::item::{FeedHead, FeedRecord};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
-use crate::domain::operator_lists::delta::AllowMoves;
+use crate::domain::net::intervals::Intervals;
+use crate::domain::operator_lists::delta::{AllowMoves, VersionChange};
 use crate::domain::page::{AllowCursor, EntryCursor, HistoryCursor, Page, PageQuery};
 use crate::domain::personal::activity::ActivityDay;
 use crate::domain::personal::allow::{AllowAnswer, AllowCall, AllowEntry};
@@ -34,7 +37,7 @@ calls!(HolderProtocol => HolderCall {
     CreateFeedToken => (),
     FeedTokens => Vec<FeedTokenInfo>,
     RevokeFeedToken => Option<String>,
-    LiveLookup as "Lookup" => (DecisionType, Option<Entry>),
+    LiveLookup as "Lookup" => (DecisionType, Option<Entry>, OwnAllow),
     Revoke => (),
     AdmitLogin as "Admit" => (),
     LicensePicture as "Picture" => HolderPicture,
@@ -120,6 +123,30 @@ pub struct FeedStart {
     pub decision: DecisionType,
     /// Of the entries probed, those the list holds live, in key order.
     pub listed: Vec<Listed>,
+    /// The holder's own allow list, which the feed weighs beside the operator's.
+    #[serde(default)]
+    pub own_allow: OwnAllow,
+}
+
+/// The holder's allow list as a feed weighs it: the addresses it holds, each
+/// family as intervals (at most its bound of entries), and, for a delta, those
+/// whose membership changed since the feed's cursor.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnAllow {
+    pub v4: Intervals<u32>,
+    pub v6: Intervals<u128>,
+    pub change: VersionChange,
+}
+
+impl OwnAllow {
+    pub fn is_empty(&self) -> bool {
+        self.v4.is_empty() && self.v6.is_empty() && self.change.is_empty()
+    }
+
+    /// The intervals as the precedence's lists take them.
+    pub fn intervals(&self) -> (Rc<Intervals>, Rc<Intervals<u128>>) {
+        (Rc::new(self.v4.clone()), Rc::new(self.v6.clone()))
+    }
 }
 
 /// The last 30 days' activity, oldest first.

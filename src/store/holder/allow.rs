@@ -2,9 +2,14 @@
 //! its first address (sixteen bytes, as the personal list's rows) and prefix,
 //! and the history rows of its changes, whose subject is the range.
 
+use crate::domain::code::Coded;
+use crate::domain::net::address::Listed;
+use crate::domain::net::intervals::{combine, Op};
+use crate::domain::net::ipv6::IPV4_MAPPED;
+use crate::domain::operator_lists::delta::VersionChange;
 use crate::domain::page::{AllowCursor, Page, PageQuery};
 use crate::domain::personal::allow::{AllowEntry, AllowRange, AllowSet, AllowStore};
-use crate::domain::personal::entry::Subject;
+use crate::domain::personal::entry::{Change, Subject};
 use crate::domain::time::UnixTime;
 use crate::store::holder::list::{live, SqlListStore};
 use crate::store::sql::{Row, Sql, SqlError, Value};
@@ -55,6 +60,10 @@ fn range_of(row: &Row) -> Result<Option<AllowRange>, SqlError> {
 }
 
 const ALLOW_COLUMNS: &str = "first, prefix, added_at, comment";
+
+/// Allow-list changes of the history read at once while a delta works out what
+/// the window changed.
+const CHANGE_PAGE: usize = 1000;
 
 fn allow_entry_of(row: &Row) -> Result<Option<AllowEntry>, SqlError> {
     Ok(range_of(row)?.map(|range| AllowEntry {
@@ -164,6 +173,92 @@ impl<S: Sql> SqlListStore<S> {
             &[Value::int(u64::from(allow_list))],
         )?;
         Ok(())
+    }
+
+    /// The addresses whose membership in the allow list changed over the history
+    /// numbers `(since, until]`, `set` being the list at `until`: the window's
+    /// changes undone newest first give the list at `since`, a page of them at
+    /// a time, so that no more than two versions of the list are held.
+    pub fn allow_change(
+        &self,
+        (since, until): (u64, u64),
+        set: &AllowSet,
+    ) -> Result<VersionChange, SqlError> {
+        let mut before = set.clone();
+        let mut below = until.saturating_add(1);
+        loop {
+            let rows = self.sql().query(
+                "SELECT id, change, ip FROM history WHERE id > ?1 AND id < ?2
+                 AND change IN ('allow_added', 'allow_removed') ORDER BY id DESC LIMIT ?3",
+                &[
+                    Value::int(since),
+                    Value::int(below),
+                    Value::int(CHANGE_PAGE as u64),
+                ],
+            )?;
+            for row in &rows {
+                let Some(Subject::Allow(range)) = subject_of(row.blob(2)?) else {
+                    continue;
+                };
+                match Change::from_code(&row.text(1)?) {
+                    Some(Change::AllowAdded) => before.remove(range),
+                    Some(Change::AllowRemoved) => before.insert(range),
+                    _ => {}
+                }
+            }
+            match rows.last() {
+                Some(last) if rows.len() == CHANGE_PAGE => below = last.int(0)?,
+                _ => break,
+            }
+        }
+        let ((now4, now6), (then4, then6)) = (set.intervals(), before.intervals());
+        Ok(VersionChange {
+            v4: combine(&now4, &then4, Op::Xor),
+            v6: combine(&now6, &then6, Op::Xor),
+        })
+    }
+
+    /// At most `limit` of the live single-address and /64 entries inside
+    /// `change`, in key order: a delta holds a global block that is one of them
+    /// apart, as it does for the blocks it probes.
+    pub fn live_inside(
+        &self,
+        change: &VersionChange,
+        now: UnixTime,
+        limit: usize,
+    ) -> Result<Vec<Listed>, SqlError> {
+        let spans = change
+            .v4
+            .iter()
+            .map(|&(first, last)| {
+                (
+                    IPV4_MAPPED.0 | u128::from(first),
+                    IPV4_MAPPED.0 | u128::from(last),
+                )
+            })
+            .chain(change.v6.iter().copied());
+        let mut found = Vec::new();
+        for (first, last) in spans {
+            if found.len() >= limit {
+                break;
+            }
+            let rows = self.sql().query(
+                &format!(
+                    "SELECT ip FROM entries WHERE ip BETWEEN ?2 AND ?3 AND {} ORDER BY ip LIMIT ?4",
+                    live("expires_at")
+                ),
+                &[
+                    Value::int(now.0),
+                    address(first),
+                    address(last),
+                    Value::int((limit - found.len()) as u64),
+                ],
+            )?;
+            for row in &rows {
+                found.extend(super::list::ip_of(row.blob(0)?));
+            }
+        }
+        Ok(found)
     }
 
     /// The live personal entries inside `range`, by the rows' key order: a /64's

@@ -217,6 +217,18 @@ impl<S: Sql> FeedPages<S> {
         &self.store
     }
 
+    /// The history numbers a delta or renewal reads the changes of, after the
+    /// cursor up to the newest when it began; `None` for a whole feed.
+    pub fn window(&self) -> Option<(u64, u64)> {
+        matches!(self.step, Step::Gone { .. }).then_some(self.window)
+    }
+
+    /// Moves of another allow list beside those the pages were opened with: the
+    /// holder's own, which only this object knows.
+    pub fn also_moved(&mut self, moves: &AllowMoves) {
+        self.moves = self.moves.and(moves);
+    }
+
     /// The next page of records, or `None` after the last.
     pub fn next_page(&mut self) -> Result<Option<Vec<FeedRecord>>, SqlError> {
         loop {
