@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::helpers::{fresh_state_dir, Server, TestApp};
+use super::helpers::{fresh_state_dir, Mode, Server, TestApp};
 
 const FIREWALL_BOUNCER: &str = "/usr/bin/crowdsec-firewall-bouncer";
 
@@ -204,4 +204,27 @@ fn debians_firewall_bouncer_keeps_its_nftables_set_equal_to_the_holders_list() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&host.stdout).contains("crowdsec"));
+}
+
+#[test]
+fn debians_firewall_bouncer_drops_a_global_address_the_holder_allows_and_takes_it_back_after() {
+    // Its own server: the global list's edit would reach other tests' deltas.
+    let server = Server::own(&[]);
+    let edit = server.edit_global_list(&["79.9.0.5", "79.9.0.6"], &[]);
+    assert_eq!(edit.status, 200, "{}", edit.body);
+    let app = TestApp::on(&server);
+    let (_, key) = app.feed_token(json!({ "scope": "all" }));
+    let namespace = Namespace::new();
+    let port = namespace.bridge_to(server.base.trim_start_matches("http://"));
+    let bouncer = start(&namespace, port, &key);
+    wait_for(&namespace, &bouncer, &["79.9.0.5", "79.9.0.6"], true);
+    let allow = |route: &str| {
+        let resp = app.form(&format!("/api/{route}"), &[("ip", "79.9.0.5")], Mode::Json);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+    };
+    allow("addIpToAllowlist");
+    wait_for(&namespace, &bouncer, &["79.9.0.5"], false);
+    wait_for(&namespace, &bouncer, &["79.9.0.6"], true);
+    allow("deleteIpFromAllowlist");
+    wait_for(&namespace, &bouncer, &["79.9.0.5", "79.9.0.6"], true);
 }
