@@ -1,6 +1,6 @@
 // The license holder's page: log in with the license key, then the quota,
-// the last 30 days, check, add, bulk changes, the list, the history and feed
-// tokens with who pulls with them.
+// the last 30 days, check, add, bulk changes, the list, the allow list, the
+// history and feed tokens with who pulls with them.
 import { ApiError, Session, login } from "./api.js";
 import { $, Page } from "./page.js";
 import { activityChart } from "./chart.js";
@@ -46,6 +46,7 @@ function refreshAll() {
   loadActivity();
   loadQuota();
   loadList(false);
+  loadAllow(false);
   loadHistory(false);
   loadTokens();
 }
@@ -177,6 +178,51 @@ $("list-form").addEventListener("submit", (event) => {
   loadList(false);
 });
 
+const loadAllow = view.pagedTable({
+  rows: $("allow-rows"),
+  more: $("allow-more"),
+  result: $("allow-result"),
+  fetchPage: async (cursor) => {
+    const page = await post("/api/listAllowlist", { limit: PAGE, cursor });
+    const rows = page.entries.map((entry) => el("tr", {},
+      el("td", { class: "ip" }, entry.ip),
+      el("td", {}, entry.comment ?? ""),
+      el("td", {}, when(entry.addedAt)),
+      el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Remove ${entry.ip} from your allow list`, onclick: (e) => removeAllowed(e.currentTarget, entry.ip) }, "Remove"))));
+    return { rows, cursor: page.cursor, message: page.result };
+  },
+});
+
+/**
+ * An add to or removal from the allow list. An added range takes the challenge
+ * list's entries inside it away as the day's removals, so everything moved.
+ */
+async function changeAllowList(path, fields) {
+  const answer = await post(path, fields);
+  // The allow list's own count would overwrite the answer if it came later.
+  await Promise.all([loadAllow(false), afterChange()]);
+  say($("allow-result"), answer.result);
+}
+
+$("allow-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const operation = event.submitter.value;
+  const result = $("allow-result");
+  const ip = $("allow-ip").value.trim();
+  busy(event.submitter, () => view.guard(result, async () => {
+    if (operation === "check") return say(result, (await post("/api/checkIpOnAllowlist", { ip })).result);
+    if (operation === "add") return changeAllowList("/api/addIpToAllowlist", { ip, comment: $("allow-comment").value });
+    return changeAllowList("/api/deleteIpFromAllowlist", { ip });
+  }));
+});
+
+async function removeAllowed(button, ip) {
+  await busy(button, () => view.guard($("allow-result"), () => changeAllowList("/api/deleteIpFromAllowlist", { ip })));
+}
+
+/** The history's words for the allow list's changes; the others read as their codes. */
+const changeLabel = { allow_added: "allowed", allow_removed: "no longer allowed" };
+
 const loadHistory = view.pagedTable({
   rows: $("history-rows"),
   more: $("history-more"),
@@ -185,7 +231,7 @@ const loadHistory = view.pagedTable({
     const page = await post("/api/greylistHistory", { limit: PAGE, cursor });
     const rows = page.entries.map((change) => el("tr", {},
       el("td", {}, when(change.at)),
-      el("td", {}, change.change.replace("_", " ")),
+      el("td", {}, changeLabel[change.change] ?? change.change.replace("_", " ")),
       el("td", { class: "ip" }, change.ip),
       el("td", { class: "mono" }, change.client ?? "—")));
     return { rows, cursor: page.cursor, message: page.result };

@@ -198,6 +198,12 @@ $("lookup-form").addEventListener("submit", (event) => {
       parts.push(el("p", {}, entry
         ? [`License ${answer.license.license} lists it as `, el("span", { class: "mono" }, entry.ip), " since ", when(entry.addedAt), entry.comment ? ` (“${entry.comment}”)` : ""]
         : `License ${answer.license.license} does not list it.`));
+      // The holder's own allow entry: it is never challenged for this holder.
+      const allowed = answer.license.allowedBy;
+      if (allowed) {
+        parts.push(el("p", {}, "This holder allows it: ", el("span", { class: "mono" }, allowed.ip),
+          allowed.comment ? ` (${allowed.comment})` : "", ", since ", when(allowed.addedAt)));
+      }
     }
     show($("lookup-answer"), ...parts);
     const served = answer.allow.length === 0 && (answer.global.length > 0 || answer.license?.entry);

@@ -21,6 +21,16 @@ function uniqueIp() {
 
 const listRow = (page, ip) => page.locator("#list-rows tr", { hasText: ip });
 
+/** Checks, adds or removes `ip` (`button` names which) through the allow list's form; resolves to its answer. */
+async function allowForm(page, button, ip, comment = "") {
+  const form = page.locator("#allow-form");
+  await form.getByLabel("Address or range").fill(ip);
+  await form.getByLabel("Comment").fill(comment);
+  await form.getByRole("button", { name: button, exact: true }).click();
+  await page.locator("#allow-result", { hasText: ip }).waitFor();
+  return text(page, "#allow-result");
+}
+
 describe("holder page", () => {
   test("log in, add with a comment and a ttl, see it listed, check it, remove it, see the history", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
@@ -38,7 +48,7 @@ describe("holder page", () => {
     await page.locator("#quota", { hasText: "1 used, 5999 left" }).waitFor();
 
     await page.getByLabel(ADDRESS).first().fill(ip);
-    await page.getByRole("button", { name: "Check" }).click();
+    await page.locator("#check-form").getByRole("button", { name: "Check" }).click();
     await page.locator("#check-result", { hasText: ip }).waitFor();
     assert.equal(await text(page, "#check-result"), `[${ip}] is currently on your personal greylist`);
 
@@ -50,6 +60,35 @@ describe("holder page", () => {
     const history = page.locator("#history-rows tr", { hasText: ip });
     await history.nth(1).waitFor();
     assert.deepEqual(await history.locator("td:nth-child(2)").allInnerTexts(), ["removed", "added"]);
+    assert.deepEqual(page.errors, []);
+  });
+
+  test("the allow list: a range with a comment is listed, holds the addresses in it, takes the challenge list's entries inside it away, and goes from its row", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey);
+    const range = "45.67.89.0/24";
+    assert.equal(await allowForm(page, "Add", range, "office"), `[${range}] has been added to your allow list`);
+    const row = page.locator("#allow-rows tr", { hasText: range });
+    await row.waitFor();
+    assert.match(await row.innerText(), /office/);
+    assert.equal(await allowForm(page, "Check", "45.67.89.7"), "[45.67.89.7] is on your allow list");
+    // The challenge list's own form leaves an address the holder allows alone.
+    assert.equal(await addOne(page, "45.67.89.8", ""), "[45.67.89.8] is on your allow list, no action was taken");
+
+    // A range allowed later takes the challenge list's entry inside it away, as a removal of the day.
+    assert.equal(await addOne(page, "45.67.90.1", "soon allowed"), "[45.67.90.1] has been added to greylist");
+    await listRow(page, "45.67.90.1").waitFor();
+    assert.equal(await allowForm(page, "Add", "45.67.90.0/24"), "[45.67.90.0/24] has been added to your allow list");
+    await listRow(page, "45.67.90.1").waitFor({ state: "detached" });
+    await page.locator("#quota", { hasText: /Removals\s*1 used/ }).waitFor();
+
+    await row.getByRole("button", { name: `Remove ${range} from your allow list` }).click();
+    await page.locator("#allow-result", { hasText: "removed" }).waitFor();
+    assert.equal(await text(page, "#allow-result"), `[${range}] has been removed from your allow list`);
+    await row.waitFor({ state: "detached" });
+    const history = page.locator("#history-rows tr", { hasText: range });
+    await history.nth(1).waitFor();
+    assert.deepEqual(await history.locator("td:nth-child(2)").allInnerTexts(), ["no longer allowed", "allowed"]);
     assert.deepEqual(page.errors, []);
   });
 
@@ -91,7 +130,7 @@ describe("holder page", () => {
     const page = await holderPage(licenseKey);
     await page.evaluate(() => sessionStorage.setItem("greylist.holder", JSON.stringify({ token: "e30.e30.bad", expiresAt: null })));
     await page.getByLabel(ADDRESS).first().fill("8.8.8.8");
-    await page.getByRole("button", { name: "Check" }).click();
+    await page.locator("#check-form").getByRole("button", { name: "Check" }).click();
     await page.locator("#login-result", { hasText: "Log in again" }).waitFor();
     assert.equal(await text(page, "#login-result"), "Unauthorized: the access token is missing or invalid. Log in again.");
 
@@ -222,22 +261,24 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     assert.equal(await page.evaluate(() => window.__xss), undefined, `nothing ran from ${selector}`);
   }
 
-  test("on the holder page: check and add answers, bulk results, the list, its comments, the history and its clients, feed token details", async () => {
+  test("on the holder page: check and add answers, bulk results, the list, its comments, the allow list's comments, the history and its clients, feed token details", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey, DESKTOP, "light", true);
     assert.equal(await page.evaluate(() => document.querySelectorAll("img").length), 0, "the page itself has no image");
 
     await page.getByLabel(ADDRESS).first().fill(markup(1));
-    await page.getByRole("button", { name: "Check" }).click();
+    await page.locator("#check-form").getByRole("button", { name: "Check" }).click();
     await shownAsText(page, "#check-result", `[${markup(1)}] is invalid`);
 
     await page.getByLabel(ADDRESS).nth(1).fill(markup(2));
-    await page.getByRole("button", { name: "Add", exact: true }).click();
+    await page.locator("#add-form").getByRole("button", { name: "Add", exact: true }).click();
     await shownAsText(page, "#add-result", `[${markup(2)}] is invalid`);
 
     const ip = uniqueIp();
     await addOne(page, ip, markup(3));
     await shownAsText(page, "#list-rows", markup(3));
+    await allowForm(page, "Add", uniqueIp(), markup(16));
+    await shownAsText(page, "#allow-rows", markup(16));
 
     await page.getByLabel("Addresses, one a line").fill(`${uniqueIp()}\n${tight(12)}`);
     await page.getByRole("button", { name: "Add all" }).click();
@@ -348,6 +389,15 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await page.getByLabel("License (optional)").fill(license);
     await page.getByRole("button", { name: "Look up" }).click();
     await shownAsText(page, "#lookup-answer", markup(15));
+    // And the comment of the holder's allow entry that holds it.
+    const allowedHere = uniqueIp();
+    const holderAllow = await fetch(`${base}/api/addIpToAllowlist?result_mode=json`, {
+      method: "POST", headers: { Authorization: `Bearer ${login.accessToken}` }, body: new URLSearchParams({ ip: allowedHere, comment: markup(17) }),
+    });
+    assert.equal((await holderAllow.json()).result, `[${allowedHere}] has been added to your allow list`);
+    await page.getByLabel("Address", { exact: true }).fill(allowedHere);
+    await page.getByRole("button", { name: "Look up" }).click();
+    await shownAsText(page, "#lookup-answer", markup(17));
     assert.deepEqual(page.errors, []);
   });
 });
@@ -389,7 +439,7 @@ describe("operator page", () => {
     const holder = await holderPage(key);
     for (const ip of [listed, "46.2.200.1"]) {
       await holder.getByLabel(ADDRESS).first().fill(ip);
-      await holder.getByRole("button", { name: "Check" }).click();
+      await holder.locator("#check-form").getByRole("button", { name: "Check" }).click();
       await holder.locator("#check-result", { hasText: ip }).waitFor();
       assert.equal(await text(holder, "#check-result"), `[${ip}] is on global greylist`);
     }
@@ -486,12 +536,13 @@ describe("operator console", () => {
     assert.equal(await text(reader, "#login-result"), "Unauthorized: the admin token or operator key is missing or invalid. Log in again.");
   });
 
-  test("the lookup box says which entry lists an address, when and by whom, and whether a license holds it", async () => {
+  test("the lookup box says which entry lists an address, when and by whom, and whether a license holds or allows it", async () => {
     const { license, licenseKey } = await admin("POST", "/admin/licenses", { label: "Lookup Ltd" });
     await admin("POST", "/admin/global-list", { add: ["48.1.0.0/16"] });
     await admin("POST", "/admin/allow-list", { add: ["48.2.0.1"] });
     const holder = await holderPage(licenseKey);
     await addOne(holder, "48.3.0.1", "seen probing");
+    await allowForm(holder, "Add", "48.5.0.0/24", "our office");
     const page = await operatorPage();
     const look = async (ip, id = "") => {
       await page.getByLabel("Address", { exact: true }).fill(ip);
@@ -507,6 +558,8 @@ describe("operator console", () => {
     assert.equal(await text(page, "#lookup-result"), "48.2.0.1 is on the allow list: no feed serves it.");
     const personal = await look("48.3.0.1", license);
     assert.match(personal, new RegExp(`License ${license} lists it as 48\\.3\\.0\\.1 since .+ \\(“seen probing”\\)`));
+    const allowing = await look("48.5.0.9", license);
+    assert.match(allowing, new RegExp(`License ${license} does not list it\\.\\s+This holder allows it: 48\\.5\\.0\\.0/24 \\(our office\\), since \\S`));
     await look("48.4.0.1");
     assert.equal(await text(page, "#lookup-result"), "48.4.0.1 is not listed.");
   });
@@ -529,6 +582,7 @@ describe("both pages", () => {
       const holder = await holderPage(licenseKey, DESKTOP, colorScheme);
       await addOne(holder, uniqueIp(), "for the accessibility check");
       await holder.locator("#list-rows tr").first().waitFor();
+      await allowForm(holder, "Add", uniqueIp(), "for the accessibility check");
       const operator = await operatorPage(DESKTOP, colorScheme);
       // The console's parts that show only on demand: a license's picture, a lookup's answer.
       await operator.locator("#license-rows tr").first().getByRole("button", { name: /^Open/ }).click();

@@ -149,11 +149,13 @@ export async function operatorPage(viewport, colorScheme, bypassCSP, token = ADM
 
 export const text = (page, selector) => page.locator(selector).innerText();
 
+/** Adds `ip` through the "Add an address" form (the allow list's form has a Comment and an Add of its own). */
 export async function addOne(page, ip, comment, ttlLabel = "Never") {
-  await page.getByLabel(ADDRESS).nth(1).fill(ip);
-  await page.getByLabel("Expires").selectOption({ label: ttlLabel });
-  await page.getByLabel("Comment").fill(comment);
-  await page.getByRole("button", { name: "Add", exact: true }).click();
+  const form = page.locator("#add-form");
+  await form.getByLabel(ADDRESS).fill(ip);
+  await form.getByLabel("Expires").selectOption({ label: ttlLabel });
+  await form.getByLabel("Comment").fill(comment);
+  await form.getByRole("button", { name: "Add", exact: true }).click();
   await page.locator("#add-result", { hasText: ip }).waitFor();
   return text(page, "#add-result");
 }
