@@ -10,6 +10,7 @@
 //   runtimes     the headline ratios in BENCH_ROUNDS rounds, through Miniflare and on workerd's socket
 //   costs        the billable calls of each scenario, and what a million of it costs
 //   crowdsec     CrowdSec's Local API and the service side by side
+//   allow-list   a holder's own allow list: checks and adds with 1000 ranges, and the delta after allow-listing a /16
 //   ten-million  the global list at BENCH_TEN_MILLION entries
 //   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
 //
@@ -32,8 +33,9 @@ import { IPV6_ENTRIES, millionIpv6 } from "./million-ipv6.mjs";
 import { BILLABLE, costs, dollarsPerMillion, PRICES } from "./cost.mjs";
 import { runtimes } from "./runtimes.mjs";
 import { sideBySide } from "./side-by-side.mjs";
+import { allowList, allowListLines } from "./allow-list.mjs";
 
-const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "ten-million", "ipv6-million"];
+const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "ten-million", "ipv6-million"];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
 const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
@@ -112,6 +114,7 @@ try {
   await section("runtimes", async () => (results.runtimes = await runtimes(state)));
   await section("costs", async () => (results.costs = await costs(state)));
   await section("crowdsec", async () => (results.crowdsec = await sideBySide(state)));
+  await section("allow-list", async () => (results.allowList = await allowList(state)));
   await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
   await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
   const wasm = readFileSync(join(root, "build/index_bg.wasm"));
@@ -372,6 +375,7 @@ function print(results) {
   if (results.runtimes) lines.push(...runtimeLines(results.runtimes), "");
   if (results.costs) lines.push(...costLines(results.costs), "");
   if (results.crowdsec) lines.push(...crowdsecLines(results.crowdsec), "");
+  if (results.allowList) lines.push(...allowListLines(results.allowList), "");
   if (results.tenMillion) lines.push(...tenMillionLines(results.tenMillion), "");
   lines.push(
     "| target | measured | met |",
