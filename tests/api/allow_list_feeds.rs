@@ -195,3 +195,34 @@ fn with_ipv6_an_allowed_address_takes_its_listed_64_out_of_the_holders_feed() {
         ["2a00:1450:4001:80b::/64"]
     );
 }
+
+#[test]
+fn a_delta_whose_allow_list_changes_touch_too_much_of_the_global_list_is_answered_whole() {
+    let server = Server::own(&[]);
+    // Every other address of four /16s: 131 072 global blocks, more than a delta
+    // works out in memory once the holder allow-lists all four.
+    let mut import = String::new();
+    for net in 0..4u32 {
+        for n in 0..32_768u32 {
+            let addr = (80 << 24) | (net << 16) | (2 * n + 1);
+            import.push_str(&format!("{}\n", std::net::Ipv4Addr::from(addr)));
+        }
+    }
+    let put = server.replace_list("global-list", &import);
+    assert_eq!(put.status, 200, "{}", put.body);
+    let app = TestApp::on(&server);
+    let first = app.feed_json("scope=all&format=json");
+    let cursor = first["cursor"].as_str().unwrap().to_owned();
+    for net in 0..4 {
+        allow(&app, "addIpToAllowlist", &format!("80.{net}.0.0/16"));
+    }
+    let answer = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
+    assert_eq!(answer["reset"], true, "the whole feed, not a delta");
+    assert_eq!(answer["entries"], json!([]));
+    // One /16 less is a delta again.
+    let cursor = answer["cursor"].as_str().unwrap().to_owned();
+    allow(&app, "deleteIpFromAllowlist", "80.0.0.0/16");
+    let delta = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
+    assert_eq!(delta["reset"], Value::Null, "{}", delta["cursor"]);
+    assert_eq!(values(&delta["new"]).len(), 32_768);
+}

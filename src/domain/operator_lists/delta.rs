@@ -197,6 +197,27 @@ pub fn touching<A: Addr>(set: &(impl Seek<A> + ?Sized), change: &[(A, A)]) -> In
     out
 }
 
+/// Whether more than `cap` intervals of `set` touch `change`, counted without
+/// holding them: what a delta would work out in memory.
+pub fn touches_more_than<A: Addr>(
+    set: &(impl Seek<A> + ?Sized),
+    change: &[(A, A)],
+    cap: usize,
+) -> bool {
+    let mut count = 0;
+    for &(first, last) in change {
+        count += set
+            .from(first.before().unwrap_or(first))
+            .take_while(|&(start, _)| last.after().is_none_or(|after| start <= after))
+            .take(cap + 1 - count.min(cap + 1))
+            .count();
+        if count > cap {
+            return true;
+        }
+    }
+    false
+}
+
 /// How a feed's CIDR blocks of one family change from one version of the
 /// challenged set to the next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,6 +347,16 @@ mod tests {
         assert_eq!(levels(0).count(), 0);
         assert_eq!(levels(1 << 40).count(), usize::from(MAX_LEVEL) + 1);
         assert_eq!(piece_start(12, 2), 8);
+    }
+
+    #[test]
+    fn intervals_touching_a_change_are_counted_up_to_a_cap() {
+        let set: Intervals = vec![(1, 1), (3, 3), (5, 5), (9, 9)];
+        assert!(!touches_more_than(set.as_slice(), &[(0, 6)], 3));
+        assert!(touches_more_than(set.as_slice(), &[(0, 6)], 2));
+        assert!(touches_more_than(set.as_slice(), &[(0, 2), (8, 9)], 1));
+        assert!(!touches_more_than(set.as_slice(), &[(11, 20)], 0), "(9, 9) touches 10, not 11");
+        assert_eq!(touching(set.as_slice(), &[(0, 6)]).len(), 3);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::domain::net::ipv4::PublicIpv4;
 use crate::domain::net::ipv6::PublicIpv6;
 use crate::domain::net::range::{Ipv4Range, Ipv6Range};
 use crate::domain::operator_lists::delta::{
-    block_changes, touching, AllowMoves, BlockChanges, VersionChange,
+    block_changes, touches_more_than, touching, AllowMoves, BlockChanges, VersionChange,
 };
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::Shards;
@@ -92,20 +92,21 @@ pub async fn feed(
         .as_ref()
         .map(OperatorChanges::asked)
         .unwrap_or_default();
-    let (start, records) = holder(env, license)?
-        .ask_stream(Feed {
-            token,
-            client: Some(PullClient::new(
-                user_agent(&req)?.as_deref(),
-                query.format.code(),
-            )),
-            pull: None,
-            since,
-            known,
-            probe,
-            moves,
-        })
-        .await?;
+    let client = Some(PullClient::new(
+        user_agent(&req)?.as_deref(),
+        query.format.code(),
+    ));
+    let ask = |since, known, probe, moves| Feed {
+        token: token.clone(),
+        client: client.clone(),
+        pull: None,
+        since,
+        known,
+        probe,
+        moves,
+    };
+    let object = holder(env, license)?;
+    let (mut start, mut records) = object.ask_stream(ask(since, known, probe, moves)).await?;
     let version = query.version(start.head.changes(), global_version, allow_version);
     let lists = Lists {
         global: &global,
@@ -117,10 +118,18 @@ pub async fn feed(
             response.headers().set("ETag", &query.etag(version))?;
             return Ok(Reply::Built(response));
         }
-        (FeedHead::Delta { .. }, changes) => (
-            Shape::Delta,
-            held_apart(&start, global_changes(lists, changes, &start.own_allow)),
-        ),
+        (FeedHead::Delta { .. }, changes) => {
+            match global_changes(lists, changes, &start.own_allow) {
+                Some(blocks) => (Shape::Delta, held_apart(&start, blocks)),
+                // Too much to work out: the whole feed again, as for a cursor too old.
+                None => {
+                    (start, records) = object
+                        .ask_stream(ask(None, None, Vec::new(), AllowMoves::default()))
+                        .await?;
+                    (Shape::Whole { reset: true }, GlobalChanges::default())
+                }
+            }
+        }
         // Changes were asked for, but the whole feed is what answers them.
         (FeedHead::Whole { .. }, _) => (
             Shape::Whole {
@@ -319,22 +328,33 @@ pub(super) async fn operator_changes(
     )
 }
 
+/// Global intervals a delta works the holder's allow list's changes out over at
+/// most, about 16 bytes each: beyond it (a window in which the holder changed
+/// many ranges full of global entries) a feed is answered whole.
+pub const MAX_WEIGHED: usize = 100_000;
+
 /// How the global blocks change in a delta, the holder's own allow list weighed
 /// beside the operator's (`OwnAllow`, as its object sent it with the delta's
 /// head): the blocks are cut by both lists, and a change of either moves them.
 /// `changes` is `None` when the operator's lists did not change since the cursor.
+/// `None` when that would hold more than `MAX_WEIGHED` global intervals.
 pub(super) fn global_changes(
     lists: Lists<'_>,
     changes: Option<OperatorChanges>,
     own: &OwnAllow,
-) -> GlobalChanges {
+) -> Option<GlobalChanges> {
     if own.is_empty() {
-        return changes.map(|c| c.blocks).unwrap_or_default();
+        return Some(changes.map(|c| c.blocks).unwrap_or_default());
     }
     let (global_change, allow_change) = changes
         .map(|c| (c.global_change, c.allow_change))
         .unwrap_or_default();
-    GlobalChanges {
+    let touched = touches_more_than(&lists.global.v4, &own.change.v4, MAX_WEIGHED)
+        || touches_more_than(&lists.global.v6, &own.change.v6, MAX_WEIGHED);
+    if touched {
+        return None;
+    }
+    Some(GlobalChanges {
         v4: weighed(
             &lists.global.v4,
             &global_change.v4,
@@ -347,7 +367,7 @@ pub(super) fn global_changes(
             (&lists.allow.v6, &allow_change.v6),
             (&own.v6, &own.change.v6),
         ),
-    }
+    })
 }
 
 /// One family's set as it is now, and the addresses whose membership changed.
