@@ -54,7 +54,11 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # in the Worker and the object, the feeds' second weighing of the global blocks,
 # the object protocol's five new shapes both ways and the directory's flag call;
 # 515.9 before, 552.5 with it (issue 40 is to make the module smaller again).
-WASM_GZIP_KIB := 553
+# Raised to 581 for reports of attackers: two routes, the holder's object keeping
+# and sending them, a fifth Durable Object class (the report shards) with its
+# protocol both ways and its tally, and the lookup's reporters; 552.5 before,
+# 580.8 with it.
+WASM_GZIP_KIB := 581
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer

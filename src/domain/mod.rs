@@ -6,6 +6,7 @@ pub mod access;
 pub mod code;
 pub mod feed;
 pub mod net;
+pub mod network;
 pub mod operator_lists;
 pub mod page;
 pub mod personal;

@@ -67,38 +67,59 @@ impl Governor {
         }
     }
 
-    /// Whether `operation` asks this list at all. A removal changes the holder's
+    /// Whether `weighing` asks this list at all. A removal changes the holder's
     /// own list only, so neither the global challenge list (the specification:
     /// the operations never change the global list) nor the holder's allow list,
-    /// whose entries took away what they cover, has a say in it.
-    fn is_asked_by(self, operation: Operation) -> bool {
-        !(matches!(self, Self::GlobalChallenge | Self::HolderAllow)
-            && operation == Operation::Remove)
+    /// whose entries took away what they cover, has a say in it. A report is
+    /// taken whatever the global challenge list holds (its reports keep a
+    /// promoted entry from decaying), and refused where an allow list holds it.
+    fn is_asked_by(self, weighing: Weighing) -> bool {
+        use Weighing::{Operation as Op, Report};
+        match (self, weighing) {
+            (Self::GlobalAllow | Self::Personal, _) => true,
+            (Self::HolderAllow, Op(operation)) => operation != Operation::Remove,
+            (Self::HolderAllow, Report) => true,
+            (Self::GlobalChallenge, Op(operation)) => operation != Operation::Remove,
+            (Self::GlobalChallenge, Report) => false,
+        }
     }
 
-    /// What `operation` comes to for an address this list governs, as the
+    /// What `weighing` comes to for an address this list governs, as the
     /// holder's object answers it (the lists it does not keep as the Worker told it).
-    fn object_outcome(self, operation: Operation) -> Option<PersonalOutcome> {
+    fn object_outcome(self, weighing: Weighing) -> Option<PersonalOutcome> {
         match self {
             Self::HolderAllow => Some(PersonalOutcome::OwnAllowListed),
-            Self::GlobalChallenge => Some(match operation {
-                Operation::Add => PersonalOutcome::AlreadyGlobal,
-                Operation::Check | Operation::Remove => PersonalOutcome::ListedGlobal,
+            Self::GlobalChallenge => Some(match weighing {
+                Weighing::Operation(Operation::Add) => PersonalOutcome::AlreadyGlobal,
+                _ => PersonalOutcome::ListedGlobal,
             }),
             Self::GlobalAllow | Self::Personal => None,
         }
     }
 
-    /// What `operation` comes to for an address this list governs.
-    fn verdict(self, operation: Operation, ip: GivenIp) -> Verdict {
+    /// What `weighing` comes to for an address this list governs.
+    fn verdict(self, weighing: Weighing, ip: GivenIp) -> Verdict {
         Verdict::Answered(match self {
             Self::GlobalAllow => Outcome::AllowListed(ip),
-            Self::GlobalChallenge => match operation {
-                Operation::Add => Outcome::AlreadyGlobal(ip),
-                Operation::Check | Operation::Remove => Outcome::ListedGlobal(ip),
+            Self::GlobalChallenge => match weighing {
+                Weighing::Operation(Operation::Add) => Outcome::AlreadyGlobal(ip),
+                _ => Outcome::ListedGlobal(ip),
             },
             Self::HolderAllow | Self::Personal => return Verdict::Personal(ip, false),
         })
+    }
+}
+
+/// What an address is weighed for: one of the list operations, or a report of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weighing {
+    Operation(Operation),
+    Report,
+}
+
+impl From<Operation> for Weighing {
+    fn from(operation: Operation) -> Self {
+        Self::Operation(operation)
     }
 }
 
@@ -120,14 +141,15 @@ pub enum Verdict {
 /// the holder has allow-list entries (the license's flag): only then is an
 /// address the global challenge list holds the object's to weigh.
 pub async fn verdict<E>(
-    operation: Operation,
+    weighing: impl Into<Weighing>,
     ip: GivenIp,
     own_allow_list: bool,
     mut holds: impl AsyncFnMut(ListKind, PublicIp) -> Result<bool, E>,
 ) -> Result<Verdict, E> {
+    let weighing = weighing.into();
     let mut deferred = false;
     for list in Governor::PRECEDENCE {
-        if !list.is_asked_by(operation) {
+        if !list.is_asked_by(weighing) {
             continue;
         }
         match list.operator_list() {
@@ -136,7 +158,7 @@ pub async fn verdict<E>(
                     return Ok(if deferred {
                         Verdict::Personal(ip, list == Governor::GlobalChallenge)
                     } else {
-                        list.verdict(operation, ip)
+                        list.verdict(weighing, ip)
                     });
                 }
             }
@@ -153,13 +175,14 @@ pub async fn verdict<E>(
 /// Worker left it (`global`: the global challenge list holds it) and its own
 /// allow list (`own_allow_holds`); `None` when the personal list answers.
 pub fn weigh_in_object(
-    operation: Operation,
+    weighing: impl Into<Weighing>,
     global: bool,
     own_allow_holds: bool,
 ) -> Option<PersonalOutcome> {
+    let weighing = weighing.into();
     Governor::PRECEDENCE
         .into_iter()
-        .filter(|list| list.is_asked_by(operation))
+        .filter(|list| list.is_asked_by(weighing))
         .find(|list| match list {
             // The Worker answered what it holds.
             Governor::GlobalAllow => false,
@@ -167,7 +190,7 @@ pub fn weigh_in_object(
             Governor::GlobalChallenge => global,
             Governor::Personal => true,
         })
-        .and_then(|list| list.object_outcome(operation))
+        .and_then(|list| list.object_outcome(weighing))
 }
 
 /// The operator's lists as an isolate holds their published snapshots, each
@@ -626,6 +649,47 @@ mod tests {
         );
         assert!(!lists.challenges_entry(entry("198.51.99.3")));
         assert!(lists.challenges_entry(entry("198.51.99.1")));
+    }
+
+    #[test]
+    fn a_report_is_refused_by_either_allow_list_and_taken_whatever_the_global_list_holds() {
+        use Governor::*;
+        let ip = given("203.0.114.9");
+        let report = |holding: &[Governor], own_allow_list| {
+            let asked = RefCell::new(Vec::new());
+            let verdict = now(verdict(
+                Weighing::Report,
+                ip.clone(),
+                own_allow_list,
+                async |kind, _| {
+                    let list = Governor::PRECEDENCE
+                        .into_iter()
+                        .find(|list| list.operator_list() == Some(kind))
+                        .unwrap();
+                    asked.borrow_mut().push(list);
+                    Ok::<_, ()>(holding.contains(&list))
+                },
+            ))
+            .unwrap();
+            (verdict, asked.into_inner())
+        };
+        assert_eq!(
+            report(&[GlobalAllow], true),
+            (
+                Verdict::Answered(Outcome::AllowListed(ip.clone())),
+                vec![GlobalAllow]
+            )
+        );
+        assert_eq!(
+            report(&[GlobalChallenge], true),
+            (Verdict::Personal(ip.clone(), false), vec![GlobalAllow]),
+            "the global list is not asked: a report of what it holds is taken"
+        );
+        assert_eq!(
+            weigh_in_object(Weighing::Report, false, true),
+            Some(PersonalOutcome::OwnAllowListed)
+        );
+        assert_eq!(weigh_in_object(Weighing::Report, false, false), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::fmt;
 
 use crate::domain::access::license::secrets_match;
 use crate::domain::net::address::{Ipv6, Ipv6Prefix};
+use crate::domain::network::consensus::Consensus;
 use crate::domain::personal::holder::Limits;
 
 /// Shorter secrets can be guessed: `JWT_SECRET` offline from any issued token,
@@ -14,6 +15,8 @@ pub const MIN_SECRET_BYTES: usize = 32;
 pub const DEFAULT_TOKEN_LIFETIME_SECONDS: u64 = 3600;
 /// Thirty days: a stolen token stays useful no longer, and time arithmetic stays far from overflow.
 pub const MAX_TOKEN_LIFETIME_SECONDS: u64 = 30 * 86_400;
+/// The longest window and delisting delay of the consensus: a year.
+pub const MAX_CONSENSUS_SECONDS: u64 = 365 * 86_400;
 pub const DEFAULT_CACHE_SECONDS: u64 = 60;
 /// A revocation, and a change to the global list or the allow list, shows
 /// everywhere within this many seconds (the specification's settled decision).
@@ -87,6 +90,9 @@ pub struct Settings {
     pub ipv6: Ipv6,
     /// Whether an IPv6 address is listed as itself or as its /64 (`IPV6_PREFIX`).
     pub ipv6_prefix: Ipv6Prefix,
+    /// How holders' reports make the network's consensus (`PROMOTION_HOLDERS`,
+    /// `PROMOTION_WINDOW_SECONDS`, `DELIST_AFTER_SECONDS`).
+    pub consensus: Consensus,
 }
 
 impl Settings {
@@ -140,6 +146,8 @@ impl Settings {
                     .unwrap_or(Limits::default().allow_entries),
                 allow_changes: count("DAILY_ALLOW_CHANGES", var("DAILY_ALLOW_CHANGES"))?
                     .unwrap_or(Limits::default().allow_changes),
+                reports: count("DAILY_REPORTS", var("DAILY_REPORTS"))?
+                    .unwrap_or(Limits::default().reports),
             },
             page_entries: match count("PAGE_ENTRIES", var("PAGE_ENTRIES"))? {
                 None => DEFAULT_PAGE_ENTRIES,
@@ -162,6 +170,22 @@ impl Settings {
                 Ipv6Prefix::Whole,
                 [("128", Ipv6Prefix::Whole), ("64", Ipv6Prefix::Net64)],
             )?,
+            consensus: Consensus {
+                holders: count("PROMOTION_HOLDERS", var("PROMOTION_HOLDERS"))?
+                    .unwrap_or(Consensus::default().holders),
+                window: seconds(
+                    "PROMOTION_WINDOW_SECONDS",
+                    var("PROMOTION_WINDOW_SECONDS"),
+                    60..=MAX_CONSENSUS_SECONDS,
+                )?
+                .unwrap_or(Consensus::default().window),
+                delist_after: seconds(
+                    "DELIST_AFTER_SECONDS",
+                    var("DELIST_AFTER_SECONDS"),
+                    60..=MAX_CONSENSUS_SECONDS,
+                )?
+                .unwrap_or(Consensus::default().delist_after),
+            },
         })
     }
 }
@@ -257,6 +281,7 @@ mod tests {
                 entries: 1_000_000,
                 allow_entries: 1000,
                 allow_changes: 1000,
+                reports: 6000,
             }
         );
     }
@@ -270,6 +295,7 @@ mod tests {
                 ("PERSONAL_LIST_ENTRIES", "7"),
                 ("ALLOW_LIST_ENTRIES", "3"),
                 ("DAILY_ALLOW_CHANGES", "4"),
+                ("DAILY_REPORTS", "6"),
             ])
             .unwrap()
             .limits,
@@ -279,6 +305,7 @@ mod tests {
                 entries: 7,
                 allow_entries: 3,
                 allow_changes: 4,
+                reports: 6,
             }
         );
         assert_eq!(

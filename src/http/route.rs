@@ -12,7 +12,7 @@ use super::auth::login;
 use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed::{decisions, handlers as feed};
-use super::holder::{allow, browse, operations};
+use super::holder::{allow, browse, operations, report};
 use super::operator::{console, lists};
 use super::wire::reply::Reply;
 use crate::domain::access::license::LicenseId;
@@ -154,6 +154,9 @@ pub static ROUTES: &[Route] = &[
     row("/api/deleteIpFromWhitelist", Post, "allow_remove", with!(Holder, |cx, req, who| allow::single(Operation::Remove, cx, req, who))),
     row("/api/listAllowlist", Post, "allow_list", with!(Holder, |cx, req, who| allow::list(cx, req, who))),
     row("/api/listWhitelist", Post, "allow_list", with!(Holder, |cx, req, who| allow::list(cx, req, who))),
+    // Reports of attackers from the holder's own tools, one or many.
+    row("/api/reportIp", Post, "report", with!(Holder, |cx, req, who| report::single(cx, req, who))),
+    row("/api/reportIps", Post, "bulk_report", with!(Holder, |cx, req, who| report::bulk(cx, req, who))),
     // A holder's own list, history and day.
     row("/api/listGreylist", Post, "list", with!(Holder, |cx, req, who| browse::list(cx, req, who))),
     row("/api/listChallengeList", Post, "list", with!(Holder, |cx, req, who| browse::list(cx, req, who))),

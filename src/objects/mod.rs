@@ -6,6 +6,7 @@
 
 pub mod directory;
 pub mod holder;
+pub mod network;
 pub mod operator_lists;
 pub mod protocol;
 pub mod revocations;

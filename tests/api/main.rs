@@ -25,6 +25,7 @@ mod limits;
 mod list_operations;
 mod persistence;
 mod readme;
+mod reports;
 mod requests;
 mod revocation;
 mod security;

@@ -355,7 +355,10 @@ mod tests {
         assert!(!touches_more_than(set.as_slice(), &[(0, 6)], 3));
         assert!(touches_more_than(set.as_slice(), &[(0, 6)], 2));
         assert!(touches_more_than(set.as_slice(), &[(0, 2), (8, 9)], 1));
-        assert!(!touches_more_than(set.as_slice(), &[(11, 20)], 0), "(9, 9) touches 10, not 11");
+        assert!(
+            !touches_more_than(set.as_slice(), &[(11, 20)], 0),
+            "(9, 9) touches 10, not 11"
+        );
         assert_eq!(touching(set.as_slice(), &[(0, 6)]).len(), 3);
     }
 

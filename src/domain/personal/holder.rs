@@ -41,6 +41,8 @@ pub struct Limits {
     pub entries: u32,
     pub allow_entries: u32,
     pub allow_changes: u32,
+    /// Reports of attackers a day (`DAILY_REPORTS`).
+    pub reports: u32,
 }
 
 impl Default for Limits {
@@ -51,6 +53,7 @@ impl Default for Limits {
             entries: 1_000_000,
             allow_entries: 1000,
             allow_changes: 1000,
+            reports: 6000,
         }
     }
 }
@@ -69,6 +72,9 @@ pub struct DailyUsage {
     /// The day's adds and removes of the allow list.
     #[serde(default)]
     pub allow_changes: u32,
+    /// The day's reports of attackers.
+    #[serde(default)]
+    pub reported: u32,
 }
 
 impl DailyUsage {
@@ -303,6 +309,17 @@ pub mod memory {
         /// Entries expired, by day of expiry.
         pub expired: BTreeMap<u64, u32>,
         pub allow: BTreeMap<AllowRange, AllowEntry>,
+        pub reports: Vec<crate::domain::network::report::Outgoing>,
+    }
+
+    impl crate::domain::network::report::ReportStore for MemoryStore {
+        fn keep_report(
+            &mut self,
+            report: &crate::domain::network::report::Outgoing,
+        ) -> Result<(), Infallible> {
+            self.reports.push(report.clone());
+            Ok(())
+        }
     }
 
     impl ListStore for MemoryStore {

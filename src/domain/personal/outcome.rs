@@ -3,6 +3,7 @@
 use crate::domain::code::{serde_by_code, Coded};
 use crate::domain::net::address::GivenIp;
 use crate::domain::net::ipv4::IpRejection;
+use crate::domain::network::report::ReportOutcome;
 use crate::domain::personal::allow::AllowOutcome;
 
 /// What one holder's personal list answered (the Durable Object's reply).
@@ -79,6 +80,8 @@ pub enum Outcome {
     Personal(GivenIp, PersonalOutcome),
     /// An operation of the holder's allow list, on the range as given.
     Allow(String, AllowOutcome),
+    /// A report of an attacker.
+    Report(GivenIp, ReportOutcome),
 }
 
 impl Outcome {
@@ -117,6 +120,13 @@ impl Outcome {
                 AllowOutcome::LimitReached | AllowOutcome::ListFull => LIMIT.to_owned(),
                 AllowOutcome::GlobalAllowListed => global_allow_listed(ip),
             },
+            Self::Report(ip, outcome) => match outcome {
+                ReportOutcome::Reported => format!("[{ip}] has been reported"),
+                ReportOutcome::OwnAllowListed => {
+                    Self::Personal(ip.clone(), P::OwnAllowListed).message()
+                }
+                ReportOutcome::LimitReached => LIMIT.to_owned(),
+            },
         }
     }
 
@@ -127,7 +137,8 @@ impl Outcome {
             Self::AllowListed(ip)
             | Self::ListedGlobal(ip)
             | Self::AlreadyGlobal(ip)
-            | Self::Personal(ip, _) => ip.to_string(),
+            | Self::Personal(ip, _)
+            | Self::Report(ip, _) => ip.to_string(),
         }
     }
 
@@ -140,6 +151,7 @@ impl Outcome {
             Self::AlreadyGlobal(_) => "already_global",
             Self::Personal(_, outcome) => outcome.code(),
             Self::Allow(_, outcome) => outcome.code(),
+            Self::Report(_, outcome) => outcome.code(),
         }
     }
 }
@@ -235,6 +247,22 @@ mod tests {
         for (outcome, text) in table {
             assert_eq!(outcome.message(), text);
         }
+    }
+
+    #[test]
+    fn every_report_message_is_the_issued_text() {
+        assert_eq!(
+            Outcome::Report(ip(), ReportOutcome::Reported).message(),
+            "[8.8.8.8] has been reported"
+        );
+        assert_eq!(
+            Outcome::Report(ip(), ReportOutcome::OwnAllowListed).message(),
+            "[8.8.8.8] is on your allow list, no action was taken"
+        );
+        assert_eq!(
+            Outcome::Report(ip(), ReportOutcome::LimitReached).message(),
+            "Sorry, but you have reached the maximum limit"
+        );
     }
 
     #[test]

@@ -12,8 +12,10 @@ use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::{
     is_key_id, text_field, Role, MAX_LABEL_CHARS, MAX_NOTE_CHARS,
 };
-use crate::domain::net::address::PublicIp;
+use crate::domain::net::address::{Listed, PublicIp};
+use crate::domain::network::report::Category;
 use crate::domain::page::page_size;
+use crate::domain::time::UnixTime;
 use crate::http::auth::caller::Operator;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
@@ -27,12 +29,15 @@ use crate::objects::directory::protocol::{
 };
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{self as holder_calls, LicensePicture, WhyHeld};
+use crate::objects::network::client::{fault as shard_fault, shard_for};
+use crate::objects::network::protocol as network_calls;
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{self as lists_calls, Covering};
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Notify;
 use crate::store::directory::KeyRow;
+use crate::store::network::tally::AddressTally;
 use crate::store::sql::MAX_EXACT_INTEGER;
 
 /// A label and a note, a key's name and role: a few hundred characters of JSON.
@@ -320,6 +325,50 @@ struct LookupView<'a> {
     global: Vec<Covering>,
     #[serde(skip_serializing_if = "Option::is_none")]
     license: Option<HolderEntryView<'a>>,
+    /// Holders' reports of it, when there are any: how many licenses count
+    /// towards the network's consensus, whether it holds, and who reported it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reports: Option<ReportsView>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReportsView {
+    /// Distinct licenses whose reports count now (within the window).
+    licenses: u64,
+    /// Since when those reports make the consensus, if they do.
+    consensus_since: Option<String>,
+    reporters: Vec<ReporterView>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReporterView {
+    license: String,
+    categories: Vec<Category>,
+    reports: u64,
+    first_at: String,
+    last_at: String,
+}
+
+impl ReportsView {
+    fn of(tally: AddressTally) -> Option<Self> {
+        (!tally.reporters.is_empty()).then(|| Self {
+            licenses: tally.counting,
+            consensus_since: tally.reached_at.map(UnixTime::to_rfc3339),
+            reporters: tally
+                .reporters
+                .into_iter()
+                .map(|r| ReporterView {
+                    license: r.license,
+                    categories: r.categories.iter().collect(),
+                    reports: r.count,
+                    first_at: r.first_at.to_rfc3339(),
+                    last_at: r.last_at.to_rfc3339(),
+                })
+                .collect(),
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -349,6 +398,18 @@ pub async fn lookup(cx: &RequestContext, req: Request, _: Operator) -> Result<Re
         .map(|id| LicenseId::parse(id).ok_or(ApiError::NotFound("license")))
         .transpose()?;
     let lists = writer(env)?.ask(lists_calls::WhyListed(ip)).await?;
+    let reports = match PublicIp::from_ip(ip) {
+        Some(public) => {
+            // With IPV6_PREFIX 64, an IPv6 address is reported, and counted, as its /64.
+            let subject = Listed::keys(public, cx.settings.ipv6_prefix).0;
+            let tally = shard_for(env, subject)?
+                .ask(network_calls::TallyOf(subject))
+                .await
+                .map_err(shard_fault)?;
+            ReportsView::of(tally)
+        }
+        None => None,
+    };
     let mut held = WhyHeld {
         entry: None,
         allowed_by: None,
@@ -374,6 +435,7 @@ pub async fn lookup(cx: &RequestContext, req: Request, _: Operator) -> Result<Re
                 entry: held.entry.as_ref().map(EntryView::of),
                 allowed_by: held.allowed_by.as_ref().map(AllowView::of),
             }),
+            reports,
         },
     )
 }

@@ -20,6 +20,8 @@ pub struct BulkRequest {
     pub ttl: Option<u64>,
     pub expires_at: Option<String>,
     pub comment: Option<String>,
+    /// A report's categories, a comma list (reports only).
+    pub categories: Option<String>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -38,7 +40,7 @@ impl BulkRequest {
         let request = match media_type.as_str() {
             "application/json" => serde_json::from_slice(body).map_err(|e| {
                 BulkError::Malformed(format!(
-                    "expected {{\"ips\": [...]}} with optional ttl, expiresAt, comment: {e}"
+                    "expected {{\"ips\": [...]}} with optional ttl, expiresAt, comment, categories: {e}"
                 ))
             })?,
             "text/plain" => Self {
@@ -63,6 +65,7 @@ impl BulkRequest {
                     ttl,
                     expires_at: field("expiresAt"),
                     comment: field("comment"),
+                    categories: field("categories"),
                 }
             }
         };
@@ -96,7 +99,7 @@ mod tests {
     fn addresses_come_as_form_fields_text_lines_or_json() {
         let form = BulkRequest::parse(
             "application/x-www-form-urlencoded",
-            b"ip=1.1.1.1&ip=+2.2.2.2&ttl=600&comment=scan",
+            b"ip=1.1.1.1&ip=+2.2.2.2&ttl=600&comment=scan&categories=ssh,web",
         )
         .unwrap();
         assert_eq!(
@@ -105,7 +108,8 @@ mod tests {
                 ips: ips(&["1.1.1.1", " 2.2.2.2"]),
                 ttl: Some(600),
                 expires_at: None,
-                comment: Some("scan".into())
+                comment: Some("scan".into()),
+                categories: Some("ssh,web".into()),
             }
         );
         let text = BulkRequest::parse(

@@ -4,6 +4,7 @@
 //! writes commit together, before the answer leaves.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 
 use futures_util::stream;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
@@ -11,21 +12,26 @@ use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlS
 use super::protocol::{
     Activity, AdmitLogin, AllowPage, AllowPerform, CreateFeedToken, EntryPage, Feed, FeedStart,
     FeedTokens, History, HolderCall, HolderPicture, HolderProtocol, HolderRefusal, LicensePicture,
-    LiveLookup, OwnAllow, Perform, Revoke, RevokeFeedToken, Usage, WhyHeld, WhyListed,
+    LiveLookup, OwnAllow, Perform, Report, Revoke, RevokeFeedToken, Usage, WhyHeld, WhyListed,
 };
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::PullClient;
 use crate::domain::feed::item::{FeedHead, FeedRecord, FeedVersion};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
+use crate::domain::network::consensus::{shard_of, SHARDS};
+use crate::domain::network::report::{perform_report, Outgoing, ReportAnswer, ReportOutcome};
 use crate::domain::operator_lists::delta::{AllowMoves, VersionChange};
 use crate::domain::personal::activity::last_days;
 use crate::domain::personal::allow::{perform_allow, AllowAnswer, AllowSet};
 use crate::domain::personal::entry::Entry;
 use crate::domain::personal::holder::{perform, sweep, Answer, Limits, ListStore, Operation};
 use crate::domain::precedence::weigh_in_object;
+use crate::domain::precedence::Weighing;
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::MarkAllowList;
+use crate::objects::network::client::{fault as shard_fault, shard};
+use crate::objects::network::protocol::{Count, Forget};
 use crate::objects::protocol::{
     receive, refuse, Ask, AskStream, Failure, Streamed, StreamedOutcome,
 };
@@ -41,6 +47,9 @@ use crate::store::StoreError;
 /// Expired entries one alarm, or one feed read, removes at most; when there are
 /// more, the next alarm runs at once.
 const SWEEP_BATCH: usize = 1_000;
+/// Reports one alarm sends on at most, a call per shard they fall in; when more
+/// are kept, the next alarm runs at once.
+const REPORT_BATCH: usize = 1_000;
 
 /// What a call comes to: its answer, or the refusal or fault that stops it.
 type Answered<T> = std::result::Result<T, Failure<HolderRefusal>>;
@@ -67,6 +76,8 @@ pub struct HolderList {
     revoked: Cell<Option<bool>>,
     /// The holder's allow list, once read: every change of it is made here.
     allow: RefCell<Option<AllowSet>>,
+    /// Whether reports are on their way to the shards.
+    sending: Cell<bool>,
 }
 
 impl DurableObject for HolderList {
@@ -80,6 +91,7 @@ impl DurableObject for HolderList {
             alarm_at: Cell::new(None),
             revoked: Cell::new(None),
             allow: RefCell::new(None),
+            sending: Cell::new(false),
         }
     }
 
@@ -104,6 +116,7 @@ impl DurableObject for HolderList {
             HolderCall::Perform(Perform(calls)) => {
                 Perform::reply(self.perform(&calls, now, ready.limits).await)
             }
+            HolderCall::Report(call) => Report::reply(self.report(call, now, ready.limits).await),
             HolderCall::AllowPerform(call) => {
                 AllowPerform::reply(self.allow_perform(call, now, ready.limits).await)
             }
@@ -132,7 +145,7 @@ impl DurableObject for HolderList {
             HolderCall::RevokeFeedToken(RevokeFeedToken(id)) => {
                 RevokeFeedToken::reply(stored(store.revoke_feed_token(&id)))
             }
-            HolderCall::Revoke(Revoke) => Revoke::reply(self.revoke(now)),
+            HolderCall::Revoke(Revoke) => Revoke::reply(self.revoke(now).await),
             // A revoked license was refused above.
             HolderCall::AdmitLogin(AdmitLogin) => AdmitLogin::reply(Ok(())),
             HolderCall::LicensePicture(LicensePicture) => {
@@ -168,13 +181,15 @@ impl DurableObject for HolderList {
     async fn alarm(&self) -> Result<Response> {
         self.started.get_or_start(|| self.start()).await?;
         self.alarm_at.set(None);
+        let more_reports = self.send_reports().await?;
         let mut store = SqlListStore::new(&self.sql);
         let now = clock::now().unix();
-        let next = if sweep(&mut store, now, SWEEP_BATCH).map_err(fault)? == SWEEP_BATCH {
-            Some(now)
-        } else {
-            store.tidy(now).map_err(fault)?
-        };
+        let next =
+            if more_reports || sweep(&mut store, now, SWEEP_BATCH).map_err(fault)? == SWEEP_BATCH {
+                Some(now)
+            } else {
+                store.tidy(now).map_err(fault)?
+            };
         if let Some(at) = next {
             self.schedule_sweep(at).await?;
         }
@@ -193,10 +208,107 @@ impl HolderList {
         })
     }
 
-    fn revoke(&self, now: UnixTime) -> Answered<()> {
-        SqlListStore::new(&self.sql).revoke(now)?;
+    /// Records the revocation, drops the reports not yet sent, and tells every
+    /// report shard that the license's reports stop counting. A shard that is not
+    /// told fails the call, and the revocations' object tells this one again.
+    async fn revoke(&self, now: UnixTime) -> Answered<()> {
+        let store = SqlListStore::new(&self.sql);
+        store.revoke(now)?;
         self.revoked.set(Some(true));
+        store.forget_reports(None)?;
+        if let Some(license) = store.license()? {
+            for index in 0..SHARDS {
+                shard(&self.env, index)?
+                    .ask(Forget(license.as_str().to_owned()))
+                    .await
+                    .map_err(shard_fault)?;
+            }
+        }
         Ok(())
+    }
+
+    /// Reports of attackers: each weighed by the holder's allow list first (a
+    /// report of what it holds is refused), then counted against the day's reports
+    /// and kept; the alarm, set to run at once, sends them to their shards, so
+    /// that reports arriving meanwhile go in the same batch.
+    async fn report(
+        &self,
+        Report { license, calls }: Report,
+        now: UnixTime,
+        limits: Limits,
+    ) -> Answered<Vec<ReportAnswer>> {
+        let mut store = SqlListStore::new(&self.sql);
+        store.know_license(&license)?;
+        let answers = {
+            let allow = self.allow_set()?;
+            calls
+                .iter()
+                .map(|call| {
+                    match weigh_in_object(Weighing::Report, false, allow.holds_ip(call.ip)) {
+                        Some(_) => Ok(ReportAnswer {
+                            outcome: ReportOutcome::OwnAllowListed,
+                            usage: None,
+                            limits,
+                        }),
+                        None => perform_report(&mut store, call, now, limits),
+                    }
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?
+        };
+        if answers.iter().any(|a| a.outcome == ReportOutcome::Reported) {
+            self.schedule_sweep(now)
+                .await
+                .map_err(|e| Failure::Fault(e.into()))?;
+        }
+        Ok(answers)
+    }
+
+    /// Sends a batch of the reports kept to their shards, one call per shard;
+    /// answers whether more are kept. A shard that fails leaves the batch kept,
+    /// and the alarm's retry sends it again (a report counted twice by a shard
+    /// that did take it counts once: a license counts once an address).
+    async fn send_reports(&self) -> Result<bool> {
+        // An alarm and the test build's hook may run at once: one sends, so that
+        // no report is sent twice while the other waits on a shard.
+        if self.sending.replace(true) {
+            return Ok(false);
+        }
+        let sent = self.send_batch().await;
+        self.sending.set(false);
+        sent
+    }
+
+    async fn send_batch(&self) -> Result<bool> {
+        let store = SqlListStore::new(&self.sql);
+        let Some(license) = store.license().map_err(fault)? else {
+            return Ok(false);
+        };
+        let kept = store.kept_reports(REPORT_BATCH).map_err(fault)?;
+        let Some(&(last, _)) = kept.last() else {
+            return Ok(false);
+        };
+        let mut by_shard: BTreeMap<u32, Vec<Outgoing>> = BTreeMap::new();
+        for (_, report) in kept.iter() {
+            by_shard
+                .entry(shard_of(&report.subject.key()))
+                .or_default()
+                .push(report.clone());
+        }
+        for (index, reports) in by_shard {
+            let count = Count {
+                license: license.as_str().to_owned(),
+                reports,
+            };
+            shard(&self.env, index)
+                .map_err(|e| worker::Error::RustError(e.to_string()))?
+                .ask(count)
+                .await
+                .map_err(|e| {
+                    worker::Error::RustError(format!("report shard {index}: {}", shard_fault(e)))
+                })?;
+        }
+        store.forget_reports(Some(last)).map_err(fault)?;
+        Ok(kept.len() == REPORT_BATCH)
     }
 
     /// Every call of a bulk request in one pass: nothing runs in between, and the

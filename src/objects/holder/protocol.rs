@@ -10,6 +10,7 @@ use crate::domain::feed::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullCli
 use crate::domain::feed::item::{FeedHead, FeedRecord};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::net::intervals::Intervals;
+use crate::domain::network::report::{ReportAnswer, ReportCall};
 use crate::domain::operator_lists::delta::{AllowMoves, VersionChange};
 use crate::domain::page::{AllowCursor, EntryCursor, HistoryCursor, Page, PageQuery};
 use crate::domain::personal::activity::ActivityDay;
@@ -29,6 +30,7 @@ impl Protocol for HolderProtocol {
 calls!(HolderProtocol => HolderCall {
     Perform => Vec<Answer>,
     AllowPerform => AllowAnswer,
+    Report => Vec<ReportAnswer>,
     EntryPage as "ListEntries" => Page<Entry, EntryCursor>,
     AllowPage => Page<AllowEntry, AllowCursor>,
     History => Page<HistoryEvent, HistoryCursor>,
@@ -76,6 +78,14 @@ pub struct Perform(pub Vec<Call>);
 pub struct AllowPerform {
     pub license: LicenseId,
     pub call: AllowCall,
+}
+
+/// Reports of attackers, in order, in one visit: one answer per call. The
+/// license is named so that the object's alarm can send them on under it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub license: LicenseId,
+    pub calls: Vec<ReportCall>,
 }
 
 /// A page of the allow list, newest first.

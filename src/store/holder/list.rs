@@ -21,7 +21,7 @@ pub const HISTORY_DAYS: u64 = 90;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-pub(super) const MIGRATIONS: [&str; 9] = [
+pub(super) const MIGRATIONS: [&str; 10] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -126,6 +126,14 @@ pub(super) const MIGRATIONS: [&str; 9] = [
     CREATE TABLE allow_flag (
         id INTEGER PRIMARY KEY CHECK (id = 0), published INTEGER NOT NULL, version INTEGER NOT NULL
     );",
+    // Reports of attackers: the day's count beside the others, the reports kept
+    // until the alarm sends them to their shards, and the license this object is
+    // of, which the alarm names them by.
+    "ALTER TABLE activity ADD COLUMN reported INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE reports_out (
+        id INTEGER PRIMARY KEY, ip BLOB NOT NULL, categories INTEGER NOT NULL, at INTEGER NOT NULL
+    );
+    CREATE TABLE identity (id INTEGER PRIMARY KEY CHECK (id = 0), license TEXT NOT NULL);",
 ];
 
 /// `Entry::is_live` for the rows of a query, on the expiry column named: `?1` is the time.
@@ -459,7 +467,7 @@ impl<S: Sql> ListStore for SqlListStore<S> {
 
     fn usage(&self) -> Result<DailyUsage, SqlError> {
         let rows = self.sql.query(
-            "SELECT day, added, removed, refused, allow_changes FROM activity
+            "SELECT day, added, removed, refused, allow_changes, reported FROM activity
              ORDER BY day DESC LIMIT 1",
             &[],
         )?;
@@ -472,21 +480,24 @@ impl<S: Sql> ListStore for SqlListStore<S> {
             removed: count(row, 2)?,
             refused: count(row, 3)?,
             allow_changes: count(row, 4)?,
+            reported: count(row, 5)?,
         })
     }
 
     fn save_usage(&mut self, usage: DailyUsage) -> Result<(), SqlError> {
         self.sql.execute(
-            "INSERT INTO activity (day, added, removed, refused, allow_changes)
-             VALUES (?1, ?2, ?3, ?4, ?5)
+            "INSERT INTO activity (day, added, removed, refused, allow_changes, reported)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (day) DO UPDATE SET added = excluded.added, removed = excluded.removed,
-                refused = excluded.refused, allow_changes = excluded.allow_changes",
+                refused = excluded.refused, allow_changes = excluded.allow_changes,
+                reported = excluded.reported",
             &[
                 Value::int(usage.day),
                 Value::int(usage.added.into()),
                 Value::int(usage.removed.into()),
                 Value::int(usage.refused.into()),
                 Value::int(usage.allow_changes.into()),
+                Value::int(usage.reported.into()),
             ],
         )?;
         Ok(())

@@ -29,6 +29,7 @@ pub const NO_LIMITS: Limits = Limits {
     entries: u32::MAX,
     allow_entries: 0,
     allow_changes: 0,
+    reports: 0,
 };
 const LIMITS: Limits = Limits {
     additions: 3,
@@ -36,6 +37,7 @@ const LIMITS: Limits = Limits {
     entries: u32::MAX,
     allow_entries: 0,
     allow_changes: 0,
+    reports: 0,
 };
 
 /// A store the suite can look into: every entry by address, the history oldest first.

@@ -1,0 +1,138 @@
+//! Reports of attackers from the holder's own tools: one address, or many in one
+//! request, each answered in the style of the specified operations. A report
+//! changes nothing on the holder's lists; the holder's object counts it against
+//! the day's reports and sends it on to the shard that counts its address.
+
+use worker::Request;
+
+use crate::domain::access::license::LicenseId;
+use crate::domain::net::address::PublicIp;
+use crate::domain::network::report::{self, Categories, ReportCall};
+use crate::domain::personal::outcome::Outcome;
+use crate::domain::precedence::{verdict, Verdict, Weighing};
+use crate::http::context::RequestContext;
+use crate::http::error::ApiError;
+use crate::http::holder::operations::MAX_BULK_BYTES;
+use crate::http::wire::body::{Body, MAX_BODY_BYTES};
+use crate::http::wire::bulk::{BulkError, MAX_ADDRESSES};
+use crate::http::wire::reply::Reply;
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::Report;
+use crate::objects::operator_lists::client as lists;
+use crate::store::{licenses, StoreError};
+
+/// `POST /api/reportIp`: fields `ip`, optional `categories` and `comment`.
+pub async fn single(
+    cx: &RequestContext,
+    mut req: Request,
+    license: LicenseId,
+) -> Result<Reply, ApiError> {
+    let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
+    let ip = body.field("ip").unwrap_or_default();
+    let details = details(body.field("categories"), body.field("comment"));
+    let mut outcomes = run(cx, license, &[ip], details).await?;
+    Ok(Reply::Outcome(outcomes.remove(0), None))
+}
+
+/// `POST /api/reportIps`: many addresses, as the bulk adds take them, each
+/// answered as the single report would answer it, in one call to the object.
+pub async fn bulk(
+    cx: &RequestContext,
+    mut req: Request,
+    license: LicenseId,
+) -> Result<Reply, ApiError> {
+    let body = Body::read(&mut req, &cx.ctx, MAX_BULK_BYTES).await?;
+    let request = body.bulk().map_err(|error| match error {
+        BulkError::TooMany(n) => ApiError::TooManyAddresses(n, MAX_ADDRESSES),
+        BulkError::Malformed(detail) => ApiError::BadRequest(detail),
+    })?;
+    let details = details(request.categories, request.comment);
+    let outcomes = run(cx, license, &request.ips, details).await?;
+    Ok(Reply::Outcomes(outcomes, None))
+}
+
+/// What every address of a report gets: its categories and comment.
+fn details(
+    categories: Option<String>,
+    comment: Option<String>,
+) -> Result<(Categories, Option<String>), ApiError> {
+    let categories = Categories::parse(categories.as_deref().unwrap_or_default())
+        .map_err(ApiError::BadRequest)?;
+    let comment = report::comment(comment.as_deref()).map_err(ApiError::BadRequest)?;
+    Ok((categories, comment))
+}
+
+/// The steps of the specified operations, for every address: validation, then
+/// the lists in their precedence (`Weighing::Report`: either allow list refuses
+/// it; the global list does not, whose entries' reports keep them from
+/// decaying). Malformed categories or a long comment refuse the request once an
+/// address has passed validation, as an add's details do.
+async fn run(
+    cx: &RequestContext,
+    license: LicenseId,
+    ips: &[String],
+    details: Result<(Categories, Option<String>), ApiError>,
+) -> Result<Vec<Outcome>, ApiError> {
+    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
+    let freshness = settings.freshness;
+    let own_allow_list = licenses::standing(env, &license, freshness, now)
+        .await?
+        .allow_list;
+    let mut settled = Vec::with_capacity(ips.len());
+    for raw in ips {
+        let ip = match PublicIp::parse(raw, settings.ipv6) {
+            Ok(ip) => ip,
+            Err(rejection) => {
+                settled.push(Verdict::Answered(rejection.into()));
+                continue;
+            }
+        };
+        if let Err(error) = &details {
+            return Err(error.clone());
+        }
+        let holds =
+            async |kind, ip: PublicIp| lists::contains(env, kind, ip.addr(), freshness, now).await;
+        settled.push(verdict(Weighing::Report, ip, own_allow_list, holds).await?);
+    }
+    let (categories, comment) = details.unwrap_or_default();
+    let calls: Vec<ReportCall> = settled
+        .iter()
+        .filter_map(|settled| match settled {
+            Verdict::Personal(given, _) => Some(ReportCall {
+                ip: given.ip,
+                prefix: settings.ipv6_prefix,
+                categories,
+                comment: comment.clone(),
+            }),
+            Verdict::Answered(_) => None,
+        })
+        .collect();
+    let asked = calls.len();
+    let answers = if calls.is_empty() {
+        Vec::new()
+    } else {
+        holder(env, &license)?
+            .ask(Report { license, calls })
+            .await?
+    };
+    let miscounted = || {
+        StoreError::Corrupt(format!(
+            "the holder's object answered {} of {asked} reports",
+            answers.len()
+        ))
+    };
+    if answers.len() != asked {
+        return Err(miscounted().into());
+    }
+    let mut reported = answers.iter();
+    settled
+        .into_iter()
+        .map(|settled| match settled {
+            Verdict::Answered(outcome) => Ok(outcome),
+            Verdict::Personal(ip, _) => reported
+                .next()
+                .map(|answer| Outcome::Report(ip, answer.outcome))
+                .ok_or_else(|| miscounted().into()),
+        })
+        .collect()
+}

@@ -1,0 +1,33 @@
+//! The way to a report shard.
+
+use worker::Env;
+
+use super::protocol::{NoRefusal, ReportsProtocol};
+use crate::domain::net::address::Listed;
+use crate::domain::network::consensus::shard_of;
+use crate::objects::protocol::{Failure, Object};
+use crate::store::StoreError;
+
+/// The Durable Object binding of the report shards.
+pub const BINDING: &str = "REPORTS";
+
+/// The shard numbered `index`.
+pub fn shard(env: &Env, index: u32) -> Result<Object<ReportsProtocol>, StoreError> {
+    Ok(Object::new(
+        env.durable_object(BINDING)?
+            .get_by_name(&format!("shard-{index}"))?,
+    ))
+}
+
+/// The shard that counts the reports of `ip`.
+pub fn shard_for(env: &Env, ip: Listed) -> Result<Object<ReportsProtocol>, StoreError> {
+    shard(env, shard_of(&ip.key()))
+}
+
+/// A shard's failure, which is always a fault: it refuses nothing.
+pub fn fault(failure: Failure<NoRefusal>) -> StoreError {
+    match failure {
+        Failure::Fault(fault) => fault,
+        Failure::Refused(never) => match never {},
+    }
+}

@@ -1,0 +1,42 @@
+//! The calls a report shard takes. It refuses nothing.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::net::address::Listed;
+use crate::domain::network::report::Outgoing;
+use crate::objects::calls;
+use crate::objects::protocol::Protocol;
+use crate::store::network::tally::AddressTally;
+
+pub enum ReportsProtocol {}
+
+impl Protocol for ReportsProtocol {
+    type Call = ReportsCall;
+    type Refusal = NoRefusal;
+}
+
+calls!(ReportsProtocol => ReportsCall {
+    Count => Vec<Listed>,
+    Forget => (),
+    TallyOf => AddressTally,
+});
+
+/// This object refuses nothing.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub enum NoRefusal {}
+
+/// A batch of one license's reports of addresses of this shard; answers those
+/// whose consensus the batch completed.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Count {
+    pub license: String,
+    pub reports: Vec<Outgoing>,
+}
+
+/// The license is revoked: its reports stop counting.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Forget(pub String);
+
+/// Who reported an address, and whether the consensus holds (the operator's lookup).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TallyOf(pub Listed);

@@ -1,0 +1,255 @@
+//! Reports of attackers from the holders' own tools: the answers, the day's
+//! limit, and the count of distinct licenses in the report shards, as the
+//! operator's lookup shows it. Each test reports addresses in 81.0.0.0/8, which
+//! no other test uses, each its own /16.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::helpers::{Mode, Server, TestApp};
+
+fn report(app: &TestApp, fields: &[(&str, &str)]) -> String {
+    let resp = app.form("/api/reportIp", fields, Mode::Json);
+    assert_eq!(resp.status, 200, "{fields:?}: {}", resp.body);
+    resp.result()
+}
+
+/// The operator's lookup of `ip`'s reports once every holder's alarm sent what it
+/// kept: `null` while no report of it is counted.
+fn reports_of(
+    server: &Server,
+    apps: &[&TestApp],
+    ip: &str,
+    until: impl Fn(&Value) -> bool,
+) -> Value {
+    for app in apps {
+        server.run_holder_alarm(&app.license);
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let resp = server.admin("GET", &format!("/admin/lookup?ip={ip}"), None);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        let reports = resp.json()["reports"].clone();
+        if until(&reports) || Instant::now() > deadline {
+            return reports;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_report_is_answered_in_the_style_of_the_operations_and_changes_no_list() {
+    let server = Server::shared();
+    let _global = server.listed("global-list", &["81.1.0.5"]);
+    let _allowed = server.listed("allow-list", &["81.1.0.6"]);
+    let app = TestApp::on(&server);
+    assert_eq!(
+        report(
+            &app,
+            &[
+                ("ip", " 81.1.0.1 "),
+                ("categories", "ssh, brute-force"),
+                ("comment", "sshd")
+            ]
+        ),
+        "[81.1.0.1] has been reported"
+    );
+    assert_eq!(
+        app.check("81.1.0.1"),
+        "[81.1.0.1] is currently not on global greylist",
+        "a report changes nothing on the holder's list"
+    );
+    assert_eq!(
+        report(&app, &[("ip", "81.1.0.5")]),
+        "[81.1.0.5] has been reported",
+        "an address on the global list is reported too"
+    );
+    assert_eq!(
+        report(&app, &[("ip", "81.1.0.6")]),
+        "[81.1.0.6] is on the global allow list, no action was taken"
+    );
+    let own = app.form(
+        "/api/addIpToAllowlist",
+        &[("ip", "81.1.1.0/24")],
+        Mode::Json,
+    );
+    assert_eq!(own.status, 200, "{}", own.body);
+    assert_eq!(
+        report(&app, &[("ip", "81.1.1.7")]),
+        "[81.1.1.7] is on your allow list, no action was taken"
+    );
+    assert_eq!(report(&app, &[("ip", "10.1.2.3")]), "[10.1.2.3] is private");
+    assert_eq!(
+        report(&app, &[("ip", "81.1.0.300")]),
+        "[81.1.0.300] is invalid"
+    );
+    let plain = app.form("/api/reportIp", &[("ip", "81.1.0.2")], Mode::Plain);
+    assert_eq!(plain.body, "[81.1.0.2] has been reported");
+    assert_eq!(plain.header("X-Greylist-Outcome"), Some("reported"));
+    // An unknown category, or a comment too long, refuses the request as an add's details do.
+    let unknown = app.form(
+        "/api/reportIp",
+        &[("ip", "81.1.0.3"), ("categories", "ssh,phishing")],
+        Mode::Json,
+    );
+    assert_eq!(unknown.status, 400);
+    assert_eq!(
+        unknown.json()["result"],
+        "Bad request: unknown category \"phishing\": categories are ssh, web, mail, scan, brute-force, spam, ddos, other"
+    );
+    let long = "x".repeat(256);
+    let refused = app.form(
+        "/api/reportIp",
+        &[("ip", "81.1.0.3"), ("comment", &long)],
+        Mode::Json,
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    // Many at once, each answered as one.
+    let bulk = app.bulk(
+        "/api/reportIps",
+        "application/json",
+        &json!({ "ips": ["81.1.0.8", "81.1.0.6", "nope"], "categories": "scan" }).to_string(),
+        Mode::Json,
+    );
+    assert_eq!(bulk.status, 200, "{}", bulk.body);
+    let results: Vec<String> = bulk.json()["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["result"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "[81.1.0.8] has been reported",
+            "[81.1.0.6] is on the global allow list, no action was taken",
+            "[nope] is invalid"
+        ]
+    );
+}
+
+#[test]
+fn reports_count_against_a_daily_limit_of_their_own() {
+    let server = Server::own(&[
+        ("DAILY_REPORTS", "2"),
+        ("TOKEN_LIFETIME_SECONDS", "2592000"),
+    ]);
+    let app = TestApp::on(&server);
+    assert_eq!(
+        report(&app, &[("ip", "81.2.0.1")]),
+        "[81.2.0.1] has been reported"
+    );
+    assert_eq!(
+        report(&app, &[("ip", "81.2.0.1")]),
+        "[81.2.0.1] has been reported"
+    );
+    assert_eq!(
+        report(&app, &[("ip", "81.2.0.2")]),
+        "Sorry, but you have reached the maximum limit"
+    );
+    assert_eq!(
+        app.add("81.2.0.3"),
+        "[81.2.0.3] has been added to greylist",
+        "adds are counted apart"
+    );
+    server.advance(86_400);
+    assert_eq!(
+        report(&app, &[("ip", "81.2.0.2")]),
+        "[81.2.0.2] has been reported"
+    );
+}
+
+#[test]
+fn distinct_licenses_make_the_consensus_and_one_license_counts_once() {
+    let server = Server::own(&[]);
+    let apps: Vec<TestApp> = (0..4).map(|_| TestApp::on(&server)).collect();
+    let all: Vec<&TestApp> = apps.iter().collect();
+    // One license four times is one reporter.
+    for _ in 0..4 {
+        report(&apps[0], &[("ip", "81.3.0.1"), ("categories", "ssh")]);
+    }
+    let once = reports_of(&server, &all, "81.3.0.1", |r| !r.is_null());
+    assert_eq!(once["licenses"], 1, "{once}");
+    assert_eq!(once["reporters"][0]["reports"], 4);
+    assert_eq!(once["consensusSince"], Value::Null);
+    // Three licenses do not make it; the fourth does.
+    for app in &apps[1..3] {
+        report(app, &[("ip", "81.3.0.1"), ("categories", "web")]);
+    }
+    let three = reports_of(&server, &all, "81.3.0.1", |r| r["licenses"] == 3);
+    assert_eq!(
+        (three["licenses"].clone(), three["consensusSince"].clone()),
+        (json!(3), Value::Null)
+    );
+    report(&apps[3], &[("ip", "81.3.0.1"), ("categories", "scan")]);
+    let four = reports_of(&server, &all, "81.3.0.1", |r| r["licenses"] == 4);
+    assert_eq!(four["licenses"], 4, "{four}");
+    assert!(four["consensusSince"].is_string(), "{four}");
+    let categories: Vec<&Value> = four["reporters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["categories"])
+        .collect();
+    assert!(
+        categories.contains(&&json!(["ssh"])) && categories.contains(&&json!(["scan"])),
+        "{four}"
+    );
+    // A report older than the window no longer counts.
+    server.advance(7 * 86_400 + 1);
+    let later = reports_of(&server, &[], "81.3.0.1", |_| true);
+    assert_eq!(later["licenses"], 0, "{later}");
+}
+
+#[test]
+fn a_revoked_licenses_reports_stop_counting_sent_or_not() {
+    let server = Server::own(&[]);
+    let (a, b) = (TestApp::on(&server), TestApp::on(&server));
+    report(&a, &[("ip", "81.4.0.1")]);
+    report(&b, &[("ip", "81.4.0.1")]);
+    let both = reports_of(&server, &[&a, &b], "81.4.0.1", |r| r["licenses"] == 2);
+    assert_eq!(both["licenses"], 2, "{both}");
+    let revoked = server.admin("DELETE", &format!("/admin/licenses/{}", a.license), None);
+    assert_eq!(revoked.status, 204, "{}", revoked.body);
+    let after = reports_of(&server, &[&b], "81.4.0.1", |r| r["licenses"] == 1);
+    assert_eq!(after["licenses"], 1, "{after}");
+    assert_eq!(after["reporters"][0]["license"], b.license.as_str());
+    // Kept and not yet sent: a revocation drops it.
+    let c = TestApp::on(&server);
+    report(&c, &[("ip", "81.4.0.2")]);
+    let gone = server.admin("DELETE", &format!("/admin/licenses/{}", c.license), None);
+    assert_eq!(gone.status, 204);
+    let none = reports_of(&server, &[], "81.4.0.2", |_| true);
+    assert!(none.is_null() || none["licenses"] == 0, "{none}");
+}
+
+#[test]
+fn sixty_four_reports_of_one_address_from_sixteen_licenses_at_once_are_counted_exactly() {
+    let server = Server::own(&[]);
+    let apps: Vec<TestApp> = (0..16).map(|_| TestApp::on(&server)).collect();
+    thread::scope(|scope| {
+        for app in &apps {
+            scope.spawn(move || {
+                for _ in 0..4 {
+                    assert_eq!(
+                        report(app, &[("ip", "81.5.0.1")]),
+                        "[81.5.0.1] has been reported"
+                    );
+                }
+            });
+        }
+    });
+    let all: Vec<&TestApp> = apps.iter().collect();
+    let counted = reports_of(&server, &all, "81.5.0.1", |r| r["licenses"] == 16);
+    assert_eq!(counted["licenses"], 16, "{counted}");
+    let reports: u64 = counted["reporters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["reports"].as_u64().unwrap())
+        .sum();
+    assert_eq!(reports, 64, "{counted}");
+    assert!(counted["consensusSince"].is_string());
+}
