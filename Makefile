@@ -29,6 +29,8 @@ FLOOR := bench/floor/build/index.js
 CHROMIUM := /usr/bin/chromium
 IPSET := /usr/sbin/ipset
 NFT := /usr/sbin/nft
+FAIL2BAN := /usr/bin/fail2ban-server
+FAIL2BAN_VERSION := 1.0.2-2
 # CrowdSec's own Local API, which `make bench` measures beside the service.
 CROWDSEC_VERSION := 1.4.6-6~deb12u1+b1
 CROWDSEC_DIR := $(TOOLS)/crowdsec-$(CROWDSEC_VERSION)
@@ -106,16 +108,19 @@ $(SCHEMATHESIS):
 
 # Debian's packages, in one apt run: the browser (Playwright's own download cannot
 # reach its host from these machines), the real ipset and nft for the agent's and
-# the appliance files' tests in network namespaces, and CrowdSec's bouncers for the
-# decision stream's end-to-end tests: the one that runs a script per decision and the
-# firewall bouncer in nftables mode. The bouncers come without their recommends:
-# those pull crowdsec itself, whose post-install fails offline and leaves dpkg broken.
-DEBIAN_TOOLS := $(CHROMIUM) $(IPSET) $(NFT) $(CUSTOM_BOUNCER) $(FIREWALL_BOUNCER)
+# the appliance files' tests in network namespaces, fail2ban for its greylist
+# action's end-to-end test, and CrowdSec's bouncers for the decision stream's
+# end-to-end tests: the one that runs a script per decision and the firewall
+# bouncer in nftables mode. fail2ban and the bouncers come without their
+# recommends: fail2ban's are backends and tools its test does not use (it reads
+# a log file and calls the service), and the bouncers' pull crowdsec itself,
+# whose post-install fails offline and leaves dpkg broken.
+DEBIAN_TOOLS := $(CHROMIUM) $(IPSET) $(NFT) $(FAIL2BAN) $(CUSTOM_BOUNCER) $(FIREWALL_BOUNCER)
 $(DEBIAN_TOOLS) &:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ipset nftables \
-		crowdsec-custom-bouncer=$(CUSTOM_BOUNCER_VERSION) crowdsec-firewall-bouncer=$(FIREWALL_BOUNCER_VERSION)
+		fail2ban=$(FAIL2BAN_VERSION) crowdsec-custom-bouncer=$(CUSTOM_BOUNCER_VERSION) crowdsec-firewall-bouncer=$(FIREWALL_BOUNCER_VERSION)
 
 $(WASM_TARGET):
 	rustup target add wasm32-unknown-unknown

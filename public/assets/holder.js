@@ -1,6 +1,6 @@
 // The license holder's page: log in with the license key, then the quota,
-// the last 30 days, check, add, bulk changes, the list, the allow list, the
-// history and feed tokens with who pulls with them.
+// the last 30 days, check, add, bulk changes, reports of attackers, the list,
+// the allow list, the history and feed tokens with who pulls with them.
 import { ApiError, Session, login } from "./api.js";
 import { $, Page } from "./page.js";
 import { activityChart } from "./chart.js";
@@ -34,9 +34,9 @@ function licenseOf(token) {
 
 /** With IPv6 on, the address fields say so and phones offer a full keyboard. */
 function takeIpv6() {
-  for (const id of ["check-ip", "add-ip"]) {
+  for (const id of ["check-ip", "add-ip"]) $(id).labels[0].textContent = "IP address";
+  for (const id of ["check-ip", "add-ip", "report-ip"]) {
     const input = $(id);
-    input.labels[0].textContent = "IP address";
     input.inputMode = "text";
     input.placeholder = "1.2.3.4 or 2a00:1450::1";
   }
@@ -143,6 +143,26 @@ $("bulk-form").addEventListener("submit", (event) => {
     fill(body, rows.map((row) => el("tr", {}, el("td", { class: "ip" }, row.ip), el("td", {}, row.result))));
     $("bulk-table").hidden = false;
     afterChange();
+  }));
+});
+
+/**
+ * A report of an attacker: the categories ticked, as a comma list. It changes
+ * nothing on the holder's lists, and the page shows no count of reports, so
+ * nothing else is loaded again.
+ */
+$("report-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const form = event.currentTarget;
+  const result = $("report-result");
+  const categories = [...form.querySelectorAll("input[name=categories]:checked")].map((box) => box.value);
+  busy(event.submitter, () => view.guard(result, async () => {
+    const answer = await post("/api/reportIp", {
+      ip: $("report-ip").value.trim(),
+      categories: categories.join(","),
+      comment: $("report-comment").value,
+    });
+    say(result, answer.result);
   }));
 });
 

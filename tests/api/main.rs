@@ -13,6 +13,7 @@ mod console;
 mod costs;
 mod crowdsec;
 mod decisions;
+mod fail2ban;
 mod faults;
 mod features;
 mod firewall_bouncer;

@@ -167,6 +167,29 @@ describe("holder page", () => {
     await listRow(page, b).waitFor();
   });
 
+  test("an attacker is reported with its categories and a comment, and the challenge list does not gain it", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey);
+    await page.locator("#list-result", { hasText: "0 addresses" }).waitFor();
+    const ip = "45.67.100.1";
+    const form = page.locator("#report-form");
+    await form.getByLabel("Address", { exact: true }).fill(ip);
+    await form.getByRole("checkbox", { name: "SSH", exact: true }).check();
+    await form.getByRole("checkbox", { name: "Brute force", exact: true }).check();
+    await form.getByLabel("Comment").fill("password guessing on port 22");
+    await form.getByRole("button", { name: "Report", exact: true }).click();
+    await page.locator("#report-result", { hasText: ip }).waitFor();
+    assert.equal(await text(page, "#report-result"), `[${ip}] has been reported`);
+
+    // A report changes nothing on the holder's lists: the list, loaded again, is still empty, and nothing was added today.
+    const again = await holderPage(licenseKey);
+    await again.locator("#list-result", { hasText: "0 addresses" }).waitFor();
+    assert.equal(await listRow(again, ip).count(), 0);
+    assert.match(await text(again, "#quota"), /Additions\s+0 used/);
+    assert.deepEqual(page.errors, []);
+    assert.deepEqual(again.errors, []);
+  });
+
   test("feed tokens are created (shown once) with what they read, listed and revoked", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey);
@@ -261,7 +284,7 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     assert.equal(await page.evaluate(() => window.__xss), undefined, `nothing ran from ${selector}`);
   }
 
-  test("on the holder page: check and add answers, bulk results, the list, its comments, the allow list's comments, the history and its clients, feed token details", async () => {
+  test("on the holder page: check, add and report answers, bulk results, the list, its comments, the allow list's comments, the history and its clients, feed token details", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey, DESKTOP, "light", true);
     assert.equal(await page.evaluate(() => document.querySelectorAll("img").length), 0, "the page itself has no image");
@@ -273,6 +296,10 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await page.getByLabel(ADDRESS).nth(1).fill(markup(2));
     await page.locator("#add-form").getByRole("button", { name: "Add", exact: true }).click();
     await shownAsText(page, "#add-result", `[${markup(2)}] is invalid`);
+
+    await page.locator("#report-form").getByLabel("Address", { exact: true }).fill(markup(18));
+    await page.locator("#report-form").getByRole("button", { name: "Report", exact: true }).click();
+    await shownAsText(page, "#report-result", `[${markup(18)}] is invalid`);
 
     const ip = uniqueIp();
     await addOne(page, ip, markup(3));
