@@ -6,7 +6,7 @@
 
 use crate::domain::net::family::Addr;
 use crate::domain::net::range::Cidr;
-use crate::domain::operator_lists::list::Changes;
+use crate::domain::operator_lists::list::{Changes, EntrySource};
 
 /// Entries in one chunk at most: its row stays well under SQLite's 2 MB a value.
 pub const CHUNK_ENTRIES: usize = 65_536;
@@ -20,12 +20,26 @@ const fn kept_bytes<A: Addr>() -> usize {
     A::BYTES + 5
 }
 
+/// The provenance of an entry the holders' reports promoted to the global list,
+/// not the operator's: a chunk keeps an entry's edit in 32 bits, and the numbers
+/// edits and imports are given (one a change, from 1) stay far below this one.
+pub const PROMOTED: u64 = u32::MAX as u64;
+
 /// One entry as the writer keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct KeptEntry<A = u32> {
     pub range: Cidr<A>,
-    /// The edit or import that added it (the writer's `edits` table).
+    /// The edit or import that added it (the writer's `edits` table), or `PROMOTED`.
     pub edit: u64,
+}
+
+impl<A> KeptEntry<A> {
+    pub fn source(&self) -> EntrySource {
+        match self.edit {
+            PROMOTED => EntrySource::Promoted,
+            _ => EntrySource::Operator,
+        }
+    }
 }
 
 /// What the writer knows of a chunk without reading it: enough to find the chunks
@@ -36,6 +50,8 @@ pub struct ChunkInfo<A = u32> {
     /// The edit that wrote this chunk's row last.
     pub rev: u64,
     pub entries: usize,
+    /// Of those, the entries promoted (`PROMOTED`): the others are the operator's.
+    pub promoted: usize,
     /// The first address of its first entry.
     pub first: Option<A>,
     /// The last address any of its entries reaches.
@@ -48,8 +64,17 @@ impl<A: Addr> ChunkInfo<A> {
             start,
             rev,
             entries: entries.len(),
+            promoted: entries.iter().filter(|kept| kept.edit == PROMOTED).count(),
             first: entries.first().map(|kept| kept.range.first()),
             reach: entries.iter().map(|kept| kept.range.last()).max(),
+        }
+    }
+
+    /// Entries of it from `source`.
+    pub fn count(&self, source: EntrySource) -> usize {
+        match source {
+            EntrySource::Operator => self.entries - self.promoted,
+            EntrySource::Promoted => self.promoted,
         }
     }
 }
@@ -91,6 +116,9 @@ pub fn decode<A: Addr>(bytes: &[u8]) -> Option<Vec<KeptEntry<A>>> {
 
 /// Removes `remove`, then adds `add` as edit `edit`, both sorted and without
 /// duplicates; an entry already there keeps its provenance. Counts only what changed.
+/// A promoted entry is the operator's to dismiss, never to remove by an edit
+/// (`promote`); one the edit adds becomes the operator's, which no decay takes,
+/// and counts as added.
 pub fn apply<A: Addr>(
     entries: &mut Vec<KeptEntry<A>>,
     add: &[Cidr<A>],
@@ -98,24 +126,61 @@ pub fn apply<A: Addr>(
     edit: u64,
 ) -> Changes {
     let before = entries.len();
-    entries.retain(|kept| remove.binary_search(&kept.range).is_err());
+    entries.retain(|kept| kept.edit == PROMOTED || remove.binary_search(&kept.range).is_err());
     let removed = before - entries.len();
+    let added = merge_in(entries, add, |range, there| match there {
+        Some(same) if same.edit != PROMOTED => (same, false),
+        _ => (KeptEntry { range, edit }, true),
+    });
+    Changes { added, removed }
+}
+
+/// Removes the promoted entries of `remove`, then adds `add` as promoted, both
+/// sorted and without duplicates: what the holders' reports promote and let
+/// decay, and what the operator dismisses (with nothing to add). An entry already
+/// there stays as it is, the operator's or promoted, and so does the operator's
+/// entry of a range in `remove`. Counts only what changed.
+pub fn promote<A: Addr>(
+    entries: &mut Vec<KeptEntry<A>>,
+    add: &[Cidr<A>],
+    remove: &[Cidr<A>],
+) -> Changes {
+    let before = entries.len();
+    entries.retain(|kept| kept.edit != PROMOTED || remove.binary_search(&kept.range).is_err());
+    let removed = before - entries.len();
+    let added = merge_in(entries, add, |range, there| match there {
+        Some(same) => (same, false),
+        None => (
+            KeptEntry {
+                range,
+                edit: PROMOTED,
+            },
+            true,
+        ),
+    });
+    Changes { added, removed }
+}
+
+/// Merges the ranges of `add` (sorted, without duplicates) into `entries`: `keep`
+/// says what a range becomes, given the entry of that range already there if any,
+/// and whether that counts as added. Returns how many did.
+fn merge_in<A: Addr>(
+    entries: &mut Vec<KeptEntry<A>>,
+    add: &[Cidr<A>],
+    keep: impl Fn(Cidr<A>, Option<KeptEntry<A>>) -> (KeptEntry<A>, bool),
+) -> usize {
     let mut old = std::mem::take(entries).into_iter().peekable();
     let mut added = 0;
     for &range in add {
         while let Some(earlier) = old.next_if(|kept| kept.range < range) {
             entries.push(earlier);
         }
-        match old.next_if(|kept| kept.range == range) {
-            Some(same) => entries.push(same),
-            None => {
-                entries.push(KeptEntry { range, edit });
-                added += 1;
-            }
-        }
+        let (kept, new) = keep(range, old.next_if(|kept| kept.range == range));
+        entries.push(kept);
+        added += usize::from(new);
     }
     entries.extend(old);
-    Changes { added, removed }
+    added
 }
 
 /// Cuts entries arriving in address order into chunks of about `CHUNK_FILL`,
@@ -264,6 +329,95 @@ mod tests {
                 Some(range("4.4.4.4").first())
             )
         );
+    }
+
+    #[test]
+    fn an_edit_never_removes_a_promoted_entry_and_takes_over_one_it_adds() {
+        let mut entries = vec![
+            kept("1.1.1.1", PROMOTED),
+            kept("2.2.2.2", PROMOTED),
+            kept("3.3.3.3", 1),
+        ];
+        let changes = apply(
+            &mut entries,
+            &[range("2.2.2.2"), range("3.3.3.3")],
+            &[range("1.1.1.1"), range("3.3.3.3")],
+            2,
+        );
+        assert_eq!(
+            changes,
+            Changes {
+                added: 2,
+                removed: 1
+            },
+            "2.2.2.2 became the operator's, 3.3.3.3 went and came back"
+        );
+        assert_eq!(
+            entries,
+            [
+                kept("1.1.1.1", PROMOTED),
+                kept("2.2.2.2", 2),
+                kept("3.3.3.3", 2)
+            ]
+        );
+        assert_eq!(
+            (entries[0].source(), entries[1].source()),
+            (EntrySource::Promoted, EntrySource::Operator)
+        );
+        let info = ChunkInfo::of(0, 2, &entries);
+        assert_eq!(
+            (
+                info.entries,
+                info.count(EntrySource::Operator),
+                info.count(EntrySource::Promoted)
+            ),
+            (3, 2, 1)
+        );
+        let bytes = encode(&entries);
+        assert_eq!(
+            decode(&bytes),
+            Some(entries),
+            "PROMOTED fits a chunk's 32 bits"
+        );
+    }
+
+    #[test]
+    fn a_promotion_adds_what_is_absent_and_lets_go_of_promoted_entries_only() {
+        let mut entries = vec![
+            kept("1.1.1.1", 1),
+            kept("2.2.2.2", PROMOTED),
+            kept("3.3.3.3", PROMOTED),
+        ];
+        let changes = promote(
+            &mut entries,
+            &[range("1.1.1.1"), range("2.2.2.2"), range("4.4.4.0/24")],
+            &[range("1.1.1.1"), range("3.3.3.3"), range("5.5.5.5")],
+        );
+        assert_eq!(
+            changes,
+            Changes {
+                added: 1,
+                removed: 1
+            }
+        );
+        assert_eq!(
+            entries,
+            [
+                kept("1.1.1.1", 1),
+                kept("2.2.2.2", PROMOTED),
+                kept("4.4.4.0/24", PROMOTED)
+            ],
+            "the operator's entry stays the operator's, whatever the reports say"
+        );
+        let dismissed = promote(&mut entries, &[], &[range("2.2.2.2"), range("1.1.1.1")]);
+        assert_eq!(
+            dismissed,
+            Changes {
+                added: 0,
+                removed: 1
+            }
+        );
+        assert_eq!(entries, [kept("1.1.1.1", 1), kept("4.4.4.0/24", PROMOTED)]);
     }
 
     #[test]

@@ -173,6 +173,7 @@ mod tests {
                     start,
                     rev: 1,
                     entries: CHUNK_FILL,
+                    promoted: 0,
                     first: Some(first),
                     reach: Some(first + 2 * (CHUNK_FILL as u32 - 1)),
                 }
@@ -293,6 +294,7 @@ mod tests {
             start,
             rev: 1,
             entries: FILL,
+            promoted: 0,
             first: Some(first),
             reach: Some(reach),
         };
@@ -333,7 +335,7 @@ mod tests {
                 let first = (entries > 0).then_some(start + gap);
                 let reach = first.map(|first| first + entries as u32 + gap);
                 address = reach.unwrap_or(start) + 1;
-                chunks.push(ChunkInfo { start, rev: if changed { 2 } else { 1 }, entries, first, reach });
+                chunks.push(ChunkInfo { start, rev: if changed { 2 } else { 1 }, entries, promoted: 0, first, reach });
             }
             let mut previous: Vec<u32> = cuts_before.iter().filter_map(|&i| chunks.get(i).map(|c| c.start)).collect();
             previous.push(0);

@@ -55,6 +55,29 @@ impl Coded for ListKind {
 
 serde_by_code!(ListKind);
 
+/// Whose an entry of a list is: the operator's own, which edits and imports
+/// change, or one the holders' reports promoted to the global list, which only
+/// the reports (and the operator's dismissal) take away.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum EntrySource {
+    #[default]
+    Operator,
+    Promoted,
+}
+
+impl Coded for EntrySource {
+    const ALL: &'static [Self] = &[Self::Operator, Self::Promoted];
+
+    fn code(self) -> &'static str {
+        match self {
+            Self::Operator => "operator",
+            Self::Promoted => "promoted",
+        }
+    }
+}
+
+serde_by_code!(EntrySource);
+
 /// One entry of an operator's list, of either family; IPv4 entries sort first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ListEntry {
@@ -132,11 +155,19 @@ impl ListKind {
     }
 
     /// Every entry of an edit or none: the first that does not parse refuses the
-    /// whole edit, and the message names it. Answers what to add and what to remove.
-    pub fn parse_edit(self, edit: EditRequest, ipv6: Ipv6) -> Result<(Entries, Entries), String> {
-        if edit.add.len() + edit.remove.len() > MAX_EDIT_ENTRIES {
+    /// whole edit, and the message names it. Answers what to add, what to remove,
+    /// and which promoted entries to take off (the global list's only).
+    pub fn parse_edit(self, edit: EditRequest, ipv6: Ipv6) -> Result<ParsedEdit, String> {
+        let dismissed = edit.remove_promoted.as_ref().map_or(0, Vec::len);
+        if edit.add.len() + edit.remove.len() + dismissed > MAX_EDIT_ENTRIES {
             return Err(format!(
                 "at most {MAX_EDIT_ENTRIES} entries per request; replace a whole list with PUT"
+            ));
+        }
+        if self != Self::Global && edit.remove_promoted.is_some() {
+            return Err(format!(
+                "the {} list has no promoted entries: removePromoted is the global list's",
+                self.code()
             ));
         }
         let parse = |entries: Vec<String>| -> Result<Entries, String> {
@@ -149,7 +180,11 @@ impl ListKind {
             }
             Ok(parsed.sorted())
         };
-        Ok((parse(edit.add)?, parse(edit.remove)?))
+        Ok(ParsedEdit {
+            add: parse(edit.add)?,
+            remove: parse(edit.remove)?,
+            remove_promoted: edit.remove_promoted.map(parse).transpose()?,
+        })
     }
 }
 
@@ -163,7 +198,8 @@ fn unmapped(range: Ipv6Range) -> ListEntry {
     }
 }
 
-/// An operator's edit of a list: `{"add": [...], "remove": [...]}`.
+/// An operator's edit of a list: `{"add": [...], "remove": [...]}`, and for the
+/// global list `"removePromoted": [...]`, the promoted entries to take off.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EditRequest {
@@ -171,6 +207,23 @@ pub struct EditRequest {
     pub add: Vec<String>,
     #[serde(default)]
     pub remove: Vec<String>,
+    /// Present when the request names it, so that only then does the answer say
+    /// how many promoted entries went.
+    #[serde(
+        default,
+        rename = "removePromoted",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub remove_promoted: Option<Vec<String>>,
+}
+
+/// An edit's entries, parsed: what to add and remove of the operator's own, and
+/// the promoted entries to take off, when the request named any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParsedEdit {
+    pub add: Entries,
+    pub remove: Entries,
+    pub remove_promoted: Option<Entries>,
 }
 
 /// Entries of both families, each family apart: the writer keeps each in its own
@@ -208,6 +261,17 @@ impl Entries {
     fn bytes(&self) -> usize {
         self.v4.len() * std::mem::size_of::<Ipv4Range>()
             + self.v6.len() * std::mem::size_of::<Ipv6Range>()
+    }
+}
+
+/// Entries of either family, each family's sorted and without duplicates.
+impl FromIterator<ListEntry> for Entries {
+    fn from_iter<I: IntoIterator<Item = ListEntry>>(entries: I) -> Self {
+        let mut all = Self::default();
+        for entry in entries {
+            all.push(entry);
+        }
+        all.sorted()
     }
 }
 
@@ -565,12 +629,17 @@ mod tests {
         EditRequest {
             add: add.iter().map(|s| s.to_string()).collect(),
             remove: remove.iter().map(|s| s.to_string()).collect(),
+            remove_promoted: None,
         }
     }
 
     #[test]
     fn an_edit_parses_every_entry_or_refuses_naming_the_first_bad_one() {
-        let (add, remove) = ListKind::Allow
+        let ParsedEdit {
+            add,
+            remove,
+            remove_promoted,
+        } = ListKind::Allow
             .parse_edit(
                 edit(&[" 1.2.3.4 ", "2a00::1", "1.2.3.4"], &["5.6.7.0/24"]),
                 Ipv6::On,
@@ -582,6 +651,7 @@ mod tests {
             (remove.v4.as_slice(), remove.v6.len()),
             (&[r("5.6.7.0/24")][..], 0)
         );
+        assert_eq!(remove_promoted, None);
         assert_eq!(
             ListKind::Global
                 .parse_edit(edit(&["8.8.8.8"], &["10.0.0.1"]), Ipv6::Off)
@@ -605,9 +675,73 @@ mod tests {
     }
 
     #[test]
+    fn promoted_entries_to_take_off_are_the_global_lists_and_count_towards_the_bound() {
+        let dismissing = |add: &[&str], promoted: &[&str]| EditRequest {
+            remove_promoted: Some(promoted.iter().map(|s| s.to_string()).collect()),
+            ..edit(add, &[])
+        };
+        let parsed = ListKind::Global
+            .parse_edit(
+                dismissing(&["8.8.8.8"], &["9.9.9.9", "2a00::/64"]),
+                Ipv6::On,
+            )
+            .unwrap();
+        let promoted = parsed.remove_promoted.unwrap();
+        assert_eq!(
+            (promoted.v4.as_slice(), promoted.v6.as_slice()),
+            (&[r("9.9.9.9")][..], &[r6("2a00::/64")][..])
+        );
+        assert_eq!(parsed.add.v4.as_slice(), [r("8.8.8.8")]);
+        assert_eq!(
+            ListKind::Global
+                .parse_edit(dismissing(&[], &[]), Ipv6::Off)
+                .unwrap()
+                .remove_promoted,
+            Some(Entries::default()),
+            "named, even empty"
+        );
+        assert_eq!(
+            ListKind::Global
+                .parse_edit(dismissing(&[], &["10.0.0.1"]), Ipv6::Off)
+                .unwrap_err(),
+            "\"10.0.0.1\": private"
+        );
+        assert!(ListKind::Allow
+            .parse_edit(dismissing(&[], &[]), Ipv6::On)
+            .unwrap_err()
+            .contains("removePromoted"));
+        let many = vec!["8.8.8.8"; MAX_EDIT_ENTRIES];
+        assert!(ListKind::Global
+            .parse_edit(dismissing(&many, &["9.9.9.9"]), Ipv6::On)
+            .unwrap_err()
+            .contains("at most 10000 entries"));
+    }
+
+    #[test]
     fn the_edit_shape_is_strict() {
         assert!(serde_json::from_str::<EditRequest>(r#"{"add":["1.2.3.4"]}"#).is_ok());
         assert!(serde_json::from_str::<EditRequest>(r#"{"ad":["1.2.3.4"]}"#).is_err());
+        let named: EditRequest = serde_json::from_str(r#"{"removePromoted":["1.2.3.4"]}"#).unwrap();
+        assert_eq!(named.remove_promoted, Some(vec!["1.2.3.4".to_owned()]));
+        assert!(serde_json::from_str::<EditRequest>(r#"{"remove_promoted":[]}"#).is_err());
+        let travelled: EditRequest =
+            serde_json::from_str(&serde_json::to_string(&edit(&["1.2.3.4"], &[])).unwrap())
+                .unwrap();
+        assert_eq!(travelled.remove_promoted, None, "absent stays absent");
+    }
+
+    #[test]
+    fn entries_collected_are_sorted_each_family_apart() {
+        let entries: Entries = [v6("2a00::1"), v4("9.9.9.9"), v4("1.1.1.1"), v4("9.9.9.9")]
+            .into_iter()
+            .collect();
+        assert_eq!(entries.v4.as_slice(), [r("1.1.1.1"), r("9.9.9.9")]);
+        assert_eq!(entries.v6.as_slice(), [r6("2a00::1")]);
+        assert_eq!(
+            EntrySource::from_code("promoted"),
+            Some(EntrySource::Promoted)
+        );
+        assert_eq!(EntrySource::default().code(), "operator");
     }
 
     #[test]
