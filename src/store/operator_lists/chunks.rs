@@ -14,10 +14,10 @@ use crate::domain::code::Coded;
 use crate::domain::net::family::Addr;
 use crate::domain::net::intervals::{clip, combine, union_of_sorted, Intervals, Op};
 use crate::domain::net::range::Cidr;
-use crate::domain::operator_lists::chunk::{self, ChunkInfo, Filling, KeptEntry};
+use crate::domain::operator_lists::chunk::{self, ChunkInfo, Filling, KeptEntry, PROMOTED};
 use crate::domain::operator_lists::cut::Plan;
 use crate::domain::operator_lists::delta::MAX_DELTA_INTERVALS;
-use crate::domain::operator_lists::list::{Changes, ListEntries, ListKind};
+use crate::domain::operator_lists::list::{Changes, EntrySource, ListEntries, ListKind};
 use crate::domain::operator_lists::snapshot::{Manifest, Shard, Sharded};
 use crate::store::operator_lists::tables::ListTables;
 use crate::store::sql::{Row, Sql, SqlError, Value};
@@ -36,6 +36,8 @@ pub enum Source {
     Import,
     /// Entries an earlier version of the writer kept, taken over as they were.
     TakenOver,
+    /// A batch of promotions and their decays from the holders' report shards.
+    Promoted,
 }
 
 impl Source {
@@ -44,17 +46,19 @@ impl Source {
             Source::Edit => "edit",
             Source::Import => "import",
             Source::TakenOver => "taken-over",
+            Source::Promoted => "promoted",
         }
     }
 }
 
-/// Which change added an entry, as the `edits` table keeps it.
+/// Which change added an entry, as the `edits` table keeps it; a promoted entry
+/// says only that it is (`promoted`), with no change of the operator's, 0.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Provenance {
     pub edit: u64,
     /// When, in milliseconds.
     pub at_ms: Option<u64>,
-    /// `edit`, `import` or `taken-over`.
+    /// `edit`, `import`, `taken-over` or `promoted`.
     pub source: Option<String>,
     /// The acting operator key's name.
     pub by: Option<String>,
@@ -121,8 +125,8 @@ impl<S: Sql> ListTables<S> {
     /// The list's live chunks of one family, in address order.
     pub fn chunk_index<A: Column>(&self, kind: ListKind) -> Result<Vec<ChunkInfo<A>>, SqlError> {
         let rows = self.sql.query(
-            "SELECT start, rev, entries, first, reach FROM chunks WHERE kind = ?1 AND state = 1
-             ORDER BY start",
+            "SELECT start, rev, entries, first, reach, promoted FROM chunks
+             WHERE kind = ?1 AND state = 1 ORDER BY start",
             &[Value::text(A::filed(kind))],
         )?;
         rows.iter()
@@ -131,6 +135,7 @@ impl<S: Sql> ListTables<S> {
                     start: required(A::read(row, 0)?)?,
                     rev: row.int(1)?,
                     entries: row.int(2)? as usize,
+                    promoted: row.int(5)? as usize,
                     first: A::read(row, 3)?,
                     reach: A::read(row, 4)?,
                 })
@@ -172,8 +177,9 @@ impl<S: Sql> ListTables<S> {
     ) -> Result<ChunkInfo<A>, SqlError> {
         let info = ChunkInfo::of(start, rev, entries);
         self.sql.execute(
-            "INSERT OR REPLACE INTO chunks (kind, start, rev, state, entries, first, reach, data)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT OR REPLACE INTO chunks
+                (kind, start, rev, state, entries, first, reach, data, promoted)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             &[
                 Value::text(A::filed(kind)),
                 start.value(),
@@ -183,6 +189,7 @@ impl<S: Sql> ListTables<S> {
                 info.first.map_or(Value::Null, A::value),
                 info.reach.map_or(Value::Null, A::value),
                 Value::Blob(chunk::encode(entries)),
+                Value::int(info.promoted as u64),
             ],
         )?;
         Ok(info)
@@ -239,15 +246,44 @@ impl<S: Sql> ListTables<S> {
         (add, remove): (&ListEntries<A>, &ListEntries<A>),
         id: u64,
     ) -> Result<(Changes, Vec<ChunkInfo<A>>), SqlError> {
+        self.change(kind, index, (add, remove), id, |entries, add, remove| {
+            chunk::apply(entries, add, remove, id)
+        })
+    }
+
+    /// Promotes `add` and lets go of the promoted entries of `remove`, of one
+    /// family (`chunk::promote`), as an edit does, the chunks it rewrites numbered
+    /// `rev`: what the holders' reports promote and let decay, and what the
+    /// operator dismisses.
+    pub fn promote<A: Column>(
+        &self,
+        kind: ListKind,
+        index: &[ChunkInfo<A>],
+        (add, remove): (&ListEntries<A>, &ListEntries<A>),
+        rev: u64,
+    ) -> Result<(Changes, Vec<ChunkInfo<A>>), SqlError> {
+        self.change(kind, index, (add, remove), rev, chunk::promote)
+    }
+
+    /// A change of the chunks `add` and `remove` fall in, `apply` making it to
+    /// each one's entries, the chunks it changes written anew as `rev`.
+    fn change<A: Column>(
+        &self,
+        kind: ListKind,
+        index: &[ChunkInfo<A>],
+        (add, remove): (&ListEntries<A>, &ListEntries<A>),
+        rev: u64,
+        apply: impl Fn(&mut Vec<KeptEntry<A>>, &[Cidr<A>], &[Cidr<A>]) -> Changes,
+    ) -> Result<(Changes, Vec<ChunkInfo<A>>), SqlError> {
         if index.is_empty() {
             let mut entries = Vec::new();
-            let changes = chunk::apply(&mut entries, add.as_slice(), &[], id);
+            let changes = apply(&mut entries, add.as_slice(), &[]);
             if changes == Changes::default() {
                 return Ok((changes, Vec::new()));
             }
             let written = chunk::cut(A::default(), entries)
                 .into_iter()
-                .map(|(start, part)| self.write_chunk(kind, (start, &part), id, LIVE))
+                .map(|(start, part)| self.write_chunk(kind, (start, &part), rev, LIVE))
                 .collect::<Result<_, _>>()?;
             return Ok((changes, written));
         }
@@ -269,7 +305,7 @@ impl<S: Sql> ListTables<S> {
                 continue;
             }
             let mut entries = self.chunk(kind, info)?;
-            let changes = chunk::apply(&mut entries, these_added, these_removed, id);
+            let changes = apply(&mut entries, these_added, these_removed);
             if changes == Changes::default() {
                 after.push(*info);
                 continue;
@@ -277,7 +313,7 @@ impl<S: Sql> ListTables<S> {
             total += changes;
             self.replace_chunk(kind, info)?;
             for (start, part) in chunk::cut(info.start, entries) {
-                after.push(self.write_chunk(kind, (start, &part), id, LIVE)?);
+                after.push(self.write_chunk(kind, (start, &part), rev, LIVE)?);
             }
         }
         Ok((total, after))
@@ -337,8 +373,10 @@ impl<S: Sql> ListTables<S> {
 
     /// Merges the runs `runs` of import `import`, all of one family, into staged
     /// chunks beside the family's, an entry already listed keeping its provenance.
-    /// Returns the entries and what the import changes. A family with no entry
-    /// before or after stays without a chunk.
+    /// The promoted entries stay as they were: an import replaces the operator's
+    /// own, and a range it lists that was promoted is the operator's from then on.
+    /// Returns the import's entries and what it changes of the operator's. A family
+    /// with no entry before or after stays without a chunk.
     pub fn merge_runs<A: Column>(
         &self,
         kind: ListKind,
@@ -353,35 +391,53 @@ impl<S: Sql> ListTables<S> {
                 heap.push(Reverse((range, run)));
             }
         }
+        // The promoted entries come last of all sources: of a range the import
+        // lists too, the import's comes first and the promoted one is passed over.
+        let promoted_source = cursors.len();
+        let mut promoted = PromotedEntries::new(index);
+        if let Some(range) = promoted.next(self, kind)? {
+            heap.push(Reverse((range, promoted_source)));
+        }
         let mut old = OldEntries::new(index);
         let (mut count, mut kept) = (0, 0);
         let mut last: Option<Cidr<A>> = None;
         let mut filling = Filling::new(A::default());
-        while let Some(Reverse((range, run))) = heap.pop() {
-            if let Some(next) = cursors[run].next(self, import)? {
-                heap.push(Reverse((next, run)));
+        while let Some(Reverse((range, source))) = heap.pop() {
+            let next = match cursors.get_mut(source) {
+                Some(cursor) => cursor.next(self, import)?,
+                None => promoted.next(self, kind)?,
+            };
+            if let Some(next) = next {
+                heap.push(Reverse((next, source)));
             }
             if last == Some(range) {
                 continue;
             }
             last = Some(range);
-            let edit = match old.find(self, kind, range)? {
-                Some(edit) => {
-                    kept += 1;
-                    edit
+            let edit = if source == promoted_source {
+                PROMOTED
+            } else {
+                count += 1;
+                match old.find(self, kind, range)? {
+                    Some(edit) if edit != PROMOTED => {
+                        kept += 1;
+                        edit
+                    }
+                    _ => import,
                 }
-                None => import,
             };
             if let Some((start, part)) = filling.push(KeptEntry { range, edit }) {
                 self.write_chunk(kind, (start, &part), import, STAGED)?;
             }
-            count += 1;
         }
         let (start, part) = filling.finish();
         if !(part.is_empty() && A::FAMILY == 6 && index.is_empty()) {
             self.write_chunk(kind, (start, &part), import, STAGED)?;
         }
-        let before: usize = index.iter().map(|info| info.entries).sum();
+        let before: usize = index
+            .iter()
+            .map(|info| info.count(EntrySource::Operator))
+            .sum();
         Ok((
             count,
             Changes {
@@ -490,8 +546,15 @@ impl<S: Sql> ListTables<S> {
     }
 
     /// What the `edits` table says of edit `id`; a row dropped or never written
-    /// (entries kept before edits were recorded) says only its number.
+    /// (entries kept before edits were recorded) says only its number. A promoted
+    /// entry has no row: the report shards' batches are no change of the operator's.
     fn provenance(&self, id: u64) -> Result<Provenance, SqlError> {
+        if id == PROMOTED {
+            return Ok(Provenance {
+                source: Some(Source::Promoted.code().to_owned()),
+                ..Provenance::default()
+            });
+        }
         let rows = self.sql.query(
             "SELECT at, source, by_actor FROM edits WHERE id = ?1",
             &[Value::int(id)],
@@ -721,6 +784,44 @@ impl<A: Addr> RunCursor<A> {
                 }
                 None => return Ok(None),
             }
+        }
+    }
+}
+
+/// The promoted entries of the list before an import, in order, read a chunk at
+/// a time as the merge goes, of the chunks that hold any.
+struct PromotedEntries<'a, A> {
+    chunks: std::slice::Iter<'a, ChunkInfo<A>>,
+    held: std::vec::IntoIter<Cidr<A>>,
+}
+
+impl<'a, A: Column> PromotedEntries<'a, A> {
+    fn new(index: &'a [ChunkInfo<A>]) -> Self {
+        Self {
+            chunks: index.iter(),
+            held: Vec::new().into_iter(),
+        }
+    }
+
+    fn next<S: Sql>(
+        &mut self,
+        tables: &ListTables<S>,
+        kind: ListKind,
+    ) -> Result<Option<Cidr<A>>, SqlError> {
+        loop {
+            if let Some(range) = self.held.next() {
+                return Ok(Some(range));
+            }
+            let Some(info) = self.chunks.find(|info| info.promoted > 0) else {
+                return Ok(None);
+            };
+            let promoted: Vec<Cidr<A>> = tables
+                .chunk(kind, info)?
+                .into_iter()
+                .filter(|kept| kept.edit == PROMOTED)
+                .map(|kept| kept.range)
+                .collect();
+            self.held = promoted.into_iter();
         }
     }
 }
@@ -1189,6 +1290,236 @@ mod tests {
         tables.swap_in(KIND, 9, 10).unwrap();
         assert_eq!(size_of(&tables.chunk_index::<u128>(KIND).unwrap()), 0);
         assert_eq!(size_of(&tables.chunk_index::<u32>(KIND).unwrap()), 1);
+    }
+
+    /// The entries of these chunks from `source`.
+    fn from_source(
+        tables: &ListTables<NativeSql>,
+        index: &[ChunkInfo],
+        source: EntrySource,
+    ) -> Vec<Ipv4Range> {
+        read_all(tables, index)
+            .iter()
+            .filter(|kept| kept.source() == source)
+            .map(|kept| kept.range)
+            .collect()
+    }
+
+    #[test]
+    fn a_promotion_rewrites_the_chunks_it_falls_in_and_no_edit_removes_what_it_promoted() {
+        let tables = tables();
+        let list = spread(150_000, 4, 0);
+        let index = tables.install(KIND, &list, 1).unwrap();
+        // One address in the first chunk, one in the fourth, and one listed already.
+        let new = [
+            Ipv4Range::from_parts(0x0800_0001, 32).unwrap(),
+            Ipv4Range::from_parts(0x0800_0000 + 4 * 3 * CHUNK_FILL as u32 + 1, 32).unwrap(),
+        ];
+        let promoted = ListEntries::new(vec![new[0], new[1], list.as_slice()[7]]);
+        let (changes, after) = tables
+            .promote(KIND, &index, (&promoted, &ListEntries::default()), 2)
+            .unwrap();
+        assert_eq!(
+            changes,
+            Changes {
+                added: 2,
+                removed: 0
+            }
+        );
+        assert_eq!(after, tables.chunk_index(KIND).unwrap());
+        assert_eq!(
+            after.iter().filter(|info| info.rev == 2).count(),
+            2,
+            "the two chunks it added to, as a change numbered 2"
+        );
+        assert_eq!(
+            after.iter().map(|info| info.promoted).sum::<usize>(),
+            2,
+            "the address the operator listed stays the operator's"
+        );
+        assert_eq!(from_source(&tables, &after, EntrySource::Promoted), new);
+
+        // An edit that removes them changes nothing; the reports' decay removes them.
+        let (changes, edited) = tables
+            .edit(KIND, &after, (&ListEntries::default(), &promoted), 3)
+            .unwrap();
+        assert_eq!(
+            changes,
+            Changes {
+                added: 0,
+                removed: 1
+            },
+            "only the operator's own"
+        );
+        assert_eq!(from_source(&tables, &edited, EntrySource::Promoted), new);
+        let (changes, decayed) = tables
+            .promote(KIND, &edited, (&ListEntries::default(), &promoted), 4)
+            .unwrap();
+        assert_eq!(
+            changes,
+            Changes {
+                added: 0,
+                removed: 2
+            }
+        );
+        assert!(decayed.iter().all(|info| info.promoted == 0));
+        assert_eq!(size_of(&decayed), list.len() - 1);
+    }
+
+    #[test]
+    fn a_first_promotion_of_a_family_without_chunks_writes_its_first() {
+        let tables = tables();
+        let one = ListEntries::new(vec![ipv6("2a00:1450::/64")]);
+        let (changes, index) = tables
+            .promote(KIND, &[], (&one, &ListEntries::default()), 5)
+            .unwrap();
+        assert_eq!(changes.added, 1);
+        assert_eq!((index.len(), index[0].promoted, index[0].rev), (1, 1, 5));
+        assert_eq!(tables.chunk_index::<u128>(KIND).unwrap(), index);
+    }
+
+    #[test]
+    fn an_import_keeps_the_promoted_entries_and_takes_over_those_it_lists() {
+        let tables = tables();
+        let range = |s: &str| Ipv4Range::parse(s).unwrap();
+        let entries = |list: &[&str]| ListEntries::new(list.iter().map(|s| range(s)).collect());
+        let index = tables
+            .install(KIND, &entries(&["1.1.1.1", "2.2.2.2"]), 1)
+            .unwrap();
+        let (_, index) = tables
+            .promote(
+                KIND,
+                &index,
+                (
+                    &entries(&["3.3.3.3", "5.5.5.5", "6.6.6.6"]),
+                    &ListEntries::default(),
+                ),
+                2,
+            )
+            .unwrap();
+        tables
+            .stage_run(7, 0, &entries(&["1.1.1.1", "5.5.5.5"]))
+            .unwrap();
+        tables.stage_run(7, 1, &entries(&["4.4.4.4"])).unwrap();
+        let (count, changes) = tables.merge_runs(KIND, 7, &[0, 1], &index).unwrap();
+        assert_eq!(
+            (count, changes),
+            (
+                3,
+                Changes {
+                    added: 2,
+                    removed: 1
+                }
+            ),
+            "5.5.5.5 is the operator's now; 2.2.2.2 went; the promoted ones are no change"
+        );
+        tables.swap_in(KIND, 7, 8).unwrap();
+        let after: Vec<ChunkInfo> = tables.chunk_index(KIND).unwrap();
+        let kept: Vec<(String, u64)> = read_all(&tables, &after)
+            .iter()
+            .map(|k| (k.range.to_string(), k.edit))
+            .collect();
+        let expected = [
+            ("1.1.1.1", 1),
+            ("3.3.3.3", PROMOTED),
+            ("4.4.4.4", 7),
+            ("5.5.5.5", 7),
+            ("6.6.6.6", PROMOTED),
+        ];
+        assert_eq!(kept, expected.map(|(r, e)| (r.to_owned(), e)));
+        assert_eq!(after.iter().map(|info| info.promoted).sum::<usize>(), 2);
+
+        // An import of the same entries again changes nothing.
+        tables
+            .stage_run(9, 0, &entries(&["1.1.1.1", "4.4.4.4", "5.5.5.5"]))
+            .unwrap();
+        let (count, changes) = tables.merge_runs(KIND, 9, &[0], &after).unwrap();
+        assert_eq!((count, changes), (3, Changes::default()));
+    }
+
+    #[test]
+    fn an_import_merges_the_promoted_entries_of_every_chunk_in_order() {
+        let tables = tables();
+        let list = spread(150_000, 4, 0);
+        let index = tables.install(KIND, &list, 1).unwrap();
+        // Every chunk gets promoted addresses between the operator's.
+        let promoted = spread(1_500, 400, 2);
+        let (_, index) = tables
+            .promote(KIND, &index, (&promoted, &ListEntries::default()), 2)
+            .unwrap();
+        assert!(index.iter().all(|info| info.promoted > 0));
+        // The import: every other address of the list, and every other promoted one.
+        let halves = |entries: &ListEntries| {
+            ListEntries::new(entries.as_slice().iter().copied().step_by(2).collect())
+        };
+        let (operator, taken) = (halves(&list), halves(&promoted));
+        tables.stage_run(5, 0, &operator).unwrap();
+        tables.stage_run(5, 1, &taken).unwrap();
+        let (count, changes) = tables.merge_runs(KIND, 5, &[0, 1], &index).unwrap();
+        assert_eq!(count, operator.len() + taken.len());
+        assert_eq!(
+            changes,
+            Changes {
+                added: taken.len(),
+                removed: list.len() - operator.len()
+            }
+        );
+        tables.swap_in(KIND, 5, 6).unwrap();
+        let after: Vec<ChunkInfo> = tables.chunk_index(KIND).unwrap();
+        let mut mine = operator.clone();
+        mine.edit(taken.as_slice().to_vec(), vec![]);
+        assert_eq!(
+            from_source(&tables, &after, EntrySource::Operator),
+            mine.as_slice()
+        );
+        let mut left = promoted.clone();
+        left.edit(vec![], taken.as_slice().to_vec());
+        assert_eq!(
+            from_source(&tables, &after, EntrySource::Promoted),
+            left.as_slice()
+        );
+        assert_eq!(
+            after.iter().map(|info| info.promoted).sum::<usize>(),
+            left.len()
+        );
+        let all: Vec<KeptEntry> = read_all(&tables, &after);
+        assert!(all.windows(2).all(|w| w[0].range < w[1].range));
+    }
+
+    #[test]
+    fn a_promoted_entry_is_looked_up_as_promoted_without_a_change() {
+        let tables = tables();
+        let index = tables.install(KIND, &spread(10, 4, 0), 1).unwrap();
+        let wide = Ipv4Range::from_parts(0x0800_0000, 24).unwrap();
+        let (_, index) = tables
+            .promote(
+                KIND,
+                &index,
+                (&ListEntries::new(vec![wide]), &ListEntries::default()),
+                2,
+            )
+            .unwrap();
+        let promoted = Provenance {
+            edit: 0,
+            at_ms: None,
+            source: Some("promoted".into()),
+            by: None,
+        };
+        let installed = Provenance {
+            edit: 1,
+            ..Provenance::default()
+        };
+        assert_eq!(
+            tables.covering(KIND, &index, 0x0800_0004).unwrap(),
+            [
+                (wide, promoted.clone()),
+                (Ipv4Range::from_parts(0x0800_0004, 32).unwrap(), installed)
+            ]
+        );
+        assert_eq!(
+            tables.covering(KIND, &index, 0x0800_0005).unwrap(),
+            [(wide, promoted)]
+        );
     }
 
     fn size_of<A>(index: &[ChunkInfo<A>]) -> usize {

@@ -23,7 +23,7 @@ const ROW_PIECE_BYTES: usize = 1 << 20;
 /// that made them, the runs of imports under way, the shards the publications
 /// built, and the last edit each published version includes; the whole lists of
 /// the `entries` table are taken over into chunks by the writer when it loads.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     "
     CREATE TABLE IF NOT EXISTS lists (
         kind TEXT PRIMARY KEY, version INTEGER NOT NULL, published_at INTEGER NOT NULL,
@@ -86,6 +86,9 @@ const MIGRATIONS: [&str; 6] = [
     "ALTER TABLE edits ADD COLUMN entries INTEGER;",
     // Who made each change (the acting operator key's name), for the operator's lookup.
     "ALTER TABLE edits ADD COLUMN by_actor TEXT;",
+    // How many of a chunk's entries the holders' reports promoted (`chunk::PROMOTED`):
+    // none before, every entry of the lists then being the operator's.
+    "ALTER TABLE chunks ADD COLUMN promoted INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// A list's publication as stored: its state, and what its published version is.
