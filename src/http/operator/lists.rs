@@ -8,13 +8,15 @@ use worker::{Env, Request, Response};
 
 use crate::domain::access::audit::{Action, Record};
 use crate::domain::code::Coded;
-use crate::domain::operator_lists::list::{Changes, EditRequest, ListKind, MAX_IMPORT_BYTES};
+use crate::domain::operator_lists::list::{
+    Changes, EditRequest, EntrySource, ListKind, MAX_IMPORT_BYTES,
+};
 use crate::http::auth::caller::Operator;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{declared_within, Body};
-use crate::http::wire::etag;
 use crate::http::wire::reply::Reply;
+use crate::http::wire::{etag, form};
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::Count;
 use crate::objects::operator_lists::client::writer;
@@ -25,7 +27,19 @@ use crate::objects::operator_lists::protocol::{
 /// An edit of at most 10 000 entries, with room for spaces and long ranges.
 pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
 
-/// `POST`: `{"add": [...], "remove": [...]}`, checked and applied by the lists' writer.
+/// What an edit answers: how many of the operator's own entries came and went,
+/// and, when the edit named `removePromoted`, how many promoted entries went.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EditAnswer {
+    added: usize,
+    removed: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    promoted_removed: Option<usize>,
+}
+
+/// `POST`: `{"add": [...], "remove": [...]}`, and for the global list
+/// `"removePromoted": [...]`, checked and applied by the lists' writer as one change.
 pub async fn edit_list(
     kind: ListKind,
     cx: &RequestContext,
@@ -34,14 +48,16 @@ pub async fn edit_list(
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
     let body = Body::read(&mut req, &cx.ctx, MAX_EDIT_BYTES).await?;
-    let edit = body.json::<EditRequest>().map_err(|e| {
-        ApiError::BadRequest(format!(
-            "expected {{\"add\": [...], \"remove\": [...]}}: {e}"
-        ))
-    })?;
+    let shape = match kind {
+        ListKind::Global => r#"{"add": [...], "remove": [...], "removePromoted": [...]}"#,
+        ListKind::Allow => r#"{"add": [...], "remove": [...]}"#,
+    };
+    let edit = body
+        .json::<EditRequest>()
+        .map_err(|e| ApiError::BadRequest(format!("expected {shape}: {e}")))?;
     let ipv6 = cx.settings.ipv6;
     let by = Some(operator.actor.name().to_owned());
-    let changes = writer(env)?
+    let edited = writer(env)?
         .ask(Edit {
             kind,
             edit,
@@ -49,11 +65,23 @@ pub async fn edit_list(
             by,
         })
         .await?;
-    if changes != Changes::default() {
-        let detail = format!("added {}, removed {}", changes.added, changes.removed);
+    let (changes, promoted_removed) = (edited.changes, edited.promoted_removed);
+    let dismissed = promoted_removed.unwrap_or(0);
+    if changes != Changes::default() || dismissed > 0 {
+        let mut detail = format!("added {}, removed {}", changes.added, changes.removed);
+        if dismissed > 0 {
+            detail.push_str(&format!(", promoted entries removed {dismissed}"));
+        }
         record(env, &operator, (Action::ListEdited, kind), detail).await?;
     }
-    Reply::json(200, &changes)
+    Reply::json(
+        200,
+        &EditAnswer {
+            added: changes.added,
+            removed: changes.removed,
+            promoted_removed,
+        },
+    )
 }
 
 /// Records a change of a list in the audit log, once it is made.
@@ -136,8 +164,31 @@ fn gzipped(req: &Request) -> Result<bool, ApiError> {
     }
 }
 
+/// Whose entries an export takes: `?source=operator` (or none), the operator's
+/// own, or `?source=promoted`, those the holders' reports promoted to the global list.
+fn export_source(kind: ListKind, req: &Request) -> Result<EntrySource, ApiError> {
+    let url = req.inner().url();
+    let asked = form_urlencoded::parse(form::query_of(&url).as_bytes())
+        .find(|(name, _)| name == "source")
+        .map(|(_, value)| value.into_owned());
+    let Some(asked) = asked else {
+        return Ok(EntrySource::Operator);
+    };
+    match (EntrySource::from_code(&asked), kind) {
+        (Some(EntrySource::Promoted), ListKind::Allow) => Err(ApiError::BadRequest(
+            "the allow list has no promoted entries".to_owned(),
+        )),
+        (Some(source), _) => Ok(source),
+        (None, _) => Err(ApiError::BadRequest(format!(
+            "source is operator or promoted, not {asked:?}"
+        ))),
+    }
+}
+
 /// `GET`: the list in the import format, `# <list> list, version <v>, <n> entries`
-/// first, streamed from the writer a page at a time, with its version as `ETag`.
+/// first (`# <list> list (promoted), ...` for the promoted entries), streamed from
+/// the writer a page at a time, with its version as `ETag` (`"<v>-promoted"` for
+/// the promoted entries, so that one export's tag never answers for the other).
 pub async fn export_list(
     kind: ListKind,
     cx: &RequestContext,
@@ -145,22 +196,34 @@ pub async fn export_list(
     _: Operator,
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
+    let source = export_source(kind, &req)?;
+    let (suffix, named) = match source {
+        EntrySource::Operator => ("", ""),
+        EntrySource::Promoted => ("-promoted", " (promoted)"),
+    };
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
-    let tag = |version: u64| format!("\"{version}\"");
+    let tag = |version: u64| format!("\"{version}{suffix}\"");
     let known = etag::tags(&if_none_match).find_map(|held| {
         held.trim_matches('"')
+            .strip_suffix(suffix)?
             .parse()
             .ok()
             .filter(|v: &u64| tag(*v) == held)
     });
-    let (head, pages) = writer(env)?.ask_stream(Export { kind, known }).await?;
+    let (head, pages) = writer(env)?
+        .ask_stream(Export {
+            kind,
+            known,
+            source,
+        })
+        .await?;
     let response = match head {
         ExportHead::NotModified { version } => Response::empty()?
             .with_status(304)
             .with_headers(etag_header(&tag(version))?),
         ExportHead::List { version, entries } => {
             let first = format!(
-                "# {} list, version {version}, {entries} entries\n",
+                "# {} list{named}, version {version}, {entries} entries\n",
                 kind.code()
             );
             let rest = stream::unfold(pages, |mut pages| async move {

@@ -4,9 +4,11 @@
 //! versioned snapshot that every isolate answers lookups from.
 //!
 //! Here: the object, its start (loading both lists' indexes once per instance),
-//! and the dispatch of each call. How the lists change is in `object/import.rs`,
-//! how they are published in `object/publishing.rs`, and how they are read (the
-//! export, the status, the lookup) in `object/export.rs`.
+//! and the dispatch of each call. How the lists change is in `object/import.rs`
+//! (the operator's edits and imports) and `object/promotion.rs` (the entries the
+//! holders' reports promote to the global list), how they are published in
+//! `object/publishing.rs`, and how they are read (the export, the status, the
+//! lookup) in `object/export.rs`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -16,13 +18,13 @@ use std::time::Duration;
 use worker::{console_error, durable_object, DurableObject, Env, Request, Response, Result, State};
 
 use super::protocol::{
-    Edit, Export, ListsCall, ListsProtocol, ListsRefusal, PublishedManifest, Replace, Status,
-    WhyListed,
+    Edit, Export, ListsCall, ListsProtocol, ListsRefusal, Promote, PublishedManifest, Replace,
+    Status, WhyListed,
 };
 use crate::domain::code::Coded;
 use crate::domain::net::address::Ipv6;
 use crate::domain::net::range::Ipv4Range;
-use crate::domain::operator_lists::chunk::ChunkInfo;
+use crate::domain::operator_lists::chunk::{ChunkInfo, PROMOTED};
 use crate::domain::operator_lists::list::{Changes, ListEntries, ListEntry, ListKind};
 use crate::objects::protocol::{receive, Ask, AskStream, Failure};
 use crate::platform::clock;
@@ -35,6 +37,7 @@ use crate::store::{for_each_key, StoreError};
 
 mod export;
 mod import;
+mod promotion;
 mod publishing;
 
 /// What a call comes to: its answer, or the refusal or fault that stops it.
@@ -146,14 +149,16 @@ impl DurableObject for OperatorLists {
             }) => {
                 let edited = self.edit(kind, edit, (ipv6, by.as_deref())).await;
                 Edit::reply(match edited {
-                    Ok((changes, change)) => self
+                    Ok((edited, change)) => self
                         .publish_including(kind, change)
                         .await
-                        .map(|_| changes)
+                        .map(|_| edited)
                         .map_err(Failure::from),
                     Err(failure) => Err(failure),
                 })
             }
+            // Answered once saved: the alarm publishes it, as the writer's spacing allows.
+            ListsCall::Promote(promote) => Promote::reply(self.promote(promote).await),
             ListsCall::Replace(Replace {
                 kind,
                 gzip,
@@ -164,11 +169,15 @@ impl DurableObject for OperatorLists {
                     .await,
             ),
             ListsCall::WhyListed(WhyListed(ip)) => WhyListed::reply(self.why_listed(ip)),
-            ListsCall::Export(Export { kind, known }) => {
+            ListsCall::Export(Export {
+                kind,
+                known,
+                source,
+            }) => {
                 // What is exported is published, so its version is the one its ETag names.
                 let saved = self.with_list(kind, |list| list.stored.publication.saved);
                 self.publish_including(kind, saved).await?;
-                Export::reply(Ok(self.export(kind, known)))
+                Export::reply(Ok(self.export(kind, known, source)))
             }
             // For an isolate whose KV read of the manifest came before the first one was written.
             ListsCall::PublishedManifest(PublishedManifest(kind)) => PublishedManifest::reply(
@@ -329,9 +338,11 @@ impl OperatorLists {
         Ok(())
     }
 
-    /// The number the next edit or import is given.
+    /// The number the next edit or import is given: one a change, never near
+    /// `PROMOTED`, the provenance a chunk keeps for a promoted entry.
     fn next_edit(&self) -> u64 {
         self.last_edit.set(self.last_edit.get() + 1);
+        debug_assert!(self.last_edit.get() < PROMOTED, "edit numbers ran out");
         self.last_edit.get()
     }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::net::address::Ipv6;
-use crate::domain::operator_lists::list::{Changes, EditRequest, ListEntry, ListKind};
+use crate::domain::operator_lists::list::{Changes, EditRequest, EntrySource, ListEntry, ListKind};
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
@@ -16,7 +16,8 @@ impl Protocol for ListsProtocol {
 }
 
 calls!(ListsProtocol => ListsCall {
-    Edit => Changes,
+    Edit => Edited,
+    Promote => Promoted,
     Replace => Replaced,
     WhyListed as "Lookup" => CoveringEntries,
     Status => ListsStatus,
@@ -47,7 +48,9 @@ pub enum ListsRefusal {
     ImportTooLarge(usize),
 }
 
-/// Removals, then additions, checked whole before anything changes; answered once published.
+/// Removals, then additions, checked whole before anything changes; answered once
+/// published. The global list's promoted entries it names (`removePromoted`) go
+/// first, in the same change.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Edit {
     pub kind: ListKind,
@@ -59,6 +62,40 @@ pub struct Edit {
     /// The acting operator key's name, kept with the change.
     #[serde(default)]
     pub by: Option<String>,
+}
+
+/// What an edit changed of the operator's own entries, and how many promoted
+/// entries it took off when it named any.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edited {
+    pub changes: Changes,
+    #[serde(default)]
+    pub promoted_removed: Option<usize>,
+}
+
+/// A batch of promotions to the global list and of their decays, from a report
+/// shard: each entry an IPv4 address, an IPv6 address or a /64, as text. The
+/// shards batch them, as promotions are rare and each batch is a change the
+/// writer saves and publishes; it answers once saved, and the publication follows
+/// at the writer's usual spacing (at most one a second, by its alarm).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Promote {
+    pub add: Vec<String>,
+    pub remove: Vec<String>,
+}
+
+/// What a batch of promotions did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Promoted {
+    /// Entries promoted: not on the list before, the operator's or promoted.
+    pub added: usize,
+    /// Promoted entries let go of.
+    pub removed: usize,
+    /// Entries not promoted because the allow list holds them whole.
+    pub allowed: usize,
+    /// Entries the global list does not take (`ListKind::parse_entry`), and
+    /// promotions of a family already at its bound.
+    pub refused: usize,
 }
 
 /// The whole list, from the text the request uploads (gzipped when `gzip`);
@@ -122,11 +159,14 @@ pub struct SizeAt {
 pub struct PublishedManifest(pub ListKind);
 
 /// The list as published, a page of entries at a time, unless the caller holds
-/// that version already.
+/// that version already: the operator's own entries, or the promoted ones.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Export {
     pub kind: ListKind,
     pub known: Option<u64>,
+    /// The operator's when a caller from before promotions does not say.
+    #[serde(default)]
+    pub source: EntrySource,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,9 +224,10 @@ pub struct CoveringEntries {
 #[serde(rename_all = "camelCase")]
 pub struct Covering {
     pub entry: String,
-    /// The edit or import that added it, by its number.
+    /// The edit or import that added it, by its number; 0 for a promoted entry.
     pub change: u64,
-    /// `edit`, `import` or `taken-over`; none for an entry older than the writer's record of changes.
+    /// `edit`, `import`, `taken-over` or `promoted`; none for an entry older than
+    /// the writer's record of changes.
     pub source: Option<String>,
     pub added_at: Option<String>,
     /// The operator key that made the change.

@@ -1,6 +1,7 @@
 //! How the lists are read: the export, a chunk a page from the chunks of its
-//! moment; the status of both lists; and the lookup of the entries covering an
-//! address with the change that added each.
+//! moment, of the operator's own entries or of the promoted ones; the status of
+//! both lists; and the lookup of the entries covering an address with the change
+//! that added each.
 
 use std::cell::Cell;
 use std::net::IpAddr;
@@ -9,8 +10,9 @@ use std::rc::Rc;
 use futures_util::stream::{self, StreamExt};
 
 use super::{Answered, Chunks, OperatorLists};
+use crate::domain::net::family::Addr;
 use crate::domain::operator_lists::chunk::ChunkInfo;
-use crate::domain::operator_lists::list::{ListEntry, ListKind};
+use crate::domain::operator_lists::list::{EntrySource, ListEntry, ListKind};
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::domain::time::UnixTime;
 use crate::objects::operator_lists::protocol::{
@@ -30,9 +32,20 @@ enum ExportPage {
 }
 
 impl ExportPage {
-    fn all(chunks: Chunks) -> impl Iterator<Item = ExportPage> {
-        (chunks.v4.into_iter().map(ExportPage::V4)).chain(chunks.v6.into_iter().map(ExportPage::V6))
+    /// The chunks holding any entry from `source`.
+    fn all(chunks: Chunks, source: EntrySource) -> impl Iterator<Item = ExportPage> {
+        let v4 = chunks.v4.into_iter().map(ExportPage::V4);
+        let v6 = chunks.v6.into_iter().map(ExportPage::V6);
+        v4.chain(v6).filter(move |page| match page {
+            ExportPage::V4(info) => info.count(source) > 0,
+            ExportPage::V6(info) => info.count(source) > 0,
+        })
     }
+}
+
+/// Entries of these chunks from `source`.
+fn count<A: Addr>(chunks: &[ChunkInfo<A>], source: EntrySource) -> usize {
+    chunks.iter().map(|info| info.count(source)).sum()
 }
 
 /// An export under way: counted while its stream lives, so that the chunks it
@@ -52,7 +65,7 @@ impl Drop for Reading {
     }
 }
 
-fn covering<A: crate::domain::net::family::Addr>(
+fn covering<A: Addr>(
     found: Vec<(
         crate::domain::net::range::Cidr<A>,
         crate::store::operator_lists::chunks::Provenance,
@@ -93,19 +106,17 @@ impl OperatorLists {
         Ok(entries)
     }
 
-    /// The list as published, a chunk a page, from the chunks of that moment:
-    /// those an edit replaces meanwhile stay until no export reads them.
+    /// The list as published, its entries from `source`, a chunk a page, from the
+    /// chunks of that moment: those an edit replaces meanwhile stay until no
+    /// export reads them.
     pub(super) fn export(
         &self,
         kind: ListKind,
         known: Option<u64>,
+        source: EntrySource,
     ) -> Streamed<ExportHead, ListEntry> {
-        let (chunks, entries, version) = self.with_list(kind, |list| {
-            (
-                list.chunks.clone(),
-                list.entries(),
-                list.stored.publication.version,
-            )
+        let (chunks, version) = self.with_list(kind, |list| {
+            (list.chunks.clone(), list.stored.publication.version)
         });
         if known == Some(version) {
             return Streamed {
@@ -113,21 +124,24 @@ impl OperatorLists {
                 pages: Box::pin(stream::empty()),
             };
         }
+        let entries = count(&chunks.v4, source) + count(&chunks.v6, source);
         let head = ExportHead::List { version, entries };
         let reading = Reading::new(self.exports.clone());
         let sql = self.sql.clone();
-        let pages = stream::iter(ExportPage::all(chunks)).map(move |page| {
+        let pages = stream::iter(ExportPage::all(chunks, source)).map(move |page| {
             let _reading = &reading;
             let tables = ListTables::new(&sql);
             Ok(match page {
                 ExportPage::V4(info) => tables
                     .chunk(kind, &info)?
                     .into_iter()
+                    .filter(|kept| kept.source() == source)
                     .map(|kept| ListEntry::V4(kept.range))
                     .collect(),
                 ExportPage::V6(info) => tables
                     .chunk(kind, &info)?
                     .into_iter()
+                    .filter(|kept| kept.source() == source)
                     .map(|kept| ListEntry::V6(kept.range))
                     .collect(),
             })

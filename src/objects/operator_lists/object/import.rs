@@ -1,16 +1,19 @@
 //! How the lists change: an edit, applied to the chunks it falls in, and an
 //! import, staged a run at a time beside the list and swapped in at once; each saved
-//! in one transaction with its record, then installed in memory.
+//! in one transaction with its record, then installed in memory. Neither changes
+//! the global list's promoted entries (`object/promotion.rs`) but where the
+//! operator says so: an edit's `removePromoted` takes them off, and an entry an
+//! edit adds or an import lists is the operator's from then on.
 
 use worker::console_error;
 
 use super::{Answered, Chunks, OperatorLists};
 use crate::domain::net::address::Ipv6;
 use crate::domain::operator_lists::list::{
-    Changes, EditRequest, Import, ListKind, MAX_IMPORT_BYTES, MAX_IPV6_LIST_ENTRIES,
-    MAX_LIST_ENTRIES,
+    Changes, EditRequest, Entries, Import, ListKind, ParsedEdit, MAX_IMPORT_BYTES,
+    MAX_IPV6_LIST_ENTRIES, MAX_LIST_ENTRIES,
 };
-use crate::objects::operator_lists::protocol::{ListsRefusal, Replaced};
+use crate::objects::operator_lists::protocol::{Edited, ListsRefusal, Replaced};
 use crate::objects::protocol::Failure;
 use crate::platform::clock;
 use crate::platform::stream::{gunzip, Chunks as BodyChunks};
@@ -44,6 +47,42 @@ impl Runs {
         }
         Ok(())
     }
+}
+
+/// How a change treats the entries of the chunks it falls in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Way {
+    /// The operator's edit (`ListTables::edit`).
+    Edit,
+    /// Promotions and their decays, or the operator's dismissal of promoted
+    /// entries (`ListTables::promote`).
+    Promote,
+}
+
+/// Applies a change of both families, numbered `id`, to the chunks it falls in:
+/// what changed, and the list's chunks after it.
+pub(super) fn change_chunks(
+    tables: &ListTables<&DurableSql>,
+    kind: ListKind,
+    chunks: &Chunks,
+    (add, remove): (&Entries, &Entries),
+    (way, id): (Way, u64),
+) -> std::result::Result<(Changes, Chunks), SqlError> {
+    let (mut changes, v4) = match way {
+        Way::Edit => tables.edit(kind, &chunks.v4, (&add.v4, &remove.v4), id)?,
+        Way::Promote => tables.promote(kind, &chunks.v4, (&add.v4, &remove.v4), id)?,
+    };
+    let v6 = if add.v6.is_empty() && remove.v6.is_empty() {
+        chunks.v6.clone()
+    } else {
+        let (more, v6) = match way {
+            Way::Edit => tables.edit(kind, &chunks.v6, (&add.v6, &remove.v6), id)?,
+            Way::Promote => tables.promote(kind, &chunks.v6, (&add.v6, &remove.v6), id)?,
+        };
+        changes += more;
+        v6
+    };
+    Ok((changes, Chunks { v4, v6 }))
 }
 
 impl OperatorLists {
@@ -95,20 +134,26 @@ impl OperatorLists {
     }
 
     /// Validates every entry, then applies the edit to the chunks it falls in, or
-    /// refuses it whole naming the first bad entry. Returns what changed and the
-    /// change's number.
+    /// refuses it whole naming the first bad entry: the promoted entries it names
+    /// taken off first, then the operator's removals and additions, all one change.
+    /// Returns what changed and the change's number.
     pub(super) async fn edit(
         &self,
         kind: ListKind,
         edit: EditRequest,
         (ipv6, by): (Ipv6, Option<&str>),
-    ) -> Answered<(Changes, u64)> {
-        let (add, remove) = kind
+    ) -> Answered<(Edited, u64)> {
+        let ParsedEdit {
+            add,
+            remove,
+            remove_promoted,
+        } = kind
             .parse_edit(edit, ipv6)
             .map_err(|why| Failure::Refused(ListsRefusal::BadEdit(why)))?;
         let (chunks, saved) = self.with_list(kind, |list| {
             (list.chunks.clone(), list.stored.publication.saved)
         });
+        // Promoted entries count too: the isolates hold them in the snapshot like any other.
         let (v4, v6) = chunks.sizes();
         let full = if v4 + add.v4.len() > MAX_LIST_ENTRIES {
             Some(format!("{MAX_LIST_ENTRIES} entries"))
@@ -121,28 +166,40 @@ impl OperatorLists {
             let why = format!("a list holds at most {most}; replace it whole with PUT");
             return Err(Failure::Refused(ListsRefusal::BadEdit(why)));
         }
+        let asked = remove_promoted.is_some();
+        let dismiss = remove_promoted.unwrap_or_default();
         let id = self.next_edit();
         let tables = self.tables();
         let edited = self.sql.atomically(|| {
-            let (mut changes, v4) = tables.edit(kind, &chunks.v4, (&add.v4, &remove.v4), id)?;
-            let v6 = if add.v6.is_empty() && remove.v6.is_empty() {
-                chunks.v6.clone()
-            } else {
-                let (more, v6) = tables.edit(kind, &chunks.v6, (&add.v6, &remove.v6), id)?;
-                changes += more;
-                v6
+            let none = Entries::default();
+            let (dismissed, chunks) = change_chunks(
+                &tables,
+                kind,
+                &chunks,
+                (&none, &dismiss),
+                (Way::Promote, id),
+            )?;
+            let (changes, chunks) =
+                change_chunks(&tables, kind, &chunks, (&add, &remove), (Way::Edit, id))?;
+            let edited = Edited {
+                changes,
+                promoted_removed: asked.then_some(dismissed.removed),
             };
-            let chunks = Chunks { v4, v6 };
-            if changes == Changes::default() {
-                return Ok((changes, None));
+            // The list's record counts the promoted entries that went among its removals.
+            let total = Changes {
+                added: changes.added,
+                removed: changes.removed + dismissed.removed,
+            };
+            if total == Changes::default() {
+                return Ok((edited, None));
             }
-            let stored = self.count_change(kind, (id, Source::Edit, changes), by, &chunks)?;
-            Ok((changes, Some((chunks, stored))))
+            let stored = self.count_change(kind, (id, Source::Edit, total), by, &chunks)?;
+            Ok((edited, Some((chunks, stored))))
         });
         match self.or_reload(edited)? {
-            (changes, None) => Ok((changes, saved)),
-            (changes, Some((chunks, stored))) => {
-                Ok((changes, self.install(kind, chunks, stored).await?))
+            (edited, None) => Ok((edited, saved)),
+            (edited, Some((chunks, stored))) => {
+                Ok((edited, self.install(kind, chunks, stored).await?))
             }
         }
     }

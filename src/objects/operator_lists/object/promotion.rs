@@ -1,0 +1,181 @@
+//! The entries the holders' reports promote to the global list. A report shard
+//! sends, in batches, the addresses whose consensus it saw form and those whose
+//! reports it let decay; the writer keeps them in the global list's chunks marked
+//! promoted (`chunk::PROMOTED`), published like any other entry but apart from the
+//! operator's own: an edit or an import never removes one, the operator's export
+//! leaves them out, and the operator takes one off by name (`removePromoted`).
+//! Which shard may promote an address again, and when, is the shards' to say.
+
+use super::import::{change_chunks, Way};
+use super::{Answered, OperatorLists};
+use crate::domain::net::address::Ipv6;
+use crate::domain::net::family::Addr;
+use crate::domain::net::range::Cidr;
+use crate::domain::operator_lists::list::{
+    Changes, Entries, ListEntries, ListEntry, ListKind, MAX_IPV6_LIST_ENTRIES, MAX_LIST_ENTRIES,
+};
+use crate::objects::operator_lists::protocol::{Promote, Promoted};
+use crate::store::operator_lists::chunks::{Provenance, Source};
+use crate::store::sql::Transactional;
+
+/// The entries of `texts` the global list takes, and how many it refused.
+fn parse(texts: &[String]) -> (Vec<ListEntry>, usize) {
+    let mut refused = 0;
+    let entries = texts
+        .iter()
+        .filter_map(|text| {
+            let entry = ListKind::Global.parse_entry(text.trim(), Ipv6::On).ok();
+            refused += usize::from(entry.is_none());
+            entry
+        })
+        .collect();
+    (entries, refused)
+}
+
+/// Whether one of the entries that cover `range`'s first address (`covering`)
+/// holds all of it: ranges are CIDR blocks, so such an entry either holds the
+/// whole range or lies inside it.
+fn held_whole<A: Addr>(covering: &[(Cidr<A>, Provenance)], range: Cidr<A>) -> bool {
+    covering
+        .iter()
+        .any(|(entry, _)| entry.first() <= range.first() && range.last() <= entry.last())
+}
+
+impl OperatorLists {
+    /// Applies a batch of promotions and decays to the global list, as one change:
+    /// each entry as the list takes it (`refused` otherwise), none the allow list
+    /// holds promoted (`allowed`; an allow entry inside a promoted /64 governs its
+    /// own addresses anyway, the allow list coming first), an entry already listed
+    /// left as it is (the operator's stays the operator's), and only promoted
+    /// entries let go of. Answered once saved: the alarm set for it publishes it,
+    /// at most a second after the publication before, so that batches arriving
+    /// together go out together.
+    pub(super) async fn promote(&self, Promote { add, remove }: Promote) -> Answered<Promoted> {
+        let kind = ListKind::Global;
+        let tables = self.tables();
+        let (add, refused_adds) = parse(&add);
+        let (remove, refused_removes) = parse(&remove);
+        let mut answer = Promoted {
+            refused: refused_adds + refused_removes,
+            ..Promoted::default()
+        };
+        // Promotions are rare: each is looked up in the allow list on its own.
+        let allow = self.with_list(ListKind::Allow, |list| list.chunks.clone());
+        let mut promoted = Vec::with_capacity(add.len());
+        for entry in add {
+            let allowed = match entry {
+                ListEntry::V4(range) => held_whole(
+                    &tables.covering(ListKind::Allow, &allow.v4, range.first())?,
+                    range,
+                ),
+                ListEntry::V6(range) => held_whole(
+                    &tables.covering(ListKind::Allow, &allow.v6, range.first())?,
+                    range,
+                ),
+            };
+            if allowed {
+                answer.allowed += 1;
+            } else {
+                promoted.push(entry);
+            }
+        }
+        let mut add: Entries = promoted.into_iter().collect();
+        let remove: Entries = remove.into_iter().collect();
+        let chunks = self.with_list(kind, |list| list.chunks.clone());
+        // Promoted entries count towards the list's bounds as the operator's do: the
+        // isolates hold them in the snapshot like any other. A family at its bound
+        // takes no more.
+        let (v4, v6) = chunks.sizes();
+        if v4 + add.v4.len() > MAX_LIST_ENTRIES {
+            answer.refused += add.v4.len();
+            add.v4 = ListEntries::default();
+        }
+        if v6 + add.v6.len() > MAX_IPV6_LIST_ENTRIES {
+            answer.refused += add.v6.len();
+            add.v6 = ListEntries::default();
+        }
+        if add.is_empty() && remove.is_empty() {
+            return Ok(answer);
+        }
+        // A number of its own, so that the publication sees the chunks it rewrites as changed.
+        let id = self.next_edit();
+        let saved = self.sql.atomically(|| {
+            let (changes, chunks) =
+                change_chunks(&tables, kind, &chunks, (&add, &remove), (Way::Promote, id))?;
+            if changes == Changes::default() {
+                return Ok((changes, None));
+            }
+            let stored = self.count_change(kind, (id, Source::Promoted, changes), None, &chunks)?;
+            Ok((changes, Some((chunks, stored))))
+        });
+        let (changes, made) = self.or_reload(saved)?;
+        if let Some((chunks, stored)) = made {
+            self.install(kind, chunks, stored).await?;
+        }
+        answer.added = changes.added;
+        answer.removed = changes.removed;
+        Ok(answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::net::range::{Ipv4Range, Ipv6Range};
+
+    fn texts(list: &[&str]) -> Vec<String> {
+        list.iter().map(|text| text.to_string()).collect()
+    }
+
+    #[test]
+    fn a_batch_takes_what_the_global_list_takes_and_counts_the_rest_refused() {
+        let (entries, refused) = parse(&texts(&[
+            "45.67.89.10",
+            " 45.67.89.11 ",
+            "2a00:1450:4001:81c::/64",
+            "2a00:1450::1",
+            "::ffff:45.67.89.12",
+            "10.0.0.1",
+            "not an address",
+            "8.0.0.0/7",
+            "fe80::1",
+        ]));
+        let v4 = |text| ListEntry::V4(Ipv4Range::parse(text).unwrap());
+        let v6 = |text| ListEntry::V6(Ipv6Range::parse(text).unwrap());
+        assert_eq!(
+            entries,
+            [
+                v4("45.67.89.10"),
+                v4("45.67.89.11"),
+                v6("2a00:1450:4001:81c::/64"),
+                v6("2a00:1450::1"),
+                v4("45.67.89.12"),
+            ]
+        );
+        assert_eq!(refused, 4, "private, not an address, too wide, link-local");
+    }
+
+    #[test]
+    fn an_address_is_allowed_only_where_an_allow_entry_holds_all_of_it() {
+        let range = |text| Ipv6Range::parse(text).unwrap();
+        let covering = |texts: &[&str]| -> Vec<(Ipv6Range, Provenance)> {
+            texts
+                .iter()
+                .map(|text| (range(text), Provenance::default()))
+                .collect()
+        };
+        let promoted = range("2a00:1450:4001:81c::/64");
+        assert!(held_whole(&covering(&["2a00:1450::/32"]), promoted));
+        assert!(held_whole(
+            &covering(&["2a00:1450::/32", "2a00:1450:4001:81c::"]),
+            promoted
+        ));
+        assert!(
+            !held_whole(&covering(&["2a00:1450:4001:81c::"]), promoted),
+            "one address of the /64 allowed: the others are promoted"
+        );
+        assert!(!held_whole(&covering(&[]), promoted));
+        let address = Ipv4Range::parse("45.67.89.10").unwrap();
+        assert!(held_whole(&[(address, Provenance::default())], address));
+    }
+}
