@@ -172,7 +172,8 @@ $("license-edit").addEventListener("submit", (event) => {
 /** One list's entries that cover the looked-up address, as a table. */
 function coveringTable(caption, entries) {
   if (entries.length === 0) return el("p", {}, `${caption}: nothing covers it.`);
-  const how = (entry) => entry.source === "import" ? "Import" : entry.source === "edit" ? "Edit" : entry.source ?? "Before changes were recorded";
+  const how = (entry) => entry.source === "import" ? "Import" : entry.source === "edit" ? "Edit"
+    : entry.source === "promoted" ? "Promoted by holders' reports" : entry.source ?? "Before changes were recorded";
   return el("div", { class: "table-wrap", tabindex: "0" }, el("table", { class: "cards" },
     el("caption", {}, caption),
     el("thead", {}, el("tr", {}, ["Entry", "How", "Added", "By", "Change"].map((h) => el("th", { scope: "col" }, h)))),
@@ -181,7 +182,7 @@ function coveringTable(caption, entries) {
       el("td", { "data-label": "How" }, how(entry)),
       el("td", { "data-label": "Added" }, entry.addedAt ? when(entry.addedAt) : "—"),
       el("td", { "data-label": "By" }, entry.by ?? "—"),
-      el("td", { "data-label": "Change", class: "mono" }, `#${entry.change}`))))));
+      el("td", { "data-label": "Change", class: "mono" }, entry.source === "promoted" ? "—" : `#${entry.change}`))))));
 }
 
 $("lookup-form").addEventListener("submit", (event) => {

@@ -66,12 +66,13 @@ pub async fn edit_list(
         })
         .await?;
     let (changes, promoted_removed) = (edited.changes, edited.promoted_removed);
-    let dismissed = promoted_removed.unwrap_or(0);
-    if changes != Changes::default() || dismissed > 0 {
-        let mut detail = format!("added {}, removed {}", changes.added, changes.removed);
-        if dismissed > 0 {
-            detail.push_str(&format!(", promoted entries removed {dismissed}"));
-        }
+    let dismissed = match promoted_removed.unwrap_or(0) {
+        0 => String::new(),
+        count => format!(", promoted entries removed {count}"),
+    };
+    if changes != Changes::default() || !dismissed.is_empty() {
+        let (added, removed) = (changes.added, changes.removed);
+        let detail = format!("added {added}, removed {removed}{dismissed}");
         record(env, &operator, (Action::ListEdited, kind), detail).await?;
     }
     Reply::json(
