@@ -1,7 +1,8 @@
 //! Hooks for the end-to-end tests, compiled only with the `test-hooks` feature
 //! (`build-test/`): set the service's clock, run a Durable Object's alarm now
 //! rather than when the runtime would, make the lists' writer fail its next
-//! save as a storage fault would, and make the next notice of a revocation to a
+//! save as a storage fault would, hand the writer a batch of promotions as a
+//! report shard would, and make the next notice of a revocation to a
 //! holder's object fail as an unreachable object would; and read what the
 //! billable calls counted (`/__test/meter`, for `make bench`). The deployable
 //! build has none of this, and `make deploy-check` fails if its bundle names any
@@ -18,7 +19,7 @@ use crate::objects::holder::protocol::{
 };
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{
-    FailNextSave, FailPublications, RunAlarm as RunListsAlarm, WriterMemory, WriterMeter,
+    FailNextSave, FailPublications, Promote, RunAlarm as RunListsAlarm, WriterMemory, WriterMeter,
 };
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
@@ -64,6 +65,15 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 .await
                 .map_err(hook)?;
             Response::ok("the next save fails")
+        }
+        (Method::Post, "/__test/lists/promote") => {
+            let promote = req.json::<Promote>().await?;
+            let promoted = writer(env)
+                .map_err(|e| e.to_string())?
+                .ask(promote)
+                .await
+                .map_err(hook)?;
+            Response::from_json(&promoted)
         }
         (Method::Post, "/__test/revocations/fail-next-notice") => {
             revocations(env)

@@ -160,6 +160,121 @@ fn concurrent_operator_edits_of_both_lists_all_survive() {
 }
 
 #[test]
+fn promoted_entries_are_published_but_kept_apart_from_the_operators_own() {
+    // Its own server: a replacement of the whole list.
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    assert_eq!(server.edit_global_list(&["64.1.1.1"], &[]).status, 200);
+    assert_eq!(server.edit_allow_list(&["64.9.9.0/24"], &[]).status, 200);
+    assert_eq!(
+        server.promote(&["64.2.2.2", "64.1.1.1", "64.9.9.9", "10.0.0.1"], &[]),
+        json!({ "added": 1, "removed": 0, "allowed": 1, "refused": 1 }),
+        "64.1.1.1 is the operator's already, the allow list holds 64.9.9.9, 10.0.0.1 is private"
+    );
+    assert_eq!(app.check("64.2.2.2"), "[64.2.2.2] is on global greylist");
+
+    // Each export holds its own entries, under a tag of its own.
+    let own = server.export_list("global-list", None);
+    assert_eq!(entries_of(&own), ["64.1.1.1"]);
+    let promoted = server.admin("GET", "/admin/global-list?source=promoted", None);
+    let version = own.header("ETag").unwrap().trim_matches('"').to_owned();
+    assert_eq!(
+        promoted.body,
+        format!("# global list (promoted), version {version}, 1 entries\n64.2.2.2\n")
+    );
+    let tag = format!("\"{version}-promoted\"");
+    assert_eq!(promoted.header("ETag"), Some(tag.as_str()));
+    let headers = |held: &str| {
+        vec![
+            ("Authorization", format!("Bearer {ADMIN_TOKEN}")),
+            ("If-None-Match", held.to_owned()),
+        ]
+    };
+    let url = format!("{}/admin/global-list?source=promoted", server.base);
+    assert_eq!(send("GET", &url, &headers(&tag), None).status, 304);
+    let own_tag = own.header("ETag").unwrap();
+    assert_eq!(
+        send("GET", &url, &headers(own_tag), None).status,
+        200,
+        "the operator's export's tag is not the promoted one's"
+    );
+    let url = format!("{}/admin/global-list?source=operator", server.base);
+    assert_eq!(send("GET", &url, &headers(own_tag), None).status, 304);
+    for refused in [
+        "/admin/global-list?source=everyone",
+        "/admin/allow-list?source=promoted",
+    ] {
+        assert_eq!(server.admin("GET", refused, None).status, 400, "{refused}");
+    }
+
+    // The lookup names it promoted.
+    let lookup = server
+        .admin("GET", "/admin/lookup?ip=64.2.2.2", None)
+        .json();
+    assert_eq!(
+        (
+            &lookup["global"][0]["source"],
+            &lookup["global"][0]["change"]
+        ),
+        (&json!("promoted"), &json!(0))
+    );
+
+    // Neither an edit's remove nor a replacement takes it away.
+    assert_eq!(
+        server.edit_global_list(&[], &["64.2.2.2"]).json(),
+        json!({ "added": 0, "removed": 0 })
+    );
+    let replaced = server.replace_list("global-list", "64.3.3.3\n").json();
+    assert_eq!(
+        (
+            &replaced["entries"],
+            &replaced["added"],
+            &replaced["removed"]
+        ),
+        (&json!(1), &json!(1), &json!(1))
+    );
+    assert_eq!(app.check("64.2.2.2"), "[64.2.2.2] is on global greylist");
+    assert_eq!(
+        entries_of(&server.export_list("global-list", None)),
+        ["64.3.3.3"]
+    );
+
+    // The operator takes it off by name; an entry of the operator's stays.
+    let taken_off = server.admin(
+        "POST",
+        "/admin/global-list",
+        Some(json!({ "removePromoted": ["64.2.2.2", "64.3.3.3"] })),
+    );
+    assert_eq!(
+        taken_off.json(),
+        json!({ "added": 0, "removed": 0, "promotedRemoved": 1 })
+    );
+    assert_eq!(
+        app.check("64.2.2.2"),
+        "[64.2.2.2] is currently not on global greylist"
+    );
+    assert_eq!(app.check("64.3.3.3"), "[64.3.3.3] is on global greylist");
+    let allow = server.admin(
+        "POST",
+        "/admin/allow-list",
+        Some(json!({ "removePromoted": [] })),
+    );
+    assert_eq!(allow.status, 400, "{}", allow.body);
+
+    // Promoted again, it decays; the operator's entry never does.
+    assert_eq!(server.promote(&["64.2.2.2"], &[])["added"], 1);
+    assert_eq!(
+        server.promote(&[], &["64.2.2.2", "64.3.3.3"]),
+        json!({ "added": 0, "removed": 1, "allowed": 0, "refused": 0 })
+    );
+    assert_eq!(
+        app.check("64.2.2.2"),
+        "[64.2.2.2] is currently not on global greylist"
+    );
+    assert_eq!(app.check("64.3.3.3"), "[64.3.3.3] is on global greylist");
+}
+
+#[test]
 fn a_whole_list_is_replaced_from_text_exported_and_refused_for_a_bad_line() {
     let server = Server::own(&[]);
     let app = TestApp::on(&server);

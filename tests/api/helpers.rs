@@ -214,6 +214,30 @@ impl Server {
         answer["at"].as_u64()
     }
 
+    /// Hands the lists' writer a batch of promotions and decays, as a report shard
+    /// would, then runs its alarm, which publishes them: answers what the batch did.
+    pub fn promote(&self, add: &[&str], remove: &[&str]) -> Value {
+        let resp = send(
+            "POST",
+            &format!("{}/__test/lists/promote", self.base),
+            &[],
+            Some(
+                json!({ "add": add, "remove": remove })
+                    .to_string()
+                    .as_bytes(),
+            ),
+        );
+        assert_eq!(resp.status, 200, "the promotions: {}", resp.body);
+        let alarm = send(
+            "POST",
+            &format!("{}/__test/lists/alarm", self.base),
+            &[],
+            Some(b""),
+        );
+        assert_eq!(alarm.status, 200, "the writer's alarm: {}", alarm.body);
+        resp.json()
+    }
+
     /// SIGKILL to the whole process group: no chance to flush or shut down cleanly.
     pub fn kill(&self) {
         // Also from `drop` while a failed test unwinds: a poisoned lock still holds the child.

@@ -409,7 +409,7 @@ mod tests {
             ],
             "the operator's entry stays the operator's, whatever the reports say"
         );
-        let dismissed = promote(&mut entries, &[], &[range("2.2.2.2"), range("1.1.1.1")]);
+        let dismissed = promote(&mut entries, &[], &[range("1.1.1.1"), range("2.2.2.2")]);
         assert_eq!(
             dismissed,
             Changes {
