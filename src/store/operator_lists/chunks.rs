@@ -1371,7 +1371,7 @@ mod tests {
         let tables = tables();
         let one = ListEntries::new(vec![ipv6("2a00:1450::/64")]);
         let (changes, index) = tables
-            .promote(KIND, &[], (&one, &ListEntries::default()), 5)
+            .promote::<u128>(KIND, &[], (&one, &ListEntries::default()), 5)
             .unwrap();
         assert_eq!(changes.added, 1);
         assert_eq!((index.len(), index[0].promoted, index[0].rev), (1, 1, 5));

@@ -21,7 +21,7 @@ use crate::store::sql::Transactional;
 /// The entries of `texts` the global list takes, and how many it refused.
 fn parse(texts: &[String]) -> (Vec<ListEntry>, usize) {
     let mut refused = 0;
-    let entries = texts
+    let entries: Vec<ListEntry> = texts
         .iter()
         .filter_map(|text| {
             let entry = ListKind::Global.parse_entry(text.trim(), Ipv6::On).ok();
@@ -140,8 +140,8 @@ mod tests {
             "8.0.0.0/7",
             "fe80::1",
         ]));
-        let v4 = |text| ListEntry::V4(Ipv4Range::parse(text).unwrap());
-        let v6 = |text| ListEntry::V6(Ipv6Range::parse(text).unwrap());
+        let v4 = |text: &str| ListEntry::V4(Ipv4Range::parse(text).unwrap());
+        let v6 = |text: &str| ListEntry::V6(Ipv6Range::parse(text).unwrap());
         assert_eq!(
             entries,
             [
@@ -157,11 +157,11 @@ mod tests {
 
     #[test]
     fn an_address_is_allowed_only_where_an_allow_entry_holds_all_of_it() {
-        let range = |text| Ipv6Range::parse(text).unwrap();
+        let range = |text: &str| Ipv6Range::parse(text).unwrap();
         let covering = |texts: &[&str]| -> Vec<(Ipv6Range, Provenance)> {
             texts
                 .iter()
-                .map(|text| (range(text), Provenance::default()))
+                .map(|&text| (range(text), Provenance::default()))
                 .collect()
         };
         let promoted = range("2a00:1450:4001:81c::/64");
