@@ -8,9 +8,7 @@ use worker::{Env, Request, Response};
 
 use crate::domain::access::audit::{Action, Record};
 use crate::domain::code::Coded;
-use crate::domain::operator_lists::list::{
-    Changes, EditRequest, EntrySource, ListKind, MAX_IMPORT_BYTES,
-};
+use crate::domain::operator_lists::list::{EditRequest, EntrySource, ListKind, MAX_IMPORT_BYTES};
 use crate::http::auth::caller::Operator;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
@@ -26,17 +24,6 @@ use crate::objects::operator_lists::protocol::{
 
 /// An edit of at most 10 000 entries, with room for spaces and long ranges.
 pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
-
-/// What an edit answers: how many of the operator's own entries came and went,
-/// and, when the edit named `removePromoted`, how many promoted entries went.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct EditAnswer {
-    added: usize,
-    removed: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    promoted_removed: Option<usize>,
-}
 
 /// `POST`: `{"add": [...], "remove": [...]}`, and for the global list
 /// `"removePromoted": [...]`, checked and applied by the lists' writer as one change.
@@ -65,24 +52,16 @@ pub async fn edit_list(
             by,
         })
         .await?;
-    let (changes, promoted_removed) = (edited.changes, edited.promoted_removed);
-    let dismissed = match promoted_removed.unwrap_or(0) {
+    let dismissed = match edited.promoted_removed.unwrap_or(0) {
         0 => String::new(),
         count => format!(", promoted entries removed {count}"),
     };
-    if changes != Changes::default() || !dismissed.is_empty() {
-        let (added, removed) = (changes.added, changes.removed);
+    let (added, removed) = (edited.added, edited.removed);
+    if added + removed > 0 || !dismissed.is_empty() {
         let detail = format!("added {added}, removed {removed}{dismissed}");
         record(env, &operator, (Action::ListEdited, kind), detail).await?;
     }
-    Reply::json(
-        200,
-        &EditAnswer {
-            added: changes.added,
-            removed: changes.removed,
-            promoted_removed,
-        },
-    )
+    Reply::json(200, &edited)
 }
 
 /// Records a change of a list in the audit log, once it is made.

@@ -65,11 +65,15 @@ pub struct Edit {
 }
 
 /// What an edit changed of the operator's own entries, and how many promoted
-/// entries it took off when it named any.
+/// entries it took off when it named any (`removePromoted`): the operator's
+/// answer as it is. Flat, as `Changes`, which it was before promotions, so that a
+/// Worker and a writer from either side of a deployment read each other.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Edited {
-    pub changes: Changes,
-    #[serde(default)]
+    pub added: usize,
+    pub removed: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub promoted_removed: Option<usize>,
 }
 

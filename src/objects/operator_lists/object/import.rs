@@ -182,7 +182,8 @@ impl OperatorLists {
             let (changes, chunks) =
                 change_chunks(&tables, kind, &chunks, (&add, &remove), (Way::Edit, id))?;
             let edited = Edited {
-                changes,
+                added: changes.added,
+                removed: changes.removed,
                 promoted_removed: asked.then_some(dismissed.removed),
             };
             // The list's record counts the promoted entries that went among its removals.
