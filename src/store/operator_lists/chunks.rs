@@ -1367,6 +1367,43 @@ mod tests {
     }
 
     #[test]
+    fn a_dismissal_and_an_edit_of_one_chunk_in_one_change_leave_it_live() {
+        // An operator's edit with removePromoted: the promoted entries go, then the
+        // edit applies, both numbered as the one change, over the same chunk.
+        let tables = tables();
+        let list = spread(10, 4, 0);
+        let index = tables.install(KIND, &list, 1).unwrap();
+        let promoted = spread(3, 4, 2);
+        let (_, index) = tables
+            .promote(KIND, &index, (&promoted, &ListEntries::default()), 2)
+            .unwrap();
+        let dismissed = ListEntries::new(promoted.as_slice()[..1].to_vec());
+        let (gone, index) = tables
+            .promote(KIND, &index, (&ListEntries::default(), &dismissed), 3)
+            .unwrap();
+        let add = spread(1, 4, 1);
+        let (changes, index) = tables
+            .edit(KIND, &index, (&add, &ListEntries::default()), 3)
+            .unwrap();
+        assert_eq!((gone.removed, changes.added), (1, 1));
+        tables.forget_replaced_chunks().unwrap();
+        assert_eq!(tables.chunk_index(KIND).unwrap(), index);
+        assert_eq!(
+            (
+                index.len(),
+                index[0].rev,
+                index[0].entries,
+                index[0].promoted
+            ),
+            (1, 3, 13, 2)
+        );
+        assert_eq!(
+            from_source(&tables, &index, EntrySource::Promoted),
+            promoted.as_slice()[1..]
+        );
+    }
+
+    #[test]
     fn a_first_promotion_of_a_family_without_chunks_writes_its_first() {
         let tables = tables();
         let one = ListEntries::new(vec![ipv6("2a00:1450::/64")]);
