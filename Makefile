@@ -60,7 +60,10 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # and sending them, a fifth Durable Object class (the report shards) with its
 # protocol both ways and its tally, and the lookup's reporters; 552.5 before,
 # 580.8 with it.
-WASM_GZIP_KIB := 581
+# Raised to 596 for promotions: the writer's promoted entries (kept through edits
+# and imports, exported apart, taken off by the operator), the shards' batches of
+# promotions and decays to it on their alarms; 580.8 before, 595.3 with it.
+WASM_GZIP_KIB := 596
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer

@@ -83,6 +83,22 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
             Response::ok("the next notice fails")
         }
+        (Method::Post, "/__test/reports/alarm") => {
+            // Every report shard's alarm: what decayed, and what waits, told to the writer.
+            for index in 0..crate::domain::network::consensus::SHARDS {
+                crate::objects::network::client::shard(env, index)
+                    .map_err(|e| e.to_string())?
+                    .ask(crate::objects::network::protocol::RunAlarm)
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "report shard {index}: {}",
+                            crate::objects::network::client::fault(e)
+                        )
+                    })?;
+            }
+            Response::ok("told")
+        }
         (Method::Post, "/__test/revocations/alarm") => {
             let pending = revocations(env)
                 .map_err(|e| e.to_string())?

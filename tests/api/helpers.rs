@@ -238,6 +238,15 @@ impl Server {
         resp.json()
     }
 
+    /// Runs every report shard's alarm (what decayed, and what waits, told to the
+    /// lists' writer), then the writer's, which publishes what it took.
+    pub fn run_report_shards(&self) {
+        for hook in ["/__test/reports/alarm", "/__test/lists/alarm"] {
+            let resp = send("POST", &format!("{}{hook}", self.base), &[], Some(b""));
+            assert_eq!(resp.status, 200, "{hook}: {}", resp.body);
+        }
+    }
+
     /// SIGKILL to the whole process group: no chance to flush or shut down cleanly.
     pub fn kill(&self) {
         // Also from `drop` while a failed test unwinds: a poisoned lock still holds the child.

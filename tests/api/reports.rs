@@ -253,3 +253,103 @@ fn sixty_four_reports_of_one_address_from_sixteen_licenses_at_once_are_counted_e
     assert_eq!(reports, 64, "{counted}");
     assert!(counted["consensusSince"].is_string());
 }
+
+/// Reports `ip` from each of `apps`, and sends them on: each holder's alarm, then
+/// the shards' and the writer's.
+fn reported_by(server: &Server, apps: &[TestApp], ip: &str) {
+    for app in apps {
+        assert_eq!(
+            report(app, &[("ip", ip)]),
+            format!("[{ip}] has been reported")
+        );
+        server.run_holder_alarm(&app.license);
+    }
+    server.run_report_shards();
+}
+
+#[test]
+fn four_licenses_promote_an_address_which_decays_once_their_reports_stop() {
+    let server = Server::own(&[("TOKEN_LIFETIME_SECONDS", "2592000")]);
+    let apps: Vec<TestApp> = (0..5).map(|_| TestApp::on(&server)).collect();
+    let (reporters, other) = (&apps[..4], &apps[4]);
+    reported_by(&server, &reporters[..3], "81.6.0.1");
+    assert_eq!(
+        other.check("81.6.0.1"),
+        "[81.6.0.1] is currently not on global greylist",
+        "three licenses promote nothing"
+    );
+    reported_by(&server, &reporters[3..], "81.6.0.1");
+    assert_eq!(other.check("81.6.0.1"), "[81.6.0.1] is on global greylist");
+    assert_eq!(
+        other.add("81.6.0.1"),
+        "[81.6.0.1] is already on global greylist"
+    );
+    let promoted = server.admin("GET", "/admin/global-list?source=promoted", None);
+    assert!(
+        promoted.body.lines().any(|line| line == "81.6.0.1"),
+        "{}",
+        promoted.body
+    );
+    let own = server.export_list("global-list", None);
+    assert!(!own.body.contains("81.6.0.1"), "{}", own.body);
+    // An import of the operator's own list leaves it promoted.
+    assert_eq!(server.replace_list("global-list", "81.7.0.1\n").status, 200);
+    assert_eq!(other.check("81.6.0.1"), "[81.6.0.1] is on global greylist");
+    // A report within the delay keeps it; once the reports stop for the delay, it goes.
+    server.advance(6 * 86_400);
+    reported_by(&server, &reporters[..1], "81.6.0.1");
+    server.advance(2 * 86_400);
+    server.run_report_shards();
+    assert_eq!(other.check("81.6.0.1"), "[81.6.0.1] is on global greylist");
+    server.advance(5 * 86_400 + 1);
+    server.run_report_shards();
+    assert_eq!(
+        other.check("81.6.0.1"),
+        "[81.6.0.1] is currently not on global greylist",
+        "decayed"
+    );
+    // The operator's own entries never decay.
+    assert_eq!(other.check("81.7.0.1"), "[81.7.0.1] is on global greylist");
+}
+
+#[test]
+fn the_operator_takes_a_promotion_off_and_only_new_reports_bring_it_back() {
+    let server = Server::own(&[]);
+    let apps: Vec<TestApp> = (0..5).map(|_| TestApp::on(&server)).collect();
+    reported_by(&server, &apps[..4], "81.8.0.1");
+    // Reported while it was not allowed; allowed before the shard tells the writer.
+    for app in &apps[..4] {
+        report(app, &[("ip", "81.8.1.1")]);
+        server.run_holder_alarm(&app.license);
+    }
+    assert_eq!(server.edit_allow_list(&["81.8.1.0/24"], &[]).status, 200);
+    server.run_report_shards();
+    let other = &apps[4];
+    assert_eq!(other.check("81.8.0.1"), "[81.8.0.1] is on global greylist");
+    assert_eq!(
+        other.check("81.8.1.1"),
+        "[81.8.1.1] is on the global allow list, no action was taken",
+        "the global allow list is never promoted over"
+    );
+    let promoted = server.admin("GET", "/admin/global-list?source=promoted", None);
+    assert!(!promoted.body.contains("81.8.1.1"), "{}", promoted.body);
+    let taken = server.admin(
+        "POST",
+        "/admin/global-list",
+        Some(json!({ "add": [], "remove": [], "removePromoted": ["81.8.0.1"] })),
+    );
+    assert_eq!(taken.status, 200, "{}", taken.body);
+    server.run_report_shards();
+    assert_eq!(
+        other.check("81.8.0.1"),
+        "[81.8.0.1] is currently not on global greylist"
+    );
+    // The reports made before stay forgotten: three new ones are not enough, four are.
+    reported_by(&server, &apps[..3], "81.8.0.1");
+    assert_eq!(
+        other.check("81.8.0.1"),
+        "[81.8.0.1] is currently not on global greylist"
+    );
+    reported_by(&server, &apps[3..4], "81.8.0.1");
+    assert_eq!(other.check("81.8.0.1"), "[81.8.0.1] is on global greylist");
+}

@@ -2,12 +2,17 @@
 //! the service's status. Every handler here runs only after `auth::caller::operator`
 //! has passed for its route; each change is recorded in the audit log once made.
 
+use std::collections::BTreeMap;
+
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
+
 use worker::{Env, Request, Response};
 
 use crate::domain::access::audit::{Action, Record};
 use crate::domain::code::Coded;
+use crate::domain::net::address::Listed;
+use crate::domain::network::consensus::shard_of;
 use crate::domain::operator_lists::list::{EditRequest, EntrySource, ListKind, MAX_IMPORT_BYTES};
 use crate::http::auth::caller::Operator;
 use crate::http::context::RequestContext;
@@ -17,6 +22,8 @@ use crate::http::wire::reply::Reply;
 use crate::http::wire::{etag, form};
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::Count;
+use crate::objects::network::client::{fault as shard_fault, shard};
+use crate::objects::network::protocol::Dismiss;
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{
     Edit, Export, ExportHead, ListsStatus, Replace, Status,
@@ -44,6 +51,14 @@ pub async fn edit_list(
         .map_err(|e| ApiError::BadRequest(format!("expected {shape}: {e}")))?;
     let ipv6 = cx.settings.ipv6;
     let by = Some(operator.actor.name().to_owned());
+    // The addresses whose promotion the operator takes off: their report shards
+    // forget the reports made until now, so that only new ones promote them again.
+    let dismissed: Vec<Listed> = edit
+        .remove_promoted
+        .iter()
+        .flatten()
+        .filter_map(|text| text.trim().parse().ok())
+        .collect();
     let edited = writer(env)?
         .ask(Edit {
             kind,
@@ -52,6 +67,16 @@ pub async fn edit_list(
             by,
         })
         .await?;
+    let mut by_shard: BTreeMap<u32, Vec<Listed>> = BTreeMap::new();
+    for ip in dismissed {
+        by_shard.entry(shard_of(&ip.key())).or_default().push(ip);
+    }
+    for (index, ips) in by_shard {
+        shard(env, index)?
+            .ask(Dismiss(ips))
+            .await
+            .map_err(shard_fault)?;
+    }
     let dismissed = match edited.promoted_removed.unwrap_or(0) {
         0 => String::new(),
         count => format!(", promoted entries removed {count}"),

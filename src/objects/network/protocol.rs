@@ -19,6 +19,9 @@ calls!(ReportsProtocol => ReportsCall {
     Count => Vec<Listed>,
     Forget => (),
     TallyOf => AddressTally,
+    Dismiss => (),
+    #[cfg(feature = "test-hooks")]
+    RunAlarm => (),
 });
 
 /// This object refuses nothing.
@@ -40,3 +43,13 @@ pub struct Forget(pub String);
 /// Who reported an address, and whether the consensus holds (the operator's lookup).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct TallyOf(pub Listed);
+
+/// The operator took these addresses' promotions off: only reports made after
+/// this moment promote them again.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Dismiss(pub Vec<Listed>);
+
+/// Runs the alarm now: decays, and tells the writer what is pending (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunAlarm;

@@ -11,7 +11,8 @@ use crate::domain::time::UnixTime;
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
 /// Step `n` brings the schema from version `n` to `n + 1`; a change is a new step.
-const MIGRATIONS: [&str; 1] = ["CREATE TABLE reports (
+const MIGRATIONS: [&str; 2] = [
+    "CREATE TABLE reports (
         ip BLOB NOT NULL, license TEXT NOT NULL, first_at INTEGER NOT NULL,
         last_at INTEGER NOT NULL, count INTEGER NOT NULL, categories INTEGER NOT NULL,
         PRIMARY KEY (ip, license)
@@ -20,7 +21,13 @@ const MIGRATIONS: [&str; 1] = ["CREATE TABLE reports (
     CREATE TABLE consensus (
         ip BLOB PRIMARY KEY, reached_at INTEGER NOT NULL, last_report_at INTEGER NOT NULL
     ) WITHOUT ROWID;
-    CREATE TABLE forgotten (license TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;"];
+    CREATE TABLE forgotten (license TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;",
+    // What the lists' writer is still to be told: an address to promote (1) or to
+    // let go of (0), sent in batches by the alarm; and the consensus by its last
+    // report, so that the alarm finds what decays in order.
+    "CREATE TABLE pending (ip BLOB PRIMARY KEY, promote INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE INDEX consensus_by_report ON consensus (last_report_at);",
+];
 
 /// Rows of reports past every window one tally deletes at most: the table stays
 /// as large as the reports that still count, a batch's worth of work at a time.
@@ -130,6 +137,10 @@ impl<S: Sql> Tally<S> {
                     "INSERT INTO consensus (ip, reached_at, last_report_at) VALUES (?1, ?2, ?3)",
                     &[key(ip), Value::int(now.0), Value::int(last.0)],
                 )?;
+                self.sql.execute(
+                    "INSERT OR REPLACE INTO pending (ip, promote) VALUES (?1, 1)",
+                    &[key(ip)],
+                )?;
                 reached.push(ip);
             }
         }
@@ -151,6 +162,96 @@ impl<S: Sql> Tally<S> {
             )?
             .first()
             .map_or(Ok(0), |row| row.int(0))
+    }
+
+    /// Moves at most `limit` addresses whose consensus decayed by `now` (no report
+    /// within `delist_after`) to what the writer is to let go of; answers how many.
+    pub fn decay(
+        &self,
+        consensus: Consensus,
+        now: UnixTime,
+        limit: u64,
+    ) -> Result<usize, SqlError> {
+        let before = now.minus(consensus.delist_after);
+        let rows = self.sql.query(
+            "SELECT ip FROM consensus WHERE last_report_at <= ?1 ORDER BY last_report_at LIMIT ?2",
+            &[Value::int(before.0), Value::int(limit)],
+        )?;
+        for row in &rows {
+            let ip = Value::Blob(row.blob(0)?.to_vec());
+            self.sql.execute(
+                "DELETE FROM consensus WHERE ip = ?1",
+                std::slice::from_ref(&ip),
+            )?;
+            self.sql.execute(
+                "INSERT OR REPLACE INTO pending (ip, promote) VALUES (?1, 0)",
+                &[ip],
+            )?;
+        }
+        Ok(rows.len())
+    }
+
+    /// At most `limit` changes the writer is still to be told: each address, and
+    /// whether it is promoted (else let go of).
+    pub fn pending(&self, limit: u64) -> Result<Vec<(Listed, bool)>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT ip, promote FROM pending ORDER BY ip LIMIT ?1",
+            &[Value::int(limit)],
+        )?;
+        let mut pending = Vec::with_capacity(rows.len());
+        for row in &rows {
+            // A key this code never writes is dropped, not sent.
+            if let Some(ip) = Listed::from_key(row.blob(0)?) {
+                pending.push((ip, row.int(1)? == 1));
+            }
+        }
+        Ok(pending)
+    }
+
+    /// Forgets the changes the writer took.
+    pub fn sent(&self, changes: &[(Listed, bool)]) -> Result<(), SqlError> {
+        for &(ip, promote) in changes {
+            self.sql.execute(
+                "DELETE FROM pending WHERE ip = ?1 AND promote = ?2",
+                &[key(ip), Value::int(u64::from(promote))],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// When the earliest consensus decays, if any stands.
+    pub fn next_decay(&self, consensus: Consensus) -> Result<Option<UnixTime>, SqlError> {
+        let rows = self
+            .sql
+            .query("SELECT min(last_report_at) FROM consensus", &[])?;
+        Ok(rows
+            .first()
+            .map(|row| row.opt_int(0))
+            .transpose()?
+            .flatten()
+            .map(|last| consensus.decays_at(UnixTime(last))))
+    }
+
+    /// Whether the writer is still to be told anything.
+    pub fn has_pending(&self) -> Result<bool, SqlError> {
+        Ok(!self
+            .sql
+            .query("SELECT 1 FROM pending LIMIT 1", &[])?
+            .is_empty())
+    }
+
+    /// The operator took `ip`'s promotion off: its consensus and the reports made
+    /// until now are forgotten, so that only new reports promote it again.
+    pub fn dismiss(&self, ip: Listed, now: UnixTime) -> Result<(), SqlError> {
+        self.sql
+            .execute("DELETE FROM consensus WHERE ip = ?1", &[key(ip)])?;
+        self.sql
+            .execute("DELETE FROM pending WHERE ip = ?1", &[key(ip)])?;
+        self.sql.execute(
+            "DELETE FROM reports WHERE ip = ?1 AND last_at <= ?2",
+            &[key(ip), Value::int(now.0)],
+        )?;
+        Ok(())
     }
 
     /// A revoked license: its reports stop counting, now and later.
@@ -314,6 +415,68 @@ mod tests {
         assert_eq!(
             tally
                 .count("lic_e", &[report("8.8.4.4", "ssh", NOW)], consensus, NOW)
+                .unwrap(),
+            vec![ip]
+        );
+    }
+
+    #[test]
+    fn a_consensus_is_sent_as_a_promotion_and_decays_once_reports_stop() {
+        let tally = tally();
+        let consensus = Consensus {
+            holders: 2,
+            ..Consensus::default()
+        };
+        let ip: Listed = "9.9.9.9".parse().unwrap();
+        for license in ["a", "b"] {
+            tally
+                .count(license, &[report("9.9.9.9", "ssh", NOW)], consensus, NOW)
+                .unwrap();
+        }
+        assert_eq!(tally.pending(10).unwrap(), vec![(ip, true)]);
+        tally.sent(&[(ip, true)]).unwrap();
+        assert!(!tally.has_pending().unwrap());
+        assert_eq!(
+            tally.next_decay(consensus).unwrap(),
+            Some(consensus.decays_at(NOW))
+        );
+        // A report a day later keeps it a day longer.
+        let later = NOW.plus(86_400);
+        tally
+            .count("c", &[report("9.9.9.9", "ssh", later)], consensus, later)
+            .unwrap();
+        assert_eq!(
+            tally
+                .decay(consensus, consensus.decays_at(NOW), 10)
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            tally
+                .decay(consensus, consensus.decays_at(later), 10)
+                .unwrap(),
+            1
+        );
+        assert_eq!(tally.pending(10).unwrap(), vec![(ip, false)]);
+        assert_eq!(tally.next_decay(consensus).unwrap(), None);
+        // Taken off by the operator: only reports after that moment count again.
+        tally.sent(&[(ip, false)]).unwrap();
+        let now = consensus.decays_at(later);
+        for license in ["a", "b"] {
+            tally
+                .count(license, &[report("9.9.9.9", "ssh", now)], consensus, now)
+                .unwrap();
+        }
+        tally.dismiss(ip, now).unwrap();
+        assert!(!tally.has_pending().unwrap());
+        assert_eq!(tally.of(ip, consensus, now, 10).unwrap().counting, 0);
+        let after = now.plus(1);
+        tally
+            .count("a", &[report("9.9.9.9", "ssh", after)], consensus, after)
+            .unwrap();
+        assert_eq!(
+            tally
+                .count("b", &[report("9.9.9.9", "ssh", after)], consensus, after)
                 .unwrap(),
             vec![ip]
         );
