@@ -353,3 +353,34 @@ fn the_operator_takes_a_promotion_off_and_only_new_reports_bring_it_back() {
     reported_by(&server, &apps[3..4], "81.8.0.1");
     assert_eq!(other.check("81.8.0.1"), "[81.8.0.1] is on global greylist");
 }
+
+#[test]
+fn with_ipv6_and_its_64s_reports_of_one_64_promote_it_for_every_address_in_it() {
+    let server = Server::own(&[("IPV6", "on"), ("IPV6_PREFIX", "64")]);
+    let apps: Vec<TestApp> = (0..5).map(|_| TestApp::on(&server)).collect();
+    // Four licenses, each reporting another address of one /64: one subject, four reporters.
+    for (n, app) in apps[..4].iter().enumerate() {
+        let ip = format!("2a00:1450:4001:81b::{}", n + 1);
+        assert_eq!(
+            report(app, &[("ip", &ip)]),
+            format!("[{ip}] has been reported")
+        );
+        server.run_holder_alarm(&app.license);
+    }
+    server.run_report_shards();
+    assert_eq!(
+        apps[4].check("2a00:1450:4001:81b::99"),
+        "[2a00:1450:4001:81b::99] is on global greylist"
+    );
+    let promoted = server.admin("GET", "/admin/global-list?source=promoted", None);
+    assert!(
+        promoted
+            .body
+            .lines()
+            .any(|line| line == "2a00:1450:4001:81b::/64"),
+        "{}",
+        promoted.body
+    );
+    let lookup = server.admin("GET", "/admin/lookup?ip=2a00:1450:4001:81b::7", None);
+    assert_eq!(lookup.json()["reports"]["licenses"], 4, "{}", lookup.body);
+}
