@@ -254,6 +254,13 @@ fn sixty_four_reports_of_one_address_from_sixteen_licenses_at_once_are_counted_e
     assert!(counted["consensusSince"].is_string());
 }
 
+/// What `POST /api/networkStatus` tells `app` of `ip`.
+fn network_status(app: &TestApp, ip: &str) -> Value {
+    let resp = app.form("/api/networkStatus", &[("ip", ip)], Mode::Json);
+    assert_eq!(resp.status, 200, "{ip}: {}", resp.body);
+    resp.json()
+}
+
 /// Reports `ip` from each of `apps`, and sends them on: each holder's alarm, then
 /// the shards' and the writer's.
 fn reported_by(server: &Server, apps: &[TestApp], ip: &str) {
@@ -278,8 +285,33 @@ fn four_licenses_promote_an_address_which_decays_once_their_reports_stop() {
         "[81.6.0.1] is currently not on global greylist",
         "three licenses promote nothing"
     );
+    let status = network_status(other, "81.6.0.1");
+    assert_eq!(
+        (&status["global"], &status["promoted"], &status["holders"]),
+        (&json!(false), &json!(false), &json!(3)),
+        "{status}"
+    );
     reported_by(&server, &reporters[3..], "81.6.0.1");
     assert_eq!(other.check("81.6.0.1"), "[81.6.0.1] is on global greylist");
+    // Every holder sees that it was promoted and by how many, never by whom.
+    let status = network_status(other, " 81.6.0.1 ");
+    assert_eq!(
+        (&status["ip"], &status["global"], &status["promoted"]),
+        (&json!("81.6.0.1"), &json!(true), &json!(true)),
+        "{status}"
+    );
+    assert_eq!(status["holders"], 4, "{status}");
+    assert!(status["promotedSince"].is_string(), "{status}");
+    for app in &apps {
+        assert!(!status.to_string().contains(&app.license), "{status}");
+    }
+    let refused = other.form("/api/networkStatus", &[("ip", "10.0.0.1")], Mode::Json);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body.contains("[10.0.0.1] is private"),
+        "{}",
+        refused.body
+    );
     assert_eq!(
         other.add("81.6.0.1"),
         "[81.6.0.1] is already on global greylist"
@@ -292,6 +324,13 @@ fn four_licenses_promote_an_address_which_decays_once_their_reports_stop() {
     );
     let own = server.export_list("global-list", None);
     assert!(!own.body.contains("81.6.0.1"), "{}", own.body);
+    // The operator's status counts it apart, beside the settings in force.
+    let status = server.admin("GET", "/admin/status", None).json();
+    assert_eq!(status["globalList"]["promoted"], 1, "{status}");
+    assert_eq!(
+        status["network"],
+        json!({"promotionHolders": 4, "promotionWindowSeconds": 604800, "delistAfterSeconds": 604800})
+    );
     // An import of the operator's own list leaves it promoted.
     assert_eq!(server.replace_list("global-list", "81.7.0.1\n").status, 200);
     assert_eq!(other.check("81.6.0.1"), "[81.6.0.1] is on global greylist");
@@ -308,8 +347,20 @@ fn four_licenses_promote_an_address_which_decays_once_their_reports_stop() {
         "[81.6.0.1] is currently not on global greylist",
         "decayed"
     );
-    // The operator's own entries never decay.
+    let status = network_status(other, "81.6.0.1");
+    assert_eq!(
+        (&status["global"], &status["promoted"]),
+        (&json!(false), &json!(false)),
+        "{status}"
+    );
+    // The operator's own entries never decay, and were never promoted.
     assert_eq!(other.check("81.7.0.1"), "[81.7.0.1] is on global greylist");
+    let status = network_status(other, "81.7.0.1");
+    assert_eq!(
+        (&status["global"], &status["promoted"], &status["holders"]),
+        (&json!(true), &json!(false), &json!(0)),
+        "{status}"
+    );
 }
 
 #[test]
