@@ -131,6 +131,22 @@ fn a_report_is_answered_in_the_style_of_the_operations_and_changes_no_list() {
 }
 
 #[test]
+fn a_holders_reports_are_sent_on_at_the_next_whole_second_together() {
+    let server = Server::shared();
+    let app = TestApp::on(&server);
+    let before = server.now();
+    report(&app, &[("ip", "81.9.0.1")]);
+    report(&app, &[("ip", "81.9.0.2")]);
+    let after = server.now();
+    // Not at once: the reports of a second go to their shards in one call each.
+    let at = server.holder_alarm_at(&app.license).expect("an alarm stands");
+    assert!(
+        (before + 1..=after + 1).contains(&at),
+        "the alarm at {at}, reports made from {before} to {after}"
+    );
+}
+
+#[test]
 fn reports_count_against_a_daily_limit_of_their_own() {
     let server = Server::own(&[
         ("DAILY_REPORTS", "2"),
