@@ -63,12 +63,12 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # Raised to 596 for promotions: the writer's promoted entries (kept through edits
 # and imports, exported apart, taken off by the operator), the shards' batches of
 # promotions and decays to it on their alarms; 580.8 before, 595.3 with it.
-# Raised to 600 for telling holders which global entries were promoted: the
-# promoted parts the writer builds beside the global list's shards and names in
-# the manifest, the isolates' loads of them, and the JSON feed's `source` and
-# the decisions' scenario worked out from them; 595.3 before, an estimate with
-# it until measured.
-WASM_GZIP_KIB := 600
+# Raised to 604 for what holders and the operator see of the network: the
+# holder's `/api/networkStatus` and the status's promotion settings (595.3 to
+# 598.1), then the promoted parts the writer builds beside the global list's
+# shards and names in the manifest, the isolates' loads of them, and the JSON
+# feed's `source` and the decisions' scenario worked out from them (to 603.1).
+WASM_GZIP_KIB := 604
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer

@@ -139,7 +139,9 @@ fn a_holders_reports_are_sent_on_at_the_next_whole_second_together() {
     report(&app, &[("ip", "81.9.0.2")]);
     let after = server.now();
     // Not at once: the reports of a second go to their shards in one call each.
-    let at = server.holder_alarm_at(&app.license).expect("an alarm stands");
+    let at = server
+        .holder_alarm_at(&app.license)
+        .expect("an alarm stands");
     assert!(
         (before + 1..=after + 1).contains(&at),
         "the alarm at {at}, reports made from {before} to {after}"
