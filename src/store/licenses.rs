@@ -18,13 +18,34 @@ use crate::platform::meter::{self, Billable};
 const BINDING: &str = "LICENSES";
 /// How many licenses' standing one isolate remembers before it starts afresh.
 const REMEMBERED: usize = 10_000;
+/// How many made-up feed tokens one isolate remembers as no one's before it
+/// forgets them, and only them.
+const REFUSED_REMEMBERED: usize = 1_000;
 
 thread_local! {
     /// Each license's standing, as this isolate last read it. Workers isolates are single-threaded.
     static STANDING: Rc<Remembered<Held>> = Rc::new(Remembered::new(REMEMBERED));
     /// Whose each feed token presented is, or that it is no one's: a feed polled
     /// with an unknown token costs one KV read a period, not one a poll.
-    static FEED_TOKENS: Rc<Remembered<Option<FeedTokenOwner>>> = Rc::new(Remembered::new(REMEMBERED));
+    static FEED_TOKENS: Rc<TokenOwners> = Rc::new(TokenOwners::new(REMEMBERED, REFUSED_REMEMBERED));
+}
+
+/// Whose each feed token is, as this isolate last read it: the tokens KV knows,
+/// and apart from them the ones it does not. Each is capped on its own, so that a
+/// flood of made-up tokens, which fills only the second, never pushes a real
+/// token out of the first (and its next poll into a KV read).
+struct TokenOwners {
+    known: Remembered<Option<FeedTokenOwner>>,
+    refused: Remembered<Option<FeedTokenOwner>>,
+}
+
+impl TokenOwners {
+    fn new(known: usize, refused: usize) -> Self {
+        Self {
+            known: Remembered::new(known),
+            refused: Remembered::new(refused),
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -132,8 +153,12 @@ pub async fn revoke(env: &Env, id: &LicenseId, now: UnixTime) -> Result<bool, St
 }
 
 /// The active license a key belongs to, if any: one read, since revoking deletes
-/// the key's record before it marks the license.
+/// the key's record before it marks the license. A key of another shape than
+/// those issued is no one's, and costs no read.
 pub async fn find_by_key(env: &Env, key: &str) -> Result<Option<LicenseId>, StoreError> {
+    if !LicenseKey::is_well_formed(key) {
+        return Ok(None);
+    }
     key_owner(&env.kv(BINDING)?, key).await
 }
 
@@ -293,15 +318,22 @@ pub async fn feed_token_owner(
 
 async fn owner_of(
     kv: &impl KvRead,
-    remembered: &Remembered<Option<FeedTokenOwner>>,
+    owners: &TokenOwners,
     digest: &str,
     freshness: Freshness,
     now: Millis,
 ) -> Result<Option<FeedTokenOwner>, StoreError> {
-    if let Some(owner) = remembered.get(digest, now, freshness) {
-        return Ok(owner);
+    for remembered in [&owners.known, &owners.refused] {
+        if let Some(owner) = remembered.get(digest, now, freshness) {
+            return Ok(owner);
+        }
     }
     let owner = read_json::<FeedTokenOwner>(kv, &feed_token_key(digest)).await?;
+    let remembered = if owner.is_some() {
+        &owners.known
+    } else {
+        &owners.refused
+    };
     remembered.put(digest, owner.clone(), now, freshness);
     Ok(owner)
 }
@@ -413,33 +445,31 @@ mod tests {
         assert!(held(&kv, &Remembered::new(10), freshness, later).allow_list);
     }
 
+    fn known_owner() -> FeedTokenOwner {
+        FeedTokenOwner {
+            license: license().as_str().to_owned(),
+            id: "ft_1".into(),
+            scope: crate::domain::feed::feed_token::Scope::Personal,
+        }
+    }
+
     #[test]
     fn an_unknown_feed_token_costs_one_kv_read_a_period_and_the_cache_is_capped() {
         let kv = FakeKv::default();
-        let remembered = Remembered::new(2);
+        let owners = TokenOwners::new(10, 2);
         let freshness = Freshness::new(60).unwrap();
         let owner = |digest: &str, at: u64| {
-            owner_of(
-                kv.at(Millis(at)),
-                &remembered,
-                digest,
-                freshness,
-                Millis(at),
-            )
-            .now_or_never()
-            .expect("the fake never waits")
-            .unwrap()
+            owner_of(kv.at(Millis(at)), &owners, digest, freshness, Millis(at))
+                .now_or_never()
+                .expect("the fake never waits")
+                .unwrap()
         };
         assert_eq!(owner("unknown", 0), None);
         assert_eq!(owner("unknown", 29_999), None);
         assert_eq!(kv.reads.get(), 1, "the second poll read nothing");
         assert_eq!(owner("unknown", 30_000), None);
         assert_eq!(kv.reads.get(), 2, "the isolate's period is over");
-        let known = FeedTokenOwner {
-            license: license().as_str().to_owned(),
-            id: "ft_1".into(),
-            scope: crate::domain::feed::feed_token::Scope::Personal,
-        };
+        let known = known_owner();
         kv.write(
             &feed_token_key("known"),
             &serde_json::to_vec(&known).unwrap(),
@@ -448,10 +478,41 @@ mod tests {
         owner("other", 30_002);
         owner("another", 30_003);
         assert!(
-            remembered
+            owners
+                .refused
                 .get("unknown", Millis(30_004), freshness)
                 .is_none(),
-            "past its capacity the cache starts afresh"
+            "past its capacity the cache of refused tokens starts afresh"
+        );
+    }
+
+    #[test]
+    fn a_flood_of_made_up_tokens_leaves_the_known_ones_remembered() {
+        let kv = FakeKv::default();
+        let owners = TokenOwners::new(10, 100);
+        let freshness = Freshness::new(60).unwrap();
+        let owner = |digest: &str, at: u64| {
+            owner_of(kv.at(Millis(at)), &owners, digest, freshness, Millis(at))
+                .now_or_never()
+                .expect("the fake never waits")
+                .unwrap()
+        };
+        let known = known_owner();
+        kv.write(
+            &feed_token_key("known"),
+            &serde_json::to_vec(&known).unwrap(),
+        );
+        assert_eq!(owner("known", 0), Some(known.clone()));
+        // Ten times as many made-up tokens as the known ones' whole room, each once.
+        for n in 0..1000 {
+            assert_eq!(owner(&format!("made-up-{n}"), 1 + n), None);
+        }
+        let reads = kv.reads.get();
+        assert_eq!(owner("known", 2000), Some(known));
+        assert_eq!(
+            kv.reads.get(),
+            reads,
+            "the known token was read again: the flood pushed it out"
         );
     }
 

@@ -38,11 +38,7 @@ impl LicenseId {
     /// token claim can never name anything else.
     pub fn parse(s: &str) -> Option<Self> {
         let hex_part = s.strip_prefix(ID_PREFIX)?;
-        let well_formed = hex_part.len() == 24
-            && hex_part
-                .bytes()
-                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        well_formed.then(|| Self(s.to_owned()))
+        is_lower_hex(hex_part, 24).then(|| Self(s.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -57,6 +53,13 @@ impl LicenseKey {
 
     pub fn reveal(&self) -> &str {
         &self.0
+    }
+
+    /// Whether `text` has the shape `generate` gives a key: a login with any
+    /// other is refused without a KV read.
+    pub fn is_well_formed(text: &str) -> bool {
+        text.strip_prefix(KEY_PREFIX)
+            .is_some_and(|hex| is_lower_hex(hex, 64))
     }
 }
 
@@ -86,6 +89,13 @@ pub(crate) fn random<const N: usize>() -> Result<[u8; N], getrandom::Error> {
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `text` is `len` lowercase hexadecimal digits, as `hex` writes them:
+/// a secret of any other shape was never issued, and is refused before any
+/// storage is asked about it.
+pub(crate) fn is_lower_hex(text: &str, len: usize) -> bool {
+    text.len() == len && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// How long to wait before telling a holder's object of its revocation again,
@@ -147,6 +157,11 @@ mod tests {
     fn keys_carry_256_random_bits_and_are_stored_as_sha256() {
         let key = LicenseKey::generate().unwrap();
         assert_eq!(key.reveal().len(), KEY_PREFIX.len() + 64);
+        assert!(LicenseKey::is_well_formed(key.reveal()));
+        let upper = key.reveal().to_uppercase().replace("GLK_", KEY_PREFIX);
+        for made_up in ["", "glk_", "glk_abc", &key.reveal()[..67], &upper[..]] {
+            assert!(!LicenseKey::is_well_formed(made_up), "{made_up:?}");
+        }
         assert_ne!(key.reveal(), LicenseKey::generate().unwrap().reveal());
         assert_eq!(
             key_digest("abc"),

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::access::license::{hex, random};
+use crate::domain::access::license::{hex, is_lower_hex, random};
 use crate::domain::code::Coded;
 
 /// What a named operator key may do.
@@ -125,18 +125,18 @@ impl NewOperatorKey {
     }
 }
 
-/// Whether a bearer token has an operator key's shape: anything else is refused
-/// without a lookup.
+/// Whether a bearer token has exactly the shape `NewOperatorKey::generate`
+/// gives a key (lowercase hex): anything else is refused without a lookup.
 pub fn is_operator_key(token: &str) -> bool {
     token
         .strip_prefix(KEY_PREFIX)
-        .is_some_and(|rest| rest.len() == 64 && rest.bytes().all(|b| b.is_ascii_hexdigit()))
+        .is_some_and(|rest| is_lower_hex(rest, 64))
 }
 
 /// Whether `id` has the shape of an operator key's id.
 pub fn is_key_id(id: &str) -> bool {
     id.strip_prefix(KEY_ID_PREFIX)
-        .is_some_and(|rest| rest.len() == 16 && rest.bytes().all(|b| b.is_ascii_hexdigit()))
+        .is_some_and(|rest| is_lower_hex(rest, 16))
 }
 
 /// A license's label, a key's name: at most this many characters.
@@ -211,7 +211,15 @@ mod tests {
         );
         assert_ne!(a.reveal(), b.reveal());
         assert!(is_operator_key(a.reveal()) && is_key_id(&a.id));
-        for other in ["", "gok_", "glk_00", &a.reveal()[..67], "gok_../x"] {
+        let upper = format!("{KEY_PREFIX}{}", a.reveal()[4..].to_uppercase());
+        for other in [
+            "",
+            "gok_",
+            "glk_00",
+            &a.reveal()[..67],
+            "gok_../x",
+            &upper[..],
+        ] {
             assert!(!is_operator_key(other), "{other:?}");
         }
         assert!(!is_key_id("key_x") && !is_key_id("lic_0123456789abcdef"));

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::access::license::{hex, key_digest, random, LicenseId};
+use crate::domain::access::license::{hex, is_lower_hex, key_digest, random, LicenseId};
 use crate::domain::code::Coded;
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::time::UnixTime;
@@ -159,14 +159,22 @@ impl FeedTokenOwner {
 }
 
 pub fn is_id(text: &str) -> bool {
-    text.strip_prefix(ID_PREFIX).is_some_and(|hex| {
-        hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    })
+    text.strip_prefix(ID_PREFIX)
+        .is_some_and(|hex| is_lower_hex(hex, 16))
 }
 
-/// Whether `text` has the shape of a feed token (and so is not another kind of credential).
+/// Whether `text` is meant as a feed token (and so is not another kind of
+/// credential): its prefix; `is_well_formed` says whether it could be one.
 pub fn is_token(text: &str) -> bool {
     text.starts_with(TOKEN_PREFIX)
+}
+
+/// Whether `text` has exactly the shape `NewFeedToken::generate` gives a token:
+/// any other was never issued, and is refused before its digest is looked up,
+/// so that made-up tokens cost no KV read and take no room in an isolate's memory.
+pub fn is_well_formed(text: &str) -> bool {
+    text.strip_prefix(TOKEN_PREFIX)
+        .is_some_and(|hex| is_lower_hex(hex, 64))
 }
 
 /// The digest a token is stored under.
@@ -186,6 +194,19 @@ mod tests {
         );
         assert_eq!(a.token.len(), TOKEN_PREFIX.len() + 64);
         assert_ne!(a.token, b.token);
+        assert!(is_well_formed(&a.token) && is_token(&a.token));
+        let upper = format!("{TOKEN_PREFIX}{}", a.token[4..].to_uppercase());
+        let long = format!("{}0", a.token);
+        for made_up in [
+            "glf_",
+            "glf_x",
+            &a.token[..67],
+            &long[..],
+            &upper[..],
+            "glf_../x",
+        ] {
+            assert!(!is_well_formed(made_up), "{made_up:?}");
+        }
         assert!(is_id(&a.id) && is_id(&b.id) && a.id != b.id);
         for bad in [
             "",

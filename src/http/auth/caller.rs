@@ -120,6 +120,10 @@ async fn by_feed_token(
     token: &str,
 ) -> Result<(LicenseId, FeedTokenOwner), ApiError> {
     let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
+    // A token of a shape never issued costs nothing more than its refusal.
+    if !feed_token::is_well_formed(token) {
+        return Err(ApiError::Unauthorized("feed_token_malformed"));
+    }
     let digest = feed_token::digest(token);
     // Before anything is read: a flood of polls, or of made-up tokens, costs only the refusal.
     limit_polls(env, &format!("token:{digest}")).await?;
