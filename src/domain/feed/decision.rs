@@ -155,6 +155,31 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The most words `scenarios_containing` and `scenarios_not_containing` take
+/// each, and the most bytes a word may have: each word is looked for in the
+/// scenario of every decision a pull writes, ten million of them for a global
+/// list at its bound, so what one pull asks for is bounded too. CrowdSec's own
+/// filters name a scenario or two.
+pub const MAX_SCENARIO_WORDS: usize = 32;
+pub const MAX_SCENARIO_WORD_BYTES: usize = 64;
+
+/// A scenario filter's words (`parameter` names it), or why a pull may not ask for them.
+pub fn scenario_words(parameter: &str, words: Vec<String>) -> Result<Vec<String>, String> {
+    if words.len() > MAX_SCENARIO_WORDS {
+        return Err(format!(
+            "{parameter} takes at most {MAX_SCENARIO_WORDS} words, not {}",
+            words.len()
+        ));
+    }
+    match words.iter().find(|word| word.len() > MAX_SCENARIO_WORD_BYTES) {
+        Some(word) => Err(format!(
+            "a word of {parameter} has at most {MAX_SCENARIO_WORD_BYTES} bytes, not {}",
+            word.len()
+        )),
+        None => Ok(words),
+    }
+}
+
 /// The stream's filters, as CrowdSec's Local API applies them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use worker::{Request, Response};
 
-use crate::domain::feed::decision::{Decision, Filter, OperatorFrom, Pull};
+use crate::domain::feed::decision::{scenario_words, Decision, Filter, OperatorFrom, Pull};
 use crate::domain::feed::feed_token::{PullClient, Scope};
 use crate::domain::feed::item::{FeedHead, FeedItem};
 use crate::domain::net::address::{Ipv6, Listed, PublicIp};
@@ -27,7 +27,7 @@ use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{Feed, HolderProtocol, LiveLookup};
+use crate::objects::holder::protocol::{Feed, FeedTokens, HolderProtocol, LiveLookup};
 use crate::objects::operator_lists::client::{self as lists, Promoted};
 use crate::objects::protocol::{Failure, Object};
 use crate::store::operator_lists::snapshots::{self, Versioned};
@@ -59,19 +59,25 @@ fn words(value: &str, lower: bool) -> Vec<String> {
 }
 
 impl StreamQuery {
-    pub fn parse(query: &str) -> Self {
+    /// The pull's parameters, or why its scenario filters ask too much (a 400).
+    pub fn parse(query: &str) -> Result<Self, String> {
         let mut parsed = Self::default();
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+            let filter = &mut parsed.filter;
             match key.as_ref() {
                 "startup" => parsed.startup = value == "true",
-                "scopes" => parsed.filter.scopes = Some(words(&value, true)),
-                "origins" => parsed.filter.origins = Some(words(&value, false)),
-                "scenarios_containing" => parsed.filter.containing = words(&value, true),
-                "scenarios_not_containing" => parsed.filter.not_containing = words(&value, true),
+                "scopes" => filter.scopes = Some(words(&value, true)),
+                "origins" => filter.origins = Some(words(&value, false)),
+                name @ "scenarios_containing" => {
+                    filter.containing = scenario_words(name, words(&value, true))?;
+                }
+                name @ "scenarios_not_containing" => {
+                    filter.not_containing = scenario_words(name, words(&value, true))?;
+                }
                 _ => {}
             }
         }
-        parsed
+        Ok(parsed)
     }
 }
 
@@ -124,7 +130,8 @@ pub async fn stream(
         token,
         scope: may_read,
     } = bouncer;
-    let query = StreamQuery::parse(form::query_of(&req.inner().url()));
+    let query =
+        StreamQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
     let operator_lists = operator_lists(cx, may_read).await?;
     let (global_version, allow_version) =
         (operator_lists.global.version, operator_lists.allow.version);
@@ -230,9 +237,20 @@ fn read_again(object: Object<HolderProtocol>) -> Again {
     })
 }
 
-/// `HEAD /v1/decisions/stream`: 200 when the key opens the stream; nothing is
-/// read, and the token's position stays where it is.
-pub async fn stream_head(_: &RequestContext, _: Request, _: BouncerKey) -> Result<Reply, ApiError> {
+/// `HEAD /v1/decisions/stream`: 200 when the key opens the stream, as the
+/// holder's object says at once (the isolate's cache of the token and its
+/// license may still show one revoked); nothing of the list is read, and the
+/// token's position stays where it is.
+pub async fn stream_head(
+    cx: &RequestContext,
+    _: Request,
+    bouncer: BouncerKey,
+) -> Result<Reply, ApiError> {
+    // A revoked license's object refuses the call; a revoked token is not among them.
+    let tokens = holder(&cx.env, &bouncer.license)?.ask(FeedTokens).await?;
+    if !tokens.iter().any(|token| token.id == bouncer.token) {
+        return Err(ApiError::Unauthorized("feed_token_revoked"));
+    }
     let response = Response::empty()?;
     response.headers().set("Content-Type", "application/json")?;
     Ok(Reply::Built(response))
@@ -325,14 +343,15 @@ mod tests {
 
     #[test]
     fn a_pull_reads_the_local_apis_parameters_and_ignores_the_rest() {
-        assert_eq!(StreamQuery::parse(""), StreamQuery::default());
-        assert!(StreamQuery::parse("startup=true").startup);
+        assert_eq!(StreamQuery::parse(""), Ok(StreamQuery::default()));
+        assert!(StreamQuery::parse("startup=true").unwrap().startup);
         for not in ["startup=false", "startup=TRUE", "startup=1", "startup="] {
-            assert!(!StreamQuery::parse(not).startup, "{not}");
+            assert!(!StreamQuery::parse(not).unwrap().startup, "{not}");
         }
         let query = StreamQuery::parse(
             "scopes=Ip,%20range&origins=greylist,CAPI&scenarios_containing=SSH,,http&scenarios_not_containing=bf&community_pull=false",
-        );
+        )
+        .unwrap();
         assert_eq!(
             query.filter,
             Filter {
@@ -341,6 +360,31 @@ mod tests {
                 containing: vec!["ssh".into(), "http".into()],
                 not_containing: vec!["bf".into()],
             }
+        );
+    }
+
+    #[test]
+    fn a_scenario_filter_takes_at_most_32_words_of_at_most_64_bytes() {
+        let asked = |parameter: &str, words: &[String]| {
+            StreamQuery::parse(&format!("{parameter}={}", words.join(",")))
+        };
+        for parameter in ["scenarios_containing", "scenarios_not_containing"] {
+            let words: Vec<String> = (0..32).map(|n| format!("w{n}")).collect();
+            assert!(asked(parameter, &words).is_ok(), "{parameter}");
+            let more: Vec<String> = (0..33).map(|n| format!("w{n}")).collect();
+            assert_eq!(
+                asked(parameter, &more),
+                Err(format!("{parameter} takes at most 32 words, not 33"))
+            );
+            assert!(asked(parameter, &["x".repeat(64)]).is_ok());
+            assert_eq!(
+                asked(parameter, &["ssh".to_owned(), "x".repeat(65)]),
+                Err(format!("a word of {parameter} has at most 64 bytes, not 65"))
+            );
+        }
+        assert!(
+            StreamQuery::parse(&format!("scopes={}", ",ip".repeat(100))).is_ok(),
+            "the other parameters are as they were"
         );
     }
 }
