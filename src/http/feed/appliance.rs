@@ -21,19 +21,48 @@ pub enum Appliance {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListName(String);
 
+/// The words nft's scanner reads as keywords in any context, which it then
+/// refuses where a set's name goes (`set timeout { ... }` does not load): the
+/// rules outside any start condition in `src/scanner.l` of nftables v1.0.2
+/// (Ubuntu 22.04), v1.0.6 (Debian 12, which the tests load files with) and
+/// v1.1.6, together. nft reads them in this case only; they are refused in any.
+const NFT_KEYWORDS: &str = "accept ackseq add addr ah all and arp auto-merge bridge cgroup \
+chain chains checksum code comment comp constant continue counter counters cpi cpu create ct \
+day dccp define delete describe destroy device devices dnat doff dport drop dscp dst dup \
+dynamic ecn element elements eq esp ether exists expires export exthdr fib flags flow \
+flowtable flush frag frag-off fully-random fwd gateway gc-interval ge geneve get goto gre \
+gretap group gt handle hbh hdrlength hook hour ibriport ibrname icmp icmpv6 icmpx id igmp iif \
+iifgroup iifname iiftype import include index inet insert interval ip ip6 ipsec jhash json \
+jump last last-entry le length limit list ll log lshift lt map mark masquerade max-delay \
+maxseg memory meta meter mh missing monitor more-fragments mrt mss mtu name ne netdev nexthdr \
+nftrace nh not notrack numgen obriport obrname offload oif oifgroup oifname oiftype option \
+options or osf param-problem performance persistent pkttype policy port position prefix \
+priority protocol queue quota quotas random redefine redirect reject rename replace reserved \
+reserved2 reset return rshift rt rt0 rt2 rtclassid rule rules ruleset sack-perm \
+sack-permitted sctp secmark sequence set sets sid size skgid skuid snat socket spi sport srh \
+symhash synproxy table tables tag tcp th time timeout timestamp to tproxy trace ttl tunnel \
+type typeof udp udplite undefine update urgptr version vlan vm vmap vni vxlan window with \
+wscale xml xor xt";
+
 impl ListName {
     pub const DEFAULT: &'static str = "greylist";
+    /// What a list's name may be, as `parse` says it to a caller it refuses.
+    pub const RULE: &'static str =
+        "a letter, then up to 30 letters, digits, _ or -, and no nft keyword";
 
-    /// `[A-Za-z0-9_-]{1,31}`: safe unquoted in every format, and within ipset's limit.
+    /// `[A-Za-z][A-Za-z0-9_-]{0,30}` and no nft keyword: safe unquoted in every
+    /// format, within ipset's limit, never read as an option (`-exist`) by ipset
+    /// nor as a number or a keyword by nft.
     pub fn parse(text: &str) -> Option<Self> {
-        (1..=31)
-            .contains(&text.len())
-            .then_some(())
-            .filter(|_| {
-                text.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-            })
-            .map(|_| Self(text.to_owned()))
+        let shaped = text.len() <= 31
+            && text.starts_with(|c: char| c.is_ascii_alphabetic())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        let keyword = NFT_KEYWORDS
+            .split_ascii_whitespace()
+            .any(|word| word.eq_ignore_ascii_case(text));
+        (shaped && !keyword).then(|| Self(text.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -325,6 +354,9 @@ mod tests {
     #[test]
     fn list_names_are_safe_everywhere() {
         assert!(ListName::parse("greylist").is_some() && ListName::parse("a-B_9").is_some());
+        for good in ["x", "edge_1", "Timeouts", "sets6", "blocklist-v4"] {
+            assert!(ListName::parse(good).is_some(), "{good:?}");
+        }
         for bad in [
             "",
             "a b",
@@ -334,10 +366,28 @@ mod tests {
             &"a".repeat(32),
             "a\nb",
             "a/b",
+            "-exist",
+            "_x",
+            "1abc",
+            "8021q",
+            "timeout",
+            "Timeout",
+            "set",
+            "flush",
+            "interval",
+            "ip6",
+            "auto-merge",
+            "xt",
         ] {
             assert_eq!(ListName::parse(bad), None, "{bad:?}");
         }
         assert_eq!(ListName::parse(&"a".repeat(31)).unwrap().as_str().len(), 31);
+        let keywords: Vec<&str> = NFT_KEYWORDS.split_ascii_whitespace().collect();
+        assert_eq!(keywords.len(), 224, "the union of the three scanners' keywords");
+        assert!(
+            keywords.windows(2).all(|pair| pair[0] < pair[1]),
+            "sorted, each once"
+        );
     }
 
     #[test]

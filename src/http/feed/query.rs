@@ -77,7 +77,7 @@ impl FeedQuery {
                 }
                 "list" => {
                     parsed.list = ListName::parse(&value).ok_or_else(|| {
-                        format!("list is 1 to 31 letters, digits, _ or -, not {value:?}")
+                        format!("list is {}, not {value:?}", ListName::RULE)
                     })?
                 }
                 "since" => {
