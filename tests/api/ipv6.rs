@@ -111,16 +111,17 @@ fn on_the_three_operations_answer_ipv6_in_the_specified_shapes() {
     ] {
         assert_eq!(app.check(invalid), format!("[{invalid}] is invalid"));
     }
-    // An IPv4-mapped address is the IPv4 address it maps.
+    // An IPv4-mapped address is the IPv4 address it maps, and its message shows
+    // it as given, as every message does.
     assert_eq!(
         app.add("::ffff:8.8.4.4"),
-        "[8.8.4.4] has been added to greylist"
+        "[::ffff:8.8.4.4] has been added to greylist"
     );
     assert_eq!(
         app.check("8.8.4.4"),
         "[8.8.4.4] is currently on your personal greylist"
     );
-    assert_eq!(app.add("::ffff:10.0.0.1"), "[10.0.0.1] is private");
+    assert_eq!(app.add("::ffff:10.0.0.1"), "[::ffff:10.0.0.1] is private");
     assert_eq!(
         app.remove(A),
         format!("[{A}] has been removed from greylist")

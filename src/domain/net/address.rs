@@ -215,7 +215,8 @@ pub enum PublicIp {
 }
 
 /// An address as a request gave it: the value acted on and the text the
-/// messages show (the trimmed input; the IPv4 address for an IPv4-mapped one).
+/// messages show, the trimmed input (for an IPv4-mapped one too, which every
+/// step takes as the IPv4 address it maps).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GivenIp {
     pub ip: PublicIp,
@@ -230,17 +231,15 @@ impl PublicIp {
             return PublicIpv4::parse(trimmed).map(|ip| Self::V4(ip).into());
         }
         let addr = parse_colon_hex(trimmed).ok_or_else(|| IpRejection::Invalid(trimmed.into()))?;
-        if let Some(v4) = addr.to_ipv4_mapped() {
-            return PublicIpv4::from_addr(v4)
-                .map(|ip| Self::V4(ip).into())
-                .ok_or_else(|| IpRejection::Private(v4.to_string()));
-        }
-        PublicIpv6::from_addr(addr)
-            .map(|ip| GivenIp {
-                ip: Self::V6(ip),
-                shown: trimmed.to_owned(),
-            })
-            .ok_or_else(|| IpRejection::Private(trimmed.to_owned()))
+        let ip = match addr.to_ipv4_mapped() {
+            Some(v4) => PublicIpv4::from_addr(v4).map(Self::V4),
+            None => PublicIpv6::from_addr(addr).map(Self::V6),
+        };
+        ip.map(|ip| GivenIp {
+            ip,
+            shown: trimmed.to_owned(),
+        })
+        .ok_or_else(|| IpRejection::Private(trimmed.to_owned()))
     }
 
     /// Sixteen bytes, an IPv4 address mapped into IPv6 (`::ffff:a.b.c.d`): how
@@ -400,21 +399,41 @@ mod tests {
     }
 
     #[test]
-    fn an_ipv4_mapped_address_is_the_ipv4_address_it_maps() {
-        let (ip, shown) = on("::ffff:8.8.8.8").unwrap();
+    fn an_ipv4_mapped_address_is_the_ipv4_address_it_maps_shown_as_given() {
+        let (ip, shown) = on(" ::ffff:8.8.8.8\t").unwrap();
         assert_eq!(ip, on("8.8.8.8").unwrap().0);
-        assert_eq!(shown, "8.8.8.8");
-        assert_eq!(on("::FFFF:808:808").unwrap().0, ip);
+        assert_eq!(shown, "::ffff:8.8.8.8", "the caller's text");
+        assert_eq!(on("::FFFF:808:808").unwrap(), (ip, "::FFFF:808:808".into()));
         assert_eq!(
             on("::ffff:10.0.0.1"),
-            Err(IpRejection::Private("10.0.0.1".into()))
+            Err(IpRejection::Private("::ffff:10.0.0.1".into()))
         );
     }
 
     #[test]
+    fn a_form_carrying_an_ipv4_address_is_public_as_that_address_and_stays_ipv6() {
+        let (ip, shown) = on("64:ff9b::8.8.8.8").unwrap();
+        assert_eq!(ip.to_string(), "64:ff9b::808:808", "IPv6 still");
+        assert_eq!(shown, "64:ff9b::8.8.8.8");
+        for private in [
+            "64:ff9b::10.0.0.1",
+            "::10.0.0.1",
+            "::ffff:0:10.0.0.1",
+            "fec0::1",
+        ] {
+            assert_eq!(on(private), Err(IpRejection::Private(private.into())));
+        }
+    }
+
+    #[test]
     fn sixteen_bytes_round_trip_and_sort_as_the_rows_do() {
-        let ips =
-            ["::2", "8.8.8.8", "9.9.9.9", "2a00:1450:4001:80b::200e"].map(|t| on(t).unwrap().0);
+        let ips = [
+            "::808:808",
+            "8.8.8.8",
+            "9.9.9.9",
+            "2a00:1450:4001:80b::200e",
+        ]
+        .map(|t| on(t).unwrap().0);
         for ip in ips {
             assert_eq!(PublicIp::from_octets(ip.octets()), Some(ip));
         }
@@ -452,7 +471,7 @@ mod tests {
         );
         // A /64 whose first address is not public holds addresses that are not.
         assert_eq!(listed("2001:1::1", Net64), "2001:1::1");
-        assert_eq!(listed("::2", Net64), "::2");
+        assert_eq!(listed("::808:808", Net64), "::808:808");
         let ip = on(A6).unwrap().0;
         assert_eq!(
             Listed::keys(ip, Whole),

@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::domain::net::intervals::{clip, combine, union_of_sorted, Op};
+use crate::domain::net::intervals::{clip, combine, union_of_sorted, Intervals, Op};
 use crate::domain::net::range::Ipv4Range;
 
 /// An IPv4 address that parsed strictly and is globally reachable: what the
@@ -136,14 +136,19 @@ pub fn is_wholly_private(range: Ipv4Range) -> bool {
 /// Whether any address of `range` is not globally reachable: a holder's own
 /// allow-list range must be public throughout, as an address must be.
 pub fn holds_private(range: Ipv4Range) -> bool {
+    !clip(&not_global(), range.first(), range.last()).is_empty()
+}
+
+/// Every address that is not globally reachable, as intervals: also what the
+/// IPv6 forms that carry an IPv4 address hold that is not.
+pub fn not_global() -> Intervals {
     let mut blocks: Vec<(u32, u32)> = NOT_GLOBAL.iter().map(|b| (b.first(), b.last())).collect();
     blocks.sort_unstable();
     let exceptions: Vec<(u32, u32)> = GLOBAL_EXCEPTIONS
         .iter()
         .map(|&addr| (u32::from(addr), u32::from(addr)))
         .collect();
-    let not_global = combine(&union_of_sorted(blocks), &exceptions, Op::Minus);
-    !clip(&not_global, range.first(), range.last()).is_empty()
+    combine(&union_of_sorted(blocks), &exceptions, Op::Minus)
 }
 
 #[cfg(test)]

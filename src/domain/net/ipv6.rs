@@ -2,11 +2,11 @@
 //! rule from the IANA IPv6 Special-Purpose Address Registry.
 
 use std::fmt;
-use std::net::Ipv6Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::domain::net::intervals::{clip, combine, union_of_sorted, Op};
-use crate::domain::net::ipv4::parse_dotted;
-use crate::domain::net::range::Ipv6Range;
+use crate::domain::net::ipv4::{self, parse_dotted};
+use crate::domain::net::range::{Ipv4Range, Ipv6Range};
 
 /// A globally reachable IPv6 address that is not an IPv4-mapped one (those are
 /// the IPv4 addresses they map, and live as `PublicIpv4`).
@@ -25,8 +25,9 @@ impl PublicIpv6 {
 
     /// The /64 around this address, by its network address, when that is public
     /// too: then every address of the /64 is (the registry's blocks narrower than
-    /// /64, `::`, `::1`, `::ffff:0:0/96`, `64:ff9b::/96` and 2001:1::1 to ::3, lie
-    /// in /64s whose first address is not public, or are public themselves).
+    /// /64, `::`, `::1`, `::ffff:0:0/96`, `64:ff9b::/96` and 2001:1::1 to ::3, and
+    /// the forms that carry an IPv4 address, lie in /64s whose first address is
+    /// not public, or are public themselves).
     pub fn net64(self) -> Option<Self> {
         let network = u128::from(self.0) & !u128::from(u64::MAX);
         Self::from_addr(Ipv6Addr::from(network))
@@ -149,10 +150,12 @@ impl Block {
 
 /// Blocks of the IANA IPv6 Special-Purpose Address Registry (2025-10-09) whose
 /// "Globally Reachable" is False, those where it is N/A (Teredo, 6to4: they
-/// carry IPv4 traffic, and the IPv4 rules decide), and multicast `ff00::/8`.
-/// Teredo (`2001::/32`, N/A) lies inside `2001::/23`. IPv4-mapped addresses
-/// (`::ffff:0:0/96`) are listed for completeness: `PublicIp` makes them IPv4 first.
-const NOT_GLOBAL: [Block; 14] = [
+/// carry IPv4 traffic, and the IPv4 rules decide), multicast `ff00::/8`, and the
+/// deprecated site-local `fec0::/10` (RFC 3879: private addresses by another
+/// name, still routed inside some networks). Teredo (`2001::/32`, N/A) lies
+/// inside `2001::/23`. IPv4-mapped addresses (`::ffff:0:0/96`) are listed for
+/// completeness: `PublicIp` makes them IPv4 first.
+const NOT_GLOBAL: [Block; 15] = [
     Block::new([0, 0, 0, 0, 0, 0, 0, 0], 128),
     Block::new([0, 0, 0, 0, 0, 0, 0, 1], 128),
     Block::new([0, 0, 0, 0, 0, 0xffff, 0, 0], 96),
@@ -166,8 +169,30 @@ const NOT_GLOBAL: [Block; 14] = [
     Block::new([0x5f00, 0, 0, 0, 0, 0, 0, 0], 16),
     Block::new([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7),
     Block::new([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10),
+    Block::new([0xfec0, 0, 0, 0, 0, 0, 0, 0], 10),
     Block::new([0xff00, 0, 0, 0, 0, 0, 0, 0], 8),
 ];
+
+/// The /96s whose last 32 bits are an IPv4 address that a network on the way
+/// reaches the host by: NAT64's well-known prefix `64:ff9b::/96` (RFC 6052),
+/// the deprecated IPv4-compatible `::/96` (RFC 4291, 2.5.5.1) and the
+/// IPv4-translated `::ffff:0:0:0/96` (RFC 2765). An address there is public
+/// exactly when the IPv4 address it carries is (`64:ff9b::10.0.0.1` reaches
+/// 10.0.0.1), and otherwise stays the IPv6 address it is; `::` and `::1` lie in
+/// `::/96` and carry 0.0.0.0 and 0.0.0.1, which are not public either.
+const CARRYING_IPV4: [Block; 3] = [
+    Block::new([0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96),
+    Block::new([0, 0, 0, 0, 0, 0, 0, 0], 96),
+    Block::new([0, 0, 0, 0, 0xffff, 0, 0, 0], 96),
+];
+
+/// The IPv4 address `value` carries, if it lies in one of `CARRYING_IPV4`.
+fn carried_ipv4(value: u128) -> Option<Ipv4Addr> {
+    CARRYING_IPV4
+        .iter()
+        .any(|block| block.contains(value))
+        .then(|| Ipv4Addr::from(value as u32))
+}
 
 /// Inside `2001::/23`, the blocks the registry marks globally reachable.
 const GLOBAL_EXCEPTIONS: [Block; 7] = [
@@ -186,14 +211,25 @@ pub const IPV4_MAPPED: (u128, u128) = (0xffff << 32, (0xffff << 32) | 0xffff_fff
 
 pub fn is_globally_reachable(addr: Ipv6Addr) -> bool {
     let value = u128::from(addr);
+    if let Some(v4) = carried_ipv4(value) {
+        return ipv4::is_globally_reachable(v4);
+    }
     GLOBAL_EXCEPTIONS.iter().any(|block| block.contains(value))
         || !NOT_GLOBAL.iter().any(|block| block.contains(value))
 }
 
 /// Whether no address of `range` is globally reachable: one not-global block
-/// holds all of it and no exception lies in it (blocks nest or are disjoint).
+/// holds all of it and no exception lies in it (blocks nest or are disjoint);
+/// inside a /96 that carries IPv4 addresses, when none of those it carries is.
 pub fn is_wholly_private(range: Ipv6Range) -> bool {
     let (first, last) = (range.first(), range.last());
+    if CARRYING_IPV4
+        .iter()
+        .any(|block| block.contains(first) && block.contains(last))
+    {
+        let carried = Ipv4Range::from_parts(first as u32, range.prefix().saturating_sub(96));
+        return carried.is_some_and(ipv4::is_wholly_private);
+    }
     NOT_GLOBAL
         .iter()
         .any(|block| block.first <= first && last <= block.last())
@@ -217,6 +253,25 @@ pub fn holds_private(range: Ipv6Range) -> bool {
         &union_of_sorted(exceptions),
         Op::Minus,
     );
+    // Inside the /96s that carry IPv4 addresses, what the IPv4 rules say instead.
+    let mut carrying: Vec<(u128, u128)> = CARRYING_IPV4
+        .iter()
+        .map(|b| (b.first, b.last()))
+        .collect();
+    carrying.sort_unstable();
+    let v4_not_global = ipv4::not_global();
+    let mut carried: Vec<(u128, u128)> = CARRYING_IPV4
+        .iter()
+        .flat_map(|block| {
+            let base = block.first;
+            v4_not_global
+                .iter()
+                .map(move |&(low, high)| (base | u128::from(low), base | u128::from(high)))
+        })
+        .collect();
+    carried.sort_unstable();
+    let outside = combine(&not_global, &union_of_sorted(carrying), Op::Minus);
+    let not_global = combine(&outside, &union_of_sorted(carried), Op::Union);
     !clip(&not_global, range.first(), range.last()).is_empty()
 }
 
@@ -234,6 +289,11 @@ mod tests {
             "2001:2::/48",
             "::1",
             "ff02::/16",
+            "fec0::/10",
+            "64:ff9b::a00:0/104",
+            "::a00:0/104",
+            "::ffff:0:c0a8:0/112",
+            "64:ff9b::ffff:ffff",
         ] {
             assert!(private(text), "{text}");
         }
@@ -245,9 +305,33 @@ mod tests {
             "2a00:1450::/32",
             "::/0",
             "2001:db8::/31",
+            "64:ff9b::/96",
+            "64:ff9b::808:800/120",
+            "::/96",
         ] {
             assert!(!private(text), "{text}");
         }
+    }
+
+    #[test]
+    fn a_range_holds_private_addresses_where_the_ipv4_addresses_it_carries_do() {
+        let holds = |text: &str| holds_private(Ipv6Range::parse(text).unwrap());
+        for text in [
+            "64:ff9b::a00:0/120",
+            "64:ff9b::/96",
+            "::808:800/120",
+            "::/96",
+            "::ffff:0:0:0/96",
+            "fec0::/48",
+            "2a00:1450::/32",
+        ] {
+            let expected = !matches!(text, "::808:800/120" | "2a00:1450::/32");
+            assert_eq!(holds(text), expected, "{text}");
+        }
+        assert!(!holds("64:ff9b::808:800/120"));
+        assert!(!holds("::ffff:0:808:800/120"));
+        assert!(holds("64:ff9b::c000:0/120"), "192.0.0.0/24, but for two");
+        assert!(!holds("64:ff9b::c000:9/128"), "192.0.0.9 is public");
     }
 
     fn public(text: &str) -> bool {
@@ -333,6 +417,15 @@ mod tests {
         for private in [
             "::",
             "::1",
+            "::2",
+            "::10.0.0.1",
+            "::ffff:0:10.0.0.1",
+            "::ffff:0:0:0",
+            "64:ff9b::",
+            "64:ff9b::1",
+            "64:ff9b::10.0.0.1",
+            "64:ff9b::192.168.1.1",
+            "64:ff9b::255.255.255.255",
             "64:ff9b:1::",
             "64:ff9b:1:ffff:ffff:ffff:ffff:ffff",
             "100::",
@@ -356,14 +449,21 @@ mod tests {
             "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
             "fe80::",
             "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "fec0::",
+            "fec0::1",
+            "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
             "ff00::",
             "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
         ] {
             assert!(!public(private), "{private} should be private");
         }
         for global in [
-            "::2",
-            "64:ff9b::1",
+            "::8.8.8.8",
+            "::ffff:0:8.8.4.4",
+            "64:ff9b::8.8.8.8",
+            "64:ff9b::192.0.0.9",
+            "::1:0:0:1",
+            "64:ff9b::1:0:0:1",
             "64:ff9b:0:ffff:ffff:ffff:ffff:ffff",
             "64:ff9b:2::",
             "100:0:0:2::",
@@ -385,8 +485,6 @@ mod tests {
             "5f01::",
             "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
             "fe00::",
-            "fec0::",
-            "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
         ] {
             assert!(public(global), "{global} should be public");
         }
@@ -394,7 +492,7 @@ mod tests {
 
     /// The registry's rows as (block, globally reachable), written independently of
     /// `NOT_GLOBAL`: a longer block decides over the shorter one holding it.
-    const REFERENCE: [(&str, u32, bool); 25] = [
+    const REFERENCE: [(&str, u32, bool); 26] = [
         ("::", 128, false),
         ("::1", 128, false),
         ("::ffff:0:0", 96, false),
@@ -419,12 +517,23 @@ mod tests {
         ("5f00::", 16, false),
         ("fc00::", 7, false),
         ("fe80::", 10, false),
+        // Site-local, deprecated (RFC 3879): not in the registry, and private.
+        ("fec0::", 10, false),
         // Multicast: not in the registry, and never a challenge list's entry.
         ("ff00::", 8, false),
     ];
 
+    /// The /96s whose last 32 bits are an IPv4 address, which the IPv4 rule decides.
+    const REFERENCE_CARRYING: [&str; 3] = ["64:ff9b::", "::", "::ffff:0:0:0"];
+
     fn reference_is_global(addr: Ipv6Addr) -> bool {
         let value = u128::from(addr);
+        let carrying = REFERENCE_CARRYING
+            .iter()
+            .any(|prefix| value >> 32 == u128::from(prefix.parse::<Ipv6Addr>().unwrap()) >> 32);
+        if carrying {
+            return ipv4::is_globally_reachable(Ipv4Addr::from(value as u32));
+        }
         let mut decided: Option<(u32, bool)> = None;
         for (network, prefix, global) in REFERENCE {
             let mask = u128::MAX.checked_shl(128 - prefix).unwrap_or(0);

@@ -322,7 +322,7 @@ mod tests {
             ),
             (
                 Outcome::ListedGlobal(on("::ffff:8.8.8.8").unwrap()),
-                "[8.8.8.8] is on global greylist",
+                "[::ffff:8.8.8.8] is on global greylist",
             ),
         ];
         for (outcome, text) in table {
