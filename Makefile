@@ -137,7 +137,12 @@ $(NODE_TOOLS): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
+# What `wrangler deploy` uploads is what this leaves in build/ (its [build] command
+# runs it), and make trusts a build/ newer than the sources: so the check that no
+# test hook is in it runs every time, not only when the worker is built. A build/
+# the test build was copied or built into is refused here, before any deploy.
 build: $(WORKER)
+	@! grep -r -l -a -F '/__test/' $(dir $(WORKER)) || { echo "build: $(dir $(WORKER)) carries test hooks: remove it and build again"; exit 1; }
 
 build-test: $(TEST_WORKER)
 
