@@ -20,6 +20,7 @@ mod firewall_bouncer;
 mod global_lists;
 mod hardening;
 mod helpers;
+mod inputs;
 mod ipset_agent;
 mod ipv6;
 mod limits;
