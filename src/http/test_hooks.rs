@@ -1,9 +1,10 @@
 //! Hooks for the end-to-end tests, compiled only with the `test-hooks` feature
 //! (`build-test/`): set the service's clock, run a Durable Object's alarm now
 //! rather than when the runtime would, make the lists' writer fail its next
-//! save as a storage fault would, hand the writer a batch of promotions as a
-//! report shard would, and make the next notice of a revocation to a
-//! holder's object fail as an unreachable object would; and read what the
+//! save as a storage fault would, make the writer's sending of its audit rows
+//! to the directory fail as an unreachable directory would, hand the writer a
+//! batch of promotions as a report shard would, and make the next notice of a
+//! revocation to a holder's object fail as an unreachable object would; and read what the
 //! billable calls counted (`/__test/meter`, for `make bench`). The deployable
 //! build has none of this, and `make deploy-check` fails if its bundle names any
 //! of these paths.
@@ -19,7 +20,8 @@ use crate::objects::holder::protocol::{
 };
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{
-    FailNextSave, FailPublications, Promote, RunAlarm as RunListsAlarm, WriterMemory, WriterMeter,
+    FailForwards, FailNextSave, FailPublications, Promote, RunAlarm as RunListsAlarm, WriterMemory,
+    WriterMeter,
 };
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
@@ -30,6 +32,12 @@ use crate::platform::{clock, memory, meter};
 #[serde(rename_all = "camelCase")]
 struct SetClock {
     offset_ms: i64,
+}
+
+/// Whether the writer's audit rows fail to reach the directory from now on.
+#[derive(Deserialize)]
+struct Failing {
+    failing: bool,
 }
 
 pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
@@ -65,6 +73,15 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 .await
                 .map_err(hook)?;
             Response::ok("the next save fails")
+        }
+        (Method::Post, "/__test/lists/fail-forwards") => {
+            let Failing { failing } = req.json::<Failing>().await?;
+            writer(env)
+                .map_err(|e| e.to_string())?
+                .ask(FailForwards(failing))
+                .await
+                .map_err(hook)?;
+            Response::ok("the writer's audit rows reach the directory only once this is false")
         }
         (Method::Post, "/__test/lists/promote") => {
             let promote = req.json::<Promote>().await?;

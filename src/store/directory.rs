@@ -7,14 +7,16 @@ use serde::{Deserialize, Serialize};
 
 use super::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
 use crate::domain::access::audit::{
-    Action, AuditRow, Record, MAX_ROWS, REFUSALS_MERGED_SECONDS, RETENTION_DAYS,
+    Action, AuditRow, Forwarded, Record, MAX_ROWS, REFUSALS_MERGED_SECONDS, RETENTION_DAYS,
 };
 use crate::domain::access::operator::{folded, Actor, Role};
 use crate::domain::code::Coded;
 use crate::domain::time::{Millis, UnixTime};
 
-/// See `sql::migrate`.
-const MIGRATIONS: [&str; 1] = ["
+/// See `sql::migrate`. The second step keeps, for each object that sends the
+/// directory audit rows it kept with its changes, the number of the last one
+/// written (`audit::Forwarded`).
+const MIGRATIONS: [&str; 2] = ["
 CREATE TABLE licenses (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, label TEXT NOT NULL,
     folded TEXT NOT NULL, note TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER
@@ -32,6 +34,8 @@ CREATE TABLE audit (
 CREATE INDEX audit_by_time ON audit (at);
 CREATE INDEX audit_by_kind ON audit (refusal, n);
 CREATE TABLE takeover (id INTEGER PRIMARY KEY CHECK (id = 0), cursor TEXT, done INTEGER NOT NULL);
+", "
+CREATE TABLE forwarded (source TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 "];
 
 /// Licenses a search passes over at most in one call: a prefix that few labels
@@ -415,6 +419,28 @@ impl<S: Sql> Directory<S> {
         self.forget_before(at)
     }
 
+    /// Writes a row another object kept with its change, at the time of the
+    /// change, unless this or a later row of that object was written already:
+    /// `false` then. The object sends its rows in order and again until they are
+    /// taken, so each is written exactly once.
+    pub fn record_forwarded(&self, row: &Forwarded) -> Result<bool, SqlError> {
+        let written = self.sql.query(
+            "SELECT seq FROM forwarded WHERE source = ?1",
+            &[Value::text(row.from.as_str())],
+        )?;
+        let last = written.first().map(|last| last.int(0)).transpose()?;
+        if last.is_some_and(|last| row.seq <= last) {
+            return Ok(false);
+        }
+        self.record(&row.record, Millis(row.at))?;
+        self.sql.execute(
+            "INSERT INTO forwarded (source, seq) VALUES (?1, ?2)
+             ON CONFLICT (source) DO UPDATE SET seq = excluded.seq",
+            &[Value::text(row.from.as_str()), Value::int(row.seq)],
+        )?;
+        Ok(true)
+    }
+
     /// Lets go of the rows older than a year.
     fn forget_before(&self, now: Millis) -> Result<(), SqlError> {
         let year_ago = now.0.saturating_sub(RETENTION_DAYS * 86_400_000);
@@ -637,6 +663,61 @@ mod tests {
                 client: Some(client.into()),
             },
         }
+    }
+
+    fn forwarded(seq: u64, detail: &str) -> Forwarded {
+        let mut record = refusal("203.0.113.1");
+        record.action = Action::ListEdited;
+        record.target = "global list".into();
+        record.detail = detail.into();
+        Forwarded {
+            from: "lists".into(),
+            seq,
+            at: 5_000 + seq,
+            record,
+        }
+    }
+
+    #[test]
+    fn a_forwarded_row_is_written_once_at_its_changes_time_and_none_older_than_the_last() {
+        let directory = directory();
+        assert!(directory.record_forwarded(&forwarded(1, "one")).unwrap());
+        assert!(!directory.record_forwarded(&forwarded(1, "one")).unwrap());
+        assert!(directory.record_forwarded(&forwarded(3, "three")).unwrap());
+        assert!(
+            !directory.record_forwarded(&forwarded(2, "two")).unwrap(),
+            "sent in order, so an older one was written already"
+        );
+        let mut other = forwarded(1, "another object's");
+        other.from = "elsewhere".into();
+        assert!(directory.record_forwarded(&other).unwrap());
+        let (rows, _) = directory.audit(None, 10, Millis(10_000)).unwrap();
+        let written: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|row| (row.detail.as_str(), row.at.as_str()))
+            .collect();
+        let at = |ms: u64| Millis(ms).unix().to_rfc3339();
+        assert_eq!(
+            written,
+            [
+                ("another object's", at(5_001).as_str()),
+                ("three", at(5_003).as_str()),
+                ("one", at(5_001).as_str()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_directory_from_the_step_before_takes_forwarded_rows_after_its_upgrade() {
+        let directory = Directory::new(NativeSql::new());
+        crate::store::sql::migrate(&directory.sql, &MIGRATIONS[..1]).unwrap();
+        directory
+            .add_license(&id(1), ("Acme", ""), UnixTime(1), None)
+            .unwrap();
+        directory.migrate().unwrap();
+        assert_eq!(directory.license(&id(1)).unwrap().unwrap().label, "Acme");
+        assert!(directory.record_forwarded(&forwarded(1, "one")).unwrap());
+        assert!(!directory.record_forwarded(&forwarded(1, "one")).unwrap());
     }
 
     #[test]

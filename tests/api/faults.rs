@@ -1,5 +1,6 @@
-//! Server-side faults: a killed server loses no answered write, and a broken
-//! dependency answers a clear 5xx that is logged, never a panic.
+//! Server-side faults: a killed server loses no answered write, a broken
+//! dependency answers a clear 5xx that is logged, never a panic, and a list
+//! change made while the directory fails gets its audit row once it answers.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -281,5 +282,76 @@ fn a_change_saved_but_not_published_is_published_by_the_alarm_after_a_restart() 
         "[9.9.8.2] is on global greylist",
         "published by the alarm"
     );
+    server.kill();
+}
+
+/// The operator's changes of the lists in the audit log, oldest first: action,
+/// target and detail.
+fn list_changes(server: &Server) -> Vec<(String, String, String)> {
+    let resp = server.admin("GET", "/admin/audit?limit=100", None);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let rows = resp.json()["entries"].as_array().unwrap().clone();
+    rows.iter()
+        .rev()
+        .filter(|row| row["action"].as_str().unwrap().starts_with("list."))
+        .map(|row| {
+            let text = |field: &str| row[field].as_str().unwrap().to_owned();
+            (text("action"), text("target"), text("detail"))
+        })
+        .collect()
+}
+
+fn lists_hook(server: &Server, path: &str, body: serde_json::Value) {
+    let resp = send(
+        "POST",
+        &format!("{}/__test/lists/{path}", server.base),
+        &[],
+        Some(body.to_string().as_bytes()),
+    );
+    assert_eq!(resp.status, 200, "{path}: {}", resp.body);
+}
+
+#[test]
+fn a_list_change_made_while_the_directory_fails_has_its_audit_row_once_it_answers_again() {
+    let server = Server::own(&[]);
+    lists_hook(&server, "fail-forwards", json!({ "failing": true }));
+    assert_eq!(
+        server.edit_global_list(&["9.9.7.1"], &[]).json(),
+        json!({ "added": 1, "removed": 0 }),
+        "the change is made, and answered"
+    );
+    let replaced = server.replace_list("allow-list", "9.9.6.0/24\n");
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
+    let version = replaced.json()["version"].as_str().unwrap().to_owned();
+    assert!(list_changes(&server).is_empty(), "the directory took no row yet");
+    lists_hook(&server, "alarm", json!({}));
+    assert!(list_changes(&server).is_empty(), "nor while it keeps failing");
+
+    lists_hook(&server, "fail-forwards", json!({ "failing": false }));
+    lists_hook(&server, "alarm", json!({}));
+    let row = |action: &str, target: &str, detail: &str| {
+        (action.to_owned(), target.to_owned(), detail.to_owned())
+    };
+    let both = [
+        row("list.edited", "global list", "added 1, removed 0"),
+        row(
+            "list.replaced",
+            "allow list",
+            &format!("1 entries, added 1, removed 0, version {version}"),
+        ),
+    ];
+    assert_eq!(list_changes(&server), both, "each change has its row, once");
+    lists_hook(&server, "alarm", json!({}));
+    assert_eq!(list_changes(&server), both, "and never twice");
+
+    // A row the writer kept is sent by the instance after a restart.
+    lists_hook(&server, "fail-forwards", json!({ "failing": true }));
+    assert_eq!(server.edit_global_list(&[], &["9.9.7.1"]).status, 200);
+    server.kill();
+    let server = server.restart_from();
+    lists_hook(&server, "alarm", json!({}));
+    let mut all = both.to_vec();
+    all.push(row("list.edited", "global list", "added 0, removed 1"));
+    assert_eq!(list_changes(&server), all);
     server.kill();
 }

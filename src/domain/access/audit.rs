@@ -80,6 +80,27 @@ pub struct Record {
     pub by: Stamp,
 }
 
+/// An audit row another object wrote in its own storage, in the same write as
+/// the change it records (two objects share no transaction), and sends to the
+/// directory until the directory has it: numbered by that object in the order
+/// its changes were made, so that the directory writes each once, however
+/// often it is sent, and never one older than the last it wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Forwarded {
+    /// The object that numbered it (`lists`, the lists' writer).
+    pub from: String,
+    pub seq: u64,
+    /// When the change was made, in milliseconds since the epoch.
+    pub at: u64,
+    pub record: Record,
+}
+
+/// Rows the lists' writer sends the directory in one call, at most.
+pub const FORWARDED_AT_ONCE: usize = 50;
+/// How long a writer waits before it sends its rows again, after the
+/// directory failed to take them.
+pub const FORWARD_RETRY_SECONDS: u64 = 10;
+
 /// One row as the log answers it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,15 +1,15 @@
 //! The operator API's lists under `/admin/`: the global list, the allow list, and
 //! the service's status. Every handler here runs only after `auth::caller::operator`
-//! has passed for its route; each change is recorded in the audit log once made.
+//! has passed for its route; the lists' writer keeps each change's audit row with
+//! the change and sends it to the directory (`object/audit.rs` of the writer).
 
 use std::collections::BTreeMap;
 
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
 
-use worker::{Env, Request, Response};
+use worker::{Request, Response};
 
-use crate::domain::access::audit::{Action, Record};
 use crate::domain::code::Coded;
 use crate::domain::net::address::Listed;
 use crate::domain::network::consensus::shard_of;
@@ -65,6 +65,7 @@ pub async fn edit_list(
             edit,
             ipv6,
             by,
+            stamp: Some(operator.stamp()),
         })
         .await?;
     let mut by_shard: BTreeMap<u32, Vec<Listed>> = BTreeMap::new();
@@ -77,34 +78,7 @@ pub async fn edit_list(
             .await
             .map_err(shard_fault)?;
     }
-    let dismissed = match edited.promoted_removed.unwrap_or(0) {
-        0 => String::new(),
-        count => format!(", promoted entries removed {count}"),
-    };
-    let (added, removed) = (edited.added, edited.removed);
-    if added + removed > 0 || !dismissed.is_empty() {
-        let detail = format!("added {added}, removed {removed}{dismissed}");
-        record(env, &operator, (Action::ListEdited, kind), detail).await?;
-    }
     Reply::json(200, &edited)
-}
-
-/// Records a change of a list in the audit log, once it is made.
-async fn record(
-    env: &Env,
-    operator: &Operator,
-    (action, kind): (Action, ListKind),
-    detail: String,
-) -> Result<(), ApiError> {
-    directory(env)?
-        .ask(Record {
-            action,
-            target: format!("{} list", kind.code()),
-            detail,
-            by: operator.stamp(),
-        })
-        .await?;
-    Ok(())
 }
 
 /// What a replacement answers.
@@ -136,16 +110,12 @@ pub async fn replace_list(
                 gzip,
                 ipv6,
                 by,
+                stamp: Some(operator.stamp()),
             },
             req.inner().body(),
         )
         .await?;
     let (added, removed) = (replaced.changes.added, replaced.changes.removed);
-    let detail = format!(
-        "{} entries, added {added}, removed {removed}, version {}",
-        replaced.entries, replaced.version
-    );
-    record(env, &operator, (Action::ListReplaced, kind), detail).await?;
     Reply::json(
         200,
         &Replacement {

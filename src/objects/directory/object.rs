@@ -11,9 +11,9 @@ use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlS
 use super::protocol::{
     Audit, AuditPage, Authenticate, Count, CreateKey, CreateLicense, DirectoryCall,
     DirectoryProtocol, DirectoryRefusal, Keys, License, LicensePage, Licenses, MarkAllowList,
-    NewKey, NewLicense, Relabel, RevokeKey, RevokeLicense,
+    NewKey, NewLicense, RecordForwarded, Relabel, RevokeKey, RevokeLicense,
 };
-use crate::domain::access::audit::{Action, Record, Stamp};
+use crate::domain::access::audit::{Action, Forwarded, Record, Stamp};
 use crate::domain::access::license::key_digest;
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::NewOperatorKey;
@@ -77,6 +77,9 @@ impl DurableObject for OperatorDirectory {
             DirectoryCall::Keys(Keys) => Keys::reply(self.files().keys().map_err(Failure::from)),
             DirectoryCall::RevokeKey(call) => RevokeKey::reply(self.revoke_key(call)),
             DirectoryCall::Record(record) => Record::reply(self.record(&record)),
+            DirectoryCall::RecordForwarded(RecordForwarded(rows)) => {
+                RecordForwarded::reply(self.record_forwarded(&rows))
+            }
             DirectoryCall::Audit(Audit { before, limit }) => Audit::reply(
                 self.files()
                     .audit(before, limit, clock::now())
@@ -105,6 +108,16 @@ impl OperatorDirectory {
 
     fn record(&self, record: &Record) -> Answered<()> {
         Ok(self.files().record(record, clock::now())?)
+    }
+
+    /// Rows the lists' writer kept with its changes, each written once, at the
+    /// time of its change, in the one stretch without an await this call is.
+    fn record_forwarded(&self, rows: &[Forwarded]) -> Answered<()> {
+        let files = self.files();
+        for row in rows {
+            files.record_forwarded(row)?;
+        }
+        Ok(())
     }
 
     /// Files the licenses KV held before this object, a page a call to KV, each

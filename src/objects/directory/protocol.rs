@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::access::audit::{AuditRow, Record, Stamp};
+use crate::domain::access::audit::{AuditRow, Forwarded, Record, Stamp};
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::{Access, Actor, Denied, Role};
 use crate::objects::calls;
@@ -30,6 +30,7 @@ calls!(DirectoryProtocol => DirectoryCall {
     Keys => Vec<KeyRow>,
     RevokeKey => (),
     Record => (),
+    RecordForwarded => (),
     Audit => AuditPage,
 });
 
@@ -143,6 +144,11 @@ pub struct RevokeKey {
     pub id: String,
     pub by: Stamp,
 }
+
+/// Audit rows another object kept with its changes, oldest first: each written
+/// once, however often it is sent (`Forwarded`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RecordForwarded(pub Vec<Forwarded>);
 
 /// A page of the audit log, newest first, before row `before`.
 #[derive(Debug, Serialize, Deserialize)]

@@ -35,6 +35,7 @@ use crate::store::operator_lists::tables::{ListTables, StoredPublication};
 use crate::store::sql::{DurableSql, SqlError, Transactional};
 use crate::store::{for_each_key, StoreError};
 
+mod audit;
 mod export;
 mod import;
 mod promotion;
@@ -111,6 +112,13 @@ pub struct OperatorLists {
     /// The test build's way to make every publication of this instance fail after
     /// its shards, before its manifest, as KV failing half way would until a restart.
     failing_publications: Cell<bool>,
+    /// Whether a call is sending the audit rows kept to the directory: one at a
+    /// time, so that the directory meets them in order (`object/audit.rs`).
+    forwarding: Cell<bool>,
+    /// When to send the audit rows kept again, after the directory failed to take them.
+    audit_retry_at: Cell<Option<u64>>,
+    /// The test build's way to make sending them fail, as an unreachable directory would.
+    failing_forwards: Cell<bool>,
 }
 
 impl DurableObject for OperatorLists {
@@ -125,6 +133,9 @@ impl DurableObject for OperatorLists {
             exports: Rc::new(Cell::new(0)),
             fail_next_save: Cell::new(false),
             failing_publications: Cell::new(false),
+            forwarding: Cell::new(false),
+            audit_retry_at: Cell::new(None),
+            failing_forwards: Cell::new(false),
         }
     }
 
@@ -152,16 +163,21 @@ impl DurableObject for OperatorLists {
                 edit,
                 ipv6,
                 by,
+                stamp,
             }) => {
-                let edited = self.edit(kind, edit, (ipv6, by.as_deref())).await;
-                Edit::reply(match edited {
+                let edited = self
+                    .edit(kind, edit, (ipv6, by.as_deref(), stamp.as_ref()))
+                    .await;
+                let answer = match edited {
                     Ok((edited, change)) => self
                         .publish_including(kind, change)
                         .await
                         .map(|_| edited)
                         .map_err(Failure::from),
                     Err(failure) => Err(failure),
-                })
+                };
+                self.forward_audit_now().await;
+                Edit::reply(answer)
             }
             // Answered once saved: the alarm publishes it, as the writer's spacing allows.
             ListsCall::Promote(promote) => Promote::reply(self.promote(promote).await),
@@ -170,10 +186,13 @@ impl DurableObject for OperatorLists {
                 gzip,
                 ipv6,
                 by,
-            }) => Replace::reply(
-                self.replace(kind, req.inner().body(), gzip, (ipv6, by.as_deref()))
-                    .await,
-            ),
+                stamp,
+            }) => {
+                let who = (ipv6, by.as_deref(), stamp.as_ref());
+                let replaced = self.replace(kind, req.inner().body(), gzip, who).await;
+                self.forward_audit_now().await;
+                Replace::reply(replaced)
+            }
             ListsCall::WhyListed(WhyListed(ip)) => WhyListed::reply(self.why_listed(ip)),
             ListsCall::Export(Export {
                 kind,
@@ -219,13 +238,21 @@ impl DurableObject for OperatorLists {
                 self.failing_publications.set(true);
                 super::protocol::FailPublications::reply(Ok(()))
             }
+            #[cfg(feature = "test-hooks")]
+            ListsCall::FailForwards(super::protocol::FailForwards(failing)) => {
+                self.failing_forwards.set(failing);
+                super::protocol::FailForwards::reply(Ok(()))
+            }
         }
     }
 
     /// Publishes every saved change no publication includes yet: set whenever a
-    /// change is saved, so none is left behind by a failure or a restart.
+    /// change is saved, so none is left behind by a failure or a restart. Sends
+    /// the audit rows the directory does not have yet, first: they wait on no
+    /// publication.
     async fn alarm(&self) -> Result<Response> {
         self.start().await?;
+        self.forward_audit().await?;
         for &kind in ListKind::ALL {
             let saved = self.with_list(kind, |list| list.stored.publication.saved);
             self.publish_including(kind, saved).await?;
@@ -325,15 +352,21 @@ impl OperatorLists {
         }
         self.last_edit.set(last_edit);
         *self.lists.borrow_mut() = Some(lists);
+        // Audit rows an instance before this one kept and did not get to send.
+        if !tables.audit_kept(1).map_err(fault)?.is_empty() {
+            self.audit_retry_at.set(Some(clock::now().0));
+        }
         self.schedule().await
     }
 
-    /// Sets the alarm for the earliest publication any list waits for.
+    /// Sets the alarm for the earliest publication any list waits for, or the
+    /// next try at sending the audit rows kept, whichever comes first.
     async fn schedule(&self) -> Result<()> {
         let now = clock::now().0;
         let due = ListKind::ALL
             .iter()
             .filter_map(|&kind| self.with_list(kind, |list| list.stored.publication.alarm_at(now)))
+            .chain(self.audit_retry_at.get())
             .min();
         if let Some(due) = due {
             self.state

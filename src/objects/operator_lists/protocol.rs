@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::access::audit::Stamp;
 use crate::domain::net::address::Ipv6;
 use crate::domain::operator_lists::list::{Changes, EditRequest, EntrySource, ListEntry, ListKind};
 use crate::domain::operator_lists::snapshot::Manifest;
@@ -28,6 +29,8 @@ calls!(ListsProtocol => ListsCall {
     FailNextSave => (),
     #[cfg(feature = "test-hooks")]
     FailPublications => (),
+    #[cfg(feature = "test-hooks")]
+    FailForwards => (),
     #[cfg(feature = "test-hooks")]
     WriterMemory => u64,
     #[cfg(feature = "test-hooks")]
@@ -62,6 +65,11 @@ pub struct Edit {
     /// The acting operator key's name, kept with the change.
     #[serde(default)]
     pub by: Option<String>,
+    /// Who acted and from where: the writer keeps the change's audit row with
+    /// it, in the same transaction, and sends it to the directory. None from a
+    /// Worker that writes the row itself, as one from before did.
+    #[serde(default)]
+    pub stamp: Option<Stamp>,
 }
 
 /// What an edit changed of the operator's own entries, and how many promoted
@@ -115,6 +123,9 @@ pub struct Replace {
     /// The acting operator key's name, kept with the change.
     #[serde(default)]
     pub by: Option<String>,
+    /// Who acted and from where, for the change's audit row, as `Edit::stamp`.
+    #[serde(default)]
+    pub stamp: Option<Stamp>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,6 +213,12 @@ pub struct FailNextSave;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct FailPublications;
+
+/// Makes every call that sends the writer's audit rows to the directory fail, as
+/// an unreachable directory would, or no longer (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FailForwards(pub bool);
 
 /// The writer's WebAssembly linear memory, in bytes: the high-water mark of what
 /// its Rust side ever held at once (test build only).

@@ -3,6 +3,7 @@
 //! versions it published when, and the versions whose shards wait to be deleted
 //! from KV.
 
+use crate::domain::access::audit::{Action, Forwarded, Record, Stamp};
 use crate::domain::code::Coded;
 use crate::domain::operator_lists::delta::Piece;
 use crate::domain::operator_lists::list::{ListEntries, ListKind};
@@ -12,6 +13,9 @@ use crate::store::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
 
 /// Bytes of a piece of changes in one stored row.
 const ROW_PIECE_BYTES: usize = 1 << 20;
+
+/// What the directory knows this writer's audit rows by (`Forwarded::from`).
+const FORWARDED_FROM: &str = "lists";
 
 /// See `sql::migrate`. The first step is the schema objects had before it was
 /// versioned; the second replaces the `dirty` flag by counts of changes saved and
@@ -23,7 +27,7 @@ const ROW_PIECE_BYTES: usize = 1 << 20;
 /// that made them, the runs of imports under way, the shards the publications
 /// built, and the last edit each published version includes; the whole lists of
 /// the `entries` table are taken over into chunks by the writer when it loads.
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 8] = [
     "
     CREATE TABLE IF NOT EXISTS lists (
         kind TEXT PRIMARY KEY, version INTEGER NOT NULL, published_at INTEGER NOT NULL,
@@ -89,6 +93,15 @@ const MIGRATIONS: [&str; 7] = [
     // How many of a chunk's entries the holders' reports promoted (`chunk::PROMOTED`):
     // none before, every entry of the lists then being the operator's.
     "ALTER TABLE chunks ADD COLUMN promoted INTEGER NOT NULL DEFAULT 0;",
+    // Each change's audit row, written in the change's transaction and kept until
+    // the directory has it (`audit::Forwarded`): numbered in the order the rows
+    // were written and never again, so the directory writes each once.
+    "
+    CREATE TABLE audit_kept (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, edit INTEGER NOT NULL, at INTEGER NOT NULL,
+        action TEXT NOT NULL, target TEXT NOT NULL, detail TEXT NOT NULL,
+        actor TEXT, actor_key TEXT, client TEXT
+    );",
 ];
 
 /// A list's publication as stored: its state, and what its published version is.
@@ -125,6 +138,74 @@ impl<S: Sql> ListTables<S> {
 
     pub fn migrate(&self) -> Result<(), SqlError> {
         crate::store::sql::migrate(&self.sql, &MIGRATIONS)
+    }
+
+    /// Keeps the audit row of change `edit`, made at `at_ms`, until the directory
+    /// has it: called in the change's own transaction.
+    pub fn keep_audit(&self, edit: u64, at_ms: u64, record: &Record) -> Result<(), SqlError> {
+        self.sql.execute(
+            "INSERT INTO audit_kept (edit, at, action, target, detail, actor, actor_key, client)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            &[
+                Value::int(edit),
+                Value::int(at_ms),
+                Value::text(record.action.code()),
+                Value::text(record.target.as_str()),
+                Value::text(record.detail.as_str()),
+                Value::opt_text(record.by.actor.as_deref()),
+                Value::opt_text(record.by.key.as_deref()),
+                Value::opt_text(record.by.client.as_deref()),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Says more of change `edit` in its audit row, while the row is still kept
+    /// (an import's version, known once published).
+    pub fn tell_audit(&self, edit: u64, detail: &str) -> Result<(), SqlError> {
+        self.sql.execute(
+            "UPDATE audit_kept SET detail = ?2 WHERE edit = ?1",
+            &[Value::int(edit), Value::text(detail)],
+        )?;
+        Ok(())
+    }
+
+    /// The oldest `limit` audit rows the directory does not have yet, in order.
+    pub fn audit_kept(&self, limit: usize) -> Result<Vec<Forwarded>, SqlError> {
+        let rows = self.sql.query(
+            "SELECT seq, at, action, target, detail, actor, actor_key, client FROM audit_kept
+             ORDER BY seq LIMIT ?1",
+            &[Value::int(limit as u64)],
+        )?;
+        rows.iter()
+            .map(|row| {
+                let code = row.text(2)?;
+                let action = Action::from_code(&code)
+                    .ok_or_else(|| SqlError(format!("an audit row of action {code:?}")))?;
+                Ok(Forwarded {
+                    from: FORWARDED_FROM.to_owned(),
+                    seq: row.int(0)?,
+                    at: row.int(1)?,
+                    record: Record {
+                        action,
+                        target: row.text(3)?,
+                        detail: row.text(4)?,
+                        by: Stamp {
+                            actor: row.opt_text(5)?,
+                            key: row.opt_text(6)?,
+                            client: row.opt_text(7)?,
+                        },
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// Lets go of the audit rows up to `seq`, which the directory has.
+    pub fn audit_forwarded(&self, seq: u64) -> Result<(), SqlError> {
+        self.sql
+            .execute("DELETE FROM audit_kept WHERE seq <= ?1", &[Value::int(seq)])?;
+        Ok(())
     }
 
     /// Every list stored, with its publication.
@@ -405,6 +486,64 @@ mod tests {
         let tables = ListTables::new(NativeSql::new());
         tables.migrate().unwrap();
         tables
+    }
+
+    fn audit_row(detail: &str) -> Record {
+        Record {
+            action: Action::ListEdited,
+            target: "global list".to_owned(),
+            detail: detail.to_owned(),
+            by: Stamp {
+                actor: Some("deputy".to_owned()),
+                key: Some("key_0123456789abcdef".to_owned()),
+                client: Some("192.0.2.1".to_owned()),
+            },
+        }
+    }
+
+    #[test]
+    fn an_audit_row_is_kept_until_the_directory_has_it_and_never_numbered_twice() {
+        let tables = tables();
+        let keep = |edit, at, detail| tables.keep_audit(edit, at, &audit_row(detail)).unwrap();
+        keep(7, 1_000, "added 1, removed 0");
+        keep(9, 2_000, "1 entries");
+        tables.tell_audit(9, "1 entries, version 4").unwrap();
+        let kept = tables.audit_kept(10).unwrap();
+        assert_eq!(
+            kept.iter()
+                .map(|row| (row.seq, row.at, row.record.detail.as_str()))
+                .collect::<Vec<_>>(),
+            [
+                (1, 1_000, "added 1, removed 0"),
+                (2, 2_000, "1 entries, version 4"),
+            ]
+        );
+        assert_eq!(kept[0].record, audit_row("added 1, removed 0"));
+        assert_eq!(kept[0].from, "lists");
+        assert_eq!(tables.audit_kept(1).unwrap().len(), 1, "the oldest first");
+        tables.audit_forwarded(2).unwrap();
+        assert!(tables.audit_kept(10).unwrap().is_empty());
+        // The directory keeps the last number it wrote: a new row never reuses one.
+        keep(10, 3_000, "added 2, removed 0");
+        assert_eq!(tables.audit_kept(10).unwrap()[0].seq, 3);
+    }
+
+    #[test]
+    fn a_writer_from_the_step_before_takes_audit_rows_after_its_upgrade() {
+        let sql = NativeSql::new();
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..7]).unwrap();
+        sql.execute(
+            "INSERT INTO edits (id, kind, at, source, added, removed, entries, by_actor)
+             VALUES (5, 'global', 1000, 'edit', 1, 0, 1, 'deputy')",
+            &[],
+        )
+        .unwrap();
+        let tables = ListTables::new(sql);
+        tables.migrate().unwrap();
+        assert_eq!(tables.last_edit().unwrap(), 5, "the edits made before stay");
+        assert!(tables.audit_kept(10).unwrap().is_empty());
+        tables.keep_audit(6, 2_000, &audit_row("x")).unwrap();
+        assert_eq!(tables.audit_kept(10).unwrap()[0].record.detail, "x");
     }
 
     #[test]

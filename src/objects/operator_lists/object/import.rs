@@ -8,6 +8,8 @@
 use worker::console_error;
 
 use super::{Answered, Chunks, OperatorLists};
+use crate::domain::access::audit::{Action, Record, Stamp};
+use crate::domain::code::Coded;
 use crate::domain::net::address::Ipv6;
 use crate::domain::operator_lists::list::{
     Changes, EditRequest, Entries, Import, ListKind, ParsedEdit, MAX_IMPORT_BYTES,
@@ -59,6 +61,25 @@ pub(super) enum Way {
     Promote,
 }
 
+/// Who made a change, as the writer is told: whether IPv6 entries are taken, the
+/// acting key's name (kept with the change), and who acted from where (its audit row).
+pub(super) type Who<'a> = (Ipv6, Option<&'a str>, Option<&'a Stamp>);
+
+/// A change's audit row, when the caller said who acted.
+fn audit_row(
+    kind: ListKind,
+    action: Action,
+    detail: String,
+    stamp: Option<&Stamp>,
+) -> Option<Record> {
+    stamp.map(|by| Record {
+        action,
+        target: format!("{} list", kind.code()),
+        detail,
+        by: by.clone(),
+    })
+}
+
 /// Applies a change of both families, numbered `id`, to the chunks it falls in:
 /// what changed, and the list's chunks after it.
 pub(super) fn change_chunks(
@@ -86,25 +107,25 @@ pub(super) fn change_chunks(
 }
 
 impl OperatorLists {
-    /// Within the transaction that wrote a change to the list's chunks: records it
-    /// and counts it saved. Answers the publication state to install once committed.
+    /// Within the transaction that wrote a change to the list's chunks: records it,
+    /// keeps its audit row if it has one (sent to the directory once committed:
+    /// `object/audit.rs`), and counts it saved. Answers the publication state to
+    /// install once committed.
     pub(super) fn count_change(
         &self,
         kind: ListKind,
         (id, source, changes): (u64, Source, Changes),
-        by: Option<&str>,
+        (by, audit): (Option<&str>, Option<&Record>),
         chunks: &Chunks,
     ) -> std::result::Result<StoredPublication, SqlError> {
         let tables = self.tables();
         let mut stored = self.with_list(kind, |list| list.stored.clone());
         stored.publication.saved_one();
-        tables.record_edit(
-            id,
-            kind,
-            (clock::now().0, by),
-            (source, changes),
-            chunks.entries(),
-        )?;
+        let at = clock::now().0;
+        tables.record_edit(id, kind, (at, by), (source, changes), chunks.entries())?;
+        if let Some(record) = audit {
+            tables.keep_audit(id, at, record)?;
+        }
         tables.save_publication(kind, &stored)?;
         self.injected_fault()?;
         Ok(stored)
@@ -141,7 +162,7 @@ impl OperatorLists {
         &self,
         kind: ListKind,
         edit: EditRequest,
-        (ipv6, by): (Ipv6, Option<&str>),
+        (ipv6, by, stamp): Who<'_>,
     ) -> Answered<(Edited, u64)> {
         let ParsedEdit {
             add,
@@ -194,7 +215,21 @@ impl OperatorLists {
             if total == Changes::default() {
                 return Ok((edited, None));
             }
-            let stored = self.count_change(kind, (id, Source::Edit, total), by, &chunks)?;
+            let dismissed = match dismissed.removed {
+                0 => String::new(),
+                count => format!(", promoted entries removed {count}"),
+            };
+            let detail = format!(
+                "added {}, removed {}{dismissed}",
+                changes.added, changes.removed
+            );
+            let audit = audit_row(kind, Action::ListEdited, detail, stamp);
+            let stored = self.count_change(
+                kind,
+                (id, Source::Edit, total),
+                (by, audit.as_ref()),
+                &chunks,
+            )?;
             Ok((edited, Some((chunks, stored))))
         });
         match self.or_reload(edited)? {
@@ -213,7 +248,7 @@ impl OperatorLists {
         kind: ListKind,
         body: Option<worker::web_sys::ReadableStream>,
         gzip: bool,
-        (ipv6, by): (Ipv6, Option<&str>),
+        (ipv6, by, stamp): Who<'_>,
     ) -> Answered<Replaced> {
         let import = self.next_edit();
         let staged = self.stage(kind, import, (body, gzip), ipv6).await;
@@ -225,7 +260,13 @@ impl OperatorLists {
                 return Err(failure);
             }
         };
-        let change = if changes == Changes::default() {
+        let detail = format!(
+            "{count} entries, added {}, removed {}",
+            changes.added, changes.removed
+        );
+        let audit = audit_row(kind, Action::ListReplaced, detail.clone(), stamp);
+        let changed = changes != Changes::default();
+        let change = if !changed {
             self.or_reload(tables.drop_import(import))?;
             self.with_list(kind, |list| list.stored.publication.saved)
         } else {
@@ -234,8 +275,12 @@ impl OperatorLists {
             let swapped = self.sql.atomically(|| {
                 tables.swap_in(kind, import, rev)?;
                 let chunks = Chunks::read(&tables, kind)?;
-                let stored =
-                    self.count_change(kind, (import, Source::Import, changes), by, &chunks)?;
+                let stored = self.count_change(
+                    kind,
+                    (import, Source::Import, changes),
+                    (by, audit.as_ref()),
+                    &chunks,
+                )?;
                 Ok((chunks, stored))
             });
             if swapped.is_err() {
@@ -246,6 +291,19 @@ impl OperatorLists {
             self.install(kind, chunks, stored).await?
         };
         let version = self.publish_including(kind, change).await?;
+        // The row says the version too, once there is one: a change's row was kept
+        // with it and only says more; an import that changed nothing has no
+        // change to be kept with, and its row is written now.
+        if let Some(mut record) = audit {
+            let detail = format!("{detail}, version {version}");
+            let kept = if changed {
+                tables.tell_audit(import, &detail)
+            } else {
+                record.detail = detail;
+                tables.keep_audit(import, clock::now().0, &record)
+            };
+            self.or_reload(kept)?;
+        }
         Ok(Replaced {
             entries: count,
             changes,

@@ -105,7 +105,8 @@ impl OperatorLists {
             if changes == Changes::default() {
                 return Ok((changes, None));
             }
-            let stored = self.count_change(kind, (id, Source::Promoted, changes), None, &chunks)?;
+            let stored =
+                self.count_change(kind, (id, Source::Promoted, changes), (None, None), &chunks)?;
             Ok((changes, Some((chunks, stored))))
         });
         let (changes, made) = self.or_reload(saved)?;
