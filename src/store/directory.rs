@@ -9,7 +9,7 @@ use super::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
 use crate::domain::access::audit::{
     Action, AuditRow, Forwarded, Record, MAX_ROWS, REFUSALS_MERGED_SECONDS, RETENTION_DAYS,
 };
-use crate::domain::access::operator::{folded, Actor, Role};
+use crate::domain::access::operator::{folded, Actor, KnownKey, KnownKeys, Role, MAX_REVOKED_KNOWN};
 use crate::domain::code::Coded;
 use crate::domain::time::{Millis, UnixTime};
 
@@ -362,6 +362,33 @@ impl<S: Sql> Directory<S> {
         rows.iter().map(key_of).collect()
     }
 
+    /// The keys every isolate checks (`KnownKeys`, published in KV): each
+    /// standing key, and the `MAX_REVOKED_KNOWN` revoked last, so that their
+    /// refusals are recorded under their names.
+    pub fn known_keys(&self) -> Result<KnownKeys, SqlError> {
+        let rows = self.sql.query(
+            "SELECT digest, id, name, role, revoked_at IS NOT NULL FROM operator_keys
+             WHERE revoked_at IS NULL OR id IN (
+                SELECT id FROM operator_keys WHERE revoked_at IS NOT NULL
+                ORDER BY revoked_at DESC LIMIT ?1
+             )",
+            &[Value::int(MAX_REVOKED_KNOWN)],
+        )?;
+        let mut known = KnownKeys::default();
+        for row in &rows {
+            let role = row.text(3)?;
+            let key = KnownKey {
+                id: row.text(1)?,
+                name: row.text(2)?,
+                role: Role::from_code(&role)
+                    .ok_or_else(|| SqlError(format!("an operator key of role {role:?}")))?,
+                revoked: row.int(4)? == 1,
+            };
+            known.keys.insert(row.text(0)?, key);
+        }
+        Ok(known)
+    }
+
     /// Revokes a key; its name, or `None` when no standing key has this id.
     pub fn revoke_key(&self, id: &str, at: UnixTime) -> Result<Option<String>, SqlError> {
         let rows = self.sql.query(
@@ -377,10 +404,15 @@ impl<S: Sql> Directory<S> {
     /// row numbered `n` within its kind). A refusal of the call the last refusal
     /// was recorded for, from the same address within a minute, counts on its row.
     pub fn record(&self, record: &Record, at: Millis) -> Result<(), SqlError> {
+        self.record_counted(record, at, 1)
+    }
+
+    /// `record`, for what happened `count` times (the refusals an isolate counted).
+    pub fn record_counted(&self, record: &Record, at: Millis, count: u64) -> Result<(), SqlError> {
         let refusal = u64::from(record.action == Action::Refused);
         let merged = refusal == 1
             && self.sql.execute(
-                "UPDATE audit SET count = count + 1
+                "UPDATE audit SET count = count + ?6
                  WHERE refusal = 1 AND n = (SELECT max(n) FROM audit WHERE refusal = 1)
                    AND at >= ?1 AND target = ?2 AND detail = ?3 AND client IS ?4
                    AND actor_key IS ?5",
@@ -390,15 +422,16 @@ impl<S: Sql> Directory<S> {
                     Value::text(record.detail.as_str()),
                     Value::opt_text(record.by.client.as_deref()),
                     Value::opt_text(record.by.key.as_deref()),
+                    Value::int(count),
                 ],
             )? == 1;
         if merged {
             return Ok(());
         }
         let rows = self.sql.query(
-            "INSERT INTO audit (at, action, actor, actor_key, client, target, detail, refusal, n)
+            "INSERT INTO audit (at, action, actor, actor_key, client, target, detail, refusal, n, count)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
-                     coalesce((SELECT max(n) FROM audit WHERE refusal = ?8), 0) + 1)
+                     coalesce((SELECT max(n) FROM audit WHERE refusal = ?8), 0) + 1, ?9)
              RETURNING n",
             &[
                 Value::int(at.0),
@@ -409,6 +442,7 @@ impl<S: Sql> Directory<S> {
                 Value::text(record.target.as_str()),
                 Value::text(record.detail.as_str()),
                 Value::int(refusal),
+                Value::int(count),
             ],
         )?;
         let n = rows.first().map_or(Ok(0), |row| row.int(0))?;
@@ -650,6 +684,46 @@ mod tests {
             directory.keys().unwrap()[0].revoked_at,
             Some(UnixTime(2).to_rfc3339())
         );
+    }
+
+    #[test]
+    fn the_keys_published_are_the_standing_ones_and_the_last_revoked() {
+        let directory = directory();
+        let most = MAX_REVOKED_KNOWN;
+        for n in 0..most + 2 {
+            let id = format!("key_{n}");
+            let digest = format!("d{n}");
+            directory
+                .add_key((id.as_str(), "k", Role::Admin), &digest, UnixTime(n))
+                .unwrap();
+        }
+        for n in 0..most + 1 {
+            let id = format!("key_{n}");
+            directory.revoke_key(&id, UnixTime(1_000 + n)).unwrap();
+        }
+        let known = directory.known_keys().unwrap();
+        assert_eq!(known.keys.len() as u64, most + 1, "one standing, {most} revoked");
+        let standing = format!("d{}", most + 1);
+        assert!(known.caller(&standing).is_ok());
+        assert_eq!(known.caller("d0"), Err(None), "revoked first, and forgotten");
+        assert!(matches!(known.caller("d1"), Err(Some(key)) if key.revoked));
+    }
+
+    #[test]
+    fn refusals_counted_elsewhere_add_their_count_to_the_row() {
+        let directory = directory();
+        directory
+            .record_counted(&refusal("203.0.113.1"), Millis(1_000), 40)
+            .unwrap();
+        directory
+            .record_counted(&refusal("203.0.113.1"), Millis(20_000), 2)
+            .unwrap();
+        directory
+            .record_counted(&refusal("203.0.113.2"), Millis(20_000), 5)
+            .unwrap();
+        let (rows, _) = directory.audit(None, 10, Millis(30_000)).unwrap();
+        let counts: Vec<u64> = rows.iter().map(|row| row.count).collect();
+        assert_eq!(counts, [5, 42]);
     }
 
     fn refusal(client: &str) -> Record {

@@ -7,6 +7,7 @@ pub mod holder;
 pub mod kv;
 pub mod licenses;
 pub mod network;
+pub mod operator_keys;
 pub mod operator_lists;
 pub mod revocations;
 pub mod sql;

@@ -17,6 +17,7 @@ mod fail2ban;
 mod faults;
 mod features;
 mod firewall_bouncer;
+mod floods;
 mod global_lists;
 mod hardening;
 mod helpers;

@@ -3,6 +3,8 @@
 //! of changes and as many of refusals, whichever ends first: refusals, which
 //! anyone can cause, never push a change out.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::domain::code::Coded;
@@ -101,6 +103,76 @@ pub const FORWARDED_AT_ONCE: usize = 50;
 /// directory failed to take them.
 pub const FORWARD_RETRY_SECONDS: u64 = 10;
 
+/// Operator calls refused, as one isolate counts them before the directory hears
+/// of them: one client's (an IPv6 one's by its /64), of one status and key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusals {
+    /// When the first of them was refused, in milliseconds since the epoch.
+    pub at: u64,
+    /// The first call refused, as `METHOD /path`.
+    pub call: String,
+    /// `401` (no standing key) or `403` (a role that does not open the route).
+    pub status: String,
+    /// The key refused when it is one the directory knows, and the client.
+    pub by: Stamp,
+    pub count: u64,
+}
+
+impl Refusals {
+    /// The row that records them.
+    pub fn record(&self) -> Record {
+        Record {
+            action: Action::Refused,
+            target: self.call.clone(),
+            detail: self.status.clone(),
+            by: self.by.clone(),
+        }
+    }
+}
+
+/// Clients (with their status and key) one isolate counts refusals of at most
+/// before it tells the directory.
+pub const TALLIED: usize = 1_000;
+
+/// The refusals one isolate counted that the directory has not heard of: anyone
+/// can cause them, so they are told a tally at a time, never a row a refusal,
+/// and a flood of made-up keys, whether from one client or many, costs the
+/// directory at most a call a minute an isolate (and one when the log is read).
+#[derive(Debug, Default)]
+pub struct RefusalTally {
+    /// The minute in which a refusal last told the directory.
+    told: Option<u64>,
+    /// By client (an IPv6 one by its /64), status and key.
+    counted: HashMap<(String, String, Option<String>), Refusals>,
+}
+
+impl RefusalTally {
+    /// Counts `refusal`, from `client` as the rate limit counts it; answers what
+    /// to tell the directory now: everything counted, at the first refusal of each
+    /// minute (so the log shows a flood as it starts) and when the tally is full.
+    pub fn refused(&mut self, client: String, refusal: Refusals) -> Vec<Refusals> {
+        let minute = refusal.at / 60_000;
+        let key = (client, refusal.status.clone(), refusal.by.key.clone());
+        self.counted
+            .entry(key)
+            .and_modify(|counted| counted.count += refusal.count)
+            .or_insert(refusal);
+        if self.told == Some(minute) && self.counted.len() < TALLIED {
+            return Vec::new();
+        }
+        self.told = Some(minute);
+        self.take()
+    }
+
+    /// Everything counted, the oldest first: what the directory is told before
+    /// its log is read, so that the log holds every refusal counted until then.
+    pub fn take(&mut self) -> Vec<Refusals> {
+        let mut taken: Vec<Refusals> = self.counted.drain().map(|(_, counted)| counted).collect();
+        taken.sort_by_key(|counted| counted.at);
+        taken
+    }
+}
+
 /// One row as the log answers it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -121,6 +193,68 @@ pub struct AuditRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn refused(at: u64, client: &str, key: Option<&str>) -> Refusals {
+        Refusals {
+            at,
+            call: format!("GET /admin/status?{at}"),
+            status: "401".into(),
+            by: Stamp {
+                actor: key.map(|_| "alice".into()),
+                key: key.map(str::to_owned),
+                client: Some(client.into()),
+            },
+            count: 1,
+        }
+    }
+
+    #[test]
+    fn refusals_are_told_a_tally_at_a_time_the_first_of_each_minute_at_once() {
+        let mut tally = RefusalTally::default();
+        let first = refused(1_000, "a", None);
+        assert_eq!(tally.refused("a".into(), first.clone()), [first]);
+        // The rest of the minute is counted, a row a client and key.
+        for n in 0..500 {
+            let client = ["a", "b", "c"][n as usize % 3];
+            let key = (n % 2 == 0).then_some("key_1");
+            let told = tally.refused(client.into(), refused(2_000 + n, client, key));
+            assert!(told.is_empty(), "{n}");
+        }
+        // The first of the next minute tells everything counted, oldest first.
+        let told = tally.refused("d".into(), refused(60_000, "d", None));
+        let counts: Vec<(u64, u64)> = told.iter().map(|r| (r.at, r.count)).collect();
+        assert_eq!(
+            counts,
+            [
+                (2_000, 84),
+                (2_001, 84),
+                (2_002, 83),
+                (2_003, 83),
+                (2_004, 83),
+                (2_005, 83),
+                (60_000, 1),
+            ]
+        );
+        assert_eq!(told[0].call, "GET /admin/status?2000", "the first call");
+        assert!(tally.take().is_empty());
+        let counted = tally.refused("e".into(), refused(61_000, "e", None));
+        assert!(counted.is_empty());
+        assert_eq!(tally.take().len(), 1, "what reading the log takes");
+    }
+
+    #[test]
+    fn a_flood_from_many_clients_is_told_when_the_tally_is_full() {
+        let mut tally = RefusalTally::default();
+        tally.refused("first".into(), refused(0, "first", None));
+        let mut told = 0;
+        for n in 0..(3 * TALLIED as u64) {
+            let client = format!("2001:db8:{n:x}::/64");
+            let refusal = refused(1 + n, &client, None);
+            told += tally.refused(client, refusal).len();
+        }
+        assert_eq!(told, 3 * TALLIED, "told in tallies of {TALLIED} clients");
+        assert!(tally.take().is_empty());
+    }
 
     #[test]
     fn every_action_has_its_own_code_and_reads_back() {

@@ -2,6 +2,8 @@
 //! each may do, and the names a license carries. A key, like a license key, is a
 //! bearer secret that exists at rest only as its digest and is shown once.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::domain::access::license::{hex, is_lower_hex, random};
@@ -125,6 +127,58 @@ impl NewOperatorKey {
     }
 }
 
+/// An operator key as every isolate checks it: what the directory publishes of
+/// each key in KV, by the key's digest, at every change of a key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownKey {
+    pub id: String,
+    pub name: String,
+    pub role: Role,
+    /// A revoked key is published too (the latest `MAX_REVOKED_KNOWN`), so that
+    /// its refusals are recorded under its name.
+    #[serde(default)]
+    pub revoked: bool,
+}
+
+/// Revoked keys the published record keeps, the most recent first.
+pub const MAX_REVOKED_KNOWN: u64 = 100;
+
+/// The operator keys, by digest, as the directory publishes them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownKeys {
+    pub keys: BTreeMap<String, KnownKey>,
+}
+
+impl KnownKeys {
+    /// The caller a key's digest names while the key stands; else `Err` with the
+    /// key when it was revoked, and `Err(None)` when no key has that digest.
+    pub fn caller(&self, digest: &str) -> Result<Actor, Option<&KnownKey>> {
+        match self.keys.get(digest) {
+            Some(key) if !key.revoked => Ok(Actor::Key {
+                id: key.id.clone(),
+                name: key.name.clone(),
+                role: key.role,
+            }),
+            revoked => Err(revoked),
+        }
+    }
+
+    /// Marks the standing key `id` revoked; whether there was one.
+    pub fn revoke(&mut self, id: &str) -> bool {
+        match self
+            .keys
+            .values_mut()
+            .find(|key| key.id == id && !key.revoked)
+        {
+            Some(key) => {
+                key.revoked = true;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// Whether a bearer token has exactly the shape `NewOperatorKey::generate`
 /// gives a key (lowercase hex): anything else is refused without a lookup.
 pub fn is_operator_key(token: &str) -> bool {
@@ -201,6 +255,34 @@ mod tests {
             Denied::ReadOnly("alice".into()).message(),
             "the operator key \"alice\" has the role read: it can see everything and change nothing"
         );
+    }
+
+    #[test]
+    fn a_published_key_names_its_caller_while_it_stands_and_its_refusals_once_revoked() {
+        let mut known = KnownKeys::default();
+        let key = |id: &str, revoked| KnownKey {
+            id: id.into(),
+            name: "alice".into(),
+            role: Role::Read,
+            revoked,
+        };
+        known.keys.insert("d1".into(), key("key_1", false));
+        known.keys.insert("d0".into(), key("key_0", true));
+        assert_eq!(
+            known.caller("d1"),
+            Ok(Actor::Key {
+                id: "key_1".into(),
+                name: "alice".into(),
+                role: Role::Read
+            })
+        );
+        assert_eq!(known.caller("d0"), Err(Some(&key("key_0", true))));
+        assert_eq!(known.caller("made-up"), Err(None));
+        assert!(!known.revoke("key_0"), "revoked already");
+        assert!(known.revoke("key_1"));
+        assert_eq!(known.caller("d1"), Err(Some(&key("key_1", true))));
+        let json = serde_json::to_string(&known).unwrap();
+        assert_eq!(serde_json::from_str::<KnownKeys>(&json).unwrap(), known);
     }
 
     #[test]

@@ -206,6 +206,20 @@ impl<'de> Deserialize<'de> for Listed {
     }
 }
 
+/// A client's address (`CF-Connecting-IP`) as the rate limits and the tally of
+/// refused operator calls count it: an IPv6 address by its /64, since one who
+/// holds an address of a /64 usually holds all 2^64 of them and could rotate
+/// through them; an IPv4 address, or any other text, as it is.
+pub fn client_bucket(client: &str) -> String {
+    match client.parse::<IpAddr>() {
+        Ok(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+            let net = Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX));
+            format!("{net}/64")
+        }
+        _ => client.to_owned(),
+    }
+}
+
 /// A public address of either family. An IPv4-mapped IPv6 address is the IPv4
 /// address it maps, so the same address never lives twice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -486,6 +500,21 @@ mod tests {
     }
 
     const A6: &str = "2a00:1450:4001:80b::200e";
+
+    #[test]
+    fn a_client_is_counted_by_its_ipv4_address_or_its_ipv6_64() {
+        for (client, bucket) in [
+            ("203.0.113.7", "203.0.113.7"),
+            ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+            ("2001:DB8:1:2::FFFF", "2001:db8:1:2::/64"),
+            ("2001:db8:1:3::1", "2001:db8:1:3::/64"),
+            ("::ffff:203.0.113.7", "::ffff:203.0.113.7"),
+            ("", ""),
+            ("<b>x</b>", "<b>x</b>"),
+        ] {
+            assert_eq!(client_bucket(client), bucket, "{client:?}");
+        }
+    }
 
     #[test]
     fn keys_round_trip_and_a_64_sorts_between_its_first_address_and_the_next() {

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use worker::Request;
 
 use crate::domain::access::token::TokenKey;
+use crate::domain::net::address::client_bucket;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
@@ -34,8 +35,9 @@ const LIMIT_PERIOD_SECONDS: u32 = 60;
 
 pub async fn handle(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
     let (env, ctx, now) = (&cx.env, &cx.ctx, cx.now);
-    // Before anything else is read, so a flood of logins costs only the refusal.
-    let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
+    // Before anything else is read, so a flood of logins costs only the refusal;
+    // an IPv6 client is counted by its /64, whose 2^64 addresses it may rotate.
+    let client = client_bucket(&req.headers().get("CF-Connecting-IP")?.unwrap_or_default());
     if !env.rate_limiter(LIMITER)?.limit(client).await?.success {
         return Err(ApiError::TooManyRequests(LIMIT_PERIOD_SECONDS));
     }

@@ -1,8 +1,10 @@
 //! Who is calling, proved once per request before the handler runs: a holder's
 //! access token, a feed token, a bouncer's key or the operator (`caller`), read
-//! from the headers' credentials (`credentials`); and the login that turns a
-//! license key into an access token (`login`).
+//! from the headers' credentials (`credentials`), an operator key checked
+//! against the keys published in KV, its refusals counted (`operator_key`); and
+//! the login that turns a license key into an access token (`login`).
 
 pub mod caller;
 pub mod credentials;
 pub mod login;
+pub mod operator_key;

@@ -17,6 +17,7 @@ use crate::domain::network::report::Category;
 use crate::domain::page::page_size;
 use crate::domain::time::UnixTime;
 use crate::http::auth::caller::Operator;
+use crate::http::auth::operator_key;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::holder::allow::AllowView;
@@ -298,7 +299,8 @@ pub async fn revoke_key(
     Ok(Reply::NoContent)
 }
 
-/// `GET /admin/audit?cursor=&limit=`: the log, newest first.
+/// `GET /admin/audit?cursor=&limit=`: the log, newest first, with every refusal
+/// this isolate counted until now.
 pub async fn audit(cx: &RequestContext, req: Request, _: Operator) -> Result<Reply, ApiError> {
     let query = query(&req);
     let limit = page_size(field(&query, "limit")).map_err(ApiError::BadRequest)?;
@@ -311,6 +313,8 @@ pub async fn audit(cx: &RequestContext, req: Request, _: Operator) -> Result<Rep
                 .ok_or(ApiError::from(crate::store::StoreError::UnknownCursor))
         })
         .transpose()?;
+    // The refusals this isolate counted go in first, so that the log holds them.
+    operator_key::tell_counted(cx).await;
     let page = directory(&cx.env)?.ask(Audit { before, limit }).await?;
     Reply::json(200, &page)
 }

@@ -1,29 +1,32 @@
 //! The directory's object: a singleton that files every license with its label
 //! and note, keeps the named operator keys and the audit log, and writes each
 //! change's audit row in the same call as the change. A license's standing is
-//! still published in KV, which the holders' paths read; the directory is where
-//! the operator finds, names and revokes licenses. On its first call it takes over
-//! the licenses issued before it, a KV page at a time.
+//! still published in KV, which the holders' paths read, and so are the operator
+//! keys, which every isolate checks a key against without a call here; the
+//! directory is where the operator finds, names and revokes licenses and keys.
+//! On its first call it takes over the licenses issued before it, a KV page at a time.
+
+use std::cell::Cell;
 
 use futures_util::lock::Mutex;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    Audit, AuditPage, Authenticate, Count, CreateKey, CreateLicense, DirectoryCall,
-    DirectoryProtocol, DirectoryRefusal, Keys, License, LicensePage, Licenses, MarkAllowList,
-    NewKey, NewLicense, RecordForwarded, Relabel, RevokeKey, RevokeLicense,
+    Audit, AuditPage, Count, CreateKey, CreateLicense, DirectoryCall, DirectoryProtocol,
+    DirectoryRefusal, Keys, License, LicensePage, Licenses, MarkAllowList, NewKey, NewLicense,
+    PublishKeys, RecordForwarded, RecordRefusals, Relabel, RevokeKey, RevokeLicense,
 };
-use crate::domain::access::audit::{Action, Forwarded, Record, Stamp};
+use crate::domain::access::audit::{Action, Forwarded, Record, Refusals};
 use crate::domain::access::license::key_digest;
 use crate::domain::access::license::LicenseId;
-use crate::domain::access::operator::NewOperatorKey;
+use crate::domain::access::operator::{KnownKeys, NewOperatorKey};
 use crate::domain::code::Coded;
+use crate::domain::time::Millis;
 use crate::objects::protocol::{receive, Ask, Failure};
 use crate::objects::startup::Started;
 use crate::platform::clock;
 use crate::store::directory::{Directory, LicenseCursor, LicenseRow, MAX_KEYS};
-use crate::store::licenses;
-use crate::store::StoreError;
+use crate::store::{licenses, operator_keys, StoreError};
 
 /// What a call comes to: its answer, or the refusal or fault that stops it.
 type Answered<T> = std::result::Result<T, Failure<DirectoryRefusal>>;
@@ -39,6 +42,13 @@ pub struct OperatorDirectory {
     /// read, changed and written whole, and the runtime delivers other calls
     /// while KV answers, so without it a revocation could be written over.
     records: Mutex<()>,
+    /// Held across each change of a key and the publication of the keys in KV,
+    /// for the same reason: a key created while another is revoked must not
+    /// publish the revoked one standing again.
+    keys: Mutex<()>,
+    /// Whether this instance published the keys: a Worker that finds none in KV
+    /// asks, and KV takes one write a second to a key.
+    published_keys: Cell<bool>,
 }
 
 impl DurableObject for OperatorDirectory {
@@ -49,6 +59,8 @@ impl DurableObject for OperatorDirectory {
             sql,
             started: Started::default(),
             records: Mutex::new(()),
+            keys: Mutex::new(()),
+            published_keys: Cell::new(false),
         }
     }
 
@@ -57,7 +69,9 @@ impl DurableObject for OperatorDirectory {
         let call = receive::<DirectoryProtocol>(&mut req).await?;
         self.started.get_or_start(|| self.start()).await?;
         match call {
-            DirectoryCall::Authenticate(call) => Authenticate::reply(self.authenticate(call)),
+            DirectoryCall::PublishKeys(PublishKeys) => {
+                PublishKeys::reply(self.publish_keys_once().await)
+            }
             DirectoryCall::CreateLicense(call) => {
                 CreateLicense::reply(self.create_license(call).await)
             }
@@ -73,12 +87,15 @@ impl DurableObject for OperatorDirectory {
             DirectoryCall::Count(Count) => {
                 Count::reply(self.files().count().map_err(Failure::from))
             }
-            DirectoryCall::CreateKey(call) => CreateKey::reply(self.create_key(call)),
+            DirectoryCall::CreateKey(call) => CreateKey::reply(self.create_key(call).await),
             DirectoryCall::Keys(Keys) => Keys::reply(self.files().keys().map_err(Failure::from)),
-            DirectoryCall::RevokeKey(call) => RevokeKey::reply(self.revoke_key(call)),
+            DirectoryCall::RevokeKey(call) => RevokeKey::reply(self.revoke_key(call).await),
             DirectoryCall::Record(record) => Record::reply(self.record(&record)),
             DirectoryCall::RecordForwarded(RecordForwarded(rows)) => {
                 RecordForwarded::reply(self.record_forwarded(&rows))
+            }
+            DirectoryCall::RecordRefusals(RecordRefusals(refusals)) => {
+                RecordRefusals::reply(self.record_refusals(&refusals))
             }
             DirectoryCall::Audit(Audit { before, limit }) => Audit::reply(
                 self.files()
@@ -108,6 +125,26 @@ impl OperatorDirectory {
 
     fn record(&self, record: &Record) -> Answered<()> {
         Ok(self.files().record(record, clock::now())?)
+    }
+
+    /// Refusals an isolate counted, each with its count, at the time of its first.
+    fn record_refusals(&self, refusals: &[Refusals]) -> Answered<()> {
+        let files = self.files();
+        for refused in refusals {
+            files.record_counted(&refused.record(), Millis(refused.at), refused.count)?;
+        }
+        Ok(())
+    }
+
+    /// The keys as published, published first if this instance has not.
+    async fn publish_keys_once(&self) -> Answered<KnownKeys> {
+        let _keys = self.keys.lock().await;
+        let known = self.files().known_keys()?;
+        if !self.published_keys.get() {
+            operator_keys::publish(&self.env, &known).await?;
+            self.published_keys.set(true);
+        }
+        Ok(known)
     }
 
     /// Rows the lists' writer kept with its changes, each written once, at the
@@ -162,41 +199,6 @@ impl OperatorDirectory {
         Ok(files
             .license(id.as_str())?
             .ok_or_else(|| StoreError::Corrupt("a license filed is not found".to_owned()))?)
-    }
-
-    fn authenticate(&self, call: Authenticate) -> Answered<crate::domain::access::operator::Actor> {
-        let actor = match &call.digest {
-            Some(digest) => self.files().actor(digest)?,
-            None => None,
-        };
-        let refusal = match &actor {
-            None => DirectoryRefusal::UnknownKey,
-            Some(actor) => match actor.may(call.access) {
-                Ok(()) => return Ok(actor.clone()),
-                Err(denied) => DirectoryRefusal::Denied(denied),
-            },
-        };
-        let status = if refusal == DirectoryRefusal::UnknownKey {
-            "401"
-        } else {
-            "403"
-        };
-        // A revoked key's refusal is recorded under its name too.
-        let named = match &call.digest {
-            Some(digest) => self.files().named(digest)?,
-            None => None,
-        };
-        self.record(&Record {
-            action: Action::Refused,
-            target: call.call,
-            detail: status.to_owned(),
-            by: Stamp {
-                actor: named.as_ref().map(|key| key.name.clone()),
-                key: named.map(|key| key.id),
-                client: call.client,
-            },
-        })?;
-        Err(Failure::Refused(refusal))
     }
 
     async fn create_license(&self, call: CreateLicense) -> Answered<NewLicense> {
@@ -301,7 +303,10 @@ impl OperatorDirectory {
         })
     }
 
-    fn create_key(&self, call: CreateKey) -> Answered<NewKey> {
+    /// A key, filed and then published: it opens nothing before every isolate
+    /// can read it, and a key whose publication failed was never shown.
+    async fn create_key(&self, call: CreateKey) -> Answered<NewKey> {
+        let _keys = self.keys.lock().await;
         let files = self.files();
         if files.active_keys()? >= MAX_KEYS {
             return Err(Failure::Refused(DirectoryRefusal::TooManyKeys));
@@ -313,6 +318,8 @@ impl OperatorDirectory {
             &key_digest(key.reveal()),
             now,
         )?;
+        operator_keys::publish(&self.env, &files.known_keys()?).await?;
+        self.published_keys.set(true);
         self.record(&Record {
             action: Action::KeyCreated,
             target: key.id.clone(),
@@ -330,7 +337,16 @@ impl OperatorDirectory {
         })
     }
 
-    fn revoke_key(&self, call: RevokeKey) -> Answered<()> {
+    /// A key revoked: published revoked first, so that every isolate refuses it
+    /// within `CACHE_SECONDS` whatever happens next, then filed so.
+    async fn revoke_key(&self, call: RevokeKey) -> Answered<()> {
+        let _keys = self.keys.lock().await;
+        let mut known = self.files().known_keys()?;
+        if !known.revoke(&call.id) {
+            return Err(Failure::Refused(DirectoryRefusal::NoSuchKey));
+        }
+        operator_keys::publish(&self.env, &known).await?;
+        self.published_keys.set(true);
         let name = self
             .files()
             .revoke_key(&call.id, clock::now().unix())?

@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::access::audit::{AuditRow, Forwarded, Record, Stamp};
+use crate::domain::access::audit::{AuditRow, Forwarded, Record, Refusals, Stamp};
 use crate::domain::access::license::LicenseId;
-use crate::domain::access::operator::{Access, Actor, Denied, Role};
+use crate::domain::access::operator::{Denied, KnownKeys, Role};
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
 use crate::store::directory::{KeyRow, LicenseRow};
@@ -18,7 +18,7 @@ impl Protocol for DirectoryProtocol {
 }
 
 calls!(DirectoryProtocol => DirectoryCall {
-    Authenticate => Actor,
+    PublishKeys => KnownKeys,
     CreateLicense => NewLicense,
     Relabel => LicenseRow,
     RevokeLicense => (),
@@ -31,6 +31,7 @@ calls!(DirectoryProtocol => DirectoryCall {
     RevokeKey => (),
     Record => (),
     RecordForwarded => (),
+    RecordRefusals => (),
     Audit => AuditPage,
 });
 
@@ -49,17 +50,12 @@ pub enum DirectoryRefusal {
     UnknownCursor,
 }
 
-/// Who an operator key is, and whether it opens a route that needs `access`. A
-/// refusal is recorded in the audit log before it is answered.
+/// The operator keys every isolate checks a key against, published in KV
+/// (`store::operator_keys`) if this instance has not yet: what a Worker asks
+/// when KV has no record of them (before the first change of a key after the
+/// directory came to publish them).
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Authenticate {
-    /// The digest of the key given, or none when no key was.
-    pub digest: Option<String>,
-    pub access: Access,
-    /// The call, as `METHOD /path`, for the log.
-    pub call: String,
-    pub client: Option<String>,
-}
+pub struct PublishKeys;
 
 /// Issues a license (its record and key in KV, its row here) and records it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -149,6 +145,11 @@ pub struct RevokeKey {
 /// once, however often it is sent (`Forwarded`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RecordForwarded(pub Vec<Forwarded>);
+
+/// Operator calls refused, as an isolate counted them (`RefusalTally`): each
+/// written as a row with its count, or counted on the last refusal's row.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RecordRefusals(pub Vec<Refusals>);
 
 /// A page of the audit log, newest first, before row `before`.
 #[derive(Debug, Serialize, Deserialize)]
