@@ -9,6 +9,7 @@ use crate::objects::directory::protocol::DirectoryRefusal;
 use crate::objects::holder::protocol::HolderRefusal;
 use crate::objects::operator_lists::protocol::ListsRefusal;
 use crate::objects::protocol::Failure;
+use crate::objects::revocations::protocol::RevocationsRefusal;
 use crate::platform::config::BadSettings;
 use crate::store::directory::MAX_KEYS;
 use crate::store::StoreError;
@@ -193,6 +194,16 @@ impl From<Failure<ListsRefusal>> for ApiError {
                 Self::BadRequest(why)
             }
             Failure::Refused(ListsRefusal::ImportTooLarge(limit)) => Self::PayloadTooLarge(limit),
+            Failure::Fault(fault) => fault.into(),
+        }
+    }
+}
+
+/// The revocations' object's refusal, as the operator is told it.
+impl From<Failure<RevocationsRefusal>> for ApiError {
+    fn from(failure: Failure<RevocationsRefusal>) -> Self {
+        match failure {
+            Failure::Refused(RevocationsRefusal::NoSuchLicense) => Self::NotFound("license"),
             Failure::Fault(fault) => fault.into(),
         }
     }

@@ -3,8 +3,9 @@
 //! rather than when the runtime would, make the lists' writer fail its next
 //! save as a storage fault would, make the writer's sending of its audit rows
 //! to the directory fail as an unreachable directory would, hand the writer a
-//! batch of promotions as a report shard would, and make the next notice of a
-//! revocation to a holder's object fail as an unreachable object would; and read what the
+//! batch of promotions as a report shard would, make the next notice of a
+//! revocation to a holder's object fail as an unreachable object would, and its
+//! filings in the directory as an unreachable directory would; and read what the
 //! billable calls counted (`/__test/meter`, for `make bench`). The deployable
 //! build has none of this, and `make deploy-check` fails if its bundle names any
 //! of these paths.
@@ -25,7 +26,9 @@ use crate::objects::operator_lists::protocol::{
 };
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
-use crate::objects::revocations::protocol::{FailNextNotice, RunAlarm as RunRevocationsAlarm};
+use crate::objects::revocations::protocol::{
+    FailFilings, FailNextNotice, RunAlarm as RunRevocationsAlarm,
+};
 use crate::platform::{clock, memory, meter};
 
 #[derive(Deserialize)]
@@ -34,7 +37,8 @@ struct SetClock {
     offset_ms: i64,
 }
 
-/// Whether the writer's audit rows fail to reach the directory from now on.
+/// Whether the writer's audit rows, or the revocations' filings, fail to reach
+/// the directory from now on.
 #[derive(Deserialize)]
 struct Failing {
     failing: bool,
@@ -99,6 +103,15 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 .await
                 .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
             Response::ok("the next notice fails")
+        }
+        (Method::Post, "/__test/revocations/fail-filings") => {
+            let Failing { failing } = req.json::<Failing>().await?;
+            revocations(env)
+                .map_err(|e| e.to_string())?
+                .ask(FailFilings(failing))
+                .await
+                .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
+            Response::ok("revocations are filed in the directory only once this is false")
         }
         (Method::Post, "/__test/reports/alarm") => {
             // Every report shard's alarm: what decayed, and what waits, told to the writer.

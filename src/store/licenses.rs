@@ -206,7 +206,8 @@ async fn standing_of(
 
 /// Records whether the holder has allow-list entries, unless a newer saying
 /// (`version`) is recorded already; `false` when there is no such license. The
-/// directory's object makes every change of a record, one at a time.
+/// revocations' object makes every change of a record after its creation, one
+/// at a time, this and `revoke` alike.
 pub async fn mark_allow_list(
     env: &Env,
     id: &LicenseId,

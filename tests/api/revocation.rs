@@ -101,3 +101,58 @@ fn a_login_asks_the_holders_object_so_a_key_record_kv_still_shows_logs_nothing_i
     assert_eq!(login.status, 401, "{}", login.body);
     restarted.kill();
 }
+
+/// The rows of the audit log that record `license`'s revocation.
+fn revocation_rows(server: &Server, license: &str) -> Vec<Value> {
+    let resp = server.admin("GET", "/admin/audit?limit=100", None);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let rows = resp.json()["entries"].as_array().unwrap().clone();
+    rows.into_iter()
+        .filter(|row| row["action"] == "license.revoked" && row["target"] == license)
+        .collect()
+}
+
+#[test]
+fn a_revocation_is_in_force_while_the_directory_fails_and_filed_once_it_answers() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    let failing = |failing: bool| {
+        let resp = send(
+            "POST",
+            &format!("{}/__test/revocations/fail-filings", server.base),
+            &[],
+            Some(serde_json::json!({ "failing": failing }).to_string().as_bytes()),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.body);
+    };
+    failing(true);
+    assert_eq!(
+        revoke(&server, &app.license).status,
+        204,
+        "in force without the directory: the record in KV and the holder's object"
+    );
+    let bearer = format!("Bearer {}", app.token);
+    assert_eq!(app.check_with(Some(bearer.clone()), Mode::Json).status, 401);
+    assert_eq!(server.login(&app.license_key).status, 401);
+    let picture = |server: &Server| {
+        let path = format!("/admin/licenses/{}", app.license);
+        server.admin("GET", &path, None).json()["revokedAt"].clone()
+    };
+    assert_eq!(picture(&server), Value::Null, "not filed in the directory yet");
+    assert!(revocation_rows(&server, &app.license).is_empty());
+
+    failing(false);
+    server.advance(6);
+    hook(&server, "/__test/revocations/alarm");
+    assert!(picture(&server).is_string(), "filed by the alarm's retry");
+    let rows = revocation_rows(&server, &app.license);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["actor"], "ADMIN_TOKEN");
+    assert_eq!(revoke(&server, &app.license).status, 204);
+    assert_eq!(
+        revocation_rows(&server, &app.license).len(),
+        1,
+        "a revocation is filed once"
+    );
+    server.kill();
+}

@@ -26,7 +26,7 @@ use crate::http::wire::body::Body;
 use crate::http::wire::reply::{to_json, Reply};
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::{
-    Audit, CreateKey, CreateLicense, Keys, License, Licenses, Relabel, RevokeKey, RevokeLicense,
+    Audit, CreateKey, CreateLicense, Keys, License, Licenses, Relabel, RevokeKey,
 };
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{self as holder_calls, LicensePicture, WhyHeld};
@@ -34,9 +34,8 @@ use crate::objects::network::client::{fault as shard_fault, shard_for};
 use crate::objects::network::protocol as network_calls;
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{self as lists_calls, Covering};
-use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
-use crate::objects::revocations::protocol::Notify;
+use crate::objects::revocations::protocol::Revoke;
 use crate::store::directory::KeyRow;
 use crate::store::network::tally::AddressTally;
 use crate::store::sql::MAX_EXACT_INTEGER;
@@ -183,23 +182,17 @@ pub async fn revoke_license(
     let env = &cx.env;
     let license = LicenseId::parse(&cx.id).ok_or(ApiError::NotFound("license"))?;
     cx.log.names(&license);
-    // The directory marks KV's record first: from then on every path refuses the
-    // license within the propagation bound, whatever happens next. Then the
-    // holder's object, which answers logins at once, is told, now or by the
-    // revocations' retries.
-    directory(env)?
-        .ask(RevokeLicense {
-            license: license.clone(),
+    // The revocations' object marks KV's record first, itself: from then on every
+    // path refuses the license within the propagation bound, whatever happens
+    // next, and no call into the directory comes before. Then the holder's
+    // object, which answers logins at once, is told, and the directory files it,
+    // each now or by the revocations' retries.
+    revocations(env)?
+        .ask(Revoke {
+            license,
             by: operator.stamp(),
         })
         .await?;
-    revocations(env)?
-        .ask(Notify(license))
-        .await
-        .map_err(|failure| match failure {
-            Failure::Fault(fault) => ApiError::from(fault),
-            Failure::Refused(never) => match never {},
-        })?;
     Ok(Reply::NoContent)
 }
 

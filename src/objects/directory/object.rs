@@ -13,8 +13,8 @@ use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlS
 
 use super::protocol::{
     Audit, AuditPage, Count, CreateKey, CreateLicense, DirectoryCall, DirectoryProtocol,
-    DirectoryRefusal, Keys, License, LicensePage, Licenses, MarkAllowList, NewKey, NewLicense,
-    PublishKeys, RecordForwarded, RecordRefusals, Relabel, RevokeKey, RevokeLicense,
+    DirectoryRefusal, FileRevocation, Keys, License, LicensePage, Licenses, NewKey, NewLicense,
+    PublishKeys, RecordForwarded, RecordRefusals, Relabel, RevokeKey,
 };
 use crate::domain::access::audit::{Action, Forwarded, Record, Refusals};
 use crate::domain::access::license::key_digest;
@@ -38,10 +38,6 @@ pub struct OperatorDirectory {
     /// Once this instance has brought its schema up to date and taken over the
     /// licenses before it: no call asks again.
     started: Started<()>,
-    /// Held across each read and write of a license's record in KV: a record is
-    /// read, changed and written whole, and the runtime delivers other calls
-    /// while KV answers, so without it a revocation could be written over.
-    records: Mutex<()>,
     /// Held across each change of a key and the publication of the keys in KV,
     /// for the same reason: a key created while another is revoked must not
     /// publish the revoked one standing again.
@@ -58,7 +54,6 @@ impl DurableObject for OperatorDirectory {
             env,
             sql,
             started: Started::default(),
-            records: Mutex::new(()),
             keys: Mutex::new(()),
             published_keys: Cell::new(false),
         }
@@ -76,11 +71,8 @@ impl DurableObject for OperatorDirectory {
                 CreateLicense::reply(self.create_license(call).await)
             }
             DirectoryCall::Relabel(call) => Relabel::reply(self.relabel(call).await),
-            DirectoryCall::RevokeLicense(call) => {
-                RevokeLicense::reply(self.revoke_license(call).await)
-            }
-            DirectoryCall::MarkAllowList(call) => {
-                MarkAllowList::reply(self.mark_allow_list(call).await)
+            DirectoryCall::FileRevocation(call) => {
+                FileRevocation::reply(self.file_revocation(call).await)
             }
             DirectoryCall::License(License(id)) => License::reply(self.filed(&id).await),
             DirectoryCall::Licenses(call) => Licenses::reply(self.licenses(call)),
@@ -250,40 +242,26 @@ impl OperatorDirectory {
         Ok(row)
     }
 
-    async fn revoke_license(&self, call: RevokeLicense) -> Answered<()> {
-        let now = clock::now();
-        // KV's record first: from then on every path refuses the license within
-        // the propagation bound, whatever happens next.
-        let revoked = {
-            let _record = self.records.lock().await;
-            licenses::revoke(&self.env, &call.license, now.unix()).await?
-        };
-        if !revoked {
-            return Err(Failure::Refused(DirectoryRefusal::NoSuchLicense));
-        }
+    /// A revocation the revocations' object made: the row marked revoked and its
+    /// audit row written, at the time it was made, the first time it is filed (a
+    /// license taken over already revoked is filed now).
+    async fn file_revocation(&self, call: FileRevocation) -> Answered<()> {
+        let id = call.license.as_str();
+        let before = self.files().license(id)?;
         self.filed(&call.license).await?;
-        self.files()
-            .mark_revoked(call.license.as_str(), now.unix())?;
-        self.record(&Record {
+        let first = before.is_none_or(|row| row.revoked_at.is_none());
+        let files = self.files();
+        files.mark_revoked(id, Millis(call.at).unix())?;
+        if !first {
+            return Ok(());
+        }
+        let record = Record {
             action: Action::LicenseRevoked,
-            target: call.license.as_str().to_owned(),
+            target: id.to_owned(),
             detail: String::new(),
             by: call.by,
-        })
-    }
-
-    /// A holder's allow-list flag on its license's record, which every request
-    /// reads with the license's standing.
-    async fn mark_allow_list(&self, call: MarkAllowList) -> Answered<()> {
-        let _record = self.records.lock().await;
-        let marked =
-            licenses::mark_allow_list(&self.env, &call.license, call.allow_list, call.version)
-                .await?;
-        if marked {
-            Ok(())
-        } else {
-            Err(Failure::Refused(DirectoryRefusal::NoSuchLicense))
-        }
+        };
+        Ok(files.record(&record, Millis(call.at))?)
     }
 
     fn licenses(&self, call: Licenses) -> Answered<LicensePage> {

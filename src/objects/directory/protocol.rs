@@ -21,8 +21,7 @@ calls!(DirectoryProtocol => DirectoryCall {
     PublishKeys => KnownKeys,
     CreateLicense => NewLicense,
     Relabel => LicenseRow,
-    RevokeLicense => (),
-    MarkAllowList => (),
+    FileRevocation => (),
     License => LicenseRow,
     Licenses => LicensePage,
     Count => u64,
@@ -81,20 +80,16 @@ pub struct Relabel {
     pub by: Stamp,
 }
 
-/// Revokes a license: its record in KV first, then its row, and records it.
+/// Files a revocation the revocations' object made (the license's record in KV
+/// says so already): the license's row marked revoked, and its audit row
+/// written at the time it was made, the first time only, however often it is
+/// sent.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct RevokeLicense {
+pub struct FileRevocation {
     pub license: LicenseId,
+    /// When it was revoked, in milliseconds.
+    pub at: u64,
     pub by: Stamp,
-}
-
-/// Records on a license whether its holder has allow-list entries, as the
-/// holder's object says: its `version`-th saying, which an older one never undoes.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct MarkAllowList {
-    pub license: LicenseId,
-    pub allow_list: bool,
-    pub version: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -28,8 +28,8 @@ use crate::domain::personal::holder::{perform, sweep, Answer, Limits, ListStore,
 use crate::domain::precedence::weigh_in_object;
 use crate::domain::precedence::Weighing;
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
-use crate::objects::directory::client::directory;
-use crate::objects::directory::protocol::MarkAllowList;
+use crate::objects::revocations::client::revocations;
+use crate::objects::revocations::protocol::MarkAllowList;
 use crate::objects::network::client::{fault as shard_fault, shard};
 use crate::objects::network::protocol::{Count, Forget};
 use crate::objects::protocol::{
@@ -415,7 +415,8 @@ impl HolderList {
         }
         if store.published_allow_flag()? != allow_list {
             let version = store.next_allow_flag_version()?;
-            let told = directory(&self.env)?
+            // The one writer of licenses' records, which also revokes them.
+            let told = revocations(&self.env)?
                 .ask(MarkAllowList {
                     license,
                     allow_list,
@@ -427,7 +428,7 @@ impl HolderList {
                 Err(Failure::Fault(fault)) => return Err(Failure::Fault(fault)),
                 Err(Failure::Refused(refusal)) => {
                     return Err(Failure::Fault(StoreError::Corrupt(format!(
-                        "the directory refused the allow-list flag: {refusal:?}"
+                        "the revocations' object refused the allow-list flag: {refusal:?}"
                     ))))
                 }
             }
