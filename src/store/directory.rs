@@ -9,14 +9,17 @@ use super::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
 use crate::domain::access::audit::{
     Action, AuditRow, Forwarded, Record, MAX_ROWS, REFUSALS_MERGED_SECONDS, RETENTION_DAYS,
 };
-use crate::domain::access::operator::{folded, Actor, KnownKey, KnownKeys, Role, MAX_REVOKED_KNOWN};
+use crate::domain::access::operator::{
+    folded, Actor, KnownKey, KnownKeys, Role, MAX_REVOKED_KNOWN,
+};
 use crate::domain::code::Coded;
 use crate::domain::time::{Millis, UnixTime};
 
 /// See `sql::migrate`. The second step keeps, for each object that sends the
 /// directory audit rows it kept with its changes, the number of the last one
 /// written (`audit::Forwarded`).
-const MIGRATIONS: [&str; 2] = ["
+const MIGRATIONS: [&str; 2] = [
+    "
 CREATE TABLE licenses (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, label TEXT NOT NULL,
     folded TEXT NOT NULL, note TEXT NOT NULL, created_at INTEGER NOT NULL, revoked_at INTEGER
@@ -34,9 +37,11 @@ CREATE TABLE audit (
 CREATE INDEX audit_by_time ON audit (at);
 CREATE INDEX audit_by_kind ON audit (refusal, n);
 CREATE TABLE takeover (id INTEGER PRIMARY KEY CHECK (id = 0), cursor TEXT, done INTEGER NOT NULL);
-", "
+",
+    "
 CREATE TABLE forwarded (source TEXT PRIMARY KEY, seq INTEGER NOT NULL);
-"];
+",
+];
 
 /// Licenses a search passes over at most in one call: a prefix that few labels
 /// have answers a short page and a cursor to go on from, never a scan of every license.
@@ -702,10 +707,18 @@ mod tests {
             directory.revoke_key(&id, UnixTime(1_000 + n)).unwrap();
         }
         let known = directory.known_keys().unwrap();
-        assert_eq!(known.keys.len() as u64, most + 1, "one standing, {most} revoked");
+        assert_eq!(
+            known.keys.len() as u64,
+            most + 1,
+            "one standing, {most} revoked"
+        );
         let standing = format!("d{}", most + 1);
         assert!(known.caller(&standing).is_ok());
-        assert_eq!(known.caller("d0"), Err(None), "revoked first, and forgotten");
+        assert_eq!(
+            known.caller("d0"),
+            Err(None),
+            "revoked first, and forgotten"
+        );
         assert!(matches!(known.caller("d1"), Err(Some(key)) if key.revoked));
     }
 

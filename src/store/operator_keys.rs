@@ -118,7 +118,10 @@ mod tests {
             longest < freshness.worst_case_seconds() * 1000,
             "a revoked key still stood {longest} ms after its revocation"
         );
-        assert!(longest >= 29_000, "the isolate keeps what it read: {longest}");
+        assert!(
+            longest >= 29_000,
+            "the isolate keeps what it read: {longest}"
+        );
         let reads = kv.reads.get();
         for after in 0..100 {
             stands(&kv, &late, REVOKED_AT + 120_000 + after);

@@ -323,9 +323,15 @@ fn a_list_change_made_while_the_directory_fails_has_its_audit_row_once_it_answer
     let replaced = server.replace_list("allow-list", "9.9.6.0/24\n");
     assert_eq!(replaced.status, 200, "{}", replaced.body);
     let version = replaced.json()["version"].as_str().unwrap().to_owned();
-    assert!(list_changes(&server).is_empty(), "the directory took no row yet");
+    assert!(
+        list_changes(&server).is_empty(),
+        "the directory took no row yet"
+    );
     lists_hook(&server, "alarm", json!({}));
-    assert!(list_changes(&server).is_empty(), "nor while it keeps failing");
+    assert!(
+        list_changes(&server).is_empty(),
+        "nor while it keeps failing"
+    );
 
     lists_hook(&server, "fail-forwards", json!({ "failing": false }));
     lists_hook(&server, "alarm", json!({}));

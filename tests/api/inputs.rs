@@ -79,7 +79,10 @@ fn feed_tokens_and_license_keys_of_a_shape_never_issued_cost_no_kv_read() {
             );
         }
     });
-    assert_eq!(unknown, 1, "one read for the token, none for its next polls");
+    assert_eq!(
+        unknown, 1,
+        "one read for the token, none for its next polls"
+    );
     let pull = || app.feed_with(&format!("Bearer {real}"), "", None).status;
     assert_eq!(pull(), 200);
     let known = kv_reads(&server, || {
@@ -87,7 +90,10 @@ fn feed_tokens_and_license_keys_of_a_shape_never_issued_cost_no_kv_read() {
             assert_eq!(pull(), 200);
         }
     });
-    assert_eq!(known, 0, "the real token is remembered after its first read");
+    assert_eq!(
+        known, 0,
+        "the real token is remembered after its first read"
+    );
 }
 
 #[test]
@@ -238,7 +244,11 @@ fn head_on_the_decision_stream_is_refused_at_once_after_a_revocation_as_get_is()
     let other = TestApp::on(&server);
     let (_, key) = other.feed_token(json!({}));
     assert_eq!((head(&key), get(&key)), (200, 200));
-    let revoked = server.admin("DELETE", &format!("/admin/licenses/{}", other.license), None);
+    let revoked = server.admin(
+        "DELETE",
+        &format!("/admin/licenses/{}", other.license),
+        None,
+    );
     assert_eq!(revoked.status, 204);
     assert_eq!((head(&key), get(&key)), (403, 403), "a revoked license");
 }
@@ -268,7 +278,10 @@ fn a_build_left_with_test_hooks_is_refused_by_the_build_wrangler_deploys_through
     let hooked = make_build(&folder, b"\0asm\x01\0\0\0 POST /__test/clock ");
     let said = String::from_utf8_lossy(&hooked.stdout).into_owned()
         + &String::from_utf8_lossy(&hooked.stderr);
-    assert!(!hooked.status.success(), "make build passed a test hook: {said}");
+    assert!(
+        !hooked.status.success(),
+        "make build passed a test hook: {said}"
+    );
     assert!(said.contains("carries test hooks"), "{said}");
     let clean = make_build(&folder, b"\0asm\x01\0\0\0 POST /api/x ");
     let said = String::from_utf8_lossy(&clean.stderr).into_owned();

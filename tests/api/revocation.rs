@@ -121,7 +121,11 @@ fn a_revocation_is_in_force_while_the_directory_fails_and_filed_once_it_answers(
             "POST",
             &format!("{}/__test/revocations/fail-filings", server.base),
             &[],
-            Some(serde_json::json!({ "failing": failing }).to_string().as_bytes()),
+            Some(
+                serde_json::json!({ "failing": failing })
+                    .to_string()
+                    .as_bytes(),
+            ),
         );
         assert_eq!(resp.status, 200, "{}", resp.body);
     };
@@ -138,7 +142,11 @@ fn a_revocation_is_in_force_while_the_directory_fails_and_filed_once_it_answers(
         let path = format!("/admin/licenses/{}", app.license);
         server.admin("GET", &path, None).json()["revokedAt"].clone()
     };
-    assert_eq!(picture(&server), Value::Null, "not filed in the directory yet");
+    assert_eq!(
+        picture(&server),
+        Value::Null,
+        "not filed in the directory yet"
+    );
     assert!(revocation_rows(&server, &app.license).is_empty());
 
     failing(false);

@@ -171,7 +171,10 @@ pub fn scenario_words(parameter: &str, words: Vec<String>) -> Result<Vec<String>
             words.len()
         ));
     }
-    match words.iter().find(|word| word.len() > MAX_SCENARIO_WORD_BYTES) {
+    match words
+        .iter()
+        .find(|word| word.len() > MAX_SCENARIO_WORD_BYTES)
+    {
         Some(word) => Err(format!(
             "a word of {parameter} has at most {MAX_SCENARIO_WORD_BYTES} bytes, not {}",
             word.len()

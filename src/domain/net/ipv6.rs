@@ -254,10 +254,8 @@ pub fn holds_private(range: Ipv6Range) -> bool {
         Op::Minus,
     );
     // Inside the /96s that carry IPv4 addresses, what the IPv4 rules say instead.
-    let mut carrying: Vec<(u128, u128)> = CARRYING_IPV4
-        .iter()
-        .map(|b| (b.first, b.last()))
-        .collect();
+    let mut carrying: Vec<(u128, u128)> =
+        CARRYING_IPV4.iter().map(|b| (b.first, b.last())).collect();
     carrying.sort_unstable();
     let v4_not_global = ipv4::not_global();
     let mut carried: Vec<(u128, u128)> = CARRYING_IPV4

@@ -383,7 +383,11 @@ mod tests {
         }
         assert_eq!(ListName::parse(&"a".repeat(31)).unwrap().as_str().len(), 31);
         let keywords: Vec<&str> = NFT_KEYWORDS.split_ascii_whitespace().collect();
-        assert_eq!(keywords.len(), 224, "the union of the three scanners' keywords");
+        assert_eq!(
+            keywords.len(),
+            224,
+            "the union of the three scanners' keywords"
+        );
         assert!(
             keywords.windows(2).all(|pair| pair[0] < pair[1]),
             "sorted, each once"

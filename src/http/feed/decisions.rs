@@ -379,7 +379,9 @@ mod tests {
             assert!(asked(parameter, &["x".repeat(64)]).is_ok());
             assert_eq!(
                 asked(parameter, &["ssh".to_owned(), "x".repeat(65)]),
-                Err(format!("a word of {parameter} has at most 64 bytes, not 65"))
+                Err(format!(
+                    "a word of {parameter} has at most 64 bytes, not 65"
+                ))
             );
         }
         assert!(

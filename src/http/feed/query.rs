@@ -76,9 +76,8 @@ impl FeedQuery {
                     })?
                 }
                 "list" => {
-                    parsed.list = ListName::parse(&value).ok_or_else(|| {
-                        format!("list is {}, not {value:?}", ListName::RULE)
-                    })?
+                    parsed.list = ListName::parse(&value)
+                        .ok_or_else(|| format!("list is {}, not {value:?}", ListName::RULE))?
                 }
                 "since" => {
                     let cursor = FeedVersion::parse(&value).ok_or_else(|| {

@@ -28,13 +28,13 @@ use crate::domain::personal::holder::{perform, sweep, Answer, Limits, ListStore,
 use crate::domain::precedence::weigh_in_object;
 use crate::domain::precedence::Weighing;
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
-use crate::objects::revocations::client::revocations;
-use crate::objects::revocations::protocol::MarkAllowList;
 use crate::objects::network::client::{fault as shard_fault, shard};
 use crate::objects::network::protocol::{Count, Forget};
 use crate::objects::protocol::{
     receive, refuse, Ask, AskStream, Failure, Streamed, StreamedOutcome,
 };
+use crate::objects::revocations::client::revocations;
+use crate::objects::revocations::protocol::MarkAllowList;
 use crate::objects::startup::Started;
 use crate::platform::{clock, config};
 use crate::store::holder::feed as holder_feed;

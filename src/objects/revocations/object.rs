@@ -16,7 +16,7 @@ use futures_util::lock::Mutex;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    MarkAllowList, Revoke, RevocationsCall, RevocationsProtocol, RevocationsRefusal,
+    MarkAllowList, RevocationsCall, RevocationsProtocol, RevocationsRefusal, Revoke,
 };
 use crate::domain::access::license::{notice_retry_seconds, LicenseId};
 use crate::domain::time::UnixTime;
@@ -224,7 +224,9 @@ impl Revocations {
                     license.as_str()
                 );
                 let next = now.plus(notice_retry_seconds(attempts));
-                self.pending().filing_failed(&license, next).map_err(fault)?;
+                self.pending()
+                    .filing_failed(&license, next)
+                    .map_err(fault)?;
                 self.schedule().await
             }
         }
