@@ -4,6 +4,7 @@
 use worker::Response;
 
 use crate::domain::feed::feed_token::MAX_PER_HOLDER as MAX_FEED_TOKENS;
+use crate::domain::machines::credentials::MAX_PER_HOLDER as MAX_MACHINES;
 use crate::http::wire::reply::BodyMode;
 use crate::objects::directory::protocol::DirectoryRefusal;
 use crate::objects::holder::protocol::HolderRefusal;
@@ -22,6 +23,9 @@ pub enum ApiError {
     AccessForbidden(&'static str),
     AdminUnauthorized,
     LoginRefused,
+    /// A CrowdSec engine's token is missing, invalid or expired, or its machine
+    /// or license was revoked; the reason is logged only.
+    MachineUnauthorized(&'static str),
     NotFound(&'static str),
     /// The methods the path takes, for `Allow`.
     MethodNotAllowed(String),
@@ -46,7 +50,10 @@ pub enum ApiError {
 impl ApiError {
     pub fn status(&self) -> u16 {
         match self {
-            Self::Unauthorized(_) | Self::AdminUnauthorized | Self::LoginRefused => 401,
+            Self::Unauthorized(_)
+            | Self::AdminUnauthorized
+            | Self::LoginRefused
+            | Self::MachineUnauthorized(_) => 401,
             Self::NotFound(_) => 404,
             Self::MethodNotAllowed(_) => 405,
             Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => 413,
@@ -68,6 +75,9 @@ impl ApiError {
                 "Unauthorized: the admin token or operator key is missing or invalid".to_owned()
             }
             Self::LoginRefused => "Unauthorized: the license key is unknown or revoked".to_owned(),
+            Self::MachineUnauthorized(_) => {
+                "Unauthorized: the machine's token is invalid, expired or revoked".to_owned()
+            }
             Self::AccessForbidden(_) => "access forbidden".to_owned(),
             Self::NotFound(what) => format!("Not found: no such {what}"),
             Self::MethodNotAllowed(allowed) => format!("Method not allowed: use {allowed}"),
@@ -100,7 +110,9 @@ impl ApiError {
     /// The code the request's log line carries.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Unauthorized(reason) | Self::AccessForbidden(reason) => reason,
+            Self::Unauthorized(reason)
+            | Self::AccessForbidden(reason)
+            | Self::MachineUnauthorized(reason) => reason,
             Self::AdminUnauthorized => "admin_unauthorized",
             Self::LoginRefused => "login_refused",
             Self::NotFound(_) => "not_found",
@@ -132,7 +144,9 @@ impl ApiError {
                     .set("X-Greylist-Outcome", "unauthorized")?;
             }
             // Login takes its key in the body, so a refused login names no scheme to retry with.
-            Self::AdminUnauthorized => response.headers().set("WWW-Authenticate", "Bearer")?,
+            Self::AdminUnauthorized | Self::MachineUnauthorized(_) => {
+                response.headers().set("WWW-Authenticate", "Bearer")?
+            }
             Self::MethodNotAllowed(allowed) => response.headers().set("Allow", allowed)?,
             Self::TooManyRequests(seconds) => response
                 .headers()
@@ -180,6 +194,12 @@ impl From<Failure<HolderRefusal>> for ApiError {
             Failure::Refused(HolderRefusal::TooManyFeedTokens) => Self::Conflict(format!(
                 "at most {MAX_FEED_TOKENS} feed tokens; revoke one first"
             )),
+            Failure::Refused(HolderRefusal::TooManyMachines) => Self::Conflict(format!(
+                "at most {MAX_MACHINES} machines; revoke one first"
+            )),
+            Failure::Refused(HolderRefusal::MachineRevoked) => {
+                Self::MachineUnauthorized("machine_revoked")
+            }
             Failure::Fault(fault) => fault.into(),
         }
     }

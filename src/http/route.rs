@@ -12,7 +12,7 @@ use super::auth::login;
 use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed::{decisions, handlers as feed};
-use super::holder::{allow, browse, operations, report};
+use super::holder::{allow, browse, machines, operations, report};
 use super::operator::{console, lists};
 use super::wire::reply::Reply;
 use crate::domain::access::license::LicenseId;
@@ -170,6 +170,11 @@ pub static ROUTES: &[Route] = &[
     row("/api/feedTokens/{id}", Delete, "revoke_feed_token", with!(Holder, |cx, req, who| feed::revoke_token(cx, req, who))),
     row("/api/greylistFeed", Get, "feed", with!(Feed, |cx, req, who| feed::feed(cx, req, who))),
     row("/api/challengeListFeed", Get, "feed", with!(Feed, |cx, req, who| feed::feed(cx, req, who))),
+    // The holder's CrowdSec engines (machines): their credentials and what their alerts do.
+    row("/api/machines", Post, "create_machine", with!(Holder, |cx, req, who| machines::create(cx, req, who))),
+    row("/api/machines", Get, "list_machines", with!(Holder, |cx, req, who| machines::list(cx, req, who))),
+    row("/api/machines/{id}", Patch, "change_machine", with!(Holder, |cx, req, who| machines::change(cx, req, who))),
+    row("/api/machines/{id}", Delete, "revoke_machine", with!(Holder, |cx, req, who| machines::revoke(cx, req, who))),
     // CrowdSec's bouncers.
     row("/v1/decisions/stream", Get, "decision_stream", with!(Bouncer, |cx, req, who| decisions::stream(cx, req, who))),
     row("/v1/decisions/stream", Head, "decision_stream_head", with!(Bouncer, |cx, req, who| decisions::stream_head(cx, req, who))),

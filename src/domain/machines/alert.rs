@@ -79,7 +79,8 @@ impl<'de> Deserialize<'de> for Sent {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // Any JSON value is an element; only one of the alert's shape is an alert.
         let value = serde_json::Value::deserialize(deserializer)?;
-        Ok(AlertIn::deserialize(value).map_or(Self::Unreadable, Self::Alert))
+        let alert = AlertIn::deserialize(value);
+        Ok(alert.map_or(Self::Unreadable, Self::Alert))
     }
 }
 
@@ -592,7 +593,8 @@ mod tests {
     #[test]
     fn go_durations_read_back_as_go_prints_them() {
         for seconds in [0, 1, 59, 60, 3599, 3600, 14_400, 604_799, -3, -3661] {
-            assert_eq!(go_seconds(&go_duration(seconds)), Some(seconds), "{seconds}");
+            let printed = go_duration(seconds);
+            assert_eq!(go_seconds(&printed), Some(seconds), "{printed}");
         }
         for (text, seconds) in [
             ("4h", 14_400),
@@ -686,19 +688,29 @@ mod tests {
         let mut store = MemoryStore::default();
         let settings = MachineSettings::default();
         let at = (NOW, Limits::default());
-        let allowed = take_alert(&mut store, &detection("8.8.8.8"), settings, |_| true, None, at);
+        let call = detection("8.8.8.8");
+        let allowed = take_alert(&mut store, &call, settings, |_| true, None, at);
         assert_eq!(allowed.unwrap(), Taken::default());
         let mut global = detection("8.8.8.8");
         global.adds[0].global = true;
         let reported = take(&mut store, &global, settings, at);
-        assert_eq!(reported, (true, 0), "on the global list: reported, not added");
+        assert_eq!(
+            reported,
+            (true, 0),
+            "on the global list: reported, not added"
+        );
         let none_left = Limits {
             reports: 1,
             additions: 0,
             ..Limits::default()
         };
-        let limited = take(&mut store, &detection("8.8.4.4"), settings, (NOW, none_left));
-        assert_eq!(limited, (false, 0), "the day's reports and additions are used up");
+        let call = detection("8.8.4.4");
+        let limited = take(&mut store, &call, settings, (NOW, none_left));
+        assert_eq!(
+            limited,
+            (false, 0),
+            "the day's reports and additions are used up"
+        );
         assert_eq!(
             Taken::default().counts(),
             MachineCounts {

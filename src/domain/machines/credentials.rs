@@ -53,7 +53,8 @@ impl From<MachineId> for String {
 
 impl MachineId {
     pub fn generate() -> Result<Self, getrandom::Error> {
-        Ok(Self(format!("{MACHINE_ID_PREFIX}{}", hex(&random::<16>()?))))
+        let bits = hex(&random::<16>()?);
+        Ok(Self(format!("{MACHINE_ID_PREFIX}{bits}")))
     }
 
     pub fn parse(text: &str) -> Option<Self> {
@@ -373,7 +374,8 @@ mod tests {
             MachineChange::parse(None, None, Some("yes")).unwrap_err(),
             "adds is true or false"
         );
-        assert!(MachineChange::parse(Some(&"x".repeat(101)), None, None).is_err());
+        let long = "x".repeat(101);
+        assert!(MachineChange::parse(Some(&long), None, None).is_err());
     }
 
     #[test]

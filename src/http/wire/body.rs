@@ -78,6 +78,11 @@ impl Body {
         form::first_field(&self.content_type, &self.bytes, name)
     }
 
+    /// Whether the body has no bytes at all.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
     pub fn is_json(&self) -> bool {
         form::media_type(&self.content_type).eq_ignore_ascii_case("application/json")
     }

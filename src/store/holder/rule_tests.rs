@@ -792,11 +792,15 @@ fn an_extension_moves_an_expiry_later_by_a_minute_or_more_never_earlier<S: Inspe
     let mut add = call(Add, 1);
     add.details.expiry = Some(Expiry::After(600));
     run_call(&mut store, &add, NOON);
+    let client = Some("192.0.2.7");
     let extend_to = |store: &mut S, n, until, at| {
-        extend(store, address(n), Ipv6Prefix::Whole, until, Some("192.0.2.7"), at).unwrap()
+        extend(store, address(n), Ipv6Prefix::Whole, until, client, at).unwrap()
     };
     let expiry = |store: &S, n| store.entry(ip(n)).unwrap().unwrap().expires_at;
-    assert!(!extend_to(&mut store, 1, NOON.plus(659), NOON), "under a minute later");
+    assert!(
+        !extend_to(&mut store, 1, NOON.plus(659), NOON),
+        "under a minute later"
+    );
     assert!(!extend_to(&mut store, 1, NOON.plus(300), NOON), "earlier");
     assert_eq!(expiry(&store, 1), Some(NOON.plus(600)));
     assert!(extend_to(&mut store, 1, NOON.plus(660), NOON.plus(10)));
@@ -807,7 +811,8 @@ fn an_extension_moves_an_expiry_later_by_a_minute_or_more_never_earlier<S: Inspe
         (Change::Extended, NOON.plus(10), Some("192.0.2.7"))
     );
     assert_eq!(usage(&store).added, 1, "an extension is no addition");
-    assert!(!extend_to(&mut store, 1, NOON.plus(5000), NOON.plus(660)), "expired");
+    let expired = extend_to(&mut store, 1, NOON.plus(5000), NOON.plus(660));
+    assert!(!expired, "an expired entry is not brought back");
     run(&mut store, Add, 2, NOON);
     assert!(!extend_to(&mut store, 2, NOON.plus(5000), NOON));
     assert_eq!(expiry(&store, 2), None, "a permanent entry stays permanent");
