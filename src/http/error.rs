@@ -1,6 +1,7 @@
 //! The one error type of the HTTP layer: each variant decides its status,
 //! its client-facing text and its log code here, and nowhere else.
 
+use serde_json::json;
 use worker::Response;
 
 use crate::domain::feed::feed_token::MAX_PER_HOLDER as MAX_FEED_TOKENS;
@@ -26,7 +27,12 @@ pub enum ApiError {
     /// A CrowdSec engine's token is missing, invalid or expired, or its machine
     /// or license was revoked; the reason is logged only.
     MachineUnauthorized(&'static str),
+    /// A CrowdSec engine's login: unknown or revoked machine, wrong password,
+    /// revoked license, or no login at all. The Local API's own 401 and text.
+    MachineLoginRefused,
     NotFound(&'static str),
+    /// A route of CrowdSec's Local API this service does not offer: 404 with this text.
+    NotOffered(&'static str),
     /// The methods the path takes, for `Allow`.
     MethodNotAllowed(String),
     /// The route's limit, in bytes.
@@ -53,8 +59,9 @@ impl ApiError {
             Self::Unauthorized(_)
             | Self::AdminUnauthorized
             | Self::LoginRefused
-            | Self::MachineUnauthorized(_) => 401,
-            Self::NotFound(_) => 404,
+            | Self::MachineUnauthorized(_)
+            | Self::MachineLoginRefused => 401,
+            Self::NotFound(_) | Self::NotOffered(_) => 404,
             Self::MethodNotAllowed(_) => 405,
             Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => 413,
             Self::UnsupportedEncoding(_) => 415,
@@ -79,7 +86,9 @@ impl ApiError {
                 "Unauthorized: the machine's token is invalid, expired or revoked".to_owned()
             }
             Self::AccessForbidden(_) => "access forbidden".to_owned(),
+            Self::MachineLoginRefused => "incorrect Username or Password".to_owned(),
             Self::NotFound(what) => format!("Not found: no such {what}"),
+            Self::NotOffered(text) => (*text).to_owned(),
             Self::MethodNotAllowed(allowed) => format!("Method not allowed: use {allowed}"),
             Self::PayloadTooLarge(limit) if limit % (1 << 20) == 0 => format!(
                 "Payload too large: the body may be at most {} MiB",
@@ -115,7 +124,9 @@ impl ApiError {
             | Self::MachineUnauthorized(reason) => reason,
             Self::AdminUnauthorized => "admin_unauthorized",
             Self::LoginRefused => "login_refused",
+            Self::MachineLoginRefused => "machine_login_refused",
             Self::NotFound(_) => "not_found",
+            Self::NotOffered(_) => "not_offered",
             Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => "payload_too_large",
             Self::UnsupportedEncoding(_) => "unsupported_encoding",
@@ -135,6 +146,11 @@ impl ApiError {
     }
 
     pub fn into_response(self, mode: BodyMode) -> worker::Result<Response> {
+        if let Self::MachineLoginRefused = self {
+            // CrowdSec's own shape: the engine reads `message`, and `code` beside it.
+            let body = json!({ "code": 401, "message": self.message() });
+            return Ok(Response::from_json(&body)?.with_status(401));
+        }
         let response = mode.render(&self.message())?.with_status(self.status());
         match &self {
             Self::Unauthorized(_) => {

@@ -70,7 +70,11 @@ fn fields(body: &Body) -> Result<(Option<String>, Option<String>, Option<String>
     } else {
         body.json().map_err(not_fields)?
     };
-    Ok((fields.name, text(fields.ttl, "ttl")?, text(fields.adds, "adds")?))
+    Ok((
+        fields.name,
+        text(fields.ttl, "ttl")?,
+        text(fields.adds, "adds")?,
+    ))
 }
 
 /// `POST /api/machines`: a new machine with an optional `name`, its login name
