@@ -106,7 +106,9 @@ async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Repl
         }
         Handler::Machine(handler) => {
             let machine = auth::caller::machine(cx, &req).await?;
-            handler(cx, req, machine).await
+            handler(cx, req, machine)
+                .await
+                .map_err(auth::caller::machine_refusal)
         }
         Handler::Operator(access, handler) => {
             let operator = auth::caller::operator(cx, &req, access).await?;

@@ -13,7 +13,7 @@ use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed::{decisions, handlers as feed};
 use super::holder::{allow, browse, machines, operations, report};
-use super::machine::{heartbeat, watchers};
+use super::machine::{alerts, heartbeat, watchers};
 use super::operator::{console, lists};
 use super::wire::reply::Reply;
 use crate::domain::access::license::LicenseId;
@@ -186,6 +186,7 @@ pub static ROUTES: &[Route] = &[
     row("/v1/watchers/login", Post, "machine_login", Handler::Open(|cx, req| Box::pin(watchers::login(cx, req)))),
     row("/v1/watchers", Post, "machine_register", Handler::Open(|cx, req| Box::pin(watchers::register(cx, req)))),
     row("/v1/heartbeat", Get, "heartbeat", with!(Machine, |cx, req, who| heartbeat::heartbeat(cx, req, who))),
+    row("/v1/alerts", Post, "alerts", with!(Machine, |cx, req, who| alerts::post(cx, req, who))),
     row("/v1/allowlists", Get, "allowlists", Handler::Open(|cx, req| Box::pin(heartbeat::allowlists(cx, req)))),
     row("/v1/usage-metrics", Post, "usage_metrics", Handler::Open(|cx, req| Box::pin(heartbeat::usage_metrics(cx, req)))),
     row("/v2/authentication/login/license", Post, "login", Handler::Open(|cx, req| Box::pin(login::handle(cx, req)))),
@@ -375,6 +376,7 @@ mod tests {
         }
         assert_eq!(name("POST", "/v1/watchers"), Ok("machine_register"));
         assert_eq!(name("GET", "/v1/heartbeat"), Ok("heartbeat"));
+        assert_eq!(name("POST", "/v1/alerts/"), Ok("alerts"));
         assert_eq!(name("GET", "/v1/allowlists"), Ok("allowlists"));
         assert_eq!(name("POST", "/v1/usage-metrics"), Ok("usage_metrics"));
         assert!(matches!(

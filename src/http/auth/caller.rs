@@ -156,6 +156,15 @@ pub async fn machine(cx: &RequestContext, req: &Request) -> Result<MachineCaller
     })
 }
 
+/// A refusal as an engine is told it: a holder object's refusal of a revoked
+/// license is the machine's 401, as a revoked machine's is.
+pub fn machine_refusal(error: ApiError) -> ApiError {
+    match error {
+        ApiError::Unauthorized(reason) => ApiError::MachineUnauthorized(reason),
+        other => other,
+    }
+}
+
 /// The license and record of a feed token, while both stand.
 async fn by_feed_token(
     cx: &RequestContext,

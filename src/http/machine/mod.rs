@@ -4,5 +4,6 @@
 //! heartbeat beside the Local API's routes this service does not offer
 //! (`heartbeat`).
 
+pub mod alerts;
 pub mod heartbeat;
 pub mod watchers;
