@@ -31,7 +31,8 @@ IPSET := /usr/sbin/ipset
 NFT := /usr/sbin/nft
 FAIL2BAN := /usr/bin/fail2ban-server
 FAIL2BAN_VERSION := 1.0.2-2
-# CrowdSec's own Local API, which `make bench` measures beside the service.
+# CrowdSec's own Local API, which `make bench` measures beside the service, and its
+# engine, which tests/api/crowdsec_engine.rs runs as an agent against the service.
 CROWDSEC_VERSION := 1.4.6-6~deb12u1+b1
 CROWDSEC_DIR := $(TOOLS)/crowdsec-$(CROWDSEC_VERSION)
 CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
@@ -63,7 +64,11 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # Raised to 596 for promotions: the writer's promoted entries (kept through edits
 # and imports, exported apart, taken off by the operator), the shards' batches of
 # promotions and decays to it on their alarms; 580.8 before, 595.3 with it.
-WASM_GZIP_KIB := 596
+# Raised to 622 for CrowdSec engines (machines, issue 38): six calls of the holder's
+# object both ways, nine routes, the login, machine tokens under their own key, the
+# lenient reading of alerts, Go durations, gzip bodies and the machines' rows. An
+# estimate made without a build: set it to what deploy-check measures, rounded up.
+WASM_GZIP_KIB := 622
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
@@ -193,9 +198,11 @@ test:
 	if [ $$status -ne 0 ]; then printf "\nmake test: $(BESIDE) failed\n$$times"; exit $$status; fi; \
 	printf "\nmake test took $$(( $$(date +%s) - start )) s:\n$$times"
 
-# What the test phases need beyond the build's tools, installed once.
+# What the test phases need beyond the build's tools, installed once. CrowdSec's
+# package comes after the others: both take apt's lock.
 test-tools:
 	@$(PARALLEL_INSTALL) each-test-tool
+	@$(MAKE) --no-print-directory $(CROWDSEC)
 
 each-test-tool: each-tool $(CARGO_FUZZ) $(SCHEMATHESIS) $(DEBIAN_TOOLS)
 
@@ -212,9 +219,10 @@ unit:
 	cargo test --lib --test layers --test docs
 
 # The tests spend most of their time waiting on the server, so they run six at a
-# time on two cores. They run the test build, whose clock they move.
+# time on two cores. They run the test build, whose clock they move; CrowdSec's
+# engine comes from the package test-tools unpacks.
 e2e: $(TEST_WORKER)
-	cargo test --test api -- --test-threads=6
+	CROWDSEC_DIR='$(CROWDSEC_DIR)' cargo test --test api -- --test-threads=6
 
 # No 5xx, and no response that breaks public/openapi.json.
 contract: build $(SCHEMATHESIS)
