@@ -60,8 +60,11 @@ fn not_fields(error: serde_json::Error) -> ApiError {
     ApiError::BadRequest(format!("the body is not a machine's fields: {error}"))
 }
 
+/// A machine's `name`, `ttl` and `adds`, each as text when given.
+type Fields = (Option<String>, Option<String>, Option<String>);
+
 /// `name`, `ttl` and `adds` as form fields or in JSON; an empty body gives none.
-fn fields(body: &Body) -> Result<(Option<String>, Option<String>, Option<String>), ApiError> {
+fn fields(body: &Body) -> Result<Fields, ApiError> {
     if !body.is_json() {
         return Ok((body.field("name"), body.field("ttl"), body.field("adds")));
     }
