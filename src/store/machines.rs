@@ -115,10 +115,16 @@ mod tests {
         let freshness = Freshness::new(60).unwrap();
         let machine = MachineId::generate().unwrap();
         let login = |at: u64| {
-            login_of(kv.at(Millis(at)), &remembered, &machine, freshness, Millis(at))
-                .now_or_never()
-                .expect("the fake never waits")
-                .unwrap()
+            login_of(
+                kv.at(Millis(at)),
+                &remembered,
+                &machine,
+                freshness,
+                Millis(at),
+            )
+            .now_or_never()
+            .expect("the fake never waits")
+            .unwrap()
         };
         assert_eq!(login(0), None);
         assert_eq!(login(29_999), None);
