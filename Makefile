@@ -64,10 +64,14 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # Raised to 596 for promotions: the writer's promoted entries (kept through edits
 # and imports, exported apart, taken off by the operator), the shards' batches of
 # promotions and decays to it on their alarms; 580.8 before, 595.3 with it.
-# Raised to 622 for CrowdSec engines (machines, issue 38): six calls of the holder's
+# Raised to 604 for what holders and the operator see of the network: the
+# holder's `/api/networkStatus` and the status's promotion settings (595.3 to
+# 598.1), then the promoted parts the writer builds beside the global list's
+# shards and names in the manifest, the isolates' loads of them, and the JSON
+# feed's `source` and the decisions' scenario worked out from them (to 603.1).
+# Raised for CrowdSec engines (machines, issue 38): six calls of the holder's
 # object both ways, nine routes, the login, machine tokens under their own key, the
-# lenient reading of alerts, Go durations, gzip bodies and the machines' rows. An
-# estimate made without a build: set it to what deploy-check measures, rounded up.
+# lenient reading of alerts, Go durations, gzip bodies and the machines' rows.
 WASM_GZIP_KIB := 622
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2

@@ -11,6 +11,7 @@
 //   costs        the billable calls of each scenario, and what a million of it costs
 //   crowdsec     CrowdSec's Local API and the service side by side
 //   allow-list   a holder's own allow list: checks and adds with 1000 ranges, and the delta after allow-listing a /16
+//   reports      the network's reports: reports/s beside adds, the time to global, the calls of 1000 promotions
 //   ten-million  the global list at BENCH_TEN_MILLION entries
 //   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
 //
@@ -34,8 +35,9 @@ import { BILLABLE, costs, dollarsPerMillion, PRICES } from "./cost.mjs";
 import { runtimes } from "./runtimes.mjs";
 import { sideBySide } from "./side-by-side.mjs";
 import { allowList, allowListLines } from "./allow-list.mjs";
+import { reports, reportsLines } from "./reports.mjs";
 
-const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "ten-million", "ipv6-million"];
+const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "ten-million", "ipv6-million"];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
 const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
@@ -115,6 +117,7 @@ try {
   await section("costs", async () => (results.costs = await costs(state)));
   await section("crowdsec", async () => (results.crowdsec = await sideBySide(state)));
   await section("allow-list", async () => (results.allowList = await allowList(state)));
+  await section("reports", async () => (results.reports = await reports(state)));
   await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
   await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
   const wasm = readFileSync(join(root, "build/index_bg.wasm"));
@@ -376,6 +379,7 @@ function print(results) {
   if (results.costs) lines.push(...costLines(results.costs), "");
   if (results.crowdsec) lines.push(...crowdsecLines(results.crowdsec), "");
   if (results.allowList) lines.push(...allowListLines(results.allowList), "");
+  if (results.reports) lines.push(...reportsLines(results.reports), "");
   if (results.tenMillion) lines.push(...tenMillionLines(results.tenMillion), "");
   lines.push(
     "| target | measured | met |",

@@ -34,5 +34,6 @@ fuzz_target!(|data: &[u8]| {
         let _ = manifest.part().shard_of(u32::MAX);
         let _ = manifest.part().shard_of(u128::MAX);
         let _ = manifest.keys().count();
+        let _ = manifest.promoted_keys().count();
     }
 });

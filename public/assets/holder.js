@@ -91,8 +91,13 @@ $("check-form").addEventListener("submit", (event) => {
   event.preventDefault();
   const result = $("check-result");
   busy(event.submitter, () => view.guard(result, async () => {
-    const answer = await post("/api/checkIpOnGreylist", { ip: $("check-ip").value.trim() });
-    say(result, answer.result);
+    const ip = $("check-ip").value.trim();
+    const answer = await post("/api/checkIpOnGreylist", { ip });
+    // Whether the global list has it from the holders' reports, and from how many (never whose).
+    const network = answer.result.endsWith(" is on global greylist") ? await post("/api/networkStatus", { ip }) : {};
+    say(result, network.promoted
+      ? `${answer.result} (promoted by the network: reported by ${network.holders} license holders)`
+      : answer.result);
   }));
 });
 

@@ -38,7 +38,9 @@ async function loadStatus() {
     const status = await session.call("/admin/status");
     const row = (name, list) => el("tr", {},
       el("th", { scope: "row" }, name),
-      el("td", {}, list.entries.toLocaleString()),
+      el("td", {}, list.promoted > 0
+        ? `${list.entries.toLocaleString()} (${list.promoted.toLocaleString()} promoted)`
+        : list.entries.toLocaleString()),
       el("td", { class: "mono" }, list.version),
       el("td", {}, list.publishedAt ? when(list.publishedAt) : "Not yet"));
     fill($("status-rows"), [row("Global list", status.globalList), row("Allow list", status.allowList)]);
@@ -47,10 +49,46 @@ async function loadStatus() {
     fill($("sizes-rows"), recent.slice().reverse().map((point) => el("tr", {},
       el("td", {}, when(point.at)), el("td", {}, point.entries.toLocaleString()))));
     say($("status-result"), `${status.licenses} ${status.licenses === 1 ? "license" : "licenses"} issued.`);
+    const network = status.network;
+    show($("network-settings"), network.promotionHolders === 0
+      ? "Promotion is off (PROMOTION_HOLDERS is 0)."
+      : `In force: an address reported by ${network.promotionHolders} distinct licenses within ${duration(network.promotionWindowSeconds)} is promoted; ` +
+        `it leaves ${duration(network.delistAfterSeconds)} after its last report. ` +
+        `${status.globalList.promoted.toLocaleString()} promoted now.`);
   });
 }
 
 $("status-refresh").addEventListener("click", loadStatus);
+
+/** Seconds as the largest whole unit that divides them: "7 days", "90 seconds". */
+function duration(seconds) {
+  const units = [["day", 86400], ["hour", 3600], ["minute", 60], ["second", 1]];
+  const [unit, size] = units.find(([, size]) => seconds % size === 0 && seconds >= size) ?? units[3];
+  const count = seconds / size;
+  return `${count} ${unit}${count === 1 ? "" : "s"}`;
+}
+
+$("promoted-remove").addEventListener("click", (event) => {
+  const result = $("promoted-result");
+  busy(event.currentTarget, () => view.guard(result, async () => {
+    const items = lines($("promoted-entries").value);
+    if (items.length === 0) return say(result, "Type at least one promoted address.", "error");
+    const answer = await session.call("/admin/global-list", { method: "POST", body: { removePromoted: items } });
+    say(result, `Took off ${answer.promotedRemoved} promoted ${answer.promotedRemoved === 1 ? "entry" : "entries"}.`, "ok");
+    loadStatus();
+  }));
+});
+
+$("promoted-export").addEventListener("click", (event) => {
+  const result = $("promoted-result");
+  busy(event.currentTarget, () => view.guard(result, async () => {
+    const response = await session.call("/admin/global-list?source=promoted", { accept: "text/plain" });
+    const link = el("a", { href: URL.createObjectURL(await response.blob()), download: "global-list-promoted.txt" });
+    link.click();
+    URL.revokeObjectURL(link.href);
+    say(result, "Downloaded global-list-promoted.txt.", "ok");
+  }));
+});
 
 const loadLicenses = view.pagedTable({
   rows: $("license-rows"),
@@ -215,6 +253,21 @@ $("lookup-form").addEventListener("submit", (event) => {
         parts.push(el("p", {}, "This holder allows it: ", el("span", { class: "mono" }, allowed.ip),
           allowed.comment ? ` (${allowed.comment})` : "", ", since ", when(allowed.addedAt)));
       }
+    }
+    // The holders' reports of it: how many licenses count, since when they make the consensus, and who.
+    const reports = answer.reports;
+    if (reports) {
+      parts.push(el("p", {}, `Reported by ${reports.licenses} ${reports.licenses === 1 ? "license" : "licenses"} within the window`,
+        reports.consensusSince ? [": promoted since ", when(reports.consensusSince)] : ": not promoted", "."));
+      parts.push(el("div", { class: "table-wrap", tabindex: "0" }, el("table", { class: "cards" },
+        el("caption", {}, "Reporters, the most recent first"),
+        el("thead", {}, el("tr", {}, ...["License", "Categories", "Reports", "First", "Last"].map((name) => el("th", { scope: "col" }, name)))),
+        el("tbody", {}, ...reports.reporters.map((r) => el("tr", {},
+          el("td", { "data-label": "License", class: "mono" }, r.license),
+          el("td", { "data-label": "Categories" }, r.categories.join(", ") || "—"),
+          el("td", { "data-label": "Reports" }, String(r.reports)),
+          el("td", { "data-label": "First" }, when(r.firstAt)),
+          el("td", { "data-label": "Last" }, when(r.lastAt))))))));
     }
     show($("lookup-answer"), ...parts);
     const served = answer.allow.length === 0 && (answer.global.length > 0 || answer.license?.entry);

@@ -12,7 +12,7 @@ use super::auth::login;
 use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed::{decisions, handlers as feed};
-use super::holder::{allow, browse, machines, operations, report};
+use super::holder::{allow, browse, machines, network, operations, report};
 use super::machine::{alerts, heartbeat, watchers};
 use super::operator::{console, lists};
 use super::wire::reply::Reply;
@@ -160,6 +160,7 @@ pub static ROUTES: &[Route] = &[
     // Reports of attackers from the holder's own tools, one or many.
     row("/api/reportIp", Post, "report", with!(Holder, |cx, req, who| report::single(cx, req, who))),
     row("/api/reportIps", Post, "bulk_report", with!(Holder, |cx, req, who| report::bulk(cx, req, who))),
+    row("/api/networkStatus", Post, "network_status", with!(Holder, |cx, req, who| network::status(cx, req, who))),
     // A holder's own list, history and day.
     row("/api/listGreylist", Post, "list", with!(Holder, |cx, req, who| browse::list(cx, req, who))),
     row("/api/listChallengeList", Post, "list", with!(Holder, |cx, req, who| browse::list(cx, req, who))),

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{Mode, Server, TestApp};
+use crate::helpers::{send, Mode, Server, TestApp};
 
 fn report(app: &TestApp, fields: &[(&str, &str)]) -> String {
     let resp = app.form("/api/reportIp", fields, Mode::Json);
@@ -127,6 +127,24 @@ fn a_report_is_answered_in_the_style_of_the_operations_and_changes_no_list() {
             "[81.1.0.6] is on the global allow list, no action was taken",
             "[nope] is invalid"
         ]
+    );
+}
+
+#[test]
+fn a_holders_reports_are_sent_on_at_the_next_whole_second_together() {
+    let server = Server::shared();
+    let app = TestApp::on(&server);
+    let before = server.now();
+    report(&app, &[("ip", "81.9.0.1")]);
+    report(&app, &[("ip", "81.9.0.2")]);
+    let after = server.now();
+    // Not at once: the reports of a second go to their shards in one call each.
+    let at = server
+        .holder_alarm_at(&app.license)
+        .expect("an alarm stands");
+    assert!(
+        (before + 1..=after + 1).contains(&at),
+        "the alarm at {at}, reports made from {before} to {after}"
     );
 }
 
@@ -254,6 +272,13 @@ fn sixty_four_reports_of_one_address_from_sixteen_licenses_at_once_are_counted_e
     assert!(counted["consensusSince"].is_string());
 }
 
+/// What `POST /api/networkStatus` tells `app` of `ip`.
+fn network_status(app: &TestApp, ip: &str) -> Value {
+    let resp = app.form("/api/networkStatus", &[("ip", ip)], Mode::Json);
+    assert_eq!(resp.status, 200, "{ip}: {}", resp.body);
+    resp.json()
+}
+
 /// Reports `ip` from each of `apps`, and sends them on: each holder's alarm, then
 /// the shards' and the writer's.
 fn reported_by(server: &Server, apps: &[TestApp], ip: &str) {
@@ -278,8 +303,33 @@ fn four_licenses_promote_an_address_which_decays_once_their_reports_stop() {
         "[81.6.0.1] is currently not on global greylist",
         "three licenses promote nothing"
     );
+    let status = network_status(other, "81.6.0.1");
+    assert_eq!(
+        (&status["global"], &status["promoted"], &status["holders"]),
+        (&json!(false), &json!(false), &json!(3)),
+        "{status}"
+    );
     reported_by(&server, &reporters[3..], "81.6.0.1");
     assert_eq!(other.check("81.6.0.1"), "[81.6.0.1] is on global greylist");
+    // Every holder sees that it was promoted and by how many, never by whom.
+    let status = network_status(other, " 81.6.0.1 ");
+    assert_eq!(
+        (&status["ip"], &status["global"], &status["promoted"]),
+        (&json!("81.6.0.1"), &json!(true), &json!(true)),
+        "{status}"
+    );
+    assert_eq!(status["holders"], 4, "{status}");
+    assert!(status["promotedSince"].is_string(), "{status}");
+    for app in &apps {
+        assert!(!status.to_string().contains(&app.license), "{status}");
+    }
+    let refused = other.form("/api/networkStatus", &[("ip", "10.0.0.1")], Mode::Json);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body.contains("[10.0.0.1] is private"),
+        "{}",
+        refused.body
+    );
     assert_eq!(
         other.add("81.6.0.1"),
         "[81.6.0.1] is already on global greylist"
@@ -292,6 +342,13 @@ fn four_licenses_promote_an_address_which_decays_once_their_reports_stop() {
     );
     let own = server.export_list("global-list", None);
     assert!(!own.body.contains("81.6.0.1"), "{}", own.body);
+    // The operator's status counts it apart, beside the settings in force.
+    let status = server.admin("GET", "/admin/status", None).json();
+    assert_eq!(status["globalList"]["promoted"], 1, "{status}");
+    assert_eq!(
+        status["network"],
+        json!({"promotionHolders": 4, "promotionWindowSeconds": 604800, "delistAfterSeconds": 604800})
+    );
     // An import of the operator's own list leaves it promoted.
     assert_eq!(server.replace_list("global-list", "81.7.0.1\n").status, 200);
     assert_eq!(other.check("81.6.0.1"), "[81.6.0.1] is on global greylist");
@@ -308,8 +365,143 @@ fn four_licenses_promote_an_address_which_decays_once_their_reports_stop() {
         "[81.6.0.1] is currently not on global greylist",
         "decayed"
     );
-    // The operator's own entries never decay.
+    let status = network_status(other, "81.6.0.1");
+    assert_eq!(
+        (&status["global"], &status["promoted"]),
+        (&json!(false), &json!(false)),
+        "{status}"
+    );
+    // The operator's own entries never decay, and were never promoted.
     assert_eq!(other.check("81.7.0.1"), "[81.7.0.1] is on global greylist");
+    let status = network_status(other, "81.7.0.1");
+    assert_eq!(
+        (&status["global"], &status["promoted"], &status["holders"]),
+        (&json!(true), &json!(false), &json!(0)),
+        "{status}"
+    );
+}
+
+/// A call of CrowdSec's Local API with a feed token, as a bouncer makes it:
+/// `path` after `/v1/decisions`.
+fn decisions(server: &Server, key: &str, path: &str) -> Value {
+    let resp = send(
+        "GET",
+        &format!("{}/v1/decisions{path}", server.base),
+        &[("X-Api-Key", key.to_owned())],
+        None,
+    );
+    assert_eq!(resp.status, 200, "{path}: {}", resp.body);
+    resp.json()
+}
+
+/// The item of a feed's or a pull's array whose `value` is `value`.
+fn by_value<'a>(items: &'a Value, value: &str) -> &'a Value {
+    items
+        .as_array()
+        .unwrap_or_else(|| panic!("an array: {items}"))
+        .iter()
+        .find(|item| item["value"] == value)
+        .unwrap_or_else(|| panic!("{value} in {items}"))
+}
+
+#[test]
+fn the_json_feed_and_crowdsecs_decisions_say_which_global_entries_were_promoted() {
+    let server = Server::own(&[]);
+    let apps: Vec<TestApp> = (0..5).map(|_| TestApp::on(&server)).collect();
+    let holder = &apps[4];
+    let listed = server.edit_global_list(&["81.9.0.1", "81.9.1.0/24"], &[]);
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let (_, key) = holder.feed_token(json!({ "scope": "all" }));
+    let before = holder.feed_json("scope=all&format=json");
+    let cursor = before["cursor"].as_str().unwrap().to_owned();
+    decisions(&server, &key, "/stream?startup=true");
+    // An address the operator does not list, one inside the operator's /24, and
+    // one of the operator's own, which stays the operator's.
+    for ip in ["81.9.0.5", "81.9.1.7", "81.9.0.1"] {
+        reported_by(&server, &apps[..4], ip);
+    }
+    assert_eq!(holder.check("81.9.0.5"), "[81.9.0.5] is on global greylist");
+    let promoted = server.admin("GET", "/admin/global-list?source=promoted", None);
+    let promoted: Vec<&str> = promoted.body.lines().skip(1).collect();
+    assert_eq!(promoted, ["81.9.0.5", "81.9.1.7"]);
+
+    // The JSON feed: the promoted entry says so; the operator's are as they were,
+    // the /24 holding a promoted address included.
+    let entry = |value: &str, source: Option<&str>| {
+        let mut entry =
+            json!({ "value": value, "scope": "global", "expiresAt": null, "comment": null });
+        if let Some(source) = source {
+            entry["source"] = json!(source);
+        }
+        entry
+    };
+    let whole = holder.feed_json("scope=all&format=json");
+    assert_eq!(
+        by_value(&whole["entries"], "81.9.0.5"),
+        &entry("81.9.0.5", Some("promoted"))
+    );
+    for own in ["81.9.0.1", "81.9.1.0/24"] {
+        assert_eq!(by_value(&whole["entries"], own), &entry(own, None), "{own}");
+    }
+    let delta = holder.feed_json(&format!("scope=all&format=json&since={cursor}"));
+    assert_eq!(
+        (&delta["deleted"], &delta["new"]),
+        (&json!([]), &json!([entry("81.9.0.5", Some("promoted"))])),
+        "{delta}"
+    );
+
+    // CrowdSec: the promoted entry's scenario says so, in the pull that brings
+    // it and in every later one; its origin is the global list's.
+    let changed = decisions(&server, &key, "/stream");
+    let news = changed["new"].as_array().unwrap();
+    assert_eq!(news.len(), 1, "{changed}");
+    assert_eq!(
+        (&news[0]["value"], &news[0]["origin"], &news[0]["scenario"]),
+        (
+            &json!("81.9.0.5"),
+            &json!("greylist-global"),
+            &json!("greylist/global-promoted")
+        )
+    );
+    let all = decisions(&server, &key, "/stream?startup=true");
+    assert_eq!(
+        by_value(&all["new"], "81.9.0.5")["scenario"],
+        "greylist/global-promoted"
+    );
+    for own in ["81.9.0.1", "81.9.1.0/24"] {
+        let decision = by_value(&all["new"], own);
+        assert_eq!(
+            (&decision["origin"], &decision["scenario"]),
+            (&json!("greylist-global"), &json!("greylist/global")),
+            "{own}"
+        );
+    }
+    // Its words tell the promoted entries apart, and `global` still takes them all.
+    let values = |query: &str| -> Vec<String> {
+        let answer = decisions(&server, &key, &format!("/stream?startup=true&{query}"));
+        let news = answer["new"].as_array().unwrap().iter();
+        news.map(|d| d["value"].as_str().unwrap().to_owned())
+            .filter(|value| value.starts_with("81.9."))
+            .collect()
+    };
+    assert_eq!(
+        values("scenarios_not_containing=promoted"),
+        ["81.9.0.1", "81.9.1.0/24"]
+    );
+    assert_eq!(values("scenarios_containing=promoted"), ["81.9.0.5"]);
+    assert_eq!(
+        values("scenarios_containing=global"),
+        ["81.9.0.1", "81.9.0.5", "81.9.1.0/24"]
+    );
+    // Live mode too.
+    let live = decisions(&server, &key, "?ip=81.9.0.5");
+    assert_eq!(live[0]["scenario"], "greylist/global-promoted", "{live}");
+    let live = decisions(&server, &key, "?ip=81.9.1.7");
+    assert_eq!(
+        (&live[0]["value"], &live[0]["scenario"]),
+        (&json!("81.9.1.0/24"), &json!("greylist/global")),
+        "{live}"
+    );
 }
 
 #[test]

@@ -190,6 +190,57 @@ describe("holder page", () => {
     assert.deepEqual(again.errors, []);
   });
 
+  test("a check of an address the network promoted says so, and by how many holders", async () => {
+    const ip = "45.67.101.1";
+    // Four other licenses report it through the API, and each object and shard sends on what it kept.
+    for (let i = 0; i < 4; i += 1) {
+      const { license, licenseKey } = await admin("POST", "/admin/licenses");
+      const login = await fetch(`${base}/v2/authentication/login/license`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ licenseKey }),
+      });
+      const { accessToken } = await login.json();
+      const report = await fetch(`${base}/api/reportIp?result_mode=json`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${accessToken}` },
+        body: new URLSearchParams({ ip }),
+      });
+      assert.equal((await report.json()).result, `[${ip}] has been reported`);
+      assert.equal((await fetch(`${base}/__test/holders/${license}/alarm`, { method: "POST" })).status, 200);
+    }
+    for (const hook of ["/__test/reports/alarm", "/__test/lists/alarm"]) {
+      assert.equal((await fetch(`${base}${hook}`, { method: "POST" })).status, 200);
+    }
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey);
+    await page.getByLabel(ADDRESS).first().fill(ip);
+    await page.locator("#check-form").getByRole("button", { name: "Check" }).click();
+    await page.locator("#check-result", { hasText: "promoted" }).waitFor();
+    assert.equal(await text(page, "#check-result"),
+      `[${ip}] is on global greylist (promoted by the network: reported by 4 license holders)`);
+    assert.deepEqual(page.errors, []);
+
+    // The operator sees the settings in force, the promotion apart, who reported it, and takes it off.
+    const console = await operatorPage();
+    await console.locator("#network-settings", { hasText: "promoted now" }).waitFor();
+    assert.match(await text(console, "#network-settings"),
+      /^In force: an address reported by 4 distinct licenses within 7 days is promoted; it leaves 7 days after its last report\. [1-9]\d* promoted now\.$/);
+    assert.match(await text(console, "#status-rows"), /Global list\s+\d+ \([1-9]\d* promoted\)/);
+    await console.getByLabel("Address", { exact: true }).fill(ip);
+    await console.getByRole("button", { name: "Look up" }).click();
+    await console.locator("#lookup-result", { hasText: ip }).waitFor();
+    const answer = await text(console, "#lookup-answer");
+    assert.match(answer, new RegExp(`${ip.replaceAll(".", "\\.")}\\s+Promoted by holders' reports`));
+    assert.match(answer, /Reported by 4 licenses within the window: promoted since /);
+    assert.equal(await console.locator("#lookup-answer tbody tr").last().locator("td").count(), 5);
+    await console.getByLabel("Promoted addresses to take off, one a line").fill(ip);
+    await console.getByRole("button", { name: "Take off", exact: true }).click();
+    await console.locator("#promoted-result", { hasText: "Took off" }).waitFor();
+    assert.equal(await text(console, "#promoted-result"), "Took off 1 promoted entry.");
+    assert.deepEqual(console.errors, []);
+  });
+
   test("feed tokens are created (shown once) with what they read, listed and revoked", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey);

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::code::Coded;
-use crate::domain::feed::item::{FeedBlock, FeedItem, FeedVersion};
+use crate::domain::feed::item::{FeedBlock, FeedItem, FeedVersion, Source};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 
 /// What a bouncer does with an address: block it, or challenge it (the bouncers
@@ -30,11 +30,17 @@ impl Coded for DecisionType {
 
 /// The origin of a decision from the holder's own list.
 pub const ORIGIN_PERSONAL: &str = "greylist";
-/// The origin of a decision from the global list.
+/// The origin of a decision from the global list, the operator's entries and
+/// the promoted ones alike: a bouncer's `origins` filter takes or leaves both.
 pub const ORIGIN_GLOBAL: &str = "greylist-global";
 /// The scenario of an entry without a comment, and of the global list's blocks.
 const SCENARIO_PERSONAL: &str = "greylist/personal";
 const SCENARIO_GLOBAL: &str = "greylist/global";
+/// The scenario of a global block the holders' reports promoted: it contains
+/// `global`, as the operator's blocks' does, so that `scenarios_containing=global`
+/// still takes every block of the global list, and `promoted`, so that
+/// `scenarios_not_containing=promoted` leaves the promoted ones out.
+const SCENARIO_PROMOTED: &str = "greylist/global-promoted";
 
 /// How long a bouncer holds an entry that has no expiry, and at most one that
 /// has: a week, well under the 2 147 483 s the firewall bouncer caps timeouts at.
@@ -82,14 +88,15 @@ impl<'a> Decision<'a> {
                 .map_or(STANDING_SECONDS, |at| at.0.saturating_sub(now.0));
             left.clamp(1, STANDING_SECONDS) as i64
         };
-        let scenario = match (&item.comment, item.global) {
+        let scenario = match (&item.comment, item.source) {
             (Some(comment), _) if !comment.is_empty() => comment.as_str(),
-            (_, false) => SCENARIO_PERSONAL,
-            (_, true) => SCENARIO_GLOBAL,
+            (_, Source::Personal) => SCENARIO_PERSONAL,
+            (_, Source::Operator) => SCENARIO_GLOBAL,
+            (_, Source::Promoted) => SCENARIO_PROMOTED,
         };
         Self {
             id: decision_id(item),
-            origin: if item.global {
+            origin: if item.source.is_global() {
                 ORIGIN_GLOBAL
             } else {
                 ORIGIN_PERSONAL
@@ -109,8 +116,8 @@ impl<'a> Decision<'a> {
 }
 
 /// A stable id per value sent and list: the same block of the same list has the
-/// same id in every answer, and a global range the allow list splits is several
-/// values, each with its own. Below 2^53, so JavaScript reads it exactly. An IPv4
+/// same id in every answer, whether it was promoted or not, and a global range
+/// the allow list splits is several values, each with its own. Below 2^53, so JavaScript reads it exactly. An IPv4
 /// block's id is below 2^39 and says what it is; an IPv6 value's has bit 52 set,
 /// bit 51 for a personal /64, and 51 bits of a mix of its 128 (a global block's
 /// with its prefix and the list mixed in; two values share an id with odds of
@@ -118,7 +125,7 @@ impl<'a> Decision<'a> {
 pub fn decision_id(item: &FeedItem) -> u64 {
     match item.block {
         FeedBlock::V4(range) => {
-            (u64::from(item.global) << 38)
+            (u64::from(item.source.is_global()) << 38)
                 | (u64::from(range.first()) << 6)
                 | u64::from(range.prefix())
         }
@@ -303,7 +310,11 @@ mod tests {
     fn item(block: &str, global: bool, expires_at: Option<u64>, comment: Option<&str>) -> FeedItem {
         FeedItem {
             block: FeedBlock::V4(Ipv4Range::parse(block).unwrap()),
-            global,
+            source: if global {
+                Source::Operator
+            } else {
+                Source::Personal
+            },
             expires_at: expires_at.map(UnixTime),
             comment: comment.map(str::to_owned),
         }
@@ -313,7 +324,7 @@ mod tests {
     fn a_global_ipv6_block_is_a_range_decision_with_an_id_apart_from_personal_ones() {
         let global = |text: &str| FeedItem {
             block: FeedBlock::V6Range(crate::domain::net::range::Ipv6Range::parse(text).unwrap()),
-            global: true,
+            source: Source::Operator,
             expires_at: None,
             comment: None,
         };
@@ -333,7 +344,7 @@ mod tests {
             block: FeedBlock::V6(
                 crate::domain::net::ipv6::PublicIpv6::from_addr(text.parse().unwrap()).unwrap(),
             ),
-            global: false,
+            source: Source::Personal,
             expires_at: None,
             comment: None,
         };
@@ -362,7 +373,7 @@ mod tests {
             block: FeedBlock::V6(
                 crate::domain::net::ipv6::PublicIpv6::from_addr(text.parse().unwrap()).unwrap(),
             ),
-            global: false,
+            source: Source::Personal,
             expires_at: None,
             comment: None,
         };
@@ -458,6 +469,46 @@ mod tests {
             Decision::of(&plain, DecisionType::Ban, now, false).scenario,
             "greylist/personal"
         );
+    }
+
+    #[test]
+    fn a_promoted_block_says_so_in_its_scenario_and_keeps_the_global_lists_origin_and_id() {
+        let now = UnixTime(0);
+        let operator = item("45.0.0.0/8", true, None, None);
+        let promoted = FeedItem {
+            source: Source::Promoted,
+            ..item("81.6.0.1", true, None, None)
+        };
+        let (o, p) = (
+            Decision::of(&operator, DecisionType::Ban, now, false),
+            Decision::of(&promoted, DecisionType::Ban, now, false),
+        );
+        assert_eq!(
+            (p.origin, p.scenario, p.scope),
+            (ORIGIN_GLOBAL, "greylist/global-promoted", "Ip")
+        );
+        assert_eq!((o.origin, o.scenario), (ORIGIN_GLOBAL, "greylist/global"));
+        assert_eq!(
+            decision_id(&promoted),
+            decision_id(&item("81.6.0.1", true, None, None)),
+            "one value of one list, whoever listed it"
+        );
+        let words = |containing: &[&str], not: &[&str]| Filter {
+            containing: containing.iter().map(|w| w.to_string()).collect(),
+            not_containing: not.iter().map(|w| w.to_string()).collect(),
+            ..Filter::default()
+        };
+        let global = words(&["global"], &[]);
+        assert!(global.admits(&o) && global.admits(&p), "every global block");
+        let only = words(&["promoted"], &[]);
+        assert!(!only.admits(&o) && only.admits(&p));
+        let without = words(&[], &["promoted"]);
+        assert!(without.admits(&o) && !without.admits(&p));
+        let origins = Filter {
+            origins: Some(vec![ORIGIN_GLOBAL.into()]),
+            ..Filter::default()
+        };
+        assert!(origins.admits(&o) && origins.admits(&p));
     }
 
     #[test]

@@ -10,14 +10,16 @@ use crate::domain::net::address::{Listed, PublicIp};
 use crate::domain::net::family::Addr;
 use crate::domain::net::ipv6::{PublicIpv6, IPV4_MAPPED};
 use crate::domain::net::range::{Cidr, Ipv4Range, Ipv6Range};
+use crate::domain::operator_lists::snapshot::Shard;
 use crate::domain::personal::entry::Entry;
 use crate::domain::time::UnixTime;
 
-/// One line of a feed: an address or a CIDR block, with what the holder said of it.
+/// One line of a feed: an address or a CIDR block, whose it is, and what the
+/// holder said of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedItem {
     pub block: FeedBlock,
-    pub global: bool,
+    pub source: Source,
     pub expires_at: Option<UnixTime>,
     pub comment: Option<String>,
 }
@@ -30,9 +32,39 @@ impl FeedItem {
     pub fn personal(entry: Entry) -> Self {
         Self {
             block: personal_block(entry.ip),
-            global: false,
+            source: Source::Personal,
             expires_at: entry.expires_at,
             comment: entry.comment,
+        }
+    }
+}
+
+/// Whose a feed item is: the holder's own entry, or a block of the global list,
+/// the operator's or one the holders' reports promoted. Only a global block is
+/// ever promoted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Personal,
+    Operator,
+    Promoted,
+}
+
+impl Source {
+    /// Whether the item is a block of the global list.
+    pub fn is_global(self) -> bool {
+        self != Self::Personal
+    }
+
+    /// Whose a global block is: the network's when every address of it lies in
+    /// the promoted intervals of the shard it lies in (`promoted`, `None` when
+    /// that shard has none), else the operator's. So a promoted address inside a
+    /// wider block of the operator's is that block, the operator's; and the
+    /// promoted intervals leave out what the operator lists too, which is the
+    /// operator's (`ListTables::build_shards`).
+    pub fn of_global<A: Addr>(block: Cidr<A>, promoted: Option<&Shard<A>>) -> Self {
+        match promoted {
+            Some(part) if part.holds_all(block.first(), block.last()) => Self::Promoted,
+            _ => Self::Operator,
         }
     }
 }
@@ -239,10 +271,12 @@ pub fn personal_block(listed: Listed) -> FeedBlock {
     }
 }
 
+/// A block of the global list as a feed writes it: the operator's, until the
+/// promoted parts, which only some feeds read, say otherwise (`Source::of_global`).
 pub fn global_item(block: FeedBlock) -> FeedItem {
     FeedItem {
         block,
-        global: true,
+        source: Source::Operator,
         expires_at: None,
         comment: None,
     }
@@ -366,7 +400,7 @@ mod tests {
                 Next::Item(item) => items.push(format!(
                     "{}{}",
                     item.text(),
-                    if item.global { "" } else { " p" }
+                    if item.source.is_global() { "" } else { " p" }
                 )),
                 Next::NeedPersonal => {
                     let part: Vec<Entry> = personal.by_ref().take(page).collect();
@@ -459,8 +493,8 @@ mod tests {
             panic!("an item")
         };
         assert_eq!(
-            (first.text(), first.global, first.expires_at),
-            ("45.3.0.1".into(), false, None)
+            (first.text(), first.source, first.expires_at),
+            ("45.3.0.1".into(), Source::Personal, None)
         );
         let Next::Item(second) = merge.step() else {
             panic!("an item")
@@ -471,6 +505,79 @@ mod tests {
             "an entry of its own keeps its expiry"
         );
         assert_eq!(merge.step(), Next::Done);
+    }
+
+    /// The global list's blocks, as a feed writes them, each with its label: the
+    /// operator's entries and the promoted ones, the promoted part being what the
+    /// operator does not list (as `ListTables::build_shards` builds it).
+    fn labelled(operator: &[(u32, u32)], promoted: &[(u32, u32)]) -> Vec<(String, Source)> {
+        let part = Shard::of_intervals(combine(promoted, operator, Op::Minus));
+        let global = combine(operator, promoted, Op::Union);
+        Blocks::new(global.into_iter())
+            .map(|block| (block.to_string(), Source::of_global(block, Some(&part))))
+            .collect()
+    }
+
+    #[test]
+    fn a_global_block_is_promoted_only_when_every_address_of_it_is() {
+        let operator = [interval("45.1.1.0/24"), interval("45.3.0.6")];
+        let promoted = [
+            interval("45.1.1.7"),
+            interval("45.2.0.0/16"),
+            interval("45.3.0.4/31"),
+            interval("45.3.0.6"),
+        ];
+        let label = |text: &str, source| (text.to_owned(), source);
+        assert_eq!(
+            labelled(&operator, &promoted),
+            [
+                // A promoted address inside the operator's /24 is the /24, the operator's.
+                label("45.1.1.0/24", Source::Operator),
+                label("45.2.0.0/16", Source::Promoted),
+                label("45.3.0.4/31", Source::Promoted),
+                // Listed by the operator and promoted: the operator's.
+                label("45.3.0.6", Source::Operator),
+            ]
+        );
+        assert_eq!(
+            labelled(&[interval("45.3.0.5")], &[interval("45.3.0.4")]),
+            [label("45.3.0.4/31", Source::Operator)],
+            "a block joined with the operator's neighbour is the operator's"
+        );
+        let block = Ipv4Range::parse("45.2.0.0/16").unwrap();
+        assert_eq!(
+            Source::of_global(block, None),
+            Source::Operator,
+            "a shard without a promoted part"
+        );
+        let net = Ipv6Range::parse("2a00:1450:4001:81b::/64").unwrap();
+        let part = Shard::of_intervals(vec![(net.first(), net.last())]);
+        assert_eq!(Source::of_global(net, Some(&part)), Source::Promoted);
+        assert!(Source::Promoted.is_global() && !Source::Personal.is_global());
+    }
+
+    fn small_intervals() -> impl Strategy<Value = Intervals> {
+        proptest::collection::vec((0u32..2000, 0u32..64), 0..12).prop_map(|mut spans| {
+            spans.sort();
+            crate::domain::net::intervals::union_of_sorted(
+                spans.into_iter().map(|(first, len)| (first, first + len)),
+            )
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn a_block_is_promoted_exactly_when_the_reports_alone_hold_each_of_its_addresses(
+            operator in small_intervals(),
+            promoted in small_intervals(),
+        ) {
+            let only = combine(&promoted, &operator, Op::Minus);
+            for (text, source) in labelled(&operator, &promoted) {
+                let block = Ipv4Range::parse(&text).unwrap();
+                let expected = (block.first()..=block.last()).all(|addr| covers(&only, addr));
+                prop_assert_eq!(source == Source::Promoted, expected, "{}", text);
+            }
+        }
     }
 
     #[test]

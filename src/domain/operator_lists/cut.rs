@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 
 use crate::domain::operator_lists::chunk::ChunkInfo;
-use crate::domain::operator_lists::snapshot::{Manifest, Sharded, SHARD_ENTRIES};
+use crate::domain::operator_lists::snapshot::{promoted_key, Manifest, Sharded, SHARD_ENTRIES};
 
 /// Entries a shard is cut to hold when it is cut anew: half what it may hold, so
 /// that edits grow it a long time before it splits.
@@ -24,8 +24,12 @@ pub struct Plan<A = u32> {
     pub keys: Vec<String>,
     /// The shards this version writes, by index; the others are an earlier version's.
     pub writes: Vec<usize>,
-    /// Keys the version before named that this one does not.
+    /// Keys the version before named that this one does not: the shards, and
+    /// the promoted parts of those that had one, which go with them.
     pub gone: Vec<String>,
+    /// The keys of the shards it shares with the version before that have a
+    /// promoted part there: they keep it (`promoted`).
+    kept_promoted: HashSet<String>,
 }
 
 /// The published version a new one is cut like: its manifest, and the last edit
@@ -52,6 +56,9 @@ pub fn plan<A: Sharded>(
     let old_keys: Vec<String> = part
         .as_ref()
         .map_or_else(Vec::new, |part| part.keys().collect());
+    // A manifest written before promoted parts does not say which shards have
+    // one: a shard of it that holds promoted entries is written anew, with its part.
+    let names_promoted = part.as_ref().is_some_and(|part| part.names_promoted());
     let mut keys = Vec::with_capacity(groups.len());
     let mut writes = Vec::new();
     for (index, group) in groups.iter().enumerate() {
@@ -59,7 +66,11 @@ pub fn plan<A: Sharded>(
             let old = previous.binary_search(&starts[index]).ok()?;
             let same_end = previous.get(old + 1) == starts.get(index + 1);
             let unchanged = chunks[group.clone()].iter().all(|chunk| chunk.rev <= b.rev);
-            (same_end && unchanged).then(|| old_keys.get(old).cloned())?
+            let labelled = names_promoted
+                || chunks[group.clone()]
+                    .iter()
+                    .all(|chunk| chunk.promoted == 0);
+            (same_end && unchanged && labelled).then(|| old_keys.get(old).cloned())?
         });
         match same {
             Some(key) => keys.push(key),
@@ -70,10 +81,19 @@ pub fn plan<A: Sharded>(
         }
     }
     let named: HashSet<&String> = keys.iter().collect();
-    let gone = old_keys
-        .iter()
-        .filter(|key| !named.contains(key))
-        .cloned()
+    let had_promoted: HashSet<String> = part
+        .as_ref()
+        .map_or_else(HashSet::new, |part| part.keys_with_promoted().collect());
+    let mut gone = Vec::new();
+    for key in old_keys.iter().filter(|key| !named.contains(key)) {
+        gone.push(key.clone());
+        if had_promoted.contains(key) {
+            gone.push(promoted_key(key));
+        }
+    }
+    let kept_promoted = had_promoted
+        .into_iter()
+        .filter(|key| named.contains(key))
         .collect();
     Plan {
         starts,
@@ -81,6 +101,30 @@ pub fn plan<A: Sharded>(
         keys,
         writes,
         gone,
+        kept_promoted,
+    }
+}
+
+impl<A> Plan<A> {
+    /// The shards of the version, by index, that have a promoted part: of those
+    /// it writes, the ones `written` names (built with one), and of those it
+    /// shares with the version before, the ones that had one there.
+    pub fn promoted(&self, written: &[usize]) -> Vec<u32> {
+        (0..self.keys.len())
+            .filter(|index| match self.writes.binary_search(index) {
+                Ok(_) => written.contains(index),
+                Err(_) => self.kept_promoted.contains(&self.keys[*index]),
+            })
+            .map(|index| index as u32)
+            .collect()
+    }
+
+    /// The keys of the promoted parts this version writes, those `written` names.
+    pub fn promoted_writes<'a>(
+        &'a self,
+        written: &'a [usize],
+    ) -> impl Iterator<Item = String> + 'a {
+        written.iter().map(|&index| promoted_key(&self.keys[index]))
     }
 }
 
@@ -142,6 +186,7 @@ impl Plan {
             entries: 0,
             shards: self.starts.clone(),
             keys: self.keys.clone(),
+            promoted: None,
             deltas_from: 0,
             ipv6: Default::default(),
         }
@@ -215,6 +260,81 @@ mod tests {
             assert_eq!(second.keys[index], first.keys[index]);
         }
         assert_eq!(second.gone, [first.keys[hit].clone()]);
+    }
+
+    #[test]
+    fn a_shared_shard_keeps_its_promoted_part_and_a_gone_one_takes_its_part_along() {
+        let chunks = full(40);
+        let first = plan(1, &chunks, None);
+        assert!(first.starts.len() >= 3);
+        // Version 1 built a promoted part for its shards 0 and 2.
+        let mut published = first.manifest(1);
+        published.promoted = Some(first.promoted(&[0, 2]));
+        assert_eq!(first.promoted(&[0, 2]), [0, 2]);
+        assert_eq!(
+            first.promoted_writes(&[0, 2]).collect::<Vec<_>>(),
+            [promoted_key(&first.keys[0]), promoted_key(&first.keys[2])]
+        );
+        let mut edited = chunks.clone();
+        edited[0].rev = 2;
+        let second = plan(
+            2,
+            &edited,
+            Some(Published {
+                manifest: &published,
+                rev: 1,
+            }),
+        );
+        assert_eq!(second.writes, [0]);
+        assert_eq!(
+            second.gone,
+            [first.keys[0].clone(), promoted_key(&first.keys[0])],
+            "the rewritten shard's promoted part goes with it"
+        );
+        assert_eq!(
+            second.promoted(&[]),
+            [2],
+            "built again without one, the shard it shares keeps its own"
+        );
+        assert_eq!(second.promoted(&[0]), [0, 2]);
+        let mut manifest = second.manifest(2);
+        manifest.promoted = Some(second.promoted(&[]));
+        assert_eq!(
+            manifest.part::<u32>().promoted_key(2),
+            Some(promoted_key(&first.keys[2])),
+            "under the key it was written with"
+        );
+    }
+
+    #[test]
+    fn a_shard_with_promoted_entries_is_written_anew_after_a_manifest_before_their_parts() {
+        let mut chunks = full(40);
+        let first = plan(1, &chunks, None);
+        chunks[20].promoted = 3;
+        let hit = first
+            .chunks
+            .iter()
+            .position(|group| group.contains(&20))
+            .unwrap();
+        let mut published = first.manifest(1);
+        let again = |published: &Manifest| {
+            plan(
+                2,
+                &chunks,
+                Some(Published {
+                    manifest: published,
+                    rev: 1,
+                }),
+            )
+        };
+        assert_eq!(
+            again(&published).writes,
+            [hit],
+            "unchanged, but without the promoted part its manifest never named"
+        );
+        // Named, even as none (its promoted entries are the operator's too): shared.
+        published.promoted = Some(vec![]);
+        assert_eq!(again(&published).writes, Vec::<usize>::new());
     }
 
     #[test]
@@ -341,7 +461,7 @@ mod tests {
             previous.push(0);
             previous.sort_unstable();
             previous.dedup();
-            let old = Manifest { version: 1, published_at: 0, entries: 0, keys: vec![], shards: previous.clone(), deltas_from: 0, ipv6: Default::default() };
+            let old = Manifest { version: 1, published_at: 0, entries: 0, keys: vec![], shards: previous.clone(), promoted: None, deltas_from: 0, ipv6: Default::default() };
             let cut = plan(2, &chunks, Some(Published { manifest: &old, rev: 1 }));
             prop_assert_eq!(cut.chunks.first().map(|g| g.start), Some(0));
             prop_assert_eq!(cut.chunks.last().map(|g| g.end), Some(chunks.len()));

@@ -1,7 +1,10 @@
 //! A published, immutable version of one of the operator's lists, as every
 //! isolate holds it: entries merged into sorted disjoint intervals, cut into
 //! shards that each fit in one KV value, and a manifest that names them.
-//! A lookup is a binary search in one shard.
+//! A lookup is a binary search in one shard. Beside a shard of the global list
+//! that holds entries the holders' reports promoted, its promoted part: those
+//! entries' intervals alone, in the same encoding, which the feeds that say
+//! whose a block is read (`promoted_key`).
 
 use std::rc::Rc;
 
@@ -31,6 +34,14 @@ pub struct Manifest {
     /// by their version and index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keys: Vec<String>,
+    /// The IPv4 shards, by index, ascending, that have a promoted part
+    /// (`promoted_key`): named in every manifest of the global list, even when
+    /// none has, and in none of the allow list's, which promotes nothing. A
+    /// manifest written before promoted parts names none: it reads as one with
+    /// no promoted part, and the next version writes anew each shard that holds
+    /// promoted entries rather than share it without its part (`cut::plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promoted: Option<Vec<u32>>,
     /// The oldest version a feed's cursor may hold and still get the changes since
     /// it (`delta`): every piece after it is published. 0 in manifests written
     /// before there were pieces, which no cursor can use (version 0 has none).
@@ -44,12 +55,14 @@ pub struct Manifest {
 }
 
 /// A manifest's IPv6 shards: where each begins (as text: JSON numbers stop at
-/// 2^53), and its KV key.
+/// 2^53), its KV key, and those that have a promoted part, as `Manifest::promoted`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ipv6Shards {
     #[serde(with = "ipv6_text")]
     pub starts: Vec<u128>,
     pub keys: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promoted: Option<Vec<u32>>,
 }
 
 impl Ipv6Shards {
@@ -82,6 +95,9 @@ pub struct Part<'a, A> {
     pub starts: &'a [A],
     /// Empty in IPv4 parts written before shards were shared between versions.
     keys: &'a [String],
+    /// The shards that have a promoted part, by index, ascending; `None` when
+    /// the manifest does not say.
+    promoted: Option<&'a [u32]>,
 }
 
 impl<A: Sharded> Part<'_, A> {
@@ -121,6 +137,43 @@ impl<A: Sharded> Part<'_, A> {
             .filter(|&index| self.key(index) == Some(A::shard_key(self.version, index)))
             .count()
     }
+
+    /// Whether the manifest says which of these shards have a promoted part:
+    /// not one written before promoted parts, nor one of the allow list.
+    pub fn names_promoted(&self) -> bool {
+        self.promoted.is_some()
+    }
+
+    /// Whether shard `index` has a promoted part.
+    pub fn has_promoted(&self, index: usize) -> bool {
+        let Ok(index) = u32::try_from(index) else {
+            return false;
+        };
+        self.promoted
+            .is_some_and(|promoted| promoted.binary_search(&index).is_ok())
+    }
+
+    /// The KV key of shard `index`'s promoted part, if it has one.
+    pub fn promoted_key(&self, index: usize) -> Option<String> {
+        self.has_promoted(index)
+            .then(|| self.key(index))
+            .flatten()
+            .map(|key| promoted_key(&key))
+    }
+
+    /// The keys of the shards themselves that have a promoted part, in order.
+    pub fn keys_with_promoted(&self) -> impl Iterator<Item = String> + '_ {
+        self.promoted
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|&index| self.key(index as usize))
+    }
+}
+
+/// The KV key of the promoted part of the shard read under `shard_key`: it goes
+/// with its shard, shared by the versions that share the shard, and retired with it.
+pub fn promoted_key(shard_key: &str) -> String {
+    format!("{shard_key}.p")
 }
 
 /// A family whose shards a manifest names.
@@ -138,6 +191,7 @@ impl Sharded for u32 {
             version: manifest.version,
             starts: &manifest.shards,
             keys: &manifest.keys,
+            promoted: manifest.promoted.as_deref(),
         }
     }
 
@@ -152,6 +206,7 @@ impl Sharded for u128 {
             version: manifest.version,
             starts: &manifest.ipv6.starts,
             keys: &manifest.ipv6.keys,
+            promoted: manifest.ipv6.promoted.as_deref(),
         }
     }
 
@@ -183,6 +238,15 @@ impl Manifest {
         (0..ipv4.len())
             .filter_map(move |index| ipv4.key(index))
             .chain((0..ipv6.len()).filter_map(move |index| ipv6.key(index)))
+    }
+
+    /// The key of every promoted part, of both families.
+    pub fn promoted_keys(&self) -> impl Iterator<Item = String> + '_ {
+        let ipv4 = self.part::<u32>();
+        let ipv6 = self.part::<u128>();
+        (0..ipv4.len())
+            .filter_map(move |index| ipv4.promoted_key(index))
+            .chain((0..ipv6.len()).filter_map(move |index| ipv6.promoted_key(index)))
     }
 }
 
@@ -231,6 +295,17 @@ impl<A: Addr> Shard<A> {
             return true;
         }
         covers(&self.spans, addr)
+    }
+
+    /// Whether it holds every address from `first` to `last`: they lie in one of
+    /// its intervals, since two of them never touch, and more than one address
+    /// only in a span.
+    pub fn holds_all(&self, first: A, last: A) -> bool {
+        if first == last && self.singles.binary_search(&first).is_ok() {
+            return true;
+        }
+        let after = self.spans.partition_point(|&(start, _)| start <= first);
+        after > 0 && first <= self.spans[after - 1].1 && last <= self.spans[after - 1].1
     }
 
     /// The interval after the single address `single` and the span `span`, in
@@ -426,10 +501,96 @@ mod tests {
             entries: 0,
             shards: starts.to_vec(),
             keys: vec![],
+            promoted: None,
             deltas_from: 0,
             ipv6: Default::default(),
         };
         shards[manifest.part().shard_of(addr)].contains(addr)
+    }
+
+    #[test]
+    fn a_manifest_written_before_promoted_parts_reads_as_one_with_none() {
+        let old = r#"{"version":7,"publishedAt":9,"entries":3,"shards":[0,134217728],"keys":["v6/0","v7/1"],"deltasFrom":5,"ipv6":{"starts":["::","2a00::"],"keys":["v6/ipv6/0","v7/ipv6/1"]}}"#;
+        let manifest: Manifest = serde_json::from_str(old).unwrap();
+        assert!(manifest.promoted.is_none() && manifest.ipv6.promoted.is_none());
+        let v4 = manifest.part::<u32>();
+        assert!(!v4.names_promoted() && !v4.has_promoted(0));
+        assert_eq!(manifest.promoted_keys().count(), 0);
+        assert_eq!(
+            serde_json::to_string(&manifest).unwrap(),
+            old,
+            "and is written as before: the allow list's manifests are"
+        );
+    }
+
+    #[test]
+    fn a_manifest_names_the_promoted_parts_of_its_shards_by_their_keys() {
+        let manifest = Manifest {
+            version: 7,
+            published_at: 9,
+            entries: 3,
+            shards: vec![0, 0x0800_0000, 0x0900_0000],
+            keys: vec!["v6/0".into(), "v7/1".into(), "v6/2".into()],
+            promoted: Some(vec![0, 2]),
+            deltas_from: 5,
+            ipv6: Ipv6Shards {
+                starts: vec![0],
+                keys: vec!["v7/ipv6/0".into()],
+                promoted: Some(vec![0]),
+            },
+        };
+        let json = serde_json::to_string(&manifest).unwrap();
+        assert!(json.contains(r#""promoted":[0,2]"#), "{json}");
+        assert_eq!(serde_json::from_str::<Manifest>(&json).unwrap(), manifest);
+        let none = Manifest {
+            promoted: Some(vec![]),
+            ..manifest.clone()
+        };
+        let json = serde_json::to_string(&none).unwrap();
+        assert!(
+            json.contains(r#""promoted":[]"#),
+            "named even empty: {json}"
+        );
+        assert!(none.part::<u32>().names_promoted());
+        let v4 = manifest.part::<u32>();
+        assert_eq!(
+            (0..4).map(|i| v4.promoted_key(i)).collect::<Vec<_>>(),
+            [
+                Some("v6/0.p".to_owned()),
+                None,
+                Some("v6/2.p".to_owned()),
+                None
+            ]
+        );
+        assert_eq!(
+            v4.keys_with_promoted().collect::<Vec<_>>(),
+            ["v6/0", "v6/2"]
+        );
+        assert_eq!(
+            manifest.promoted_keys().collect::<Vec<_>>(),
+            ["v6/0.p", "v6/2.p", "v7/ipv6/0.p"]
+        );
+    }
+
+    #[test]
+    fn a_shard_holds_a_block_whole_only_inside_one_of_its_intervals() {
+        let shard = Shard::of_intervals(vec![(4u32, 4), (8, 15), (17, 17)]);
+        for (first, last, whole) in [
+            (4, 4, true),
+            (8, 15, true),
+            (8, 11, true),
+            (12, 15, true),
+            (17, 17, true),
+            (16, 17, false),
+            (4, 7, false),
+            (8, 16, false),
+            (0, 0, false),
+            (18, 18, false),
+            (0, u32::MAX, false),
+        ] {
+            assert_eq!(shard.holds_all(first, last), whole, "{first}..={last}");
+        }
+        assert!(!Shard::<u32>::default().holds_all(0, 0));
     }
 
     #[test]

@@ -162,7 +162,7 @@ impl ApplianceFile {
                 if self.covered_to.is_some_and(|to| range.first() <= to) {
                     return;
                 }
-                if item.global {
+                if item.source.is_global() {
                     self.covered_to = Some(range.last());
                 }
                 Family::V4
@@ -174,7 +174,7 @@ impl ApplianceFile {
                 }
                 // A block written holds what comes after it up to its end: a
                 // global block, or the holder's /64.
-                if item.global || matches!(item.block, FeedBlock::V6Net64(_)) {
+                if item.source.is_global() || matches!(item.block, FeedBlock::V6Net64(_)) {
                     self.covered_to6 = Some(first | <u128 as Addr>::host_mask(prefix));
                 }
                 Family::V6
@@ -275,6 +275,7 @@ fn routeros_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::feed::item::Source;
     use crate::domain::net::ipv6::PublicIpv6;
     use crate::domain::net::range::Ipv4Range;
 
@@ -283,7 +284,11 @@ mod tests {
     fn item(block: &str, global: bool, expires_in: Option<u64>, comment: Option<&str>) -> FeedItem {
         FeedItem {
             block: FeedBlock::V4(Ipv4Range::parse(block).unwrap()),
-            global,
+            source: if global {
+                Source::Operator
+            } else {
+                Source::Personal
+            },
             expires_at: expires_in.map(|s| NOW.plus(s)),
             comment: comment.map(str::to_owned),
         }
@@ -404,7 +409,7 @@ mod tests {
     fn ipv6_items() -> Vec<FeedItem> {
         let v6 = |text: &str, expires_in: Option<u64>| FeedItem {
             block: FeedBlock::V6(PublicIpv6::from_addr(text.parse().unwrap()).unwrap()),
-            global: false,
+            source: Source::Personal,
             expires_at: expires_in.map(|s| NOW.plus(s)),
             comment: None,
         };
@@ -468,7 +473,7 @@ mod tests {
         let v6 = |text: &str| PublicIpv6::from_addr(text.parse().unwrap()).unwrap();
         let host = |text: &str| FeedItem {
             block: FeedBlock::V6(v6(text)),
-            global: false,
+            source: Source::Personal,
             expires_at: None,
             comment: None,
         };
@@ -496,13 +501,13 @@ mod tests {
         let v6 = |text: &str| PublicIpv6::from_addr(text.parse().unwrap()).unwrap();
         let host = |text: &str| FeedItem {
             block: FeedBlock::V6(v6(text)),
-            global: false,
+            source: Source::Personal,
             expires_at: None,
             comment: None,
         };
         let global = |text: &str| FeedItem {
             block: FeedBlock::V6Range(crate::domain::net::range::Ipv6Range::parse(text).unwrap()),
-            global: true,
+            source: Source::Operator,
             expires_at: None,
             comment: None,
         };

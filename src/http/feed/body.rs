@@ -8,13 +8,16 @@ use futures_util::future::LocalBoxFuture;
 use futures_util::stream::{self, Stream};
 use worker::console_error;
 
+use crate::domain::code::Coded;
 use crate::domain::feed::decision::{Decision, DecisionType, Filter};
 use crate::domain::feed::item::{
-    global_item, gone_item, FeedBlock, FeedItem, FeedRecord, Merge, Next,
+    global_item, gone_item, FeedBlock, FeedItem, FeedRecord, Merge, Next, Source,
 };
+use crate::domain::operator_lists::list::EntrySource;
 use crate::domain::precedence::{GlobalBlocks, Governor, PublishedLists};
 use crate::domain::time::UnixTime;
 use crate::http::feed::appliance::ApplianceFile;
+use crate::objects::operator_lists::client::Promoted;
 use crate::objects::protocol::Pages;
 use crate::store::StoreError;
 
@@ -41,17 +44,32 @@ enum Form {
     Renewal,
 }
 
-/// How a feed's items are written.
+/// How a feed's items are written. The JSON feed and CrowdSec's decisions say
+/// which global blocks the holders' reports promoted, from the promoted parts of
+/// the global list's version the feed reads (`promoted`, `None` when it reads
+/// the personal list only); text and the appliance files carry no such label.
 pub enum Render {
     Text,
-    Json,
+    Json {
+        promoted: Option<Promoted>,
+    },
     /// CrowdSec's decisions, as a token's bouncer takes them.
     Decisions {
         kind: DecisionType,
         now: UnixTime,
         filter: Filter,
+        promoted: Option<Promoted>,
     },
     Appliance(ApplianceFile),
+}
+
+impl Render {
+    fn promoted(&self) -> Option<&Promoted> {
+        match self {
+            Self::Json { promoted } | Self::Decisions { promoted, .. } => promoted.as_ref(),
+            Self::Text | Self::Appliance(_) => None,
+        }
+    }
 }
 
 /// Where the writing is.
@@ -215,7 +233,10 @@ impl Writer {
             Stage::NewGlobal => {
                 for _ in 0..self.part_items {
                     match self.global_added.pop_front() {
-                        Some(block) => self.write(&mut text, &global_item(block)),
+                        Some(block) => {
+                            let item = self.labelled(global_item(block)).await?;
+                            self.write(&mut text, &item)
+                        }
                         None => break,
                     }
                 }
@@ -297,11 +318,21 @@ impl Writer {
         }
     }
 
+    /// An item as the feed writes it: a global block to add says whose it is,
+    /// where the render says so (`Render::promoted`). A deletion names the
+    /// value alone, and is the global list's whoever listed it.
+    async fn labelled(&self, mut item: FeedItem) -> Result<FeedItem, StoreError> {
+        if let (Some(promoted), false) = (self.render.promoted(), self.deleting) {
+            promoted.label(&mut item).await?;
+        }
+        Ok(item)
+    }
+
     /// The whole feed's next item in address order.
     async fn next_whole(&mut self) -> Result<Option<FeedItem>, StoreError> {
         loop {
             match self.merge.step() {
-                Next::Item(item) => return Ok(Some(item)),
+                Next::Item(item) => return self.labelled(item).await.map(Some),
                 Next::Done => return Ok(None),
                 Next::NeedPersonal => match self.next_page().await? {
                     Some(page) => {
@@ -342,12 +373,12 @@ impl Writer {
         match (&self.render, self.form) {
             (Render::Text, _) => format!("# greylist feed, version {version}\n"),
             (Render::Appliance(file), _) => file.head(version),
-            (Render::Json, Form::Whole { reset }) => {
+            (Render::Json { .. }, Form::Whole { reset }) => {
                 let reset = if reset { "\"reset\":true," } else { "" };
                 format!("{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":[")
             }
             // Keys in this order: the ipset agent reads the arrays by their neighbours.
-            (Render::Json, _) => format!("{{\"cursor\":\"{version}\",\"deleted\":["),
+            (Render::Json { .. }, _) => format!("{{\"cursor\":\"{version}\",\"deleted\":["),
             (Render::Decisions { .. }, Form::Whole { .. }) => {
                 "{\"deleted\":[],\"new\":[".to_owned()
             }
@@ -360,7 +391,7 @@ impl Writer {
             // The count closes the feed, so a cut transfer is told from a short list.
             Render::Text => format!("# end of feed, {} entries\n", self.written),
             Render::Appliance(file) => file.tail(),
-            Render::Json | Render::Decisions { .. } => "]}".to_owned(),
+            Render::Json { .. } | Render::Decisions { .. } => "]}".to_owned(),
         }
     }
 
@@ -374,13 +405,15 @@ impl Writer {
                 file.item(item, text);
                 return;
             }
-            Render::Json => {
+            Render::Json { .. } => {
                 if self.written > 0 {
                     text.push(',');
                 }
                 text.push_str(&item_json(item).to_string());
             }
-            Render::Decisions { kind, now, filter } => {
+            Render::Decisions {
+                kind, now, filter, ..
+            } => {
                 let decision = Decision::of(item, *kind, *now, self.deleting);
                 let admitted = if self.deleting {
                     filter.admits_deletion(&decision)
@@ -400,14 +433,20 @@ impl Writer {
     }
 }
 
-/// An item as the JSON feed shows it.
+/// An item as the JSON feed shows it. A global block the holders' reports
+/// promoted says so in `source`, as the operator's lookup does; every other item
+/// is as it always was, without the field.
 pub fn item_json(item: &FeedItem) -> serde_json::Value {
-    serde_json::json!({
+    let mut json = serde_json::json!({
         "value": item.block.to_string(),
-        "scope": if item.global { "global" } else { "personal" },
+        "scope": if item.source.is_global() { "global" } else { "personal" },
         "expiresAt": item.expires_at.map(UnixTime::to_rfc3339),
         "comment": item.comment,
-    })
+    });
+    if item.source == Source::Promoted {
+        json["source"] = EntrySource::Promoted.code().into();
+    }
+    json
 }
 
 #[cfg(test)]
@@ -421,7 +460,7 @@ mod tests {
         let block = Ipv4Range::parse("8.8.8.8").unwrap();
         let listed = FeedItem {
             block: FeedBlock::V4(block),
-            global: false,
+            source: Source::Personal,
             expires_at: Some(UnixTime(1_795_262_400)),
             comment: Some("scanner".into()),
         };
@@ -431,10 +470,22 @@ mod tests {
         );
         let global = FeedItem {
             block: FeedBlock::V4(Ipv4Range::parse("45.0.0.0/8").unwrap()),
-            global: true,
+            source: Source::Operator,
             expires_at: None,
             comment: None,
         };
-        assert_eq!(item_json(&global)["scope"], "global");
+        assert_eq!(
+            serde_json::to_string(&item_json(&global)).unwrap(),
+            r#"{"comment":null,"expiresAt":null,"scope":"global","value":"45.0.0.0/8"}"#,
+            "the operator's block as it always was"
+        );
+        let promoted = FeedItem {
+            source: Source::Promoted,
+            ..global
+        };
+        assert_eq!(
+            serde_json::to_string(&item_json(&promoted)).unwrap(),
+            r#"{"comment":null,"expiresAt":null,"scope":"global","source":"promoted","value":"45.0.0.0/8"}"#
+        );
     }
 }

@@ -28,7 +28,7 @@ use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{Feed, HolderProtocol, LiveLookup};
-use crate::objects::operator_lists::client as lists;
+use crate::objects::operator_lists::client::{self as lists, Promoted};
 use crate::objects::protocol::{Failure, Object};
 use crate::store::operator_lists::snapshots::{self, Versioned};
 use crate::store::StoreError;
@@ -75,15 +75,18 @@ impl StreamQuery {
     }
 }
 
-/// The operator's lists as a pull reads them: each with its version.
+/// The operator's lists as a pull reads them: each with its version, and the
+/// promoted parts of the global list's (`None` for a token that does not read
+/// it), from which its decisions say which global blocks were promoted.
 struct VersionedLists {
     global: Versioned<Shards, Shards<u128>>,
     allow: Versioned<Rc<Intervals>, Rc<Intervals<u128>>>,
+    promoted: Option<Promoted>,
 }
 
 impl VersionedLists {
-    fn published(self) -> PublishedLists {
-        snapshots::published(self.global, self.allow)
+    fn published(self) -> (PublishedLists, Option<Promoted>) {
+        (snapshots::published(self.global, self.allow), self.promoted)
     }
 }
 
@@ -91,11 +94,18 @@ impl VersionedLists {
 async fn operator_lists(cx: &RequestContext, scope: Scope) -> Result<VersionedLists, ApiError> {
     let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
     let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
-    let global = match scope {
-        Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
-        Scope::Personal => Versioned::default(),
+    let (global, promoted) = match scope {
+        Scope::All => {
+            let (global, promoted) = lists::shards(env, ListKind::Global, freshness, now).await?;
+            (global, Some(promoted))
+        }
+        Scope::Personal => (Versioned::default(), None),
     };
-    Ok(VersionedLists { global, allow })
+    Ok(VersionedLists {
+        global,
+        allow,
+        promoted,
+    })
 }
 
 /// `GET /v1/decisions/stream`: with `startup=true`, every decision the token's
@@ -179,14 +189,14 @@ pub async fn stream(
                 held_apart(&start, blocks),
             ),
         };
+    let (published, promoted) = operator_lists.published();
     let render = Render::Decisions {
         kind: start.decision,
         now: now.unix(),
         filter: query.filter,
+        promoted,
     };
-    let published = operator_lists
-        .published()
-        .and_own_allow(start.own_allow.intervals());
+    let published = published.and_own_allow(start.own_allow.intervals());
     let body = feed_body::body(
         records,
         published,
@@ -263,7 +273,7 @@ pub async fn live(
     else {
         return json_body("null");
     };
-    let published = operator_lists(cx, may_read).await?.published();
+    let (published, promoted) = operator_lists(cx, may_read).await?.published();
     if !published.challenges_entry(Listed::Ip(ip)) {
         return json_body("null");
     }
@@ -290,7 +300,11 @@ pub async fn live(
     if let Some(block) = published.block_holding(ip) {
         // A global block that is the holder's entry itself is sent once.
         if items.iter().all(|item| item.block.place() != block.place()) {
-            items.push(crate::domain::feed::item::global_item(block));
+            let mut item = crate::domain::feed::item::global_item(block);
+            if let Some(promoted) = &promoted {
+                promoted.label(&mut item).await?;
+            }
+            items.push(item);
         }
     }
     if items.is_empty() {

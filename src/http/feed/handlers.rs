@@ -69,10 +69,15 @@ pub async fn feed(
     }
     let freshness = settings.freshness;
     let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
-    // The global list as the isolate holds it; the feed leaves out what the allow list holds.
-    let global = match query.scope {
-        Scope::All => lists::shards(env, ListKind::Global, freshness, now).await?,
-        Scope::Personal => Versioned::default(),
+    // The global list as the isolate holds it; the feed leaves out what the allow
+    // list holds. The JSON feed says which of its blocks were promoted, from the
+    // promoted parts of the same version; the other formats carry no such label.
+    let (global, promoted) = match query.scope {
+        Scope::All => {
+            let (global, promoted) = lists::shards(env, ListKind::Global, freshness, now).await?;
+            (global, Some(promoted))
+        }
+        Scope::Personal => (Versioned::default(), None),
     };
     let (global_version, allow_version) = (global.version, allow.version);
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
@@ -153,7 +158,7 @@ pub async fn feed(
             )),
             "text/plain; charset=utf-8",
         ),
-        None if query.format == Format::Json => (Render::Json, "application/json"),
+        None if query.format == Format::Json => (Render::Json { promoted }, "application/json"),
         None => (Render::Text, "text/plain; charset=utf-8"),
     };
     let published = snapshots::published(global, allow).and_own_allow(start.own_allow.intervals());

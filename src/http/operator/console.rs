@@ -403,7 +403,10 @@ pub async fn lookup(cx: &RequestContext, req: Request, _: Operator) -> Result<Re
             // With IPV6_PREFIX 64, an IPv6 address is reported, and counted, as its /64.
             let subject = Listed::keys(public, cx.settings.ipv6_prefix).0;
             let tally = shard_for(env, subject)?
-                .ask(network_calls::TallyOf(subject))
+                .ask(network_calls::TallyOf(
+                    subject,
+                    network_calls::MOST_REPORTERS,
+                ))
                 .await
                 .map_err(shard_fault)?;
             ReportsView::of(tally)

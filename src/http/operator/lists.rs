@@ -262,23 +262,40 @@ fn etag_header(tag: &str) -> worker::Result<worker::Headers> {
     Ok(headers)
 }
 
-/// What `/admin/status` answers: both lists, and the number of licenses.
+/// What `/admin/status` answers: both lists, the number of licenses, and the
+/// network's settings in force.
 #[derive(Serialize)]
 struct ServiceStatus {
     #[serde(flatten)]
     lists: ListsStatus,
     licenses: u64,
+    network: NetworkSettings,
+}
+
+/// How the holders' reports promote and let go (`PROMOTION_HOLDERS`,
+/// `PROMOTION_WINDOW_SECONDS`, `DELIST_AFTER_SECONDS`); 0 holders: promotion off.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NetworkSettings {
+    promotion_holders: u32,
+    promotion_window_seconds: u64,
+    delist_after_seconds: u64,
 }
 
 /// `GET /admin/status`: both lists' sizes and published versions, and the number of licenses.
 pub async fn status(cx: &RequestContext, _: Request, _: Operator) -> Result<Reply, ApiError> {
-    let env = &cx.env;
+    let (env, consensus) = (&cx.env, cx.settings.consensus);
     let lists = writer(env)?.ask(Status).await?;
     Reply::json(
         200,
         &ServiceStatus {
             lists,
             licenses: directory(env)?.ask(Count).await?,
+            network: NetworkSettings {
+                promotion_holders: consensus.holders,
+                promotion_window_seconds: consensus.window,
+                delist_after_seconds: consensus.delist_after,
+            },
         },
     )
 }

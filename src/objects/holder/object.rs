@@ -54,6 +54,10 @@ const SWEEP_BATCH: usize = 1_000;
 /// Reports one alarm sends on at most, a call per shard they fall in; when more
 /// are kept, the next alarm runs at once.
 const REPORT_BATCH: usize = 1_000;
+/// A report is sent on at the next whole second, not at once: the reports of
+/// that second go with it, one call per shard, so that an agent reporting one
+/// address at a time costs a shard call a second, not one a report.
+const REPORT_GATHER_SECONDS: u64 = 1;
 
 /// What a call comes to: its answer, or the refusal or fault that stops it.
 type Answered<T> = std::result::Result<T, Failure<HolderRefusal>>;
@@ -258,8 +262,8 @@ impl HolderList {
 
     /// Reports of attackers: each weighed by the holder's allow list first (a
     /// report of what it holds is refused), then counted against the day's reports
-    /// and kept; the alarm, set to run at once, sends them to their shards, so
-    /// that reports arriving meanwhile go in the same batch.
+    /// and kept; the alarm, set for the next whole second, sends them to their
+    /// shards, so that reports arriving meanwhile go in the same batch.
     async fn report(
         &self,
         Report { license, calls }: Report,
@@ -285,7 +289,7 @@ impl HolderList {
                 .collect::<std::result::Result<Vec<_>, _>>()?
         };
         if answers.iter().any(|a| a.outcome == ReportOutcome::Reported) {
-            self.schedule_sweep(now)
+            self.schedule_sweep(now.plus(REPORT_GATHER_SECONDS))
                 .await
                 .map_err(|e| Failure::Fault(e.into()))?;
         }

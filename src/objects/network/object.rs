@@ -7,7 +7,9 @@
 
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
-use super::protocol::{Count, Dismiss, Forget, ReportsCall, ReportsProtocol, TallyOf};
+use super::protocol::{
+    Count, Dismiss, Forget, ReportsCall, ReportsProtocol, TallyOf, MOST_REPORTERS,
+};
 use crate::domain::network::consensus::Consensus;
 use crate::domain::time::UnixTime;
 use crate::objects::operator_lists::client::writer;
@@ -17,8 +19,6 @@ use crate::objects::startup::Started;
 use crate::platform::{clock, config};
 use crate::store::network::tally::Tally;
 
-/// Reporters the operator's lookup shows at most, the most recent first.
-const REPORTERS_SHOWN: u64 = 100;
 /// Seconds a shard gathers promotions before it tells the writer: the reports
 /// that complete a consensus meanwhile go in the same batch.
 const BATCH_SECONDS: u64 = 5;
@@ -72,9 +72,9 @@ impl DurableObject for ReportShard {
             ReportsCall::Forget(Forget(license)) => {
                 Forget::reply(tally.forget(&license, now).map_err(Failure::from))
             }
-            ReportsCall::TallyOf(TallyOf(ip)) => TallyOf::reply(
+            ReportsCall::TallyOf(TallyOf(ip, shown)) => TallyOf::reply(
                 tally
-                    .of(ip, consensus, now, REPORTERS_SHOWN)
+                    .of(ip, consensus, now, shown.min(MOST_REPORTERS))
                     .map_err(Failure::from),
             ),
         }

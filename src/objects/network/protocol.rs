@@ -40,9 +40,13 @@ pub struct Count {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Forget(pub String);
 
-/// Who reported an address, and whether the consensus holds (the operator's lookup).
+/// Reporters a tally names at most, the most recent first.
+pub const MOST_REPORTERS: u64 = 100;
+
+/// Who reported an address (the most recent reporters, at most this many: none
+/// for a holder, who sees only how many), and whether the consensus holds.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct TallyOf(pub Listed);
+pub struct TallyOf(pub Listed, pub u64);
 
 /// The operator took these addresses' promotions off: only reports made after
 /// this moment promote them again.

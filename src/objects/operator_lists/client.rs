@@ -15,7 +15,9 @@ use crate::domain::operator_lists::snapshot::Shards;
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
 use crate::objects::protocol::{Failure, Object};
-use crate::store::operator_lists::snapshots::{binding, IsolateLists, ListSource, Versioned};
+use crate::store::operator_lists::snapshots::{
+    binding, IsolateLists, ListSource, PromotedParts, Versioned,
+};
 use crate::store::StoreError;
 
 /// The Durable Object binding of the writer, and the name of its one instance.
@@ -74,13 +76,18 @@ pub async fn intervals(
         .await
 }
 
-/// The whole list as the shards the isolate holds, each family apart, with its version.
+/// The promoted parts of a deployment's global list (`PromotedParts`).
+pub type Promoted = PromotedParts<KvStore>;
+
+/// The whole list as the shards the isolate holds, each family apart, with its
+/// version, and the promoted parts of the same version, which a feed reads only
+/// as it labels its blocks.
 pub async fn shards(
     env: &Env,
     kind: ListKind,
     freshness: Freshness,
     now: Millis,
-) -> Result<Versioned<Shards, Shards<u128>>, StoreError> {
+) -> Result<(Versioned<Shards, Shards<u128>>, Promoted), StoreError> {
     IsolateLists::isolate()
         .shards(&Deployed(env), kind, freshness, now)
         .await

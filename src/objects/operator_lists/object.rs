@@ -77,6 +77,12 @@ impl Chunks {
         let (v4, v6) = self.sizes();
         v4 + v6
     }
+
+    /// Entries the holders' reports promoted, of both families.
+    fn promoted(&self) -> usize {
+        let v4: usize = self.v4.iter().map(|chunk| chunk.promoted).sum();
+        v4 + self.v6.iter().map(|chunk| chunk.promoted).sum::<usize>()
+    }
 }
 
 impl List {

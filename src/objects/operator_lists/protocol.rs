@@ -139,6 +139,8 @@ pub struct ListsStatus {
 #[serde(rename_all = "camelCase")]
 pub struct ListStatus {
     pub entries: usize,
+    /// Of those, the entries the holders' reports promoted (the global list's only).
+    pub promoted: usize,
     /// Decimal text, as every version is shown.
     pub version: String,
     pub published_at: Option<String>,

@@ -18,7 +18,7 @@ use crate::domain::operator_lists::chunk::{self, ChunkInfo, Filling, KeptEntry, 
 use crate::domain::operator_lists::cut::Plan;
 use crate::domain::operator_lists::delta::MAX_DELTA_INTERVALS;
 use crate::domain::operator_lists::list::{Changes, EntrySource, ListEntries, ListKind};
-use crate::domain::operator_lists::snapshot::{Manifest, Shard, Sharded};
+use crate::domain::operator_lists::snapshot::{promoted_key, Manifest, Shard, Sharded};
 use crate::store::operator_lists::tables::ListTables;
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
@@ -28,6 +28,15 @@ const STAGED: u64 = 2;
 const RUN_PART_ENTRIES: usize = 65_536;
 /// Bytes of a shard in one stored row: SQLite rows here hold at most 2 MB.
 const SHARD_PART_BYTES: usize = 1 << 20;
+
+/// What a publication built of one family's shards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built<A> {
+    /// What changed since the version before, `None` when that is unknown or too large.
+    pub change: Option<Intervals<A>>,
+    /// The shards written, by index, that got a promoted part.
+    pub promoted: Vec<usize>,
+}
 
 /// Where an edit or import came from, as the `edits` table records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -609,26 +618,41 @@ impl<S: Sql> ListTables<S> {
     }
 
     /// Builds and keeps the shards of one family `plan` writes, from the chunks of
-    /// `index`, and answers what changed since `before` (whose shards this table
-    /// kept): `None` when that is unknown or too large.
+    /// `index`, each with its promoted part where it holds promoted entries, and
+    /// answers what changed since `before` (whose shards this table kept): `None`
+    /// when that is unknown or too large.
     pub fn build_shards<A: Column>(
         &self,
         kind: ListKind,
         index: &[ChunkInfo<A>],
         plan: &Plan<A>,
         before: Option<&Manifest>,
-    ) -> Result<Option<Intervals<A>>, SqlError> {
+    ) -> Result<Built<A>, SqlError> {
         let mut change: Option<Intervals<A>> = before.map(|_| Vec::new());
+        let mut promoted_parts = Vec::new();
         for &shard_index in &plan.writes {
-            let mut ranges = Vec::new();
+            // The shard's entries read once, the operator's apart from the
+            // promoted ones; each part sorted, as the chunks keep them.
+            let (mut operator, mut promoted) = (Vec::new(), Vec::new());
             for info in &index[plan.chunks[shard_index].clone()] {
-                ranges.extend(
-                    self.chunk(kind, info)?
-                        .iter()
-                        .map(|kept| (kept.range.first(), kept.range.last())),
-                );
+                for kept in self.chunk(kind, info)? {
+                    let interval = (kept.range.first(), kept.range.last());
+                    match kept.edit {
+                        PROMOTED => promoted.push(interval),
+                        _ => operator.push(interval),
+                    }
+                }
             }
-            let intervals = union_of_sorted(ranges);
+            let (operator, promoted) = (union_of_sorted(operator), union_of_sorted(promoted));
+            // An address the operator lists too is the operator's, whichever
+            // entry holds it: the promoted part is what only the reports hold.
+            let (intervals, promoted_only) = match promoted.is_empty() {
+                true => (operator, Vec::new()),
+                false => (
+                    combine(&operator, &promoted, Op::Union),
+                    combine(&promoted, &operator, Op::Minus),
+                ),
+            };
             let low = plan.starts[shard_index];
             let high = plan
                 .starts
@@ -647,13 +671,21 @@ impl<S: Sql> ListTables<S> {
                     change = None;
                 }
             }
-            self.save_shard(
-                kind,
-                &plan.keys[shard_index],
-                &Shard::of_intervals(intervals),
-            )?;
+            let key = &plan.keys[shard_index];
+            self.save_shard(kind, key, &Shard::of_intervals(intervals))?;
+            if !promoted_only.is_empty() {
+                self.save_shard(
+                    kind,
+                    &promoted_key(key),
+                    &Shard::of_intervals(promoted_only),
+                )?;
+                promoted_parts.push(shard_index);
+            }
         }
-        Ok(change.map(union_of_sorted))
+        Ok(Built {
+            change: change.map(union_of_sorted),
+            promoted: promoted_parts,
+        })
     }
 
     /// The intervals of one family of the version `manifest` names from `low` to
@@ -738,10 +770,11 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    /// Bytes of the shards, of both families, `manifest` names that this table keeps.
+    /// Bytes of the shards and promoted parts, of both families, `manifest` names
+    /// that this table keeps.
     pub fn snapshot_bytes(&self, kind: ListKind, manifest: &Manifest) -> Result<usize, SqlError> {
         let mut total = 0;
-        for key in manifest.keys() {
+        for key in manifest.keys().chain(manifest.promoted_keys()) {
             let rows = self.sql.query(
                 "SELECT coalesce(sum(length(data)), 0) FROM shards WHERE kind = ?1 AND key = ?2",
                 &[Value::text(kind.code()), Value::text(key)],
@@ -1137,7 +1170,10 @@ mod tests {
         assert!(first.starts.len() > 1);
         assert_eq!(
             tables.build_shards(KIND, &index, &first, None).unwrap(),
-            None,
+            Built {
+                change: None,
+                promoted: vec![]
+            },
             "no version before: a reset"
         );
         let v1 = first.manifest(1);
@@ -1162,10 +1198,102 @@ mod tests {
         assert_eq!(second.writes, [0]);
         let piece = tables
             .build_shards(KIND, &after, &second, Some(&v1))
-            .unwrap();
+            .unwrap()
+            .change;
         let new: Intervals = list.intervals().collect();
         assert_eq!(piece, Some(combine(&old, &new, Op::Xor)));
         assert_eq!(published(&tables, &second.manifest(2)), new);
+    }
+
+    /// The intervals of the promoted part of shard `index` that `manifest`
+    /// names, as kept here; `None` when it has none.
+    fn promoted_part(
+        tables: &ListTables<NativeSql>,
+        manifest: &Manifest,
+        index: usize,
+    ) -> Option<Intervals> {
+        let part = manifest.part::<u32>();
+        let bytes = tables
+            .shard_bytes(KIND, &promoted_key(&part.key(index).unwrap()))
+            .unwrap()?;
+        Some(Shard::<u32>::decode(&bytes).unwrap().intervals())
+    }
+
+    #[test]
+    fn a_shards_promoted_part_holds_what_only_the_reports_promoted_and_goes_with_it() {
+        let tables = tables();
+        let ip = |text: &str| Ipv4Range::parse(text).unwrap();
+        // Pairs of adjacent addresses from 8.0.0.0, the operator's, in several shards.
+        let mut list = spread(300_000, 4, 0);
+        list.edit(spread(300_000, 4, 1).as_slice().to_vec(), vec![]);
+        let index = tables.install(KIND, &list, 1).unwrap();
+        // Beside the operator's 8.0.0.0-1, 8.0.0.8-9 and 8.0.0.12; past the list's end.
+        let promoted = ListEntries::new(
+            ["8.0.0.2", "8.0.0.8/30", "8.0.0.12", "9.0.0.0/24"]
+                .map(ip)
+                .to_vec(),
+        );
+        let (_, index) = tables
+            .promote(KIND, &index, (&promoted, &ListEntries::default()), 2)
+            .unwrap();
+        let first = cut::plan(1, &index, None);
+        let last = first.starts.len() - 1;
+        assert!(last > 1, "several shards");
+        let built = tables.build_shards(KIND, &index, &first, None).unwrap();
+        assert_eq!(built.promoted, [0, last]);
+        let mut v1 = first.manifest(1);
+        v1.promoted = Some(first.promoted(&built.promoted));
+        assert_eq!(v1.promoted, Some(vec![0, last as u32]));
+        let interval = |text: &str| (ip(text).first(), ip(text).last());
+        assert_eq!(
+            promoted_part(&tables, &v1, 0),
+            Some(vec![interval("8.0.0.2"), interval("8.0.0.10/31")]),
+            "what the operator lists too, 8.0.0.8-9 and 8.0.0.12, is the operator's"
+        );
+        assert_eq!(
+            promoted_part(&tables, &v1, last),
+            Some(vec![interval("9.0.0.0/24")])
+        );
+        assert!((1..last).all(|index| promoted_part(&tables, &v1, index).is_none()));
+        let mut whole = list.clone();
+        whole.edit(promoted.as_slice().to_vec(), vec![]);
+        assert_eq!(
+            published(&tables, &v1),
+            whole.intervals().collect::<Intervals>(),
+            "the shards hold both"
+        );
+
+        // The /24 decays: its shard is written again, without a promoted part,
+        // and the old one's goes with it; the first shard keeps its own.
+        let decayed = ListEntries::new(vec![ip("9.0.0.0/24")]);
+        let (_, index) = tables
+            .promote(KIND, &index, (&ListEntries::default(), &decayed), 3)
+            .unwrap();
+        let second = cut::plan(
+            2,
+            &index,
+            Some(Published {
+                manifest: &v1,
+                rev: 2,
+            }),
+        );
+        assert_eq!(second.writes, [last]);
+        let old_key = first.keys[last].clone();
+        assert_eq!(second.gone, [old_key.clone(), promoted_key(&old_key)]);
+        let built = tables
+            .build_shards(KIND, &index, &second, Some(&v1))
+            .unwrap();
+        assert_eq!(built.promoted, Vec::<usize>::new());
+        assert_eq!(built.change, Some(vec![interval("9.0.0.0/24")]));
+        let mut v2 = second.manifest(2);
+        v2.promoted = Some(second.promoted(&built.promoted));
+        assert_eq!(v2.promoted, Some(vec![0]));
+        assert_eq!(
+            promoted_part(&tables, &v2, 0),
+            promoted_part(&tables, &v1, 0),
+            "shared with its shard"
+        );
+        assert!(promoted_part(&tables, &v2, last).is_none());
     }
 
     fn ipv6(text: &str) -> Cidr<u128> {
@@ -1208,13 +1336,17 @@ mod tests {
 
         let plan = cut::plan(1, &index, None);
         assert_eq!(
-            tables.build_shards(KIND, &index, &plan, None).unwrap(),
+            tables
+                .build_shards(KIND, &index, &plan, None)
+                .unwrap()
+                .change,
             None
         );
         let mut manifest = cut::plan(1, &v4, None).manifest(1);
         manifest.ipv6 = crate::domain::operator_lists::snapshot::Ipv6Shards {
             starts: plan.starts.clone(),
             keys: plan.keys.clone(),
+            promoted: None,
         };
         assert!(manifest
             .ipv6
@@ -1247,7 +1379,8 @@ mod tests {
         assert_eq!(next.writes.len(), 1, "the one shard it falls in");
         let change = tables
             .build_shards(KIND, &after, &next, Some(&manifest))
-            .unwrap();
+            .unwrap()
+            .change;
         let address = one.as_slice()[0].first();
         assert_eq!(change, Some(vec![(address, address)]));
     }

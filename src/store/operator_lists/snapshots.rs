@@ -1,5 +1,6 @@
 //! The operator's lists as an isolate holds them: the published snapshots, read
-//! from KV, lookups answered from memory.
+//! from KV, lookups answered from memory, and the global list's promoted parts,
+//! read only by the feeds that say which blocks were promoted.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -8,6 +9,8 @@ use std::net::IpAddr;
 use std::rc::Rc;
 
 use crate::domain::code::Coded;
+use crate::domain::feed::item::{FeedBlock, FeedItem, Source};
+use crate::domain::net::family::Addr;
 use crate::domain::net::intervals::Intervals;
 use crate::domain::operator_lists::delta::{self, Piece, VersionChange, MAX_DELTA_INTERVALS};
 use crate::domain::operator_lists::list::ListKind;
@@ -92,9 +95,11 @@ pub struct Version {
 }
 
 /// One family's shards of a version, each loaded once, and its intervals
-/// flattened once if asked for.
+/// flattened once if asked for; beside each shard, its promoted part, loaded
+/// once if a feed asks for it and the manifest names one.
 pub struct Loaded<A> {
     shards: Vec<SharedLoad<Rc<Shard<A>>>>,
+    promoted: Vec<SharedLoad<Rc<Shard<A>>>>,
     intervals: SharedLoad<Rc<Intervals<A>>>,
 }
 
@@ -204,53 +209,137 @@ impl Version {
             .ok_or_else(|| {
                 StoreError::Corrupt(format!("{} list: no shard {index}", kind.code()))
             })?;
-        slot.get_or_load(
-            || async {
-                // A shard that is not visible yet is an error, never an empty list.
-                let bytes = kv.read(&key).await?.ok_or_else(|| {
-                    StoreError::Corrupt(format!(
-                        "{} list: shard {key} is not in KV yet",
-                        kind.code()
-                    ))
-                })?;
-                Shard::decode(&bytes).map(Rc::new).ok_or_else(|| {
-                    StoreError::Corrupt(format!(
-                        "{} list: shard {key} does not decode",
-                        kind.code()
-                    ))
-                })
-            },
-            || kv.pause(),
-        )
-        .await
+        load(slot, kv, kind, key).await
+    }
+
+    /// The promoted part of shard `index`, `None` when the manifest names none:
+    /// no read is made for a shard without one. A feed asks once a block, so
+    /// the part held is answered without naming its key.
+    async fn promoted<A: HeldFamily>(
+        &self,
+        kv: &impl KvRead,
+        kind: ListKind,
+        index: usize,
+    ) -> Result<Option<Rc<Shard<A>>>, StoreError> {
+        let part = self.manifest.part::<A>();
+        if !part.has_promoted(index) {
+            return Ok(None);
+        }
+        let slot = self.family::<A>().promoted.get(index);
+        if let Some(held) = slot.and_then(SharedLoad::get) {
+            return Ok(Some(held));
+        }
+        let (slot, key) = slot.zip(part.promoted_key(index)).ok_or_else(|| {
+            StoreError::Corrupt(format!("{} list: no shard {index}", kind.code()))
+        })?;
+        load(slot, kv, kind, key).await.map(Some)
     }
 }
 
+/// A shard or promoted part read from KV under `key` into `slot`, once however
+/// many requests ask. One that is not visible yet is an error, never an empty list.
+async fn load<A: Addr>(
+    slot: &SharedLoad<Rc<Shard<A>>>,
+    kv: &impl KvRead,
+    kind: ListKind,
+    key: String,
+) -> Result<Rc<Shard<A>>, StoreError> {
+    slot.get_or_load(
+        || async {
+            let bytes = kv.read(&key).await?.ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "{} list: shard {key} is not in KV yet",
+                    kind.code()
+                ))
+            })?;
+            Shard::decode(&bytes).map(Rc::new).ok_or_else(|| {
+                StoreError::Corrupt(format!("{} list: shard {key} does not decode", kind.code()))
+            })
+        },
+        || kv.pause(),
+    )
+    .await
+}
+
 impl<A: HeldFamily> Loaded<A> {
-    /// Slots for the shards of `manifest`'s part of this family, filled with those
-    /// `before` holds loaded under the same key.
+    /// Slots for the shards of `manifest`'s part of this family and their
+    /// promoted parts, filled with those `before` holds loaded under the same
+    /// key: a shard a version shares keeps its promoted part.
     fn new(manifest: &Manifest, before: Option<&Version>) -> Self {
         let part = manifest.part::<A>();
-        let shards = (0..part.len())
-            .map(|index| {
-                before
-                    .zip(part.key(index))
-                    .and_then(|(before, key)| before.family::<A>().held(before, &key))
-                    .map_or_else(SharedLoad::default, SharedLoad::ready)
-            })
-            .collect();
+        let slots = |promoted: bool| -> Vec<SharedLoad<Rc<Shard<A>>>> {
+            (0..part.len())
+                .map(|index| {
+                    before
+                        .zip(part.key(index))
+                        .and_then(|(before, key)| before.family::<A>().held(before, &key, promoted))
+                        .map_or_else(SharedLoad::default, SharedLoad::ready)
+                })
+                .collect()
+        };
         Self {
-            shards,
+            shards: slots(false),
+            promoted: slots(true),
             intervals: SharedLoad::default(),
         }
     }
 
-    /// The shard read under `key`, if this version (`of`) holds it loaded.
-    fn held(&self, of: &Version, key: &str) -> Option<Rc<Shard<A>>> {
+    /// The shard read under `key`, or (`promoted`) its promoted part, if this
+    /// version (`of`) holds it loaded.
+    fn held(&self, of: &Version, key: &str, promoted: bool) -> Option<Rc<Shard<A>>> {
         let part = of.manifest.part::<A>();
         let index =
             (0..self.shards.len()).find(|&index| part.key(index).as_deref() == Some(key))?;
-        self.shards[index].get()
+        match promoted {
+            true => self.promoted[index].get(),
+            false => self.shards[index].get(),
+        }
+    }
+}
+
+/// The promoted parts of the shards of one version of the global list, read
+/// from KV the first time a feed reaches a block of their shard, then held with
+/// the version (and the versions after it that share the shard): what the JSON
+/// feed and CrowdSec's decisions read to say which global blocks were promoted.
+/// Always the version the feed's shards are of.
+#[derive(Clone)]
+pub struct PromotedParts<K> {
+    version: Rc<Version>,
+    kv: K,
+    kind: ListKind,
+}
+
+impl<K: KvRead> PromotedParts<K> {
+    /// The promoted part of the shard of family `A` that holds `addr`, `None`
+    /// when it has none.
+    async fn holding<A: HeldFamily>(&self, addr: A) -> Result<Option<Rc<Shard<A>>>, StoreError> {
+        let part = self.version.manifest.part::<A>();
+        if part.is_empty() {
+            return Ok(None);
+        }
+        self.version
+            .promoted::<A>(&self.kv, self.kind, part.shard_of(addr))
+            .await
+    }
+
+    /// Marks `item` promoted when it is a global block every address of which
+    /// the holders' reports promoted (`Source::of_global`): a block never
+    /// reaches across two shards, so the one part of the shard it begins in says.
+    pub async fn label(&self, item: &mut FeedItem) -> Result<(), StoreError> {
+        if item.source != Source::Operator {
+            return Ok(());
+        }
+        item.source = match item.block {
+            FeedBlock::V4(range) => {
+                Source::of_global(range, self.holding(range.first()).await?.as_deref())
+            }
+            FeedBlock::V6Range(range) => {
+                Source::of_global(range, self.holding(range.first()).await?.as_deref())
+            }
+            // Only a holder's entry is written as an address or a /64 of its own.
+            FeedBlock::V6(_) | FeedBlock::V6Net64(_) => return Ok(()),
+        };
+        Ok(())
     }
 }
 
@@ -304,22 +393,33 @@ impl IsolateLists {
     }
 
     /// The whole list as its shards, each family apart, with its version: every
-    /// shard loaded, none copied.
-    pub async fn shards(
+    /// shard loaded, none copied; and the promoted parts of the same version,
+    /// read only as a feed that says which blocks were promoted reaches them
+    /// (`PromotedParts::label`), nothing before.
+    pub async fn shards<S: ListSource>(
         &self,
-        source: &impl ListSource,
+        source: &S,
         kind: ListKind,
         freshness: Freshness,
         now: Millis,
-    ) -> Result<Versioned<Shards, Shards<u128>>, StoreError> {
+    ) -> Result<(Versioned<Shards, Shards<u128>>, PromotedParts<S::Kv>), StoreError>
+    where
+        S::Kv: Clone,
+    {
         let kv = source.kv(kind)?;
         let kv = &kv;
         self.answer(source, kind, freshness, now, |version| async move {
-            Ok(Versioned {
+            let shards = Versioned {
                 version: version.manifest.version,
                 v4: version.all_shards(kv, kind).await?,
                 v6: version.all_shards(kv, kind).await?,
-            })
+            };
+            let promoted = PromotedParts {
+                version,
+                kv: kv.clone(),
+                kind,
+            };
+            Ok((shards, promoted))
         })
         .await
     }
@@ -543,6 +643,7 @@ mod tests {
             ipv6 = Ipv6Shards {
                 starts: vec![0],
                 keys: vec![key],
+                promoted: None,
             };
         }
         let manifest = Manifest {
@@ -551,6 +652,7 @@ mod tests {
             entries: entries.len(),
             shards: vec![0],
             keys: vec![shard_key(version, 0)],
+            promoted: None,
             deltas_from: 0,
             ipv6,
         };
@@ -757,7 +859,7 @@ mod tests {
                 .filter(|(_, a)| a.is_none())
             {
                 if let std::task::Poll::Ready(found) = feed.as_mut().poll(&mut context) {
-                    *answer = Some(found.unwrap().v4.read_from(0).count());
+                    *answer = Some(found.unwrap().0.v4.read_from(0).count());
                 }
             }
         }
@@ -782,6 +884,7 @@ mod tests {
                 entries: 2,
                 shards: vec![0, ip("128.0.0.0")],
                 keys: keys.to_vec(),
+                promoted: None,
                 deltas_from: 0,
                 ipv6: Default::default(),
             };
@@ -818,6 +921,111 @@ mod tests {
     }
 
     #[test]
+    fn a_promoted_part_is_read_only_to_label_a_block_and_a_shared_shard_keeps_it() {
+        use crate::domain::feed::item::global_item;
+        use crate::domain::operator_lists::snapshot::promoted_key;
+        let fake = Fake::default();
+        let range = |s: &str| Ipv4Range::parse(s).unwrap();
+        let shard = |intervals: &[&str]| {
+            let intervals = intervals
+                .iter()
+                .map(|s| (range(s).first(), range(s).last()));
+            Shard::of_intervals(intervals.collect()).encode()
+        };
+        let manifest = |version, keys: [String; 2]| {
+            let manifest = Manifest {
+                version,
+                published_at: 0,
+                entries: 3,
+                shards: vec![0, range("128.0.0.0").first()],
+                keys: keys.to_vec(),
+                promoted: Some(vec![0]),
+                deltas_from: 0,
+                ipv6: Default::default(),
+            };
+            serde_json::to_vec(&manifest).unwrap()
+        };
+        fake.global
+            .write(&shard_key(1, 0), &shard(&["8.8.8.0/24", "8.8.10.0/24"]));
+        fake.global
+            .write(&promoted_key(&shard_key(1, 0)), &shard(&["8.8.10.0/24"]));
+        fake.global.write(&shard_key(1, 1), &shard(&["200.1.1.1"]));
+        fake.global.write(
+            MANIFEST_KEY,
+            &manifest(1, [shard_key(1, 0), shard_key(1, 1)]),
+        );
+        let held = IsolateLists::default();
+        let every_time = Freshness::new(0).unwrap();
+        // The labels of global blocks, as a feed reading the list at `at` gives them.
+        let labels = |at: u64, blocks: &[&str]| -> Vec<Source> {
+            fake.global.at(Millis(at));
+            let (_, promoted) = held
+                .shards(&fake, ListKind::Global, every_time, Millis(at))
+                .now_or_never()
+                .expect("the fake never waits")
+                .unwrap();
+            blocks
+                .iter()
+                .map(|block| {
+                    let mut item = global_item(FeedBlock::V4(range(block)));
+                    promoted.label(&mut item).now_or_never().unwrap().unwrap();
+                    item.source
+                })
+                .collect()
+        };
+        assert_eq!(labels(PUBLISHED_AT, &[]), Vec::<Source>::new());
+        let reads = fake.global.reads.get();
+        assert_eq!(reads, 3, "the manifest and both shards, no promoted part");
+        assert_eq!(
+            labels(PUBLISHED_AT, &["8.8.8.0/24", "8.8.10.0/24", "200.1.1.1"]),
+            [Source::Operator, Source::Promoted, Source::Operator]
+        );
+        assert_eq!(
+            fake.global.reads.get(),
+            reads + 1,
+            "the first shard's promoted part, once; none for the shard without one"
+        );
+        let mut personal = FeedItem {
+            source: Source::Personal,
+            ..global_item(FeedBlock::V4(range("8.8.10.1")))
+        };
+        held.shards(&fake, ListKind::Global, every_time, Millis(PUBLISHED_AT))
+            .now_or_never()
+            .unwrap()
+            .unwrap()
+            .1
+            .label(&mut personal)
+            .now_or_never()
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            personal.source,
+            Source::Personal,
+            "never a promoted personal entry"
+        );
+
+        // Version 2 shares the first shard, whose promoted part is gone from KV:
+        // only the copy the isolate holds can still label its blocks.
+        fake.global.write(&shard_key(2, 1), &shard(&["200.1.1.2"]));
+        fake.global.write(
+            MANIFEST_KEY,
+            &manifest(2, [shard_key(1, 0), shard_key(2, 1)]),
+        );
+        fake.global.delete(&promoted_key(&shard_key(1, 0)));
+        let later = PUBLISHED_AT + Freshness::EDGE_SECONDS * 1000;
+        let reads = fake.global.reads.get();
+        assert_eq!(
+            labels(later, &["8.8.10.0/24", "200.1.1.2"]),
+            [Source::Promoted, Source::Operator]
+        );
+        assert_eq!(
+            fake.global.reads.get(),
+            reads + 2,
+            "the manifest and the new shard"
+        );
+    }
+
+    #[test]
     fn a_shard_missing_from_kv_is_an_error_never_an_empty_list() {
         let fake = Fake::default();
         let manifest = Manifest {
@@ -826,6 +1034,7 @@ mod tests {
             entries: 1,
             shards: vec![0],
             keys: vec![],
+            promoted: None,
             deltas_from: 0,
             ipv6: Default::default(),
         };

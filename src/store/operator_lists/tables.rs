@@ -416,6 +416,7 @@ mod tests {
             entries: 2,
             shards: vec![0],
             keys: vec!["v2/0".to_owned()],
+            promoted: Some(vec![0]),
             deltas_from: 1,
             ipv6: Default::default(),
         };

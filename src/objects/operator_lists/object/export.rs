@@ -159,6 +159,7 @@ impl OperatorLists {
                 let manifest = list.stored.manifest.as_ref();
                 Ok::<_, SqlError>(ListStatus {
                     entries: list.entries(),
+                    promoted: list.chunks.promoted(),
                     version: list.stored.publication.version.to_string(),
                     published_at: manifest
                         .map(|manifest| UnixTime(manifest.published_at).to_rfc3339()),

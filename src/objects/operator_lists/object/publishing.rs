@@ -1,6 +1,7 @@
-//! Publication to KV: the immutable, versioned snapshot of a list (its shards,
-//! then its manifest, written last) and the pieces of what changed, at most once
-//! a second, and the shards no manifest names any more let go of.
+//! Publication to KV: the immutable, versioned snapshot of a list (its shards
+//! and the promoted parts of the global list's, then its manifest, written
+//! last) and the pieces of what changed, at most once a second, and the shards
+//! no manifest names any more let go of, with their promoted parts.
 
 use std::time::Duration;
 
@@ -91,9 +92,9 @@ impl OperatorLists {
                 };
                 let v4 = cut::plan(attempt.version, &list.chunks.v4, before());
                 let v6 = cut::plan(attempt.version, &list.chunks.v6, before());
-                let change4 = tables.build_shards(kind, &list.chunks.v4, &v4, manifest)?;
-                let change6 = tables.build_shards(kind, &list.chunks.v6, &v6, manifest)?;
-                let piece = match (change4, change6) {
+                let built4 = tables.build_shards(kind, &list.chunks.v4, &v4, manifest)?;
+                let built6 = tables.build_shards(kind, &list.chunks.v6, &v6, manifest)?;
+                let piece = match (built4.change, built6.change) {
                     (Some(v4), Some(v6)) => Piece::of(VersionChange { v4, v6 }),
                     _ => Piece::Reset,
                 };
@@ -101,10 +102,11 @@ impl OperatorLists {
                 self.save_pieces(kind, piece, attempt)?;
                 // Every live chunk was written by an edit numbered at most this one.
                 let rev = self.last_edit.get();
-                Ok((attempt, (v4, v6), list.entries(), reset, rev))
+                let promoted = (built4.promoted, built6.promoted);
+                Ok((attempt, (v4, v6), promoted, list.entries(), reset, rev))
             })
         });
-        let (attempt, (v4, v6), entries, reset, rev) = built?;
+        let (attempt, (v4, v6), (promoted4, promoted6), entries, reset, rev) = built?;
         let window = tables.published_version(
             kind,
             attempt.version,
@@ -118,9 +120,19 @@ impl OperatorLists {
             (true, _) | (_, 0) => attempt.version,
             (false, since) => since.max(window.unwrap_or(0)),
         };
+        // Each shard written, and the promoted part of those built with one.
         let written: Vec<String> = (v4.writes.iter().map(|&index| v4.keys[index].clone()))
             .chain(v6.writes.iter().map(|&index| v6.keys[index].clone()))
+            .chain(v4.promoted_writes(&promoted4))
+            .chain(v6.promoted_writes(&promoted6))
             .collect();
+        // The global list's manifest names its shards' promoted parts, even none,
+        // so that the next version can share them; the allow list promotes nothing.
+        let named = |promoted: Vec<u32>| (kind == ListKind::Global).then_some(promoted);
+        let (promoted4, promoted6) = (
+            named(v4.promoted(&promoted4)),
+            named(v6.promoted(&promoted6)),
+        );
         let gone: Vec<String> = v4.gone.into_iter().chain(v6.gone).collect();
         let manifest = Manifest {
             version: attempt.version,
@@ -128,10 +140,12 @@ impl OperatorLists {
             entries,
             shards: v4.starts,
             keys: v4.keys,
+            promoted: promoted4,
             deltas_from,
             ipv6: Ipv6Shards {
                 starts: v6.starts,
                 keys: v6.keys,
+                promoted: promoted6,
             },
         };
         let kv = self.env.kv(binding(kind))?;

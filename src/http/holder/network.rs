@@ -1,0 +1,65 @@
+//! What the network says of an address, as a holder may see it: whether the
+//! global list carries it by the holders' consensus, and how many licenses'
+//! reports make that consensus, never which.
+
+use serde::Serialize;
+use worker::Request;
+
+use crate::domain::access::license::LicenseId;
+use crate::domain::net::address::{Listed, PublicIp};
+use crate::domain::operator_lists::list::ListKind;
+use crate::domain::personal::outcome::Outcome;
+use crate::http::context::RequestContext;
+use crate::http::error::ApiError;
+use crate::http::wire::body::{Body, MAX_BODY_BYTES};
+use crate::http::wire::reply::Reply;
+use crate::objects::network::client::{fault, shard_for};
+use crate::objects::network::protocol::TallyOf;
+use crate::objects::operator_lists::client as lists;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StandingView {
+    ip: String,
+    /// The global challenge list carries it (and the global allow list does not).
+    global: bool,
+    /// It is there because the holders' reports reached the consensus.
+    promoted: bool,
+    /// Distinct licenses whose reports of it count now (within the window).
+    holders: u64,
+    /// Since when the consensus holds, if it does.
+    promoted_since: Option<String>,
+}
+
+/// `POST /api/networkStatus`: field `ip`. An address that is not public is
+/// refused with the specified operations' message.
+pub async fn status(
+    cx: &RequestContext,
+    mut req: Request,
+    _: LicenseId,
+) -> Result<Reply, ApiError> {
+    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
+    let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
+    let raw = body.field("ip").unwrap_or_default();
+    let given = PublicIp::parse(&raw, settings.ipv6)
+        .map_err(|rejection| ApiError::BadRequest(Outcome::from(rejection).message()))?;
+    let ip = given.ip;
+    let holds = async |kind| lists::contains(env, kind, ip.addr(), settings.freshness, now).await;
+    let global = !holds(ListKind::Allow).await? && holds(ListKind::Global).await?;
+    // With IPV6_PREFIX 64, an IPv6 address is reported, and counted, as its /64.
+    let subject = Listed::keys(ip, settings.ipv6_prefix).0;
+    let tally = shard_for(env, subject)?
+        .ask(TallyOf(subject, 0))
+        .await
+        .map_err(fault)?;
+    Reply::json(
+        200,
+        &StandingView {
+            ip: given.to_string(),
+            global,
+            promoted: global && tally.reached_at.is_some(),
+            holders: tally.counting,
+            promoted_since: tally.reached_at.map(|at| at.to_rfc3339()),
+        },
+    )
+}
