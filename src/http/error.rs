@@ -210,9 +210,9 @@ impl From<Failure<HolderRefusal>> for ApiError {
             Failure::Refused(HolderRefusal::TooManyFeedTokens) => Self::Conflict(format!(
                 "at most {MAX_FEED_TOKENS} feed tokens; revoke one first"
             )),
-            Failure::Refused(HolderRefusal::TooManyMachines) => Self::Conflict(format!(
-                "at most {MAX_MACHINES} machines; revoke one first"
-            )),
+            Failure::Refused(HolderRefusal::TooManyMachines) => {
+                Self::Conflict(format!("at most {MAX_MACHINES} machines; revoke one first"))
+            }
             Failure::Refused(HolderRefusal::MachineRevoked) => {
                 Self::MachineUnauthorized("machine_revoked")
             }

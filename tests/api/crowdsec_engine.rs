@@ -98,11 +98,7 @@ impl Engine {
             let (installed, hub) = (dir.join(kind), dir.join("hub").join(kind));
             fs::create_dir_all(&installed).unwrap();
             let file = format!("{name}.yaml");
-            symlink(
-                hub.join("crowdsecurity").join(&file),
-                installed.join(&file),
-            )
-            .unwrap();
+            symlink(hub.join("crowdsecurity").join(&file), installed.join(&file)).unwrap();
         }
         fs::write(
             dir.join("local_api_credentials.yaml"),

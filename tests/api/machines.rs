@@ -17,9 +17,7 @@ use greylist::domain::time::UnixTime;
 use serde_json::{json, Value};
 
 use crate::costs::{count, spent};
-use crate::helpers::{
-    send, status_before_the_body_ends, Mode, Resp, Server, TestApp, ADMIN_TOKEN,
-};
+use crate::helpers::{send, status_before_the_body_ends, Mode, Resp, Server, TestApp, ADMIN_TOKEN};
 
 /// The server these tests share: IPv6 on, so that an engine's IPv6 alert is
 /// taken; its logins count against a limit of their own, apart from the
@@ -211,7 +209,11 @@ fn a_holder_makes_lists_changes_and_revokes_machines_at_most_twenty() {
     let alphanumeric = password.bytes().all(|b| b.is_ascii_alphanumeric());
     assert!(alphanumeric, "{password}");
     assert_eq!(
-        (made["name"].clone(), made["ttl"].clone(), made["adds"].clone()),
+        (
+            made["name"].clone(),
+            made["ttl"].clone(),
+            made["adds"].clone()
+        ),
         (json!("web-1"), json!(14_400), json!(true))
     );
     // A form without a name makes one without a label.
@@ -235,7 +237,10 @@ fn a_holder_makes_lists_changes_and_revokes_machines_at_most_twenty() {
         &format!("{}{path}", app.server.base),
         &[
             ("Authorization", format!("Bearer {}", app.token)),
-            ("Content-Type", "application/x-www-form-urlencoded".to_owned()),
+            (
+                "Content-Type",
+                "application/x-www-form-urlencoded".to_owned(),
+            ),
         ],
         Some(b"ttl=3600&adds=false"),
     );
@@ -248,7 +253,10 @@ fn a_holder_makes_lists_changes_and_revokes_machines_at_most_twenty() {
     let changed = holder_call(&app, "PATCH", &path, Some(change));
     assert_eq!(changed.status, 200, "{}", changed.body);
     assert_eq!(
-        (changed.json()["ttl"].clone(), changed.json()["adds"].clone()),
+        (
+            changed.json()["ttl"].clone(),
+            changed.json()["adds"].clone()
+        ),
         (json!(7200), json!(true))
     );
     let renamed = holder_call(&app, "PATCH", &path, Some(json!({ "name": "" })));
@@ -688,7 +696,12 @@ fn the_heartbeat_writes_nothing_and_an_alerts_request_is_one_object_call() {
             assert_eq!(beat(&server, &machine.token).status, 200);
         }
     });
-    for field in ["durableObjectRequests", "kvReads", "kvWrites", "rowsWritten"] {
+    for field in [
+        "durableObjectRequests",
+        "kvReads",
+        "kvWrites",
+        "rowsWritten",
+    ] {
         assert_eq!(count(&beats, field), 0, "{field}: {beats}");
     }
     let batch: Vec<Value> = (1..=20)

@@ -272,7 +272,9 @@ pub fn categories_of(scenario: &str) -> Categories {
             Match::Starts(prefix) => name.starts_with(prefix),
             Match::Contains(part) => name.contains(part),
         })
-        .fold(Categories::default(), |set, &(_, category)| set.with(category));
+        .fold(Categories::default(), |set, &(_, category)| {
+            set.with(category)
+        });
     if categories == Categories::default() {
         Categories::default().with(Category::Other)
     } else {
@@ -515,14 +517,32 @@ mod tests {
     fn simulated_other_scopes_private_invalid_and_unreadable_alerts_ask_nothing() {
         use Skip::{NotPublic, Scope, Simulated, Unreadable};
         for (alert, skip) in [
-            (r#"{"source": {"scope": "Ip", "value": "8.8.8.8"}, "simulated": true}"#, Simulated),
-            (r#"{"source": {"scope": "Range", "value": "8.8.8.0/24"}}"#, Scope),
+            (
+                r#"{"source": {"scope": "Ip", "value": "8.8.8.8"}, "simulated": true}"#,
+                Simulated,
+            ),
+            (
+                r#"{"source": {"scope": "Range", "value": "8.8.8.0/24"}}"#,
+                Scope,
+            ),
             (r#"{"source": {"scope": "Country", "value": "FR"}}"#, Scope),
             (r#"{"scenario": "s"}"#, Scope),
-            (r#"{"source": {"scope": "Ip", "value": "10.0.0.1"}}"#, NotPublic),
-            (r#"{"source": {"scope": "Ip", "value": "8.8.8"}}"#, NotPublic),
-            (r#"{"source": {"scope": "Ip", "value": "2a00:1450::1"}}"#, NotPublic),
-            (r#"{"scenario": 7, "source": {"scope": "Ip", "value": "8.8.8.8"}}"#, Unreadable),
+            (
+                r#"{"source": {"scope": "Ip", "value": "10.0.0.1"}}"#,
+                NotPublic,
+            ),
+            (
+                r#"{"source": {"scope": "Ip", "value": "8.8.8"}}"#,
+                NotPublic,
+            ),
+            (
+                r#"{"source": {"scope": "Ip", "value": "2a00:1450::1"}}"#,
+                NotPublic,
+            ),
+            (
+                r#"{"scenario": 7, "source": {"scope": "Ip", "value": "8.8.8.8"}}"#,
+                Unreadable,
+            ),
             (r#""an alert""#, Unreadable),
             ("null", Unreadable),
             ("3", Unreadable),

@@ -127,9 +127,9 @@ pub fn password_matches(password: &str, digest: &str) -> bool {
 pub fn name(text: Option<&str>) -> Result<Option<String>, String> {
     let name = text.map(str::trim).filter(|name| !name.is_empty());
     match name {
-        Some(name) if name.chars().count() > MAX_NAME_CHARS => Err(format!(
-            "name must be at most {MAX_NAME_CHARS} characters"
-        )),
+        Some(name) if name.chars().count() > MAX_NAME_CHARS => {
+            Err(format!("name must be at most {MAX_NAME_CHARS} characters"))
+        }
         name => Ok(name.map(str::to_owned)),
     }
 }
@@ -279,7 +279,10 @@ mod tests {
 
     #[test]
     fn a_machine_id_carries_128_random_bits_and_parses_only_in_its_shape() {
-        let (a, b) = (MachineId::generate().unwrap(), MachineId::generate().unwrap());
+        let (a, b) = (
+            MachineId::generate().unwrap(),
+            MachineId::generate().unwrap(),
+        );
         assert_ne!(a, b);
         assert_eq!(a.as_str().len(), MACHINE_ID_PREFIX.len() + 32);
         assert_eq!(MachineId::parse(a.as_str()), Some(a.clone()));
@@ -302,7 +305,10 @@ mod tests {
 
     #[test]
     fn a_new_machine_has_an_id_a_name_and_an_alphanumeric_password_of_190_bits() {
-        let (a, b) = (NewMachine::generate().unwrap(), NewMachine::generate().unwrap());
+        let (a, b) = (
+            NewMachine::generate().unwrap(),
+            NewMachine::generate().unwrap(),
+        );
         assert!(is_id(&a.id) && is_id(&b.id) && a.id != b.id);
         assert_ne!(a.machine_id, b.machine_id);
         assert_eq!(a.password.len(), PASSWORD_CHARS);
@@ -358,7 +364,10 @@ mod tests {
             MachineSettings::default()
         );
         assert_eq!(
-            MachineChange::parse(Some(""), None, None).unwrap().name.as_deref(),
+            MachineChange::parse(Some(""), None, None)
+                .unwrap()
+                .name
+                .as_deref(),
             Some(""),
             "an empty name takes the label away"
         );

@@ -8,8 +8,8 @@ use worker::Request;
 
 use crate::domain::access::license::LicenseId;
 use crate::domain::machines::credentials::{
-    self, password_digest, MachineChange, MachineInfo, MachineLogin, MachineSettings,
-    NewMachine, NewMachineRecord,
+    self, password_digest, MachineChange, MachineInfo, MachineLogin, MachineSettings, NewMachine,
+    NewMachineRecord,
 };
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;

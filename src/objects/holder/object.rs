@@ -13,8 +13,7 @@ use super::protocol::{
     Activity, AdmitLogin, AdmitMachine, AlertsTaken, AllowPage, AllowPerform, ChangeMachine,
     CreateFeedToken, CreateMachine, EntryPage, Feed, FeedStart, FeedTokens, History, HolderCall,
     HolderPicture, HolderProtocol, HolderRefusal, LicensePicture, LiveLookup, Machines, OwnAllow,
-    Perform, Report, Revoke, RevokeFeedToken, RevokeMachine, TakeAlerts, Usage, WhyHeld,
-    WhyListed,
+    Perform, Report, Revoke, RevokeFeedToken, RevokeMachine, TakeAlerts, Usage, WhyHeld, WhyListed,
 };
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::PullClient;
