@@ -704,6 +704,10 @@ fn the_heartbeat_writes_nothing_and_an_alerts_request_is_one_object_call() {
     ] {
         assert_eq!(count(&beats, field), 0, "{field}: {beats}");
     }
+    // Warm the lists too: the first request that weighs an address loads their
+    // manifests, and on a fresh service the writer publishes its first version.
+    let first = post_alerts(&server, &machine, &json!([alert("86.8.1.1", SSH_BF)]));
+    assert_eq!(ids(&first).len(), 1);
     let batch: Vec<Value> = (1..=20)
         .map(|n| alert(&format!("86.8.0.{n}"), SSH_BF))
         .collect();
