@@ -432,9 +432,14 @@ pub fn take_alert<S: ReportStore>(
         };
         let took = match perform(store, &listing, now, limits)?.outcome {
             PersonalOutcome::Added => true,
-            PersonalOutcome::AlreadyListed => {
-                extend(store, add.ip, add.prefix, now.plus(ttl), client, now)?
-            }
+            PersonalOutcome::AlreadyListed => extend(
+                store,
+                add.ip,
+                add.prefix,
+                now.plus(ttl),
+                (client, limits),
+                now,
+            )?,
             _ => false,
         };
         added += u32::from(took);

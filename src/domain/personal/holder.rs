@@ -237,17 +237,23 @@ pub fn perform<S: ListStore>(
 /// Moves the expiry of the live entry that lists `ip` to `until`, when that is
 /// at least `MIN_TTL_SECONDS` later than its own, and records it as `extended`;
 /// whether it moved. Never earlier, and a permanent entry stays permanent: what
-/// a CrowdSec engine's alert for an address already listed does. It counts
-/// against no limit, since it lists nothing new; the minute keeps an engine that
-/// alerts on one address again and again from writing a row each time.
+/// a CrowdSec engine's alert for an address already listed does. It counts as
+/// one of the day's additions and is not made past them: it rewrites a row and
+/// writes history, so an engine re-sending decisions cannot rewrite the list
+/// without bound; the minute keeps an engine that alerts on one address again
+/// and again from writing a row each time.
 pub fn extend<S: ListStore>(
     store: &mut S,
     ip: PublicIp,
     prefix: Ipv6Prefix,
     until: UnixTime,
-    client: Option<&str>,
+    (client, limits): (Option<&str>, Limits),
     now: UnixTime,
 ) -> Result<bool, S::Error> {
+    let mut usage = store.usage()?.on(now.utc_day());
+    if usage.added >= limits.additions {
+        return Ok(false);
+    }
     for key in Listed::candidates(ip, prefix) {
         let Some(entry) = store.entry(key)?.filter(|entry| entry.is_live(now)) else {
             continue;
@@ -260,6 +266,8 @@ pub fn extend<S: ListStore>(
                 expires_at: Some(until),
                 ..entry
             })?;
+            usage.added += 1;
+            store.save_usage(usage)?;
             store.record(&HistoryEvent {
                 at: now,
                 change: Change::Extended,

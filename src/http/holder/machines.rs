@@ -82,8 +82,10 @@ fn fields(body: &Body) -> Result<Fields, ApiError> {
 
 /// `POST /api/machines`: a new machine with an optional `name`, its login name
 /// and password made by the service, at most 20 per holder. Its login record
-/// goes to KV once the holder's object has it, so a login never finds a
-/// machine its holder does not keep.
+/// goes to KV first: a record whose machine the holder's object does not keep
+/// admits nothing (`AdmitMachine` refuses it), while a machine kept without its
+/// record would take one of the twenty with a password nobody has. A refusal
+/// takes the record away again.
 pub async fn create(
     cx: &RequestContext,
     mut req: Request,
@@ -101,13 +103,16 @@ pub async fn create(
         digest: digest.clone(),
         name: name.clone(),
     };
-    holder(env, &license)?.ask(CreateMachine(record)).await?;
     let login = MachineLogin {
-        license,
+        license: license.clone(),
         id: new.id.clone(),
         digest,
     };
     machines::save(env, &new.machine_id, &login).await?;
+    if let Err(failure) = holder(env, &license)?.ask(CreateMachine(record)).await {
+        machines::forget(env, &new.machine_id).await?;
+        return Err(failure.into());
+    }
     let settings = MachineSettings::default();
     Reply::json(
         201,

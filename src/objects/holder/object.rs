@@ -298,8 +298,10 @@ impl HolderList {
     /// A request's alerts from one machine: each applied in order (`take_alert`:
     /// its report kept as `report` keeps one, its adds made as `perform` makes
     /// them) and the machine's counts and last alert written, in one visit
-    /// without a wait, so that they commit together. The alarm, set to run at
-    /// once when anything was taken, sends the reports on and sets the next sweep.
+    /// without a wait, so that they commit together. The alarm, set for the next
+    /// whole second when anything was taken (as for reports, so that a second's
+    /// alerts go to the shards together), sends the reports on and sets the next
+    /// sweep.
     async fn take_alerts(
         &self,
         call: TakeAlerts,
@@ -308,7 +310,7 @@ impl HolderList {
     ) -> Answered<AlertsTaken> {
         let taken = self.apply_alerts(&call, now, limits)?;
         if taken.counts.reported > 0 || taken.counts.added > 0 {
-            self.schedule_sweep(now)
+            self.schedule_sweep(now.plus(REPORT_GATHER_SECONDS))
                 .await
                 .map_err(|e| Failure::Fault(e.into()))?;
         }

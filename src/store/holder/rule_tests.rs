@@ -783,8 +783,9 @@ fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Inspected>(fresh: fn() 
 }
 
 /// A CrowdSec engine's alert for a listed address (`extend`) moves the entry's
-/// expiry later by a minute or more, never earlier, and counts as no addition; a
-/// permanent entry stays permanent, and an expired one is not brought back.
+/// expiry later by a minute or more, never earlier, and counts as one of the
+/// day's additions, not made past them; a permanent entry stays permanent, and
+/// an expired one is not brought back.
 fn an_extension_moves_an_expiry_later_by_a_minute_or_more_never_earlier<S: Inspected>(
     fresh: fn() -> S,
 ) {
@@ -794,7 +795,15 @@ fn an_extension_moves_an_expiry_later_by_a_minute_or_more_never_earlier<S: Inspe
     run_call(&mut store, &add, NOON);
     let client = Some("192.0.2.7");
     let extend_to = |store: &mut S, n, until, at| {
-        extend(store, address(n), Ipv6Prefix::Whole, until, client, at).unwrap()
+        extend(
+            store,
+            address(n),
+            Ipv6Prefix::Whole,
+            until,
+            (client, LIMITS),
+            at,
+        )
+        .unwrap()
     };
     let expiry = |store: &S, n| store.entry(ip(n)).unwrap().unwrap().expires_at;
     assert!(
@@ -810,7 +819,19 @@ fn an_extension_moves_an_expiry_later_by_a_minute_or_more_never_earlier<S: Inspe
         (last.change, last.at, last.client.as_deref()),
         (Change::Extended, NOON.plus(10), Some("192.0.2.7"))
     );
-    assert_eq!(usage(&store).added, 1, "an extension is no addition");
+    assert_eq!(
+        usage(&store).added,
+        2,
+        "an extension is one of the day's additions"
+    );
+    // Past the day's additions, no extension.
+    let mut full = usage(&store);
+    full.added = LIMITS.additions;
+    store.save_usage(full).unwrap();
+    assert!(!extend_to(&mut store, 1, NOON.plus(2000), NOON.plus(20)));
+    assert_eq!(expiry(&store, 1), Some(NOON.plus(660)));
+    full.added = 2;
+    store.save_usage(full).unwrap();
     let expired = extend_to(&mut store, 1, NOON.plus(5000), NOON.plus(660));
     assert!(!expired, "an expired entry is not brought back");
     run(&mut store, Add, 2, NOON);
