@@ -6,6 +6,9 @@
 --   BENCH_FIELD   the form field that carries the address (default ip)
 --   BENCH_API_KEYS comma-separated CrowdSec API keys, used in turn: each request is then
 --                 a bouncer's GET of BENCH_PATH with X-Api-Key (no form, no access token)
+--   BENCH_ALERTS  a number n: each request is then a CrowdSec engine's POST of n alerts
+--                 (a JSON array, ssh-bf, each of a new address as BENCH_IP's seq: gives
+--                 them) with BENCH_TOKENS as machine tokens
 -- done() prints one JSON line with throughput, latency percentiles in microseconds, and
 -- errors: all of them, then those that were HTTP statuses of 400 or more, then time-outs.
 
@@ -20,6 +23,18 @@ end
 local api_keys = {}
 for key in string.gmatch(os.getenv("BENCH_API_KEYS") or "", "[^,]+") do
   api_keys[#api_keys + 1] = key
+end
+
+local alerts = tonumber(os.getenv("BENCH_ALERTS") or "")
+
+-- One alert as CrowdSec's engine posts it, for the address `ip`.
+local function alert(ip)
+  return string.format(
+    '{"scenario":"crowdsecurity/ssh-bf","scenario_hash":"","scenario_version":"",' ..
+    '"message":"bench","events_count":8,"events":[],"capacity":5,"leakspeed":"10s",' ..
+    '"start_at":"2026-11-26T10:00:00Z","stop_at":"2026-11-26T10:00:08Z",' ..
+    '"source":{"ip":"%s","scope":"Ip","value":"%s"},' ..
+    '"remediation":true,"simulated":false,"decisions":null}', ip, ip)
 end
 
 local threads = {}
@@ -56,6 +71,17 @@ function request()
   if seq6 then
     local n = tonumber(seq6) + thread_index * 1000000 + counter
     ip = string.format("2a00:1450::%x:%x", math.floor(n / 65536) % 65536, n % 65536)
+  end
+  if alerts then
+    local first = tonumber(string.match(ip_spec, "^seq:(%d+)$") or "0") + thread_index * 1000000 + counter * alerts
+    local body = {}
+    for n = 1, alerts do
+      body[n] = alert(address(first + n))
+    end
+    return wrk.format("POST", path, {
+      ["Content-Type"] = "application/json",
+      ["Authorization"] = "Bearer " .. tokens[(counter + thread_index) % #tokens + 1],
+    }, "[" .. table.concat(body, ",") .. "]")
   end
   local headers = { ["Content-Type"] = "application/x-www-form-urlencoded" }
   if #tokens > 0 then

@@ -12,6 +12,7 @@
 //   crowdsec     CrowdSec's Local API and the service side by side
 //   allow-list   a holder's own allow list: checks and adds with 1000 ranges, and the delta after allow-listing a /16
 //   reports      the network's reports: reports/s beside adds, the time to global, the calls of 1000 promotions
+//   machines     CrowdSec engines' alerts: alerts/s in batches of 1 and 50, an alert's and a heartbeat's calls
 //   ten-million  the global list at BENCH_TEN_MILLION entries
 //   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
 //
@@ -36,8 +37,9 @@ import { runtimes } from "./runtimes.mjs";
 import { sideBySide } from "./side-by-side.mjs";
 import { allowList, allowListLines } from "./allow-list.mjs";
 import { reports, reportsLines } from "./reports.mjs";
+import { machines, machinesLines } from "./machines.mjs";
 
-const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "ten-million", "ipv6-million"];
+const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "ten-million", "ipv6-million"];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
 const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
@@ -118,6 +120,7 @@ try {
   await section("crowdsec", async () => (results.crowdsec = await sideBySide(state)));
   await section("allow-list", async () => (results.allowList = await allowList(state)));
   await section("reports", async () => (results.reports = await reports(state)));
+  await section("machines", async () => (results.machines = await machines(state)));
   await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
   await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
   const wasm = readFileSync(join(root, "build/index_bg.wasm"));
@@ -380,6 +383,7 @@ function print(results) {
   if (results.crowdsec) lines.push(...crowdsecLines(results.crowdsec), "");
   if (results.allowList) lines.push(...allowListLines(results.allowList), "");
   if (results.reports) lines.push(...reportsLines(results.reports), "");
+  if (results.machines) lines.push(...machinesLines(results.machines), "");
   if (results.tenMillion) lines.push(...tenMillionLines(results.tenMillion), "");
   lines.push(
     "| target | measured | met |",

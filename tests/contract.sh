@@ -32,25 +32,36 @@ token=$(curl -sf -X POST "$base/v2/authentication/login/license" -H 'Content-Typ
 bouncer=$(curl -sf -X POST "$base/api/feedTokens" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
   -d '{"scope": "all"}' | sed -n 's/.*"feedToken":"\([^"]*\)".*/\1/p')
 [ -n "$bouncer" ] || { echo "could not make a feed token"; cat "$state/wrangler.log"; exit 1; }
+machine=$(curl -sf -X POST "$base/api/machines" -H "Authorization: Bearer $token")
+machine_id=$(echo "$machine" | sed -n 's/.*"machineId":"\([^"]*\)".*/\1/p')
+password=$(echo "$machine" | sed -n 's/.*"password":"\([^"]*\)".*/\1/p')
+machine_token=$(curl -sf -X POST "$base/v1/watchers/login" -H 'Content-Type: application/json' \
+  -d "{\"machine_id\": \"$machine_id\", \"password\": \"$password\"}" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
+[ -n "$machine_token" ] || { echo "could not log a machine in"; cat "$state/wrangler.log"; exit 1; }
 
 # One worker each: with two threads, hypothesis's reading of lambda sources now and then
 # trips CPython 3.11's parser ("AST constructor recursion depth mismatch"), a fault of the
 # tool. The runs are separate processes, so they go side by side.
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance
 # The holder's routes with an access token, the operator's with the admin token,
-# CrowdSec's with a feed token as a bouncer's key.
+# CrowdSec's bouncers' with a feed token as their key, its engines' with a machine token.
 "$st" run public/openapi.json --url "$base" -H "Authorization: Bearer $token" --exclude-path-regex '^/(admin|v1)/' \
   --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color > "$state/holder.txt" 2>&1 &
 holder=$!
 "$st" run public/openapi.json --url "$base" -H "Authorization: Bearer $admin" --include-path-regex '^/admin/' \
   --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color > "$state/operator.txt" 2>&1 &
 operator=$!
-"$st" run public/openapi.json --url "$base" -H "X-Api-Key: $bouncer" --include-path-regex '^/v1/' \
+"$st" run public/openapi.json --url "$base" -H "X-Api-Key: $bouncer" --include-path-regex '^/v1/decisions' \
   --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color > "$state/bouncer.txt" 2>&1 &
 bouncer_run=$!
+"$st" run public/openapi.json --url "$base" -H "Authorization: Bearer $machine_token" \
+  --include-path-regex '^/v1/(watchers|heartbeat|alerts|allowlists|usage-metrics)' \
+  --checks "$checks" --max-examples 25 --seed 1 --workers 1 --no-color > "$state/machine.txt" 2>&1 &
+machine_run=$!
 status=0
 wait $holder || status=1
 wait $operator || status=1
 wait $bouncer_run || status=1
-cat "$state/holder.txt" "$state/operator.txt" "$state/bouncer.txt"
+wait $machine_run || status=1
+cat "$state/holder.txt" "$state/operator.txt" "$state/bouncer.txt" "$state/machine.txt"
 exit $status

@@ -1,6 +1,7 @@
 // The license holder's page: log in with the license key, then the quota,
 // the last 30 days, check, add, bulk changes, reports of attackers, the list,
-// the allow list, the history and feed tokens with who pulls with them.
+// the allow list, the history, feed tokens with who pulls with them, and the
+// holder's CrowdSec engines (machines) with what their alerts came to.
 import { ApiError, Session, login } from "./api.js";
 import { $, Page } from "./page.js";
 import { activityChart } from "./chart.js";
@@ -49,6 +50,7 @@ function refreshAll() {
   loadAllow(false);
   loadHistory(false);
   loadTokens();
+  loadMachines();
 }
 
 $("login-form").addEventListener("submit", (event) => {
@@ -246,7 +248,7 @@ async function removeAllowed(button, ip) {
 }
 
 /** The history's words for the allow list's changes; the others read as their codes. */
-const changeLabel = { allow_added: "allowed", allow_removed: "no longer allowed" };
+const changeLabel = { allow_added: "allowed", allow_removed: "no longer allowed", extended: "expiry extended" };
 
 const loadHistory = view.pagedTable({
   rows: $("history-rows"),
@@ -313,6 +315,69 @@ async function revokeToken(button, id) {
     await session.call(`/api/feedTokens/${encodeURIComponent(id)}`, { method: "DELETE" });
     await loadTokens();
     say($("tokens-result"), `Feed token ${id} revoked.`, "ok");
+  }));
+}
+
+/** What a machine's alerts may do: report only, or add for a while (seconds). */
+const ALERTS_DO = [["off", "Report only"], ["3600", "Add for 1 hour"], ["14400", "Add for 4 hours"], ["86400", "Add for 1 day"], ["604800", "Add for 7 days"]];
+
+/** The choice of what a machine's alerts do; a time set through the API is offered as it is. */
+function alertsDo(machine) {
+  const current = machine.adds ? String(machine.ttl) : "off";
+  const choices = ALERTS_DO.some(([value]) => value === current) ? ALERTS_DO : [...ALERTS_DO, [current, `Add for ${machine.ttl} seconds`]];
+  return el("select", { "aria-label": `What the alerts of ${machine.name ?? machine.machineId} do`, onchange: (e) => changeMachine(e.currentTarget, machine.id) },
+    choices.map(([value, label]) => el("option", { value, selected: value === current }, label)));
+}
+
+function alertCounts(counts) {
+  return [`${counts.alerts} `, el("br"), el("span", { class: "hint" }, `${counts.reported} reported, ${counts.added} added, ${counts.ignored} ignored`)];
+}
+
+async function loadMachines() {
+  const result = $("machines-result");
+  await view.guard(result, async () => {
+    const { machines } = await session.call("/api/machines");
+    fill($("machine-rows"), machines.map((machine) => el("tr", {},
+      el("td", {}, machine.name ? [machine.name, el("br")] : null, el("code", {}, machine.machineId)),
+      el("td", {}, machine.lastLoginAt ? when(machine.lastLoginAt) : "Never"),
+      el("td", {}, machine.lastAlertAt ? when(machine.lastAlertAt) : "Never"),
+      el("td", {}, alertCounts(machine.counts)),
+      el("td", {}, alertsDo(machine)),
+      el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Revoke ${machine.machineId}`, onclick: (e) => revokeMachine(e.currentTarget, machine.machineId, machine.id) }, "Revoke")))));
+    $("machine-table").hidden = machines.length === 0;
+    say(result, machines.length ? "" : "No machines yet.");
+  });
+}
+
+$("machine-create").addEventListener("click", (event) => {
+  const result = $("machines-result");
+  busy(event.currentTarget, () => view.guard(result, async () => {
+    const made = await session.call("/api/machines", { method: "POST", body: { name: $("machine-name").value.trim() } });
+    const file = `url: ${location.origin}/\nlogin: ${made.machineId}\npassword: ${made.password}\n`;
+    show($("machine-new"),
+      secretBox(`Password of ${made.machineId}`, made.password, "Shown only now: it is kept only as a digest."),
+      el("p", {}, "The engine's ", el("code", {}, "local_api_credentials.yaml"), ":"),
+      el("pre", { tabindex: "0" }, file));
+    $("machine-name").value = "";
+    await loadMachines();
+  }));
+});
+
+async function changeMachine(select, id) {
+  const body = select.value === "off" ? { adds: false } : { adds: true, ttl: Number(select.value) };
+  await busy(select, () => view.guard($("machines-result"), async () => {
+    await session.call(`/api/machines/${encodeURIComponent(id)}`, { method: "PATCH", body });
+    await loadMachines();
+    say($("machines-result"), "Saved.", "ok");
+  }));
+}
+
+async function revokeMachine(button, machineId, id) {
+  if (!(await confirmAction(`Revoke machine ${machineId}? Its engine can no longer log in or send alerts.`, "Revoke"))) return;
+  await busy(button, () => view.guard($("machines-result"), async () => {
+    await session.call(`/api/machines/${encodeURIComponent(id)}`, { method: "DELETE" });
+    await loadMachines();
+    say($("machines-result"), `Machine ${machineId} revoked.`, "ok");
   }));
 }
 

@@ -190,6 +190,16 @@ async function openLicense(id) {
       el("td", {}, token.userAgent ?? "—"),
       el("td", {}, token.pulled ?? "—"))));
     if (license.feedTokens.length === 0) say($("license-result"), "No feed tokens: no agent pulls this license's feed.");
+    // An object from before machines answers none.
+    fill($("license-machines"), (license.machines ?? []).map((machine) => el("tr", {},
+      el("td", { class: "mono" }, machine.name ? `${machine.name} (${machine.machineId})` : machine.machineId),
+      el("td", {}, machine.lastLoginAt ? when(machine.lastLoginAt) : "Never"),
+      el("td", {}, machine.lastAlertAt ? when(machine.lastAlertAt) : "Never"),
+      el("td", {}, machine.counts.alerts.toLocaleString()),
+      el("td", {}, machine.counts.reported.toLocaleString()),
+      el("td", {}, machine.counts.added.toLocaleString()),
+      el("td", {}, machine.counts.ignored.toLocaleString()),
+      el("td", {}, machine.adds ? `for ${machine.ttl.toLocaleString()} s` : "no"))));
     $("license-title").focus();
   });
 }

@@ -5,6 +5,7 @@
 pub mod access;
 pub mod code;
 pub mod feed;
+pub mod machines;
 pub mod net;
 pub mod network;
 pub mod operator_lists;

@@ -1,9 +1,11 @@
 //! The one error type of the HTTP layer: each variant decides its status,
 //! its client-facing text and its log code here, and nowhere else.
 
+use serde_json::json;
 use worker::Response;
 
 use crate::domain::feed::feed_token::MAX_PER_HOLDER as MAX_FEED_TOKENS;
+use crate::domain::machines::credentials::MAX_PER_HOLDER as MAX_MACHINES;
 use crate::http::wire::reply::BodyMode;
 use crate::objects::directory::protocol::DirectoryRefusal;
 use crate::objects::holder::protocol::HolderRefusal;
@@ -23,7 +25,15 @@ pub enum ApiError {
     AccessForbidden(&'static str),
     AdminUnauthorized,
     LoginRefused,
+    /// A CrowdSec engine's token is missing, invalid or expired, or its machine
+    /// or license was revoked; the reason is logged only.
+    MachineUnauthorized(&'static str),
+    /// A CrowdSec engine's login: unknown or revoked machine, wrong password,
+    /// revoked license, or no login at all. The Local API's own 401 and text.
+    MachineLoginRefused,
     NotFound(&'static str),
+    /// A route of CrowdSec's Local API this service does not offer: 404 with this text.
+    NotOffered(&'static str),
     /// The methods the path takes, for `Allow`.
     MethodNotAllowed(String),
     /// The route's limit, in bytes.
@@ -47,8 +57,12 @@ pub enum ApiError {
 impl ApiError {
     pub fn status(&self) -> u16 {
         match self {
-            Self::Unauthorized(_) | Self::AdminUnauthorized | Self::LoginRefused => 401,
-            Self::NotFound(_) => 404,
+            Self::Unauthorized(_)
+            | Self::AdminUnauthorized
+            | Self::LoginRefused
+            | Self::MachineUnauthorized(_)
+            | Self::MachineLoginRefused => 401,
+            Self::NotFound(_) | Self::NotOffered(_) => 404,
             Self::MethodNotAllowed(_) => 405,
             Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => 413,
             Self::UnsupportedEncoding(_) => 415,
@@ -69,8 +83,13 @@ impl ApiError {
                 "Unauthorized: the admin token or operator key is missing or invalid".to_owned()
             }
             Self::LoginRefused => "Unauthorized: the license key is unknown or revoked".to_owned(),
+            Self::MachineUnauthorized(_) => {
+                "Unauthorized: the machine's token is invalid, expired or revoked".to_owned()
+            }
             Self::AccessForbidden(_) => "access forbidden".to_owned(),
+            Self::MachineLoginRefused => "incorrect Username or Password".to_owned(),
             Self::NotFound(what) => format!("Not found: no such {what}"),
+            Self::NotOffered(text) => (*text).to_owned(),
             Self::MethodNotAllowed(allowed) => format!("Method not allowed: use {allowed}"),
             Self::PayloadTooLarge(limit) if limit % (1 << 20) == 0 => format!(
                 "Payload too large: the body may be at most {} MiB",
@@ -101,10 +120,14 @@ impl ApiError {
     /// The code the request's log line carries.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Unauthorized(reason) | Self::AccessForbidden(reason) => reason,
+            Self::Unauthorized(reason)
+            | Self::AccessForbidden(reason)
+            | Self::MachineUnauthorized(reason) => reason,
             Self::AdminUnauthorized => "admin_unauthorized",
             Self::LoginRefused => "login_refused",
+            Self::MachineLoginRefused => "machine_login_refused",
             Self::NotFound(_) => "not_found",
+            Self::NotOffered(_) => "not_offered",
             Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => "payload_too_large",
             Self::UnsupportedEncoding(_) => "unsupported_encoding",
@@ -124,6 +147,11 @@ impl ApiError {
     }
 
     pub fn into_response(self, mode: BodyMode) -> worker::Result<Response> {
+        if let Self::MachineLoginRefused = self {
+            // CrowdSec's own shape: the engine reads `message`, and `code` beside it.
+            let body = json!({ "code": 401, "message": self.message() });
+            return Ok(Response::from_json(&body)?.with_status(401));
+        }
         let response = mode.render(&self.message())?.with_status(self.status());
         match &self {
             Self::Unauthorized(_) => {
@@ -133,7 +161,9 @@ impl ApiError {
                     .set("X-Greylist-Outcome", "unauthorized")?;
             }
             // Login takes its key in the body, so a refused login names no scheme to retry with.
-            Self::AdminUnauthorized => response.headers().set("WWW-Authenticate", "Bearer")?,
+            Self::AdminUnauthorized | Self::MachineUnauthorized(_) => {
+                response.headers().set("WWW-Authenticate", "Bearer")?
+            }
             Self::MethodNotAllowed(allowed) => response.headers().set("Allow", allowed)?,
             Self::TooManyRequests(seconds) => response
                 .headers()
@@ -181,6 +211,12 @@ impl From<Failure<HolderRefusal>> for ApiError {
             Failure::Refused(HolderRefusal::TooManyFeedTokens) => Self::Conflict(format!(
                 "at most {MAX_FEED_TOKENS} feed tokens; revoke one first"
             )),
+            Failure::Refused(HolderRefusal::TooManyMachines) => {
+                Self::Conflict(format!("at most {MAX_MACHINES} machines; revoke one first"))
+            }
+            Failure::Refused(HolderRefusal::MachineRevoked) => {
+                Self::MachineUnauthorized("machine_revoked")
+            }
             Failure::Fault(fault) => fault.into(),
         }
     }

@@ -1,7 +1,7 @@
 //! The Worker's HTTP edge: route, authenticate, call the handler, answer, log.
 //! The route table is `route`; the handlers are in folders by who calls them
-//! (`holder`, `feed`, `operator`, and `auth`'s login), beside the wire formats they
-//! share (`wire`); `error` is the one error mapping.
+//! (`holder`, `feed`, `machine`, `operator`, and `auth`'s login), beside the wire
+//! formats they share (`wire`); `error` is the one error mapping.
 
 pub mod auth;
 pub mod context;
@@ -9,6 +9,7 @@ pub mod error;
 pub mod feed;
 pub mod holder;
 pub mod log;
+pub mod machine;
 pub mod operator;
 pub mod route;
 #[cfg(feature = "test-hooks")]
@@ -102,6 +103,12 @@ async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Repl
             handler(cx, req, key)
                 .await
                 .map_err(auth::caller::bouncer_refusal)
+        }
+        Handler::Machine(handler) => {
+            let machine = auth::caller::machine(cx, &req).await?;
+            handler(cx, req, machine)
+                .await
+                .map_err(auth::caller::machine_refusal)
         }
         Handler::Operator(access, handler) => {
             let operator = auth::caller::operator(cx, &req, access).await?;

@@ -7,12 +7,13 @@
 use futures_util::future::LocalBoxFuture;
 use worker::Request;
 
-use super::auth::caller::{BouncerKey, FeedReader, Operator};
+use super::auth::caller::{BouncerKey, FeedReader, MachineCaller, Operator};
 use super::auth::login;
 use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed::{decisions, handlers as feed};
-use super::holder::{allow, browse, network, operations, report};
+use super::holder::{allow, browse, machines, network, operations, report};
+use super::machine::{alerts, heartbeat, watchers};
 use super::operator::{console, lists};
 use super::wire::reply::Reply;
 use crate::domain::access::license::LicenseId;
@@ -34,12 +35,14 @@ pub enum Handler {
     Feed(for<'a> fn(&'a RequestContext, Request, FeedReader) -> Answer<'a>),
     /// CrowdSec's Local API, as its bouncers call it: a feed token in `X-Api-Key`.
     Bouncer(for<'a> fn(&'a RequestContext, Request, BouncerKey) -> Answer<'a>),
+    /// CrowdSec's Local API, as its engines call it: a machine's token.
+    Machine(for<'a> fn(&'a RequestContext, Request, MachineCaller) -> Answer<'a>),
     /// `ADMIN_TOKEN`, or an operator key whose role gives the access named.
     Operator(
         Access,
         for<'a> fn(&'a RequestContext, Request, Operator) -> Answer<'a>,
     ),
-    /// Anyone: the login proves its license key itself.
+    /// Anyone: a login proves its key or password itself.
     Open(for<'a> fn(&'a RequestContext, Request) -> Answer<'a>),
 }
 
@@ -171,10 +174,22 @@ pub static ROUTES: &[Route] = &[
     row("/api/feedTokens/{id}", Delete, "revoke_feed_token", with!(Holder, |cx, req, who| feed::revoke_token(cx, req, who))),
     row("/api/greylistFeed", Get, "feed", with!(Feed, |cx, req, who| feed::feed(cx, req, who))),
     row("/api/challengeListFeed", Get, "feed", with!(Feed, |cx, req, who| feed::feed(cx, req, who))),
+    // The holder's CrowdSec engines (machines): their credentials and what their alerts do.
+    row("/api/machines", Post, "create_machine", with!(Holder, |cx, req, who| machines::create(cx, req, who))),
+    row("/api/machines", Get, "list_machines", with!(Holder, |cx, req, who| machines::list(cx, req, who))),
+    row("/api/machines/{id}", Patch, "change_machine", with!(Holder, |cx, req, who| machines::change(cx, req, who))),
+    row("/api/machines/{id}", Delete, "revoke_machine", with!(Holder, |cx, req, who| machines::revoke(cx, req, who))),
     // CrowdSec's bouncers.
     row("/v1/decisions/stream", Get, "decision_stream", with!(Bouncer, |cx, req, who| decisions::stream(cx, req, who))),
     row("/v1/decisions/stream", Head, "decision_stream_head", with!(Bouncer, |cx, req, who| decisions::stream_head(cx, req, who))),
     row("/v1/decisions", Get, "decisions", with!(Bouncer, |cx, req, who| decisions::live(cx, req, who))),
+    // CrowdSec's engines (machines): a login for a machine token, then what they send with it.
+    row("/v1/watchers/login", Post, "machine_login", Handler::Open(|cx, req| Box::pin(watchers::login(cx, req)))),
+    row("/v1/watchers", Post, "machine_register", Handler::Open(|cx, req| Box::pin(watchers::register(cx, req)))),
+    row("/v1/heartbeat", Get, "heartbeat", with!(Machine, |cx, req, who| heartbeat::heartbeat(cx, req, who))),
+    row("/v1/alerts", Post, "alerts", with!(Machine, |cx, req, who| alerts::post(cx, req, who))),
+    row("/v1/allowlists", Get, "allowlists", Handler::Open(|cx, req| Box::pin(heartbeat::allowlists(cx, req)))),
+    row("/v1/usage-metrics", Post, "usage_metrics", Handler::Open(|cx, req| Box::pin(heartbeat::usage_metrics(cx, req)))),
     row("/v2/authentication/login/license", Post, "login", Handler::Open(|cx, req| Box::pin(login::handle(cx, req)))),
     // The operator.
     row("/admin/licenses", Post, "create_license", with!(Operator, Change, |cx, req, who| console::create_license(cx, req, who))),
@@ -347,8 +362,34 @@ mod tests {
             name("POST", "/v1/decisions/stream"),
             Err(Miss::MethodNotAllowed(_))
         ));
-        assert_eq!(name("GET", "/v1/watchers"), Err(Miss::NotFound));
+        assert_eq!(name("GET", "/v1/nothing"), Err(Miss::NotFound));
         assert_eq!(name("GET", "/api/greylistFeed/"), Err(Miss::NotFound));
+    }
+
+    #[test]
+    fn an_engines_paths_route_with_or_without_slashes_around_them() {
+        for path in [
+            "/v1/watchers/login",
+            "//v1/watchers/login",
+            "/v1/watchers/login/",
+        ] {
+            assert_eq!(name("POST", path), Ok("machine_login"), "{path}");
+        }
+        assert_eq!(name("POST", "/v1/watchers"), Ok("machine_register"));
+        assert_eq!(name("GET", "/v1/heartbeat"), Ok("heartbeat"));
+        assert_eq!(name("POST", "/v1/alerts/"), Ok("alerts"));
+        assert_eq!(name("GET", "/v1/allowlists"), Ok("allowlists"));
+        assert_eq!(name("POST", "/v1/usage-metrics"), Ok("usage_metrics"));
+        assert!(matches!(
+            name("GET", "/v1/watchers"),
+            Err(Miss::MethodNotAllowed(_))
+        ));
+        for (method, path) in [("GET", "/v1/heartbeat"), ("POST", "/v1/watchers/login")] {
+            assert!(
+                !resolve(method, path).ok().unwrap().route.is_holders(),
+                "{path} answers in CrowdSec's shape"
+            );
+        }
     }
 
     #[test]
@@ -437,6 +478,7 @@ mod tests {
             Handler::Holder(_) => "holder",
             Handler::Feed(_) => "feed",
             Handler::Bouncer(_) => "bouncer",
+            Handler::Machine(_) => "machine",
             Handler::Open(_) => "open",
             Handler::Operator(Read, _) => "read",
             Handler::Operator(Change, _) => "change",

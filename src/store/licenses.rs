@@ -15,7 +15,7 @@ use crate::domain::settings::Freshness;
 use crate::domain::time::{Millis, UnixTime};
 use crate::platform::meter::{self, Billable};
 
-const BINDING: &str = "LICENSES";
+pub(super) const BINDING: &str = "LICENSES";
 /// How many licenses' standing one isolate remembers before it starts afresh.
 const REMEMBERED: usize = 10_000;
 /// How many made-up feed tokens one isolate remembers as no one's before it

@@ -6,6 +6,7 @@ pub mod directory;
 pub mod holder;
 pub mod kv;
 pub mod licenses;
+pub mod machines;
 pub mod network;
 pub mod operator_keys;
 pub mod operator_lists;

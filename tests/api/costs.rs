@@ -22,7 +22,7 @@ fn meter(app: &TestApp) -> Value {
 
 /// What `work` cost, without what reading the meter itself costs (its call to
 /// the holder's object).
-fn spent(app: &TestApp, work: impl FnOnce()) -> Value {
+pub(crate) fn spent(app: &TestApp, work: impl FnOnce()) -> Value {
     let first = meter(app);
     let overhead = difference(&meter(app), &first);
     assert_eq!(count(&overhead, "durableObjectRequests"), 1, "{overhead}");
@@ -40,7 +40,7 @@ fn difference(after: &Value, before: &Value) -> Value {
     Value::Object(fields.collect())
 }
 
-fn count(spent: &Value, field: &str) -> i64 {
+pub(crate) fn count(spent: &Value, field: &str) -> i64 {
     spent[field].as_i64().unwrap()
 }
 

@@ -295,6 +295,45 @@ describe("holder page", () => {
     assert.equal(cells[5], agent);
   });
 
+  test("a CrowdSec engine's machine is made with its credentials file shown once, counts its alert, reports only when told, and is revoked", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    let page = await holderPage(licenseKey);
+    await page.locator("#machine-name").fill("web-1");
+    await page.getByRole("button", { name: "Make a machine" }).click();
+    const shown = page.locator("#machine-new input");
+    await shown.waitFor();
+    const password = await shown.inputValue();
+    assert.match(password, /^[0-9A-Za-z]{32}$/);
+    const file = await text(page, "#machine-new pre");
+    const [, machineId] = file.match(/login: (glm_[0-9a-f]{32})/);
+    assert.ok(file.includes(`password: ${password}`), file);
+    const row = page.locator("#machine-rows tr").first();
+    await row.waitFor();
+    assert.match(await row.innerText(), /web-1[\s\S]*glm_[\s\S]*Never[\s\S]*Never/);
+    // The engine logs in and sends an alert, as crowdsec -no-api would.
+    const login = await fetch(`${base}/v1/watchers/login`, {
+      method: "POST",
+      body: JSON.stringify({ machine_id: machineId, password, scenarios: ["crowdsecurity/ssh-bf"] }),
+    }).then((r) => r.json());
+    const ip = uniqueIp();
+    const alert = { scenario: "crowdsecurity/ssh-bf", source: { scope: "Ip", value: ip, ip }, remediation: true, simulated: false, decisions: null };
+    const posted = await fetch(`${base}/v1/alerts`, { method: "POST", headers: { Authorization: `Bearer ${login.token}` }, body: JSON.stringify([alert]) });
+    assert.deepEqual(await posted.json(), ["1"]);
+    page = await holderPage(licenseKey);
+    await page.locator("#machine-rows tr", { hasText: "1 reported, 1 added, 0 ignored" }).waitFor();
+    await listRow(page, ip).waitFor();
+    // Report only, then revoked after a confirmation: its next login is refused.
+    await page.getByLabel("What the alerts of web-1 do").selectOption("off");
+    await page.locator("#machines-result", { hasText: "Saved." }).waitFor();
+    const listed = await fetch(`${base}/api/machines`, { headers: { Authorization: `Bearer ${await page.evaluate(() => JSON.parse(sessionStorage.getItem("greylist.holder")).token)}` } }).then((r) => r.json());
+    assert.equal(listed.machines[0].adds, false);
+    await page.getByRole("button", { name: `Revoke ${machineId}` }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
+    await page.locator("#machines-result", { hasText: "revoked" }).waitFor();
+    const again = await fetch(`${base}/v1/watchers/login`, { method: "POST", body: JSON.stringify({ machine_id: machineId, password }) });
+    assert.equal(again.status, 401);
+  });
+
   test("the last 30 days are drawn as bars, with the same counts in a table", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey);

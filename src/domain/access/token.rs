@@ -1,14 +1,18 @@
-//! Access tokens: HS256 JWTs whose `sub` is the license id.
+//! Access tokens: HS256 JWTs whose `sub` is the license id; and machines' tokens,
+//! signed under a key of their own, so that neither kind is ever taken for the other.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
 use jwt_compact::alg::{Hs256, Hs256Key};
 use jwt_compact::{AlgorithmExt, Claims, Header, TimeOptions, UntrustedToken};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::domain::access::license::LicenseId;
 use crate::domain::code::Coded;
+use crate::domain::machines::credentials::{is_id, MachineId, TOKEN_SECONDS};
 use crate::domain::time::UnixTime;
 
 /// Clock skew tolerated when checking `exp`, between the edge machines that issue and check tokens.
@@ -76,23 +80,94 @@ impl TokenKey {
         token: &str,
         now: UnixTime,
     ) -> Result<(LicenseId, UnixTime), TokenError> {
-        let untrusted = UntrustedToken::new(token).map_err(|_| TokenError::Malformed)?;
-        let verified = Hs256
-            .validator::<Subject>(&self.0)
-            .validate(&untrusted)
-            .map_err(|_| TokenError::Unverified)?;
-        let claims = verified.claims();
-        claims
-            .validate_expiration(&time_options(now))
-            .map_err(|_| TokenError::Expired)?;
-        let expires_at = claims
-            .expiration
-            .and_then(|at| u64::try_from(at.timestamp()).ok())
-            .ok_or(TokenError::Expired)?;
-        Ok((
-            LicenseId::parse(&claims.custom.sub).ok_or(TokenError::BadSubject)?,
-            UnixTime(expires_at),
-        ))
+        let (subject, expires_at) = verified::<Subject>(&self.0, token, now)?;
+        let license = LicenseId::parse(&subject.sub).ok_or(TokenError::BadSubject)?;
+        Ok((license, expires_at))
+    }
+}
+
+/// The claims of an HS256 token signed with `key`, and its expiry, when `exp`
+/// is in the future (within the leeway).
+fn verified<T: DeserializeOwned>(
+    key: &Hs256Key,
+    token: &str,
+    now: UnixTime,
+) -> Result<(T, UnixTime), TokenError> {
+    let untrusted = UntrustedToken::new(token).map_err(|_| TokenError::Malformed)?;
+    let verified = Hs256
+        .validator::<T>(key)
+        .validate(&untrusted)
+        .map_err(|_| TokenError::Unverified)?;
+    let (_, claims) = verified.into_parts();
+    claims
+        .validate_expiration(&time_options(now))
+        .map_err(|_| TokenError::Expired)?;
+    let expires_at = claims
+        .expiration
+        .and_then(|at| u64::try_from(at.timestamp()).ok())
+        .ok_or(TokenError::Expired)?;
+    Ok((claims.custom, UnixTime(expires_at)))
+}
+
+/// What a machine's token says: the license it acts for (`sub`), the machine's
+/// id at its holder's (`mid`) and the name it logs in with (`mch`).
+#[derive(Serialize, Deserialize)]
+struct MachineSubject {
+    sub: String,
+    mid: String,
+    mch: String,
+}
+
+/// The machine a token proves, and the license it acts for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineBearer {
+    pub license: LicenseId,
+    pub id: String,
+    pub machine_id: MachineId,
+}
+
+/// The key machines' tokens are signed with: HS256 under a key derived from
+/// `JWT_SECRET` apart from the holders' tokens' key. A machine's token therefore
+/// fails every holder's and bouncer's route at its signature, and a holder's
+/// token fails the machines' routes, whatever claims either carries.
+pub struct MachineTokenKey(Hs256Key);
+
+impl MachineTokenKey {
+    pub fn new(secret: &str) -> Self {
+        let mut derived = Sha256::new();
+        derived.update(b"greylist machine tokens\n");
+        derived.update(secret.as_bytes());
+        Self(Hs256Key::new(derived.finalize().as_slice()))
+    }
+
+    /// A token for `machine`, valid `TOKEN_SECONDS` from `now`, and when it expires.
+    pub fn issue(&self, machine: &MachineBearer, now: UnixTime) -> (String, UnixTime) {
+        let claims = Claims::new(MachineSubject {
+            sub: machine.license.as_str().to_owned(),
+            mid: machine.id.clone(),
+            mch: machine.machine_id.as_str().to_owned(),
+        })
+        .set_duration_and_issuance(&time_options(now), Duration::seconds(TOKEN_SECONDS as i64));
+        let token = Hs256
+            .token(&Header::empty().with_token_type("JWT"), &claims, &self.0)
+            .expect("claims of four strings and two numbers always serialize");
+        (token, now.plus(TOKEN_SECONDS))
+    }
+
+    /// Accepts exactly an HS256 token signed with this key, with `exp` in the
+    /// future (within the leeway) and claims in the shapes `issue` writes.
+    pub fn verify(&self, token: &str, now: UnixTime) -> Result<MachineBearer, TokenError> {
+        let (subject, _) = verified::<MachineSubject>(&self.0, token, now)?;
+        let license = LicenseId::parse(&subject.sub);
+        let machine_id = MachineId::parse(&subject.mch);
+        match (license, machine_id) {
+            (Some(license), Some(machine_id)) if is_id(&subject.mid) => Ok(MachineBearer {
+                license,
+                id: subject.mid,
+                machine_id,
+            }),
+            _ => Err(TokenError::BadSubject),
+        }
     }
 }
 
@@ -289,6 +364,54 @@ mod tests {
         let tampered = format!("{token}x");
         assert_eq!(
             tokens.verify(secret, &tampered, NOW),
+            Err(TokenError::Unverified)
+        );
+    }
+
+    fn machine() -> MachineBearer {
+        MachineBearer {
+            license: license(),
+            id: "mc_0123456789abcdef".to_owned(),
+            machine_id: MachineId::parse("glm_0123456789abcdef0123456789abcdef").unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_machines_token_names_its_machine_and_license_for_an_hour() {
+        let key = MachineTokenKey::new("test-secret-of-reasonable-length");
+        let (token, expires_at) = key.issue(&machine(), NOW);
+        assert_eq!(expires_at, NOW.plus(3600));
+        assert_eq!(key.verify(&token, NOW), Ok(machine()));
+        let last_accepted = expires_at.plus(EXPIRY_LEEWAY_SECONDS as u64);
+        assert_eq!(key.verify(&token, last_accepted), Ok(machine()));
+        assert_eq!(
+            key.verify(&token, last_accepted.plus(1)),
+            Err(TokenError::Expired)
+        );
+    }
+
+    #[test]
+    fn neither_kind_of_token_is_taken_for_the_other() {
+        let secret = "test-secret-of-reasonable-length";
+        let (machines, holders) = (MachineTokenKey::new(secret), TokenKey::new(secret));
+        let (machine_token, _) = machines.issue(&machine(), NOW);
+        let holder_token = holders.issue(&license(), NOW, 3600);
+        assert_eq!(
+            holders.verify(&machine_token, NOW),
+            Err(TokenError::Unverified)
+        );
+        let mut remembered = VerifiedTokens::default();
+        assert_eq!(
+            remembered.verify(secret, &machine_token, NOW),
+            Err(TokenError::Unverified)
+        );
+        assert_eq!(
+            machines.verify(&holder_token, NOW),
+            Err(TokenError::Unverified)
+        );
+        let other = MachineTokenKey::new("another-secret-of-reasonable-length");
+        assert_eq!(
+            other.verify(&machine_token, NOW),
             Err(TokenError::Unverified)
         );
     }

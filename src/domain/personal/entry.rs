@@ -105,6 +105,8 @@ pub enum Change {
     Removed,
     Expired,
     LimitRefused,
+    /// A listed entry's expiry moved later (a CrowdSec engine's alert again).
+    Extended,
     /// An entry of the holder's allow list (the event's subject is its range).
     AllowAdded,
     AllowRemoved,
@@ -116,6 +118,7 @@ impl Coded for Change {
         Self::Removed,
         Self::Expired,
         Self::LimitRefused,
+        Self::Extended,
         Self::AllowAdded,
         Self::AllowRemoved,
     ];
@@ -126,6 +129,7 @@ impl Coded for Change {
             Self::Removed => "removed",
             Self::Expired => "expired",
             Self::LimitRefused => "limit_refused",
+            Self::Extended => "extended",
             Self::AllowAdded => "allow_added",
             Self::AllowRemoved => "allow_removed",
         }

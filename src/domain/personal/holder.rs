@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::code::{serde_by_code, Coded};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
-use crate::domain::personal::entry::{Change, Entry, EntryDetails, HistoryEvent};
+use crate::domain::personal::entry::{Change, Entry, EntryDetails, HistoryEvent, MIN_TTL_SECONDS};
 use crate::domain::personal::outcome::PersonalOutcome;
 use crate::domain::time::UnixTime;
 
@@ -232,6 +232,52 @@ pub fn perform<S: ListStore>(
         usage,
         limits,
     })
+}
+
+/// Moves the expiry of the live entry that lists `ip` to `until`, when that is
+/// at least `MIN_TTL_SECONDS` later than its own, and records it as `extended`;
+/// whether it moved. Never earlier, and a permanent entry stays permanent: what
+/// a CrowdSec engine's alert for an address already listed does. It counts as
+/// one of the day's additions and is not made past them: it rewrites a row and
+/// writes history, so an engine re-sending decisions cannot rewrite the list
+/// without bound; the minute keeps an engine that alerts on one address again
+/// and again from writing a row each time.
+pub fn extend<S: ListStore>(
+    store: &mut S,
+    ip: PublicIp,
+    prefix: Ipv6Prefix,
+    until: UnixTime,
+    (client, limits): (Option<&str>, Limits),
+    now: UnixTime,
+) -> Result<bool, S::Error> {
+    let mut usage = store.usage()?.on(now.utc_day());
+    if usage.added >= limits.additions {
+        return Ok(false);
+    }
+    for key in Listed::candidates(ip, prefix) {
+        let Some(entry) = store.entry(key)?.filter(|entry| entry.is_live(now)) else {
+            continue;
+        };
+        let later = entry
+            .expires_at
+            .is_some_and(|expires_at| until >= expires_at.plus(MIN_TTL_SECONDS));
+        if later {
+            store.insert(&Entry {
+                expires_at: Some(until),
+                ..entry
+            })?;
+            usage.added += 1;
+            store.save_usage(usage)?;
+            store.record(&HistoryEvent {
+                at: now,
+                change: Change::Extended,
+                ip: key.into(),
+                client: client.map(str::to_owned),
+            })?;
+        }
+        return Ok(later);
+    }
+    Ok(false)
 }
 
 /// A script looping on a used-up quota, or a full list, must not grow the history

@@ -1,4 +1,5 @@
-//! Who is calling: a license holder with an access token, or the operator.
+//! Who is calling: a license holder with an access token, a feed reader, a
+//! CrowdSec bouncer or engine, or the operator.
 //! The edge asks here once per request, before the route's handler, which gets
 //! the identity and never reads the header itself.
 
@@ -7,17 +8,18 @@ use std::cell::RefCell;
 use worker::{Env, Request};
 
 use crate::domain::access::audit::Stamp;
-use crate::domain::access::license::LicenseId;
-use crate::domain::access::operator::{Access, Actor};
-use crate::domain::access::token::VerifiedTokens;
+use crate::domain::access::license::{key_digest, LicenseId};
+use crate::domain::access::operator::{is_operator_key, Access, Actor};
+use crate::domain::access::token::{MachineTokenKey, VerifiedTokens};
 use crate::domain::code::Coded;
 use crate::domain::feed::feed_token::{self, FeedTokenOwner, Scope};
+use crate::domain::machines::credentials::MachineId;
 use crate::domain::net::address::client_bucket;
 use crate::http::auth::credentials::{bearer, feed_token};
 use crate::http::auth::operator_key;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
-use crate::store::licenses;
+use crate::store::{licenses, machines};
 
 thread_local! {
     static TOKENS: RefCell<VerifiedTokens> = RefCell::new(VerifiedTokens::default());
@@ -110,6 +112,55 @@ pub async fn bouncer(cx: &RequestContext, req: &Request) -> Result<BouncerKey, A
 pub fn bouncer_refusal(error: ApiError) -> ApiError {
     match error {
         ApiError::Unauthorized(reason) => ApiError::AccessForbidden(reason),
+        other => other,
+    }
+}
+
+/// A CrowdSec engine, by the machine token it logged in for.
+pub struct MachineCaller {
+    /// The license it acts for, from its login record: never from what it sends.
+    pub license: LicenseId,
+    /// The machine's id at its holder's.
+    pub id: String,
+    pub machine_id: MachineId,
+}
+
+/// Who calls a machine route: a machine's token (a holder's fails its
+/// signature, being signed under another key), whose license and machine still
+/// stand as KV says within `CACHE_SECONDS`. The holder's object, where alerts
+/// go, refuses a revoked machine at once. Counted per machine, as a feed
+/// token's polls are, before anything is read.
+pub async fn machine(cx: &RequestContext, req: &Request) -> Result<MachineCaller, ApiError> {
+    let token = bearer_token(req)?.ok_or(ApiError::MachineUnauthorized("token_missing"))?;
+    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
+    let bearer = MachineTokenKey::new(settings.jwt_secret.expose())
+        .verify(&token, now.unix())
+        .map_err(|e| ApiError::MachineUnauthorized(e.code()))?;
+    cx.log.names(&bearer.license);
+    limit_polls(env, &format!("machine:{}", bearer.machine_id.as_str())).await?;
+    let freshness = settings.freshness;
+    if !licenses::standing(env, &bearer.license, freshness, now)
+        .await?
+        .active
+    {
+        return Err(ApiError::MachineUnauthorized("license_revoked"));
+    }
+    match machines::login(env, &bearer.machine_id, freshness, now).await? {
+        Some(login) if login.license == bearer.license && login.id == bearer.id => {}
+        _ => return Err(ApiError::MachineUnauthorized("machine_revoked")),
+    }
+    Ok(MachineCaller {
+        license: bearer.license,
+        id: bearer.id,
+        machine_id: bearer.machine_id,
+    })
+}
+
+/// A refusal as an engine is told it: a holder object's refusal of a revoked
+/// license is the machine's 401, as a revoked machine's is.
+pub fn machine_refusal(error: ApiError) -> ApiError {
+    match error {
+        ApiError::Unauthorized(reason) => ApiError::MachineUnauthorized(reason),
         other => other,
     }
 }

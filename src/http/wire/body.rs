@@ -8,7 +8,7 @@ use worker::{Context, Request};
 use crate::http::error::ApiError;
 use crate::http::wire::bulk::{BulkError, BulkRequest};
 use crate::http::wire::form;
-use crate::platform::stream::{append, Chunks};
+use crate::platform::stream::{append, gunzip, Chunks};
 
 /// The limit of every body a holder or a login sends: a form with one address.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -23,6 +23,31 @@ pub fn declared_within(req: &Request, limit: usize) -> Result<Option<u64>, ApiEr
         return Err(ApiError::PayloadTooLarge(limit));
     }
     Ok(declared)
+}
+
+const UNREADABLE: &str = "the request body could not be read";
+const NOT_GZIP: &str = "the request body is not gzip, or broke off";
+
+/// The chunks of a body copied in, until they pass `limit`: then 413 at once,
+/// and the rest is read and dropped after the answer, never copied here.
+/// Cancelling the stream instead makes `wrangler dev`'s proxy lose the next
+/// request or exit (cloudflare/workers-sdk#15709, #15447).
+async fn gather(
+    chunks: Chunks,
+    ctx: &Context,
+    limit: usize,
+    unreadable: &str,
+) -> Result<Vec<u8>, ApiError> {
+    let mut bytes = Vec::new();
+    let broken = |_| ApiError::BadRequest(unreadable.to_owned());
+    while let Some(chunk) = chunks.next().await.map_err(broken)? {
+        if bytes.len() + chunk.length() as usize > limit {
+            ctx.wait_until(chunks.discard());
+            return Err(ApiError::PayloadTooLarge(limit));
+        }
+        append(&mut bytes, &chunk);
+    }
+    Ok(bytes)
 }
 
 /// A request body read whole, with the content type that says how to parse it.
@@ -51,31 +76,54 @@ impl Body {
                 bytes,
             });
         }
-        let mut bytes = Vec::new();
-        if let Some(body) = req.inner().body() {
-            let chunks = Chunks::of(body);
-            let unreadable =
-                |_| ApiError::BadRequest("the request body could not be read".to_owned());
-            while let Some(chunk) = chunks.next().await.map_err(unreadable)? {
-                if bytes.len() + chunk.length() as usize > limit {
-                    // The answer goes now; the rest is read and dropped after it, never copied
-                    // here. Cancelling the stream instead makes `wrangler dev`'s proxy lose the
-                    // next request or exit (cloudflare/workers-sdk#15709, #15447).
-                    ctx.wait_until(chunks.discard());
-                    return Err(ApiError::PayloadTooLarge(limit));
-                }
-                append(&mut bytes, &chunk);
-            }
-        }
+        let bytes = match req.inner().body() {
+            Some(body) => gather(Chunks::of(body), ctx, limit, UNREADABLE).await?,
+            None => Vec::new(),
+        };
         Ok(Self {
             content_type,
             bytes,
         })
     }
 
+    /// `read`, for a route that takes its body gzipped too (`Content-Encoding:
+    /// gzip`, as CrowdSec's engines send one over 5 KB): decompressed as it
+    /// streams in, by the runtime's own `DecompressionStream`, and refused with
+    /// 413 once the decompressed bytes pass `limit`, so that a small body that
+    /// decompresses to gigabytes never reaches the Worker's memory.
+    pub async fn read_decoded(
+        req: &mut Request,
+        ctx: &Context,
+        limit: usize,
+    ) -> Result<Self, ApiError> {
+        let coding = req.headers().get("Content-Encoding")?.unwrap_or_default();
+        match coding.trim() {
+            "" | "identity" => Self::read(req, ctx, limit).await,
+            gzip if gzip.eq_ignore_ascii_case("gzip") => {
+                let content_type = req.headers().get("Content-Type")?.unwrap_or_default();
+                // Gzip's frame adds a few bytes at most to what it carries.
+                declared_within(req, limit)?;
+                let bytes = match req.inner().body() {
+                    Some(body) => gather(Chunks::of(gunzip(body)?), ctx, limit, NOT_GZIP).await?,
+                    None => Vec::new(),
+                };
+                Ok(Self {
+                    content_type,
+                    bytes,
+                })
+            }
+            other => Err(ApiError::UnsupportedEncoding(other.to_owned())),
+        }
+    }
+
     /// The first value of a form field, or `None` when the body does not carry it.
     pub fn field(&self, name: &str) -> Option<String> {
         form::first_field(&self.content_type, &self.bytes, name)
+    }
+
+    /// Whether the body has no bytes at all.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
     }
 
     pub fn is_json(&self) -> bool {

@@ -10,13 +10,16 @@ use futures_util::stream;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    Activity, AdmitLogin, AllowPage, AllowPerform, CreateFeedToken, EntryPage, Feed, FeedStart,
-    FeedTokens, History, HolderCall, HolderPicture, HolderProtocol, HolderRefusal, LicensePicture,
-    LiveLookup, OwnAllow, Perform, Report, Revoke, RevokeFeedToken, Usage, WhyHeld, WhyListed,
+    Activity, AdmitLogin, AdmitMachine, AlertsTaken, AllowPage, AllowPerform, ChangeMachine,
+    CreateFeedToken, CreateMachine, EntryPage, Feed, FeedStart, FeedTokens, History, HolderCall,
+    HolderPicture, HolderProtocol, HolderRefusal, LicensePicture, LiveLookup, Machines, OwnAllow,
+    Perform, Report, Revoke, RevokeFeedToken, RevokeMachine, TakeAlerts, Usage, WhyHeld, WhyListed,
 };
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::PullClient;
 use crate::domain::feed::item::{FeedHead, FeedRecord, FeedVersion};
+use crate::domain::machines::alert::take_alert;
+use crate::domain::machines::credentials::{MachineCounts, MachineSettings};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::network::consensus::{shard_of, SHARDS};
 use crate::domain::network::report::{perform_report, Outgoing, ReportAnswer, ReportOutcome};
@@ -156,6 +159,31 @@ impl DurableObject for HolderList {
                 LicensePicture::reply(stored(picture(&store, now)))
             }
             HolderCall::WhyListed(WhyListed(ip)) => WhyListed::reply(self.why_held(ip, now)),
+            HolderCall::CreateMachine(CreateMachine(machine)) => {
+                let defaults = MachineSettings::default();
+                CreateMachine::reply(match store.create_machine(&machine, defaults, now) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(Failure::Refused(HolderRefusal::TooManyMachines)),
+                    Err(fault) => Err(fault.into()),
+                })
+            }
+            HolderCall::Machines(Machines) => Machines::reply(stored(store.machines())),
+            HolderCall::ChangeMachine(ChangeMachine { id, change }) => {
+                ChangeMachine::reply(stored(store.change_machine(&id, &change)))
+            }
+            HolderCall::RevokeMachine(RevokeMachine(id)) => {
+                RevokeMachine::reply(stored(store.revoke_machine(&id)))
+            }
+            HolderCall::AdmitMachine(AdmitMachine { id, scenarios }) => {
+                AdmitMachine::reply(match store.record_login(&id, &scenarios, now) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(Failure::Refused(HolderRefusal::MachineRevoked)),
+                    Err(fault) => Err(fault.into()),
+                })
+            }
+            HolderCall::TakeAlerts(call) => {
+                TakeAlerts::reply(self.take_alerts(call, now, ready.limits).await)
+            }
             #[cfg(feature = "test-hooks")]
             HolderCall::WasmMemory(super::protocol::WasmMemory) => {
                 super::protocol::WasmMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
@@ -265,6 +293,68 @@ impl HolderList {
                 .map_err(|e| Failure::Fault(e.into()))?;
         }
         Ok(answers)
+    }
+
+    /// A request's alerts from one machine: each applied in order (`take_alert`:
+    /// its report kept as `report` keeps one, its adds made as `perform` makes
+    /// them) and the machine's counts and last alert written, in one visit
+    /// without a wait, so that they commit together. The alarm, set for the next
+    /// whole second when anything was taken (as for reports, so that a second's
+    /// alerts go to the shards together), sends the reports on and sets the next
+    /// sweep.
+    async fn take_alerts(
+        &self,
+        call: TakeAlerts,
+        now: UnixTime,
+        limits: Limits,
+    ) -> Answered<AlertsTaken> {
+        let taken = self.apply_alerts(&call, now, limits)?;
+        if taken.counts.reported > 0 || taken.counts.added > 0 {
+            self.schedule_sweep(now.plus(REPORT_GATHER_SECONDS))
+                .await
+                .map_err(|e| Failure::Fault(e.into()))?;
+        }
+        Ok(taken)
+    }
+
+    fn apply_alerts(
+        &self,
+        call: &TakeAlerts,
+        now: UnixTime,
+        limits: Limits,
+    ) -> Answered<AlertsTaken> {
+        let mut store = SqlListStore::new(&self.sql);
+        let Some(machine) = store.machine_state(&call.machine)? else {
+            return Err(Failure::Refused(HolderRefusal::MachineRevoked));
+        };
+        store.know_license(&call.license)?;
+        // Those past the number a request takes are acknowledged and change nothing.
+        let mut counts = MachineCounts {
+            alerts: call.beyond,
+            ignored: call.beyond,
+            ..MachineCounts::default()
+        };
+        {
+            let allow = self.allow_set()?;
+            let client = call.client.as_deref();
+            for alert in &call.alerts {
+                let own_allow = |ip| allow.holds_ip(ip);
+                let taken = take_alert(
+                    &mut store,
+                    alert,
+                    machine.settings,
+                    own_allow,
+                    client,
+                    (now, limits),
+                )?;
+                counts = counts.plus(taken.counts());
+            }
+        }
+        store.record_alerts(&call.machine, counts, now)?;
+        Ok(AlertsTaken {
+            first: machine.alerts + 1,
+            counts,
+        })
     }
 
     /// Sends a batch of the reports kept to their shards, one call per shard;
@@ -659,6 +749,7 @@ fn picture(
         today: store.usage()?.on(now.utc_day()),
         feed_tokens: store.feed_tokens(now)?,
         last_change: store.last_change()?.map(UnixTime::to_rfc3339),
+        machines: store.machines()?,
     })
 }
 

@@ -8,6 +8,10 @@ use crate::domain::access::license::LicenseId;
 use crate::domain::feed::decision::{DecisionType, Pull};
 use crate::domain::feed::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
 use crate::domain::feed::item::{FeedHead, FeedRecord};
+use crate::domain::machines::alert::AlertCall;
+use crate::domain::machines::credentials::{
+    MachineChange, MachineCounts, MachineId, MachineInfo, NewMachineRecord,
+};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::net::intervals::Intervals;
 use crate::domain::network::report::{ReportAnswer, ReportCall};
@@ -44,6 +48,12 @@ calls!(HolderProtocol => HolderCall {
     AdmitLogin as "Admit" => (),
     LicensePicture as "Picture" => HolderPicture,
     WhyListed as "Holding" => WhyHeld,
+    CreateMachine => (),
+    Machines => Vec<MachineInfo>,
+    ChangeMachine => Option<MachineInfo>,
+    RevokeMachine => Option<MachineId>,
+    AdmitMachine => (),
+    TakeAlerts => AlertsTaken,
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
     #[cfg(feature = "test-hooks")]
@@ -66,6 +76,10 @@ pub enum HolderRefusal {
     FeedTokenRevoked,
     /// The holder has the most feed tokens it may.
     TooManyFeedTokens,
+    /// The holder has the most machines it may.
+    TooManyMachines,
+    /// The machine a login or alerts came from was revoked.
+    MachineRevoked,
 }
 
 /// Runs the list operations in order, in one visit: one answer per call.
@@ -211,6 +225,10 @@ pub struct HolderPicture {
     pub feed_tokens: Vec<FeedTokenInfo>,
     /// When the list last changed, as far as its history says.
     pub last_change: Option<String>,
+    /// Its CrowdSec engines and what their alerts came to (none from an object
+    /// of the version before them).
+    #[serde(default)]
+    pub machines: Vec<MachineInfo>,
 }
 
 /// The live entry that lists an address, under either of its keys, and the
@@ -223,6 +241,59 @@ pub struct WhyListed(pub PublicIp);
 pub struct WhyHeld {
     pub entry: Option<Entry>,
     pub allowed_by: Option<AllowEntry>,
+}
+
+/// Records a new machine, with the settings every machine starts with.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CreateMachine(pub NewMachineRecord);
+
+/// The holder's machines, never their passwords.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Machines;
+
+/// Changes a machine's label or settings: its state after, or none when there
+/// is no such machine.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ChangeMachine {
+    pub id: String,
+    pub change: MachineChange,
+}
+
+/// Deletes a machine: its login name, for its login record to go too, or none
+/// when there was no such machine.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RevokeMachine(pub String);
+
+/// Whether a machine may log in: refused once it is revoked (or its license
+/// is), which this object knows at once, however long KV's caches still show
+/// its login record. Records the login and the scenarios it named.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AdmitMachine {
+    pub id: String,
+    pub scenarios: Vec<String>,
+}
+
+/// A request's alerts from one machine, in one visit: one call per alert the
+/// request carried, in order (an empty one for an alert that asks nothing), and
+/// how many more it carried past the number one request takes. The license is
+/// named so that the object's alarm can send the reports on under it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TakeAlerts {
+    pub license: LicenseId,
+    /// The machine's id at its holder's.
+    pub machine: String,
+    pub alerts: Vec<AlertCall>,
+    pub beyond: u64,
+    /// The engine's address, for the history.
+    pub client: Option<String>,
+}
+
+/// What a request's alerts came to, and the number of its first alert at its
+/// machine's: each alert's id is its number.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AlertsTaken {
+    pub first: u64,
+    pub counts: MachineCounts,
 }
 
 /// Runs the alarm now, as the runtime fires it (the alarm set is taken off

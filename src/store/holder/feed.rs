@@ -19,11 +19,17 @@ use crate::store::sql::{Row, Sql, SqlError, Value};
 
 use crate::domain::time::UnixTime;
 
-/// The history rows a feed's changes are made of: what changes the list.
+/// The history rows a feed's changes are made of: what changes the list, or
+/// an entry's expiry (a bouncer takes the entry again with its new duration).
 fn listing_changes() -> String {
-    [Change::Added, Change::Removed, Change::Expired]
-        .map(|c| format!("'{}'", c.code()))
-        .join(", ")
+    [
+        Change::Added,
+        Change::Extended,
+        Change::Removed,
+        Change::Expired,
+    ]
+    .map(|c| format!("'{}'", c.code()))
+    .join(", ")
 }
 
 /// Where a feed's reading is.

@@ -21,7 +21,7 @@ pub const HISTORY_DAYS: u64 = 90;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-pub(super) const MIGRATIONS: [&str; 10] = [
+pub(super) const MIGRATIONS: [&str; 11] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -134,6 +134,17 @@ pub(super) const MIGRATIONS: [&str; 10] = [
         id INTEGER PRIMARY KEY, ip BLOB NOT NULL, categories INTEGER NOT NULL, at INTEGER NOT NULL
     );
     CREATE TABLE identity (id INTEGER PRIMARY KEY CHECK (id = 0), license TEXT NOT NULL);",
+    // The holder's CrowdSec engines ("machines"): each by its id, its login name
+    // (which KV's login record is kept under), its label, its password's digest,
+    // what its alerts do, its last login and alert, the scenarios its last login
+    // named (a JSON array) and what its alerts came to.
+    "CREATE TABLE machines (
+        id TEXT PRIMARY KEY, machine_id TEXT NOT NULL UNIQUE, name TEXT, digest TEXT NOT NULL,
+        ttl INTEGER NOT NULL, adds INTEGER NOT NULL, created_at INTEGER NOT NULL,
+        last_login_at INTEGER, last_alert_at INTEGER, scenarios TEXT NOT NULL DEFAULT '[]',
+        alerts INTEGER NOT NULL DEFAULT 0, reported INTEGER NOT NULL DEFAULT 0,
+        added INTEGER NOT NULL DEFAULT 0, ignored INTEGER NOT NULL DEFAULT 0
+    );",
 ];
 
 /// `Entry::is_live` for the rows of a query, on the expiry column named: `?1` is the time.
@@ -839,6 +850,53 @@ mod tests {
         .unwrap();
         assert_eq!(answer.usage.unwrap().removed, 1);
         assert_eq!(store.allow_set().unwrap(), set);
+    }
+
+    #[test]
+    fn a_holder_from_before_machines_keeps_its_list_reports_and_tokens_and_gains_them() {
+        use crate::domain::machines::credentials::{MachineSettings, NewMachine, NewMachineRecord};
+        let sql = NativeSql::new();
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..10]).unwrap();
+        // What the code before wrote: an entry, a report kept, a feed token, the license.
+        let key = Value::Blob(ip("8.8.8.8").key().as_bytes().to_vec());
+        sql.execute(
+            "INSERT INTO entries (ip, added_at, expires_at) VALUES (?1, ?2, ?3)",
+            &[key.clone(), Value::int(NOON.0), Value::int(NOON.0 + 600)],
+        )
+        .unwrap();
+        sql.execute(
+            "INSERT INTO reports_out (ip, categories, at) VALUES (?1, 1, ?2)",
+            &[key, Value::int(NOON.0)],
+        )
+        .unwrap();
+        sql.execute(
+            "INSERT INTO feed_tokens (id, digest, created_at) VALUES ('ft_1', 'd', 1)",
+            &[],
+        )
+        .unwrap();
+        sql.execute(
+            "INSERT INTO identity (id, license) VALUES (0, 'lic_0123456789abcdef01234567')",
+            &[],
+        )
+        .unwrap();
+        migrate(&sql).unwrap();
+        let store = SqlListStore::new(&sql);
+        let entry = store.entry(ip("8.8.8.8")).unwrap().unwrap();
+        assert_eq!(entry.expires_at, Some(NOON.plus(600)));
+        assert_eq!(store.kept_reports(10).unwrap().len(), 1);
+        assert_eq!(store.feed_tokens(NOON).unwrap().len(), 1);
+        assert!(store.license().unwrap().is_some());
+        assert!(store.machines().unwrap().is_empty());
+        let new = NewMachine::generate().unwrap();
+        let machine = NewMachineRecord {
+            id: new.id,
+            machine_id: new.machine_id,
+            digest: "d".to_owned(),
+            name: None,
+        };
+        let defaults = MachineSettings::default();
+        assert!(store.create_machine(&machine, defaults, NOON).unwrap());
+        assert_eq!(store.machines().unwrap().len(), 1);
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! A holder's object's SQLite database: one `SqlListStore` whose methods live in
 //! these files by what they keep: the list, its history and counters (`list`), the
 //! holder's allow list (`allow`), the feed's reads and deltas (`feed`), the
-//! feed tokens with their positions (`feed_tokens`), and the reports kept until
-//! they are sent on (`reports`). `rule_tests` runs the holder's rules against it and against the
-//! in-memory store alike.
+//! feed tokens with their positions (`feed_tokens`), the reports kept until
+//! they are sent on (`reports`), and the holder's CrowdSec engines
+//! (`machines`). `rule_tests` runs the holder's rules against it and against
+//! the in-memory store alike.
 
 pub mod allow;
 pub mod feed;
 pub mod feed_tokens;
 pub mod list;
+pub mod machines;
 pub mod reports;
 #[cfg(test)]
 mod rule_tests;

@@ -10,7 +10,8 @@ use crate::domain::net::ipv4::PublicIpv4;
 use crate::domain::personal::entry::{Change, Entry, EntryDetails, Expiry, HistoryEvent};
 use crate::domain::personal::holder::memory::MemoryStore;
 use crate::domain::personal::holder::{
-    perform, sweep, Answer, Call, DailyUsage, Limits, ListStore, Operation, MAX_HISTORY_ROWS,
+    extend, perform, sweep, Answer, Call, DailyUsage, Limits, ListStore, Operation,
+    MAX_HISTORY_ROWS,
 };
 use crate::domain::personal::outcome::PersonalOutcome as P;
 use crate::domain::time::UnixTime;
@@ -781,6 +782,63 @@ fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Inspected>(fresh: fn() 
     );
 }
 
+/// A CrowdSec engine's alert for a listed address (`extend`) moves the entry's
+/// expiry later by a minute or more, never earlier, and counts as one of the
+/// day's additions, not made past them; a permanent entry stays permanent, and
+/// an expired one is not brought back.
+fn an_extension_moves_an_expiry_later_by_a_minute_or_more_never_earlier<S: Inspected>(
+    fresh: fn() -> S,
+) {
+    let mut store = fresh();
+    let mut add = call(Add, 1);
+    add.details.expiry = Some(Expiry::After(600));
+    run_call(&mut store, &add, NOON);
+    let client = Some("192.0.2.7");
+    let extend_to = |store: &mut S, n, until, at| {
+        extend(
+            store,
+            address(n),
+            Ipv6Prefix::Whole,
+            until,
+            (client, LIMITS),
+            at,
+        )
+        .unwrap()
+    };
+    let expiry = |store: &S, n| store.entry(ip(n)).unwrap().unwrap().expires_at;
+    assert!(
+        !extend_to(&mut store, 1, NOON.plus(659), NOON),
+        "under a minute later"
+    );
+    assert!(!extend_to(&mut store, 1, NOON.plus(300), NOON), "earlier");
+    assert_eq!(expiry(&store, 1), Some(NOON.plus(600)));
+    assert!(extend_to(&mut store, 1, NOON.plus(660), NOON.plus(10)));
+    assert_eq!(expiry(&store, 1), Some(NOON.plus(660)));
+    let last = store.all_history().pop().unwrap();
+    assert_eq!(
+        (last.change, last.at, last.client.as_deref()),
+        (Change::Extended, NOON.plus(10), Some("192.0.2.7"))
+    );
+    assert_eq!(
+        usage(&store).added,
+        2,
+        "an extension is one of the day's additions"
+    );
+    // Past the day's additions, no extension.
+    let mut full = usage(&store);
+    full.added = LIMITS.additions;
+    store.save_usage(full).unwrap();
+    assert!(!extend_to(&mut store, 1, NOON.plus(2000), NOON.plus(20)));
+    assert_eq!(expiry(&store, 1), Some(NOON.plus(660)));
+    full.added = 2;
+    store.save_usage(full).unwrap();
+    let expired = extend_to(&mut store, 1, NOON.plus(5000), NOON.plus(660));
+    assert!(!expired, "an expired entry is not brought back");
+    run(&mut store, Add, 2, NOON);
+    assert!(!extend_to(&mut store, 2, NOON.plus(5000), NOON));
+    assert_eq!(expiry(&store, 2), None, "a permanent entry stays permanent");
+}
+
 macro_rules! for_both_stores {
     ($($test:ident),* $(,)?) => {
         mod memory_store {
@@ -811,4 +869,5 @@ for_both_stores!(
     a_sweep_takes_the_earliest_expiries_first,
     ipv6_entries_follow_the_same_rules_as_ipv4_ones,
     a_64_is_one_entry_whatever_address_in_it_was_given,
+    an_extension_moves_an_expiry_later_by_a_minute_or_more_never_earlier,
 );

@@ -1,0 +1,6 @@
+//! A holder's CrowdSec engines, "machines" as CrowdSec's Local API names them:
+//! their credentials, settings and counts (`credentials`), and what the alerts
+//! they send do to the holder's lists (`alert`).
+
+pub mod alert;
+pub mod credentials;

@@ -1,0 +1,148 @@
+//! `POST /v1/alerts`: what a CrowdSec engine's scenarios detected, as the
+//! Local API takes it: a JSON array, gzipped or not, answered 201 with one id
+//! per alert, as strings (the engine reads no numbers, and would send them again
+//! for ever). Every alert is acknowledged, whatever it asks: a refusal would
+//! block the engine's buffer for good, so what an alert changed is told by its
+//! machine's counts, not by the answer.
+
+use worker::Request;
+
+use crate::domain::machines::alert::{
+    classify, AlertAdd, AlertCall, Asked, Sent, MAX_ALERTS, MAX_BODY_BYTES,
+};
+use crate::domain::net::address::PublicIp;
+use crate::domain::network::report::ReportCall;
+use crate::domain::personal::holder::Operation;
+use crate::domain::precedence::{verdict, Verdict, Weighing};
+use crate::http::auth::caller::MachineCaller;
+use crate::http::context::RequestContext;
+use crate::http::error::ApiError;
+use crate::http::wire::body::Body;
+use crate::http::wire::reply::Reply;
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::TakeAlerts;
+use crate::objects::operator_lists::client as lists;
+use crate::store::licenses;
+
+/// The alerts of one request, read leniently (`classify`), each weighed by
+/// the operator's lists here, then all of them in one call to the holder's
+/// object, which weighs its own allow list, applies each (`take_alert`) and
+/// counts them; those past `MAX_ALERTS` are acknowledged and counted ignored.
+pub async fn post(
+    cx: &RequestContext,
+    mut req: Request,
+    machine: MachineCaller,
+) -> Result<Reply, ApiError> {
+    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
+    let body = Body::read_decoded(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
+    let mut sent: Vec<Sent> = body.json().map_err(not_alerts)?;
+    let total = sent.len() as u64;
+    if total == 0 {
+        return Reply::json(201, &Vec::<String>::new());
+    }
+    sent.truncate(MAX_ALERTS);
+    let beyond = total - sent.len() as u64;
+    let own_allow_list = licenses::standing(env, &machine.license, settings.freshness, now)
+        .await?
+        .allow_list;
+    let mut alerts = Vec::with_capacity(sent.len());
+    for asked in classify(sent, settings.ipv6) {
+        alerts.push(weigh(cx, asked, own_allow_list).await?);
+    }
+    let call = TakeAlerts {
+        license: machine.license.clone(),
+        machine: machine.id,
+        alerts,
+        beyond,
+        client: req.headers().get("CF-Connecting-IP")?,
+    };
+    let taken = holder(env, &machine.license)?.ask(call).await?;
+    let ids: Vec<String> = (taken.first..taken.first + total)
+        .map(|id| id.to_string())
+        .collect();
+    Reply::json(201, &ids)
+}
+
+fn not_alerts(error: serde_json::Error) -> ApiError {
+    ApiError::BadRequest(format!("the body is not a JSON array of alerts: {error}"))
+}
+
+/// One alert as the holder's object takes it, once the operator's lists have
+/// weighed its addresses as `reportIp` and `addIpToGreylist` weigh one: the
+/// global allow list refuses both the report and the add, the global challenge
+/// list the add only (its entries' reports keep them from decaying). The
+/// holder's own allow list is its object's to weigh.
+async fn weigh(
+    cx: &RequestContext,
+    asked: Asked,
+    own_allow_list: bool,
+) -> Result<AlertCall, ApiError> {
+    let prefix = cx.settings.ipv6_prefix;
+    let mut call = AlertCall::default();
+    match asked {
+        Asked::Detection {
+            ip,
+            categories,
+            remediation,
+            scenario,
+        } => {
+            let reported = weighed(cx, Weighing::Report, ip, own_allow_list).await?;
+            if let Verdict::Answered(_) = reported {
+                // The global allow list holds it: neither half is taken.
+                return Ok(call);
+            }
+            call.report = Some(ReportCall {
+                ip,
+                prefix,
+                categories,
+                comment: scenario.clone(),
+            });
+            if remediation {
+                let weighing = Weighing::Operation(Operation::Add);
+                if let Verdict::Personal(_, global) =
+                    weighed(cx, weighing, ip, own_allow_list).await?
+                {
+                    call.adds.push(AlertAdd {
+                        ip,
+                        prefix,
+                        ttl: None,
+                        comment: scenario,
+                        global,
+                    });
+                }
+            }
+        }
+        Asked::Decisions(decided) => {
+            for decision in decided {
+                let weighing = Weighing::Operation(Operation::Add);
+                if let Verdict::Personal(_, global) =
+                    weighed(cx, weighing, decision.ip, own_allow_list).await?
+                {
+                    call.adds.push(AlertAdd {
+                        ip: decision.ip,
+                        prefix,
+                        ttl: Some(decision.seconds),
+                        comment: decision.scenario,
+                        global,
+                    });
+                }
+            }
+        }
+        Asked::Ignored(_) => {}
+    }
+    Ok(call)
+}
+
+/// Which list governs `ip` for `weighing`, as far as the operator's lists the
+/// isolate holds can tell (`precedence::verdict`).
+async fn weighed(
+    cx: &RequestContext,
+    weighing: Weighing,
+    ip: PublicIp,
+    own_allow_list: bool,
+) -> Result<Verdict, ApiError> {
+    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
+    let holds =
+        async |kind, ip: PublicIp| lists::contains(env, kind, ip.addr(), freshness, now).await;
+    Ok(verdict(weighing, ip.into(), own_allow_list, holds).await?)
+}

@@ -1,0 +1,158 @@
+//! `POST /v1/watchers/login`: a CrowdSec engine's machine name and password
+//! for a machine token, answered as the Local API answers it; and `POST
+//! /v1/watchers`, the engine's self-registration, which this service refuses:
+//! a machine is made by its holder.
+
+use std::net::Ipv6Addr;
+
+use serde::{Deserialize, Serialize};
+use worker::{Env, Request};
+
+use crate::domain::access::token::{MachineBearer, MachineTokenKey};
+use crate::domain::machines::credentials::{kept_scenarios, password_matches, MachineId};
+use crate::http::context::RequestContext;
+use crate::http::error::ApiError;
+use crate::http::wire::body::Body;
+use crate::http::wire::reply::Reply;
+use crate::objects::holder::client::holder;
+use crate::objects::holder::protocol::AdmitMachine;
+use crate::objects::holder::protocol::HolderRefusal::{LicenseRevoked, MachineRevoked};
+use crate::objects::protocol::Failure;
+use crate::store::{licenses, machines};
+
+/// What an engine sends (`WatcherAuthRequest`); anything else is a refused login.
+#[derive(Default, Deserialize)]
+struct WatcherLogin {
+    machine_id: Option<String>,
+    password: Option<String>,
+    scenarios: Option<Vec<String>>,
+}
+
+/// What the Local API answers (`WatcherAuthResponse`): `expire` is the
+/// token's own `exp`, which the engine renews a minute before.
+#[derive(Serialize)]
+struct WatcherToken {
+    code: u16,
+    expire: String,
+    token: String,
+}
+
+/// A login's body at most: the scenarios of a hub installed whole, with room
+/// to spare (those past `MAX_SCENARIOS` are not kept).
+const MAX_LOGIN_BYTES: usize = 64 * 1024;
+/// The rate-limiting binding that counts logins, holders' and machines' alike,
+/// and its period (`wrangler.toml`).
+const LIMITER: &str = "LOGIN_LIMITER";
+const LIMIT_PERIOD_SECONDS: u32 = 60;
+
+/// What a client's logins are counted by: its address, or for IPv6 its /64,
+/// since whoever holds one address of a /64 usually holds them all.
+fn client_key(client: &str) -> String {
+    let client = client.trim();
+    match client.parse::<Ipv6Addr>() {
+        Ok(v6) if v6.to_ipv4_mapped().is_none() => {
+            let [a, b, c, d, ..] = v6.segments();
+            format!("{a:x}:{b:x}:{c:x}:{d:x}::/64")
+        }
+        _ => client.to_owned(),
+    }
+}
+
+async fn limit(env: &Env, key: String) -> Result<(), ApiError> {
+    if env.rate_limiter(LIMITER)?.limit(key).await?.success {
+        Ok(())
+    } else {
+        Err(ApiError::TooManyRequests(LIMIT_PERIOD_SECONDS))
+    }
+}
+
+/// A login, in the order that makes a refusal cheapest: counted per client
+/// first, then the name's shape (no read for a name the service never made),
+/// counted per machine, the login record (KV, remembered by the isolate; none
+/// read at all for a machine the isolate saw revoked), the password against its
+/// digest, the license's standing, and last the holder's object, which refuses
+/// a revoked machine at once and records the login and its scenarios. Every
+/// refusal is the Local API's 401, whatever its reason.
+pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
+    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
+    let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
+    limit(env, client_key(&client)).await?;
+    let body = Body::read(&mut req, &cx.ctx, MAX_LOGIN_BYTES).await?;
+    let asked = body.json::<WatcherLogin>().unwrap_or_default();
+    let machine_id = asked
+        .machine_id
+        .as_deref()
+        .map(str::trim)
+        .and_then(MachineId::parse)
+        .ok_or(ApiError::MachineLoginRefused)?;
+    limit(env, format!("machine:{}", machine_id.as_str())).await?;
+    let record = machines::login(env, &machine_id, freshness, now)
+        .await?
+        .ok_or(ApiError::MachineLoginRefused)?;
+    let password = asked.password.unwrap_or_default();
+    if !password_matches(&password, &record.digest) {
+        return Err(ApiError::MachineLoginRefused);
+    }
+    cx.log.names(&record.license);
+    if !licenses::standing(env, &record.license, freshness, now)
+        .await?
+        .active
+    {
+        return Err(ApiError::MachineLoginRefused);
+    }
+    let admit = AdmitMachine {
+        id: record.id.clone(),
+        scenarios: kept_scenarios(&asked.scenarios.unwrap_or_default()),
+    };
+    match holder(env, &record.license)?.ask(admit).await {
+        Ok(()) => {}
+        Err(Failure::Refused(MachineRevoked | LicenseRevoked)) => {
+            machines::remember_revoked(&machine_id);
+            return Err(ApiError::MachineLoginRefused);
+        }
+        Err(failure) => return Err(failure.into()),
+    }
+    let bearer = MachineBearer {
+        license: record.license,
+        id: record.id,
+        machine_id,
+    };
+    let key = MachineTokenKey::new(cx.settings.jwt_secret.expose());
+    let (token, expires_at) = key.issue(&bearer, now.unix());
+    Reply::json(
+        200,
+        &WatcherToken {
+            code: 200,
+            expire: expires_at.to_rfc3339(),
+            token,
+        },
+    )
+}
+
+/// `POST /v1/watchers`: an engine registering itself (`cscli lapi register`),
+/// which this service never lets it: a machine is made by its holder.
+pub async fn register(_: &RequestContext, _: Request) -> Result<Reply, ApiError> {
+    Err(ApiError::Forbidden(
+        "machines are made by their license holder (POST /api/machines)".to_owned(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logins_are_counted_per_address_and_per_64_for_ipv6() {
+        assert_eq!(client_key(" 203.0.114.7 "), "203.0.114.7");
+        assert_eq!(
+            client_key("2a00:1450:4001:80b::200e"),
+            "2a00:1450:4001:80b::/64"
+        );
+        assert_eq!(
+            client_key("2a00:1450:4001:80b:1:2:3:4"),
+            client_key("2a00:1450:4001:80b::9")
+        );
+        assert_eq!(client_key("::ffff:203.0.114.7"), "::ffff:203.0.114.7");
+        assert_eq!(client_key(""), "");
+    }
+}
