@@ -683,12 +683,12 @@ mod tests {
         assert_eq!(expiry(&store), (NOW, Some(NOW.plus(14_400))));
         let comment = store.entries.values().next().unwrap().comment.clone();
         assert_eq!(comment.as_deref(), Some("crowdsecurity/ssh-bf"));
-        // An hour on, the same alert moves the expiry an hour later, counted as no addition.
+        // An hour on, the same alert moves the expiry an hour later, counted as an addition.
         let later = NOW.plus(3600);
         let again = take(&mut store, &detection("8.8.8.8"), settings, (later, limits));
         assert_eq!(again, (true, 1));
         assert_eq!(expiry(&store), (NOW, Some(later.plus(14_400))));
-        assert_eq!(store.usage().unwrap().added, 1);
+        assert_eq!(store.usage().unwrap().added, 2);
         assert_eq!(store.usage().unwrap().reported, 2);
         // A machine with a shorter ttl never shortens what stands.
         let short = MachineSettings {
