@@ -424,6 +424,7 @@ mod tests {
             gzip: true,
             ipv6: crate::domain::net::address::Ipv6::On,
             by: Some("alice".to_owned()),
+            stamp: None,
         }
         .into();
         let json = serde_json::to_string(&upload).unwrap();

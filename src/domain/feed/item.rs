@@ -454,7 +454,7 @@ mod tests {
     #[test]
     fn ipv6_entries_take_their_place_by_their_sixteen_bytes_around_the_ipv4_blocks() {
         let personal = vec![
-            entry("::2"),
+            entry("::1:0:2"),
             entry("8.8.8.8"),
             entry("45.1.1.7"),
             entry("2a00:1450:4001:80b::200e"),
@@ -465,7 +465,7 @@ mod tests {
             assert_eq!(
                 merged(personal.clone(), &global, page),
                 [
-                    "::2 p",
+                    "::1:0:2 p",
                     "8.8.8.8 p",
                     "45.1.1.0/24",
                     "45.1.1.7 p",
@@ -665,7 +665,7 @@ mod tests {
     fn global_ipv6_blocks_take_their_place_around_ipv4_ones_and_the_holders_own() {
         let v6 = |text: &str| FeedBlock::V6Range(Ipv6Range::parse(text).unwrap());
         let global = vec![
-            v6("::100:0/120"),
+            v6("::1:100:0/120"),
             FeedBlock::V4(Ipv4Range::parse("45.1.1.0/24").unwrap()),
             v6("2a00:1450::/32"),
             v6("2a00:1451::/64"),
@@ -674,8 +674,8 @@ mod tests {
         let mut net64 = entry("2a00:1451::/64");
         net64.expires_at = Some(UnixTime(9));
         let personal = vec![
-            entry("::2"),
-            entry("::100:5"),
+            entry("::1:0:2"),
+            entry("::1:100:5"),
             entry("45.1.1.7"),
             entry("2a00:1450::"),
             entry("2a00:1450:4001:80b::200e"),
@@ -687,9 +687,9 @@ mod tests {
             assert_eq!(
                 merged_with(personal.clone(), global.clone(), page),
                 [
-                    "::2 p",
-                    "::100:0/120",
-                    "::100:5 p",
+                    "::1:0:2 p",
+                    "::1:100:0/120",
+                    "::1:100:5 p",
                     "45.1.1.0/24",
                     "45.1.1.7 p",
                     "2a00:1450::/32",

@@ -8,8 +8,8 @@ use std::cell::RefCell;
 use worker::{Env, Request};
 
 use crate::domain::access::audit::Stamp;
-use crate::domain::access::license::{key_digest, LicenseId};
-use crate::domain::access::operator::{is_operator_key, Access, Actor};
+use crate::domain::access::license::LicenseId;
+use crate::domain::access::operator::{Access, Actor};
 use crate::domain::access::token::{MachineTokenKey, VerifiedTokens};
 use crate::domain::code::Coded;
 use crate::domain::feed::feed_token::{self, FeedTokenOwner, Scope};
