@@ -353,7 +353,8 @@ fn a_key_missing_unknown_or_revoked_is_the_local_apis_403_and_every_error_has_a_
     }
     for (method, path, status) in [
         ("POST", "/v1/decisions/stream", 405),
-        ("GET", "/v1/watchers/login", 404),
+        ("GET", "/v1/watchers/login", 405),
+        ("GET", "/v1/metrics", 404),
         ("GET", "/v1/decisions?ip=300.1.1.1", 400),
         ("GET", "/v1/decisions", 400),
     ] {
