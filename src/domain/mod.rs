@@ -14,3 +14,4 @@ pub mod personal;
 pub mod precedence;
 pub mod settings;
 pub mod time;
+pub mod usage_metrics;

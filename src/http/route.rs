@@ -13,7 +13,7 @@ use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed::{decisions, handlers as feed};
 use super::holder::{allow, browse, machines, network, operations, report};
-use super::machine::{alerts, heartbeat, watchers};
+use super::machine::{alerts, heartbeat, usage_metrics, watchers};
 use super::operator::{console, lists};
 use super::wire::reply::Reply;
 use crate::domain::access::license::LicenseId;
@@ -189,7 +189,8 @@ pub static ROUTES: &[Route] = &[
     row("/v1/heartbeat", Get, "heartbeat", with!(Machine, |cx, req, who| heartbeat::heartbeat(cx, req, who))),
     row("/v1/alerts", Post, "alerts", with!(Machine, |cx, req, who| alerts::post(cx, req, who))),
     row("/v1/allowlists", Get, "allowlists", Handler::Open(|cx, req| Box::pin(heartbeat::allowlists(cx, req)))),
-    row("/v1/usage-metrics", Post, "usage_metrics", Handler::Open(|cx, req| Box::pin(heartbeat::usage_metrics(cx, req)))),
+    // What bouncers and engines report of themselves: the route proves either caller after the body.
+    row("/v1/usage-metrics", Post, "usage_metrics", Handler::Open(|cx, req| Box::pin(usage_metrics::post(cx, req)))),
     row("/v2/authentication/login/license", Post, "login", Handler::Open(|cx, req| Box::pin(login::handle(cx, req)))),
     // The operator.
     row("/admin/licenses", Post, "create_license", with!(Operator, Change, |cx, req, who| console::create_license(cx, req, who))),

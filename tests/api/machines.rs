@@ -728,7 +728,7 @@ fn every_answer_under_v1_other_than_2xx_carries_a_json_message() {
     let url = |path: &str| format!("{}{path}", server.base);
     for (method, path, status) in [
         ("GET", "/v1/allowlists", 404),
-        ("POST", "/v1/usage-metrics", 404),
+        ("POST", "/v1/usage-metrics", 403),
         ("GET", "/v1/watchers", 405),
         ("GET", "/v1/watchers/login", 405),
         ("GET", "/v1/alerts", 405),

@@ -34,3 +34,4 @@ mod reports;
 mod requests;
 mod revocation;
 mod security;
+mod usage_metrics;

@@ -7,6 +7,7 @@ use crate::domain::access::license::{hex, is_lower_hex, key_digest, random, Lice
 use crate::domain::code::Coded;
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::time::UnixTime;
+use crate::domain::usage_metrics::BouncerUsage;
 
 /// What a feed reads, and what a feed token may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +87,10 @@ pub struct FeedTokenInfo {
     pub pulled: Option<String>,
     /// Whether it pulled within its usual interval; `None` before two pulls.
     pub keeping_up: Option<bool>,
+    /// What its bouncer last reported of itself (CrowdSec's usage metrics);
+    /// `None` before a report, and from an object of the version before them.
+    #[serde(default)]
+    pub usage: Option<BouncerUsage>,
 }
 
 /// Who pulled, and what, as a token's record keeps it.

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::access::license::{hex, key_digest, random, secrets_match, LicenseId};
 use crate::domain::personal::entry::{MAX_TTL_SECONDS, MIN_TTL_SECONDS};
+use crate::domain::usage_metrics::EngineUsage;
 
 /// At most this many machines per holder.
 pub const MAX_PER_HOLDER: usize = 20;
@@ -249,6 +250,10 @@ pub struct MachineInfo {
     pub counts: MachineCounts,
     pub ttl: u64,
     pub adds: bool,
+    /// What its engine last reported of itself (CrowdSec's usage metrics);
+    /// `None` before a report, and from an object of the version before them.
+    #[serde(default)]
+    pub usage: Option<EngineUsage>,
 }
 
 /// What KV keeps under a machine's login name: the license it acts for, its

@@ -1,8 +1,8 @@
 //! The machine routes with nothing behind them: the engine's heartbeat, which
-//! says only that its token still stands, and the Local API's allow lists and
-//! usage metrics, which this service does not keep. An engine only warns on the
-//! last two's 404, so each answers it with a message, to anyone, before any
-//! credential is read: there is nothing behind them to guard.
+//! says only that its token still stands, and the Local API's allow lists,
+//! which this service does not keep. An engine only warns on their 404, so it
+//! is answered with a message, to anyone, before any credential is read: there
+//! is nothing behind it to guard.
 
 use serde_json::json;
 use worker::Request;
@@ -26,13 +26,5 @@ pub async fn heartbeat(
 pub async fn allowlists(_: &RequestContext, _: Request) -> Result<Reply, ApiError> {
     Err(ApiError::NotOffered(
         "Not found: this service keeps no CrowdSec allowlists; see /api/listAllowlist",
-    ))
-}
-
-/// `POST /v1/usage-metrics`: the engines' and bouncers' metrics, which this
-/// service does not take (yet).
-pub async fn usage_metrics(_: &RequestContext, _: Request) -> Result<Reply, ApiError> {
-    Err(ApiError::NotOffered(
-        "Not found: this service takes no usage metrics",
     ))
 }

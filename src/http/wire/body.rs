@@ -130,6 +130,11 @@ impl Body {
         form::media_type(&self.content_type).eq_ignore_ascii_case("application/json")
     }
 
+    /// The body's bytes as read, for a parser of its own.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(&self.bytes)
     }

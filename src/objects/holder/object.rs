@@ -13,7 +13,8 @@ use super::protocol::{
     Activity, AdmitLogin, AdmitMachine, AlertsTaken, AllowPage, AllowPerform, ChangeMachine,
     CreateFeedToken, CreateMachine, EntryPage, Feed, FeedStart, FeedTokens, History, HolderCall,
     HolderPicture, HolderProtocol, HolderRefusal, LicensePicture, LiveLookup, Machines, OwnAllow,
-    Perform, Report, Revoke, RevokeFeedToken, RevokeMachine, TakeAlerts, Usage, WhyHeld, WhyListed,
+    Perform, RecordUsage, Report, Revoke, RevokeFeedToken, RevokeMachine, TakeAlerts, Usage,
+    WhyHeld, WhyListed,
 };
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::PullClient;
@@ -184,6 +185,7 @@ impl DurableObject for HolderList {
             HolderCall::TakeAlerts(call) => {
                 TakeAlerts::reply(self.take_alerts(call, now, ready.limits).await)
             }
+            HolderCall::RecordUsage(call) => RecordUsage::reply(record_usage(&store, call, now)),
             #[cfg(feature = "test-hooks")]
             HolderCall::WasmMemory(super::protocol::WasmMemory) => {
                 super::protocol::WasmMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
@@ -751,6 +753,30 @@ fn picture(
         last_change: store.last_change()?.map(UnixTime::to_rfc3339),
         machines: store.machines()?,
     })
+}
+
+/// A bouncer's or engine's report, kept on its feed token or machine in one
+/// visit; refused as its pulls or alerts are once that is revoked.
+fn record_usage(
+    store: &SqlListStore<&SqlStorage>,
+    call: RecordUsage,
+    now: UnixTime,
+) -> Answered<()> {
+    let (kept, refusal) = match call {
+        RecordUsage::Bouncer { token, report } => (
+            store.record_bouncer_usage(&token, &report, now)?,
+            HolderRefusal::FeedTokenRevoked,
+        ),
+        RecordUsage::Engine { machine, report } => (
+            store.record_engine_usage(&machine, &report, now)?,
+            HolderRefusal::MachineRevoked,
+        ),
+    };
+    if kept {
+        Ok(())
+    } else {
+        Err(Failure::Refused(refusal))
+    }
 }
 
 /// The live entry that lists `ip`, under whichever of its keys it is listed.

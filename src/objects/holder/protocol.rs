@@ -21,6 +21,7 @@ use crate::domain::personal::activity::ActivityDay;
 use crate::domain::personal::allow::{AllowAnswer, AllowCall, AllowEntry};
 use crate::domain::personal::entry::{Entry, HistoryEvent};
 use crate::domain::personal::holder::{Answer, Call, DailyUsage};
+use crate::domain::usage_metrics::{BouncerReport, EngineReport};
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
 
@@ -54,6 +55,7 @@ calls!(HolderProtocol => HolderCall {
     RevokeMachine => Option<MachineId>,
     AdmitMachine => (),
     TakeAlerts => AlertsTaken,
+    RecordUsage => (),
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
     #[cfg(feature = "test-hooks")]
@@ -294,6 +296,23 @@ pub struct TakeAlerts {
 pub struct AlertsTaken {
     pub first: u64,
     pub counts: MachineCounts,
+}
+
+/// What one of the holder's bouncers or engines reports of itself (CrowdSec's
+/// usage metrics), kept on its feed token or machine; refused once that is
+/// revoked, as its pulls and alerts are.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RecordUsage {
+    /// A bouncer, by the id of the feed token it sends as its key.
+    Bouncer {
+        token: String,
+        report: BouncerReport,
+    },
+    /// An engine, by its machine's id at its holder's.
+    Engine {
+        machine: String,
+        report: EngineReport,
+    },
 }
 
 /// Runs the alarm now, as the runtime fires it (the alarm set is taken off

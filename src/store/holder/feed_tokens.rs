@@ -11,6 +11,7 @@ use crate::domain::feed::feed_token::{
 use crate::domain::feed::item::FeedVersion;
 use crate::domain::time::UnixTime;
 use crate::store::holder::list::SqlListStore;
+use crate::store::holder::usage_metrics::{bouncer_usage, BOUNCER_COLUMNS};
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
 /// A token as a pull finds it.
@@ -51,19 +52,27 @@ impl<S: Sql> SqlListStore<S> {
         Ok(true)
     }
 
-    /// Every token as the holder sees it at `now`, oldest first.
+    /// Every token as the holder sees it at `now`, oldest first, with what its
+    /// bouncer last reported of itself and dropped a day.
     pub fn feed_tokens(&self, now: UnixTime) -> Result<Vec<FeedTokenInfo>, SqlError> {
         let rows = self.sql().query(
-            "SELECT id, created_at, last_used, scope, decision, user_agent, pulled, pull_interval
-             FROM feed_tokens ORDER BY created_at, id",
+            &format!(
+                "SELECT id, created_at, last_used, scope, decision, user_agent, pulled, pull_interval,
+                     {BOUNCER_COLUMNS}
+                 FROM feed_tokens ORDER BY created_at, id"
+            ),
             &[],
         )?;
+        let today = now.utc_day();
+        let days = self.usage_days_by_token(today)?;
         rows.iter()
             .map(|row| {
                 let last_used = row.opt_int(2)?.map(UnixTime);
                 let interval = row.opt_int(7)?;
+                let id = row.text(0)?;
+                let reported = days.get(&id).map_or(&[][..], Vec::as_slice);
                 Ok(FeedTokenInfo {
-                    id: row.text(0)?,
+                    id,
                     scope: coded::<Scope>(row, 3, "scope")?,
                     decision_type: coded::<DecisionType>(row, 4, "decision")?,
                     created_at: UnixTime(row.int(1)?).to_rfc3339(),
@@ -73,6 +82,7 @@ impl<S: Sql> SqlListStore<S> {
                     keeping_up: last_used
                         .zip(interval)
                         .map(|(last, interval)| keeping_up(last, interval, now)),
+                    usage: bouncer_usage(row, 8, reported, today)?,
                 })
             })
             .collect()
@@ -156,6 +166,8 @@ impl<S: Sql> SqlListStore<S> {
         )?;
         self.sql()
             .execute("DELETE FROM feed_tokens WHERE id = ?1", &[Value::text(id)])?;
+        self.sql()
+            .execute("DELETE FROM usage_days WHERE token = ?1", &[Value::text(id)])?;
         found.first().map(|row| row.text(0)).transpose()
     }
 }

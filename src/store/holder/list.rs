@@ -21,7 +21,7 @@ pub const HISTORY_DAYS: u64 = 90;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-pub(super) const MIGRATIONS: [&str; 11] = [
+pub(super) const MIGRATIONS: [&str; 12] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -145,6 +145,28 @@ pub(super) const MIGRATIONS: [&str; 11] = [
         alerts INTEGER NOT NULL DEFAULT 0, reported INTEGER NOT NULL DEFAULT 0,
         added INTEGER NOT NULL DEFAULT 0, ignored INTEGER NOT NULL DEFAULT 0
     );",
+    // What the holder's CrowdSec components report of themselves (usage
+    // metrics): a feed token's bouncer its last report on the token's row, and
+    // what it dropped a day, by token and day so that a token's days are a range
+    // of the key; a machine's engine its last report on the machine's row.
+    "ALTER TABLE feed_tokens ADD COLUMN usage_type TEXT;
+    ALTER TABLE feed_tokens ADD COLUMN usage_name TEXT;
+    ALTER TABLE feed_tokens ADD COLUMN usage_version TEXT;
+    ALTER TABLE feed_tokens ADD COLUMN usage_os TEXT;
+    ALTER TABLE feed_tokens ADD COLUMN usage_started_at INTEGER;
+    ALTER TABLE feed_tokens ADD COLUMN usage_at INTEGER;
+    ALTER TABLE feed_tokens ADD COLUMN usage_window INTEGER;
+    ALTER TABLE feed_tokens ADD COLUMN usage_packets INTEGER;
+    ALTER TABLE feed_tokens ADD COLUMN usage_bytes INTEGER;
+    CREATE TABLE usage_days (
+        token TEXT NOT NULL, day INTEGER NOT NULL, packets INTEGER NOT NULL,
+        bytes INTEGER NOT NULL, PRIMARY KEY (token, day)
+    ) WITHOUT ROWID;
+    ALTER TABLE machines ADD COLUMN usage_version TEXT;
+    ALTER TABLE machines ADD COLUMN usage_os TEXT;
+    ALTER TABLE machines ADD COLUMN usage_started_at INTEGER;
+    ALTER TABLE machines ADD COLUMN usage_at INTEGER;
+    ALTER TABLE machines ADD COLUMN usage_datasources INTEGER;",
 ];
 
 /// `Entry::is_live` for the rows of a query, on the expiry column named: `?1` is the time.
@@ -389,6 +411,7 @@ impl<S: Sql> SqlListStore<S> {
             "DELETE FROM activity WHERE day < ?1",
             &[Value::int(now.utc_day().saturating_sub(ACTIVITY_DAYS))],
         )?;
+        self.tidy_usage(now)?;
         // From the front only: a feed's cursor relies on the history having no gaps.
         self.sql.execute(
             "DELETE FROM history WHERE id < coalesce(

@@ -8,6 +8,7 @@ use crate::domain::machines::credentials::{
 };
 use crate::domain::time::UnixTime;
 use crate::store::holder::list::SqlListStore;
+use crate::store::holder::usage_metrics::{engine_usage, ENGINE_COLUMNS};
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
 /// What an alert needs of its machine: its settings, and how many alerts it
@@ -18,14 +19,18 @@ pub struct MachineState {
     pub alerts: u64,
 }
 
+/// A machine's columns as its holder sees it; its engine's last report
+/// (`ENGINE_COLUMNS`) follows them.
 const INFO_COLUMNS: &str = "id, machine_id, name, created_at, last_login_at, last_alert_at, \
      scenarios, alerts, reported, added, ignored, ttl, adds";
+/// Where the engine's last report starts among the columns read.
+const USAGE_AT: usize = 13;
 
 fn at(row: &Row, column: usize) -> Result<Option<String>, SqlError> {
     Ok(row.opt_int(column)?.map(|at| UnixTime(at).to_rfc3339()))
 }
 
-/// A row of `INFO_COLUMNS`.
+/// A row of `INFO_COLUMNS` and `ENGINE_COLUMNS`.
 fn info_of(row: &Row) -> Result<MachineInfo, SqlError> {
     let scenarios = serde_json::from_str(&row.text(6)?)
         .map_err(|e| SqlError(format!("a machine's scenarios: {e}")))?;
@@ -45,6 +50,7 @@ fn info_of(row: &Row) -> Result<MachineInfo, SqlError> {
         },
         ttl: row.int(11)?,
         adds: row.int(12)? != 0,
+        usage: engine_usage(row, USAGE_AT)?,
     })
 }
 
@@ -79,7 +85,9 @@ impl<S: Sql> SqlListStore<S> {
     /// Every machine as its holder sees it, oldest first.
     pub fn machines(&self) -> Result<Vec<MachineInfo>, SqlError> {
         let rows = self.sql().query(
-            &format!("SELECT {INFO_COLUMNS} FROM machines ORDER BY created_at, id"),
+            &format!(
+                "SELECT {INFO_COLUMNS}, {ENGINE_COLUMNS} FROM machines ORDER BY created_at, id"
+            ),
             &[],
         )?;
         rows.iter().map(info_of).collect()
@@ -88,7 +96,7 @@ impl<S: Sql> SqlListStore<S> {
     /// Machine `id` as its holder sees it, or `None` when there is no such machine.
     pub fn machine(&self, id: &str) -> Result<Option<MachineInfo>, SqlError> {
         let rows = self.sql().query(
-            &format!("SELECT {INFO_COLUMNS} FROM machines WHERE id = ?1"),
+            &format!("SELECT {INFO_COLUMNS}, {ENGINE_COLUMNS} FROM machines WHERE id = ?1"),
             &[Value::text(id)],
         )?;
         rows.first().map(info_of).transpose()
@@ -241,6 +249,7 @@ mod tests {
                 counts: MachineCounts::default(),
                 ttl: 14_400,
                 adds: true,
+                usage: None,
             }
         );
         assert_eq!(store.revoke_machine(&first.id).unwrap(), Some(login));

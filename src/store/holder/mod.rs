@@ -2,9 +2,10 @@
 //! these files by what they keep: the list, its history and counters (`list`), the
 //! holder's allow list (`allow`), the feed's reads and deltas (`feed`), the
 //! feed tokens with their positions (`feed_tokens`), the reports kept until
-//! they are sent on (`reports`), and the holder's CrowdSec engines
-//! (`machines`). `rule_tests` runs the holder's rules against it and against
-//! the in-memory store alike.
+//! they are sent on (`reports`), the holder's CrowdSec engines (`machines`),
+//! and what its bouncers and engines report of themselves (`usage_metrics`).
+//! `rule_tests` runs the holder's rules against it and against the in-memory
+//! store alike.
 
 pub mod allow;
 pub mod feed;
@@ -14,3 +15,4 @@ pub mod machines;
 pub mod reports;
 #[cfg(test)]
 mod rule_tests;
+pub mod usage_metrics;
