@@ -7,18 +7,22 @@ use serde::{Deserialize, Serialize};
 
 use super::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
 use crate::domain::access::audit::{
-    Action, AuditRow, Forwarded, Record, MAX_ROWS, REFUSALS_MERGED_SECONDS, RETENTION_DAYS,
+    Action, AuditFilter, AuditKind, AuditRow, Forwarded, KeyFilter, Record, MAX_ROWS,
+    REFUSALS_MERGED_SECONDS, RETENTION_DAYS,
 };
 use crate::domain::access::operator::{
-    folded, Actor, KnownKey, KnownKeys, Role, MAX_REVOKED_KNOWN,
+    folded, Actor, KnownKey, KnownKeys, Role, ADMIN_TOKEN_NAME, MAX_REVOKED_KNOWN,
 };
 use crate::domain::code::Coded;
 use crate::domain::time::{Millis, UnixTime};
 
 /// See `sql::migrate`. The second step keeps, for each object that sends the
 /// directory audit rows it kept with its changes, the number of the last one
-/// written (`audit::Forwarded`).
-const MIGRATIONS: [&str; 2] = [
+/// written (`audit::Forwarded`). The third indexes the log by each filter a page
+/// takes, each followed by the time and the id a page is ordered and cut by, so
+/// that a filtered page, newest first, is a range of one index (the index by
+/// time alone replaced by one with the id after it).
+const MIGRATIONS: [&str; 3] = [
     "
 CREATE TABLE licenses (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, label TEXT NOT NULL,
@@ -41,6 +45,14 @@ CREATE TABLE takeover (id INTEGER PRIMARY KEY CHECK (id = 0), cursor TEXT, done 
     "
 CREATE TABLE forwarded (source TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 ",
+    "
+DROP INDEX audit_by_time;
+CREATE INDEX audit_by_when ON audit (at, id);
+CREATE INDEX audit_by_action ON audit (action, at, id);
+CREATE INDEX audit_by_key ON audit (actor_key, at, id);
+CREATE INDEX audit_by_target ON audit (target, at, id);
+CREATE INDEX audit_by_refusal ON audit (refusal, at, id);
+",
 ];
 
 /// Licenses a search passes over at most in one call: a prefix that few labels
@@ -48,6 +60,10 @@ CREATE TABLE forwarded (source TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 pub const SEARCHED_ROWS: u64 = 10_000;
 /// Operator keys that may stand at once.
 pub const MAX_KEYS: u64 = 100;
+/// Audit rows a page of the log passes over at most when two filters are given
+/// (one is the range of its index, the other is looked for within it): a page
+/// that comes short goes on from the last row passed over.
+pub const AUDIT_SCANNED_ROWS: u64 = 10_000;
 
 /// A license as the operator sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,6 +108,169 @@ impl LicenseCursor {
             seq: exact(seq.parse().ok()?)?,
         })
     }
+}
+
+/// Where a page of the audit log goes on from: the last row passed over,
+/// newest first (by the time of what it records, then the order it was written
+/// in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditCursor {
+    /// Milliseconds since the epoch.
+    pub at: u64,
+    pub id: u64,
+}
+
+impl AuditCursor {
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.at, self.id)
+    }
+
+    pub fn decode(text: &str) -> Option<Self> {
+        let (at, id) = text.split_once('.')?;
+        let exact = |n: u64| (n <= MAX_EXACT_INTEGER as u64).then_some(n);
+        Some(Self {
+            at: exact(at.parse().ok()?)?,
+            id: exact(id.parse().ok()?)?,
+        })
+    }
+}
+
+/// A page of the log as one statement: the index whose range it reads, the
+/// condition that makes that range, the conditions looked for within it, and
+/// their arguments.
+struct AuditQuery {
+    index: &'static str,
+    range: Vec<String>,
+    within: Vec<String>,
+    args: Vec<Value>,
+}
+
+impl AuditQuery {
+    /// `filter`'s page after `after`: the most selective filter given (a
+    /// license, a key, an action, every change) is the range of its index,
+    /// with the time and the cursor; the others are looked for within it.
+    fn of(filter: &AuditFilter, after: Option<&AuditCursor>) -> Self {
+        let mut query = Self {
+            index: "audit_by_when",
+            range: Vec::new(),
+            within: Vec::new(),
+            args: Vec::new(),
+        };
+        let mut equal = Vec::new();
+        if let Some(license) = &filter.license {
+            equal.push(("audit_by_target", "target", Value::text(license)));
+        }
+        if let Some(KeyFilter::Key(id)) = &filter.key {
+            equal.push(("audit_by_key", "actor_key", Value::text(id)));
+        }
+        match filter.kind {
+            Some(AuditKind::Action(action)) => {
+                equal.push(("audit_by_action", "action", Value::text(action.code())));
+            }
+            Some(AuditKind::Changes) => {
+                equal.push(("audit_by_refusal", "refusal", Value::int(0)));
+            }
+            None => {}
+        }
+        if let Some(KeyFilter::AdminToken) = &filter.key {
+            // The admin token's rows are changes (its calls are never refused)
+            // without a key's id: looked for among the changes.
+            equal.push(("audit_by_refusal", "refusal", Value::int(0)));
+            query.within.push("actor_key IS NULL".to_owned());
+            let name = query.bind(Value::text(ADMIN_TOKEN_NAME));
+            query.within.push(format!("actor = {name}"));
+        }
+        for (n, (index, column, value)) in equal.into_iter().enumerate() {
+            let place = query.bind(value);
+            let condition = format!("{column} = {place}");
+            if n == 0 {
+                query.index = index;
+                query.range.push(condition);
+            } else {
+                query.within.push(condition);
+            }
+        }
+        if let Some(from) = filter.from {
+            let place = query.bind(Value::int(from));
+            query.range.push(format!("at >= {place}"));
+        }
+        // One end to the range: the cursor, a row before `to` itself, ends it
+        // more closely than `to` does.
+        match (after, filter.to) {
+            (Some(after), _) => {
+                let at = query.bind(Value::int(after.at));
+                let id = query.bind(Value::int(after.id));
+                query.range.push(format!("(at, id) < ({at}, {id})"));
+            }
+            (None, Some(to)) => {
+                let place = query.bind(Value::int(to));
+                query.range.push(format!("at < {place}"));
+            }
+            (None, None) => {}
+        }
+        query
+    }
+
+    fn bind(&mut self, value: Value) -> String {
+        self.args.push(value);
+        format!("?{}", self.args.len())
+    }
+
+    fn conditions(conditions: &[String]) -> String {
+        match conditions {
+            [] => "1".to_owned(),
+            _ => conditions.join(" AND "),
+        }
+    }
+
+    /// The rows of the page, newest first: at most `limit` and one more, to
+    /// know whether the page goes on. Filters looked for within the range
+    /// pass over at most `AUDIT_SCANNED_ROWS` of it.
+    fn rows(&mut self, limit: u32) -> String {
+        let (index, range) = (self.index, Self::conditions(&self.range));
+        let newest = "ORDER BY at DESC, id DESC";
+        let limit = self.bind(Value::int(u64::from(limit) + 1));
+        if self.within.is_empty() {
+            return format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit INDEXED BY {index} WHERE {range} {newest}
+                 LIMIT {limit}"
+            );
+        }
+        let scanned = self.bind(Value::int(AUDIT_SCANNED_ROWS));
+        let within = Self::conditions(&self.within);
+        format!(
+            "SELECT {AUDIT_COLUMNS} FROM (
+                SELECT * FROM audit INDEXED BY {index} WHERE {range} {newest} LIMIT {scanned}
+             ) WHERE {within} {newest} LIMIT {limit}"
+        )
+    }
+
+    /// The last row a page that came short passed over, and the one after it:
+    /// where the next page goes on, if there is one.
+    fn passed_over(&mut self) -> String {
+        let (index, range) = (self.index, Self::conditions(&self.range));
+        let last = self.bind(Value::int(AUDIT_SCANNED_ROWS - 1));
+        format!(
+            "SELECT at, id FROM audit INDEXED BY {index} WHERE {range}
+             ORDER BY at DESC, id DESC LIMIT 2 OFFSET {last}"
+        )
+    }
+}
+
+const AUDIT_COLUMNS: &str = "id, at, action, actor, client, target, detail, count, actor_key";
+
+fn audit_row_of(row: &Row) -> Result<AuditRow, SqlError> {
+    Ok(AuditRow {
+        id: row.int(0)?,
+        at: Millis(row.int(1)?).unix().to_rfc3339(),
+        action: row.text(2)?,
+        actor: row.opt_text(3)?,
+        client: row.opt_text(4)?,
+        target: row.text(5)?,
+        detail: row.text(6)?,
+        count: row.int(7)?,
+        key: row.opt_text(8)?,
+    })
 }
 
 pub struct Directory<S: Sql> {
@@ -488,45 +667,56 @@ impl<S: Sql> Directory<S> {
         Ok(())
     }
 
-    /// Up to `limit` audit rows, newest first, before row `before`; and the row
-    /// the next page goes on before.
+    /// Up to `limit` audit rows that `filter` lets through, newest first (by
+    /// the time of what each records, then the order it was written in), after
+    /// `after`; and where the next page goes on, if it does. Each filter is a
+    /// range of an index (`AuditQuery`); with two or more, a page passes over
+    /// at most `AUDIT_SCANNED_ROWS` rows, and one that came short goes on from
+    /// the last it passed over.
     pub fn audit(
         &self,
-        before: Option<u64>,
+        filter: &AuditFilter,
+        after: Option<&AuditCursor>,
         limit: u32,
         now: Millis,
-    ) -> Result<(Vec<AuditRow>, Option<u64>), SqlError> {
+    ) -> Result<(Vec<AuditRow>, Option<AuditCursor>), SqlError> {
         // A log no one writes to still shows nothing older than its bound.
         self.forget_before(now)?;
-        let rows = self.sql.query(
-            "SELECT id, at, action, actor, client, target, detail, count, actor_key FROM audit
-             WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
-            &[
-                Value::int(before.unwrap_or(MAX_EXACT_INTEGER as u64)),
-                Value::int(u64::from(limit) + 1),
-            ],
-        )?;
-        let mut audit = rows
-            .iter()
-            .map(|row| {
-                Ok(AuditRow {
-                    id: row.int(0)?,
-                    at: Millis(row.int(1)?).unix().to_rfc3339(),
-                    action: row.text(2)?,
-                    actor: row.opt_text(3)?,
-                    client: row.opt_text(4)?,
-                    target: row.text(5)?,
-                    detail: row.text(6)?,
-                    count: row.int(7)?,
-                    key: row.opt_text(8)?,
-                })
+        let limit = limit.max(1);
+        let mut query = AuditQuery::of(filter, after);
+        let statement = query.rows(limit);
+        let rows = self.sql.query(&statement, &query.args)?;
+        let cursor = |row: &Row| -> Result<AuditCursor, SqlError> {
+            Ok(AuditCursor {
+                at: row.int(1)?,
+                id: row.int(0)?,
             })
-            .collect::<Result<Vec<_>, SqlError>>()?;
-        let next = (audit.len() > limit as usize).then(|| {
-            audit.truncate(limit as usize);
-            audit.last().map_or(0, |row| row.id)
-        });
-        Ok((audit, next))
+        };
+        if rows.len() > limit as usize {
+            let page = rows[..limit as usize]
+                .iter()
+                .map(audit_row_of)
+                .collect::<Result<Vec<_>, _>>()?;
+            let next = cursor(&rows[limit as usize - 1])?;
+            return Ok((page, Some(next)));
+        }
+        let page = rows.iter().map(audit_row_of).collect::<Result<Vec<_>, _>>()?;
+        if query.within.is_empty() {
+            return Ok((page, None));
+        }
+        // The page came short: it goes on from the last row passed over, when
+        // the range holds more.
+        let mut query = AuditQuery::of(filter, after);
+        let statement = query.passed_over();
+        let passed = self.sql.query(&statement, &query.args)?;
+        let next = match passed.as_slice() {
+            [last, _] => Some(AuditCursor {
+                at: last.int(0)?,
+                id: last.int(1)?,
+            }),
+            _ => None,
+        };
+        Ok((page, next))
     }
 }
 
@@ -552,6 +742,15 @@ mod tests {
     use super::*;
     use crate::domain::access::audit::Stamp;
     use crate::store::sql::native::NativeSql;
+
+    /// The log unfiltered.
+    const EVERYTHING: AuditFilter = AuditFilter {
+        kind: None,
+        key: None,
+        license: None,
+        from: None,
+        to: None,
+    };
 
     fn directory() -> Directory<NativeSql> {
         let directory = Directory::new(NativeSql::new());
@@ -734,7 +933,7 @@ mod tests {
         directory
             .record_counted(&refusal("203.0.113.2"), Millis(20_000), 5)
             .unwrap();
-        let (rows, _) = directory.audit(None, 10, Millis(30_000)).unwrap();
+        let (rows, _) = directory.audit(&EVERYTHING, None, 10, Millis(30_000)).unwrap();
         let counts: Vec<u64> = rows.iter().map(|row| row.count).collect();
         assert_eq!(counts, [5, 42]);
     }
@@ -778,17 +977,18 @@ mod tests {
         let mut other = forwarded(1, "another object's");
         other.from = "elsewhere".into();
         assert!(directory.record_forwarded(&other).unwrap());
-        let (rows, _) = directory.audit(None, 10, Millis(10_000)).unwrap();
+        let (rows, _) = directory.audit(&EVERYTHING, None, 10, Millis(10_000)).unwrap();
         let written: Vec<(&str, &str)> = rows
             .iter()
             .map(|row| (row.detail.as_str(), row.at.as_str()))
             .collect();
         let at = |ms: u64| Millis(ms).unix().to_rfc3339();
+        // Listed by the time of their changes, a row that came late among them.
         assert_eq!(
             written,
             [
-                ("another object's", at(5_001).as_str()),
                 ("three", at(5_003).as_str()),
+                ("another object's", at(5_001).as_str()),
                 ("one", at(5_001).as_str()),
             ]
         );
@@ -819,7 +1019,7 @@ mod tests {
         ] {
             directory.record(&refusal(client), Millis(at)).unwrap();
         }
-        let (rows, next) = directory.audit(None, 10, Millis(200_000)).unwrap();
+        let (rows, next) = directory.audit(&EVERYTHING, None, 10, Millis(200_000)).unwrap();
         let counts: Vec<u64> = rows.iter().map(|row| row.count).collect();
         assert_eq!((counts, next), (vec![1, 1, 1, 2], None));
     }
@@ -833,12 +1033,12 @@ mod tests {
         directory.record(&created, Millis(day)).unwrap();
         let later = Millis(day * (RETENTION_DAYS + 1) + 1);
         assert_eq!(
-            directory.audit(None, 10, later).unwrap().0.len(),
+            directory.audit(&EVERYTHING, None, 10, later).unwrap().0.len(),
             0,
             "a year on, even unwritten"
         );
         directory.record(&created, later).unwrap();
-        let (rows, _) = directory.audit(None, 10, later).unwrap();
+        let (rows, _) = directory.audit(&EVERYTHING, None, 10, later).unwrap();
         assert_eq!(rows.len(), 1, "the row of a year before went");
         // A flood of refusals, each of another call, one more than the log keeps
         // of a kind, as production records them: they push out refusals only.
@@ -866,13 +1066,198 @@ mod tests {
             directory.record(&created, Millis(now.0 + n)).unwrap();
         }
         assert_eq!((count(0), count(1)), (most, most));
-        let (first, next) = directory.audit(None, 3, now).unwrap();
+        let (first, next) = directory.audit(&EVERYTHING, None, 3, now).unwrap();
         let newest = first[0].id;
-        let (second, _) = directory.audit(next, 3, now).unwrap();
+        let (second, _) = directory.audit(&EVERYTHING, next.as_ref(), 3, now).unwrap();
         assert_eq!(second[0].id, newest - 3);
         assert!(first
             .iter()
             .chain(&second)
             .all(|row| row.action == "license.created"));
+    }
+
+    /// A change at `at` milliseconds, its detail the time, by a key or the admin token.
+    fn change_at(action: Action, target: &str, key: Option<&str>, at: u64) -> (Record, Millis) {
+        let record = Record {
+            action,
+            target: target.into(),
+            detail: at.to_string(),
+            by: Stamp {
+                actor: Some(key.map_or(ADMIN_TOKEN_NAME, |_| "alice").into()),
+                key: key.map(str::to_owned),
+                client: Some("203.0.113.1".into()),
+            },
+        };
+        (record, Millis(at))
+    }
+
+    const ALICE: &str = "key_00000000000000a1";
+    const L1: &str = "lic_000000000000000000000001";
+
+    /// A log of each kind of row, by alice's key and the admin token, on two licenses.
+    fn filed_log(directory: &Directory<NativeSql>) {
+        let refused = Record {
+            action: Action::Refused,
+            target: "GET /admin/status".into(),
+            detail: "3000".into(),
+            by: Stamp {
+                actor: Some("alice".into()),
+                key: Some(ALICE.into()),
+                client: Some("203.0.113.1".into()),
+            },
+        };
+        let rows = [
+            change_at(Action::LicenseCreated, L1, None, 1_000),
+            change_at(Action::LicenseLabelled, L1, Some(ALICE), 2_000),
+            (refused, Millis(3_000)),
+            change_at(Action::KeyCreated, "key_00000000000000b2", None, 4_000),
+            change_at(Action::LicenseRevoked, "lic_000000000000000000000002", Some(ALICE), 5_000),
+            change_at(Action::ListEdited, "global list", Some(ALICE), 6_000),
+        ];
+        for (record, at) in &rows {
+            directory.record(record, *at).unwrap();
+        }
+    }
+
+    /// The details (each row's time) of a page, and where the next goes on.
+    fn page(
+        directory: &Directory<NativeSql>,
+        filter: &AuditFilter,
+        after: Option<&AuditCursor>,
+        limit: u32,
+    ) -> (Vec<String>, Option<AuditCursor>) {
+        let (rows, next) = directory
+            .audit(filter, after, limit, Millis(10_000))
+            .unwrap();
+        (rows.into_iter().map(|row| row.detail).collect(), next)
+    }
+
+    fn filter(kind: Option<&str>, key: Option<&str>, license: Option<&str>) -> AuditFilter {
+        AuditFilter::parse(kind, key, license, (None, None)).unwrap()
+    }
+
+    #[test]
+    fn the_log_is_filtered_by_kind_key_license_and_time_newest_first_a_page_at_a_time() {
+        let directory = directory();
+        filed_log(&directory);
+        let shown = |filter: AuditFilter| page(&directory, &filter, None, 10).0;
+        assert_eq!(
+            shown(filter(Some("changes"), None, None)),
+            ["6000", "5000", "4000", "2000", "1000"]
+        );
+        assert_eq!(shown(filter(Some("refused"), None, None)), ["3000"]);
+        assert_eq!(shown(filter(Some("license.revoked"), None, None)), ["5000"]);
+        assert_eq!(
+            shown(filter(None, Some(ALICE), None)),
+            ["6000", "5000", "3000", "2000"]
+        );
+        assert_eq!(shown(filter(None, Some("ADMIN_TOKEN"), None)), ["4000", "1000"]);
+        assert_eq!(shown(filter(None, None, Some(L1))), ["2000", "1000"]);
+        let between = AuditFilter {
+            from: Some(2_000),
+            to: Some(5_000),
+            ..EVERYTHING
+        };
+        assert_eq!(shown(between), ["4000", "3000", "2000"]);
+        assert_eq!(
+            shown(filter(Some("changes"), Some(ALICE), None)),
+            ["6000", "5000", "2000"],
+            "two filters at once"
+        );
+        // A page at a time, each going on from the last.
+        let changes = filter(Some("changes"), None, None);
+        let (first, next) = page(&directory, &changes, None, 2);
+        assert_eq!(first, ["6000", "5000"]);
+        let next = AuditCursor::decode(&next.unwrap().encode()).unwrap();
+        let (second, next) = page(&directory, &changes, Some(&next), 2);
+        assert_eq!(second, ["4000", "2000"]);
+        let (third, end) = page(&directory, &changes, next.as_ref(), 2);
+        assert_eq!((third, end), (vec!["1000".to_owned()], None));
+        assert_eq!(AuditCursor::decode("1.x"), None);
+        assert_eq!(AuditCursor::decode("9007199254740992.1"), None);
+    }
+
+    #[test]
+    fn each_filter_reads_a_range_of_its_own_index_newest_first() {
+        let directory = directory();
+        filed_log(&directory);
+        let after = AuditCursor { at: 5_500, id: 9 };
+        let timed = AuditFilter {
+            from: Some(1_500),
+            to: Some(5_500),
+            ..EVERYTHING
+        };
+        for (filter, index) in [
+            (EVERYTHING, "audit_by_when"),
+            (timed, "audit_by_when"),
+            (filter(Some("changes"), None, None), "audit_by_refusal"),
+            (filter(Some("refused"), None, None), "audit_by_action"),
+            (filter(None, Some(ALICE), None), "audit_by_key"),
+            (filter(None, Some("ADMIN_TOKEN"), None), "audit_by_refusal"),
+            (filter(None, None, Some(L1)), "audit_by_target"),
+            (filter(Some("changes"), Some(ALICE), Some(L1)), "audit_by_target"),
+        ] {
+            for cursor in [None, Some(&after)] {
+                let mut query = AuditQuery::of(&filter, cursor);
+                let statement = format!("EXPLAIN QUERY PLAN {}", query.rows(10));
+                let plan: Vec<String> = directory
+                    .sql
+                    .query(&statement, &query.args)
+                    .unwrap()
+                    .iter()
+                    .map(|row| row.text(3).unwrap())
+                    .collect();
+                let plan = plan.join("; ");
+                assert!(plan.contains(index), "{filter:?}: {plan}");
+                if query.within.is_empty() {
+                    assert!(!plan.contains("TEMP B-TREE"), "{filter:?}: {plan}");
+                }
+                if filter != EVERYTHING {
+                    assert!(plan.contains("SEARCH"), "a range, not a scan: {filter:?}: {plan}");
+                }
+                // And it answers: every row it shows is one the filter lets through.
+                assert!(directory.audit(&filter, cursor, 10, Millis(10_000)).is_ok());
+            }
+        }
+    }
+
+    #[test]
+    fn a_page_of_two_filters_passes_over_a_bounded_number_of_rows_and_goes_on_from_there() {
+        let directory = directory();
+        let (change, at) = change_at(Action::ListEdited, "global list", Some(ALICE), 1);
+        directory.record(&change, at).unwrap();
+        for n in 0..AUDIT_SCANNED_ROWS + 5 {
+            let mut refused = change.clone();
+            refused.action = Action::Refused;
+            refused.target = format!("GET /admin/x{n}");
+            directory.record(&refused, Millis(2 + n)).unwrap();
+        }
+        let mine = filter(Some("changes"), Some(ALICE), None);
+        let (found, next) = page(&directory, &mine, None, 10);
+        assert!(found.is_empty(), "the one change is past the rows passed over");
+        let next = next.expect("the page goes on");
+        assert_eq!(next.at, 2 + 5, "from the last row passed over");
+        let (found, end) = page(&directory, &mine, Some(&next), 10);
+        assert_eq!((found, end), (vec!["1".to_owned()], None));
+    }
+
+    #[test]
+    fn a_directory_of_the_step_before_filters_its_log_once_upgraded() {
+        let directory = Directory::new(NativeSql::new());
+        crate::store::sql::migrate(&directory.sql, &MIGRATIONS[..2]).unwrap();
+        filed_log(&directory);
+        directory.migrate().unwrap();
+        let shown = page(&directory, &filter(None, None, Some(L1)), None, 10).0;
+        assert_eq!(shown, ["2000", "1000"]);
+        let indexes = directory
+            .sql
+            .query(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'audit_by_%'",
+                &[],
+            )
+            .unwrap()[0]
+            .int(0)
+            .unwrap();
+        assert_eq!(indexes, 6, "by kind (for the bound), time, action, key, target, refusal");
     }
 }

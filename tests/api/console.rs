@@ -595,6 +595,107 @@ fn every_operator_change_and_every_refusal_is_in_the_audit_log() {
     );
 }
 
+/// The audit log's page at `query`, as `(action, actor, target)` rows, and its cursor.
+fn audit_at(server: &Server, query: &str) -> (Vec<(String, String, String)>, Option<String>) {
+    let resp = server.admin("GET", &format!("/admin/audit?{query}"), None);
+    assert_eq!(resp.status, 200, "{query}: {}", resp.body);
+    let page = resp.json();
+    let rows = page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["action"].as_str().unwrap().to_owned(),
+                r["actor"].as_str().unwrap_or("-").to_owned(),
+                r["target"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (rows, page["cursor"].as_str().map(str::to_owned))
+}
+
+#[test]
+fn the_audit_log_is_filtered_by_kind_key_license_and_time_a_page_at_a_time() {
+    let server = Server::own(&[]);
+    let (deputy_id, deputy) = operator_key(&server, "deputy", "admin");
+    let (_, reader) = operator_key(&server, "reader", "read");
+    let made = call(&server, &deputy, "POST", "/admin/licenses", None);
+    assert_eq!(made.status, 201, "{}", made.body);
+    let theirs = made.json()["license"].as_str().unwrap().to_owned();
+    let (mine, _) = server.create_license();
+    let refused = call(&server, &reader, "DELETE", &format!("/admin/licenses/{mine}"), None);
+    assert_eq!(refused.status, 403);
+    // Reading the log tells it the refusals this isolate counted.
+    audit(&server, 1);
+    let row = |action: &str, actor: &str, target: &str| {
+        (action.to_owned(), actor.to_owned(), target.to_owned())
+    };
+    let created = |actor: &str, license: &str| row("license.created", actor, license);
+    let refusal = row("refused", "reader", &format!("DELETE /admin/licenses/{mine}"));
+    let (changes, _) = audit_at(&server, "kind=changes");
+    assert!(!changes.contains(&refusal), "{changes:?}");
+    assert_eq!(changes[..2], [created("ADMIN_TOKEN", &mine), created("deputy", &theirs)]);
+    assert_eq!(audit_at(&server, "kind=refused").0, [refusal.clone()]);
+    assert_eq!(
+        audit_at(&server, "kind=license.created").0,
+        [created("ADMIN_TOKEN", &mine), created("deputy", &theirs)]
+    );
+    assert_eq!(
+        audit_at(&server, &format!("key={deputy_id}")).0,
+        [created("deputy", &theirs)]
+    );
+    let (admin_token, _) = audit_at(&server, "key=ADMIN_TOKEN");
+    assert!(admin_token.iter().all(|(_, actor, _)| actor == "ADMIN_TOKEN"));
+    assert!(admin_token.contains(&created("ADMIN_TOKEN", &mine)));
+    assert_eq!(
+        audit_at(&server, &format!("license={theirs}")).0,
+        [created("deputy", &theirs)]
+    );
+    assert_eq!(
+        audit_at(&server, &format!("license={mine}&kind=refused")).0,
+        Vec::<(String, String, String)>::new(),
+        "a refused call's target is the call, not the license"
+    );
+    // By time: the rows from the second of the first license's creation, and those before it.
+    let everything = server.admin("GET", "/admin/audit?limit=100", None).json();
+    let at_of = |target: &str| {
+        everything["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["target"] == target && r["action"] == "license.created")
+            .map(|r| r["at"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    let since = at_of(&theirs);
+    let (from, _) = audit_at(&server, &format!("from={since}"));
+    assert!(from.contains(&created("deputy", &theirs)), "{from:?}");
+    let (before, _) = audit_at(&server, &format!("to={since}"));
+    assert!(!before.contains(&created("deputy", &theirs)), "{before:?}");
+    assert!(!before.contains(&created("ADMIN_TOKEN", &mine)), "{before:?}");
+    // A page at a time, each filter kept.
+    let (first, cursor) = audit_at(&server, "kind=license.created&limit=1");
+    assert_eq!(first, [created("ADMIN_TOKEN", &mine)]);
+    let cursor = cursor.expect("a second page");
+    let next = format!("kind=license.created&limit=1&cursor={cursor}");
+    let (second, end) = audit_at(&server, &next);
+    assert_eq!((second, end), (vec![created("deputy", &theirs)], None));
+    // Filters in another shape are refused with why.
+    for (query, why) in [
+        ("kind=deleted", "kind is changes or one of"),
+        ("key=alice", "key is an operator key's id"),
+        ("license=lic_x", "license is a license id"),
+        ("from=yesterday", "from is an RFC 3339 time"),
+        ("from=2026-11-22T00:00:00Z&to=2026-11-21T00:00:00Z", "from is before to"),
+    ] {
+        let resp = server.admin("GET", &format!("/admin/audit?{query}"), None);
+        assert_eq!(resp.status, 400, "{query}: {}", resp.body);
+        let message = resp.json()["message"].as_str().unwrap().to_owned();
+        assert!(message.starts_with(&format!("Bad request: {why}")), "{message}");
+    }
+}
+
 #[test]
 fn lookup_says_which_entries_cover_an_address_and_which_change_added_them() {
     let server: Arc<Server> = Server::own(&[]);

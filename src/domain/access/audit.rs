@@ -7,7 +7,10 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::access::license::LicenseId;
+use crate::domain::access::operator::{is_key_id, ADMIN_TOKEN_NAME};
 use crate::domain::code::Coded;
+use crate::domain::time::UnixTime;
 
 /// Rows of changes the log keeps at most, and rows of refusals: the oldest go first.
 pub const MAX_ROWS: u64 = 100_000;
@@ -190,6 +193,102 @@ pub struct AuditRow {
     pub count: u64,
 }
 
+/// Which rows of the log a page shows: each filter given narrows it, the rows
+/// of one kind, by one key, on one license, within a time.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditFilter {
+    pub kind: Option<AuditKind>,
+    pub key: Option<KeyFilter>,
+    /// A license id: the rows whose target it is (its creation, labels, revocation).
+    pub license: Option<String>,
+    /// The rows of this moment and later, in milliseconds since the epoch.
+    pub from: Option<u64>,
+    /// The rows before this moment, in milliseconds since the epoch.
+    pub to: Option<u64>,
+}
+
+/// A kind of row: every change (no refusal), or one action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuditKind {
+    Changes,
+    Action(Action),
+}
+
+/// Whose rows: the admin token's (`ADMIN_TOKEN` in a query), or one operator
+/// key's (by its id, names not being unique).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KeyFilter {
+    AdminToken,
+    Key(String),
+}
+
+impl AuditFilter {
+    /// The filters as a query gives them, each optional and none empty: `kind`
+    /// `changes` or an action's code, `key` a key's id or `ADMIN_TOKEN`,
+    /// `license` a license id, `from` and `to` RFC 3339 times; or why one is
+    /// not taken (a 400).
+    pub fn parse(
+        kind: Option<&str>,
+        key: Option<&str>,
+        license: Option<&str>,
+        (from, to): (Option<&str>, Option<&str>),
+    ) -> Result<Self, String> {
+        let kind = match kind.map(str::trim) {
+            None => None,
+            Some("changes") => Some(AuditKind::Changes),
+            Some(code) => {
+                let action = Action::from_code(code).ok_or_else(|| {
+                    let codes: Vec<&str> = Action::ALL.iter().map(|a| a.code()).collect();
+                    format!("kind is changes or one of {}", codes.join(", "))
+                })?;
+                Some(AuditKind::Action(action))
+            }
+        };
+        let key = match key.map(str::trim) {
+            None => None,
+            Some(ADMIN_TOKEN_NAME) => Some(KeyFilter::AdminToken),
+            Some(id) if is_key_id(id) => Some(KeyFilter::Key(id.to_owned())),
+            Some(_) => {
+                return Err(format!(
+                    "key is an operator key's id (key_…) or {ADMIN_TOKEN_NAME}"
+                ))
+            }
+        };
+        let license = match license.map(str::trim) {
+            None => None,
+            Some(id) => Some(
+                LicenseId::parse(id)
+                    .ok_or("license is a license id (lic_…)")?
+                    .as_str()
+                    .to_owned(),
+            ),
+        };
+        let time = |name: &str, text: Option<&str>| {
+            text.map(|text| {
+                UnixTime::parse_rfc3339(text)
+                    .map(|at| at.0.saturating_mul(1000))
+                    .ok_or_else(|| {
+                        format!("{name} is an RFC 3339 time, e.g. 2026-11-21T00:00:00Z")
+                    })
+            })
+            .transpose()
+        };
+        let (from, to) = (time("from", from)?, time("to", to)?);
+        if let (Some(from), Some(to)) = (from, to) {
+            if from >= to {
+                return Err("from is before to".to_owned());
+            }
+        }
+        Ok(Self {
+            kind,
+            key,
+            license,
+            from,
+            to,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,5 +364,50 @@ mod tests {
         codes.dedup();
         assert_eq!(codes.len(), Action::ALL.len());
         assert_eq!(Action::from_code("license.deleted"), None);
+    }
+
+    #[test]
+    fn a_filter_takes_a_kind_a_key_a_license_and_times_each_in_its_shape() {
+        let none = (None, None);
+        assert_eq!(AuditFilter::parse(None, None, None, none), Ok(AuditFilter::default()));
+        let filter = AuditFilter::parse(
+            Some("license.revoked"),
+            Some("key_0123456789abcdef"),
+            Some("lic_0123456789abcdef01234567"),
+            (Some("2026-11-21T00:00:00Z"), Some("2026-11-22T00:00:00+01:00")),
+        )
+        .unwrap();
+        assert_eq!(
+            filter,
+            AuditFilter {
+                kind: Some(AuditKind::Action(Action::LicenseRevoked)),
+                key: Some(KeyFilter::Key("key_0123456789abcdef".to_owned())),
+                license: Some("lic_0123456789abcdef01234567".to_owned()),
+                from: Some(1_795_219_200_000),
+                to: Some(1_795_302_000_000),
+            }
+        );
+        let changes = AuditFilter::parse(Some("changes"), Some("ADMIN_TOKEN"), None, none).unwrap();
+        assert_eq!(
+            (changes.kind, changes.key),
+            (Some(AuditKind::Changes), Some(KeyFilter::AdminToken))
+        );
+        for (kind, key, license, times, why) in [
+            (Some("deleted"), None, None, none, "kind is changes or one of"),
+            (None, Some("alice"), None, none, "key is an operator key's id"),
+            (None, None, Some("lic_x"), none, "license is a license id"),
+            (None, None, None, (Some("yesterday"), None), "from is an RFC 3339 time"),
+            (None, None, None, (None, Some("2026-11-21")), "to is an RFC 3339 time"),
+            (
+                None,
+                None,
+                None,
+                (Some("2026-11-21T00:00:00Z"), Some("2026-11-21T00:00:00Z")),
+                "from is before to",
+            ),
+        ] {
+            let refused = AuditFilter::parse(kind, key, license, times).unwrap_err();
+            assert!(refused.starts_with(why), "{refused}");
+        }
     }
 }

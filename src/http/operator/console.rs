@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use worker::{Context, Request};
 
+use crate::domain::access::audit::AuditFilter;
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::{
     is_key_id, text_field, Role, MAX_LABEL_CHARS, MAX_NOTE_CHARS,
@@ -38,7 +39,6 @@ use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Revoke;
 use crate::store::directory::KeyRow;
 use crate::store::network::tally::AddressTally;
-use crate::store::sql::MAX_EXACT_INTEGER;
 
 /// A label and a note, a key's name and role: a few hundred characters of JSON.
 const MAX_CONSOLE_BODY_BYTES: usize = 4 * 1024;
@@ -292,23 +292,27 @@ pub async fn revoke_key(
     Ok(Reply::NoContent)
 }
 
-/// `GET /admin/audit?cursor=&limit=`: the log, newest first, with every refusal
-/// this isolate counted until now.
+/// `GET /admin/audit?kind=&key=&license=&from=&to=&cursor=&limit=`: the log,
+/// newest first, the rows every filter given lets through (a kind, a key, a
+/// license, a time), with every refusal this isolate counted until now.
 pub async fn audit(cx: &RequestContext, req: Request, _: Operator) -> Result<Reply, ApiError> {
     let query = query(&req);
     let limit = page_size(field(&query, "limit")).map_err(ApiError::BadRequest)?;
-    let before = field(&query, "cursor")
-        .map(|cursor| {
-            cursor
-                .parse::<u64>()
-                .ok()
-                .filter(|id| *id <= MAX_EXACT_INTEGER as u64)
-                .ok_or(ApiError::from(crate::store::StoreError::UnknownCursor))
-        })
-        .transpose()?;
+    let filter = AuditFilter::parse(
+        field(&query, "kind"),
+        field(&query, "key"),
+        field(&query, "license"),
+        (field(&query, "from"), field(&query, "to")),
+    )
+    .map_err(ApiError::BadRequest)?;
     // The refusals this isolate counted go in first, so that the log holds them.
     operator_key::tell_counted(cx).await;
-    let page = directory(&cx.env)?.ask(Audit { before, limit }).await?;
+    let asked = Audit {
+        filter,
+        cursor: field(&query, "cursor").map(str::to_owned),
+        limit,
+    };
+    let page = directory(&cx.env)?.ask(asked).await?;
     Reply::json(200, &page)
 }
 

@@ -25,7 +25,7 @@ use crate::domain::time::Millis;
 use crate::objects::protocol::{receive, Ask, Failure};
 use crate::objects::startup::Started;
 use crate::platform::clock;
-use crate::store::directory::{Directory, LicenseCursor, LicenseRow, MAX_KEYS};
+use crate::store::directory::{AuditCursor, Directory, LicenseCursor, LicenseRow, MAX_KEYS};
 use crate::store::{licenses, operator_keys, StoreError};
 
 /// What a call comes to: its answer, or the refusal or fault that stops it.
@@ -89,15 +89,7 @@ impl DurableObject for OperatorDirectory {
             DirectoryCall::RecordRefusals(RecordRefusals(refusals)) => {
                 RecordRefusals::reply(self.record_refusals(&refusals))
             }
-            DirectoryCall::Audit(Audit { before, limit }) => Audit::reply(
-                self.files()
-                    .audit(before, limit, clock::now())
-                    .map(|(entries, next)| AuditPage {
-                        entries,
-                        cursor: next.map(|id| id.to_string()),
-                    })
-                    .map_err(Failure::from),
-            ),
+            DirectoryCall::Audit(call) => Audit::reply(self.audit(call)),
         }
     }
 }
@@ -277,6 +269,24 @@ impl OperatorDirectory {
                 .licenses(call.prefix.as_deref(), after.as_ref(), call.limit)?;
         Ok(LicensePage {
             licenses,
+            cursor: next.map(|cursor| cursor.encode()),
+        })
+    }
+
+    /// A page of the audit log, as `Licenses` answers one of licenses.
+    fn audit(&self, call: Audit) -> Answered<AuditPage> {
+        let after = match call.cursor.as_deref() {
+            Some(text) => Some(
+                AuditCursor::decode(text)
+                    .ok_or(Failure::Refused(DirectoryRefusal::UnknownCursor))?,
+            ),
+            None => None,
+        };
+        let (entries, next) =
+            self.files()
+                .audit(&call.filter, after.as_ref(), call.limit, clock::now())?;
+        Ok(AuditPage {
+            entries,
             cursor: next.map(|cursor| cursor.encode()),
         })
     }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::access::audit::{AuditRow, Forwarded, Record, Refusals, Stamp};
+use crate::domain::access::audit::{AuditFilter, AuditRow, Forwarded, Record, Refusals, Stamp};
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::{Denied, KnownKeys, Role};
 use crate::objects::calls;
@@ -146,10 +146,14 @@ pub struct RecordForwarded(pub Vec<Forwarded>);
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RecordRefusals(pub Vec<Refusals>);
 
-/// A page of the audit log, newest first, before row `before`.
+/// A page of the audit log, newest first: the rows `filter` lets through,
+/// after the row `cursor` names (from the page before).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Audit {
-    pub before: Option<u64>,
+    #[serde(default)]
+    pub filter: AuditFilter,
+    #[serde(default)]
+    pub cursor: Option<String>,
     pub limit: u32,
 }
 
