@@ -1,6 +1,9 @@
 // Bar charts in plain SVG: one stacked bar an item, colours from the
 // stylesheet (so light and dark both read), a title per bar for pointers and
-// a summary for screen readers, which also get the table beside each chart.
+// a summary for screen readers, which also get the table beside each chart;
+// and what a CrowdSec bouncer reports of itself, with its chart.
+import { el, when } from "./ui.js";
+
 const SVG = "http://www.w3.org/2000/svg";
 const ACTIVITY = [
   ["added", "Added"],
@@ -81,4 +84,58 @@ export function sizeChart(points) {
     ? `${points.length} ${points.length === 1 ? "change" : "changes"} from ${at(points[0])} to ${at(points.at(-1))}: from ${sizes[0].toLocaleString()} to ${sizes.at(-1).toLocaleString()} entries, at most ${Math.max(...sizes).toLocaleString()}.`
     : "No change yet.";
   return barChart(points, [["entries", "Entries"]], at, summary);
+}
+
+/** A count of bytes in the unit that reads best: "6.0 KiB". */
+export function bytes(count) {
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+  let unit = 0;
+  let value = count;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${count.toLocaleString()} bytes` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** What a bouncer reported dropping each of its last days (oldest first): packets a day. */
+export function usageChart(days) {
+  const packets = days.reduce((sum, day) => sum + day.packets, 0);
+  const dropped = days.reduce((sum, day) => sum + day.bytes, 0);
+  const summary = `${days.length} days from ${days[0]?.date ?? ""} to ${days.at(-1)?.date ?? ""}: ${packets.toLocaleString()} packets (${bytes(dropped)}) dropped, as the bouncer reported them.`;
+  const figure = barChart(days, [["packets", "Packets dropped"]], (day) => day.date, summary);
+  figure.classList.add("usage");
+  return figure;
+}
+
+/**
+ * What a feed token's bouncer last reported of itself (CrowdSec's usage
+ * metrics): its type and version, since when it runs, what its last report
+ * said it dropped, and its last days as a chart; a dash before any report.
+ * Every text is the bouncer's own, shown as text.
+ */
+export function bouncerUsage(usage) {
+  if (!usage) return "—";
+  const name = [usage.type ?? "A bouncer", usage.version].filter(Boolean).join(" ");
+  const window = usage.windowSeconds ? ` in ${Math.round(usage.windowSeconds / 60)} min` : "";
+  return [
+    el("span", { class: "mono" }, name),
+    el("br"),
+    el("span", { class: "hint" }, usage.os ? `${usage.os}, ` : "", "started ", when(usage.startedAt)),
+    el("br"),
+    `Dropped ${usage.dropped.packets.toLocaleString()} packets (${bytes(usage.dropped.bytes)})${window}, reported `,
+    when(usage.reportedAt),
+    usageChart(usage.days),
+  ];
+}
+
+/** What a machine's engine last reported of itself: its version, since when it runs, its data sources. */
+export function engineUsage(usage) {
+  if (!usage) return "—";
+  return [
+    el("span", { class: "mono" }, usage.version ?? "An engine"),
+    el("br"),
+    el("span", { class: "hint" }, usage.os ? `${usage.os}, ` : "", "started ", when(usage.startedAt),
+      `, ${usage.datasources} ${usage.datasources === 1 ? "data source" : "data sources"}`),
+  ];
 }

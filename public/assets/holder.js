@@ -1,10 +1,11 @@
 // The license holder's page: log in with the license key, then the quota,
 // the last 30 days, check, add, bulk changes, reports of attackers, the list,
-// the allow list, the history, feed tokens with who pulls with them, and the
-// holder's CrowdSec engines (machines) with what their alerts came to.
+// the allow list, the history, feed tokens with who pulls with them and what
+// their bouncers report they dropped, and the holder's CrowdSec engines
+// (machines) with what their alerts came to.
 import { ApiError, Session, login } from "./api.js";
 import { $, Page } from "./page.js";
-import { activityChart } from "./chart.js";
+import { activityChart, bouncerUsage, engineUsage } from "./chart.js";
 import { busy, confirmAction, el, fill, lines, say, secretBox, show, when } from "./ui.js";
 
 const session = new Session("greylist.holder");
@@ -294,6 +295,7 @@ async function loadTokens() {
       el("td", {}, when(token.createdAt)),
       el("td", {}, lastPull(token)),
       el("td", { class: "mono" }, token.userAgent ?? "—"),
+      el("td", {}, bouncerUsage(token.usage)),
       el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Revoke ${token.id}`, onclick: (e) => revokeToken(e.currentTarget, token.id) }, "Revoke")))));
     $("token-table").hidden = feedTokens.length === 0;
     say(result, feedTokens.length ? "" : "No feed tokens yet.");
@@ -341,6 +343,7 @@ async function loadMachines() {
       el("td", {}, machine.name ? [machine.name, el("br")] : null, el("code", {}, machine.machineId)),
       el("td", {}, machine.lastLoginAt ? when(machine.lastLoginAt) : "Never"),
       el("td", {}, machine.lastAlertAt ? when(machine.lastAlertAt) : "Never"),
+      el("td", {}, engineUsage(machine.usage)),
       el("td", {}, alertCounts(machine.counts)),
       el("td", {}, alertsDo(machine)),
       el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Revoke ${machine.machineId}`, onclick: (e) => revokeMachine(e.currentTarget, machine.machineId, machine.id) }, "Revoke")))));

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
   ADDRESS, ADMIN_TOKEN, AXE, DESKTOP, LONGEST_IPV6, PHONE,
-  addOne, admin, base, holderPage, open, operatorPage, serviceNow, start, stop, text,
+  addOne, admin, base, holderPage, open, operatorPage, reportUsage, serviceNow, start, stop, text,
 } from "./service.mjs";
 
 before(start);
@@ -272,7 +272,7 @@ describe("holder page", () => {
     await page.locator("#tokens-result", { hasText: "revoked" }).waitFor();
     for (const revoked of [token, everything]) assert.equal((await pull(revoked)).status, 401);
   });
-  test("a bouncer's pull shows on its token: when, what it read, its client, and what its decisions say", async () => {
+  test("a bouncer's pull shows on its token: when, what it read, its client, what its decisions say, and what it reports it dropped", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     let page = await holderPage(licenseKey);
     await page.getByLabel("What it reads").selectOption("all");
@@ -287,12 +287,20 @@ describe("holder page", () => {
     const agent = "crowdsec-firewall-bouncer/v0.0.25";
     const pulled = await fetch(`${base}/v1/decisions/stream?startup=true`, { headers: { "X-Api-Key": token, "User-Agent": agent } });
     assert.equal(pulled.status, 200);
+    assert.equal(await text(page, "#token-rows tr:first-child td:nth-child(7)"), "—", "no report yet");
+    // Its usage metrics, as the firewall bouncer 0.0.30 sends them every 15 minutes.
+    await reportUsage(token);
     page = await holderPage(licenseKey);
     await page.locator("#token-rows tr", { hasText: agent }).waitFor();
     const cells = await page.locator("#token-rows tr").first().locator("td").allInnerTexts();
     assert.equal(cells[2], "Challenge");
     assert.match(cells[4], /CrowdSec decisions/);
     assert.equal(cells[5], agent);
+    assert.match(cells[6], /^crowdsec-firewall-bouncer v0\.0\.30\s+debian 12, started .+\s+Dropped 96 packets \(6\.0 KiB\) in 15 min, reported /);
+    const chart = page.locator("#token-rows tr").first().locator("svg.chart");
+    assert.equal(await chart.locator("g").count(), 30, "a bar a day");
+    assert.match(await chart.getAttribute("aria-label"), /^30 days from .*: 96 packets \(6\.0 KiB\) dropped, as the bouncer reported them\.$/);
+    assert.deepEqual(page.errors, []);
   });
 
   test("a CrowdSec engine's machine is made with its credentials file shown once, counts its alert, reports only when told, and is revoked", async () => {
@@ -374,7 +382,7 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     assert.equal(await page.evaluate(() => window.__xss), undefined, `nothing ran from ${selector}`);
   }
 
-  test("on the holder page: check, add and report answers, bulk results, the list, its comments, the allow list's comments, the history and its clients, feed token details", async () => {
+  test("on the holder page: check, add and report answers, bulk results, the list, its comments, the allow list's comments, the history and its clients, feed token details and their bouncers' reports", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey, DESKTOP, "light", true);
     assert.equal(await page.evaluate(() => document.querySelectorAll("img").length), 0, "the page itself has no image");
@@ -406,10 +414,11 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await page.getByRole("button", { name: "Create a feed token" }).click();
     await page.locator("#token-new input").waitFor();
     await shownAsText(page, "#token-rows", "ft_");
-    // A client names itself: its User-Agent is shown as text.
+    // A client names itself: its User-Agent is shown as text, and so is what its usage report says.
     const token = await page.locator("#token-new input").inputValue();
     const pulled = await fetch(`${base}/v1/decisions/stream`, { headers: { "X-Api-Key": token, "User-Agent": markup(4) } });
     assert.equal(pulled.status, 200);
+    await reportUsage(token, { type: markup(19), version: markup(20), os: markup(21) });
     // The history names the client that made each change, as its edge gave it.
     const login = await fetch(`${base}/v2/authentication/login/license`, {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ licenseKey }),
@@ -422,6 +431,7 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     assert.equal(added.status, 200);
     const again = await holderPage(licenseKey, DESKTOP, "light", true);
     await shownAsText(again, "#token-rows", markup(4));
+    for (const n of [19, 20, 21]) await shownAsText(again, "#token-rows", markup(n));
     await shownAsText(again, "#history-rows", markup(13));
     assert.deepEqual(again.errors, []);
     assert.deepEqual(page.errors, []);

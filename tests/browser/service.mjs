@@ -159,3 +159,22 @@ export async function addOne(page, ip, comment, ttlLabel = "Never") {
   await page.locator("#add-result", { hasText: ip }).waitFor();
   return text(page, "#add-result");
 }
+
+/** A usage report, as crowdsec-firewall-bouncer 0.0.30 posts one every 15 minutes with its feed token. */
+export async function reportUsage(token, { type = "crowdsec-firewall-bouncer", version = "v0.0.30", os = "debian", packets = 96, bytes = 6144 } = {}) {
+  const now = Math.floor(serviceNow() / 1000);
+  const dropped = (unit, value) => ({ name: "dropped", unit, value, labels: { origin: "greylist", ip_type: "ipv4" } });
+  const body = {
+    log_processors: null,
+    remediation_components: [{
+      type, version, os: { name: os, version: "12" }, feature_flags: [], utc_startup_timestamp: now - 3600,
+      metrics: [{ meta: { window_size_seconds: 900, utc_now_timestamp: now }, items: [dropped("packet", packets), dropped("byte", bytes)] }],
+    }],
+  };
+  const response = await fetch(`${base}/v1/usage-metrics`, {
+    method: "POST",
+    headers: { "X-Api-Key": token, "Content-Type": "application/json", "User-Agent": "crowdsec-firewall-bouncer/v0.0.30" },
+    body: JSON.stringify(body),
+  });
+  assert.equal(response.status, 201, await response.text());
+}
