@@ -251,12 +251,14 @@ browser: $(TEST_WORKER) $(CHROMIUM) $(NODE_TOOLS)
 	node --test --test-concurrency=1 tests/browser/*.test.mjs
 
 # The screenshots in docs/, made by the browser suite on a service of their own
-# with data a customer could have.
+# with data a customer could have: the holder's page, and each view of the
+# operator's console (docs/console-<view>.png).
+CONSOLE_VIEWS := overview licenses license lists lookup keys audit
 screenshots: $(TEST_WORKER) $(CHROMIUM) $(NODE_TOOLS)
 	node --test tests/browser/screenshots.test.mjs
 	cp target/screenshots/holder-desktop.png docs/holder-page.png
 	cp target/screenshots/holder-dark.png docs/holder-page-dark.png
-	cp target/screenshots/operator-desktop.png docs/operator-page.png
+	for view in $(CONSOLE_VIEWS); do cp target/screenshots/console-$$view-desktop.png docs/console-$$view.png || exit 1; done
 
 # libFuzzer needs nightly-only sanitizer flags; these machines have only the stable
 # toolchain, and RUSTC_BOOTSTRAP lets it accept them for this build alone. Each target

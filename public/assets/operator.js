@@ -1,21 +1,23 @@
-// The operator's page: log in with the admin token or an operator key, then the
-// lists' status and the global list's size over its last changes, licenses with
-// their labels and one license's whole picture, the lookup of why an address is
-// listed, operator keys, the audit log, and the global list and allow list.
+// The operator's console: log in with the admin token or an operator key, then
+// views with addresses of their own under /admin/#/ (the paths without `#`
+// are the JSON API): the overview (the lists' status and the global list's
+// size over its last changes, the network's settings), licenses and one
+// license's whole picture, the lists, the lookup of why an address is listed,
+// operator keys and the audit log with its filters. Links, back and forward
+// move between views; each loads only what it shows, and focus moves to its
+// heading.
 import { ApiError, Session, SessionEnded } from "./api.js";
 import { $, Page } from "./page.js";
-import { sizeChart } from "./chart.js";
+import { bouncerUsage, engineUsage, sizeChart } from "./chart.js";
 import { busy, confirmAction, el, fill, lines, say, secretBox, show, when } from "./ui.js";
 
 const session = new Session("greylist.operator");
-const view = new Page(session, "admin-token", () => {
-  loadStatus();
-  loadLicenses(false);
-  loadKeys();
-  loadAudit(false);
-});
+const view = new Page(session, "admin-token", () => route());
 const PAGE = 50;
+/** A license's own rows in its view: the last few, the rest in the audit view. */
+const LICENSE_AUDIT_PAGE = 10;
 const LIST_NAMES = { "global-list": "global list", "allow-list": "allow list" };
+const LICENSE_ID = /^lic_[0-9a-f]{24}$/;
 
 $("login-form").addEventListener("submit", (event) => {
   event.preventDefault();
@@ -33,6 +35,73 @@ $("login-form").addEventListener("submit", (event) => {
   });
 });
 
+// ---------------------------------------------------------------------------
+// Views and their addresses.
+
+/** Each view: its title, its heading (which takes the focus) and what it loads when shown. */
+const VIEWS = {
+  overview: { title: "Overview", heading: "overview-title", nav: "overview", show: () => loadStatus() },
+  licenses: { title: "Licenses", heading: "licenses-title", nav: "licenses", show: (at) => showLicenses(at.query) },
+  license: { title: "License", heading: "license-title", nav: "licenses", show: (at) => openLicense(at.id) },
+  lists: { title: "Lists", heading: "lists-title", nav: "lists", show: () => loadListsStatus() },
+  lookup: { title: "Lookup", heading: "lookup-title", nav: "lookup", show: (at) => showLookup(at.query) },
+  keys: { title: "Operator keys", heading: "keys-title", nav: "keys", show: () => loadKeys() },
+  audit: { title: "Audit log", heading: "audit-title", nav: "audit", show: (at) => showAudit(at.query) },
+};
+
+/** The view an address names: `#/licenses/<id>` is one license, `#/audit?kind=…` the audit log filtered. */
+function parseAddress(hash) {
+  const text = hash.replace(/^#/, "");
+  const mark = text.indexOf("?");
+  const path = mark < 0 ? text : text.slice(0, mark);
+  const query = new URLSearchParams(mark < 0 ? "" : text.slice(mark + 1));
+  let parts;
+  try {
+    parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  } catch {
+    parts = [];
+  }
+  if (parts[0] === "licenses" && parts.length === 2) return { view: "license", id: parts[1], query };
+  if (parts.length === 1 && parts[0] !== "license" && parts[0] in VIEWS) return { view: parts[0], query };
+  return { view: "overview", query };
+}
+
+/** The address of a view with `query`'s non-empty values. */
+function address(path, query = {}) {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value) params.set(name, value);
+  const search = params.toString();
+  return `#/${path}${search ? `?${search}` : ""}`;
+}
+
+/** Goes to `hash`; one the page already shows is shown again (a search made again). */
+function navigate(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+/** Shows the view the address names, moves the focus to its heading and loads what it shows. */
+function route() {
+  const at = parseAddress(location.hash);
+  const shown = VIEWS[at.view];
+  for (const node of document.querySelectorAll("div.view")) node.hidden = node.dataset.view !== at.view;
+  for (const link of document.querySelectorAll("#views a")) {
+    if (link.dataset.nav === shown.nav) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  document.title = `${shown.title} — Greylist operator`;
+  $(shown.heading).focus();
+  return shown.show(at);
+}
+
+// Back, forward and every link within the console; nothing while logged out.
+window.addEventListener("hashchange", () => {
+  if (!$("app").hidden) route();
+});
+
+// ---------------------------------------------------------------------------
+// The overview: the lists' status, the global list's size, the network.
+
 async function loadStatus() {
   await view.guard($("status-result"), async () => {
     const status = await session.call("/admin/status");
@@ -49,16 +118,21 @@ async function loadStatus() {
     fill($("sizes-rows"), recent.slice().reverse().map((point) => el("tr", {},
       el("td", {}, when(point.at)), el("td", {}, point.entries.toLocaleString()))));
     say($("status-result"), `${status.licenses} ${status.licenses === 1 ? "license" : "licenses"} issued.`);
-    const network = status.network;
-    show($("network-settings"), network.promotionHolders === 0
-      ? "Promotion is off (PROMOTION_HOLDERS is 0)."
-      : `In force: an address reported by ${network.promotionHolders} distinct licenses within ${duration(network.promotionWindowSeconds)} is promoted; ` +
-        `it leaves ${duration(network.delistAfterSeconds)} after its last report. ` +
-        `${status.globalList.promoted.toLocaleString()} promoted now.`);
+    show($("network-settings"), networkSettings(status));
   });
 }
 
 $("status-refresh").addEventListener("click", loadStatus);
+
+/** The promotion settings in force and how many entries the network promoted. */
+function networkSettings(status) {
+  const network = status.network;
+  return network.promotionHolders === 0
+    ? "Promotion is off (PROMOTION_HOLDERS is 0)."
+    : `In force: an address reported by ${network.promotionHolders} distinct licenses within ${duration(network.promotionWindowSeconds)} is promoted; ` +
+      `it leaves ${duration(network.delistAfterSeconds)} after its last report. ` +
+      `${status.globalList.promoted.toLocaleString()} promoted now.`;
+}
 
 /** Seconds as the largest whole unit that divides them: "7 days", "90 seconds". */
 function duration(seconds) {
@@ -68,27 +142,15 @@ function duration(seconds) {
   return `${count} ${unit}${count === 1 ? "" : "s"}`;
 }
 
-$("promoted-remove").addEventListener("click", (event) => {
-  const result = $("promoted-result");
-  busy(event.currentTarget, () => view.guard(result, async () => {
-    const items = lines($("promoted-entries").value);
-    if (items.length === 0) return say(result, "Type at least one promoted address.", "error");
-    const answer = await session.call("/admin/global-list", { method: "POST", body: { removePromoted: items } });
-    say(result, `Took off ${answer.promotedRemoved} promoted ${answer.promotedRemoved === 1 ? "entry" : "entries"}.`, "ok");
-    loadStatus();
-  }));
-});
+// ---------------------------------------------------------------------------
+// Licenses: made, found by label, a page at a time.
 
-$("promoted-export").addEventListener("click", (event) => {
-  const result = $("promoted-result");
-  busy(event.currentTarget, () => view.guard(result, async () => {
-    const response = await session.call("/admin/global-list?source=promoted", { accept: "text/plain" });
-    const link = el("a", { href: URL.createObjectURL(await response.blob()), download: "global-list-promoted.txt" });
-    link.click();
-    URL.revokeObjectURL(link.href);
-    say(result, "Downloaded global-list-promoted.txt.", "ok");
-  }));
-});
+/** The licenses view for `query`'s search (`?q=`), its first page. */
+function showLicenses(query) {
+  $("license-q").value = query.get("q") ?? "";
+  say($("licenses-result"), "");
+  return loadLicenses(false);
+}
 
 const loadLicenses = view.pagedTable({
   rows: $("license-rows"),
@@ -106,17 +168,16 @@ const loadLicenses = view.pagedTable({
       el("td", {}, when(license.createdAt)),
       el("td", {}, license.revokedAt ? when(license.revokedAt) : "—"),
       el("td", {}, el("div", { class: "row" },
-        el("button", {
-          type: "button",
-          class: "secondary",
+        el("a", {
+          class: "button secondary",
+          href: address(`licenses/${encodeURIComponent(license.license)}`),
           "aria-label": `Open ${license.label || license.license}`,
-          onclick: (e) => busy(e.currentTarget, () => openLicense(license.license)),
         }, "Open"),
         license.revokedAt ? "" : el("button", {
           type: "button",
           class: "danger",
           "aria-label": `Revoke ${license.label || license.license}`,
-          onclick: (e) => revokeLicense(e.currentTarget, license.license),
+          onclick: (e) => revokeLicense(e.currentTarget, license.license, $("licenses-result")),
         }, "Revoke")))));
     const message = q && rows.length === 0 && !page.cursor ? `No license's label starts with "${q}".` : undefined;
     return { rows, cursor: page.cursor, message };
@@ -125,8 +186,7 @@ const loadLicenses = view.pagedTable({
 
 $("license-search").addEventListener("submit", (event) => {
   event.preventDefault();
-  say($("licenses-result"), "");
-  busy(event.submitter, () => loadLicenses(false));
+  navigate(address("licenses", { q: $("license-q").value.trim() }));
 });
 
 $("license-create-form").addEventListener("submit", (event) => {
@@ -140,32 +200,88 @@ $("license-create-form").addEventListener("submit", (event) => {
     say(result, `License ${name} created.`, "ok");
     $("license-create-form").reset();
     loadLicenses(false);
-    loadStatus();
-    loadAudit(false);
   }));
 });
 
-async function revokeLicense(button, id) {
+/** Revokes license `id` after a confirmation, then shows the view it was revoked from again. */
+async function revokeLicense(button, id, result) {
   if (!(await confirmAction(`Revoke license ${id}? Its key and access tokens stop working within a minute; this cannot be undone.`, "Revoke"))) return;
-  const result = $("licenses-result");
   await busy(button, () => view.guard(result, async () => {
     await session.call(`/admin/licenses/${encodeURIComponent(id)}`, { method: "DELETE" });
+    if (opened === id && parseAddress(location.hash).view === "license") await openLicense(id);
+    else await loadLicenses(false);
     say(result, `License ${id} revoked.`, "ok");
-    loadLicenses(false);
-    loadAudit(false);
   }));
 }
 
-/** The license the picture shows, if any. */
+// ---------------------------------------------------------------------------
+// One license: what it is, what it holds, who pulls it, what its engines and
+// bouncers report, and its audit rows.
+
+/** The license the view shows, if any. */
 let opened = null;
 
-/** Shows one license's whole picture: what it is, what it holds, who pulls it. */
+const ACTIONS = {
+  "license.created": "License created",
+  "license.labelled": "License labelled",
+  "license.revoked": "License revoked",
+  "key.created": "Key created",
+  "key.revoked": "Key revoked",
+  "list.edited": "List edited",
+  "list.replaced": "List replaced",
+  refused: "Refused",
+};
+
+/** Who made an audit row: a key's name links to that key's rows. */
+function actorOf(entry) {
+  if (!entry.actor) return "No valid key";
+  return entry.key ? el("a", { href: address("audit", { key: entry.key }) }, entry.actor) : entry.actor;
+}
+
+/** What an audit row acted on: a license links to its view. */
+function targetOf(entry) {
+  return LICENSE_ID.test(entry.target) ? el("a", { href: address(`licenses/${entry.target}`) }, entry.target) : entry.target;
+}
+
+const detailOf = (entry) => (entry.count > 1 ? `${entry.detail} (×${entry.count})` : entry.detail);
+
+const loadLicenseAudit = view.pagedTable({
+  rows: $("license-audit-rows"),
+  more: $("license-audit-more"),
+  result: $("license-audit-result"),
+  fetchPage: async (cursor) => {
+    const query = new URLSearchParams({ license: opened, limit: LICENSE_AUDIT_PAGE });
+    if (cursor) query.set("cursor", cursor);
+    const page = await session.call(`/admin/audit?${query}`);
+    const rows = page.entries.map((entry) => el("tr", {},
+      el("td", {}, when(entry.at)),
+      el("td", {}, ACTIONS[entry.action] ?? entry.action),
+      el("td", {}, actorOf(entry)),
+      el("td", { class: "mono" }, entry.client ?? "—"),
+      el("td", {}, detailOf(entry))));
+    return { rows, cursor: page.cursor, message: rows.length === 0 && !page.cursor ? "No change recorded for it." : "" };
+  },
+});
+
+/** Shows license `id`'s whole picture, and its audit rows beside it. */
 async function openLicense(id) {
-  const section = $("license-detail");
-  await view.guard($("licenses-result"), async () => {
-    const license = await session.call(`/admin/licenses/${encodeURIComponent(id)}`);
-    opened = id;
-    section.hidden = false;
+  opened = id;
+  const result = $("license-result");
+  $("license-title").textContent = `License ${id}`;
+  $("license-lookup-link").href = address("lookup", { license: id });
+  $("license-audit-link").href = address("audit", { license: id });
+  await view.guard(result, async () => {
+    say(result, "");
+    let license;
+    try {
+      license = await session.call(`/admin/licenses/${encodeURIComponent(id)}`);
+    } catch (error) {
+      // A license no one issued: the view says so and shows nothing of another.
+      for (const part of ["license-facts", "license-agents", "license-machines", "license-audit-rows"]) $(part).replaceChildren();
+      $("license-revoke").hidden = true;
+      throw error;
+    }
+    if (opened !== id) return;
     $("license-title").textContent = `License ${license.label || license.license}`;
     const fact = (term, value) => [el("dt", {}, term), el("dd", {}, value)];
     const usage = (used, limit) => `${used.toLocaleString()} of ${limit.toLocaleString()}`;
@@ -182,25 +298,27 @@ async function openLicense(id) {
       fact("Last change", license.lastChange ? when(license.lastChange) : "None recorded"));
     $("license-edit-label").value = license.label;
     $("license-edit-note").value = license.note;
-    say($("license-result"), "");
+    $("license-revoke").hidden = Boolean(license.revokedAt);
     fill($("license-agents"), license.feedTokens.map((token) => el("tr", {},
       el("td", { class: "mono" }, token.id),
       el("td", {}, token.scope),
       el("td", {}, token.lastUsed ? when(token.lastUsed) : "Never"),
       el("td", {}, token.userAgent ?? "—"),
-      el("td", {}, token.pulled ?? "—"))));
-    if (license.feedTokens.length === 0) say($("license-result"), "No feed tokens: no agent pulls this license's feed.");
+      el("td", {}, token.pulled ?? "—"),
+      el("td", {}, bouncerUsage(token.usage)))));
+    if (license.feedTokens.length === 0) say(result, "No feed tokens: no agent pulls this license's feed.");
     // An object from before machines answers none.
     fill($("license-machines"), (license.machines ?? []).map((machine) => el("tr", {},
       el("td", { class: "mono" }, machine.name ? `${machine.name} (${machine.machineId})` : machine.machineId),
       el("td", {}, machine.lastLoginAt ? when(machine.lastLoginAt) : "Never"),
       el("td", {}, machine.lastAlertAt ? when(machine.lastAlertAt) : "Never"),
+      el("td", {}, engineUsage(machine.usage)),
       el("td", {}, machine.counts.alerts.toLocaleString()),
       el("td", {}, machine.counts.reported.toLocaleString()),
       el("td", {}, machine.counts.added.toLocaleString()),
       el("td", {}, machine.counts.ignored.toLocaleString()),
       el("td", {}, machine.adds ? `for ${machine.ttl.toLocaleString()} s` : "no"))));
-    $("license-title").focus();
+    await loadLicenseAudit(false);
   });
 }
 
@@ -212,145 +330,47 @@ $("license-edit").addEventListener("submit", (event) => {
     await session.call(`/admin/licenses/${encodeURIComponent(opened)}`, { method: "PATCH", body });
     await openLicense(opened);
     say(result, "Saved.", "ok");
-    loadLicenses(false);
-    loadAudit(false);
   }));
 });
 
-/** One list's entries that cover the looked-up address, as a table. */
-function coveringTable(caption, entries) {
-  if (entries.length === 0) return el("p", {}, `${caption}: nothing covers it.`);
-  const how = (entry) => entry.source === "import" ? "Import" : entry.source === "edit" ? "Edit"
-    : entry.source === "promoted" ? "Promoted by holders' reports" : entry.source ?? "Before changes were recorded";
-  return el("div", { class: "table-wrap", tabindex: "0" }, el("table", { class: "cards" },
-    el("caption", {}, caption),
-    el("thead", {}, el("tr", {}, ["Entry", "How", "Added", "By", "Change"].map((h) => el("th", { scope: "col" }, h)))),
-    el("tbody", {}, entries.map((entry) => el("tr", {},
-      el("td", { class: "mono", "data-label": "Entry" }, entry.entry),
-      el("td", { "data-label": "How" }, how(entry)),
-      el("td", { "data-label": "Added" }, entry.addedAt ? when(entry.addedAt) : "—"),
-      el("td", { "data-label": "By" }, entry.by ?? "—"),
-      el("td", { "data-label": "Change", class: "mono" }, entry.source === "promoted" ? "—" : `#${entry.change}`))))));
-}
+$("license-revoke").addEventListener("click", (event) => revokeLicense(event.currentTarget, opened, $("license-result")));
 
-$("lookup-form").addEventListener("submit", (event) => {
-  event.preventDefault();
-  const result = $("lookup-result");
-  busy(event.submitter, () => view.guard(result, async () => {
-    const query = new URLSearchParams({ ip: $("lookup-ip").value.trim() });
-    const license = $("lookup-license").value.trim();
-    if (license) query.set("license", license);
-    const answer = await session.call(`/admin/lookup?${query}`);
-    const parts = [coveringTable("Allow list", answer.allow), coveringTable("Global list", answer.global)];
-    if (answer.license) {
-      const entry = answer.license.entry;
-      parts.push(el("p", {}, entry
-        ? [`License ${answer.license.license} lists it as `, el("span", { class: "mono" }, entry.ip), " since ", when(entry.addedAt), entry.comment ? ` (“${entry.comment}”)` : ""]
-        : `License ${answer.license.license} does not list it.`));
-      // The holder's own allow entry: it is never challenged for this holder.
-      const allowed = answer.license.allowedBy;
-      if (allowed) {
-        parts.push(el("p", {}, "This holder allows it: ", el("span", { class: "mono" }, allowed.ip),
-          allowed.comment ? ` (${allowed.comment})` : "", ", since ", when(allowed.addedAt)));
-      }
-    }
-    // The holders' reports of it: how many licenses count, since when they make the consensus, and who.
-    const reports = answer.reports;
-    if (reports) {
-      parts.push(el("p", {}, `Reported by ${reports.licenses} ${reports.licenses === 1 ? "license" : "licenses"} within the window`,
-        reports.consensusSince ? [": promoted since ", when(reports.consensusSince)] : ": not promoted", "."));
-      parts.push(el("div", { class: "table-wrap", tabindex: "0" }, el("table", { class: "cards" },
-        el("caption", {}, "Reporters, the most recent first"),
-        el("thead", {}, el("tr", {}, ...["License", "Categories", "Reports", "First", "Last"].map((name) => el("th", { scope: "col" }, name)))),
-        el("tbody", {}, ...reports.reporters.map((r) => el("tr", {},
-          el("td", { "data-label": "License", class: "mono" }, r.license),
-          el("td", { "data-label": "Categories" }, r.categories.join(", ") || "—"),
-          el("td", { "data-label": "Reports" }, String(r.reports)),
-          el("td", { "data-label": "First" }, when(r.firstAt)),
-          el("td", { "data-label": "Last" }, when(r.lastAt))))))));
-    }
-    show($("lookup-answer"), ...parts);
-    const served = answer.allow.length === 0 && (answer.global.length > 0 || answer.license?.entry);
-    say(result, answer.allow.length > 0
-      ? `${answer.ip} is on the allow list: no feed serves it.`
-      : served ? `${answer.ip} is listed.` : `${answer.ip} is not listed.`, "ok");
-  }));
-});
+// ---------------------------------------------------------------------------
+// The lists: edits, imports, exports, and the entries the network promoted.
 
-async function loadKeys() {
-  await view.guard($("keys-result"), async () => {
-    const { keys } = await session.call("/admin/keys");
-    fill($("key-rows"), keys.map((key) => el("tr", {},
-      el("td", {}, key.name),
-      el("td", {}, key.role),
-      el("td", {}, when(key.createdAt)),
-      el("td", {}, key.revokedAt ? when(key.revokedAt) : "—"),
-      el("td", {}, key.revokedAt ? "" : el("button", {
-        type: "button",
-        class: "danger",
-        "aria-label": `Revoke the key ${key.name}`,
-        onclick: (e) => revokeKey(e.currentTarget, key),
-      }, "Revoke")))));
-    if (keys.length === 0) say($("keys-result"), "No operator keys yet.");
+/** Each list's size and version, and the network's promotions, beside their controls. */
+async function loadListsStatus() {
+  await view.guard($("lists-result"), async () => {
+    const status = await session.call("/admin/status");
+    const summary = (list) => `${list.entries.toLocaleString()} entries, version ${list.version}` +
+      (list.publishedAt ? "" : ", not published yet");
+    show($("global-list-summary"), summary(status.globalList));
+    show($("allow-list-summary"), summary(status.allowList));
+    show($("promoted-count"), networkSettings(status));
   });
 }
 
-$("key-create-form").addEventListener("submit", (event) => {
-  event.preventDefault();
-  const result = $("keys-result");
-  busy(event.submitter, () => view.guard(result, async () => {
-    const body = { name: $("key-name").value, role: $("key-role").value };
-    const created = await session.call("/admin/keys", { method: "POST", body });
-    show($("key-new"), secretBox(`Key "${created.name}" (${created.role})`, created.key, "Shown only now: hand it to its holder. The service keeps only its digest."));
-    say(result, `Key ${created.name} created.`, "ok");
-    $("key-create-form").reset();
-    loadKeys();
-    loadAudit(false);
+$("promoted-remove").addEventListener("click", (event) => {
+  const result = $("promoted-result");
+  busy(event.currentTarget, () => view.guard(result, async () => {
+    const items = lines($("promoted-entries").value);
+    if (items.length === 0) return say(result, "Type at least one promoted address.", "error");
+    const answer = await session.call("/admin/global-list", { method: "POST", body: { removePromoted: items } });
+    say(result, `Took off ${answer.promotedRemoved} promoted ${answer.promotedRemoved === 1 ? "entry" : "entries"}.`, "ok");
+    loadListsStatus();
   }));
 });
 
-async function revokeKey(button, key) {
-  if (!(await confirmAction(`Revoke the operator key "${key.name}"? It is refused from its next call on.`, "Revoke"))) return;
-  const result = $("keys-result");
-  await busy(button, () => view.guard(result, async () => {
-    await session.call(`/admin/keys/${encodeURIComponent(key.id)}`, { method: "DELETE" });
-    say(result, `Key ${key.name} revoked.`, "ok");
-    loadKeys();
-    loadAudit(false);
+$("promoted-export").addEventListener("click", (event) => {
+  const result = $("promoted-result");
+  busy(event.currentTarget, () => view.guard(result, async () => {
+    const response = await session.call("/admin/global-list?source=promoted", { accept: "text/plain" });
+    const link = el("a", { href: URL.createObjectURL(await response.blob()), download: "global-list-promoted.txt" });
+    link.click();
+    URL.revokeObjectURL(link.href);
+    say(result, "Downloaded global-list-promoted.txt.", "ok");
   }));
-}
-
-const ACTIONS = {
-  "license.created": "License created",
-  "license.labelled": "License labelled",
-  "license.revoked": "License revoked",
-  "key.created": "Key created",
-  "key.revoked": "Key revoked",
-  "list.edited": "List edited",
-  "list.replaced": "List replaced",
-  refused: "Refused",
-};
-
-const loadAudit = view.pagedTable({
-  rows: $("audit-rows"),
-  more: $("audit-more"),
-  result: $("audit-result"),
-  fetchPage: async (cursor) => {
-    const query = new URLSearchParams({ limit: PAGE });
-    if (cursor) query.set("cursor", cursor);
-    const page = await session.call(`/admin/audit?${query}`);
-    const rows = page.entries.map((entry) => el("tr", { class: entry.action === "refused" ? "refused" : "" },
-      el("td", {}, when(entry.at)),
-      el("td", {}, ACTIONS[entry.action] ?? entry.action),
-      el("td", {}, entry.actor ?? "No valid key"),
-      el("td", { class: "mono" }, entry.client ?? "—"),
-      el("td", { class: "mono" }, entry.target),
-      el("td", {}, entry.count > 1 ? `${entry.detail} (×${entry.count})` : entry.detail)));
-    return { rows, cursor: page.cursor, message: rows.length === 0 ? "Nothing recorded yet." : undefined };
-  },
 });
-
-$("audit-refresh").addEventListener("click", () => loadAudit(false));
 
 /** The controls of one operator list, built into its section. */
 function listControls(section) {
@@ -366,7 +386,7 @@ function listControls(section) {
     if (items.length === 0) return say(result, "Type at least one address or range.", "error");
     const answer = await session.call(`/admin/${list}`, { method: "POST", body: { [operation]: items } });
     say(result, `Added ${answer.added}, removed ${answer.removed}.`, "ok");
-    loadStatus();
+    loadListsStatus();
   }));
 
   const replace = (event) => {
@@ -376,7 +396,7 @@ function listControls(section) {
     confirmAction(`Replace the whole ${name} with ${chosen.name}?`, "Replace").then((yes) => yes && busy(button, () => view.guard(result, async () => {
       const answer = await session.call(`/admin/${list}`, { method: "PUT", body: chosen, contentType: "text/plain" });
       say(result, `The ${name} now holds ${answer.entries} entries (added ${answer.added}, removed ${answer.removed}); version ${answer.version}.`, "ok");
-      loadStatus();
+      loadListsStatus();
     })));
   };
 
@@ -407,5 +427,211 @@ function listControls(section) {
 }
 
 document.querySelectorAll("[data-list]").forEach(listControls);
+
+// ---------------------------------------------------------------------------
+// The lookup: why is this address listed? Its address (#/lookup?ip=…) can be linked.
+
+/** One list's entries that cover the looked-up address, as a table. */
+function coveringTable(caption, entries) {
+  if (entries.length === 0) return el("p", {}, `${caption}: nothing covers it.`);
+  const how = (entry) => entry.source === "import" ? "Import" : entry.source === "edit" ? "Edit"
+    : entry.source === "promoted" ? "Promoted by holders' reports" : entry.source ?? "Before changes were recorded";
+  return el("div", { class: "table-wrap", tabindex: "0" }, el("table", { class: "cards" },
+    el("caption", {}, caption),
+    el("thead", {}, el("tr", {}, ["Entry", "How", "Added", "By", "Change"].map((h) => el("th", { scope: "col" }, h)))),
+    el("tbody", {}, entries.map((entry) => el("tr", {},
+      el("td", { class: "mono", "data-label": "Entry" }, entry.entry),
+      el("td", { "data-label": "How" }, how(entry)),
+      el("td", { "data-label": "Added" }, entry.addedAt ? when(entry.addedAt) : "—"),
+      el("td", { "data-label": "By" }, entry.by ?? "—"),
+      el("td", { "data-label": "Change", class: "mono" }, entry.source === "promoted" ? "—" : `#${entry.change}`))))));
+}
+
+/** The lookup view: the form as its address gives it, and the answer when it names an address. */
+async function showLookup(query) {
+  const ip = query.get("ip") ?? "";
+  $("lookup-ip").value = ip;
+  $("lookup-license").value = query.get("license") ?? "";
+  if (!ip) {
+    say($("lookup-result"), "");
+    $("lookup-answer").replaceChildren();
+    return;
+  }
+  await lookUp(ip, query.get("license") ?? "");
+}
+
+$("lookup-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  navigate(address("lookup", { ip: $("lookup-ip").value.trim(), license: $("lookup-license").value.trim() }));
+});
+
+async function lookUp(ip, license) {
+  const result = $("lookup-result");
+  $("lookup-answer").replaceChildren();
+  await view.guard(result, async () => {
+    const query = new URLSearchParams({ ip });
+    if (license) query.set("license", license);
+    const answer = await session.call(`/admin/lookup?${query}`);
+    const parts = [coveringTable("Allow list", answer.allow), coveringTable("Global list", answer.global)];
+    if (answer.license) {
+      const entry = answer.license.entry;
+      parts.push(el("p", {}, entry
+        ? [`License ${answer.license.license} lists it as `, el("span", { class: "mono" }, entry.ip), " since ", when(entry.addedAt), entry.comment ? ` (“${entry.comment}”)` : ""]
+        : `License ${answer.license.license} does not list it.`));
+      // The holder's own allow entry: it is never challenged for this holder.
+      const allowed = answer.license.allowedBy;
+      if (allowed) {
+        parts.push(el("p", {}, "This holder allows it: ", el("span", { class: "mono" }, allowed.ip),
+          allowed.comment ? ` (${allowed.comment})` : "", ", since ", when(allowed.addedAt)));
+      }
+    }
+    // The holders' reports of it: how many licenses count, since when they make the consensus, and who.
+    const reports = answer.reports;
+    if (reports) {
+      parts.push(el("p", {}, `Reported by ${reports.licenses} ${reports.licenses === 1 ? "license" : "licenses"} within the window`,
+        reports.consensusSince ? [": promoted since ", when(reports.consensusSince)] : ": not promoted", "."));
+      parts.push(el("div", { class: "table-wrap", tabindex: "0" }, el("table", { class: "cards" },
+        el("caption", {}, "Reporters, the most recent first"),
+        el("thead", {}, el("tr", {}, ...["License", "Categories", "Reports", "First", "Last"].map((name) => el("th", { scope: "col" }, name)))),
+        el("tbody", {}, ...reports.reporters.map((r) => el("tr", {},
+          el("td", { "data-label": "License", class: "mono" }, el("a", { href: address(`licenses/${encodeURIComponent(r.license)}`) }, r.license)),
+          el("td", { "data-label": "Categories" }, r.categories.join(", ") || "—"),
+          el("td", { "data-label": "Reports" }, String(r.reports)),
+          el("td", { "data-label": "First" }, when(r.firstAt)),
+          el("td", { "data-label": "Last" }, when(r.lastAt))))))));
+    }
+    show($("lookup-answer"), ...parts);
+    const served = answer.allow.length === 0 && (answer.global.length > 0 || answer.license?.entry);
+    say(result, answer.allow.length > 0
+      ? `${answer.ip} is on the allow list: no feed serves it.`
+      : served ? `${answer.ip} is listed.` : `${answer.ip} is not listed.`, "ok");
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Operator keys.
+
+async function loadKeys() {
+  await view.guard($("keys-result"), async () => {
+    const { keys } = await session.call("/admin/keys");
+    fill($("key-rows"), keys.map((key) => el("tr", {},
+      el("td", {}, el("a", { href: address("audit", { key: key.id }), "aria-label": `The audit rows of ${key.name}` }, key.name)),
+      el("td", {}, key.role),
+      el("td", {}, when(key.createdAt)),
+      el("td", {}, key.revokedAt ? when(key.revokedAt) : "—"),
+      el("td", {}, key.revokedAt ? "" : el("button", {
+        type: "button",
+        class: "danger",
+        "aria-label": `Revoke the key ${key.name}`,
+        onclick: (e) => revokeKey(e.currentTarget, key),
+      }, "Revoke")))));
+    say($("keys-result"), keys.length === 0 ? "No operator keys yet." : "");
+  });
+}
+
+$("key-create-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const result = $("keys-result");
+  busy(event.submitter, () => view.guard(result, async () => {
+    const body = { name: $("key-name").value, role: $("key-role").value };
+    const created = await session.call("/admin/keys", { method: "POST", body });
+    show($("key-new"), secretBox(`Key "${created.name}" (${created.role})`, created.key, "Shown only now: hand it to its holder. The service keeps only its digest."));
+    $("key-create-form").reset();
+    await loadKeys();
+    say(result, `Key ${created.name} created.`, "ok");
+  }));
+});
+
+async function revokeKey(button, key) {
+  if (!(await confirmAction(`Revoke the operator key "${key.name}"? It is refused within a minute.`, "Revoke"))) return;
+  const result = $("keys-result");
+  await busy(button, () => view.guard(result, async () => {
+    await session.call(`/admin/keys/${encodeURIComponent(key.id)}`, { method: "DELETE" });
+    await loadKeys();
+    say(result, `Key ${key.name} revoked.`, "ok");
+  }));
+}
+
+// ---------------------------------------------------------------------------
+// The audit log: filtered by kind, key, license and time, as its address says.
+
+/** The filters the audit view shows, as its address gave them. */
+let auditFilters = {};
+const FILTERS = ["kind", "key", "license", "from", "to"];
+
+/** An RFC 3339 time as a datetime-local field shows it: the reader's own time, to the minute. */
+function localInput(iso) {
+  const at = new Date(iso);
+  if (!iso || Number.isNaN(at.getTime())) return "";
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}T${pad(at.getHours())}:${pad(at.getMinutes())}`;
+}
+
+/** A datetime-local field's value (the reader's own time) as an RFC 3339 time. */
+function isoOf(local) {
+  const at = new Date(local);
+  return local && !Number.isNaN(at.getTime()) ? at.toISOString().replace(/\.000Z$/, "Z") : "";
+}
+
+/** The keys a row can be filtered by: the admin token and every key, by name. */
+async function keyChoices(chosen) {
+  const { keys } = await session.call("/admin/keys");
+  const select = $("audit-key");
+  const choices = [["", "Any key"], ["ADMIN_TOKEN", "ADMIN_TOKEN"], ...keys.map((key) => [key.id, `${key.name} (${key.role}${key.revokedAt ? ", revoked" : ""})`])];
+  if (chosen && !choices.some(([id]) => id === chosen)) choices.push([chosen, chosen]);
+  select.replaceChildren(...choices.map(([value, label]) => el("option", { value, selected: value === chosen }, label)));
+  select.value = chosen;
+}
+
+/** The audit view as its address says: its filters in the form, the first page of what they let through. */
+async function showAudit(query) {
+  auditFilters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) ?? ""]));
+  $("audit-kind").value = auditFilters.kind;
+  $("audit-license").value = auditFilters.license;
+  $("audit-from").value = localInput(auditFilters.from);
+  $("audit-to").value = localInput(auditFilters.to);
+  say($("audit-result"), "");
+  await view.guard($("audit-result"), () => keyChoices(auditFilters.key));
+  await loadAudit(false);
+}
+
+$("audit-filters").addEventListener("submit", (event) => {
+  event.preventDefault();
+  navigate(address("audit", {
+    kind: $("audit-kind").value,
+    key: $("audit-key").value,
+    license: $("audit-license").value.trim(),
+    from: isoOf($("audit-from").value),
+    to: isoOf($("audit-to").value),
+  }));
+});
+
+const loadAudit = view.pagedTable({
+  rows: $("audit-rows"),
+  more: $("audit-more"),
+  result: $("audit-result"),
+  fetchPage: async (cursor) => {
+    const query = new URLSearchParams({ limit: PAGE });
+    for (const name of FILTERS) if (auditFilters[name]) query.set(name, auditFilters[name]);
+    if (cursor) query.set("cursor", cursor);
+    const page = await session.call(`/admin/audit?${query}`);
+    const rows = page.entries.map((entry) => el("tr", { class: entry.action === "refused" ? "refused" : "" },
+      el("td", {}, when(entry.at)),
+      el("td", {}, ACTIONS[entry.action] ?? entry.action),
+      el("td", {}, actorOf(entry)),
+      el("td", { class: "mono" }, entry.client ?? "—"),
+      el("td", { class: "mono" }, targetOf(entry)),
+      el("td", {}, detailOf(entry))));
+    const filtered = FILTERS.some((name) => auditFilters[name]);
+    // With two filters a page reads a bounded part of the log: one that came
+    // short says so, and "Show more" looks further.
+    const message = rows.length > 0 ? ""
+      : page.cursor ? "Nothing in the rows looked at so far: Show more looks further."
+        : filtered ? "No row matches these filters." : "Nothing recorded yet.";
+    return { rows, cursor: page.cursor, message };
+  },
+});
+
+$("audit-refresh").addEventListener("click", () => loadAudit(false));
 
 view.start();

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
   ADDRESS, ADMIN_TOKEN, AXE, DESKTOP, LONGEST_IPV6, PHONE,
-  addOne, admin, base, holderPage, open, operatorPage, reportUsage, serviceNow, start, stop, text,
+  addOne, admin, base, goTo, holderPage, open, operatorPage, reportUsage, serviceNow, start, stop, text,
 } from "./service.mjs";
 
 before(start);
@@ -227,6 +227,7 @@ describe("holder page", () => {
     assert.match(await text(console, "#network-settings"),
       /^In force: an address reported by 4 distinct licenses within 7 days is promoted; it leaves 7 days after its last report\. [1-9]\d* promoted now\.$/);
     assert.match(await text(console, "#status-rows"), /Global list\s+\d+ \([1-9]\d* promoted\)/);
+    await goTo(console, "Lookup");
     await console.getByLabel("Address", { exact: true }).fill(ip);
     await console.getByRole("button", { name: "Look up" }).click();
     await console.locator("#lookup-result", { hasText: ip }).waitFor();
@@ -234,6 +235,8 @@ describe("holder page", () => {
     assert.match(answer, new RegExp(`${ip.replaceAll(".", "\\.")}\\s+Promoted by holders' reports`));
     assert.match(answer, /Reported by 4 licenses within the window: promoted since /);
     assert.equal(await console.locator("#lookup-answer tbody tr").last().locator("td").count(), 5);
+    await goTo(console, "Lists");
+    await console.locator("#promoted-count", { hasText: "promoted now" }).waitFor();
     await console.getByLabel("Promoted addresses to take off, one a line").fill(ip);
     await console.getByRole("button", { name: "Take off", exact: true }).click();
     await console.locator("#promoted-result", { hasText: "Took off" }).waitFor();
@@ -439,6 +442,7 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
 
   test("on the operator page: edit and import refusals naming the entry, licenses and list status", async () => {
     const page = await operatorPage(DESKTOP, "light", true);
+    await goTo(page, "Lists");
     const section = page.locator("[data-list=allow-list]");
     await section.getByLabel("Addresses or ranges, one a line").fill(tight(4));
     await section.getByRole("button", { name: "Add", exact: true }).click();
@@ -451,22 +455,26 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await shownAsText(page, "[data-list=global-list] .result", "line 2");
     assert.ok((await global.locator(".result").innerText()).includes(tight(5)));
 
+    await goTo(page, "Licenses");
     await page.getByRole("button", { name: "Create a license" }).click();
     await page.locator("#license-new input").waitFor();
     await shownAsText(page, "#license-rows", "lic_");
+    await goTo(page, "Overview");
     await shownAsText(page, "#status-rows", "Global list");
     assert.deepEqual(page.errors, []);
   });
 
-  test("on the operator page: labels, notes, the search, a license's agents, key names, the audit log's actors and clients, the lookup's keys and comments", async () => {
+  test("on the operator console: labels, notes, the search, a license's agents and what its bouncers report, its audit rows, key names, the audit log's actors, clients and key filter, the lookup's keys and comments, and addresses that name what does not exist", async () => {
     const page = await operatorPage(DESKTOP, "light", true);
+    await goTo(page, "Licenses");
     await page.getByLabel("Label", { exact: true }).first().fill(markup(6));
     await page.getByLabel("Note", { exact: true }).first().fill(markup(7));
     await page.getByRole("button", { name: "Create a license" }).click();
     await page.locator("#license-new input").waitFor();
     await shownAsText(page, "#license-rows", markup(6));
     const license = (await page.locator("#license-new label").innerText()).match(/\((lic_[0-9a-f]+)\)$/)[1];
-    // An agent names itself with its User-Agent: the license's picture shows it as text.
+    // An agent names itself with its User-Agent, and its bouncer reports its type,
+    // version and system: the license's picture shows them as text.
     const key = (await page.locator("#license-new input").inputValue());
     const login = await fetch(`${base}/v2/authentication/login/license`, {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ licenseKey: key }),
@@ -475,11 +483,16 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
       method: "POST", headers: { Authorization: `Bearer ${login.accessToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ scope: "all" }),
     }).then((r) => r.json());
     await fetch(`${base}/v1/decisions/stream`, { headers: { "X-Api-Key": made.feedToken, "User-Agent": markup(8) } });
-    await page.locator("#license-rows tr", { hasText: license }).getByRole("button", { name: /^Open/ }).click();
+    await reportUsage(made.feedToken, { type: markup(22), version: markup(23), os: markup(24) });
+    await page.locator("#license-rows tr", { hasText: license }).getByRole("link", { name: /^Open/ }).click();
     await shownAsText(page, "#license-facts", markup(7));
     await shownAsText(page, "#license-title", markup(6));
     await shownAsText(page, "#license-agents", markup(8));
+    for (const n of [22, 23, 24]) await shownAsText(page, "#license-agents", markup(n));
+    // Its audit rows: its creation, with the label it was given.
+    await shownAsText(page, "#license-audit-rows", markup(6));
 
+    await goTo(page, "Operator keys");
     await page.getByLabel("Name", { exact: true }).fill(markup(9));
     await page.getByRole("button", { name: "Create a key" }).click();
     await page.locator("#key-new input").waitFor();
@@ -488,10 +501,17 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     const keyValue = await page.locator("#key-new input").inputValue();
     const refused = await fetch(`${base}/admin/licenses`, { method: "POST", headers: { Authorization: `Bearer ${keyValue}`, "CF-Connecting-IP": markup(10) } });
     assert.equal(refused.status, 403);
-    await page.getByRole("button", { name: "Refresh" }).last().click();
+    await goTo(page, "Audit log");
     await shownAsText(page, "#audit-rows", markup(9));
     await shownAsText(page, "#audit-rows", markup(10));
+    // The key's rows alone, from its name in the list of keys: the filter names it as text.
+    await goTo(page, "Operator keys");
+    await page.getByRole("link", { name: `The audit rows of ${markup(9)}` }).click();
+    await page.locator("#audit-rows tr", { hasText: "Refused" }).first().waitFor();
+    await shownAsText(page, "#audit-rows", markup(10));
+    assert.ok((await page.evaluate(() => document.querySelector("#audit-key").selectedOptions[0].textContent)).includes(markup(9)));
 
+    await goTo(page, "Licenses");
     await page.getByLabel("Find by label").fill(markup(11));
     await page.getByRole("button", { name: "Search" }).click();
     await shownAsText(page, "#licenses-result", markup(11));
@@ -503,6 +523,7 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
       method: "POST", headers: { Authorization: `Bearer ${changer}`, "Content-Type": "application/json" }, body: JSON.stringify({ add: [allowed] }),
     });
     assert.equal(edit.status, 200, await edit.text());
+    await goTo(page, "Lookup");
     await page.getByLabel("Address", { exact: true }).fill(allowed);
     await page.getByRole("button", { name: "Look up" }).click();
     await shownAsText(page, "#lookup-answer", markup(14));
@@ -525,6 +546,19 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await page.getByLabel("Address", { exact: true }).fill(allowedHere);
     await page.getByRole("button", { name: "Look up" }).click();
     await shownAsText(page, "#lookup-answer", markup(17));
+
+    // Addresses that name what is not there: what they name is shown as text, and nothing runs.
+    await page.goto(`${base}/admin/#/licenses/${encodeURIComponent(markup(25))}`);
+    await shownAsText(page, "#license-title", markup(25));
+    await shownAsText(page, "#license-result", "Not found");
+    await page.goto(`${base}/admin/#/audit?license=${encodeURIComponent(markup(26))}&key=${encodeURIComponent(markup(27))}`);
+    await shownAsText(page, "#audit-result", "Bad request");
+    const offered = await page.evaluate(() => [...document.querySelectorAll("#audit-key option")].map((option) => option.textContent));
+    assert.ok(offered.includes(markup(27)), "the key the address names is offered, as text");
+    assert.equal(await page.getByLabel("License", { exact: true }).inputValue(), markup(26));
+    await page.goto(`${base}/admin/#/lookup?ip=${encodeURIComponent(markup(28))}`);
+    await shownAsText(page, "#lookup-result", "Bad request");
+    assert.equal(await page.getByLabel("Address", { exact: true }).inputValue(), markup(28));
     assert.deepEqual(page.errors, []);
   });
 });
@@ -540,6 +574,7 @@ describe("operator page", () => {
 
   test("creates a license whose key logs in, imports the global list, and the holder's check sees it", async () => {
     const page = await operatorPage();
+    await goTo(page, "Licenses");
     await page.getByRole("button", { name: "Create a license" }).click();
     const keyBox = page.locator("#license-new input");
     await keyBox.waitFor();
@@ -549,12 +584,15 @@ describe("operator page", () => {
 
     const [listed, ranged] = ["46.1.2.3", "46.2.0.0/16"];
     const file = `# a test list\n${listed}\n${ranged} ; a range\n`;
+    await goTo(page, "Lists");
     const section = page.locator("[data-list=global-list]");
     await section.getByLabel(/Import a file/).setInputFiles({ name: "global.txt", mimeType: "text/plain", buffer: Buffer.from(file) });
     await section.getByRole("button", { name: "Replace list" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Replace" }).click();
     await section.locator(".result", { hasText: "now holds" }).waitFor();
     assert.match(await section.locator(".result").innerText(), /^The global list now holds 2 entries \(added 2, removed 0\); version \d+\.$/);
+    await page.locator("#global-list-summary", { hasText: /^2 entries, version \d+$/ }).waitFor();
+    await goTo(page, "Overview");
     await page.locator("#status-rows tr", { hasText: "Global list" }).locator("td:nth-child(2)", { hasText: /^2$/ }).waitFor();
     // The global list's size after its last change leads the chart's table, and the chart names it.
     await page.getByText("The same as a table").click();
@@ -571,6 +609,7 @@ describe("operator page", () => {
       assert.equal(await text(holder, "#check-result"), `[${ip}] is on global greylist`);
     }
 
+    await goTo(page, "Lists");
     const [download] = await Promise.all([page.waitForEvent("download"), section.getByRole("button", { name: "Export" }).click()]);
     assert.equal(download.suggestedFilename(), "global-list.txt");
     const exported = readFileSync(await download.path(), "utf8");
@@ -578,7 +617,7 @@ describe("operator page", () => {
   });
 
   test("edits the allow list and revokes a license after a confirmation", async () => {
-    const page = await operatorPage();
+    const page = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, "#/lists");
     const section = page.locator("[data-list=allow-list]");
     await section.getByLabel("Addresses or ranges, one a line").fill("47.1.1.1\n47.2.0.0/24");
     await section.getByRole("button", { name: "Add", exact: true }).click();
@@ -587,6 +626,9 @@ describe("operator page", () => {
 
     const { license } = await admin("POST", "/admin/licenses");
     await page.reload();
+    // The address kept the view: the lists again, the session still open.
+    await page.locator("#lists-title:focus").waitFor();
+    await goTo(page, "Licenses");
     const row = page.locator("#license-rows tr", { hasText: license });
     await row.waitFor();
     await row.getByRole("button", { name: `Revoke ${license}` }).click();
@@ -600,8 +642,78 @@ describe("operator page", () => {
 });
 
 describe("operator console", () => {
-  test("labels a license, finds it by the start of its label in any case, opens its whole picture and edits its note", async () => {
+  /** The API paths under /admin/ the page asks for while `work` runs. */
+  async function asked(page, work) {
+    const paths = [];
+    const seen = (request) => {
+      const url = new URL(request.url());
+      if (url.pathname.startsWith("/admin/") && url.pathname !== "/admin/") paths.push(url.pathname);
+    };
+    page.on("request", seen);
+    await work();
+    await page.waitForLoadState("networkidle");
+    page.off("request", seen);
+    return paths.sort();
+  }
+
+  test("every view has an address, a link in the nav and the focus on its heading; back and forward move between them; each loads only what it shows", async () => {
     const page = await operatorPage();
+    assert.equal(await page.evaluate(() => document.activeElement.id), "overview-title", "the first view's heading takes the focus");
+    for (const [name, hash, heading, loads] of [
+      ["Licenses", "#/licenses", "licenses-title", ["/admin/licenses"]],
+      ["Lists", "#/lists", "lists-title", ["/admin/status"]],
+      ["Lookup", "#/lookup", "lookup-title", []],
+      ["Operator keys", "#/keys", "keys-title", ["/admin/keys"]],
+      ["Audit log", "#/audit", "audit-title", ["/admin/audit", "/admin/keys"]],
+      ["Overview", "#/", "overview-title", ["/admin/status"]],
+    ]) {
+      const paths = await asked(page, () => goTo(page, name));
+      assert.deepEqual(paths, loads, `${name} loads only what it shows`);
+      assert.equal(await page.evaluate(() => location.hash), hash);
+      assert.equal(await page.evaluate(() => document.activeElement.id), heading, `${name}: the focus on its heading`);
+      assert.equal(await page.locator("#views a[aria-current=page]").innerText(), name);
+      assert.equal(await page.title(), `${name} — Greylist operator`);
+      assert.equal(await page.locator("div.view:not([hidden])").count(), 1, "one view at a time");
+    }
+    // Back and forward, through the views and a search kept in the address.
+    await goTo(page, "Licenses");
+    await page.getByLabel("Find by label").fill("no such label at all");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.locator("#licenses-result", { hasText: "No license's label starts with" }).waitFor();
+    assert.equal(await page.evaluate(() => location.hash), "#/licenses?q=no+such+label+at+all");
+    await goTo(page, "Lookup");
+    await page.goBack();
+    await page.locator("#licenses-result", { hasText: "No license's label starts with" }).waitFor();
+    assert.equal(await page.getByLabel("Find by label").inputValue(), "no such label at all");
+    await page.goBack();
+    await page.locator("#license-rows tr").first().waitFor();
+    assert.equal(await page.getByLabel("Find by label").inputValue(), "", "the search before it");
+    assert.equal(await page.evaluate(() => document.activeElement.id), "licenses-title");
+    await page.goBack();
+    await page.locator("#overview-title:focus").waitFor();
+    await page.goForward();
+    await page.locator("#licenses-title:focus").waitFor();
+    await page.goForward();
+    await page.locator("#licenses-result", { hasText: "No license's label starts with" }).waitFor();
+    // The keyboard alone: the nav's links in tab order, each opening its view.
+    await page.locator("#views a").first().focus();
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Enter");
+    await page.locator("#lists-title:focus").waitFor();
+    // An address opened fresh lands on its view once logged in, as a colleague's link does.
+    const linked = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, "#/audit?kind=changes");
+    await linked.locator("#audit-title:focus").waitFor();
+    await linked.locator("#audit-rows tr").first().waitFor();
+    assert.equal(await linked.getByLabel("Kind").inputValue(), "changes");
+    assert.equal(await linked.locator("#audit-rows tr", { hasText: "Refused" }).count(), 0);
+    assert.deepEqual(page.errors, []);
+    assert.deepEqual(linked.errors, []);
+  });
+
+  test("labels a license, finds it by the start of its label in any case, opens its whole picture at its own address and edits its note", async () => {
+    const page = await operatorPage();
+    await goTo(page, "Licenses");
     const brand = `Acme ${Date.now()}`;
     await page.getByLabel("Label", { exact: true }).first().fill(`${brand} GmbH`);
     await page.getByLabel("Note", { exact: true }).first().fill("Berlin office");
@@ -617,25 +729,133 @@ describe("operator console", () => {
     await page.waitForFunction(() => document.querySelectorAll("#license-rows tr").length === 1);
     const row = page.locator("#license-rows tr", { hasText: `${brand} GmbH` });
     await row.waitFor();
-    await row.getByRole("button", { name: `Open ${brand} GmbH` }).click();
+    await row.getByRole("link", { name: `Open ${brand} GmbH` }).click();
     await page.locator("#license-title", { hasText: brand }).waitFor();
+    assert.match(await page.evaluate(() => location.hash), /^#\/licenses\/lic_[0-9a-f]{24}$/);
     const facts = await text(page, "#license-facts");
     assert.match(facts, /Live entries\s+1 of 1,000,000/);
     assert.match(facts, /Added today\s+1 of 6,000/);
     assert.match(facts, /Note\s+Berlin office/);
     assert.equal(await page.evaluate(() => document.activeElement.id), "license-title", "the picture takes the focus");
+    // Its audit rows: the license made with its label.
+    await page.locator("#license-audit-rows tr", { hasText: "License created" }).waitFor();
 
     await page.getByLabel("Note", { exact: true }).last().fill("Moved to Munich");
     await page.getByRole("button", { name: "Save label and note" }).click();
     await page.locator("#license-result", { hasText: "Saved." }).waitFor();
     assert.match(await text(page, "#license-facts"), /Note\s+Moved to Munich/);
+    await page.locator("#license-audit-rows tr", { hasText: "License labelled" }).waitFor();
+    // Back to the search it was found by; forward to the license again.
+    await page.goBack();
+    await page.locator("#license-rows tr", { hasText: `${brand} GmbH` }).waitFor();
+    assert.equal(await page.getByLabel("Find by label").inputValue(), brand.toLowerCase());
+    await page.goForward();
+    await page.locator("#license-facts", { hasText: "Moved to Munich" }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement.id), "license-title");
+    // Its whole audit log, one link away.
+    await page.getByRole("link", { name: "Its whole audit log" }).click();
+    await page.locator("#audit-rows tr", { hasText: "License labelled" }).waitFor();
+    assert.equal(await page.getByLabel("License", { exact: true }).inputValue(), (await page.evaluate(() => location.hash)).split("license=")[1]);
+    await goTo(page, "Licenses");
     await page.getByLabel("Find by label").fill("no such label at all");
     await page.getByRole("button", { name: "Search" }).click();
     await page.locator("#licenses-result", { hasText: "No license's label starts with" }).waitFor();
   });
 
+  test("a license's view shows what its bouncers and engines report of themselves, with a chart, and is revoked from there", async () => {
+    const { license, licenseKey } = await admin("POST", "/admin/licenses", { label: "Bouncing Ltd" });
+    const login = await fetch(`${base}/v2/authentication/login/license`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ licenseKey }),
+    }).then((r) => r.json());
+    const holderCall = (path, body) => fetch(`${base}${path}`, {
+      method: "POST", headers: { Authorization: `Bearer ${login.accessToken}`, "Content-Type": "application/json" }, body: JSON.stringify(body),
+    }).then((r) => r.json());
+    const token = await holderCall("/api/feedTokens", { scope: "all" });
+    await reportUsage(token.feedToken, { packets: 1200, bytes: 72_000 });
+    const machine = await holderCall("/api/machines", { name: "web-1" });
+    const engine = await fetch(`${base}/v1/watchers/login`, {
+      method: "POST", body: JSON.stringify({ machine_id: machine.machineId, password: machine.password }),
+    }).then((r) => r.json());
+    const metrics = {
+      log_processors: [{
+        version: "v1.6.3", os: { name: "ubuntu", version: "24.04" }, utc_startup_timestamp: Math.floor(serviceNow() / 1000) - 60,
+        datasources: { file: 2 }, feature_flags: [], hub_items: {}, metrics: [],
+      }],
+    };
+    const reported = await fetch(`${base}/v1/usage-metrics`, {
+      method: "POST", headers: { Authorization: `Bearer ${engine.token}`, "Content-Type": "application/json" }, body: JSON.stringify(metrics),
+    });
+    assert.equal(reported.status, 201, await reported.text());
+
+    const page = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, `#/licenses/${license}`);
+    await page.locator("#license-title", { hasText: "Bouncing Ltd" }).waitFor();
+    const agent = page.locator("#license-agents tr").first();
+    await agent.locator("svg.chart").waitFor();
+    assert.match(await agent.innerText(), /crowdsec-firewall-bouncer v0\.0\.30[\s\S]*Dropped 1,200 packets \(70\.3 KiB\) in 15 min/);
+    assert.equal(await agent.locator("svg.chart g").count(), 30, "a bar a day");
+    assert.match(await page.locator("#license-machines tr").first().innerText(), /web-1[\s\S]*v1\.6\.3[\s\S]*ubuntu 24\.04, started [\s\S]*2 data sources/);
+    await page.getByRole("button", { name: "Revoke this license" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
+    await page.locator("#license-result", { hasText: "revoked" }).waitFor();
+    assert.match(await text(page, "#license-facts"), /Revoked\s+\S/);
+    assert.equal(await page.getByRole("button", { name: "Revoke this license" }).count(), 0, "revoked once");
+    await page.locator("#license-audit-rows tr", { hasText: "License revoked" }).waitFor();
+    assert.deepEqual(page.errors, []);
+  });
+
+  test("the audit log is filtered by kind, key, license and time, each kept in an address a colleague can open", async () => {
+    const { license } = await admin("POST", "/admin/licenses", { label: "Filtered Ltd" });
+    const { id: keyId, key } = await admin("POST", "/admin/keys", { name: "Robin", role: "read" });
+    const refused = await fetch(`${base}/admin/licenses`, { method: "POST", headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(refused.status, 403);
+    const page = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, "#/audit");
+    await page.locator("#audit-rows tr", { hasText: "Robin" }).first().waitFor();
+
+    await page.getByLabel("Kind").selectOption("changes");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForFunction(() => location.hash === "#/audit?kind=changes");
+    await page.locator("#audit-rows tr", { hasText: "License created" }).first().waitFor();
+    assert.equal(await page.locator("#audit-rows tr", { hasText: "Refused" }).count(), 0, "changes only");
+
+    await page.getByLabel("Kind").selectOption("");
+    await page.getByLabel("Key").selectOption(keyId);
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForFunction((id) => location.hash === `#/audit?key=${id}`, keyId);
+    await page.locator("#audit-rows tr", { hasText: "Refused" }).first().waitFor();
+    const byKey = await page.locator("#audit-rows tr td:nth-child(3)").allInnerTexts();
+    assert.ok(byKey.length > 0 && byKey.every((by) => by === "Robin"), byKey.join(", "));
+
+    await page.getByLabel("Key").selectOption("");
+    await page.getByLabel("License", { exact: true }).fill(license);
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForFunction((id) => location.hash === `#/audit?license=${id}`, license);
+    await page.locator("#audit-rows tr", { hasText: "License created" }).waitFor();
+    assert.deepEqual(await page.locator("#audit-rows tr td:nth-child(5)").allInnerTexts(), [license]);
+
+    // Nothing is recorded a day ahead of the service's clock.
+    const ahead = new Date(serviceNow() + 86_400_000);
+    const local = (at) => new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await page.getByLabel("From").fill(local(ahead));
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.locator("#audit-result", { hasText: "No row matches these filters." }).waitFor();
+    assert.match(await page.evaluate(() => location.hash), /^#\/audit\?license=lic_[0-9a-f]{24}&from=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    // Before that moment, the license's row again; the address a colleague is sent opens the same.
+    await page.getByLabel("From").fill("");
+    await page.getByLabel("Before").fill(local(ahead));
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.locator("#audit-rows tr", { hasText: "License created" }).waitFor();
+    const shared = await page.evaluate(() => location.hash);
+    const colleague = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, shared);
+    await colleague.locator("#audit-rows tr", { hasText: "License created" }).waitFor();
+    assert.equal(await colleague.getByLabel("License", { exact: true }).inputValue(), license);
+    assert.equal(await colleague.getByLabel("Before").inputValue(), local(ahead));
+    await colleague.getByRole("link", { name: "Clear" }).click();
+    await colleague.locator("#audit-rows tr", { hasText: "Refused" }).first().waitFor();
+    assert.deepEqual(page.errors, []);
+  });
+
   test("a colleague's read key sees everything, and a change it tries is refused with why and recorded", async () => {
-    const page = await operatorPage();
+    const page = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, "#/keys");
     await page.getByLabel("Name", { exact: true }).fill("Sam from support");
     await page.getByLabel("Role").selectOption("read");
     await page.getByRole("button", { name: "Create a key" }).click();
@@ -644,21 +864,25 @@ describe("operator console", () => {
     assert.match(key, /^gok_[0-9a-f]{64}$/);
 
     const reader = await operatorPage(DESKTOP, "light", false, key);
-    await reader.locator("#license-rows tr").first().waitFor();
+    await goTo(reader, "Audit log");
     await reader.locator("#audit-rows tr").first().waitFor();
+    await goTo(reader, "Licenses");
+    await reader.locator("#license-rows tr").first().waitFor();
     await reader.getByRole("button", { name: "Create a license" }).click();
     await reader.locator("#licenses-result", { hasText: "Forbidden" }).waitFor();
     assert.equal(await text(reader, "#licenses-result"), 'Forbidden: the operator key "Sam from support" has the role read: it can see everything and change nothing');
 
-    await page.getByRole("button", { name: "Refresh" }).last().click();
+    await goTo(page, "Audit log");
     const refused = page.locator("#audit-rows tr", { hasText: "Refused" }).filter({ hasText: "Sam from support" }).first();
     await refused.waitFor();
     assert.match(await refused.innerText(), /Sam from support[\s\S]*POST \/admin\/licenses[\s\S]*403/);
+    await goTo(page, "Operator keys");
     const keyRow = page.locator("#key-rows tr", { hasText: "Sam from support" });
     await keyRow.getByRole("button", { name: "Revoke the key Sam from support" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
     await page.locator("#keys-result", { hasText: "revoked" }).waitFor();
-    await reader.getByRole("button", { name: "Refresh" }).first().click();
+    await goTo(reader, "Overview");
+    await reader.getByRole("button", { name: "Refresh" }).click();
     await reader.locator("#login-view").waitFor({ state: "visible" });
     assert.equal(await text(reader, "#login-result"), "Unauthorized: the admin token or operator key is missing or invalid. Log in again.");
   });
@@ -670,7 +894,7 @@ describe("operator console", () => {
     const holder = await holderPage(licenseKey);
     await addOne(holder, "48.3.0.1", "seen probing");
     await allowForm(holder, "Add", "48.5.0.0/24", "our office");
-    const page = await operatorPage();
+    const page = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, "#/lookup");
     const look = async (ip, id = "") => {
       await page.getByLabel("Address", { exact: true }).fill(ip);
       await page.getByLabel("License (optional)").fill(id);
@@ -689,6 +913,12 @@ describe("operator console", () => {
     assert.match(allowing, new RegExp(`License ${license} does not list it\\.\\s+This holder allows it: 48\\.5\\.0\\.0/24 \\(our office\\), since \\S`));
     await look("48.4.0.1");
     assert.equal(await text(page, "#lookup-result"), "48.4.0.1 is not listed.");
+    // A lookup has an address of its own: a colleague's link answers it at once.
+    const linked = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, `#/lookup?ip=48.3.0.1&license=${license}`);
+    await linked.locator("#lookup-result", { hasText: "48.3.0.1 is listed." }).waitFor();
+    assert.match(await text(linked, "#lookup-answer"), new RegExp(`License ${license} lists it as 48\\.3\\.0\\.1`));
+    assert.equal(await linked.getByLabel("License (optional)").inputValue(), license);
+    assert.deepEqual(linked.errors, []);
   });
 });
 
@@ -710,16 +940,34 @@ describe("both pages", () => {
       await addOne(holder, uniqueIp(), "for the accessibility check");
       await holder.locator("#list-rows tr").first().waitFor();
       await allowForm(holder, "Add", uniqueIp(), "for the accessibility check");
+      for (const page of [...loggedOut, holder]) {
+        assert.deepEqual(await violations(page), [], `${page.url()} (${colorScheme})`);
+      }
+      // Every view of the console, as it shows once loaded: a license's picture and a lookup's answer too.
       const operator = await operatorPage(DESKTOP, colorScheme);
-      // The console's parts that show only on demand: a license's picture, a lookup's answer.
-      await operator.locator("#license-rows tr").first().getByRole("button", { name: /^Open/ }).click();
+      const loaded = {
+        Overview: "#status-rows tr",
+        Licenses: "#license-rows tr",
+        Lists: "#global-list-summary:not(:empty)",
+        Lookup: "#lookup-form",
+        "Operator keys": "#keys-result",
+        "Audit log": "#audit-rows tr",
+      };
+      for (const [name, selector] of Object.entries(loaded)) {
+        await goTo(operator, name);
+        await operator.locator(selector).first().waitFor({ state: "attached" });
+        assert.deepEqual(await violations(operator), [], `${name} (${colorScheme})`);
+      }
+      await goTo(operator, "Licenses");
+      await operator.locator("#license-rows tr").first().getByRole("link", { name: /^Open/ }).click();
       await operator.locator("#license-detail:not([hidden]) dd").first().waitFor();
+      await operator.locator("#license-audit-rows tr").first().waitFor();
+      assert.deepEqual(await violations(operator), [], `a license (${colorScheme})`);
+      await goTo(operator, "Lookup");
       await operator.getByLabel("Address", { exact: true }).fill("46.1.2.3");
       await operator.getByRole("button", { name: "Look up" }).click();
       await operator.locator("#lookup-result", { hasText: "46.1.2.3" }).waitFor();
-      for (const page of [...loggedOut, holder, operator]) {
-        assert.deepEqual(await violations(page), [], `${page.url()} (${colorScheme})`);
-      }
+      assert.deepEqual(await violations(operator), [], `a lookup (${colorScheme})`);
     }
   });
 });

@@ -1,19 +1,37 @@
 // The screenshots in docs/, made from data a customer could have (no test's
-// payloads, on a service of their own), at desktop and phone width, light and dark;
-// and neither page wider than a phone. Run by `make browser`; `make screenshots`
-// copies them into docs/.
+// payloads, on a service of their own), at desktop and phone width, light and dark:
+// the holder's page, and each view of the operator's console; and no page or view
+// wider than a phone. Run by `make browser`; `make screenshots` copies them into docs/.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   DESKTOP, LONGEST_IPV6, PHONE, SCREENSHOTS,
-  addOne, admin, base, holderPage, operatorPage, start, stop,
+  addOne, admin, advanceClock, base, goTo, holderPage, operatorPage, reportUsage, serviceNow, start, stop,
 } from "./service.mjs";
 
 before(start);
 after(stop);
 
-/** The operator's lists and licenses, and a holder whose bouncer has pulled. */
+const DAY = 86_400_000;
+
+/** A holder's access token. */
+async function accessToken(licenseKey) {
+  const login = await fetch(`${base}/v2/authentication/login/license`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ licenseKey }),
+  }).then((r) => r.json());
+  return login.accessToken;
+}
+
+/** A holder route's JSON answer, with the holder's token. */
+async function holderCall(token, path, body) {
+  return fetch(`${base}${path}`, {
+    method: "POST", headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" }, body: JSON.stringify(body),
+  }).then((r) => r.json());
+}
+
+/** The operator's lists and licenses, a holder whose bouncer has pulled and
+ *  reported a week of drops, and whose engine reported itself. */
 async function plausibleService() {
   await admin("PUT", "/admin/global-list", [
     "; scanners and brute-force sources, from the operator's feeds",
@@ -22,24 +40,49 @@ async function plausibleService() {
   ].join("\n"));
   await admin("POST", "/admin/allow-list", { add: ["104.16.0.0/13", "162.158.0.0/15"] });
   const acme = await admin("POST", "/admin/licenses", { label: "Acme GmbH", note: "Berlin office; renews in March" });
-  await admin("POST", "/admin/licenses", { label: "Nordwind Hosting", note: "Hamburg, 40 servers" });
+  const nordwind = await admin("POST", "/admin/licenses", { label: "Nordwind Hosting", note: "Hamburg, 40 servers" });
   await admin("POST", "/admin/licenses", { label: "Café Sommer", note: "web shop" });
   await admin("POST", "/admin/keys", { name: "Sam from support", role: "read" });
-  const login = await fetch(`${base}/v2/authentication/login/license`, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ licenseKey: acme.licenseKey }),
-  }).then((r) => r.json());
-  const made = await fetch(`${base}/api/feedTokens`, {
-    method: "POST", headers: { Authorization: `Bearer ${login.accessToken}`, "Content-Type": "application/json" }, body: JSON.stringify({ scope: "all" }),
-  }).then((r) => r.json());
-  const pulled = await fetch(`${base}/v1/decisions/stream?startup=true`, { headers: { "X-Api-Key": made.feedToken, "User-Agent": "crowdsec-firewall-bouncer/v0.0.25" } });
+  const token = await accessToken(acme.licenseKey);
+  const made = await holderCall(token, "/api/feedTokens", { scope: "all" });
+  // A week of the firewall bouncer's reports, a day at a time on the service's clock.
+  for (const [day, packets] of [1840, 2210, 960, 4730, 3120, 2680, 1490].entries()) {
+    if (day > 0) await advanceClock(DAY);
+    await reportUsage(made.feedToken, { packets, bytes: packets * 64 });
+  }
+  const pulled = await fetch(`${base}/v1/decisions/stream?startup=true`, { headers: { "X-Api-Key": made.feedToken, "User-Agent": "crowdsec-firewall-bouncer/v0.0.30" } });
   assert.equal(pulled.status, 200);
-  return acme.licenseKey;
+  const machine = await holderCall(token, "/api/machines", { name: "web-1" });
+  const engine = await fetch(`${base}/v1/watchers/login`, {
+    method: "POST", body: JSON.stringify({ machine_id: machine.machineId, password: machine.password, scenarios: ["crowdsecurity/ssh-bf"] }),
+  }).then((r) => r.json());
+  const metrics = {
+    log_processors: [{
+      version: "v1.6.3-debian", os: { name: "debian", version: "12" }, utc_startup_timestamp: Math.floor(serviceNow() / 1000) - 7200,
+      datasources: { file: 2, journalctl: 1 }, feature_flags: [], hub_items: {}, metrics: [],
+    }],
+  };
+  const reported = await fetch(`${base}/v1/usage-metrics`, {
+    method: "POST", headers: { Authorization: `Bearer ${engine.token}`, "Content-Type": "application/json" }, body: JSON.stringify(metrics),
+  });
+  assert.equal(reported.status, 201, await reported.text());
+  // A colleague's refused change and a revoked license, for the audit log.
+  const { key } = await admin("POST", "/admin/keys", { name: "Alex, night shift", role: "read" });
+  await fetch(`${base}/admin/licenses/${nordwind.license}`, { method: "PATCH", headers: { Authorization: `Bearer ${key}` }, body: "{}" });
+  await admin("PATCH", `/admin/licenses/${nordwind.license}`, { note: "Hamburg, 40 servers; moved to the new rack" });
+  return acme;
 }
 
-test("screenshots at desktop and phone width, and nothing wider than a phone", async () => {
-  const licenseKey = await plausibleService();
+/** Fails when `page` scrolls sideways. */
+async function fitsItsWidth(page, what) {
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `${what} scrolls sideways by ${overflow}px`);
+}
+
+test("screenshots at desktop and phone width, one of each console view, and nothing wider than a phone", async () => {
+  const acme = await plausibleService();
   for (const [name, viewport] of [["desktop", DESKTOP], ["phone", PHONE]]) {
-    const holder = await holderPage(licenseKey, viewport);
+    const holder = await holderPage(acme.licenseKey, viewport);
     if (name === "desktop") {
       await addOne(holder, "91.92.240.17", "seen probing SSH");
       await addOne(holder, "178.128.94.12", "credential stuffing on the shop's login", "After 7 days");
@@ -47,23 +90,41 @@ test("screenshots at desktop and phone width, and nothing wider than a phone", a
     }
     await holder.locator("#list-rows tr").nth(2).waitFor();
     await holder.locator("#history-rows tr").nth(2).waitFor();
+    await holder.locator("#token-rows svg.chart").waitFor();
     await holder.screenshot({ path: join(SCREENSHOTS, `holder-${name}.png`), fullPage: true });
+    await fitsItsWidth(holder, `the holder's page at ${name} width`);
     if (name === "desktop") {
-      const dark = await holderPage(licenseKey, viewport, "dark");
+      const dark = await holderPage(acme.licenseKey, viewport, "dark");
       await dark.locator("#activity-chart svg.chart rect.bar.added").waitFor();
       await dark.screenshot({ path: join(SCREENSHOTS, "holder-dark.png"), fullPage: true });
     }
+
+    // Each view of the console, as its address opens it, once what it shows has loaded.
     const operator = await operatorPage(viewport);
-    await operator.locator("#license-rows tr", { hasText: "Acme GmbH" }).getByRole("button", { name: /^Open/ }).click();
-    await operator.locator("#license-detail:not([hidden]) dd").first().waitFor();
+    const views = [
+      ["overview", "Overview", async () => operator.locator("#sizes-chart svg.chart").waitFor()],
+      ["licenses", "Licenses", async () => operator.locator("#license-rows tr").nth(2).waitFor()],
+      ["lists", "Lists", async () => operator.locator("#promoted-count:not(:empty)").waitFor()],
+      ["keys", "Operator keys", async () => operator.locator("#key-rows tr").nth(1).waitFor()],
+      ["audit", "Audit log", async () => operator.locator("#audit-rows tr").nth(4).waitFor()],
+    ];
+    for (const [file, link, loaded] of views) {
+      await goTo(operator, link);
+      await loaded();
+      await operator.screenshot({ path: join(SCREENSHOTS, `console-${file}-${name}.png`), fullPage: true });
+      await fitsItsWidth(operator, `the console's ${link} at ${name} width`);
+    }
+    await goTo(operator, "Licenses");
+    await operator.locator("#license-rows tr", { hasText: "Acme GmbH" }).getByRole("link", { name: /^Open/ }).click();
+    await operator.locator("#license-agents svg.chart").waitFor();
+    await operator.locator("#license-audit-rows tr").first().waitFor();
+    await operator.screenshot({ path: join(SCREENSHOTS, `console-license-${name}.png`), fullPage: true });
+    await fitsItsWidth(operator, `a license's view at ${name} width`);
+    await goTo(operator, "Lookup");
     await operator.getByLabel("Address", { exact: true }).fill("80.94.95.14");
     await operator.getByRole("button", { name: "Look up" }).click();
     await operator.locator("#lookup-result", { hasText: "80.94.95.14" }).waitFor();
-    await operator.locator("#audit-rows tr").first().waitFor();
-    await operator.screenshot({ path: join(SCREENSHOTS, `operator-${name}.png`), fullPage: true });
-    for (const page of [holder, operator]) {
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-      assert.ok(overflow <= 0, `${page.url()} at ${name} width scrolls sideways by ${overflow}px`);
-    }
+    await operator.screenshot({ path: join(SCREENSHOTS, `console-lookup-${name}.png`), fullPage: true });
+    await fitsItsWidth(operator, `the lookup at ${name} width`);
   }
 });

@@ -139,12 +139,28 @@ export async function holderPage(key, viewport, colorScheme, bypassCSP) {
   return page;
 }
 
-export async function operatorPage(viewport, colorScheme, bypassCSP, token = ADMIN_TOKEN) {
-  const page = await open("/admin/", viewport, colorScheme, bypassCSP);
+/** The operator's console, logged in, at the view `hash` names (the overview by default). */
+export async function operatorPage(viewport, colorScheme, bypassCSP, token = ADMIN_TOKEN, hash = "") {
+  const page = await open(`/admin/${hash}`, viewport, colorScheme, bypassCSP);
   await page.getByLabel("Admin token or operator key", { exact: true }).fill(token);
   await page.getByRole("button", { name: "Log in" }).click();
-  await page.locator("#status-rows tr").first().waitFor();
+  if (hash) await page.locator("#app").waitFor();
+  else await page.locator("#status-rows tr").first().waitFor();
   return page;
+}
+
+/** Follows the console's link to the view `name` ("Licenses", "Audit log"): its heading takes the focus. */
+export async function goTo(page, name) {
+  await page.locator("#views").getByRole("link", { name, exact: true }).click();
+  await page.waitForFunction((name) => document.querySelector("#views a[aria-current=page]")?.textContent === name
+    && document.activeElement?.matches("div.view:not([hidden]) h2"), name);
+}
+
+/** Moves the service's clock `ms` further ahead (the test build's hook), and `serviceNow` with it. */
+export async function advanceClock(ms) {
+  clockOffset += ms;
+  const set = await fetch(`${base}/__test/clock`, { method: "POST", body: JSON.stringify({ offsetMs: clockOffset }) });
+  assert.equal(set.status, 200, `setting the clock: ${await set.text()}`);
 }
 
 export const text = (page, selector) => page.locator(selector).innerText();
