@@ -117,13 +117,13 @@ export function usageChart(days) {
 export function bouncerUsage(usage) {
   if (!usage) return "—";
   const name = [usage.type ?? "A bouncer", usage.version].filter(Boolean).join(" ");
-  const window = usage.windowSeconds ? ` in ${Math.round(usage.windowSeconds / 60)} min` : "";
+  const over = usage.windowSeconds ? ` in ${Math.round(usage.windowSeconds / 60)} min` : "";
   return [
     el("span", { class: "mono" }, name),
     el("br"),
     el("span", { class: "hint" }, usage.os ? `${usage.os}, ` : "", "started ", when(usage.startedAt)),
     el("br"),
-    `Dropped ${usage.dropped.packets.toLocaleString()} packets (${bytes(usage.dropped.bytes)})${window}, reported `,
+    `Dropped ${usage.dropped.packets.toLocaleString()} packets (${bytes(usage.dropped.bytes)})${over}, reported `,
     when(usage.reportedAt),
     usageChart(usage.days),
   ];

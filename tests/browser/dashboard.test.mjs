@@ -642,16 +642,19 @@ describe("operator page", () => {
 });
 
 describe("operator console", () => {
-  /** The API paths under /admin/ the page asks for while `work` runs. */
-  async function asked(page, work) {
+  /** The API paths under /admin/ the page asks for while `work` runs, once the
+   *  `expected` ones are answered and a moment more has passed for any other. */
+  async function asked(page, expected, work) {
     const paths = [];
     const seen = (request) => {
       const url = new URL(request.url());
       if (url.pathname.startsWith("/admin/") && url.pathname !== "/admin/") paths.push(url.pathname);
     };
     page.on("request", seen);
+    const answered = expected.map((path) => page.waitForResponse((response) => new URL(response.url()).pathname === path));
     await work();
-    await page.waitForLoadState("networkidle");
+    await Promise.all(answered);
+    await page.waitForTimeout(300);
     page.off("request", seen);
     return paths.sort();
   }
@@ -667,7 +670,7 @@ describe("operator console", () => {
       ["Audit log", "#/audit", "audit-title", ["/admin/audit", "/admin/keys"]],
       ["Overview", "#/", "overview-title", ["/admin/status"]],
     ]) {
-      const paths = await asked(page, () => goTo(page, name));
+      const paths = await asked(page, loads, () => goTo(page, name));
       assert.deepEqual(paths, loads, `${name} loads only what it shows`);
       assert.equal(await page.evaluate(() => location.hash), hash);
       assert.equal(await page.evaluate(() => document.activeElement.id), heading, `${name}: the focus on its heading`);
@@ -705,7 +708,7 @@ describe("operator console", () => {
     const linked = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, "#/audit?kind=changes");
     await linked.locator("#audit-title:focus").waitFor();
     await linked.locator("#audit-rows tr").first().waitFor();
-    assert.equal(await linked.getByLabel("Kind").inputValue(), "changes");
+    assert.equal(await linked.getByLabel("Kind", { exact: true }).inputValue(), "changes");
     assert.equal(await linked.locator("#audit-rows tr", { hasText: "Refused" }).count(), 0);
     assert.deepEqual(page.errors, []);
     assert.deepEqual(linked.errors, []);
@@ -811,21 +814,21 @@ describe("operator console", () => {
     const page = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, "#/audit");
     await page.locator("#audit-rows tr", { hasText: "Robin" }).first().waitFor();
 
-    await page.getByLabel("Kind").selectOption("changes");
+    await page.getByLabel("Kind", { exact: true }).selectOption("changes");
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForFunction(() => location.hash === "#/audit?kind=changes");
     await page.locator("#audit-rows tr", { hasText: "License created" }).first().waitFor();
     assert.equal(await page.locator("#audit-rows tr", { hasText: "Refused" }).count(), 0, "changes only");
 
-    await page.getByLabel("Kind").selectOption("");
-    await page.getByLabel("Key").selectOption(keyId);
+    await page.getByLabel("Kind", { exact: true }).selectOption({ label: "Everything" });
+    await page.getByLabel("Key", { exact: true }).selectOption(keyId);
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForFunction((id) => location.hash === `#/audit?key=${id}`, keyId);
     await page.locator("#audit-rows tr", { hasText: "Refused" }).first().waitFor();
     const byKey = await page.locator("#audit-rows tr td:nth-child(3)").allInnerTexts();
     assert.ok(byKey.length > 0 && byKey.every((by) => by === "Robin"), byKey.join(", "));
 
-    await page.getByLabel("Key").selectOption("");
+    await page.getByLabel("Key", { exact: true }).selectOption({ label: "Any key" });
     await page.getByLabel("License", { exact: true }).fill(license);
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForFunction((id) => location.hash === `#/audit?license=${id}`, license);
@@ -835,20 +838,20 @@ describe("operator console", () => {
     // Nothing is recorded a day ahead of the service's clock.
     const ahead = new Date(serviceNow() + 86_400_000);
     const local = (at) => new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-    await page.getByLabel("From").fill(local(ahead));
+    await page.getByLabel("From", { exact: true }).fill(local(ahead));
     await page.getByRole("button", { name: "Filter" }).click();
     await page.locator("#audit-result", { hasText: "No row matches these filters." }).waitFor();
     assert.match(await page.evaluate(() => location.hash), /^#\/audit\?license=lic_[0-9a-f]{24}&from=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     // Before that moment, the license's row again; the address a colleague is sent opens the same.
-    await page.getByLabel("From").fill("");
-    await page.getByLabel("Before").fill(local(ahead));
+    await page.getByLabel("From", { exact: true }).fill("");
+    await page.getByLabel("Before", { exact: true }).fill(local(ahead));
     await page.getByRole("button", { name: "Filter" }).click();
     await page.locator("#audit-rows tr", { hasText: "License created" }).waitFor();
     const shared = await page.evaluate(() => location.hash);
     const colleague = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, shared);
     await colleague.locator("#audit-rows tr", { hasText: "License created" }).waitFor();
     assert.equal(await colleague.getByLabel("License", { exact: true }).inputValue(), license);
-    assert.equal(await colleague.getByLabel("Before").inputValue(), local(ahead));
+    assert.equal(await colleague.getByLabel("Before", { exact: true }).inputValue(), local(ahead));
     await colleague.getByRole("link", { name: "Clear" }).click();
     await colleague.locator("#audit-rows tr", { hasText: "Refused" }).first().waitFor();
     assert.deepEqual(page.errors, []);
