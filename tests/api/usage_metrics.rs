@@ -6,10 +6,12 @@
 //! a missing, malformed, unknown or revoked key 403 as the stream answers; the
 //! body bounded; reports within the token's poll limit, each one object call.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use crate::costs::{count, spent};
-use crate::helpers::{send, Resp, Server, TestApp};
+use crate::helpers::{send, status_before_the_body_ends, Resp, Server, TestApp};
 
 const BOUNCER: &str = "crowdsec-firewall-bouncer/v0.0.30-debian-pragmatic-amd64";
 /// When the bouncer says it started: 2026-11-21 12:00:00 UTC.
@@ -231,9 +233,19 @@ fn a_report_is_bounded_in_size() {
     let app = TestApp::new();
     let (_, key) = app.feed_token(json!({}));
     let mut large = firewall_bouncer_report([1, 0], [60, 0]);
-    large["remediation_components"][0]["padding"] = json!("x".repeat(300 * 1024));
+    large["remediation_components"][0]["padding"] = json!("x".repeat(257 * 1024));
     let message = refused(&report(&app.server, &key, &large), 413);
     assert!(message.contains("256 KiB"), "{message}");
+    // Sent without a length, it is refused as it passes the bound, before it ends.
+    let headers = [("X-Api-Key", key.as_str()), ("Content-Type", "application/json")];
+    let status = status_before_the_body_ends(
+        &app.server.base,
+        "/v1/usage-metrics",
+        &headers,
+        (256 << 10) + (4 << 10),
+        Duration::from_secs(20),
+    );
+    assert_eq!(status.as_deref(), Some("HTTP/1.1 413 Payload Too Large"));
 }
 
 #[test]
