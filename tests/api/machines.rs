@@ -426,8 +426,16 @@ fn an_alert_reports_and_adds_for_the_machines_ttl_and_a_repeat_moves_the_expiry_
         assert_eq!(resp.status, 200, "{}", resp.body);
     };
     set(json!({ "ttl": 28_800 }));
+    let cursor = app.feed_json("format=json")["cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(ids(&alert_of(&server, &machine, "86.1.0.1", SSH_BF)), ["2"]);
     let extended = entry(&app, "86.1.0.1").unwrap();
+    // A firewall reading changes since its cursor gets the entry with its new expiry.
+    let delta = app.feed_json(&format!("format=json&since={cursor}"));
+    assert_eq!(delta["new"][0]["value"], "86.1.0.1", "{delta}");
+    assert_eq!(delta["new"][0]["expiresAt"], extended["expiresAt"], "{delta}");
     assert_eq!(extended["addedAt"], listed["addedAt"]);
     assert!(lasts(&extended) >= 28_800, "{extended}");
     let history = app.history();
