@@ -429,7 +429,11 @@ mod tests {
                 Reporter::Bouncer,
                 "more than one remediation component",
             ),
-            (firewall_bouncer_0_0_30(), Reporter::Engine, "no log processor"),
+            (
+                firewall_bouncer_0_0_30(),
+                Reporter::Engine,
+                "no log processor",
+            ),
         ] {
             let refused = parsed(body.clone(), reporter).unwrap_err();
             assert!(refused.contains(why), "{body}: {refused}");

@@ -700,7 +700,10 @@ impl<S: Sql> Directory<S> {
             let next = cursor(&rows[limit as usize - 1])?;
             return Ok((page, Some(next)));
         }
-        let page = rows.iter().map(audit_row_of).collect::<Result<Vec<_>, _>>()?;
+        let page = rows
+            .iter()
+            .map(audit_row_of)
+            .collect::<Result<Vec<_>, _>>()?;
         if query.within.is_empty() {
             return Ok((page, None));
         }
@@ -933,7 +936,9 @@ mod tests {
         directory
             .record_counted(&refusal("203.0.113.2"), Millis(20_000), 5)
             .unwrap();
-        let (rows, _) = directory.audit(&EVERYTHING, None, 10, Millis(30_000)).unwrap();
+        let (rows, _) = directory
+            .audit(&EVERYTHING, None, 10, Millis(30_000))
+            .unwrap();
         let counts: Vec<u64> = rows.iter().map(|row| row.count).collect();
         assert_eq!(counts, [5, 42]);
     }
@@ -977,7 +982,9 @@ mod tests {
         let mut other = forwarded(1, "another object's");
         other.from = "elsewhere".into();
         assert!(directory.record_forwarded(&other).unwrap());
-        let (rows, _) = directory.audit(&EVERYTHING, None, 10, Millis(10_000)).unwrap();
+        let (rows, _) = directory
+            .audit(&EVERYTHING, None, 10, Millis(10_000))
+            .unwrap();
         let written: Vec<(&str, &str)> = rows
             .iter()
             .map(|row| (row.detail.as_str(), row.at.as_str()))
@@ -1019,7 +1026,9 @@ mod tests {
         ] {
             directory.record(&refusal(client), Millis(at)).unwrap();
         }
-        let (rows, next) = directory.audit(&EVERYTHING, None, 10, Millis(200_000)).unwrap();
+        let (rows, next) = directory
+            .audit(&EVERYTHING, None, 10, Millis(200_000))
+            .unwrap();
         let counts: Vec<u64> = rows.iter().map(|row| row.count).collect();
         assert_eq!((counts, next), (vec![1, 1, 1, 2], None));
     }
@@ -1033,7 +1042,11 @@ mod tests {
         directory.record(&created, Millis(day)).unwrap();
         let later = Millis(day * (RETENTION_DAYS + 1) + 1);
         assert_eq!(
-            directory.audit(&EVERYTHING, None, 10, later).unwrap().0.len(),
+            directory
+                .audit(&EVERYTHING, None, 10, later)
+                .unwrap()
+                .0
+                .len(),
             0,
             "a year on, even unwritten"
         );
@@ -1111,7 +1124,12 @@ mod tests {
             change_at(Action::LicenseLabelled, L1, Some(ALICE), 2_000),
             (refused, Millis(3_000)),
             change_at(Action::KeyCreated, "key_00000000000000b2", None, 4_000),
-            change_at(Action::LicenseRevoked, "lic_000000000000000000000002", Some(ALICE), 5_000),
+            change_at(
+                Action::LicenseRevoked,
+                "lic_000000000000000000000002",
+                Some(ALICE),
+                5_000,
+            ),
             change_at(Action::ListEdited, "global list", Some(ALICE), 6_000),
         ];
         for (record, at) in &rows {
@@ -1151,7 +1169,10 @@ mod tests {
             shown(filter(None, Some(ALICE), None)),
             ["6000", "5000", "3000", "2000"]
         );
-        assert_eq!(shown(filter(None, Some("ADMIN_TOKEN"), None)), ["4000", "1000"]);
+        assert_eq!(
+            shown(filter(None, Some("ADMIN_TOKEN"), None)),
+            ["4000", "1000"]
+        );
         assert_eq!(shown(filter(None, None, Some(L1))), ["2000", "1000"]);
         let between = AuditFilter {
             from: Some(2_000),
@@ -1195,7 +1216,10 @@ mod tests {
             (filter(None, Some(ALICE), None), "audit_by_key"),
             (filter(None, Some("ADMIN_TOKEN"), None), "audit_by_refusal"),
             (filter(None, None, Some(L1)), "audit_by_target"),
-            (filter(Some("changes"), Some(ALICE), Some(L1)), "audit_by_target"),
+            (
+                filter(Some("changes"), Some(ALICE), Some(L1)),
+                "audit_by_target",
+            ),
         ] {
             for cursor in [None, Some(&after)] {
                 let mut query = AuditQuery::of(&filter, cursor);
@@ -1213,7 +1237,10 @@ mod tests {
                     assert!(!plan.contains("TEMP B-TREE"), "{filter:?}: {plan}");
                 }
                 if filter != EVERYTHING {
-                    assert!(plan.contains("SEARCH"), "a range, not a scan: {filter:?}: {plan}");
+                    assert!(
+                        plan.contains("SEARCH"),
+                        "a range, not a scan: {filter:?}: {plan}"
+                    );
                 }
                 // And it answers: every row it shows is one the filter lets through.
                 assert!(directory.audit(&filter, cursor, 10, Millis(10_000)).is_ok());
@@ -1234,7 +1261,10 @@ mod tests {
         }
         let mine = filter(Some("changes"), Some(ALICE), None);
         let (found, next) = page(&directory, &mine, None, 10);
-        assert!(found.is_empty(), "the one change is past the rows passed over");
+        assert!(
+            found.is_empty(),
+            "the one change is past the rows passed over"
+        );
         let next = next.expect("the page goes on");
         assert_eq!(next.at, 2 + 5, "from the last row passed over");
         let (found, end) = page(&directory, &mine, Some(&next), 10);
@@ -1258,6 +1288,9 @@ mod tests {
             .unwrap()[0]
             .int(0)
             .unwrap();
-        assert_eq!(indexes, 6, "by kind (for the bound), time, action, key, target, refusal");
+        assert_eq!(
+            indexes, 6,
+            "by kind (for the bound), time, action, key, target, refusal"
+        );
     }
 }

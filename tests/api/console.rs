@@ -624,7 +624,13 @@ fn the_audit_log_is_filtered_by_kind_key_license_and_time_a_page_at_a_time() {
     assert_eq!(made.status, 201, "{}", made.body);
     let theirs = made.json()["license"].as_str().unwrap().to_owned();
     let (mine, _) = server.create_license();
-    let refused = call(&server, &reader, "DELETE", &format!("/admin/licenses/{mine}"), None);
+    let refused = call(
+        &server,
+        &reader,
+        "DELETE",
+        &format!("/admin/licenses/{mine}"),
+        None,
+    );
     assert_eq!(refused.status, 403);
     // Reading the log tells it the refusals this isolate counted.
     audit(&server, 1);
@@ -632,11 +638,21 @@ fn the_audit_log_is_filtered_by_kind_key_license_and_time_a_page_at_a_time() {
         (action.to_owned(), actor.to_owned(), target.to_owned())
     };
     let created = |actor: &str, license: &str| row("license.created", actor, license);
-    let refusal = row("refused", "reader", &format!("DELETE /admin/licenses/{mine}"));
+    let refusal = row(
+        "refused",
+        "reader",
+        &format!("DELETE /admin/licenses/{mine}"),
+    );
     let (changes, _) = audit_at(&server, "kind=changes");
     assert!(!changes.contains(&refusal), "{changes:?}");
-    assert_eq!(changes[..2], [created("ADMIN_TOKEN", &mine), created("deputy", &theirs)]);
-    assert_eq!(audit_at(&server, "kind=refused").0, [refusal.clone()]);
+    assert_eq!(
+        changes[..2],
+        [created("ADMIN_TOKEN", &mine), created("deputy", &theirs)]
+    );
+    assert_eq!(
+        audit_at(&server, "kind=refused").0,
+        std::slice::from_ref(&refusal)
+    );
     assert_eq!(
         audit_at(&server, "kind=license.created").0,
         [created("ADMIN_TOKEN", &mine), created("deputy", &theirs)]
@@ -646,7 +662,9 @@ fn the_audit_log_is_filtered_by_kind_key_license_and_time_a_page_at_a_time() {
         [created("deputy", &theirs)]
     );
     let (admin_token, _) = audit_at(&server, "key=ADMIN_TOKEN");
-    assert!(admin_token.iter().all(|(_, actor, _)| actor == "ADMIN_TOKEN"));
+    assert!(admin_token
+        .iter()
+        .all(|(_, actor, _)| actor == "ADMIN_TOKEN"));
     assert!(admin_token.contains(&created("ADMIN_TOKEN", &mine)));
     assert_eq!(
         audit_at(&server, &format!("license={theirs}")).0,
@@ -673,7 +691,10 @@ fn the_audit_log_is_filtered_by_kind_key_license_and_time_a_page_at_a_time() {
     assert!(from.contains(&created("deputy", &theirs)), "{from:?}");
     let (before, _) = audit_at(&server, &format!("to={since}"));
     assert!(!before.contains(&created("deputy", &theirs)), "{before:?}");
-    assert!(!before.contains(&created("ADMIN_TOKEN", &mine)), "{before:?}");
+    assert!(
+        !before.contains(&created("ADMIN_TOKEN", &mine)),
+        "{before:?}"
+    );
     // A page at a time, each filter kept.
     let (first, cursor) = audit_at(&server, "kind=license.created&limit=1");
     assert_eq!(first, [created("ADMIN_TOKEN", &mine)]);
@@ -687,12 +708,18 @@ fn the_audit_log_is_filtered_by_kind_key_license_and_time_a_page_at_a_time() {
         ("key=alice", "key is an operator key's id"),
         ("license=lic_x", "license is a license id"),
         ("from=yesterday", "from is an RFC 3339 time"),
-        ("from=2026-11-22T00:00:00Z&to=2026-11-21T00:00:00Z", "from is before to"),
+        (
+            "from=2026-11-22T00:00:00Z&to=2026-11-21T00:00:00Z",
+            "from is before to",
+        ),
     ] {
         let resp = server.admin("GET", &format!("/admin/audit?{query}"), None);
         assert_eq!(resp.status, 400, "{query}: {}", resp.body);
         let message = resp.json()["message"].as_str().unwrap().to_owned();
-        assert!(message.starts_with(&format!("Bad request: {why}")), "{message}");
+        assert!(
+            message.starts_with(&format!("Bad request: {why}")),
+            "{message}"
+        );
     }
 }
 

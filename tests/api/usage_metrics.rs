@@ -113,10 +113,22 @@ fn refused(resp: &Resp, status: u16) -> String {
 fn a_firewall_bouncers_report_is_kept_on_its_token_and_shown_in_the_licenses_picture() {
     let app = TestApp::new();
     let (id, key) = app.feed_token(json!({ "scope": "all" }));
-    assert_eq!(token_row(&app, &id)["usage"], Value::Null, "before a report");
-    let first = report(&app.server, &key, &firewall_bouncer_report([80, 16], [5_120, 1_024]));
+    assert_eq!(
+        token_row(&app, &id)["usage"],
+        Value::Null,
+        "before a report"
+    );
+    let first = report(
+        &app.server,
+        &key,
+        &firewall_bouncer_report([80, 16], [5_120, 1_024]),
+    );
     assert_eq!((first.status, first.body.as_str()), (201, ""));
-    let second = report(&app.server, &key, &firewall_bouncer_report([3, 1], [180, 60]));
+    let second = report(
+        &app.server,
+        &key,
+        &firewall_bouncer_report([3, 1], [180, 60]),
+    );
     assert_eq!(second.status, 201, "{}", second.body);
     let usage = token_row(&app, &id)["usage"].clone();
     assert_eq!(
@@ -237,7 +249,10 @@ fn a_report_is_bounded_in_size() {
     let message = refused(&report(&app.server, &key, &large), 413);
     assert!(message.contains("256 KiB"), "{message}");
     // Sent without a length, it is refused as it passes the bound, before it ends.
-    let headers = [("X-Api-Key", key.as_str()), ("Content-Type", "application/json")];
+    let headers = [
+        ("X-Api-Key", key.as_str()),
+        ("Content-Type", "application/json"),
+    ];
     let status = status_before_the_body_ends(
         &app.server.base,
         "/v1/usage-metrics",
@@ -267,11 +282,18 @@ fn reports_share_the_tokens_poll_limit_refused_bodies_do_not_and_each_is_one_obj
     for _ in 0..250 {
         assert_eq!(report_with(&server, &key_header, b"{]").status, 400);
     }
-    assert_eq!(report(&server, &key, &body).status, 201, "still within the limit");
+    assert_eq!(
+        report(&server, &key, &body).status,
+        201,
+        "still within the limit"
+    );
     // Reports are: past 120 a minute (the flood may straddle two windows), 429.
     let first_refused = (0..250).find(|_| report(&server, &key, &body).status == 429);
     let first_refused = first_refused.expect("reports past the poll limit are refused");
-    assert!(first_refused >= 117, "refused after {first_refused} reports");
+    assert!(
+        first_refused >= 117,
+        "refused after {first_refused} reports"
+    );
     let stream = send(
         "GET",
         &format!("{}/v1/decisions/stream", server.base),

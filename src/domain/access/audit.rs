@@ -267,9 +267,7 @@ impl AuditFilter {
             text.map(|text| {
                 UnixTime::parse_rfc3339(text)
                     .map(|at| at.0.saturating_mul(1000))
-                    .ok_or_else(|| {
-                        format!("{name} is an RFC 3339 time, e.g. 2026-11-21T00:00:00Z")
-                    })
+                    .ok_or_else(|| format!("{name} is an RFC 3339 time, e.g. 2026-11-21T00:00:00Z"))
             })
             .transpose()
         };
@@ -369,12 +367,18 @@ mod tests {
     #[test]
     fn a_filter_takes_a_kind_a_key_a_license_and_times_each_in_its_shape() {
         let none = (None, None);
-        assert_eq!(AuditFilter::parse(None, None, None, none), Ok(AuditFilter::default()));
+        assert_eq!(
+            AuditFilter::parse(None, None, None, none),
+            Ok(AuditFilter::default())
+        );
         let filter = AuditFilter::parse(
             Some("license.revoked"),
             Some("key_0123456789abcdef"),
             Some("lic_0123456789abcdef01234567"),
-            (Some("2026-11-21T00:00:00Z"), Some("2026-11-22T00:00:00+01:00")),
+            (
+                Some("2026-11-21T00:00:00Z"),
+                Some("2026-11-22T00:00:00+01:00"),
+            ),
         )
         .unwrap();
         assert_eq!(
@@ -393,11 +397,35 @@ mod tests {
             (Some(AuditKind::Changes), Some(KeyFilter::AdminToken))
         );
         for (kind, key, license, times, why) in [
-            (Some("deleted"), None, None, none, "kind is changes or one of"),
-            (None, Some("alice"), None, none, "key is an operator key's id"),
+            (
+                Some("deleted"),
+                None,
+                None,
+                none,
+                "kind is changes or one of",
+            ),
+            (
+                None,
+                Some("alice"),
+                None,
+                none,
+                "key is an operator key's id",
+            ),
             (None, None, Some("lic_x"), none, "license is a license id"),
-            (None, None, None, (Some("yesterday"), None), "from is an RFC 3339 time"),
-            (None, None, None, (None, Some("2026-11-21")), "to is an RFC 3339 time"),
+            (
+                None,
+                None,
+                None,
+                (Some("yesterday"), None),
+                "from is an RFC 3339 time",
+            ),
+            (
+                None,
+                None,
+                None,
+                (None, Some("2026-11-21")),
+                "to is an RFC 3339 time",
+            ),
             (
                 None,
                 None,

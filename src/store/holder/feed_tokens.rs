@@ -166,8 +166,10 @@ impl<S: Sql> SqlListStore<S> {
         )?;
         self.sql()
             .execute("DELETE FROM feed_tokens WHERE id = ?1", &[Value::text(id)])?;
-        self.sql()
-            .execute("DELETE FROM usage_days WHERE token = ?1", &[Value::text(id)])?;
+        self.sql().execute(
+            "DELETE FROM usage_days WHERE token = ?1",
+            &[Value::text(id)],
+        )?;
         found.first().map(|row| row.text(0)).transpose()
     }
 }

@@ -258,7 +258,10 @@ mod tests {
         assert_eq!((today.packets, today.bytes), (4, 240));
         let yesterday = &usage.days[USAGE_DAYS as usize - 2];
         assert_eq!((yesterday.packets, yesterday.bytes), (96, 6_144));
-        assert_eq!(listed[1].usage, None, "another token's bouncer reported nothing");
+        assert_eq!(
+            listed[1].usage, None,
+            "another token's bouncer reported nothing"
+        );
     }
 
     #[test]
@@ -267,9 +270,15 @@ mod tests {
         token(&store, TOKEN);
         for day in 0..45 {
             let at = NOON.plus(day * SECONDS_PER_DAY);
-            assert!(store.record_bouncer_usage(TOKEN, &report(1, 1), at).unwrap());
+            assert!(store
+                .record_bouncer_usage(TOKEN, &report(1, 1), at)
+                .unwrap());
         }
-        assert_eq!(rows(&store), USAGE_DAYS, "a row a day, the window's days only");
+        assert_eq!(
+            rows(&store),
+            USAGE_DAYS,
+            "a row a day, the window's days only"
+        );
         let last = NOON.plus(44 * SECONDS_PER_DAY);
         let usage = store.feed_tokens(last).unwrap()[0].usage.clone().unwrap();
         assert!(usage.days.iter().all(|day| day.packets == 1));
@@ -278,7 +287,9 @@ mod tests {
         assert_eq!(rows(&store), USAGE_DAYS - 10);
         assert!(store.revoke_feed_token(TOKEN).unwrap().is_some());
         assert_eq!(rows(&store), 0, "gone with the token");
-        assert!(!store.record_bouncer_usage(TOKEN, &report(1, 1), last).unwrap());
+        assert!(!store
+            .record_bouncer_usage(TOKEN, &report(1, 1), last)
+            .unwrap());
         assert_eq!(rows(&store), 0, "a revoked token's report keeps nothing");
     }
 
@@ -301,7 +312,9 @@ mod tests {
             started_at: Some(NOON),
             datasources: 4,
         };
-        assert!(store.record_engine_usage(&new.id, &report, NOON.plus(60)).unwrap());
+        assert!(store
+            .record_engine_usage(&new.id, &report, NOON.plus(60))
+            .unwrap());
         assert_eq!(
             store.machines().unwrap()[0].usage,
             Some(EngineUsage {
@@ -338,12 +351,18 @@ mod tests {
         let store = SqlListStore::new(sql);
         let listed = store.feed_tokens(NOON).unwrap();
         assert_eq!(
-            (listed[0].scope, listed[0].pulled.as_deref(), &listed[0].usage),
+            (
+                listed[0].scope,
+                listed[0].pulled.as_deref(),
+                &listed[0].usage
+            ),
             (Scope::Personal, Some("decisions"), &None)
         );
         let machines = store.machines().unwrap();
         assert_eq!((machines[0].ttl, &machines[0].usage), (600, &None));
-        assert!(store.record_bouncer_usage(TOKEN, &report(2, 3), NOON).unwrap());
+        assert!(store
+            .record_bouncer_usage(TOKEN, &report(2, 3), NOON)
+            .unwrap());
         let usage = store.feed_tokens(NOON).unwrap()[0].usage.clone().unwrap();
         assert_eq!(usage.days.last().map(|day| day.packets), Some(2));
     }
