@@ -79,8 +79,10 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # forms that carry IPv4, the writer's audit rows kept and forwarded, the keys'
 # record in KV with the refusals' tally, and the revocations' object filing in the
 # directory (less the directory's key check and revocation, gone); 688.0 with
-# them. Issue 40's breakdown is to take this back.
-WASM_GZIP_KIB := 688
+# them. Raised to 722 for bouncers' and engines' usage metrics (the payloads'
+# reading, their days in the holder's object, the pictures' fields) and the audit
+# log's filters; 721.3 with them. Issue 40's breakdown is to take this back.
+WASM_GZIP_KIB := 722
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
