@@ -489,8 +489,9 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await shownAsText(page, "#license-title", markup(6));
     await shownAsText(page, "#license-agents", markup(8));
     for (const n of [22, 23, 24]) await shownAsText(page, "#license-agents", markup(n));
-    // Its audit rows: its creation, with the label it was given.
-    await shownAsText(page, "#license-audit-rows", markup(6));
+    // Its audit rows: its creation, with the label it was given, which the
+    // service's detail quotes (`label "…"`, a quote in it escaped as \").
+    await shownAsText(page, "#license-audit-rows", `label ${JSON.stringify(markup(6))}`);
 
     await goTo(page, "Operator keys");
     await page.getByLabel("Name", { exact: true }).fill(markup(9));
@@ -555,7 +556,7 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await shownAsText(page, "#audit-result", "Bad request");
     const offered = await page.evaluate(() => [...document.querySelectorAll("#audit-key option")].map((option) => option.textContent));
     assert.ok(offered.includes(markup(27)), "the key the address names is offered, as text");
-    assert.equal(await page.getByLabel("License", { exact: true }).inputValue(), markup(26));
+    assert.equal(await page.locator("#audit-filters").getByLabel("License", { exact: true }).inputValue(), markup(26));
     await page.goto(`${base}/admin/#/lookup?ip=${encodeURIComponent(markup(28))}`);
     await shownAsText(page, "#lookup-result", "Bad request");
     assert.equal(await page.getByLabel("Address", { exact: true }).inputValue(), markup(28));
@@ -758,7 +759,7 @@ describe("operator console", () => {
     // Its whole audit log, one link away.
     await page.getByRole("link", { name: "Its whole audit log" }).click();
     await page.locator("#audit-rows tr", { hasText: "License labelled" }).waitFor();
-    assert.equal(await page.getByLabel("License", { exact: true }).inputValue(), (await page.evaluate(() => location.hash)).split("license=")[1]);
+    assert.equal(await page.locator("#audit-filters").getByLabel("License", { exact: true }).inputValue(), (await page.evaluate(() => location.hash)).split("license=")[1]);
     await goTo(page, "Licenses");
     await page.getByLabel("Find by label").fill("no such label at all");
     await page.getByRole("button", { name: "Search" }).click();
@@ -813,23 +814,26 @@ describe("operator console", () => {
     assert.equal(refused.status, 403);
     const page = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, "#/audit");
     await page.locator("#audit-rows tr", { hasText: "Robin" }).first().waitFor();
+    // The audit view's own fields: every view is in the page, and a hidden one's
+    // labels (the license view's section is labelled "License") still count.
+    const filters = page.locator("#audit-filters");
 
-    await page.getByLabel("Kind", { exact: true }).selectOption("changes");
+    await filters.getByLabel("Kind", { exact: true }).selectOption("changes");
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForFunction(() => location.hash === "#/audit?kind=changes");
     await page.locator("#audit-rows tr", { hasText: "License created" }).first().waitFor();
     assert.equal(await page.locator("#audit-rows tr", { hasText: "Refused" }).count(), 0, "changes only");
 
-    await page.getByLabel("Kind", { exact: true }).selectOption({ label: "Everything" });
-    await page.getByLabel("Key", { exact: true }).selectOption(keyId);
+    await filters.getByLabel("Kind", { exact: true }).selectOption({ label: "Everything" });
+    await filters.getByLabel("Key", { exact: true }).selectOption(keyId);
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForFunction((id) => location.hash === `#/audit?key=${id}`, keyId);
     await page.locator("#audit-rows tr", { hasText: "Refused" }).first().waitFor();
     const byKey = await page.locator("#audit-rows tr td:nth-child(3)").allInnerTexts();
     assert.ok(byKey.length > 0 && byKey.every((by) => by === "Robin"), byKey.join(", "));
 
-    await page.getByLabel("Key", { exact: true }).selectOption({ label: "Any key" });
-    await page.getByLabel("License", { exact: true }).fill(license);
+    await filters.getByLabel("Key", { exact: true }).selectOption({ label: "Any key" });
+    await filters.getByLabel("License", { exact: true }).fill(license);
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForFunction((id) => location.hash === `#/audit?license=${id}`, license);
     await page.locator("#audit-rows tr", { hasText: "License created" }).waitFor();
@@ -838,20 +842,20 @@ describe("operator console", () => {
     // Nothing is recorded a day ahead of the service's clock.
     const ahead = new Date(serviceNow() + 86_400_000);
     const local = (at) => new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-    await page.getByLabel("From", { exact: true }).fill(local(ahead));
+    await filters.getByLabel("From", { exact: true }).fill(local(ahead));
     await page.getByRole("button", { name: "Filter" }).click();
     await page.locator("#audit-result", { hasText: "No row matches these filters." }).waitFor();
     assert.match(await page.evaluate(() => location.hash), /^#\/audit\?license=lic_[0-9a-f]{24}&from=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     // Before that moment, the license's row again; the address a colleague is sent opens the same.
-    await page.getByLabel("From", { exact: true }).fill("");
-    await page.getByLabel("Before", { exact: true }).fill(local(ahead));
+    await filters.getByLabel("From", { exact: true }).fill("");
+    await filters.getByLabel("Before", { exact: true }).fill(local(ahead));
     await page.getByRole("button", { name: "Filter" }).click();
     await page.locator("#audit-rows tr", { hasText: "License created" }).waitFor();
     const shared = await page.evaluate(() => location.hash);
     const colleague = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, shared);
     await colleague.locator("#audit-rows tr", { hasText: "License created" }).waitFor();
-    assert.equal(await colleague.getByLabel("License", { exact: true }).inputValue(), license);
-    assert.equal(await colleague.getByLabel("Before", { exact: true }).inputValue(), local(ahead));
+    assert.equal(await colleague.locator("#audit-filters").getByLabel("License", { exact: true }).inputValue(), license);
+    assert.equal(await colleague.locator("#audit-filters").getByLabel("Before", { exact: true }).inputValue(), local(ahead));
     await colleague.getByRole("link", { name: "Clear" }).click();
     await colleague.locator("#audit-rows tr", { hasText: "Refused" }).first().waitFor();
     assert.deepEqual(page.errors, []);
@@ -874,6 +878,12 @@ describe("operator console", () => {
     await reader.getByRole("button", { name: "Create a license" }).click();
     await reader.locator("#licenses-result", { hasText: "Forbidden" }).waitFor();
     assert.equal(await text(reader, "#licenses-result"), 'Forbidden: the operator key "Sam from support" has the role read: it can see everything and change nothing');
+    // To the overview, its status loaded, while the key stands: once it is
+    // revoked, showing a view is itself a call the service refuses.
+    await Promise.all([
+      reader.waitForResponse((response) => new URL(response.url()).pathname === "/admin/status"),
+      goTo(reader, "Overview"),
+    ]);
 
     await goTo(page, "Audit log");
     const refused = page.locator("#audit-rows tr", { hasText: "Refused" }).filter({ hasText: "Sam from support" }).first();
@@ -884,8 +894,7 @@ describe("operator console", () => {
     await keyRow.getByRole("button", { name: "Revoke the key Sam from support" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
     await page.locator("#keys-result", { hasText: "revoked" }).waitFor();
-    await goTo(reader, "Overview");
-    await reader.getByRole("button", { name: "Refresh" }).click();
+    await reader.locator("div.view[data-view=overview]").getByRole("button", { name: "Refresh" }).click();
     await reader.locator("#login-view").waitFor({ state: "visible" });
     assert.equal(await text(reader, "#login-result"), "Unauthorized: the admin token or operator key is missing or invalid. Log in again.");
   });
