@@ -435,7 +435,10 @@ fn an_alert_reports_and_adds_for_the_machines_ttl_and_a_repeat_moves_the_expiry_
     // A firewall reading changes since its cursor gets the entry with its new expiry.
     let delta = app.feed_json(&format!("format=json&since={cursor}"));
     assert_eq!(delta["new"][0]["value"], "86.1.0.1", "{delta}");
-    assert_eq!(delta["new"][0]["expiresAt"], extended["expiresAt"], "{delta}");
+    assert_eq!(
+        delta["new"][0]["expiresAt"], extended["expiresAt"],
+        "{delta}"
+    );
     assert_eq!(extended["addedAt"], listed["addedAt"]);
     assert!(lasts(&extended) >= 28_800, "{extended}");
     let history = app.history();
