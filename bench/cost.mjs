@@ -38,8 +38,34 @@ async function meter(url, license) {
 
 const minus = (a, b) => Object.fromEntries(BILLABLE.map((f) => [f, a[f] - b[f]]));
 
+/** What crowdsec-firewall-bouncer 0.0.30 posts every 15 minutes (go-cs-bouncer's metrics). */
+function bouncerUsage() {
+  const now = Math.floor(Date.now() / 1000);
+  const item = (name, unit, value, labels) => ({ labels, name, unit, value });
+  return JSON.stringify({
+    log_processors: null,
+    remediation_components: [{
+      feature_flags: [],
+      metrics: [{
+        items: [
+          item("active_decisions", "ip", 14000, { ip_type: "ipv4", origin: "CAPI" }),
+          item("dropped", "byte", 5120, { ip_type: "ipv4", origin: "cscli" }),
+          item("dropped", "packet", 80, { ip_type: "ipv4", origin: "cscli" }),
+          item("processed", "byte", 9000000, { ip_type: "ipv4" }),
+          item("processed", "packet", 60000, { ip_type: "ipv4" }),
+        ],
+        meta: { utc_now_timestamp: now, window_size_seconds: 900 },
+      }],
+      os: { name: "debian", version: "12" },
+      type: "crowdsec-firewall-bouncer",
+      utc_startup_timestamp: now - 900,
+      version: "v0.0.30-debian-pragmatic-amd64",
+    }],
+  });
+}
+
 /** The scenarios of `make bench`, each a request `send(n)` answering what it expects. */
-function scenarios(holder, feedKey) {
+function scenarios(holder, feedKey, bouncerKey) {
   const form = (path, ip) => () => post(holder.url, path, { token: holder.token, form: { ip } });
   const check = "/api/checkIpOnGreylist?result_mode=json";
   const add = "/api/addIpToGreylist?result_mode=json";
@@ -61,6 +87,13 @@ function scenarios(holder, feedKey) {
     ["remove, listed addresses", (n) => post(holder.url, remove, { token: holder.token, form: { ip: fresh(n) } })],
     ["login", () => post(holder.url, "/v2/authentication/login/license", { json: { licenseKey: holder.key } })],
     ["CrowdSec stream pull, nothing new", () => fetch(`${holder.url}/v1/decisions/stream`, { headers: { "X-Api-Key": feedKey } }).then(async (r) => ({ status: r.status, text: await r.text() }))],
+    ["CrowdSec live lookup (`/v1/decisions?ip=`), unlisted", () => fetch(`${holder.url}/v1/decisions?ip=20.250.0.1`, { headers: { "X-Api-Key": bouncerKey } }).then(async (r) => ({ status: r.status, text: await r.text() }))],
+    ["a bouncer's usage metrics (`/v1/usage-metrics`)", () => fetch(`${holder.url}/v1/usage-metrics`, { method: "POST", headers: { "X-Api-Key": bouncerKey, "Content-Type": "application/json" }, body: bouncerUsage() }).then(async (r) => ({ status: r.status, text: await r.text() }))],
+    ["allow list: check, not on it", form("/api/checkIpOnAllowlist?result_mode=json", "20.250.0.2")],
+    ["allow list: add a range", (n) => post(holder.url, "/api/addIpToAllowlist?result_mode=json", { token: holder.token, form: { ip: `31.${n}.0.0/16` } })],
+    ["allow list: remove a range", (n) => post(holder.url, "/api/deleteIpFromAllowlist?result_mode=json", { token: holder.token, form: { ip: `31.${n}.0.0/16` } })],
+    ["report an address (`/api/reportIp`)", (n) => post(holder.url, "/api/reportIp", { token: holder.token, form: { ip: dotted(23 * 2 ** 24 + n), categories: "ssh" } })],
+    ["network status of an address", form("/api/networkStatus", "20.250.0.1")],
     [
       "bulk add of 1000 new addresses (per request)",
       (n) => post(holder.url, "/api/addIpsToGreylist?result_mode=json", {
@@ -78,6 +111,8 @@ export async function costs(state) {
   try {
     const holder = { url, ...(await newHolder(url)) };
     const feedKey = JSON.parse((await post(url, "/api/feedTokens", { token: holder.token, json: { scope: "personal" } })).text).feedToken;
+    // A second bouncer, so that no scenario's polls count against another's limit.
+    const bouncerKey = JSON.parse((await post(url, "/api/feedTokens", { token: holder.token, json: { scope: "personal" } })).text).feedToken;
     await post(url, "/admin/allow-list", { token: ADMIN, json: { add: ["104.16.0.0/13"] } });
     await post(url, "/admin/global-list", { token: ADMIN, method: "PUT", text: globalImport(1000) });
     await secondsUntilListed(url, holder.token, globalAddress(7));
@@ -85,10 +120,10 @@ export async function costs(state) {
     const first = await meter(url, holder.license);
     const overhead = minus(await meter(url, holder.license), first);
     const rows = [];
-    for (const [name, send] of scenarios(holder, feedKey)) {
+    for (const [name, send] of scenarios(holder, feedKey, bouncerKey)) {
       const requests = name.startsWith("bulk") ? 3 : REQUESTS;
       // Each scenario's warm-up fills what an isolate keeps (the snapshots, the license's standing).
-      for (let n = 0; n < WARM_UP && !name.includes("addresses"); n++) await send(n);
+      for (let n = 0; n < WARM_UP && !/addresses|range|report/.test(name); n++) await send(n);
       const before = await meter(url, holder.license);
       const started = performance.now();
       for (let n = 0; n < requests; n++) {

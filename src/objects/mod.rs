@@ -14,15 +14,14 @@ pub mod startup;
 
 /// Makes each call type a variant of its protocol's call enum, with its typed
 /// answer: adding a call is one line here, one type, and one handler. A call
-/// renamed in the code keeps the name it travels by (`NewName as "OldName"`), so
-/// that a Worker and an object of two versions still understand each other while
-/// a deployment rolls out.
+/// travels by its position, and an object refuses a call made by another build
+/// of the sources (`protocol`), so the order is free.
 macro_rules! calls {
-    ($protocol:ty => $call:ident { $($(#[$meta:meta])* $variant:ident $(as $wire:literal)? => $answer:ty),* $(,)? }
+    ($protocol:ty => $call:ident { $($(#[$meta:meta])* $variant:ident => $answer:ty),* $(,)? }
      $(streamed { $($streamed:ident => ($head:ty, $item:ty)),* $(,)? })?) => {
         #[derive(Debug, serde::Serialize, serde::Deserialize)]
         pub enum $call {
-            $($(#[$meta])* $(#[serde(rename = $wire)])? $variant($variant),)*
+            $($(#[$meta])* $variant($variant),)*
             $($($streamed($streamed),)*)?
         }
         $(

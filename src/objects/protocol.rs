@@ -6,21 +6,33 @@
 //! typed answer; the object dispatches on the enum. A refusal is a value the
 //! caller acts on; a fault (storage, a bug) is a 500 whose detail is logged.
 //!
-//! On the wire: the call is a percent-encoded JSON header when it is small or
-//! when the body carries an upload of its own, else the request's JSON body (a
-//! body costs each side a stream to read). An answer is one JSON line,
-//! `{"ok": answer}` or `{"refused": refusal}`; a streamed answer is that line with
-//! its head, then a line per page of items, then `{"end": n}`, so that an answer
-//! cut short is never taken for a whole one.
+//! On the wire, calls and answers are `postcard`: serde's own data model in a
+//! compact binary form (varints, no field names), a stable format (1.0), small
+//! and `no_std`; `bincode` is unmaintained (RUSTSEC-2025-0141), and CBOR or
+//! MessagePack name every field and bring a self-describing decoder. Its
+//! decoding code is a fraction of JSON's per type, and so is its work. An enum's
+//! variant travels by its position, and a field by its place: a call names the
+//! build of the sources that made it, and an object of another build (while a
+//! deployment rolls out) refuses it, a logged 500, rather than misread it.
+//!
+//! The call travels in a header (base64) when it is small or when the body
+//! carries an upload of its own, else as the request's body (a body costs each
+//! side a stream to read). An answer is frames, each its length (four bytes,
+//! little-endian) and its bytes: one frame, `Reply::Ok(answer)` or
+//! `Reply::Refused(refusal)`; or, streamed, that reply with the head, a frame per
+//! page of items, then `End` with their count, so that an answer cut short is
+//! never taken for a whole one. A refusal reads the same either way.
 
 use std::fmt;
 
+use base64ct::{Base64Unpadded, Encoding};
 use futures_util::stream::{self, LocalBoxStream, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use worker::js_sys::Uint8Array;
+use worker::js_sys::{ArrayBuffer, Uint8Array};
+use worker::wasm_bindgen::JsCast;
 use worker::wasm_bindgen_futures::JsFuture;
-use worker::{Headers, Method, Request, RequestInit, Response, Stub};
+use worker::{Headers, Request, Response, Stub};
 
 use crate::platform::clock;
 use crate::platform::meter::{self, Billable};
@@ -57,33 +69,29 @@ pub trait AskStream<P: Protocol>: Into<P::Call> {
             Ok(streamed) => streamed,
             Err(failure) => return encode_reply::<P, Self::Head>(Err(failure)),
         };
-        let first = line(&Reply::<Self::Head, P::Refusal>::Ok(head))?;
+        let first = frame(&Reply::<Self::Head, P::Refusal>::Ok(head))?;
         let body = stream::unfold(Sending::Head(first, pages), |state| async move {
             match state {
                 Sending::Head(first, pages) => Some((Ok(first), Sending::Pages(pages, 0))),
                 Sending::Pages(mut pages, count) => Some(match pages.next().await {
                     Some(Ok(page)) => {
                         let count = count + page.len() as u64;
-                        (line(&Part::Items(page)), Sending::Pages(pages, count))
+                        (frame(&Part::Items(page)), Sending::Pages(pages, count))
                     }
-                    // The body breaks off: the caller sees no end line, never a short list.
+                    // The body breaks off: the caller sees no end, never a short list.
                     Some(Err(fault)) => (
                         Err(worker::Error::RustError(fault.to_string())),
                         Sending::Done,
                     ),
                     None => (
-                        line(&Part::<Self::Item>::End { items: count }),
+                        frame(&Part::<Self::Item>::End { items: count }),
                         Sending::Done,
                     ),
                 }),
                 Sending::Done => None,
             }
         });
-        let response = Response::from_stream(body)?;
-        response
-            .headers()
-            .set("Content-Type", "application/x-ndjson")?;
-        Ok(response)
+        Response::from_stream(body)
     }
 }
 
@@ -119,22 +127,60 @@ impl<R, E: Into<StoreError>> From<E> for Failure<R> {
 }
 
 #[derive(Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
 enum Reply<T, R> {
     Ok(T),
     Refused(R),
 }
 
 #[derive(Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
 enum Part<T> {
     Items(Vec<T>),
     End { items: u64 },
 }
 
-fn line(value: &impl Serialize) -> worker::Result<Vec<u8>> {
-    let mut bytes = serde_json::to_vec(value)?;
-    bytes.push(b'\n');
+/// A value whose one shape is its JSON (the manifest KV holds, the operator's
+/// edit as sent and as answered, whose fields are left out when empty) crosses
+/// as that JSON, in which it reads back whatever it leaves out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> Serialize for Json<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let text = serde_json::to_string(&self.0).map_err(serde::ser::Error::custom)?;
+        serializer.serialize_str(&text)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Json<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        serde_json::from_str(&text)
+            .map(Self)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
+    postcard::to_allocvec(value).map_err(|e| StoreError::Corrupt(format!("not encoded: {e}")))
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
+    postcard::from_bytes(bytes).map_err(|e| {
+        StoreError::Corrupt(format!("an object's call or answer does not decode: {e}"))
+    })
+}
+
+/// The bytes of a frame's length.
+const LENGTH: usize = 4;
+
+/// One frame of a streamed answer: its length, then its bytes.
+fn frame(value: &impl Serialize) -> worker::Result<Vec<u8>> {
+    let mut bytes = vec![0; LENGTH];
+    bytes =
+        postcard::to_extend(value, bytes).map_err(|e| worker::Error::RustError(e.to_string()))?;
+    let length = u32::try_from(bytes.len() - LENGTH)
+        .map_err(|_| worker::Error::RustError("a page over 4 GB".to_owned()))?;
+    bytes[..LENGTH].copy_from_slice(&length.to_le_bytes());
     Ok(bytes)
 }
 
@@ -146,37 +192,43 @@ fn encode_reply<P: Protocol, T: Serialize>(
         Err(Failure::Refused(refusal)) => Reply::Refused(refusal),
         Err(Failure::Fault(fault)) => return Response::error(fault.to_string(), 500),
     };
-    let response = Response::from_bytes(line(&reply)?)?;
-    response.headers().set("Content-Type", "application/json")?;
-    Ok(response)
+    Response::from_bytes(frame(&reply)?)
 }
 
 /// The header a call travels in when it is small, or when the body carries an
 /// upload of its own.
 const CALL_HEADER: &str = "X-Greylist-Call";
 
-/// The largest call sent in a header (percent-encoded, up to three times as
-/// long): every single operation, far below the runtime's limit on headers.
+/// The header naming the build of the sources a call was made by (`build.rs`):
+/// an object answers only a call of its own build.
+const BUILD_HEADER: &str = "X-Greylist-Build";
+const BUILD: &str = env!("GREYLIST_BUILD");
+
+/// Whether a call comes from this build. Calls travel by position, so one of
+/// another build (a deployment rolling out) could read as another call.
+fn of_this_build(build: Option<&str>) -> Result<(), String> {
+    match build {
+        Some(BUILD) => Ok(()),
+        other => Err(format!(
+            "a call from build {other:?}, where this object is build {BUILD}"
+        )),
+    }
+}
+
+/// The largest call sent in a header (base64, a third longer): every single
+/// operation, far below the runtime's limit on headers.
 const SMALL_CALL_BYTES: usize = 2048;
-
-/// A call's JSON as a header value: percent-encoded, so any text fits.
-fn to_header(json: &str) -> String {
-    form_urlencoded::byte_serialize(json.as_bytes()).collect()
-}
-
-fn from_header(encoded: &str) -> String {
-    form_urlencoded::parse(encoded.as_bytes())
-        .map(|(key, _)| key.into_owned())
-        .collect()
-}
 
 /// Reads the call a request carries, as the object receives it. A call with an
 /// upload leaves the body unread, for its handler to stream.
 pub async fn receive<P: Protocol>(req: &mut Request) -> worker::Result<P::Call> {
-    if let Some(encoded) = req.headers().get(CALL_HEADER)? {
-        return Ok(serde_json::from_str(&from_header(&encoded))?);
-    }
-    Ok(serde_json::from_slice(&req.bytes().await?)?)
+    of_this_build(req.headers().get(BUILD_HEADER)?.as_deref()).map_err(worker::Error::RustError)?;
+    let bytes = match req.headers().get(CALL_HEADER)? {
+        Some(encoded) => Base64Unpadded::decode_vec(&encoded)
+            .map_err(|e| worker::Error::RustError(format!("a call's header: {e}")))?,
+        None => buffer_of(req.inner().array_buffer()?).await?,
+    };
+    Ok(decode(&bytes)?)
 }
 
 /// A refusal as an answer to any call of `P`.
@@ -184,23 +236,25 @@ pub fn refuse<P: Protocol>(refusal: P::Refusal) -> worker::Result<Response> {
     encode_reply::<P, ()>(Err(Failure::Refused(refusal)))
 }
 
-/// A Durable Object as its caller sees it: typed calls, typed answers.
+/// A Durable Object as its caller sees it: typed calls, typed answers. It holds
+/// the runtime's stub itself, so that an answer is read as the runtime gave it,
+/// never wrapped in a second `Response`.
 pub struct Object<P> {
-    stub: Stub,
+    stub: worker::worker_sys::DurableObject,
     protocol: std::marker::PhantomData<P>,
 }
 
 impl<P: Protocol> Object<P> {
     pub fn new(stub: Stub) -> Self {
         Self {
-            stub,
+            stub: stub.into_rpc(),
             protocol: std::marker::PhantomData,
         }
     }
 
     pub async fn ask<A: Ask<P>>(&self, call: A) -> Result<A::Answer, Failure<P::Refusal>> {
-        let response = self.send(&call.into(), None).await?;
-        decode_reply::<P, A::Answer>(response).await
+        let call = encode::<P::Call>(&call.into())?;
+        read_reply::<P, A::Answer>(&answer(send(&self.stub, call, None).await?).await?)
     }
 
     /// `ask`, with `upload` as the request's body, passed through as it came.
@@ -209,8 +263,8 @@ impl<P: Protocol> Object<P> {
         call: A,
         upload: Option<worker::web_sys::ReadableStream>,
     ) -> Result<A::Answer, Failure<P::Refusal>> {
-        let response = self.send(&call.into(), Some(upload)).await?;
-        decode_reply::<P, A::Answer>(response).await
+        let call = encode::<P::Call>(&call.into())?;
+        read_reply::<P, A::Answer>(&answer(send(&self.stub, call, Some(upload)).await?).await?)
     }
 
     /// The head of a streamed answer, and its pages to read one at a time.
@@ -218,143 +272,151 @@ impl<P: Protocol> Object<P> {
         &self,
         call: A,
     ) -> Result<(A::Head, Pages<A::Item>), Failure<P::Refusal>> {
-        let response = self.send(&call.into(), None).await?;
-        let response = fault_of(response).await?;
-        let mut pages = Pages {
-            chunks: Chunks::of_response(&response)?,
-            buffer: Vec::new(),
-            count: 0,
-            ended: false,
-            item: std::marker::PhantomData,
-        };
-        let head = pages
-            .line()
-            .await?
-            .ok_or_else(|| StoreError::Corrupt("a streamed answer without its head".to_owned()))?;
-        match serde_json::from_slice::<Reply<A::Head, P::Refusal>>(&head)
-            .map_err(StoreError::from)?
-        {
-            Reply::Ok(head) => Ok((head, pages)),
+        let call = encode::<P::Call>(&call.into())?;
+        let (head, pages) = streamed(send(&self.stub, call, None).await?).await?;
+        match decode::<Reply<A::Head, P::Refusal>>(&head)? {
+            Reply::Ok(head) => Ok((
+                head,
+                Pages {
+                    pages,
+                    item: std::marker::PhantomData,
+                },
+            )),
             Reply::Refused(refusal) => Err(Failure::Refused(refusal)),
         }
     }
+}
 
-    async fn send(
-        &self,
-        call: &P::Call,
-        upload: Option<Option<worker::web_sys::ReadableStream>>,
-    ) -> Result<Response, StoreError> {
-        let json = serde_json::to_string(call)?;
-        let headers = Headers::new();
-        clock::forward(&headers)?;
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post);
-        match upload {
-            Some(body) => {
-                headers.set(CALL_HEADER, &to_header(&json))?;
-                init.with_body(body.map(Into::into));
-            }
-            // A small call goes in a header: no body for either side to stream.
-            None if json.len() <= SMALL_CALL_BYTES => {
-                headers.set(CALL_HEADER, &to_header(&json))?;
-            }
-            None => {
-                init.with_body(Some(json.into()));
+// What follows is the same for every call, and so is not generic: one copy of
+// its code serves them all, where each call's own is only its encoding.
+
+/// Sends an encoded call to the object; its answer as the runtime gave it.
+async fn send(
+    stub: &worker::worker_sys::DurableObject,
+    call: Vec<u8>,
+    upload: Option<Option<worker::web_sys::ReadableStream>>,
+) -> Result<worker::web_sys::Response, StoreError> {
+    let headers = Headers::new();
+    headers.set(BUILD_HEADER, BUILD)?;
+    clock::forward(&headers)?;
+    // The runtime's own request, not `worker::Request`, whose conversion of
+    // its options (`cf` and the rest) is more code and work than a call needs.
+    let init = worker::web_sys::RequestInit::new();
+    init.set_method("POST");
+    match upload {
+        Some(body) => {
+            headers.set(CALL_HEADER, &Base64Unpadded::encode_string(&call))?;
+            if let Some(body) = body {
+                init.set_body(&body);
             }
         }
-        init.with_headers(headers);
-        meter::count(Billable::DurableObjectRequest);
-        Ok(self
-            .stub
-            .fetch_with_request(Request::new_with_init("https://object/", &init)?)
-            .await?)
+        // A small call goes in a header: no body for either side to stream.
+        None if call.len() <= SMALL_CALL_BYTES => {
+            headers.set(CALL_HEADER, &Base64Unpadded::encode_string(&call))?;
+        }
+        None => init.set_body(&Uint8Array::from(call.as_slice())),
     }
+    init.set_headers(&headers.0);
+    meter::count(Billable::DurableObjectRequest);
+    let request = worker::web_sys::Request::new_with_str_and_init("https://object/", &init)
+        .map_err(worker::Error::from)?;
+    let answer = stub
+        .fetch_with_request(&request)
+        .map_err(worker::Error::from)?;
+    Ok(JsFuture::from(answer)
+        .await
+        .map_err(worker::Error::from)?
+        .unchecked_into())
 }
 
 /// A 500 from the object is its fault, with the detail it gave; any status but
 /// 200 is an answer this protocol never gives.
-async fn fault_of(response: Response) -> Result<Response, StoreError> {
-    match response.status_code() {
+async fn fault_of(
+    response: worker::web_sys::Response,
+) -> Result<worker::web_sys::Response, StoreError> {
+    match response.status() {
         200 => Ok(response),
-        500 => Err(StoreError::Object(text_of(response).await?)),
+        500 => Err(StoreError::Object(text_of(&response).await?)),
         status => Err(StoreError::Corrupt(format!(
             "an object answered {status}: {}",
-            text_of(response).await?
+            text_of(&response).await?
         ))),
     }
 }
 
-/// An answer's whole body, read by the runtime in one call. `worker::Response`
-/// reads a fetched body through a stream reader, a promise and a copy per chunk,
-/// which cost a check of the holder's list about a tenth of its time.
-async fn whole_body(response: Response) -> Result<Vec<u8>, StoreError> {
-    let response = worker::web_sys::Response::from(response);
-    let read = response.array_buffer().map_err(worker::Error::from)?;
-    let buffer = JsFuture::from(read).await.map_err(worker::Error::from)?;
+/// A body read whole by the runtime in one call: `worker::Response` would read it
+/// through a stream reader, a promise and a copy per chunk.
+async fn buffer_of(read: worker::js_sys::Promise) -> Result<Vec<u8>, StoreError> {
+    let buffer: ArrayBuffer = JsFuture::from(read)
+        .await
+        .map_err(worker::Error::from)?
+        .unchecked_into();
     Ok(Uint8Array::new(&buffer).to_vec())
 }
 
-async fn text_of(response: Response) -> Result<String, StoreError> {
-    String::from_utf8(whole_body(response).await?)
-        .map_err(|e| StoreError::Corrupt(format!("an object's answer is not UTF-8: {e}")))
+async fn text_of(response: &worker::web_sys::Response) -> Result<String, StoreError> {
+    let bytes = buffer_of(response.array_buffer().map_err(worker::Error::from)?).await?;
+    String::from_utf8(bytes)
+        .map_err(|e| StoreError::Corrupt(format!("an object's fault is not UTF-8: {e}")))
 }
 
-async fn decode_reply<P: Protocol, T: DeserializeOwned>(
-    response: Response,
-) -> Result<T, Failure<P::Refusal>> {
-    let text = text_of(fault_of(response).await?).await?;
-    match serde_json::from_str::<Reply<T, P::Refusal>>(&text) {
-        Ok(Reply::Ok(answer)) => Ok(answer),
-        Ok(Reply::Refused(refusal)) => Err(Failure::Refused(refusal)),
-        Err(error) => {
-            Err(StoreError::Corrupt(format!("an object answered {text:?}: {error}")).into())
+/// An answer's one frame, whole.
+async fn answer(response: worker::web_sys::Response) -> Result<Vec<u8>, StoreError> {
+    let response = fault_of(response).await?;
+    let mut bytes = buffer_of(response.array_buffer().map_err(worker::Error::from)?).await?;
+    match framed_length(&bytes) {
+        Some(length) if LENGTH + length == bytes.len() => {
+            bytes.drain(..LENGTH);
+            Ok(bytes)
         }
+        _ => Err(StoreError::Corrupt(
+            "an object's answer is not one frame".to_owned(),
+        )),
     }
 }
 
-/// The pages of a streamed answer, read from the object's body as they come.
-pub struct Pages<T> {
+fn read_reply<P: Protocol, T: DeserializeOwned>(frame: &[u8]) -> Result<T, Failure<P::Refusal>> {
+    match decode::<Reply<T, P::Refusal>>(frame)? {
+        Reply::Ok(answer) => Ok(answer),
+        Reply::Refused(refusal) => Err(Failure::Refused(refusal)),
+    }
+}
+
+/// A streamed answer's head frame, and its frames after it.
+async fn streamed(response: worker::web_sys::Response) -> Result<(Vec<u8>, Frames), StoreError> {
+    let response = fault_of(response).await?;
+    let body = response
+        .body()
+        .ok_or_else(|| StoreError::Corrupt("a streamed answer without a body".to_owned()))?;
+    let mut frames = Frames {
+        chunks: Chunks::of(body),
+        buffer: Vec::new(),
+        count: 0,
+        ended: false,
+    };
+    let head = frames
+        .next()
+        .await?
+        .ok_or_else(|| StoreError::Corrupt("a streamed answer without its head".to_owned()))?;
+    Ok((head, frames))
+}
+
+/// The frames of a streamed answer, read from the object's body as they come,
+/// with the count of items they delivered.
+struct Frames {
     chunks: Chunks,
     buffer: Vec<u8>,
     count: u64,
     ended: bool,
-    item: std::marker::PhantomData<T>,
 }
 
-impl<T: DeserializeOwned> Pages<T> {
-    /// The next page, or `None` after the last. A body that ends before its end
-    /// line, or whose end line counts other than what came, is an error.
-    pub async fn next(&mut self) -> Result<Option<Vec<T>>, StoreError> {
-        if self.ended {
-            return Ok(None);
-        }
-        let line = self
-            .line()
-            .await?
-            .ok_or_else(|| StoreError::Corrupt("a streamed answer cut short".to_owned()))?;
-        match serde_json::from_slice::<Part<T>>(&line)? {
-            Part::Items(items) => {
-                self.count += items.len() as u64;
-                Ok(Some(items))
-            }
-            Part::End { items } if items == self.count => {
-                self.ended = true;
-                Ok(None)
-            }
-            Part::End { items } => Err(StoreError::Corrupt(format!(
-                "a streamed answer of {items} items delivered {}",
-                self.count
-            ))),
-        }
-    }
-
-    /// The next line, without its end; `None` when the body ended first.
-    async fn line(&mut self) -> Result<Option<Vec<u8>>, StoreError> {
+impl Frames {
+    /// The next frame's bytes; `None` when the body ended first.
+    async fn next(&mut self) -> Result<Option<Vec<u8>>, StoreError> {
         loop {
-            if let Some(end) = memchr::memchr(b'\n', &self.buffer) {
-                let mut line: Vec<u8> = self.buffer.drain(..=end).collect();
-                line.pop();
-                return Ok(Some(line));
+            if let Some(length) = framed_length(&self.buffer) {
+                self.buffer.drain(..LENGTH);
+                return Ok(Some(self.buffer.drain(..length).collect()));
             }
             match self
                 .chunks
@@ -367,6 +429,52 @@ impl<T: DeserializeOwned> Pages<T> {
             }
         }
     }
+
+    /// Whether the end frame's count is what came: a body that ends before its
+    /// end, or whose end counts other than what came, is an error.
+    fn end(&mut self, items: u64) -> Result<(), StoreError> {
+        if items != self.count {
+            return Err(StoreError::Corrupt(format!(
+                "a streamed answer of {items} items delivered {}",
+                self.count
+            )));
+        }
+        self.ended = true;
+        Ok(())
+    }
+}
+
+/// The pages of a streamed answer, read from the object's body as they come.
+pub struct Pages<T> {
+    pages: Frames,
+    item: std::marker::PhantomData<T>,
+}
+
+impl<T: DeserializeOwned> Pages<T> {
+    /// The next page, or `None` after the last.
+    pub async fn next(&mut self) -> Result<Option<Vec<T>>, StoreError> {
+        if self.pages.ended {
+            return Ok(None);
+        }
+        let frame = self
+            .pages
+            .next()
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("a streamed answer cut short".to_owned()))?;
+        match decode::<Part<T>>(&frame)? {
+            Part::Items(items) => {
+                self.pages.count += items.len() as u64;
+                Ok(Some(items))
+            }
+            Part::End { items } => self.pages.end(items).map(|()| None),
+        }
+    }
+}
+
+/// The length of the frame `buffer` starts with, once all of it is there.
+fn framed_length(buffer: &[u8]) -> Option<usize> {
+    let length = u32::from_le_bytes(buffer.get(..LENGTH)?.try_into().ok()?) as usize;
+    (buffer.len() >= LENGTH + length).then_some(length)
 }
 
 #[cfg(test)]
@@ -378,44 +486,61 @@ mod tests {
     use crate::objects::holder::protocol::{HolderCall, HolderRefusal, Perform};
     use crate::objects::operator_lists::protocol::{ListsCall, ListsRefusal, Replace};
 
-    #[test]
-    fn answers_and_refusals_are_one_json_line_each() {
-        let ok = serde_json::to_string(&Reply::<Vec<u32>, HolderRefusal>::Ok(vec![1, 2])).unwrap();
-        assert_eq!(ok, r#"{"ok":[1,2]}"#);
-        let refused = serde_json::to_string(&Reply::<(), HolderRefusal>::Refused(
-            HolderRefusal::LicenseRevoked,
-        ))
-        .unwrap();
-        assert_eq!(refused, r#"{"refused":"license_revoked"}"#);
-        let back: Reply<(), ListsRefusal> =
-            serde_json::from_str(r#"{"refused":{"bad_edit":"\"x\": private"}}"#).unwrap();
-        assert!(
-            matches!(back, Reply::Refused(ListsRefusal::BadEdit(why)) if why == "\"x\": private")
-        );
-        assert_eq!(
-            serde_json::to_string(&Part::<u8>::End { items: 3 }).unwrap(),
-            r#"{"end":{"items":3}}"#
-        );
-        assert_eq!(
-            serde_json::to_string(&Part::Items(vec![7u8])).unwrap(),
-            r#"{"items":[7]}"#
-        );
-    }
-
-    #[test]
-    fn a_call_is_its_variant_and_comes_back_as_it_went() {
-        let ip = "2a00:1450:4001:80b::200e".parse::<PublicIp>().unwrap();
-        let call: HolderCall = Perform(vec![Call {
+    fn add(ip: &str) -> HolderCall {
+        Perform(vec![Call {
             operation: Operation::Add,
-            ip,
+            ip: ip.parse::<PublicIp>().unwrap(),
             prefix: Ipv6Prefix::Net64,
             details: Default::default(),
             client: None,
             global: false,
         }])
-        .into();
-        let back: HolderCall =
-            serde_json::from_str(&serde_json::to_string(&call).unwrap()).unwrap();
+        .into()
+    }
+
+    #[test]
+    fn answers_and_refusals_come_back_as_they_went() {
+        let ok = encode(&Reply::<Vec<u32>, HolderRefusal>::Ok(vec![1, 300])).unwrap();
+        assert_eq!(ok, [0, 2, 1, 0xac, 0x02], "a variant, a length, varints");
+        assert!(matches!(
+            decode::<Reply<Vec<u32>, HolderRefusal>>(&ok).unwrap(),
+            Reply::Ok(v) if v == [1, 300]
+        ));
+        let refused = encode(&Reply::<(), ListsRefusal>::Refused(ListsRefusal::BadEdit(
+            "\"x\": private".to_owned(),
+        )))
+        .unwrap();
+        assert!(matches!(
+            decode::<Reply<(), ListsRefusal>>(&refused).unwrap(),
+            Reply::Refused(ListsRefusal::BadEdit(why)) if why == "\"x\": private"
+        ));
+        assert!(
+            decode::<Reply<(), ListsRefusal>>(&refused[..refused.len() - 1]).is_err(),
+            "an answer cut short is no answer"
+        );
+    }
+
+    #[test]
+    fn a_streamed_answer_is_frames_each_read_whole_once_all_of_it_came() {
+        let mut body = frame(&Part::Items(vec![7u8, 8])).unwrap();
+        assert_eq!(body, [4, 0, 0, 0, 0, 2, 7, 8]);
+        body.extend(frame(&Part::<u8>::End { items: 2 }).unwrap());
+        assert_eq!(framed_length(&body), Some(4));
+        assert_eq!(framed_length(&body[..7]), None, "a frame not yet whole");
+        assert_eq!(framed_length(&body[..3]), None, "a length not yet whole");
+        assert!(matches!(
+            decode::<Part<u8>>(&body[8 + LENGTH..]).unwrap(),
+            Part::End { items: 2 }
+        ));
+    }
+
+    #[test]
+    fn a_call_is_its_variant_and_comes_back_as_it_went_in_its_header() {
+        let ip = "2a00:1450:4001:80b::200e".parse::<PublicIp>().unwrap();
+        let bytes = encode(&add("2a00:1450:4001:80b::200e")).unwrap();
+        let header = Base64Unpadded::encode_string(&bytes);
+        assert!(header.bytes().all(|b| b.is_ascii_graphic()), "{header}");
+        let back: HolderCall = decode(&Base64Unpadded::decode_vec(&header).unwrap()).unwrap();
         assert!(
             matches!(back, HolderCall::Perform(Perform(calls)) if calls.len() == 1 && calls[0].ip == ip)
         );
@@ -423,28 +548,30 @@ mod tests {
             kind: ListKind::Allow,
             gzip: true,
             ipv6: crate::domain::net::address::Ipv6::On,
-            by: Some("alice".to_owned()),
+            by: Some("alice é".to_owned()),
             stamp: None,
         }
         .into();
-        let json = serde_json::to_string(&upload).unwrap();
-        let header = to_header(&json);
-        assert!(header.bytes().all(|b| b.is_ascii_graphic()), "{header}");
-        assert_eq!(from_header(&header), json);
-        assert_eq!(
-            from_header(&to_header("{\"é\": \"a b+c%\"}")),
-            "{\"é\": \"a b+c%\"}"
-        );
+        let back: ListsCall = decode(&encode(&upload).unwrap()).unwrap();
+        assert!(matches!(back, ListsCall::Replace(r) if r.by.as_deref() == Some("alice é")));
+    }
+
+    #[test]
+    fn a_call_of_another_build_is_refused_before_it_is_read() {
+        assert_eq!(of_this_build(Some(BUILD)), Ok(()));
+        assert_eq!(BUILD.len(), 16);
+        assert!(of_this_build(Some("0123456789abcdef")).is_err());
+        assert!(of_this_build(None).is_err(), "a call that does not say");
     }
 
     #[test]
     fn a_call_this_protocol_does_not_have_is_refused_when_read() {
-        assert!(serde_json::from_str::<HolderCall>(r#"{"Teleport":null}"#).is_err());
+        assert!(decode::<HolderCall>(&[200, 1]).is_err(), "no such variant");
+        let mut bytes = encode(&add("11.0.0.1")).unwrap();
+        let at = bytes.windows(8).position(|w| w == b"11.0.0.1").unwrap();
+        bytes[at..at + 8].copy_from_slice(b"10.0.0.1");
         assert!(
-            serde_json::from_str::<HolderCall>(
-                r#"{"Perform":[{"operation":"add","ip":"10.0.0.1"}]}"#
-            )
-            .is_err(),
+            decode::<HolderCall>(&bytes).is_err(),
             "a private address never crosses"
         );
     }

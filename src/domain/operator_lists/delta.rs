@@ -269,9 +269,9 @@ pub struct AllowMoves {
     pub hidden: Intervals,
     /// Addresses the allow list held and does not now.
     pub shown: Intervals,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub hidden6: Intervals<u128>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub shown6: Intervals<u128>,
 }
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::code::{serde_by_code, Coded};
-use crate::domain::net::address::Listed;
+use crate::domain::net::address::{Ipv6, Listed};
 use crate::domain::personal::allow::AllowRange;
 use crate::domain::time::UnixTime;
 
@@ -149,11 +149,23 @@ pub struct HistoryEvent {
 
 /// What a change of the history is about: an entry of the challenge list, or a
 /// range of the allow list. Written as its text either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Subject {
     Entry(Listed),
     Allow(AllowRange),
+}
+
+/// Read back from its text, an entry's before a range's: serde's untagged
+/// reading would ask a self-describing format to say which.
+impl<'de> Deserialize<'de> for Subject {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse()
+            .map(Self::Entry)
+            .or_else(|_| AllowRange::parse(&text, Ipv6::On).map(|given| Self::Allow(given.range)))
+            .map_err(|_| serde::de::Error::custom(format!("not an entry or a range: {text:?}")))
+    }
 }
 
 impl From<Listed> for Subject {

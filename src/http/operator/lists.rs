@@ -28,6 +28,7 @@ use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{
     Edit, Export, ExportHead, ListsStatus, Replace, Status,
 };
+use crate::objects::protocol::Json;
 
 /// An edit of at most 10 000 entries, with room for spaces and long ranges.
 pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
@@ -62,7 +63,7 @@ pub async fn edit_list(
     let edited = writer(env)?
         .ask(Edit {
             kind,
-            edit,
+            edit: Json(edit),
             ipv6,
             by,
             stamp: Some(operator.stamp()),
@@ -78,7 +79,7 @@ pub async fn edit_list(
             .await
             .map_err(shard_fault)?;
     }
-    Reply::json(200, &edited)
+    Reply::json(200, &edited.0)
 }
 
 /// What a replacement answers.

@@ -42,6 +42,7 @@ impl ListSource for Deployed<'_> {
         writer(self.0)?
             .ask(PublishedManifest(kind))
             .await
+            .map(|manifest| manifest.0)
             .map_err(|failure| match failure {
                 Failure::Fault(fault) => fault,
                 Failure::Refused(refusal) => StoreError::Corrupt(format!(

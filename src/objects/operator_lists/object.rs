@@ -26,7 +26,7 @@ use crate::domain::net::address::Ipv6;
 use crate::domain::net::range::Ipv4Range;
 use crate::domain::operator_lists::chunk::{ChunkInfo, PROMOTED};
 use crate::domain::operator_lists::list::{Changes, ListEntries, ListEntry, ListKind};
-use crate::objects::protocol::{receive, Ask, AskStream, Failure};
+use crate::objects::protocol::{receive, Ask, AskStream, Failure, Json};
 use crate::platform::clock;
 use crate::platform::meter::{self, Billable};
 use crate::store::operator_lists::chunks::Source;
@@ -166,13 +166,13 @@ impl DurableObject for OperatorLists {
                 stamp,
             }) => {
                 let edited = self
-                    .edit(kind, edit, (ipv6, by.as_deref(), stamp.as_ref()))
+                    .edit(kind, edit.0, (ipv6, by.as_deref(), stamp.as_ref()))
                     .await;
                 let answer = match edited {
                     Ok((edited, change)) => self
                         .publish_including(kind, change)
                         .await
-                        .map(|_| edited)
+                        .map(|_| Json(edited))
                         .map_err(Failure::from),
                     Err(failure) => Err(failure),
                 };
@@ -206,7 +206,7 @@ impl DurableObject for OperatorLists {
             }
             // For an isolate whose KV read of the manifest came before the first one was written.
             ListsCall::PublishedManifest(PublishedManifest(kind)) => PublishedManifest::reply(
-                self.with_list(kind, |list| list.stored.manifest.clone())
+                self.with_list(kind, |list| list.stored.manifest.clone().map(Json))
                     .ok_or_else(|| {
                         StoreError::Corrupt(format!("the {} list is not published", kind.code()))
                             .into()

@@ -7,7 +7,7 @@ use crate::domain::net::address::Ipv6;
 use crate::domain::operator_lists::list::{Changes, EditRequest, EntrySource, ListEntry, ListKind};
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::objects::calls;
-use crate::objects::protocol::Protocol;
+use crate::objects::protocol::{Json, Protocol};
 
 pub enum ListsProtocol {}
 
@@ -17,12 +17,12 @@ impl Protocol for ListsProtocol {
 }
 
 calls!(ListsProtocol => ListsCall {
-    Edit => Edited,
+    Edit => Json<Edited>,
     Promote => Promoted,
     Replace => Replaced,
-    WhyListed as "Lookup" => CoveringEntries,
+    WhyListed => CoveringEntries,
     Status => ListsStatus,
-    PublishedManifest => Manifest,
+    PublishedManifest => Json<Manifest>,
     #[cfg(feature = "test-hooks")]
     RunAlarm => bool,
     #[cfg(feature = "test-hooks")]
@@ -57,7 +57,7 @@ pub enum ListsRefusal {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Edit {
     pub kind: ListKind,
-    pub edit: EditRequest,
+    pub edit: Json<EditRequest>,
     /// Whether IPv6 entries are taken (the service's `IPV6` setting); off when
     /// a caller from before IPv6 does not say.
     #[serde(default)]
