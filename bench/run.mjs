@@ -16,6 +16,7 @@
 //   ten-million  the global list at BENCH_TEN_MILLION entries
 //   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
 //   module       the module's size, by section, function group and crate (bench/size.mjs)
+//   profile      where a check's and an add's CPU goes (workerd's inspector), and the log line's cost
 //
 // Sizes: BENCH_PERSONAL (default 100000), BENCH_GLOBAL (default 1000000, a quarter
 // of them /24 ranges, loaded with one PUT),
@@ -40,8 +41,9 @@ import { allowList, allowListLines } from "./allow-list.mjs";
 import { reports, reportsLines } from "./reports.mjs";
 import { machines, machinesLines } from "./machines.mjs";
 import { breakdown, breakdownLines } from "./size.mjs";
+import { logCost, profile, profileLines } from "./profile.mjs";
 
-const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "ten-million", "ipv6-million", "module"];
+const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "ten-million", "ipv6-million", "module", "profile"];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
 const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
@@ -126,6 +128,7 @@ try {
   await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
   await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
   await section("module", async () => (results.module = breakdown(join(root, "target/index_bg.named.wasm"))));
+  await section("profile", async () => (results.profile = { phases: await profile(), log: await logCost() }));
   const wasm = readFileSync(join(root, "build/index_bg.wasm"));
   results.wasm = { raw: statSync(join(root, "build/index_bg.wasm")).size, gzip: gzipSync(wasm, { level: 9 }).length };
   results.prices = PRICES;
@@ -388,6 +391,7 @@ function print(results) {
   if (results.reports) lines.push(...reportsLines(results.reports), "");
   if (results.machines) lines.push(...machinesLines(results.machines), "");
   if (results.module) lines.push(...breakdownLines(results.module), "");
+  if (results.profile) lines.push(...profileLines(results.profile), "");
   if (results.tenMillion) lines.push(...tenMillionLines(results.tenMillion), "");
   lines.push(
     "| target | measured | met |",

@@ -93,6 +93,28 @@ pub struct Settings {
     /// How holders' reports make the network's consensus (`PROMOTION_HOLDERS`,
     /// `PROMOTION_WINDOW_SECONDS`, `DELIST_AFTER_SECONDS`).
     pub consensus: Consensus,
+    /// Which requests write their log line (`REQUEST_LOG`).
+    pub request_log: RequestLog,
+}
+
+/// Which requests write their one log line. Each line is a call of the runtime's
+/// console, which on these machines is the largest single cost of an answer
+/// (bench/README.md), and a line Workers Logs bills past its allowance: a service
+/// answering firewalls' checks by the million may keep only what was refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RequestLog {
+    /// Every request (the default).
+    #[default]
+    All,
+    /// Only refusals and faults: an answer of 400 or more.
+    Refusals,
+}
+
+impl RequestLog {
+    /// Whether an answer of `status` writes its line.
+    pub fn writes(self, status: u16) -> bool {
+        self == Self::All || status >= 400
+    }
 }
 
 impl Settings {
@@ -186,6 +208,12 @@ impl Settings {
                 )?
                 .unwrap_or(Consensus::default().delist_after),
             },
+            request_log: either(
+                "REQUEST_LOG",
+                var("REQUEST_LOG"),
+                RequestLog::All,
+                [("all", RequestLog::All), ("refusals", RequestLog::Refusals)],
+            )?,
         })
     }
 }
@@ -318,6 +346,13 @@ mod tests {
         );
         assert_eq!(parse(&[]).unwrap().page_entries, 1000);
         assert_eq!(parse(&[("PAGE_ENTRIES", "10")]).unwrap().page_entries, 10);
+        assert_eq!(parse(&[]).unwrap().request_log, RequestLog::All);
+        let refusals = parse(&[("REQUEST_LOG", "refusals")]).unwrap().request_log;
+        assert_eq!(refusals, RequestLog::Refusals);
+        assert!(parse(&[("REQUEST_LOG", "none")]).is_err());
+        assert!(RequestLog::All.writes(200));
+        assert!(!refusals.writes(200) && !refusals.writes(304));
+        assert!(refusals.writes(400) && refusals.writes(429) && refusals.writes(500));
         assert_eq!(
             parse(&[("PAGE_ENTRIES", "0")]).unwrap_err(),
             "PAGE_ENTRIES must be 1 to 10000, not 0"

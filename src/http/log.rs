@@ -7,6 +7,7 @@ use serde::Serialize;
 use worker::{console_error, console_log};
 
 use crate::domain::access::license::LicenseId;
+use crate::domain::settings;
 use crate::domain::time::Millis;
 use crate::platform::clock;
 
@@ -15,6 +16,8 @@ pub struct RequestLog {
     /// Set once the request names a license (its token, or the operator's path).
     license: RefCell<Option<LicenseId>>,
     started: Millis,
+    /// All until the settings are read: a request they refuse is logged.
+    level: settings::RequestLog,
 }
 
 impl RequestLog {
@@ -23,7 +26,13 @@ impl RequestLog {
             operation,
             license: RefCell::new(None),
             started: clock::now(),
+            level: settings::RequestLog::All,
         }
+    }
+
+    /// The line as the settings' `REQUEST_LOG` has it.
+    pub fn at(self, level: settings::RequestLog) -> Self {
+        Self { level, ..self }
     }
 
     /// The license the line names from here on.
@@ -32,6 +41,9 @@ impl RequestLog {
     }
 
     pub fn finish(&self, status: u16, outcome: &str, detail: Option<&str>) {
+        if !self.level.writes(status) {
+            return;
+        }
         let license = self.license.borrow();
         let line = Line {
             operation: self.operation,

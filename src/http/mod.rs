@@ -57,8 +57,8 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
                     ctx,
                     // The request's one reading of the clock.
                     now: clock::now(),
+                    log: log.at(settings.request_log),
                     settings,
-                    log,
                     id: resolved.id,
                 };
                 let result = run(resolved.route.handler, &cx, req).await;

@@ -16,9 +16,10 @@
 //! deployment rolls out) refuses it, a logged 500, rather than misread it.
 //!
 //! The call travels in a header (base64) when it is small or when the body
-//! carries an upload of its own, else as the request's body (a body costs each
-//! side a stream to read). An answer is frames, each its length (four bytes,
-//! little-endian) and its bytes: one frame, `Reply::Ok(answer)` or
+//! carries an upload of its own, else as the request's body: a body costs each
+//! side a stream to read, and the caller a promise more. A single answer, when
+//! small, travels in a header too. An answer is frames, each its length (four
+//! bytes, little-endian) and its bytes: one frame, `Reply::Ok(answer)` or
 //! `Reply::Refused(refusal)`; or, streamed, that reply with the head, a frame per
 //! page of items, then `End` with their count, so that an answer cut short is
 //! never taken for a whole one. A refusal reads the same either way.
@@ -51,7 +52,7 @@ pub trait Ask<P: Protocol>: Into<P::Call> {
 
     /// The object's answer to this call: the one place an answer is encoded.
     fn reply(result: Result<Self::Answer, Failure<P::Refusal>>) -> worker::Result<Response> {
-        encode_reply::<P, Self::Answer>(result)
+        encode_reply::<P, Self::Answer>(result, Carried::HeaderWhenSmall)
     }
 }
 
@@ -67,7 +68,7 @@ pub trait AskStream<P: Protocol>: Into<P::Call> {
     ) -> worker::Result<Response> {
         let Streamed { head, pages } = match result {
             Ok(streamed) => streamed,
-            Err(failure) => return encode_reply::<P, Self::Head>(Err(failure)),
+            Err(failure) => return encode_reply::<P, Self::Head>(Err(failure), Carried::Body),
         };
         let first = frame(&Reply::<Self::Head, P::Refusal>::Ok(head))?;
         let body = stream::unfold(Sending::Head(first, pages), |state| async move {
@@ -184,20 +185,45 @@ fn frame(value: &impl Serialize) -> worker::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Where a reply may travel: a single answer's in a header when it is small, so
+/// that the caller reads no body; one a streamed call's reader reads, always in
+/// the body.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Carried {
+    HeaderWhenSmall,
+    Body,
+}
+
 fn encode_reply<P: Protocol, T: Serialize>(
     result: Result<T, Failure<P::Refusal>>,
+    carried: Carried,
 ) -> worker::Result<Response> {
     let reply = match result {
         Ok(answer) => Reply::<T, P::Refusal>::Ok(answer),
         Err(Failure::Refused(refusal)) => Reply::Refused(refusal),
         Err(Failure::Fault(fault)) => return Response::error(fault.to_string(), 500),
     };
-    Response::from_bytes(frame(&reply)?)
+    respond(frame(&reply)?, carried)
+}
+
+/// The response carrying a reply's frame: one copy for every reply.
+fn respond(frame: Vec<u8>, carried: Carried) -> worker::Result<Response> {
+    if carried == Carried::HeaderWhenSmall && frame.len() <= SMALL_CALL_BYTES {
+        let response = Response::empty()?;
+        response
+            .headers()
+            .set(ANSWER_HEADER, &Base64Unpadded::encode_string(&frame))?;
+        return Ok(response);
+    }
+    Response::from_bytes(frame)
 }
 
 /// The header a call travels in when it is small, or when the body carries an
 /// upload of its own.
 const CALL_HEADER: &str = "X-Greylist-Call";
+/// The header a single answer travels in when it is small: the caller then reads
+/// it at once, with no body to wait on.
+const ANSWER_HEADER: &str = "X-Greylist-Answer";
 
 /// The header naming the build of the sources a call was made by (`build.rs`):
 /// an object answers only a call of its own build.
@@ -233,7 +259,8 @@ pub async fn receive<P: Protocol>(req: &mut Request) -> worker::Result<P::Call> 
 
 /// A refusal as an answer to any call of `P`.
 pub fn refuse<P: Protocol>(refusal: P::Refusal) -> worker::Result<Response> {
-    encode_reply::<P, ()>(Err(Failure::Refused(refusal)))
+    // Any call's, a streamed one's too.
+    encode_reply::<P, ()>(Err(Failure::Refused(refusal)), Carried::Body)
 }
 
 /// A Durable Object as its caller sees it: typed calls, typed answers. It holds
@@ -363,11 +390,25 @@ async fn text_of(response: &worker::web_sys::Response) -> Result<String, StoreEr
 /// An answer's one frame, whole.
 async fn answer(response: worker::web_sys::Response) -> Result<Vec<u8>, StoreError> {
     let response = fault_of(response).await?;
-    let mut bytes = buffer_of(response.array_buffer().map_err(worker::Error::from)?).await?;
-    match framed_length(&bytes) {
-        Some(length) if LENGTH + length == bytes.len() => {
-            bytes.drain(..LENGTH);
-            Ok(bytes)
+    if let Some(encoded) = response
+        .headers()
+        .get(ANSWER_HEADER)
+        .map_err(worker::Error::from)?
+    {
+        let frame = Base64Unpadded::decode_vec(&encoded)
+            .map_err(|e| StoreError::Corrupt(format!("an answer's header: {e}")))?;
+        return one_frame(frame);
+    }
+    one_frame(buffer_of(response.array_buffer().map_err(worker::Error::from)?).await?)
+}
+
+/// The bytes of the one frame `body` is, or why it is not one: cut short, or
+/// with more after it.
+fn one_frame(mut body: Vec<u8>) -> Result<Vec<u8>, StoreError> {
+    match framed_length(&body) {
+        Some(length) if LENGTH + length == body.len() => {
+            body.drain(..LENGTH);
+            Ok(body)
         }
         _ => Err(StoreError::Corrupt(
             "an object's answer is not one frame".to_owned(),
@@ -433,12 +474,7 @@ impl Frames {
     /// Whether the end frame's count is what came: a body that ends before its
     /// end, or whose end counts other than what came, is an error.
     fn end(&mut self, items: u64) -> Result<(), StoreError> {
-        if items != self.count {
-            return Err(StoreError::Corrupt(format!(
-                "a streamed answer of {items} items delivered {}",
-                self.count
-            )));
-        }
+        delivered_whole(items, self.count)?;
         self.ended = true;
         Ok(())
     }
@@ -469,6 +505,16 @@ impl<T: DeserializeOwned> Pages<T> {
             Part::End { items } => self.pages.end(items).map(|()| None),
         }
     }
+}
+
+/// Whether a streamed answer whose end counts `items` delivered them all.
+fn delivered_whole(items: u64, delivered: u64) -> Result<(), StoreError> {
+    if items == delivered {
+        return Ok(());
+    }
+    Err(StoreError::Corrupt(format!(
+        "a streamed answer of {items} items delivered {delivered}"
+    )))
 }
 
 /// The length of the frame `buffer` starts with, once all of it is there.
@@ -532,6 +578,23 @@ mod tests {
             decode::<Part<u8>>(&body[8 + LENGTH..]).unwrap(),
             Part::End { items: 2 }
         ));
+    }
+
+    #[test]
+    fn an_answer_is_one_frame_whole_and_a_stream_all_its_items() {
+        let answer = frame(&Reply::<u8, HolderRefusal>::Ok(9)).unwrap();
+        assert_eq!(one_frame(answer.clone()).unwrap(), [0, 9]);
+        assert!(
+            one_frame(answer[..answer.len() - 1].to_vec()).is_err(),
+            "cut short"
+        );
+        let mut longer = answer.clone();
+        longer.push(0);
+        assert!(one_frame(longer).is_err(), "more after it");
+        assert!(one_frame(Vec::new()).is_err());
+        assert!(delivered_whole(3, 3).is_ok());
+        assert!(delivered_whole(3, 2).is_err(), "a page missing");
+        assert!(delivered_whole(2, 3).is_err());
     }
 
     #[test]

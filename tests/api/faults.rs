@@ -116,6 +116,35 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
     restarted.kill();
 }
 
+/// `REQUEST_LOG=refusals`: an answer under 400 writes no line, a refusal and a
+/// fault still do (the console's call is the largest cost of a plain answer).
+#[test]
+fn with_request_log_refusals_only_refused_and_failed_requests_write_their_line() {
+    let server = Server::own(&[("REQUEST_LOG", "refusals")]);
+    let app = TestApp::on(&server);
+    let check = app.call(
+        "/api/checkIpOnGreylist",
+        "20.1.2.3",
+        Encoding::Multipart,
+        Mode::Json,
+    );
+    assert_eq!(check.status, 200);
+    assert_eq!(app.add_as("not-a-token", "47.47.47.47").status, 401);
+    let log = server.log_once(|line| line.contains("\"status\":401"));
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"operation\""))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.contains("\"status\":401")),
+        "the refusal's line: {log}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("\"status\":200")),
+        "no line for the login or the check: {lines:?}"
+    );
+}
+
 #[test]
 fn a_broken_holder_object_answers_500_and_is_logged_with_license_and_operation() {
     // A deploy whose holder objects cannot be reached: the binding is missing. The
