@@ -10,3 +10,4 @@ pub mod machines;
 pub mod network;
 pub mod operations;
 pub mod report;
+pub mod settle;

@@ -4,22 +4,20 @@
 use worker::Request;
 
 use crate::domain::access::license::LicenseId;
-use crate::domain::net::address::PublicIp;
 use crate::domain::personal::entry::EntryDetails;
 use crate::domain::personal::holder::{Call, Operation};
 use crate::domain::personal::outcome::Outcome;
 use crate::domain::personal::quota::Quota;
-use crate::domain::precedence::{verdict, Verdict};
+use crate::domain::precedence::Verdict;
 use crate::domain::time::Millis;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
+use crate::http::holder::settle::{in_order, settle};
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::bulk::{BulkError, MAX_ADDRESSES};
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Perform;
-use crate::objects::operator_lists::client as lists;
-use crate::store::{licenses, StoreError};
 
 /// A bulk request: a thousand addresses in a multipart form, with room to spare.
 pub const MAX_BULK_BYTES: usize = 256 * 1024;
@@ -105,28 +103,8 @@ async fn run(
     details: Result<EntryDetails, ApiError>,
     client: Option<String>,
 ) -> Result<(Vec<Outcome>, Option<Quota>), ApiError> {
-    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
-    let freshness = settings.freshness;
-    // As the edge authenticated the caller: the isolate remembers it.
-    let own_allow_list = licenses::standing(env, license, freshness, now)
-        .await?
-        .allow_list;
-    let mut settled = Vec::with_capacity(ips.len());
-    for raw in ips {
-        let ip = match PublicIp::parse(raw, settings.ipv6) {
-            Ok(ip) => ip,
-            Err(rejection) => {
-                settled.push(Verdict::Answered(rejection.into()));
-                continue;
-            }
-        };
-        if let Err(error) = &details {
-            return Err(error.clone());
-        }
-        let holds =
-            async |kind, ip: PublicIp| lists::contains(env, kind, ip.addr(), freshness, now).await;
-        settled.push(verdict(operation, ip, own_allow_list, holds).await?);
-    }
+    let settings = &cx.settings;
+    let settled = settle(cx, license, operation.into(), ips, &details).await?;
     let details = details.unwrap_or_default();
     let calls: Vec<Call> = settled
         .iter()
@@ -142,38 +120,18 @@ async fn run(
             Verdict::Answered(_) => None,
         })
         .collect();
-    if calls.is_empty() {
-        let outcomes = settled.into_iter().filter_map(|settled| match settled {
-            Verdict::Answered(outcome) => Some(outcome),
-            Verdict::Personal(..) => None,
-        });
-        return Ok((outcomes.collect(), None));
-    }
     let asked = calls.len();
-    let answers = holder(env, license)?.ask(Perform(calls)).await?;
-    let miscounted = || {
-        StoreError::Corrupt(format!(
-            "the holder's object answered {} of {asked} calls",
-            answers.len()
-        ))
+    let answers = if calls.is_empty() {
+        Vec::new()
+    } else {
+        holder(&cx.env, license)?.ask(Perform(calls)).await?
     };
-    if answers.len() != asked {
-        return Err(miscounted().into());
-    }
     let quota = answers.last().and_then(|last| {
         last.usage
-            .map(|usage| Quota::of(usage, last.limits, now.unix()))
+            .map(|usage| Quota::of(usage, last.limits, cx.now.unix()))
     });
-    let mut personal = answers.iter();
-    let outcomes = settled
-        .into_iter()
-        .map(|settled| match settled {
-            Verdict::Answered(outcome) => Ok(outcome),
-            Verdict::Personal(ip, _) => personal
-                .next()
-                .map(|answer| Outcome::Personal(ip, answer.outcome))
-                .ok_or_else(miscounted),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let outcomes = in_order(settled, answers, asked, |ip, answer| {
+        Outcome::Personal(ip, answer.outcome)
+    })?;
     Ok((outcomes, quota))
 }

@@ -6,20 +6,18 @@
 use worker::Request;
 
 use crate::domain::access::license::LicenseId;
-use crate::domain::net::address::PublicIp;
 use crate::domain::network::report::{self, Categories, ReportCall};
 use crate::domain::personal::outcome::Outcome;
-use crate::domain::precedence::{verdict, Verdict, Weighing};
+use crate::domain::precedence::{Verdict, Weighing};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::holder::operations::MAX_BULK_BYTES;
+use crate::http::holder::settle::{in_order, settle};
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::bulk::{BulkError, MAX_ADDRESSES};
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Report;
-use crate::objects::operator_lists::client as lists;
-use crate::store::{licenses, StoreError};
 
 /// `POST /api/reportIp`: fields `ip`, optional `categories` and `comment`.
 pub async fn single(
@@ -73,34 +71,14 @@ async fn run(
     ips: &[String],
     details: Result<(Categories, Option<String>), ApiError>,
 ) -> Result<Vec<Outcome>, ApiError> {
-    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
-    let freshness = settings.freshness;
-    let own_allow_list = licenses::standing(env, &license, freshness, now)
-        .await?
-        .allow_list;
-    let mut settled = Vec::with_capacity(ips.len());
-    for raw in ips {
-        let ip = match PublicIp::parse(raw, settings.ipv6) {
-            Ok(ip) => ip,
-            Err(rejection) => {
-                settled.push(Verdict::Answered(rejection.into()));
-                continue;
-            }
-        };
-        if let Err(error) = &details {
-            return Err(error.clone());
-        }
-        let holds =
-            async |kind, ip: PublicIp| lists::contains(env, kind, ip.addr(), freshness, now).await;
-        settled.push(verdict(Weighing::Report, ip, own_allow_list, holds).await?);
-    }
+    let settled = settle(cx, &license, Weighing::Report, ips, &details).await?;
     let (categories, comment) = details.unwrap_or_default();
     let calls: Vec<ReportCall> = settled
         .iter()
         .filter_map(|settled| match settled {
             Verdict::Personal(given, _) => Some(ReportCall {
                 ip: given.ip,
-                prefix: settings.ipv6_prefix,
+                prefix: cx.settings.ipv6_prefix,
                 categories,
                 comment: comment.clone(),
             }),
@@ -111,28 +89,11 @@ async fn run(
     let answers = if calls.is_empty() {
         Vec::new()
     } else {
-        holder(env, &license)?
+        holder(&cx.env, &license)?
             .ask(Report { license, calls })
             .await?
     };
-    let miscounted = || {
-        StoreError::Corrupt(format!(
-            "the holder's object answered {} of {asked} reports",
-            answers.len()
-        ))
-    };
-    if answers.len() != asked {
-        return Err(miscounted().into());
-    }
-    let mut reported = answers.iter();
-    settled
-        .into_iter()
-        .map(|settled| match settled {
-            Verdict::Answered(outcome) => Ok(outcome),
-            Verdict::Personal(ip, _) => reported
-                .next()
-                .map(|answer| Outcome::Report(ip, answer.outcome))
-                .ok_or_else(|| miscounted().into()),
-        })
-        .collect()
+    in_order(settled, answers, asked, |ip, answer| {
+        Outcome::Report(ip, answer.outcome)
+    })
 }
