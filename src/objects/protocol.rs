@@ -174,7 +174,7 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
 /// The bytes of a frame's length.
 const LENGTH: usize = 4;
 
-/// One frame of a streamed answer: its length, then its bytes.
+/// One frame: its length, then its bytes.
 fn frame(value: &impl Serialize) -> worker::Result<Vec<u8>> {
     let mut bytes = vec![0; LENGTH];
     bytes =
@@ -185,9 +185,9 @@ fn frame(value: &impl Serialize) -> worker::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Where a reply may travel: a single answer's in a header when it is small, so
-/// that the caller reads no body; one a streamed call's reader reads, always in
-/// the body.
+/// Where a reply travels: a single answer in a header when it is small, so that
+/// the caller reads no body; a reply that a streamed call's reader may get,
+/// always in the body.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Carried {
     HeaderWhenSmall,
@@ -241,8 +241,8 @@ fn of_this_build(build: Option<&str>) -> Result<(), String> {
     }
 }
 
-/// The largest call sent in a header (base64, a third longer): every single
-/// operation, far below the runtime's limit on headers.
+/// The largest call or answer sent in a header (base64, a third longer): every
+/// single operation's, far below the runtime's limit on headers.
 const SMALL_CALL_BYTES: usize = 2048;
 
 /// Reads the call a request carries, as the object receives it. A call with an
