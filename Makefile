@@ -24,7 +24,7 @@ WORKER := build/index.js
 # One worker-build at a time (flock), so that under make -j neither reads the
 # module the other's cargo just wrote.
 TEST_WORKER := build-test/index.js
-SOURCES := Cargo.toml Cargo.lock $(shell find src -name '*.rs')
+SOURCES := Cargo.toml Cargo.lock build.rs $(shell find src -name '*.rs')
 FLOOR := bench/floor/build/index.js
 CHROMIUM := /usr/bin/chromium
 IPSET := /usr/sbin/ipset

@@ -165,10 +165,19 @@ fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
     postcard::to_allocvec(value).map_err(|e| StoreError::Corrupt(format!("not encoded: {e}")))
 }
 
+/// A value read from all of `bytes`: postcard stops where its value ends, and
+/// anything after it means the bytes are not what this build writes.
 fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
-    postcard::from_bytes(bytes).map_err(|e| {
-        StoreError::Corrupt(format!("an object's call or answer does not decode: {e}"))
-    })
+    match postcard::take_from_bytes(bytes) {
+        Ok((value, [])) => Ok(value),
+        Ok((_, rest)) => Err(StoreError::Corrupt(format!(
+            "an object's call or answer has {} bytes past its end",
+            rest.len()
+        ))),
+        Err(e) => Err(StoreError::Corrupt(format!(
+            "an object's call or answer does not decode: {e}"
+        ))),
+    }
 }
 
 /// The bytes of a frame's length.
@@ -520,7 +529,11 @@ fn delivered_whole(items: u64, delivered: u64) -> Result<(), StoreError> {
 /// The length of the frame `buffer` starts with, once all of it is there.
 fn framed_length(buffer: &[u8]) -> Option<usize> {
     let length = u32::from_le_bytes(buffer.get(..LENGTH)?.try_into().ok()?) as usize;
-    (buffer.len() >= LENGTH + length).then_some(length)
+    // Checked: a corrupt length near 2^32 would wrap on wasm32.
+    LENGTH
+        .checked_add(length)
+        .filter(|&whole| buffer.len() >= whole)
+        .map(|_| length)
 }
 
 #[cfg(test)]
@@ -630,6 +643,14 @@ mod tests {
     #[test]
     fn a_call_this_protocol_does_not_have_is_refused_when_read() {
         assert!(decode::<HolderCall>(&[200, 1]).is_err(), "no such variant");
+        let mut longer = encode(&add("11.0.0.1")).unwrap();
+        longer.push(0);
+        assert!(decode::<HolderCall>(&longer).is_err(), "bytes past its end");
+        assert_eq!(
+            framed_length(&[0xfc, 0xff, 0xff, 0xff, 0]),
+            None,
+            "a length near 2^32"
+        );
         let mut bytes = encode(&add("11.0.0.1")).unwrap();
         let at = bytes.windows(8).position(|w| w == b"11.0.0.1").unwrap();
         bytes[at..at + 8].copy_from_slice(b"10.0.0.1");
