@@ -8,7 +8,7 @@
 // receives every console line, which makes it look dearer than it is): the same
 // checks against the bare and empty-object floors, with `REQUEST_LOG` at `all`
 // and at `refusals`, one connection and eight, on workerd's own socket.
-//   node bench/profile.mjs        after `make build`; or BENCH_ONLY=profile make bench
+//   node bench/profile.mjs        after `make build`, as BENCH_ONLY=profile make bench prints it
 
 import { copyFileSync, cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -161,13 +161,4 @@ export function profileLines({ phases, log }) {
   return lines;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = await profile();
-  for (const [name, run] of Object.entries(result)) {
-    console.log(`\n${name}: ${run.samples} samples over ${SECONDS} s, ${run.rps.toFixed(0)} req/s, p50 ${(run.p50_us / 1000).toFixed(2)} ms (isolate ${run.target})`);
-    console.log("| phase | share of the isolate's samples |\n|---|---:|");
-    for (const p of run.phases) console.log(`| ${p.name} | ${(100 * p.share).toFixed(1)} % |`);
-    console.log("\n| heaviest frames (self) | share |\n|---|---:|");
-    for (const h of run.heaviest) console.log(`| \`${h.name.slice(0, 100)}\` | ${(100 * h.share).toFixed(1)} % |`);
-  }
-}
+if (import.meta.url === `file://${process.argv[1]}`) console.log(profileLines({ phases: await profile(), log: await logCost() }).join("\n"));

@@ -124,7 +124,7 @@ export function crateOf(name) {
 }
 
 // The groups a function falls in, the first that matches.
-export const GROUPS = [
+const GROUPS = [
   ["the runtime's entry futures (`future_to_promise`: each handler's whole future, inlined)", (n) => n.includes("future_to_promise")],
   ["our async functions' futures (`{{closure}}`)", (n) => n.startsWith("greylist::") && n.includes("{{closure}}")],
   ["JSON (serde_json, per type it reads or writes)", (n) => n.includes("serde_json")],

@@ -97,10 +97,10 @@ pub struct Settings {
     pub request_log: RequestLog,
 }
 
-/// Which requests write their one log line. Each line is a call of the runtime's
-/// console, which on these machines is the largest single cost of an answer
-/// (bench/README.md), and a line Workers Logs bills past its allowance: a service
-/// answering firewalls' checks by the million may keep only what was refused.
+/// Which requests write their one log line. Each line is one Workers Logs bills
+/// past its allowance: a service answering firewalls' checks by the million may
+/// keep only what was refused. (Its CPU is no reason: measured without the
+/// profiler, a check with its line and without are within noise, bench/README.md.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum RequestLog {
     /// Every request (the default).

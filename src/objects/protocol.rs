@@ -208,7 +208,7 @@ fn encode_reply<P: Protocol, T: Serialize>(
 
 /// The response carrying a reply's frame: one copy for every reply.
 fn respond(frame: Vec<u8>, carried: Carried) -> worker::Result<Response> {
-    if carried == Carried::HeaderWhenSmall && frame.len() <= SMALL_CALL_BYTES {
+    if carried == Carried::HeaderWhenSmall && frame.len() <= IN_HEADER_BYTES {
         let response = Response::empty()?;
         response
             .headers()
@@ -243,7 +243,7 @@ fn of_this_build(build: Option<&str>) -> Result<(), String> {
 
 /// The largest call or answer sent in a header (base64, a third longer): every
 /// single operation's, far below the runtime's limit on headers.
-const SMALL_CALL_BYTES: usize = 2048;
+const IN_HEADER_BYTES: usize = 2048;
 
 /// Reads the call a request carries, as the object receives it. A call with an
 /// upload leaves the body unread, for its handler to stream.
@@ -330,18 +330,18 @@ async fn send(
     // its options (`cf` and the rest) is more code and work than a call needs.
     let init = worker::web_sys::RequestInit::new();
     init.set_method("POST");
+    // A small call goes in a header, so that neither side streams a body; so does
+    // one whose body is an upload of its own.
     match upload {
-        Some(body) => {
+        None if call.len() > IN_HEADER_BYTES => {
+            init.set_body(&Uint8Array::from(call.as_slice()));
+        }
+        upload => {
             headers.set(CALL_HEADER, &Base64Unpadded::encode_string(&call))?;
-            if let Some(body) = body {
+            if let Some(Some(body)) = upload {
                 init.set_body(&body);
             }
         }
-        // A small call goes in a header: no body for either side to stream.
-        None if call.len() <= SMALL_CALL_BYTES => {
-            headers.set(CALL_HEADER, &Base64Unpadded::encode_string(&call))?;
-        }
-        None => init.set_body(&Uint8Array::from(call.as_slice())),
     }
     init.set_headers(&headers.0);
     meter::count(Billable::DurableObjectRequest);

@@ -120,7 +120,6 @@ async fn run(
             Verdict::Answered(_) => None,
         })
         .collect();
-    let asked = calls.len();
     let answers = if calls.is_empty() {
         Vec::new()
     } else {
@@ -130,7 +129,7 @@ async fn run(
         last.usage
             .map(|usage| Quota::of(usage, last.limits, cx.now.unix()))
     });
-    let outcomes = in_order(settled, answers, asked, |ip, answer| {
+    let outcomes = in_order(settled, answers, |ip, answer| {
         Outcome::Personal(ip, answer.outcome)
     })?;
     Ok((outcomes, quota))

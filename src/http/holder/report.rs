@@ -85,7 +85,6 @@ async fn run(
             Verdict::Answered(_) => None,
         })
         .collect();
-    let asked = calls.len();
     let answers = if calls.is_empty() {
         Vec::new()
     } else {
@@ -93,7 +92,7 @@ async fn run(
             .ask(Report { license, calls })
             .await?
     };
-    in_order(settled, answers, asked, |ip, answer| {
+    in_order(settled, answers, |ip, answer| {
         Outcome::Report(ip, answer.outcome)
     })
 }

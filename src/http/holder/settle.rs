@@ -49,13 +49,16 @@ pub async fn settle<D>(
 
 /// The outcomes in the request's order: each address the Worker answered, and
 /// each the holder's object did, from `answers` in turn. The object answers every
-/// address it was asked (`asked`), or the answer is a fault.
+/// address it was asked (each `Verdict::Personal`), or the answer is a fault.
 pub fn in_order<A>(
     settled: Vec<Verdict>,
     answers: Vec<A>,
-    asked: usize,
     outcome: impl Fn(GivenIp, A) -> Outcome,
 ) -> Result<Vec<Outcome>, ApiError> {
+    let asked = settled
+        .iter()
+        .filter(|settled| matches!(settled, Verdict::Personal(..)))
+        .count();
     let miscounted = |answered: usize| {
         ApiError::from(StoreError::Corrupt(format!(
             "the holder's object answered {answered} of {asked} addresses"
