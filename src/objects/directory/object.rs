@@ -31,7 +31,7 @@ use crate::store::{licenses, operator_keys, StoreError};
 /// What a call comes to: its answer, or the refusal or fault that stops it.
 type Answered<T> = std::result::Result<T, Failure<DirectoryRefusal>>;
 
-#[durable_object]
+#[durable_object(fetch)]
 pub struct OperatorDirectory {
     env: Env,
     sql: SqlStorage,

@@ -70,7 +70,7 @@ struct Ready {
     page: usize,
 }
 
-#[durable_object]
+#[durable_object(alarm)]
 pub struct HolderList {
     state: State,
     sql: SqlStorage,

@@ -25,7 +25,7 @@ const BATCH_SECONDS: u64 = 5;
 /// Changes one batch tells the writer at most; more go in the next, at once.
 const BATCH: u64 = 1_000;
 
-#[durable_object]
+#[durable_object(alarm)]
 pub struct ReportShard {
     state: State,
     sql: SqlStorage,

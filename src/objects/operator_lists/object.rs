@@ -97,7 +97,7 @@ fn size<A>(chunks: &[ChunkInfo<A>]) -> usize {
     chunks.iter().map(|chunk| chunk.entries).sum()
 }
 
-#[durable_object]
+#[durable_object(alarm)]
 pub struct OperatorLists {
     state: State,
     env: Env,

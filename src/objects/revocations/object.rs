@@ -38,7 +38,7 @@ const NOTICES_PER_ALARM: usize = 50;
 /// What a call comes to: its answer, or the refusal or fault that stops it.
 type Answered<T> = std::result::Result<T, Failure<RevocationsRefusal>>;
 
-#[durable_object]
+#[durable_object(alarm)]
 pub struct Revocations {
     state: State,
     env: Env,
