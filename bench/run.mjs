@@ -15,6 +15,7 @@
 //   machines     CrowdSec engines' alerts: alerts/s in batches of 1 and 50, an alert's and a heartbeat's calls
 //   ten-million  the global list at BENCH_TEN_MILLION entries
 //   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
+//   eight-feeds  one agent, then eight, pulling a BENCH_EIGHT_FEEDS-entry global list whole across an edit: resident memory
 //   module       the module's size, by section, function group and crate (bench/size.mjs)
 //   profile      where a check's and an add's CPU goes (workerd's inspector), and the log line's cost
 //
@@ -34,6 +35,7 @@ import { streamPulls } from "./stream.mjs";
 import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
 import { TEN_MILLION, tenMillion } from "./ten-million.mjs";
 import { IPV6_ENTRIES, millionIpv6 } from "./million-ipv6.mjs";
+import { eightFeeds, eightFeedsLines } from "./eight-feeds.mjs";
 import { BILLABLE, costs, dollarsPerMillion, PRICES } from "./cost.mjs";
 import { runtimes } from "./runtimes.mjs";
 import { sideBySide } from "./side-by-side.mjs";
@@ -43,7 +45,7 @@ import { machines, machinesLines } from "./machines.mjs";
 import { breakdown, breakdownLines } from "./size.mjs";
 import { logCost, profile, profileLines } from "./profile.mjs";
 
-const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "ten-million", "ipv6-million", "module", "profile"];
+const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "ten-million", "ipv6-million", "eight-feeds", "module", "profile"];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
 const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
@@ -127,6 +129,7 @@ try {
   await section("machines", async () => (results.machines = await machines(state)));
   await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
   await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
+  await section("eight-feeds", async () => (results.eightFeeds = await eightFeeds(join(state, "eight-feeds"))));
   await section("module", async () => (results.module = breakdown(join(root, "target/index_bg.named.wasm"))));
   await section("profile", async () => (results.profile = { phases: await profile(), log: await logCost() }));
   const wasm = readFileSync(join(root, "build/index_bg.wasm"));
@@ -264,6 +267,10 @@ function targets(results) {
       `${six.checks.growthMB.toFixed(0)} MB`,
     );
   }
+  if (results.eightFeeds) {
+    const { one, eight } = results.eightFeeds;
+    target("eight `scope=all` feeds across an edit grow the runtime ≤ 2 × one", eight.growthMB / one.growthMB, eight.growthMB <= 2 * one.growthMB, `${(eight.growthMB / one.growthMB).toFixed(2)} ×`);
+  }
   const { wasm } = results;
   target("wasm ≤ 200 KiB gzipped", wasm.gzip, wasm.gzip <= 200 * 1024, `${(wasm.gzip / 1024).toFixed(1)} KiB`);
   return list;
@@ -390,6 +397,7 @@ function print(results) {
   if (results.allowList) lines.push(...allowListLines(results.allowList), "");
   if (results.reports) lines.push(...reportsLines(results.reports), "");
   if (results.machines) lines.push(...machinesLines(results.machines), "");
+  if (results.eightFeeds) lines.push(...eightFeedsLines(results.eightFeeds), "");
   if (results.module) lines.push(...breakdownLines(results.module), "");
   if (results.profile) lines.push(...profileLines(results.profile), "");
   if (results.tenMillion) lines.push(...tenMillionLines(results.tenMillion), "");
