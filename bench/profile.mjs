@@ -1,4 +1,5 @@
-// Where an unlisted check and an add spend the isolate's CPU: workerd's inspector
+// Where an unlisted check, an add and an invalid address (an answer without
+// storage) spend the isolate's CPU, and the bare floor's answer beside them: workerd's inspector
 // (Miniflare's `inspectorPort`, on 127.0.0.1) samples the service's isolate, which
 // runs the Worker and its Durable Objects, every 50 µs while one connection
 // sends the requests for BENCH_PROFILE_SECONDS (5). The module served is the
@@ -101,21 +102,36 @@ export async function profile() {
   copyFileSync(join(root, "target/index_bg.named.wasm"), join(build, "index_bg.wasm"));
   const state = mkdtempSync(join(tmpdir(), "greylist-profile-state-"));
   const service = await serve(".", SERVICE_VARS, state, join(build, "index.js"), { assets: serviceAssets(), inspectorPort: INSPECTOR });
+  let phases;
   try {
     const { token } = await holder(service.url);
     const check = "/api/checkIpOnGreylist?result_mode=json";
     const add = "/api/addIpToGreylist?result_mode=json";
     await wrk(service.direct + check, { BENCH_PATH: check, BENCH_TOKENS: token, BENCH_IP: "20.250.0.1", BENCH_FIELD: "ip" }, 1, 2);
-    return {
+    phases = {
       check: await profiled(service.direct, check, "20.250.0.1", token),
       add: await profiled(service.direct, add, `seq:${5 * 2 ** 24}`, token),
+      invalid: await profiled(service.direct, check, "not-an-ip", token),
     };
   } finally {
     await service.mf.dispose();
     rmSync(build, { recursive: true, force: true });
+  }
+  // The bare floor under the same profiler: what the runtime spends on a request
+  // that the Worker answers at once, against which the invalid address's CPU is read.
+  const floor = await serve("bench/floor", {}, join(state, "floor"), "build/index.js", { assets: serviceAssets(), inspectorPort: INSPECTOR });
+  try {
+    phases.bare = await profiled(floor.direct, "/api/bare", "", "");
+    return phases;
+  } finally {
+    await floor.mf.dispose();
     rmSync(state, { recursive: true, force: true });
   }
 }
+
+/** The isolate's JavaScript and WebAssembly time a request took: its busy samples
+ *  over the requests sent (the runtime's own C++ samples as `(program)`, not counted). */
+const cpuPerRequest = (run) => (run.samples * 50) / (run.rps * SECONDS);
 
 /** The checks with and without their log line, each against its floor. */
 export async function logCost() {
@@ -149,8 +165,14 @@ export async function logCost() {
 
 export function profileLines({ phases, log }) {
   const lines = [];
+  const what = { check: "an unlisted check", add: "an add", invalid: "an invalid address (no storage)", bare: "the bare floor's answer" };
   for (const [name, run] of Object.entries(phases)) {
-    lines.push(`Where a${name === "add" ? "n add" : " check"}'s CPU goes: ${run.samples} samples of the service's isolate (Worker and objects) over ${SECONDS} s, one connection, ${run.rps.toFixed(0)} req/s under the inspector`, "", "| phase | share |", "|---|---:|");
+    lines.push(
+      `Where ${what[name]}'s CPU goes: ${run.samples} samples of the isolate (Worker and objects) over ${SECONDS} s, one connection, ${run.rps.toFixed(0)} req/s under the inspector, ${cpuPerRequest(run).toFixed(0)} µs of JavaScript and WebAssembly a request`,
+      "",
+      "| phase | share |",
+      "|---|---:|",
+    );
     for (const p of run.phases) lines.push(`| ${p.name} | ${(100 * p.share).toFixed(1)} % |`);
     lines.push("", "| heaviest frames (self time) | share |", "|---|---:|");
     for (const h of run.heaviest) lines.push(`| \`${h.name.replace(/\[[0-9a-f]{16}\]/g, "").replace(/::h[0-9a-f]{16}/, "").slice(0, 100)}\` | ${(100 * h.share).toFixed(1)} % |`);
