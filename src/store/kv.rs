@@ -7,6 +7,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use worker::kv::KvStore;
+use worker::Env;
 
 use super::StoreError;
 use crate::domain::settings::Freshness;
@@ -38,6 +39,24 @@ impl KvRead for KvStore {
             .cache_ttl(Freshness::EDGE_SECONDS)
             .bytes()
             .await?)
+    }
+
+    async fn pause(&self) {
+        worker::Delay::from(PAUSE).await
+    }
+}
+
+/// A KV namespace by its binding's name, looked up at a read: a value the
+/// isolate remembers is answered without the lookup, which is six calls into
+/// the runtime (the binding and each of its methods).
+pub struct Binding<'a> {
+    pub env: &'a Env,
+    pub name: &'static str,
+}
+
+impl KvRead for Binding<'_> {
+    async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.env.kv(self.name)?.read(key).await
     }
 
     async fn pause(&self) {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use worker::kv::KvStore;
 use worker::Env;
 
-use super::kv::{read_json, KvRead, Remembered};
+use super::kv::{read_json, Binding, KvRead, Remembered};
 use super::{list_page, StoreError};
 use crate::domain::access::license::{key_digest, LicenseId, LicenseKey};
 use crate::domain::feed::feed_token::FeedTokenOwner;
@@ -182,7 +182,14 @@ pub async fn standing(
     now: Millis,
 ) -> Result<Held, StoreError> {
     let standing = STANDING.with(Rc::clone);
-    standing_of(&env.kv(BINDING)?, &standing, id, freshness, now).await
+    standing_of(
+        &Binding { env, name: BINDING },
+        &standing,
+        id,
+        freshness,
+        now,
+    )
+    .await
 }
 
 async fn standing_of(
@@ -302,8 +309,6 @@ pub async fn save_feed_token(
     Ok(())
 }
 
-/// Whose the token with this digest is, as KV says within the edge cache's period;
-/// the holder's object then checks that the token still exists.
 /// Whose the token of this digest is, as KV said within the bound. A revoked
 /// token that an isolate still remembers is refused by its holder's object,
 /// which checks on every feed that the token exists.
@@ -314,7 +319,14 @@ pub async fn feed_token_owner(
     now: Millis,
 ) -> Result<Option<FeedTokenOwner>, StoreError> {
     let remembered = FEED_TOKENS.with(Rc::clone);
-    owner_of(&env.kv(BINDING)?, &remembered, digest, freshness, now).await
+    owner_of(
+        &Binding { env, name: BINDING },
+        &remembered,
+        digest,
+        freshness,
+        now,
+    )
+    .await
 }
 
 async fn owner_of(

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use worker::Env;
 
-use super::kv::{read_json, KvRead, Remembered};
+use super::kv::{read_json, Binding, KvRead, Remembered};
 use super::licenses::BINDING;
 use super::StoreError;
 use crate::domain::machines::credentials::{MachineId, MachineLogin};
@@ -68,7 +68,14 @@ pub async fn login(
         return Ok(None);
     }
     let remembered = LOGINS.with(Rc::clone);
-    login_of(&env.kv(BINDING)?, &remembered, machine, freshness, now).await
+    login_of(
+        &Binding { env, name: BINDING },
+        &remembered,
+        machine,
+        freshness,
+        now,
+    )
+    .await
 }
 
 async fn login_of(

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use worker::Env;
 
-use super::kv::{read_json, KvRead, Remembered};
+use super::kv::{read_json, Binding, KvRead, Remembered};
 use super::StoreError;
 use crate::domain::access::operator::KnownKeys;
 use crate::domain::settings::Freshness;
@@ -33,7 +33,7 @@ pub async fn known(
     now: Millis,
 ) -> Result<Option<Rc<KnownKeys>>, StoreError> {
     let remembered = KNOWN.with(Rc::clone);
-    known_of(&env.kv(BINDING)?, &remembered, freshness, now).await
+    known_of(&Binding { env, name: BINDING }, &remembered, freshness, now).await
 }
 
 async fn known_of(
