@@ -6,16 +6,14 @@
 //! through `/__test/clock`; the Worker hands it to its Durable Objects on every
 //! call, so that the whole service sees the same moment.
 
-use worker::Date;
+use worker::js_sys::Date;
 
 use crate::domain::time::Millis;
 
+/// `Date.now()`: one call into the runtime, where `worker::Date::now()` makes a
+/// `Date` object and asks it its time.
 pub fn now() -> Millis {
-    Millis(
-        Date::now()
-            .as_millis()
-            .saturating_add_signed(shift::offset_ms()),
-    )
+    Millis((Date::now() as u64).saturating_add_signed(shift::offset_ms()))
 }
 
 #[cfg(not(feature = "test-hooks"))]
