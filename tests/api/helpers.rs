@@ -181,6 +181,17 @@ impl Server {
         (real_now() as i64 + self.offset_ms.load(Ordering::SeqCst) / 1000) as u64
     }
 
+    /// Puts the service's clock on the real one, so that an alarm it sets falls
+    /// when the runtime fires it: for a test of the runtime's own alarms (the
+    /// day's counters then start again at the next real midnight).
+    pub fn on_the_real_clock(&self) {
+        assert!(
+            !self.shared.load(Ordering::SeqCst),
+            "a shared server's clock is never moved: start one of the test's own"
+        );
+        self.set_offset(0);
+    }
+
     /// Moves the service's clock forward.
     pub fn advance(&self, seconds: u64) {
         assert!(

@@ -148,6 +148,31 @@ fn a_holders_reports_are_sent_on_at_the_next_whole_second_together() {
     );
 }
 
+/// The runtime itself fires a holder's object's alarm: nothing here runs it, and
+/// the report reaches its shard by the next whole second. (The other tests run
+/// alarms through a test hook, which calls the object's own code past the
+/// runtime; this one fails if the object stops exporting its alarm handler.)
+/// On a server of its own, on the real clock: the tests' servers run ahead of
+/// it, where an alarm would fall hours from now.
+#[test]
+fn the_runtime_fires_a_holders_alarm_which_sends_its_reports_on() {
+    let server = Server::own(&[]);
+    server.on_the_real_clock();
+    let app = TestApp::on(&server);
+    report(&app, &[("ip", "81.10.0.1")]);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let reports = loop {
+        let resp = server.admin("GET", "/admin/lookup?ip=81.10.0.1", None);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        let reports = resp.json()["reports"].clone();
+        if !reports.is_null() || Instant::now() > deadline {
+            break reports;
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(reports["licenses"], json!(1), "{reports}");
+}
+
 #[test]
 fn reports_count_against_a_daily_limit_of_their_own() {
     let server = Server::own(&[
