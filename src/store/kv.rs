@@ -3,6 +3,7 @@
 //! longest a change can take to show, stays within the bound; the fake KV of the
 //! tests models the edge cache, so that the sum is tested, not only stated.
 
+use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -48,15 +49,18 @@ impl KvRead for KvStore {
 
 /// A KV namespace by its binding's name, looked up at a read: a value the
 /// isolate remembers is answered without the lookup, which is six calls into
-/// the runtime (the binding and each of its methods).
-pub struct Binding<'a> {
-    pub env: &'a Env,
+/// the runtime (the binding and each of its methods). `E` is the environment,
+/// borrowed, or owned where the handle outlives the request's borrow (a feed's
+/// stream).
+#[derive(Clone)]
+pub struct Binding<E> {
+    pub env: E,
     pub name: &'static str,
 }
 
-impl KvRead for Binding<'_> {
+impl<E: Borrow<Env>> KvRead for Binding<E> {
     async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.env.kv(self.name)?.read(key).await
+        self.env.borrow().kv(self.name)?.read(key).await
     }
 
     async fn pause(&self) {

@@ -3,7 +3,6 @@
 use std::net::IpAddr;
 use std::rc::Rc;
 
-use worker::kv::KvStore;
 use worker::Env;
 
 use super::protocol::{ListsProtocol, PublishedManifest};
@@ -15,6 +14,7 @@ use crate::domain::operator_lists::snapshot::Shards;
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
 use crate::objects::protocol::{Failure, Object};
+use crate::store::kv::Binding;
 use crate::store::operator_lists::snapshots::{
     binding, IsolateLists, ListSource, PromotedParts, Versioned,
 };
@@ -32,10 +32,15 @@ pub fn writer(env: &Env) -> Result<Object<ListsProtocol>, StoreError> {
 pub struct Deployed<'a>(pub &'a Env);
 
 impl ListSource for Deployed<'_> {
-    type Kv = KvStore;
+    type Kv = Binding<Env>;
 
-    fn kv(&self, kind: ListKind) -> Result<KvStore, StoreError> {
-        Ok(self.0.kv(binding(kind))?)
+    /// The namespace, looked up only if a read is not answered from the
+    /// isolate's memory.
+    fn kv(&self, kind: ListKind) -> Result<Binding<Env>, StoreError> {
+        Ok(Binding {
+            env: self.0.clone(),
+            name: binding(kind),
+        })
     }
 
     async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError> {
@@ -78,7 +83,7 @@ pub async fn intervals(
 }
 
 /// The promoted parts of a deployment's global list (`PromotedParts`).
-pub type Promoted = PromotedParts<KvStore>;
+pub type Promoted = PromotedParts<Binding<Env>>;
 
 /// The whole list as the shards the isolate holds, each family apart, with its
 /// version, and the promoted parts of the same version, which a feed reads only
