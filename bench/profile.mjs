@@ -101,30 +101,31 @@ export async function profile() {
   cpSync(join(root, "build"), build, { recursive: true });
   copyFileSync(join(root, "target/index_bg.named.wasm"), join(build, "index_bg.wasm"));
   const state = mkdtempSync(join(tmpdir(), "greylist-profile-state-"));
-  const service = await serve(".", SERVICE_VARS, state, join(build, "index.js"), { assets: serviceAssets(), inspectorPort: INSPECTOR });
-  let phases;
   try {
-    const { token } = await holder(service.url);
-    const check = "/api/checkIpOnGreylist?result_mode=json";
-    const add = "/api/addIpToGreylist?result_mode=json";
-    await wrk(service.direct + check, { BENCH_PATH: check, BENCH_TOKENS: token, BENCH_IP: "20.250.0.1", BENCH_FIELD: "ip" }, 1, 2);
-    phases = {
-      check: await profiled(service.direct, check, "20.250.0.1", token),
-      add: await profiled(service.direct, add, `seq:${5 * 2 ** 24}`, token),
-      invalid: await profiled(service.direct, check, "not-an-ip", token),
-    };
-  } finally {
-    await service.mf.dispose();
-    rmSync(build, { recursive: true, force: true });
-  }
-  // The bare floor under the same profiler: what the runtime spends on a request
-  // that the Worker answers at once, against which the invalid address's CPU is read.
-  const floor = await serve("bench/floor", {}, join(state, "floor"), "build/index.js", { assets: serviceAssets(), inspectorPort: INSPECTOR });
-  try {
-    phases.bare = await profiled(floor.direct, "/api/bare", "", "");
+    const phases = {};
+    const service = await serve(".", SERVICE_VARS, state, join(build, "index.js"), { assets: serviceAssets(), inspectorPort: INSPECTOR });
+    try {
+      const { token } = await holder(service.url);
+      const check = "/api/checkIpOnGreylist?result_mode=json";
+      const add = "/api/addIpToGreylist?result_mode=json";
+      await wrk(service.direct + check, { BENCH_PATH: check, BENCH_TOKENS: token, BENCH_IP: "20.250.0.1", BENCH_FIELD: "ip" }, 1, 2);
+      phases.check = await profiled(service.direct, check, "20.250.0.1", token);
+      phases.add = await profiled(service.direct, add, `seq:${5 * 2 ** 24}`, token);
+      phases.invalid = await profiled(service.direct, check, "not-an-ip", token);
+    } finally {
+      await service.mf.dispose();
+      rmSync(build, { recursive: true, force: true });
+    }
+    // The bare floor under the same profiler: what the runtime spends on a request
+    // that the Worker answers at once, against which the invalid address's is read.
+    const floor = await serve("bench/floor", {}, join(state, "floor"), "build/index.js", { assets: serviceAssets(), inspectorPort: INSPECTOR });
+    try {
+      phases.bare = await profiled(floor.direct, "/api/bare", "", "");
+    } finally {
+      await floor.mf.dispose();
+    }
     return phases;
   } finally {
-    await floor.mf.dispose();
     rmSync(state, { recursive: true, force: true });
   }
 }

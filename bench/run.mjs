@@ -17,7 +17,7 @@
 //   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
 //   eight-feeds  one agent, then eight, pulling a BENCH_EIGHT_FEEDS-entry global list whole across an edit: resident memory
 //   module       the module's size, by section, function group and crate (bench/size.mjs)
-//   profile      where a check's and an add's CPU goes (workerd's inspector), and the log line's cost
+//   profile      where an unlisted check's, an add's, an invalid address's and the bare floor's CPU goes (workerd's inspector), and the log line's cost
 //
 // Sizes: BENCH_PERSONAL (default 100000), BENCH_GLOBAL (default 1000000, a quarter
 // of them /24 ranges, loaded with one PUT),

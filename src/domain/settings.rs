@@ -99,8 +99,9 @@ pub struct Settings {
 
 /// Which requests write their one log line. Each line is one Workers Logs bills
 /// past its allowance, and the runtime's console takes a storage-free answer's
-/// throughput down by about a tenth under load (bench/README.md): a service
-/// answering firewalls' checks by the million may keep only what was refused.
+/// throughput down by about a twelfth one at a time and a seventh under load
+/// (bench/README.md): a service answering firewalls' checks by the million may
+/// keep only what was refused.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum RequestLog {
     /// Every request (the default).
