@@ -1,11 +1,11 @@
 //! The runtime as the rest of the Worker uses it: the clock, the settings of the
-//! environment, request bodies as streams, the console below the HTTP layer, and
-//! (in the test build) what a request costs in billable calls.
+//! environment, request bodies as streams, the console below the HTTP layer, the
+//! isolate's WebAssembly memory, and (in the test build) what a request costs in
+//! billable calls.
 
 pub mod clock;
 pub mod config;
 pub mod log;
-#[cfg(feature = "test-hooks")]
 pub mod memory;
 pub mod meter;
 pub mod stream;

@@ -362,6 +362,18 @@ fn a_whole_list_is_replaced_from_text_exported_and_refused_for_a_bad_line() {
     assert_eq!(status["globalList"]["version"], second["version"]);
     assert_eq!(status["allowList"]["entries"], 1);
     assert_eq!(status["licenses"], 1);
+    // The answering isolate's WebAssembly memory: whole 64 KiB pages, holding at
+    // least the snapshot the checks above loaded.
+    let wasm = status["isolate"]["wasmBytes"].as_u64().unwrap_or(0);
+    assert!(
+        wasm > 0
+            && wasm.is_multiple_of(65_536)
+            && wasm
+                >= status["globalList"]["snapshotBytes"]
+                    .as_u64()
+                    .unwrap_or(u64::MAX),
+        "{status}"
+    );
     assert!(
         status["globalList"]["publishedAt"]
             .as_str()

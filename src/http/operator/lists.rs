@@ -29,6 +29,7 @@ use crate::objects::operator_lists::protocol::{
     Edit, Export, ExportHead, ListsStatus, Replace, Status,
 };
 use crate::objects::protocol::Json;
+use crate::platform::memory;
 
 /// An edit of at most 10 000 entries, with room for spaces and long ranges.
 pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
@@ -241,6 +242,15 @@ struct ServiceStatus {
     lists: ListsStatus,
     licenses: u64,
     network: NetworkSettings,
+    isolate: IsolateStatus,
+}
+
+/// The isolate that answered: its WebAssembly memory's high-water mark, which
+/// holds the lists' snapshots it loaded (an isolate has 128 MB for everything).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct IsolateStatus {
+    wasm_bytes: u64,
 }
 
 /// How the holders' reports promote and let go (`PROMOTION_HOLDERS`,
@@ -266,6 +276,9 @@ pub async fn status(cx: &RequestContext, _: Request, _: Operator) -> Result<Repl
                 promotion_holders: consensus.holders,
                 promotion_window_seconds: consensus.window,
                 delist_after_seconds: consensus.delist_after,
+            },
+            isolate: IsolateStatus {
+                wasm_bytes: memory::wasm_bytes(),
             },
         },
     )
