@@ -119,10 +119,20 @@ async function loadStatus() {
       el("td", {}, when(point.at)), el("td", {}, point.entries.toLocaleString()))));
     say($("status-result"), `${status.licenses} ${status.licenses === 1 ? "license" : "licenses"} issued.`);
     show($("network-settings"), networkSettings(status));
+    show($("isolate-memory"), isolateMemory(status));
   });
 }
 
 $("status-refresh").addEventListener("click", loadStatus);
+
+/** What one isolate holds against its 128 MB: the snapshots are the first limit
+ *  to bite as the global list grows. Each isolate at the edge holds its own. */
+function isolateMemory(status) {
+  const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  return `The isolate that answered holds ${mib(status.isolate.wasmBytes)} of WebAssembly memory, ` +
+    `of the 128 MB an isolate has for everything; the global list's snapshot takes ${mib(status.globalList.snapshotBytes)} ` +
+    "in each isolate that has loaded all of it.";
+}
 
 /** The promotion settings in force and how many entries the network promoted. */
 function networkSettings(status) {

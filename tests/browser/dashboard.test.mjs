@@ -595,6 +595,9 @@ describe("operator page", () => {
     await page.locator("#global-list-summary", { hasText: /^2 entries, version \d+$/ }).waitFor();
     await goTo(page, "Overview");
     await page.locator("#status-rows tr", { hasText: "Global list" }).locator("td:nth-child(2)", { hasText: /^2$/ }).waitFor();
+    // What the answering isolate holds, beside the snapshot's size.
+    assert.match(await text(page, "#isolate-memory"),
+      /^The isolate that answered holds [1-9]\d*\.\d MiB of WebAssembly memory, of the 128 MB an isolate has for everything; the global list's snapshot takes \d+\.\d MiB in each isolate that has loaded all of it\.$/);
     // The global list's size after its last change leads the chart's table, and the chart names it.
     await page.getByText("The same as a table").click();
     await page.locator("#sizes-rows tr").first().locator("td:nth-child(2)", { hasText: /^2$/ }).waitFor();
