@@ -10,12 +10,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ADMIN, SERVICE_VARS, globalImport, holder, post, serve } from "./lib.mjs";
+import { ADMIN, SERVICE_VARS, globalImport, holder, post, serve, serviceStatus } from "./lib.mjs";
 import { feedsAcrossAVersionChange, runtimePid } from "./scale.mjs";
 
 export const EIGHT_FEEDS_ENTRIES = Number(process.env.BENCH_EIGHT_FEEDS ?? 2_000_000);
-
-const status = async (url) => JSON.parse(await fetch(`${url}/admin/status`, { headers: { Authorization: `Bearer ${ADMIN}` } }).then((r) => r.text()));
 
 /** `agents` pulling at once across a version change, on a runtime of its own. */
 async function across(state, agents) {
@@ -26,7 +24,7 @@ async function across(state, agents) {
     const tokens = [];
     for (let n = 0; n < agents; n++) tokens.push((await holder(url)).token);
     const run = await feedsAcrossAVersionChange(url, runtimePid(), tokens, "44.0.0.1");
-    const after = await status(url);
+    const after = await serviceStatus(url);
     return { agents, ...run, wasmBytes: after.isolate.wasmBytes, snapshotBytes: after.globalList.snapshotBytes };
   } finally {
     await mf.dispose();

@@ -94,6 +94,11 @@ export async function post(url, path, { token, form, json, method = "POST", text
   return { status: response.status, text: await response.text() };
 }
 
+/** The operator's `/admin/status`: the lists, the licenses, the answering isolate. */
+export async function serviceStatus(url) {
+  return JSON.parse((await post(url, "/admin/status", { token: ADMIN, method: "GET" })).text);
+}
+
 /** A new license holder: its license, its key and an access token. */
 export async function holder(url) {
   const created = JSON.parse((await post(url, "/admin/licenses", { token: ADMIN })).text);

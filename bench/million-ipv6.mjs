@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { ADMIN, SERVICE_VARS, holder, post, serve } from "./lib.mjs";
+import { ADMIN, SERVICE_VARS, holder, post, serve, serviceStatus } from "./lib.mjs";
 import { runtimePid, sampled } from "./scale.mjs";
 
 export const IPV6_ENTRIES = Number(process.env.BENCH_IPV6 ?? 1_000_000);
@@ -20,8 +20,7 @@ function nth(n) {
   return groups.join(":");
 }
 
-const status = async (url) =>
-  JSON.parse(await fetch(`${url}/admin/status`, { headers: { Authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())).globalList;
+const status = async (url) => (await serviceStatus(url)).globalList;
 
 export async function millionIpv6(state) {
   const { mf, url } = await serve(".", SERVICE_VARS, state);

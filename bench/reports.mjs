@@ -12,7 +12,7 @@
 //    writer's requests, KV writes and new versions for 1000 promotions.
 
 import { join } from "node:path";
-import { ADMIN, CONNECTIONS, SERVICE_VARS, dotted, holder as newHolder, post, secondsUntilListed, serve, wrk } from "./lib.mjs";
+import { CONNECTIONS, SERVICE_VARS, dotted, holder as newHolder, post, secondsUntilListed, serve, serviceStatus, wrk } from "./lib.mjs";
 import { BILLABLE } from "./cost.mjs";
 
 const VARS = { ...SERVICE_VARS, DAILY_REPORTS: "100000000" };
@@ -91,7 +91,7 @@ async function counted(state) {
       // The meter's own reading asks the holder's object once: not the reports' cost.
       if (n === 0) perReport = Object.fromEntries(BILLABLE.map((f) => [f, (spent[f] - (f === "durableObjectRequests" ? 1 : 0)) / PROMOTIONS]));
     }
-    const status = async () => JSON.parse((await post(url, "/admin/status", { token: ADMIN, method: "GET" })).text).globalList;
+    const status = async () => (await serviceStatus(url)).globalList;
     const listBefore = await status();
     const before = await meter(url, "writer");
     await hook(url, "/__test/reports/alarm");

@@ -30,7 +30,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, statSync } from "node
 import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { ADMIN, CONNECTIONS, SECONDS, SERVICE_VARS, secondsUntilListed, globalAddress, globalImport, holder, post, root, seedPersonal, seeded, serve as serveFrom, serviceAssets, wrk } from "./lib.mjs";
+import { ADMIN, CONNECTIONS, SECONDS, SERVICE_VARS, secondsUntilListed, globalAddress, globalImport, holder, post, root, seedPersonal, seeded, serve as serveFrom, serviceAssets, serviceStatus, wrk } from "./lib.mjs";
 import { streamPulls } from "./stream.mjs";
 import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
 import { TEN_MILLION, tenMillion } from "./ten-million.mjs";
@@ -190,7 +190,7 @@ async function service() {
     // A new version shows once this isolate reads the manifest again (at most CACHE_SECONDS − 30 later).
     const lastAddress = globalAddress(GLOBAL - (GLOBAL >> 2) - 1);
     out.lists.visibleSeconds = await secondsUntilListed(url, big.token, lastAddress);
-    const status = JSON.parse((await fetch(`${url}/admin/status`, { headers: { Authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())));
+    const status = await serviceStatus(url);
     out.lists.snapshotBytes = status.globalList.snapshotBytes;
     out.lists.entries = status.globalList.entries;
     await quiet(`check, ${GLOBAL} global entries`, "do", run(check, [big.token], "20.250.0.1", "ip", 1));

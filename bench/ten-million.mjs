@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "node:http";
 import { gzipSync } from "node:zlib";
-import { ADMIN, SERVICE_VARS, dotted, globalAddress, globalImport, holder, post, serve } from "./lib.mjs";
+import { ADMIN, SERVICE_VARS, dotted, globalAddress, globalImport, holder, post, serve, serviceStatus } from "./lib.mjs";
 import { feedsAcrossAVersionChange, runtimePid, sampled } from "./scale.mjs";
 
 export const TEN_MILLION = Number(process.env.BENCH_TEN_MILLION ?? 10_000_000);
@@ -54,8 +54,7 @@ async function medianMs(url, count, path) {
   return times[Math.floor(count / 2)];
 }
 
-const status = async (url) =>
-  JSON.parse(await fetch(`${url}/admin/status`, { headers: { Authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())).globalList;
+const status = async (url) => (await serviceStatus(url)).globalList;
 
 /** The rows of the 10 000 000-entry global list, on a runtime of its own. */
 export async function tenMillion(state) {
