@@ -27,7 +27,18 @@ fn reports_of(
     for app in apps {
         server.run_holder_alarm(&app.license);
     }
-    let deadline = Instant::now() + Duration::from_secs(2);
+    lookup_until(server, ip, Duration::from_secs(2), until)
+}
+
+/// The operator's lookup of `ip`'s reports once `until` holds of them, or as they
+/// are after `within`.
+fn lookup_until(
+    server: &Server,
+    ip: &str,
+    within: Duration,
+    until: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + within;
     loop {
         let resp = server.admin("GET", &format!("/admin/lookup?ip={ip}"), None);
         assert_eq!(resp.status, 200, "{}", resp.body);
@@ -161,16 +172,8 @@ fn the_runtime_fires_a_holders_alarm_which_sends_its_reports_on() {
     let app = TestApp::on(&server);
     report(&app, &[("ip", "81.10.0.1")]);
     // Past the next whole second, room for the runtime's own retry of an alarm.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let reports = loop {
-        let resp = server.admin("GET", "/admin/lookup?ip=81.10.0.1", None);
-        assert_eq!(resp.status, 200, "{}", resp.body);
-        let reports = resp.json()["reports"].clone();
-        if !reports.is_null() || Instant::now() > deadline {
-            break reports;
-        }
-        thread::sleep(Duration::from_millis(50));
-    };
+    let within = Duration::from_secs(5);
+    let reports = lookup_until(&server, "81.10.0.1", within, |reports| !reports.is_null());
     assert_eq!(reports["licenses"], json!(1), "{reports}");
 }
 
