@@ -23,6 +23,9 @@ export const PAIRS = [
   ["check, unlisted IPv6", "do", check, "2a00:1450:4001:80b::1"],
   ["add, new IPv6 addresses", "write", add, "seq6"],
 ];
+/** The floor worker's paths: at once, an empty object, a point lookup of a row
+ *  that is not there, a one-row write. */
+const FLOORS = ["bare", "do", "read", "write"];
 export const RUNTIMES = [
   ["Miniflare", "url"],
   ["workerd", "direct"],
@@ -36,13 +39,15 @@ export async function runtimes(state) {
     await post(service.url, "/admin/global-list", { token: ADMIN, method: "PUT", text: globalImport(1000) });
     for (const base of [service.url, service.direct]) await secondsUntilListed(base, token, globalAddress(7));
     const measured = [];
+    const floorsMeasured = [];
     let adds = 0;
     for (let round = 0; round < ROUNDS; round++) {
       for (const [runtime, address] of RUNTIMES) {
         for (const connections of [1, CONNECTIONS]) {
           const floors = {};
-          for (const path of ["bare", "do", "write"]) {
+          for (const path of FLOORS) {
             floors[path] = await wrk(`${floor[address]}/api/${path}`, { BENCH_PATH: `/api/${path}` }, connections, SECONDS);
+            floorsMeasured.push({ runtime, connections, floor: path, p50_us: floors[path].p50_us });
           }
           for (const [name, floorName, path, ip] of PAIRS) {
             // Addresses 23.0.0.0 onwards, 2 000 000 a run: every add is of a new one.
@@ -54,7 +59,8 @@ export async function runtimes(state) {
         }
       }
     }
-    return { rounds: ROUNDS, seconds: SECONDS, measured, summary: summarize(measured) };
+    const summary = summarize(measured);
+    return { rounds: ROUNDS, seconds: SECONDS, measured, summary, phases: phases(summary, floorsMeasured) };
   } finally {
     await floor.mf.dispose();
     await service.mf.dispose();
@@ -82,6 +88,31 @@ function summarize(measured) {
       floorP50_us: median(all.map((m) => m.floorP50_us)),
       p50Ratio: { median: median(p50), min: Math.min(...p50), max: Math.max(...p50) },
       rpsRatio: { median: median(rps), min: Math.min(...rps), max: Math.max(...rps) },
+    };
+  });
+}
+
+/** Where a request's time goes, one at a time, per runtime: each phase one
+ *  median minus another, scenarios and floors of the same rounds. */
+function phases(summary, floorsMeasured) {
+  return RUNTIMES.map(([runtime]) => {
+    const floor = Object.fromEntries(
+      FLOORS.map((path) => [path, median(floorsMeasured.filter((f) => f.runtime === runtime && f.connections === 1 && f.floor === path).map((f) => f.p50_us))]),
+    );
+    const p50 = (name) => summary.find((s) => s.runtime === runtime && s.connections === 1 && s.name === name).p50_us;
+    const [invalid, global, check, add] = ["invalid ip (no storage)", "check, on global list", "check, unlisted", "add, new addresses"].map(p50);
+    return {
+      runtime,
+      rows: [
+        ["the runtime and the asset router, answering at once", floor.bare, "the bare floor"],
+        ["our HTTP edge: route, access-token check, form, address rules, answer, log line", invalid - floor.bare, "invalid address − bare floor"],
+        ["a global-list answer: the snapshot's binary search, from memory", global - invalid, "global-list answer − invalid address"],
+        ["a Durable Object round trip in the runtime", floor.do - floor.bare, "empty-object floor − bare floor"],
+        ["one SQLite point lookup of a row that is not there, its rows read", floor.read - floor.do, "read floor − empty-object floor"],
+        ["our typed call to the holder's object, above a round trip with one lookup: the call out and back, the object's dispatch", check - invalid - (floor.read - floor.bare), "unlisted check − invalid address − (read floor − bare floor)"],
+        ["the same with the lookup in it (the phase as measured until 11-27)", check - invalid - (floor.do - floor.bare), "unlisted check − invalid address − (empty-object floor − bare floor)"],
+        ["an add's writes: seven rows in one transaction, the alarm already set", add - check, "add − unlisted check"],
+      ].map(([name, us, from]) => ({ name, ms: us / 1000, from })),
     };
   });
 }
