@@ -26,6 +26,9 @@ WORKER := build/index.js
 TEST_WORKER := build-test/index.js
 SOURCES := Cargo.toml Cargo.lock build.rs $(shell find src -name '*.rs')
 FLOOR := bench/floor/build/index.js
+# The Worker's two halves (the `edge` and `objects` features), each built alone as
+# a release module: what `make bench` weighs as two Workers would deploy them.
+HALVES := target/halves/edge/index.js target/halves/objects/index.js
 CHROMIUM := /usr/bin/chromium
 IPSET := /usr/sbin/ipset
 NFT := /usr/sbin/nft
@@ -171,11 +174,20 @@ build: $(WORKER)
 
 build-test: $(TEST_WORKER)
 
-$(WORKER): $(SOURCES) | tools
+# A release module in $(1), built with cargo's arguments $(2); its copy with the
+# function names kept, for the size breakdown, as $(3).
+define RELEASE_BUILD
 	@mkdir -p target
-	flock target/.worker-build.lock env $(BUILD_ENV) $(WORKER_BUILD) --release
-	cp build/index_bg.wasm target/index_bg.named.wasm
-	node_modules/.bin/wasm-opt build/index_bg.wasm $(WASM_FEATURES) -Oz -o build/index_bg.wasm
+	flock target/.worker-build.lock env $(BUILD_ENV) $(WORKER_BUILD) --release --out-dir $(1) $(if $(2),-- $(2))
+	cp $(1)/index_bg.wasm $(3)
+	node_modules/.bin/wasm-opt $(1)/index_bg.wasm $(WASM_FEATURES) -Oz -o $(1)/index_bg.wasm
+endef
+
+$(WORKER): $(SOURCES) | tools
+	$(call RELEASE_BUILD,build,,target/index_bg.named.wasm)
+
+$(HALVES): target/halves/%/index.js: $(SOURCES) | tools
+	$(call RELEASE_BUILD,target/halves/$*,--no-default-features --features $*,target/halves/$*/index_bg.named.wasm)
 
 $(TEST_WORKER): $(SOURCES) | tools
 	@mkdir -p target
@@ -238,11 +250,14 @@ test-tools:
 each-test-tool: each-tool $(CARGO_FUZZ) $(SCHEMATHESIS) $(DEBIAN_TOOLS)
 
 # The code as rustfmt writes it, and clippy clean natively with the test hooks and
-# for the Worker's target as it deploys, without them.
+# for the Worker's target as it deploys, without them: whole, and each half alone,
+# so that neither half comes to need the other's code.
 lint: $(WASM_TARGET)
 	cargo fmt --check
 	cargo clippy --lib --tests --features test-hooks --quiet -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown --quiet -- -D warnings
+	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features edge --quiet -- -D warnings
+	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features objects --quiet -- -D warnings
 
 # The rules and stores natively, the check that no module imports from a layer above its own,
 # and the check that docs/architecture.md names every source file and no file that is gone.
@@ -329,7 +344,7 @@ breaks: test-tools
 # socket, what each operation costs (counted by the test build), and CrowdSec's
 # Local API side by side; writes bench/results.json. BENCH_ONLY=a,b runs a subset
 # (bench/README.md names them) and writes target/bench-results.json instead.
-bench: build build-test $(FLOOR) $(CROWDSEC)
+bench: build build-test $(HALVES) $(FLOOR) $(CROWDSEC)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 	CROWDSEC_BIN=$(CROWDSEC_DIR)/usr/bin node bench/run.mjs
 

@@ -26,10 +26,9 @@
 // entry with a 255-character comment), BENCH_TEN_MILLION (default 10000000: the
 // global list imported last, on a runtime of its own).
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
-import { gzipSync } from "node:zlib";
 import { ADMIN, CONNECTIONS, SECONDS, SERVICE_VARS, secondsUntilListed, globalAddress, globalImport, holder, post, root, seedPersonal, seeded, serve as serveFrom, serviceAssets, serviceStatus, wrk } from "./lib.mjs";
 import { streamPulls } from "./stream.mjs";
 import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
@@ -42,7 +41,7 @@ import { sideBySide } from "./side-by-side.mjs";
 import { allowList, allowListLines } from "./allow-list.mjs";
 import { reports, reportsLines } from "./reports.mjs";
 import { machines, machinesLines } from "./machines.mjs";
-import { breakdown, breakdownLines } from "./size.mjs";
+import { breakdown, breakdownLines, moduleSize } from "./size.mjs";
 import { logCost, profile, profileLines } from "./profile.mjs";
 
 const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "ten-million", "ipv6-million", "eight-feeds", "module", "profile"];
@@ -130,10 +129,12 @@ try {
   await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
   await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
   await section("eight-feeds", async () => (results.eightFeeds = await eightFeeds(join(state, "eight-feeds"))));
-  await section("module", async () => (results.module = breakdown(join(root, "target/index_bg.named.wasm"))));
+  await section("module", async () => {
+    const halves = Object.fromEntries(["edge", "objects"].map((half) => [half, moduleSize(join(root, `target/halves/${half}/index_bg.wasm`))]));
+    results.module = { ...breakdown(join(root, "target/index_bg.named.wasm")), whole: moduleSize(join(root, "build/index_bg.wasm")), halves };
+  });
   await section("profile", async () => (results.profile = { phases: await profile(), log: await logCost() }));
-  const wasm = readFileSync(join(root, "build/index_bg.wasm"));
-  results.wasm = { raw: statSync(join(root, "build/index_bg.wasm")).size, gzip: gzipSync(wasm, { level: 9 }).length };
+  results.wasm = moduleSize(join(root, "build/index_bg.wasm"));
   results.prices = PRICES;
   results.targets = targets(results);
   const file = ONLY.length ? "target/bench-results.json" : "bench/results.json";

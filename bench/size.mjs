@@ -6,6 +6,7 @@
 // ended up, not only what it was written as.
 
 import { readFileSync } from "node:fs";
+import { gzipSync } from "node:zlib";
 
 const SECTION_NAMES = ["custom", "type", "import", "function", "table", "memory", "global", "export", "start", "element", "code", "data", "data count"];
 
@@ -159,10 +160,25 @@ export function breakdown(path) {
 }
 
 /** The breakdown as the bench prints it. */
+/** A deployable module's size: raw, and gzipped at level 9 as deploy-check weighs it. */
+export function moduleSize(path) {
+  const bytes = readFileSync(path);
+  return { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+}
+
 export function breakdownLines(size) {
   const share = (bytes) => `${((100 * bytes) / size.code).toFixed(1)} %`;
   const kib = (bytes) => (bytes / 1024).toFixed(1);
+  const halves = size.halves
+    ? [
+        `Each half built alone (the \`edge\` and \`objects\` features), as two Workers would deploy them: ${Object.entries(size.halves)
+          .map(([half, m]) => `${half} ${kib(m.gzip)} KiB gzipped (${kib(m.raw)} KiB raw)`)
+          .join(", ")}; the whole, one Worker, ${kib(size.whole.gzip)} KiB gzipped.`,
+        "",
+      ]
+    : [];
   return [
+    ...halves,
     `The module's code: ${kib(size.code)} KiB in ${size.functions} functions, before gzip; its sections: ${size.sections.map((s) => `${s.name} ${kib(s.bytes)} KiB`).join(", ")}`,
     "",
     "| group | KiB | share |",

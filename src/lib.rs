@@ -5,13 +5,16 @@
 //! point. `tests/layers.rs` fails when a module imports from a layer above its own.
 
 pub mod domain;
+#[cfg(feature = "edge")]
 pub mod http;
 pub mod objects;
 pub mod platform;
 pub mod store;
 
+#[cfg(feature = "edge")]
 use worker::{event, Context, Env, Request, Response};
 
+#[cfg(feature = "edge")]
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     console_error_panic_hook::set_once();

@@ -2,5 +2,6 @@
 //! and the audit log. Its protocol, the object, and the client the Worker calls it through.
 
 pub mod client;
+#[cfg(feature = "objects")]
 pub mod object;
 pub mod protocol;

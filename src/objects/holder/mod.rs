@@ -2,5 +2,6 @@
 //! the Worker calls it through.
 
 pub mod client;
+#[cfg(feature = "objects")]
 pub mod object;
 pub mod protocol;

@@ -2,5 +2,6 @@
 //! addresses `consensus::shard_of` gives it, so that no one object takes them all.
 
 pub mod client;
+#[cfg(feature = "objects")]
 pub mod object;
 pub mod protocol;

@@ -2,5 +2,6 @@
 //! client the Worker calls it through.
 
 pub mod client;
+#[cfg(feature = "objects")]
 pub mod object;
 pub mod protocol;
