@@ -14,9 +14,11 @@ pub mod store;
 #[cfg(feature = "edge")]
 use worker::{event, Context, Env, Request, Response};
 
+/// The Worker's entry. It sets no panic hook: `worker` sets its own when the
+/// module starts, in an isolate that serves only objects as well, and it logs a
+/// panic's message and place (`tests/api/faults.rs`).
 #[cfg(feature = "edge")]
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
-    console_error_panic_hook::set_once();
     http::handle(req, env, ctx).await
 }

@@ -5,7 +5,8 @@
 //! to the directory fail as an unreachable directory would, hand the writer a
 //! batch of promotions as a report shard would, make the next notice of a
 //! revocation to a holder's object fail as an unreachable object would, and its
-//! filings in the directory as an unreachable directory would; and read what the
+//! filings in the directory as an unreachable directory would; make a holder's
+//! object panic as a bug would; and read what the
 //! billable calls counted (`/__test/meter`, for `make bench`). The deployable
 //! build has none of this, and `make deploy-check` fails if its bundle names any
 //! of these paths.
@@ -17,7 +18,7 @@ use crate::domain::access::license::LicenseId;
 use crate::http::wire::form;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{
-    AlarmAt as HolderAlarmAt, Meter as HolderMeter, RunAlarm as RunHolderAlarm, WasmMemory,
+    AlarmAt as HolderAlarmAt, Meter as HolderMeter, Panic, RunAlarm as RunHolderAlarm, WasmMemory,
 };
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{
@@ -201,6 +202,18 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 "worker": memory::wasm_bytes(),
                 "holder": holder_bytes,
             }))
+        }
+        (Method::Post, path) if path.ends_with("/panic") => {
+            let id = path
+                .strip_prefix("/__test/holders/")
+                .and_then(|rest| rest.strip_suffix("/panic"));
+            let license = id.and_then(LicenseId::parse).ok_or("no such license")?;
+            holder(env, &license)
+                .map_err(|e| e.to_string())?
+                .ask(Panic)
+                .await
+                .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
+            Response::ok("did not panic")
         }
         (Method::Post, path) => match path
             .strip_prefix("/__test/holders/")

@@ -1,6 +1,7 @@
 //! Server-side faults: a killed server loses no answered write, a broken
-//! dependency answers a clear 5xx that is logged, never a panic, and a list
-//! change made while the directory fails gets its audit row once it answers.
+//! dependency answers a clear 5xx that is logged, never a panic, a list change
+//! made while the directory fails gets its audit row once it answers, and a
+//! panic in an object is logged and the object answers again.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -388,5 +389,38 @@ fn a_list_change_made_while_the_directory_fails_has_its_audit_row_once_it_answer
     let mut all = both.to_vec();
     all.push(row("list.edited", "global list", "added 0, removed 1"));
     assert_eq!(list_changes(&server), all);
+    server.kill();
+}
+
+/// A panic in a holder's object (a bug: nothing a client sends causes one) logs
+/// its message and place, and the object answers its next call. The call that
+/// panicked is never answered: under `panic = "abort"` the trap leaves its
+/// promise unsettled, and its caller waits until the client gives up, so the
+/// test does not wait for it.
+#[test]
+fn a_panic_in_an_object_is_logged_and_the_object_answers_again() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    assert_eq!(
+        app.add("56.56.56.56"),
+        "[56.56.56.56] has been added to greylist"
+    );
+
+    let panic = format!("{}/__test/holders/{}/panic", server.base, app.license);
+    thread::spawn(move || send("POST", &panic, &[], Some(b"")));
+    let log = server.log_once(|line| line.contains("a panic the tests asked for"));
+    assert!(
+        log.contains("panicked at src/objects/holder/object.rs"),
+        "the panic's message and place are logged:\n{log}"
+    );
+
+    assert_eq!(
+        app.check("56.56.56.56"),
+        "[56.56.56.56] is currently on your personal greylist"
+    );
+    assert_eq!(
+        app.add("56.56.56.57"),
+        "[56.56.56.57] has been added to greylist"
+    );
     server.kill();
 }

@@ -191,6 +191,8 @@ impl DurableObject for HolderList {
                 super::protocol::WasmMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
             }
             #[cfg(feature = "test-hooks")]
+            HolderCall::Panic(super::protocol::Panic) => panic!("a panic the tests asked for"),
+            #[cfg(feature = "test-hooks")]
             HolderCall::Meter(super::protocol::Meter) => super::protocol::Meter::reply(
                 crate::platform::meter::reading().map_err(Failure::from),
             ),

@@ -64,6 +64,8 @@ calls!(HolderProtocol => HolderCall {
     WasmMemory => u64,
     #[cfg(feature = "test-hooks")]
     Meter => crate::platform::meter::Reading,
+    #[cfg(feature = "test-hooks")]
+    Panic => (),
 } streamed {
     Feed => (FeedStart, FeedRecord),
 });
@@ -336,3 +338,8 @@ pub struct WasmMemory;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Meter;
+
+/// Panics in the object, as a bug would (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Panic;
