@@ -83,18 +83,25 @@ pub struct Settings {
     pub admin_token_next: Option<Secret>,
     pub token_lifetime_seconds: u64,
     pub freshness: Freshness,
-    pub limits: Limits,
-    /// Items in one page of a streamed answer (`PAGE_ENTRIES`).
-    pub page_entries: usize,
+    pub objects: ObjectSettings,
     /// Whether new IPv6 input is taken (`IPV6`).
     pub ipv6: Ipv6,
     /// Whether an IPv6 address is listed as itself or as its /64 (`IPV6_PREFIX`).
     pub ipv6_prefix: Ipv6Prefix,
+    /// Which requests write their log line (`REQUEST_LOG`).
+    pub request_log: RequestLog,
+}
+
+/// What the Durable Objects run under, and all they read of the settings: no
+/// secret is among them, so the objects start whatever the secrets are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectSettings {
+    pub limits: Limits,
+    /// Items in one page of a streamed answer (`PAGE_ENTRIES`).
+    pub page_entries: usize,
     /// How holders' reports make the network's consensus (`PROMOTION_HOLDERS`,
     /// `PROMOTION_WINDOW_SECONDS`, `DELIST_AFTER_SECONDS`).
     pub consensus: Consensus,
-    /// Which requests write their log line (`REQUEST_LOG`).
-    pub request_log: RequestLog,
 }
 
 /// Which requests write their one log line. Each line is one Workers Logs bills
@@ -158,6 +165,33 @@ impl Settings {
                         out_of_bounds("CACHE_SECONDS", &text, 0..=PROPAGATION_BOUND_SECONDS)
                     })?,
             },
+            objects: ObjectSettings::parse(&var)?,
+            ipv6: either(
+                "IPV6",
+                var("IPV6"),
+                Ipv6::Off,
+                [("on", Ipv6::On), ("off", Ipv6::Off)],
+            )?,
+            ipv6_prefix: either(
+                "IPV6_PREFIX",
+                var("IPV6_PREFIX"),
+                Ipv6Prefix::Whole,
+                [("128", Ipv6Prefix::Whole), ("64", Ipv6Prefix::Net64)],
+            )?,
+            request_log: either(
+                "REQUEST_LOG",
+                var("REQUEST_LOG"),
+                RequestLog::All,
+                [("all", RequestLog::All), ("refusals", RequestLog::Refusals)],
+            )?,
+        })
+    }
+}
+
+impl ObjectSettings {
+    /// The objects' part of `Settings::parse`, read alone where only it is needed.
+    pub fn parse(var: impl Fn(&'static str) -> Option<String>) -> Result<Self, String> {
+        Ok(Self {
             limits: Limits {
                 additions: count("DAILY_ADDITIONS", var("DAILY_ADDITIONS"))?
                     .unwrap_or(Limits::default().additions),
@@ -181,18 +215,6 @@ impl Settings {
                     ))
                 }
             },
-            ipv6: either(
-                "IPV6",
-                var("IPV6"),
-                Ipv6::Off,
-                [("on", Ipv6::On), ("off", Ipv6::Off)],
-            )?,
-            ipv6_prefix: either(
-                "IPV6_PREFIX",
-                var("IPV6_PREFIX"),
-                Ipv6Prefix::Whole,
-                [("128", Ipv6Prefix::Whole), ("64", Ipv6Prefix::Net64)],
-            )?,
             consensus: Consensus {
                 holders: count("PROMOTION_HOLDERS", var("PROMOTION_HOLDERS"))?
                     .unwrap_or(Consensus::default().holders),
@@ -209,12 +231,6 @@ impl Settings {
                 )?
                 .unwrap_or(Consensus::default().delist_after),
             },
-            request_log: either(
-                "REQUEST_LOG",
-                var("REQUEST_LOG"),
-                RequestLog::All,
-                [("all", RequestLog::All), ("refusals", RequestLog::Refusals)],
-            )?,
         })
     }
 }
@@ -303,7 +319,7 @@ mod tests {
             (SECRET, SECRET)
         );
         assert_eq!(
-            settings.limits,
+            settings.objects.limits,
             Limits {
                 additions: 6000,
                 removals: 1000,
@@ -327,6 +343,7 @@ mod tests {
                 ("DAILY_REPORTS", "6"),
             ])
             .unwrap()
+            .objects
             .limits,
             Limits {
                 additions: 5,
@@ -345,8 +362,14 @@ mod tests {
             parse(&[("DAILY_REMOVALS", "-1")]).unwrap_err(),
             "DAILY_REMOVALS must be a whole number, not \"-1\""
         );
-        assert_eq!(parse(&[]).unwrap().page_entries, 1000);
-        assert_eq!(parse(&[("PAGE_ENTRIES", "10")]).unwrap().page_entries, 10);
+        assert_eq!(parse(&[]).unwrap().objects.page_entries, 1000);
+        assert_eq!(
+            parse(&[("PAGE_ENTRIES", "10")])
+                .unwrap()
+                .objects
+                .page_entries,
+            10
+        );
         assert_eq!(parse(&[]).unwrap().request_log, RequestLog::All);
         let refusals = parse(&[("REQUEST_LOG", "refusals")]).unwrap().request_log;
         assert_eq!(refusals, RequestLog::Refusals);
@@ -381,6 +404,30 @@ mod tests {
         assert_eq!(
             parse(&[("PERSONAL_LIST_ENTRIES", "1e6")]).unwrap_err(),
             "PERSONAL_LIST_ENTRIES must be a whole number, not \"1e6\""
+        );
+    }
+
+    #[test]
+    fn the_objects_settings_need_no_secret_and_read_as_the_whole_does() {
+        let vars = [
+            ("DAILY_ADDITIONS", "5"),
+            ("PAGE_ENTRIES", "10"),
+            ("PROMOTION_HOLDERS", "2"),
+        ];
+        let alone = ObjectSettings::parse(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+        .unwrap();
+        assert_eq!(alone, parse(&vars).unwrap().objects);
+        assert_eq!(
+            (
+                alone.limits.additions,
+                alone.page_entries,
+                alone.consensus.holders
+            ),
+            (5, 10, 2)
         );
     }
 

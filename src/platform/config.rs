@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use worker::Env;
 
-use crate::domain::settings::Settings;
+use crate::domain::settings::{ObjectSettings, Settings};
 
 thread_local! {
     static SETTINGS: OnceCell<Result<Rc<Settings>, BadSettings>> = const { OnceCell::new() };
@@ -30,4 +30,10 @@ pub fn settings(env: &Env) -> Result<Rc<Settings>, BadSettings> {
             })
             .clone()
     })
+}
+
+/// What the Durable Objects run under, read alone: they need no secret, so an
+/// object starts whatever the secrets are. Each object reads it once, when it starts.
+pub fn object_settings(env: &Env) -> Result<ObjectSettings, BadSettings> {
+    ObjectSettings::parse(|name| env.var(name).ok().map(|v| v.to_string())).map_err(BadSettings)
 }

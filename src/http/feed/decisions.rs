@@ -211,7 +211,7 @@ pub async fn stream(
         render,
         shape,
         String::new(),
-        settings.page_entries,
+        settings.objects.page_entries,
     );
     let response = Response::from_stream(body)?;
     response.headers().set("Content-Type", "application/json")?;

@@ -169,7 +169,7 @@ pub async fn feed(
         render,
         shape,
         version.to_string(),
-        settings.page_entries,
+        settings.objects.page_entries,
     );
     let response = Response::from_stream(body)?;
     response.headers().set("Content-Type", content_type)?;

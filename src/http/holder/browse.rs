@@ -69,7 +69,7 @@ pub async fn quota(cx: &RequestContext, _: Request, license: LicenseId) -> Resul
     let usage = holder(&cx.env, &license)?.ask(Usage).await?;
     let settings = &cx.settings;
     let view = QuotaView {
-        quota: Quota::of(usage, settings.limits, cx.now.unix()),
+        quota: Quota::of(usage, settings.objects.limits, cx.now.unix()),
         ipv6: settings.ipv6 == Ipv6::On,
     };
     Reply::json(200, &view)

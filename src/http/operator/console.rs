@@ -213,7 +213,7 @@ pub async fn license(cx: &RequestContext, _: Request, _: Operator) -> Result<Rep
     cx.log.names(&license);
     let row = directory(env)?.ask(License(license.clone())).await?;
     let holder = holder(env, &license)?.ask(LicensePicture).await?;
-    let limits = cx.settings.limits;
+    let limits = cx.settings.objects.limits;
     // One object of the three parts: the directory's row, the holder's, the limits.
     let mut picture = to_json(&row)?;
     if let (Some(fields), serde_json::Value::Object(holder)) =

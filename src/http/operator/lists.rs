@@ -265,7 +265,7 @@ struct NetworkSettings {
 
 /// `GET /admin/status`: both lists' sizes and published versions, and the number of licenses.
 pub async fn status(cx: &RequestContext, _: Request, _: Operator) -> Result<Reply, ApiError> {
-    let (env, consensus) = (&cx.env, cx.settings.consensus);
+    let (env, consensus) = (&cx.env, cx.settings.objects.consensus);
     let lists = writer(env)?.ask(Status).await?;
     Reply::json(
         200,

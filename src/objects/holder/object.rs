@@ -237,7 +237,7 @@ impl HolderList {
     /// The schema brought up to date, and the settings the object runs under.
     async fn start(&self) -> Result<Ready> {
         migrate(&self.sql).map_err(|e| format!("schema: {e}"))?;
-        let settings = config::settings(&self.env).map_err(|e| e.0)?;
+        let settings = config::object_settings(&self.env).map_err(|e| e.0)?;
         Ok(Ready {
             limits: settings.limits,
             page: settings.page_entries,

@@ -145,6 +145,8 @@ impl ReportShard {
         Tally::new(&self.sql)
             .migrate()
             .map_err(|e| format!("report shard schema: {e}"))?;
-        Ok(config::settings(&self.env).map_err(|e| e.0)?.consensus)
+        Ok(config::object_settings(&self.env)
+            .map_err(|e| e.0)?
+            .consensus)
     }
 }
