@@ -21,6 +21,13 @@ export const SERVICE_VARS = {
   IPV6: "on",
 };
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+/** The floor worker's paths (bench/floor), each the least some request can cost. */
+export const FLOORS = {
+  bare: "floor: bare answer",
+  do: "floor: empty Durable Object",
+  read: "floor: Durable Object looking up a row that is not there",
+  write: "floor: Durable Object writing one row",
+};
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 
 /** The service's Workers Static Assets options, as Miniflare takes them: the

@@ -6,7 +6,7 @@
 // the same minute; the spread over rounds is what one figure may be off by.
 
 import { join } from "node:path";
-import { ADMIN, CONNECTIONS, SERVICE_VARS, globalAddress, globalImport, holder, post, secondsUntilListed, serve, serviceAssets, wrk } from "./lib.mjs";
+import { ADMIN, CONNECTIONS, FLOORS, SERVICE_VARS, globalAddress, globalImport, holder, post, secondsUntilListed, serve, serviceAssets, wrk } from "./lib.mjs";
 
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 3);
@@ -23,9 +23,6 @@ export const PAIRS = [
   ["check, unlisted IPv6", "do", check, "2a00:1450:4001:80b::1"],
   ["add, new IPv6 addresses", "write", add, "seq6"],
 ];
-/** The floor worker's paths: at once, an empty object, a point lookup of a row
- *  that is not there, a one-row write. */
-const FLOORS = ["bare", "do", "read", "write"];
 export const RUNTIMES = [
   ["Miniflare", "url"],
   ["workerd", "direct"],
@@ -45,9 +42,9 @@ export async function runtimes(state) {
       for (const [runtime, address] of RUNTIMES) {
         for (const connections of [1, CONNECTIONS]) {
           const floors = {};
-          for (const path of FLOORS) {
+          for (const path of Object.keys(FLOORS)) {
             floors[path] = await wrk(`${floor[address]}/api/${path}`, { BENCH_PATH: `/api/${path}` }, connections, SECONDS);
-            floorsMeasured.push({ runtime, connections, floor: path, p50_us: floors[path].p50_us });
+            floorsMeasured.push({ runtime, connections, floor: path, p50_us: floors[path].p50_us, errors: floors[path].errors });
           }
           for (const [name, floorName, path, ip] of PAIRS) {
             // Addresses 23.0.0.0 onwards, 2 000 000 a run: every add is of a new one.
@@ -67,7 +64,12 @@ export async function runtimes(state) {
   }
 }
 
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+/** The middle value; with an even count, the mean of the two in the middle. */
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const half = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[half] : (sorted[half - 1] + sorted[half]) / 2;
+};
 
 /** Per runtime, connections and scenario: the median ratio to its floor, and the
  *  lowest and highest of the rounds. */
@@ -96,23 +98,23 @@ function summarize(measured) {
  *  median minus another, scenarios and floors of the same rounds. */
 function phases(summary, floorsMeasured) {
   return RUNTIMES.map(([runtime]) => {
-    const floor = Object.fromEntries(
-      FLOORS.map((path) => [path, median(floorsMeasured.filter((f) => f.runtime === runtime && f.connections === 1 && f.floor === path).map((f) => f.p50_us))]),
-    );
+    const quiet = floorsMeasured.filter((f) => f.runtime === runtime && f.connections === 1);
+    const floor = Object.fromEntries(Object.keys(FLOORS).map((path) => [path, median(quiet.filter((f) => f.floor === path).map((f) => f.p50_us))]));
     const p50 = (name) => summary.find((s) => s.runtime === runtime && s.connections === 1 && s.name === name).p50_us;
     const [invalid, global, check, add] = ["invalid ip (no storage)", "check, on global list", "check, unlisted", "add, new addresses"].map(p50);
     return {
       runtime,
+      floorErrors: quiet.reduce((sum, f) => sum + f.errors, 0),
       rows: [
-        ["the runtime and the asset router, answering at once", floor.bare, "the bare floor"],
-        ["our HTTP edge: route, access-token check, form, address rules, answer, log line", invalid - floor.bare, "invalid address − bare floor"],
-        ["a global-list answer: the snapshot's binary search, from memory", global - invalid, "global-list answer − invalid address"],
-        ["a Durable Object round trip in the runtime", floor.do - floor.bare, "empty-object floor − bare floor"],
-        ["one SQLite point lookup of a row that is not there, its rows read", floor.read - floor.do, "read floor − empty-object floor"],
-        ["our typed call to the holder's object, above a round trip with one lookup: the call out and back, the object's dispatch", check - invalid - (floor.read - floor.bare), "unlisted check − invalid address − (read floor − bare floor)"],
-        ["the same with the lookup in it (the phase as measured until 11-27)", check - invalid - (floor.do - floor.bare), "unlisted check − invalid address − (empty-object floor − bare floor)"],
-        ["an add's writes: seven rows in one transaction, the alarm already set", add - check, "add − unlisted check"],
-      ].map(([name, us, from]) => ({ name, ms: us / 1000, from })),
+        ["bare", "the runtime and the asset router, answering at once", floor.bare, "the bare floor"],
+        ["edge", "our HTTP edge: route, access-token check (HMAC-SHA256), form, address rules, answer, log line", invalid - floor.bare, "invalid address − bare floor"],
+        ["global", "a global-list answer: the snapshot's binary search, from memory", global - invalid, "global-list answer − invalid address"],
+        ["round-trip", "a Durable Object round trip in the runtime", floor.do - floor.bare, "empty-object floor − bare floor"],
+        ["call", "our call to the holder's object, above that round trip: the typed call out and back, the object's dispatch, one SQLite point lookup", check - invalid - (floor.do - floor.bare), "unlisted check − invalid address − the round trip"],
+        ["lookup", "of which one SQLite point lookup, its rows read", floor.read - floor.do, "read floor − empty-object floor"],
+        ["typed-call", "of which the typed call and the dispatch", check - invalid - (floor.read - floor.bare), "unlisted check − invalid address − (read floor − bare floor)"],
+        ["writes", "an add's writes: seven rows in one transaction, the alarm already set", add - check, "add − unlisted check"],
+      ].map(([id, name, us, from]) => ({ id, name, ms: us / 1000, from })),
     };
   });
 }

@@ -189,8 +189,9 @@ impl Settings {
 }
 
 impl ObjectSettings {
-    /// The objects' part of `Settings::parse`, read alone where only it is needed.
-    pub fn parse(var: impl Fn(&'static str) -> Option<String>) -> Result<Self, String> {
+    /// The objects' part of `Settings::parse`, read alone where only it is needed
+    /// (through `dyn`: one copy of its code serves both).
+    pub fn parse(var: &dyn Fn(&'static str) -> Option<String>) -> Result<Self, String> {
         Ok(Self {
             limits: Limits {
                 additions: count("DAILY_ADDITIONS", var("DAILY_ADDITIONS"))?
@@ -414,7 +415,7 @@ mod tests {
             ("PAGE_ENTRIES", "10"),
             ("PROMOTION_HOLDERS", "2"),
         ];
-        let alone = ObjectSettings::parse(|name| {
+        let alone = ObjectSettings::parse(&|name| {
             vars.iter()
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| v.to_string())

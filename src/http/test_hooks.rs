@@ -203,48 +203,34 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 "holder": holder_bytes,
             }))
         }
-        (Method::Post, path) if path.ends_with("/panic") => {
-            let id = path
-                .strip_prefix("/__test/holders/")
-                .and_then(|rest| rest.strip_suffix("/panic"));
-            let license = id.and_then(LicenseId::parse).ok_or("no such license")?;
-            holder(env, &license)
-                .map_err(|e| e.to_string())?
-                .ask(Panic)
-                .await
-                .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
-            Response::ok("did not panic")
+        (method, path) => {
+            let Some((id, name)) = holder_hook(path) else {
+                return Response::error("no such test hook", 404);
+            };
+            let license = LicenseId::parse(id).ok_or("no such license")?;
+            let object = holder(env, &license).map_err(|e| e.to_string())?;
+            // The holder's refusals, where `hook` takes the writer's.
+            let refused = |failure: Failure<_>| worker::Error::RustError(format!("{failure:?}"));
+            match (method, name) {
+                (Method::Post, "alarm") => {
+                    object.ask(RunHolderAlarm).await.map_err(refused)?;
+                    Response::ok("ran")
+                }
+                (Method::Get, "alarm") => {
+                    let at = object.ask(HolderAlarmAt).await.map_err(refused)?;
+                    Response::from_json(&serde_json::json!({ "at": at }))
+                }
+                (Method::Post, "panic") => {
+                    object.ask(Panic).await.map_err(refused)?;
+                    Response::ok("did not panic")
+                }
+                _ => Response::error("no such test hook", 404),
+            }
         }
-        (Method::Post, path) => match path
-            .strip_prefix("/__test/holders/")
-            .and_then(|rest| rest.strip_suffix("/alarm"))
-        {
-            Some(id) => {
-                let license = LicenseId::parse(id).ok_or("no such license")?;
-                holder(env, &license)
-                    .map_err(|e| e.to_string())?
-                    .ask(RunHolderAlarm)
-                    .await
-                    .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
-                Response::ok("ran")
-            }
-            None => Response::error("no such test hook", 404),
-        },
-        (Method::Get, path) => match path
-            .strip_prefix("/__test/holders/")
-            .and_then(|rest| rest.strip_suffix("/alarm"))
-        {
-            Some(id) => {
-                let license = LicenseId::parse(id).ok_or("no such license")?;
-                let at = holder(env, &license)
-                    .map_err(|e| e.to_string())?
-                    .ask(HolderAlarmAt)
-                    .await
-                    .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
-                Response::from_json(&serde_json::json!({ "at": at }))
-            }
-            None => Response::error("no such test hook", 404),
-        },
-        _ => Response::error("no such test hook", 404),
     }
+}
+
+/// The license and the hook's name in `/__test/holders/<license>/<hook>`.
+fn holder_hook(path: &str) -> Option<(&str, &str)> {
+    path.strip_prefix("/__test/holders/")?.split_once('/')
 }

@@ -861,7 +861,7 @@ pub fn send(method: &str, url: &str, headers: &[(&str, String)], body: Option<&[
 }
 
 /// The answer, or why there was none: the transport error's kind and text, or a body cut off.
-fn try_send(
+pub fn try_send(
     method: &str,
     url: &str,
     headers: &[(&str, String)],
