@@ -16,7 +16,7 @@
 //   ten-million  the global list at BENCH_TEN_MILLION entries
 //   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
 //   eight-feeds  one agent, then eight, pulling a BENCH_EIGHT_FEEDS-entry global list whole across an edit: resident memory
-//   module       the module's size, by section, function group and crate (bench/size.mjs)
+//   module       the module's size, by section, function group and crate (bench/size.mjs); each half built alone, weighed, and what each costs a cold start (bench/cold-start.mjs)
 //   profile      where an unlisted check's, an add's, an invalid address's and the bare floor's CPU goes (workerd's inspector), and the log line's cost
 //
 // Sizes: BENCH_PERSONAL (default 100000), BENCH_GLOBAL (default 1000000, a quarter
@@ -42,6 +42,7 @@ import { allowList, allowListLines } from "./allow-list.mjs";
 import { reports, reportsLines } from "./reports.mjs";
 import { machines, machinesLines } from "./machines.mjs";
 import { breakdown, breakdownLines, moduleSize } from "./size.mjs";
+import { coldStarts } from "./cold-start.mjs";
 import { logCost, profile, profileLines } from "./profile.mjs";
 
 const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "ten-million", "ipv6-million", "eight-feeds", "module", "profile"];
@@ -131,8 +132,9 @@ try {
   await section("eight-feeds", async () => (results.eightFeeds = await eightFeeds(join(state, "eight-feeds"))));
   results.wasm = moduleSize(join(root, "build/index_bg.wasm"));
   await section("module", async () => {
-    const halves = Object.fromEntries(["edge", "objects"].map((half) => [half, moduleSize(join(root, `target/halves/${half}/index_bg.wasm`))]));
-    results.module = { ...breakdown(join(root, "target/index_bg.named.wasm")), whole: results.wasm, halves };
+    const paths = { whole: "build/index_bg.wasm", edge: "target/halves/edge/index_bg.wasm", objects: "target/halves/objects/index_bg.wasm" };
+    const halves = { edge: moduleSize(join(root, paths.edge)), objects: moduleSize(join(root, paths.objects)) };
+    results.module = { ...breakdown(join(root, "target/index_bg.named.wasm")), whole: results.wasm, halves, coldStart: await coldStarts(paths) };
   });
   await section("profile", async () => (results.profile = { phases: await profile(), log: await logCost() }));
   results.prices = PRICES;

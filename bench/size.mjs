@@ -176,6 +176,11 @@ export function breakdownLines(size) {
           .map(([half, m]) => `${half} ${kib(m.gzip)} KiB gzipped (${kib(m.raw)} KiB raw)`)
           .join(", ")}; the whole, one Worker, ${kib(size.whole.gzip)} KiB gzipped.`,
         "",
+        `What each costs a cold start on workerd (bench/cold-start.mjs: from the process's start to its first answer, median of its starts, less the start with no module): ${Object.entries(size.coldStart)
+          .filter(([name]) => name !== "none")
+          .map(([name, c]) => `${name} ${c.moduleMs.toFixed(1)} ms`)
+          .join(", ")} (with no module: ${size.coldStart.none.medianMs.toFixed(1)} ms).`,
+        "",
       ]
     : [];
   return [
