@@ -152,12 +152,12 @@ impl Default for MachineSettings {
     }
 }
 
-/// A new machine as the holder's object records it.
+/// A new machine as the holder's object records it: its password's digest is
+/// the login record's alone (`MachineLogin`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewMachineRecord {
     pub id: String,
     pub machine_id: MachineId,
-    pub digest: String,
     pub name: Option<String>,
 }
 

@@ -96,17 +96,15 @@ pub async fn create(
     let (name, _, _) = fields(&body)?;
     let name = credentials::name(name.as_deref()).map_err(ApiError::BadRequest)?;
     let new = NewMachine::generate().map_err(StoreError::Randomness)?;
-    let digest = password_digest(&new.password);
     let record = NewMachineRecord {
         id: new.id.clone(),
         machine_id: new.machine_id.clone(),
-        digest: digest.clone(),
         name: name.clone(),
     };
     let login = MachineLogin {
         license: license.clone(),
         id: new.id.clone(),
-        digest,
+        digest: password_digest(&new.password),
     };
     machines::save(env, &new.machine_id, &login).await?;
     if let Err(failure) = holder(env, &license)?.ask(CreateMachine(record)).await {

@@ -21,7 +21,7 @@ pub const HISTORY_DAYS: u64 = 90;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-pub(super) const MIGRATIONS: [&str; 12] = [
+pub(super) const MIGRATIONS: [&str; 13] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -167,6 +167,10 @@ pub(super) const MIGRATIONS: [&str; 12] = [
     ALTER TABLE machines ADD COLUMN usage_started_at INTEGER;
     ALTER TABLE machines ADD COLUMN usage_at INTEGER;
     ALTER TABLE machines ADD COLUMN usage_datasources INTEGER;",
+    // A machine's password digest is kept where its login reads it, the login
+    // record in KV; the copy here was written and never read, a credential kept
+    // twice for nothing.
+    "ALTER TABLE machines DROP COLUMN digest;",
 ];
 
 /// `Entry::is_live` for the rows of a query, on the expiry column named: `?1` is the time.
@@ -914,12 +918,44 @@ mod tests {
         let machine = NewMachineRecord {
             id: new.id,
             machine_id: new.machine_id,
-            digest: "d".to_owned(),
             name: None,
         };
         let defaults = MachineSettings::default();
         assert!(store.create_machine(&machine, defaults, NOON).unwrap());
         assert_eq!(store.machines().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_holder_whose_machines_kept_their_digests_keeps_the_machines_without_them() {
+        use crate::domain::machines::credentials::MachineChange;
+        let sql = NativeSql::new();
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..12]).unwrap();
+        // A machine as the code before wrote it, its password's digest beside it.
+        sql.execute(
+            "INSERT INTO machines (id, machine_id, name, digest, ttl, adds, created_at)
+             VALUES ('m_1', 'engine-1', 'edge', ?1, 3600, 1, ?2)",
+            &[Value::text("d".repeat(64)), Value::int(NOON.0)],
+        )
+        .unwrap();
+        migrate(&sql).unwrap();
+        let columns = sql.query("SELECT name FROM pragma_table_info('machines')", &[]);
+        let columns: Vec<String> = columns
+            .unwrap()
+            .iter()
+            .map(|row| row.text(0).unwrap())
+            .collect();
+        assert!(!columns.contains(&"digest".to_owned()), "{columns:?}");
+        let store = SqlListStore::new(&sql);
+        let machines = store.machines().unwrap();
+        assert_eq!(machines.len(), 1);
+        assert_eq!(machines[0].machine_id, "engine-1");
+        assert_eq!(machines[0].name.as_deref(), Some("edge"));
+        assert_eq!((machines[0].ttl, machines[0].adds), (3600, true));
+        let renamed = MachineChange {
+            name: Some("renamed".to_owned()),
+            ..MachineChange::default()
+        };
+        assert!(store.change_machine("m_1", &renamed).unwrap().is_some());
     }
 
     #[test]

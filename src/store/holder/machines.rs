@@ -1,5 +1,5 @@
 //! A holder's machines (its CrowdSec engines) in its object's database: each
-//! with its login name, its password's digest, its label and settings, when it
+//! with its login name, its label and settings, when it
 //! last logged in and alerted, the scenarios its last login named, and counts.
 
 use crate::domain::machines::credentials::{
@@ -67,13 +67,12 @@ impl<S: Sql> SqlListStore<S> {
             return Ok(false);
         }
         self.sql().execute(
-            "INSERT INTO machines (id, machine_id, name, digest, ttl, adds, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO machines (id, machine_id, name, ttl, adds, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             &[
                 Value::text(&machine.id),
                 Value::text(machine.machine_id.as_str()),
                 Value::opt_text(machine.name.as_deref()),
-                Value::text(&machine.digest),
                 Value::int(settings.ttl),
                 Value::int(u64::from(settings.adds)),
                 Value::int(now.0),
@@ -215,7 +214,6 @@ mod tests {
         let record = NewMachineRecord {
             id: new.id,
             machine_id: new.machine_id.clone(),
-            digest: "d".repeat(64),
             name: name.map(str::to_owned),
         };
         (record, new.machine_id)

@@ -300,7 +300,6 @@ mod tests {
         let machine = NewMachineRecord {
             id: new.id.clone(),
             machine_id: new.machine_id,
-            digest: "d".repeat(64),
             name: None,
         };
         let defaults = MachineSettings::default();
