@@ -15,6 +15,8 @@ pub struct RequestLog {
     pub operation: &'static str,
     /// Set once the request names a license (its token, or the operator's path).
     license: RefCell<Option<LicenseId>>,
+    /// What the handler tells of an answer that succeeded, as its `detail`.
+    note: RefCell<Option<String>>,
     started: Millis,
     /// All until the settings are read: a request they refuse is logged.
     level: settings::RequestLog,
@@ -25,6 +27,7 @@ impl RequestLog {
         Self {
             operation,
             license: RefCell::new(None),
+            note: RefCell::new(None),
             started: clock::now(),
             level: settings::RequestLog::All,
         }
@@ -40,11 +43,18 @@ impl RequestLog {
         self.license.replace(Some(license.clone()));
     }
 
+    /// What the line's `detail` says when the request succeeds.
+    pub fn notes(&self, note: String) {
+        self.note.replace(Some(note));
+    }
+
     pub fn finish(&self, status: u16, outcome: &str, detail: Option<&str>) {
         if !self.level.writes(status) {
             return;
         }
         let license = self.license.borrow();
+        let note = self.note.borrow();
+        let detail = detail.or(note.as_deref());
         let line = Line {
             operation: self.operation,
             outcome,

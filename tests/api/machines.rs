@@ -503,6 +503,20 @@ fn alerts_for_private_allowed_simulated_or_other_scopes_change_nothing() {
         counts(&app, &machine),
         json!({ "alerts": 9, "reported": 1, "added": 0, "ignored": 8 })
     );
+    // The request's log line tells the operator why, where the engine hears nothing:
+    // those the edge let go of by reason (the allow-listed ones are weighed, not skipped).
+    let why = "\"detail\":\"alerts ignored: 1 unreadable, 1 simulated, \
+               2 not about one address, 2 not a public address\"";
+    let line = |l: &str| l.contains(&app.license) && l.contains("\"operation\":\"alerts\"");
+    let log = server.log_once(|l| line(l) && l.contains(why));
+    assert!(
+        log.lines().any(|l| line(l) && l.contains(why)),
+        "{}",
+        log.lines()
+            .filter(|l| line(l))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert_eq!(app.list(&[])["entries"], json!([]));
     assert_eq!(reports_of(&app, "86.2.2.1")["licenses"], 1);
     for ip in ["86.2.0.5", "86.2.1.5", "86.2.3.1"] {

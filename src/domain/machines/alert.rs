@@ -99,6 +99,44 @@ pub enum Skip {
     NoDecision,
 }
 
+impl Skip {
+    const ALL: [Self; 5] = [
+        Self::Unreadable,
+        Self::Simulated,
+        Self::Scope,
+        Self::NotPublic,
+        Self::NoDecision,
+    ];
+
+    fn reason(self) -> &'static str {
+        match self {
+            Self::Unreadable => "unreadable",
+            Self::Simulated => "simulated",
+            Self::Scope => "not about one address",
+            Self::NotPublic => "not a public address",
+            Self::NoDecision => "no decision to take",
+        }
+    }
+}
+
+/// What one request's alerts came to nothing for before the holder's object saw
+/// them, by reason, for the request's log line: the engine is told nothing (every
+/// alert is acknowledged), and the machine's counts say how many, not why.
+/// `None` when every alert was taken.
+pub fn skipped(skips: &[Skip], beyond: u64) -> Option<String> {
+    let mut parts: Vec<String> = Skip::ALL
+        .iter()
+        .filter_map(|&kind| {
+            let count = skips.iter().filter(|&&skip| skip == kind).count();
+            (count > 0).then(|| format!("{count} {}", kind.reason()))
+        })
+        .collect();
+    if beyond > 0 {
+        parts.push(format!("{beyond} past the {MAX_ALERTS} a request takes"));
+    }
+    (!parts.is_empty()).then(|| format!("alerts ignored: {}", parts.join(", ")))
+}
+
 /// What one alert asks of the holder's lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Asked {
@@ -515,6 +553,19 @@ mod tests {
                     scenario: Some("crowdsecurity/http-probing".to_owned()),
                 }
             ]
+        );
+    }
+
+    #[test]
+    fn what_came_to_nothing_is_told_by_reason_in_a_fixed_order() {
+        use Skip::{NotPublic, Scope, Simulated, Unreadable};
+        assert_eq!(skipped(&[], 0), None);
+        assert_eq!(
+            skipped(&[NotPublic, Scope, Unreadable, NotPublic, Simulated], 3).as_deref(),
+            Some(
+                "alerts ignored: 1 unreadable, 1 simulated, 1 not about one address, \
+                 2 not a public address, 3 past the 100 a request takes"
+            )
         );
     }
 

@@ -8,7 +8,7 @@
 use worker::Request;
 
 use crate::domain::machines::alert::{
-    classify, AlertAdd, AlertCall, Asked, Sent, MAX_ALERTS, MAX_BODY_BYTES,
+    classify, skipped, AlertAdd, AlertCall, Asked, Sent, MAX_ALERTS, MAX_BODY_BYTES,
 };
 use crate::domain::net::address::PublicIp;
 use crate::domain::network::report::ReportCall;
@@ -46,8 +46,15 @@ pub async fn post(
         .await?
         .allow_list;
     let mut alerts = Vec::with_capacity(sent.len());
+    let mut skips = Vec::new();
     for asked in classify(sent, settings.ipv6) {
+        if let Asked::Ignored(skip) = asked {
+            skips.push(skip);
+        }
         alerts.push(weigh(cx, asked, own_allow_list).await?);
+    }
+    if let Some(note) = skipped(&skips, beyond) {
+        cx.log.notes(note);
     }
     let call = TakeAlerts {
         license: machine.license.clone(),
