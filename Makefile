@@ -95,8 +95,10 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # only when a read is not answered from the isolate's memory, which takes six
 # calls into the runtime off every request the standing or a token's owner
 # answers from memory (597.1). Lowered to 597 by worker's own panic hook in place of
-# console_error_panic_hook, which added nothing to it (596.9).
-WASM_GZIP_KIB := 597
+# console_error_panic_hook, which added nothing to it (596.9). Raised to 598 for an
+# alerts request's log line telling why some of its alerts came to nothing, by
+# reason (597.3).
+WASM_GZIP_KIB := 598
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer

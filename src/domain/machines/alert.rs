@@ -27,6 +27,8 @@ use crate::domain::time::UnixTime;
 /// Alerts one request takes; those after them are acknowledged and counted
 /// ignored. The engine sends what it gathered in a second, a handful at most.
 pub const MAX_ALERTS: usize = 100;
+/// The alerts past `MAX_ALERTS`, as the log line gives them after their count.
+const PAST_THE_MOST: &str = " past the 100 a request takes";
 /// Decisions one request takes, over all its alerts: `cscli decisions import`
 /// puts thousands in one alert. The rest are left, as an alert past `MAX_ALERTS` is.
 pub const MAX_DECISIONS: usize = 1000;
@@ -108,13 +110,14 @@ impl Skip {
         Self::NoDecision,
     ];
 
+    /// The reason as the log line gives it, after its count.
     fn reason(self) -> &'static str {
         match self {
-            Self::Unreadable => "unreadable",
-            Self::Simulated => "simulated",
-            Self::Scope => "not about one address",
-            Self::NotPublic => "not a public address",
-            Self::NoDecision => "no decision to take",
+            Self::Unreadable => " unreadable",
+            Self::Simulated => " simulated",
+            Self::Scope => " not about one address",
+            Self::NotPublic => " not a public address",
+            Self::NoDecision => " no decision to take",
         }
     }
 }
@@ -124,17 +127,26 @@ impl Skip {
 /// alert is acknowledged), and the machine's counts say how many, not why.
 /// `None` when every alert was taken.
 pub fn skipped(skips: &[Skip], beyond: u64) -> Option<String> {
-    let mut parts: Vec<String> = Skip::ALL
-        .iter()
-        .filter_map(|&kind| {
-            let count = skips.iter().filter(|&&skip| skip == kind).count();
-            (count > 0).then(|| format!("{count} {}", kind.reason()))
-        })
-        .collect();
-    if beyond > 0 {
-        parts.push(format!("{beyond} past the {MAX_ALERTS} a request takes"));
+    let mut line = String::new();
+    let mut part = |count: u64, what: &str| {
+        if count > 0 {
+            line.push_str(if line.is_empty() {
+                "alerts ignored: "
+            } else {
+                ", "
+            });
+            line.push_str(&count.to_string());
+            line.push_str(what);
+        }
+    };
+    for kind in Skip::ALL {
+        part(
+            skips.iter().filter(|&&skip| skip == kind).count() as u64,
+            kind.reason(),
+        );
     }
-    (!parts.is_empty()).then(|| format!("alerts ignored: {}", parts.join(", ")))
+    part(beyond, PAST_THE_MOST);
+    (!line.is_empty()).then_some(line)
 }
 
 /// What one alert asks of the holder's lists.
@@ -560,6 +572,7 @@ mod tests {
     fn what_came_to_nothing_is_told_by_reason_in_a_fixed_order() {
         use Skip::{NotPublic, Scope, Simulated, Unreadable};
         assert_eq!(skipped(&[], 0), None);
+        assert!(PAST_THE_MOST.contains(&format!(" {MAX_ALERTS} ")));
         assert_eq!(
             skipped(&[NotPublic, Scope, Unreadable, NotPublic, Simulated], 3).as_deref(),
             Some(
