@@ -7,23 +7,12 @@
 
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { root } from "./lib.mjs";
+import { freePort, median, root } from "./lib.mjs";
 
 const WORKERD = join(root, "node_modules/.bin/workerd");
 const STARTS = Number(process.env.BENCH_COLD_STARTS ?? 40);
-
-/** A port nothing listens on now. */
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function config(port, wasm) {
   const modules = wasm
@@ -53,8 +42,6 @@ async function start(dir, name, port) {
     await new Promise((resolve) => child.once("exit", resolve));
   }
 }
-
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /** Each module's cold start, median and least of STARTS, and the same less the
  *  start with no module: what compiling it costs. */

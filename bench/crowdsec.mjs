@@ -4,9 +4,9 @@
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { freePort } from "./lib.mjs";
 
 /** Where the Makefile unpacked the pinned package's binaries. */
 const CROWDSEC_BIN = process.env.CROWDSEC_BIN ?? "";
@@ -14,15 +14,6 @@ const CROWDSEC = join(CROWDSEC_BIN, "crowdsec");
 const CSCLI = join(CROWDSEC_BIN, "cscli");
 const READY_MS = 30_000;
 const STOP_MS = 10_000;
-
-/** A port free on 127.0.0.1 now; the LAPI binds it a moment later. */
-async function freePort() {
-  const server = createServer();
-  await new Promise((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Everything under `folder`: without its own paths, cscli and the LAPI read
  *  /etc/crowdsec and write /var/lib/crowdsec. */

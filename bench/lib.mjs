@@ -3,6 +3,7 @@
 
 import { execFile } from "node:child_process";
 import { createWriteStream } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Miniflare } from "miniflare";
@@ -99,6 +100,22 @@ export async function post(url, path, { token, form, json, method = "POST", text
   }
   const response = await fetch(url + path, { method, headers, body });
   return { status: response.status, text: await response.text() };
+}
+
+/** A port free on 127.0.0.1 now, for a server that binds it a moment later. */
+export async function freePort() {
+  const server = createServer();
+  await new Promise((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The middle value; with an even count, the mean of the two in the middle. */
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const half = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[half] : (sorted[half - 1] + sorted[half]) / 2;
 }
 
 /** The operator's `/admin/status`: the lists, the licenses, the answering isolate. */

@@ -6,7 +6,7 @@
 // the same minute; the spread over rounds is what one figure may be off by.
 
 import { join } from "node:path";
-import { ADMIN, CONNECTIONS, FLOORS, SERVICE_VARS, globalAddress, globalImport, holder, post, secondsUntilListed, serve, serviceAssets, wrk } from "./lib.mjs";
+import { ADMIN, CONNECTIONS, FLOORS, SERVICE_VARS, median, globalAddress, globalImport, holder, post, secondsUntilListed, serve, serviceAssets, wrk } from "./lib.mjs";
 
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 3);
@@ -63,13 +63,6 @@ export async function runtimes(state) {
     await service.mf.dispose();
   }
 }
-
-/** The middle value; with an even count, the mean of the two in the middle. */
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const half = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[half] : (sorted[half - 1] + sorted[half]) / 2;
-};
 
 /** Per runtime, connections and scenario: the median ratio to its floor, and the
  *  lowest and highest of the rounds. */

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "node:http";
 import { gzipSync } from "node:zlib";
-import { ADMIN, SERVICE_VARS, dotted, globalAddress, globalImport, holder, post, serve, serviceStatus } from "./lib.mjs";
+import { ADMIN, SERVICE_VARS, dotted, globalAddress, globalImport, holder, median, post, serve, serviceStatus } from "./lib.mjs";
 import { feedsAcrossAVersionChange, runtimePid, sampled } from "./scale.mjs";
 
 export const TEN_MILLION = Number(process.env.BENCH_TEN_MILLION ?? 10_000_000);
@@ -50,8 +50,7 @@ async function medianMs(url, count, path) {
     if (response.status !== 200) throw new Error(`${path(n)}: ${response.status} ${body.slice(0, 200)}`);
     times.push(performance.now() - started);
   }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(count / 2)];
+  return median(times);
 }
 
 const status = async (url) => (await serviceStatus(url)).globalList;
