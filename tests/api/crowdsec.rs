@@ -5,11 +5,15 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
-use super::helpers::{fresh_state_dir, send, Server, TestApp};
+use super::helpers::{fresh_state_dir, poll, send, Server, TestApp};
+
+/// How long the bouncer has to act on a change, and how often it is looked at.
+const WITHIN: Duration = Duration::from_secs(30);
+const EVERY: Duration = Duration::from_millis(100);
 
 const CUSTOM_BOUNCER: &str = "/usr/bin/crowdsec-custom-bouncer";
 
@@ -83,31 +87,27 @@ impl Bouncer {
 
     /// Waits until the script was called with a line starting `call`.
     fn called(&self, call: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(line) = self.calls().into_iter().find(|l| l.starts_with(call)) {
-                return line;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no call {call:?}; calls: {:?}\nbouncer: {}",
-                self.calls(),
+        let line = |calls: &Vec<String>| calls.iter().find(|l| l.starts_with(call)).cloned();
+        match poll(
+            WITHIN,
+            EVERY,
+            || self.calls(),
+            |calls| line(calls).is_some(),
+        ) {
+            Ok(calls) => line(&calls).unwrap(),
+            Err(calls) => panic!(
+                "no call {call:?}; calls: {calls:?}\nbouncer: {}",
                 fs::read_to_string(&self.log).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(100));
+            ),
         }
     }
 
     /// Waits until the bouncer's log has `count` lines holding `text`.
     fn logged(&self, text: &str, count: usize) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let log = fs::read_to_string(&self.log).unwrap_or_default();
-            if log.lines().filter(|l| l.contains(text)).count() >= count {
-                return;
-            }
-            assert!(Instant::now() < deadline, "no {count} × {text:?} in\n{log}");
-            std::thread::sleep(Duration::from_millis(100));
+        let log = || fs::read_to_string(&self.log).unwrap_or_default();
+        let enough = |log: &String| log.lines().filter(|l| l.contains(text)).count() >= count;
+        if let Err(log) = poll(WITHIN, EVERY, log, enough) {
+            panic!("no {count} × {text:?} in\n{log}");
         }
     }
 }
@@ -179,14 +179,8 @@ fn debians_custom_bouncer_enforces_the_greylist_and_follows_every_change() {
         adds == 2
             && matches!((at("del 45.91.0.0/16 "), at("add 45.91.0.0/16 ")), (Some(d), Some(a)) if d < a)
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !renewed(&bouncer.calls()) {
-        assert!(
-            Instant::now() < deadline,
-            "no renewal: {:?}",
-            bouncer.calls()
-        );
-        std::thread::sleep(Duration::from_millis(100));
+    if let Err(calls) = poll(WITHIN, EVERY, || bouncer.calls(), |calls| renewed(calls)) {
+        panic!("no renewal: {calls:?}");
     }
     // Three days on, the holder's access token has long expired: it logs in again.
     let token = server.login(&app.license_key).json()["accessToken"]

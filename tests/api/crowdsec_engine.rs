@@ -18,7 +18,11 @@ use std::time::{Duration, Instant};
 use greylist::domain::time::UnixTime;
 use serde_json::{json, Value};
 
-use crate::helpers::{fresh_state_dir, send, Resp, Server, TestApp};
+use crate::helpers::{fresh_state_dir, poll, send, Resp, Server, TestApp};
+
+/// How long the engine has to act, and how often what it did is looked at.
+const WITHIN: Duration = Duration::from_secs(60);
+const EVERY: Duration = Duration::from_millis(250);
 
 /// The package the Makefile unpacks (`CROWDSEC_VERSION`), under its tools folder.
 const PACKAGE: &str = "crowdsec-1.4.6-6~deb12u1+b1";
@@ -210,26 +214,22 @@ fn machine_once(
     what: &str,
     until: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let machine = || {
         let listed = holder_call(app, "GET", "/api/machines", None).json();
-        let machine = listed["machines"]
+        listed["machines"]
             .as_array()
             .unwrap()
             .iter()
             .find(|machine| machine["id"] == id)
             .cloned()
-            .unwrap_or(Value::Null);
-        if until(&machine) {
-            return machine;
-        }
-        assert!(
-            Instant::now() < deadline,
+            .unwrap_or(Value::Null)
+    };
+    poll(WITHIN, EVERY, machine, until).unwrap_or_else(|machine| {
+        panic!(
             "{what}: the machine is {machine}\ncrowdsec:\n{}",
             engine.log()
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
+        )
+    })
 }
 
 /// The holder's entry for `ip`, if the list has it.
@@ -248,19 +248,16 @@ fn entry(app: &TestApp, ip: &str) -> Option<Value> {
 /// wait for, and a bucket that overflowed holds the address a minute, so a
 /// batch written too early is made up for and one too many changes nothing.
 fn attack_until(engine: &Engine, (log, ip): (&str, &str), what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
     let mut next = Instant::now();
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "{what}\ncrowdsec:\n{}",
-            engine.log()
-        );
+    let attacked = || {
         if Instant::now() >= next {
             engine.fail(log, ip, 8);
             next = Instant::now() + Duration::from_secs(5);
         }
-        std::thread::sleep(Duration::from_millis(250));
+        done()
+    };
+    if poll(WITHIN, EVERY, attacked, |done| *done).is_err() {
+        panic!("{what}\ncrowdsec:\n{}", engine.log());
     }
 }
 
@@ -297,14 +294,12 @@ fn logged(server: &Server, operation: &str, outcome: &str) -> usize {
 /// Waits until the server has logged more than `before` lines of `operation`
 /// with `outcome`, within 60 s.
 fn logged_more(server: &Server, engine: &Engine, call: (&str, &str), before: usize) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while logged(server, call.0, call.1) <= before {
-        assert!(
-            Instant::now() < deadline,
+    let count = || logged(server, call.0, call.1);
+    if poll(WITHIN, EVERY, count, |count| *count > before).is_err() {
+        panic!(
             "no more {call:?} than {before}\ncrowdsec:\n{}",
             engine.log()
         );
-        std::thread::sleep(Duration::from_millis(250));
     }
 }
 

@@ -13,12 +13,16 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use greylist::domain::time::UnixTime;
 use serde_json::{json, Value};
 
-use crate::helpers::{fresh_state_dir, Server, TestApp};
+use crate::helpers::{fresh_state_dir, poll, Server, TestApp};
+
+/// How long fail2ban and the service have to act, and how often that is looked at.
+const WITHIN: Duration = Duration::from_secs(30);
+const EVERY: Duration = Duration::from_millis(200);
 
 const FAIL2BAN_SERVER: &str = "/usr/bin/fail2ban-server";
 const FAIL2BAN_CLIENT: &str = "/usr/bin/fail2ban-client";
@@ -205,11 +209,9 @@ impl Drop for Fail2ban {
         else {
             return;
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.is_ours(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        if self.is_ours(pid) {
+        let within = Duration::from_secs(10);
+        let ours = || self.is_ours(pid);
+        if poll(within, Duration::from_millis(100), ours, |ours| !ours).is_err() {
             // SAFETY: kill(2) on the pid of a process this test started; no memory is involved.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
@@ -234,35 +236,24 @@ fn entry_once(
     what: &str,
     until: impl Fn(&Option<Value>) -> bool,
 ) -> Option<Value> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let entry = listed(app, ip);
-        if until(&entry) {
-            return entry;
-        }
-        assert!(
-            Instant::now() < deadline,
+    poll(WITHIN, EVERY, || listed(app, ip), until).unwrap_or_else(|entry| {
+        panic!(
             "{what}: the entry of {ip} is {entry:?}\n{}",
             fail2ban.logs()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        )
+    })
 }
 
 /// The operator's lookup of `ip`'s reports once the holder's alarm has sent
 /// them and they count one license, or as they are after 30 s.
 fn reports_of(server: &Server, app: &TestApp, ip: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let reports = || {
         server.run_holder_alarm(&app.license);
         let resp = server.admin("GET", &format!("/admin/lookup?ip={ip}"), None);
         assert_eq!(resp.status, 200, "{}", resp.body);
-        let reports = resp.json()["reports"].clone();
-        if reports["licenses"] == 1 || Instant::now() > deadline {
-            return reports;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        resp.json()["reports"].clone()
+    };
+    poll(WITHIN, EVERY, reports, |reports| reports["licenses"] == 1).unwrap_or_else(|seen| seen)
 }
 
 #[test]

@@ -13,7 +13,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 use crate::helpers::{
-    configuration_file, send, try_send, Encoding, Mode, Server, TestApp, INTERNAL_ERROR,
+    configuration_file, poll, send, try_send, Encoding, Mode, Server, TestApp, INTERNAL_ERROR,
 };
 
 const BURST_LIMIT: usize = 400;
@@ -71,10 +71,15 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
                 }
             });
         }
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while answered.lock().unwrap().len() < 40 && std::time::Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(5));
-        }
+        // The kill comes once some forty adds are answered.
+        let answers = || answered.lock().unwrap().len();
+        let forty = poll(
+            Duration::from_secs(60),
+            Duration::from_millis(5),
+            answers,
+            |n| *n >= 40,
+        );
+        assert!(forty.is_ok(), "fewer than 40 adds answered in 60 s");
         killing.store(true, Ordering::SeqCst);
         server.kill();
         stop.store(true, Ordering::SeqCst);

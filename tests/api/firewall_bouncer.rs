@@ -11,11 +11,11 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
-use super::helpers::{fresh_state_dir, Mode, Server, TestApp};
+use super::helpers::{fresh_state_dir, poll, Mode, Server, TestApp};
 
 const FIREWALL_BOUNCER: &str = "/usr/bin/crowdsec-firewall-bouncer";
 
@@ -166,19 +166,19 @@ fn start(namespace: &Namespace, port: u16, key: &str) -> Bouncer {
 
 /// Waits until the bouncer's set `holds` (or, false, no longer holds) each address.
 fn wait_for(namespace: &Namespace, bouncer: &Bouncer, addresses: &[&str], holds: bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let set = namespace.set();
-        if addresses.iter().all(|a| set.contains(a) == holds) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
+    let within = Duration::from_secs(30);
+    let as_asked = |set: &String| addresses.iter().all(|a| set.contains(a) == holds);
+    if let Err(set) = poll(
+        within,
+        Duration::from_millis(100),
+        || namespace.set(),
+        as_asked,
+    ) {
+        panic!(
             "the set should {}hold {addresses:?}:\n{set}\nbouncer:\n{}",
             if holds { "" } else { "not " },
             fs::read_to_string(&bouncer.log).unwrap_or_default()
         );
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

@@ -411,14 +411,14 @@ impl Server {
     /// The log once a line of it satisfies `seen`, or as it is after 10 s: a request's
     /// line reaches the file a moment after its answer, later when the machine is busy.
     pub fn log_once(&self, seen: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let log = self.log();
-            if log.lines().any(&seen) || Instant::now() > deadline {
-                return log;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let within = Duration::from_secs(10);
+        poll(
+            within,
+            Duration::from_millis(100),
+            || self.log(),
+            |log| log.lines().any(&seen),
+        )
+        .unwrap_or_else(|log| log)
     }
 
     pub fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Resp {
@@ -783,6 +783,29 @@ pub fn kv_put_local(state_dir: &Path, binding: &str, key: &str, value: &str) {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// What `probe` sees once `done` holds of it, probing every `every` for at most
+/// `within`; `Err` with what it saw last after that, for the caller's message or
+/// to go on with. For what acts in its own time, which the service's clock does
+/// not move: a real bouncer, engine or fail2ban, and the server's log.
+pub fn poll<T>(
+    within: Duration,
+    every: Duration,
+    mut probe: impl FnMut() -> T,
+    done: impl Fn(&T) -> bool,
+) -> Result<T, T> {
+    let deadline = Instant::now() + within;
+    loop {
+        let seen = probe();
+        if done(&seen) {
+            return Ok(seen);
+        }
+        if Instant::now() >= deadline {
+            return Err(seen);
+        }
+        std::thread::sleep(every);
+    }
 }
 
 pub fn fresh_state_dir() -> PathBuf {

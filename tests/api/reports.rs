@@ -4,11 +4,11 @@
 //! no other test uses, each its own /16.
 
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{send, Mode, Server, TestApp};
+use crate::helpers::{poll, send, Mode, Server, TestApp};
 
 fn report(app: &TestApp, fields: &[(&str, &str)]) -> String {
     let resp = app.form("/api/reportIp", fields, Mode::Json);
@@ -38,16 +38,12 @@ fn lookup_until(
     within: Duration,
     until: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = Instant::now() + within;
-    loop {
+    let reports = || {
         let resp = server.admin("GET", &format!("/admin/lookup?ip={ip}"), None);
         assert_eq!(resp.status, 200, "{}", resp.body);
-        let reports = resp.json()["reports"].clone();
-        if until(&reports) || Instant::now() > deadline {
-            return reports;
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
+        resp.json()["reports"].clone()
+    };
+    poll(within, Duration::from_millis(50), reports, until).unwrap_or_else(|seen| seen)
 }
 
 #[test]
