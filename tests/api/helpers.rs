@@ -619,6 +619,11 @@ fn spawn_wrangler(
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let log = File::create(log_path).unwrap();
     let mut command = wrangler();
+    // `--no-bundle`: worker-build's output is one module already, which
+    // wrangler's own bundling only copies, and its esbuild then watches the
+    // files for as long as the server runs. An idle server took 0.53 s of CPU in
+    // 10 s with it, 0.23 s without; six run at a time, and the suite took 182 s
+    // where it took 206.
     command
         .current_dir(root)
         .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
@@ -626,6 +631,7 @@ fn spawn_wrangler(
             "--inspector-port",
             &free_port().to_string(),
             "--show-interactive-dev-session=false",
+            "--no-bundle",
         ])
         .arg("--persist-to")
         .arg(state_dir.join("wrangler"))
