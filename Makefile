@@ -211,37 +211,41 @@ dev: build .dev.vars
 	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(IPV6),--var IPV6:$(IPV6))
 
 TEST_PHASES := test-tools lint build unit e2e contract browser deploy-check
-# Fuzzing, once its targets are built, keeps one core busy and no more, and the
-# phases from lint to unit leave a third of the machine idle (clippy's, the link's
-# and wasm-opt's single-threaded stretches): it runs beside them, from lint on, and
-# is done before the end-to-end tests begin. On a fresh machine it ran beside
-# contract and browser, and outlasted them by two minutes.
-BESIDE := fuzz-quick
-BESIDE_FROM := lint
+# Phases that run in the background, each as `phase:from`, started when the
+# foreground phase `from` starts. Fuzzing, once its targets are built, keeps one
+# core busy and no more, and the phases from lint to unit leave a third of the
+# machine idle (clippy's, the link's and wasm-opt's single-threaded stretches): it
+# runs beside them and is done before the end-to-end tests, which keep both cores
+# busy, begin. The test build (for e2e and browser) is mostly the link's one
+# thread: it goes beside the unit tests, which build natively, in a folder of
+# their own. Should it still run when e2e starts, e2e's build waits for it
+# (the worker-build lock) and finds it done.
+BESIDE := fuzz-quick:lint build-test:unit
 
 # Every phase in order, each timed; the times are printed at the end, or after the
-# phase that failed (after $(BESIDE), if it began, has ended). $(BESIDE) runs in the
-# background from $(BESIDE_FROM) on; its output is kept in target/$(BESIDE).log and
-# shown once the phases in the foreground have passed.
+# phase that failed (after the phases in the background that began have ended).
+# Each background phase's output is kept in target/<phase>.log and shown once the
+# phases in the foreground have passed, or when it failed.
 test:
-	@times=""; start=$$(date +%s); beside=""; mkdir -p target; rm -f target/$(BESIDE).took; \
-	trap '[ -z "$$beside" ] || kill $$beside 2>/dev/null' INT TERM; \
+	@times=""; start=$$(date +%s); jobs=""; mkdir -p target; \
+	trap 'for job in $$jobs; do kill $${job%%:*} 2>/dev/null; done' INT TERM; \
+	settle() { failed=""; for job in $$jobs; do name=$${job#*:}; \
+		if wait $${job%%:*}; then [ -n "$$1" ] || cat target/$$name.log; \
+		else tail -n 60 target/$$name.log; failed="$$failed $$name"; fi; \
+		times="$$times  $$name: $$(cat target/$$name.took 2>/dev/null || echo ?) s (in the background)\n"; done; jobs=""; }; \
 	for phase in $(TEST_PHASES); do \
-		if [ $$phase = $(BESIDE_FROM) ]; then \
-			( begun=$$(date +%s); $(MAKE) --no-print-directory $(BESIDE) > target/$(BESIDE).log 2>&1; \
-			  status=$$?; echo "$$(( $$(date +%s) - begun ))" > target/$(BESIDE).took; exit $$status ) & beside=$$!; \
-		fi; \
+		for job in $(BESIDE); do \
+			[ $${job#*:} = $$phase ] || continue; name=$${job%%:*}; rm -f target/$$name.took; \
+			( begun=$$(date +%s); $(MAKE) --no-print-directory $$name > target/$$name.log 2>&1; \
+			  status=$$?; echo "$$(( $$(date +%s) - begun ))" > target/$$name.took; exit $$status ) & jobs="$$jobs $$!:$$name"; \
+		done; \
 		begun=$$(date +%s); \
 		$(MAKE) --no-print-directory $$phase; status=$$?; \
 		times="$$times  $$phase: $$(( $$(date +%s) - begun )) s\n"; \
-		if [ $$status -ne 0 ]; then \
-			[ -z "$$beside" ] || { wait $$beside || tail -n 60 target/$(BESIDE).log; }; \
-			printf "\nmake test: $$phase failed\n$$times"; exit $$status; \
-		fi; \
+		if [ $$status -ne 0 ]; then settle quiet; printf "\nmake test: $$phase failed\n$$times"; exit $$status; fi; \
 	done; \
-	wait $$beside; status=$$?; took=$$(cat target/$(BESIDE).took 2>/dev/null || echo ?); cat target/$(BESIDE).log; \
-	times="$$times  $(BESIDE): $$took s (beside $(BESIDE_FROM) and what follows it)\n"; \
-	if [ $$status -ne 0 ]; then printf "\nmake test: $(BESIDE) failed\n$$times"; exit $$status; fi; \
+	settle; \
+	if [ -n "$$failed" ]; then printf "\nmake test:$$failed failed\n$$times"; exit 1; fi; \
 	printf "\nmake test took $$(( $$(date +%s) - start )) s:\n$$times"
 
 # What the test phases need beyond the build's tools, installed once. CrowdSec's
