@@ -97,8 +97,10 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # answers from memory (597.1). Lowered to 597 by worker's own panic hook in place of
 # console_error_panic_hook, which added nothing to it (596.9). Raised to 598 for an
 # alerts request's log line telling why some of its alerts came to nothing, by
-# reason (597.3).
-WASM_GZIP_KIB := 598
+# reason (597.3). Lowered to 597 by KV's text written as its bytes, where
+# `KvStore::put` took it through serde_wasm_bindgen and a number's formatting
+# (596.8).
+WASM_GZIP_KIB := 597
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer

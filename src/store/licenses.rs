@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use worker::kv::KvStore;
 use worker::Env;
 
-use super::kv::{read_json, Binding, KvRead, Remembered};
+use super::kv::{put_text, read_json, Binding, KvRead, Remembered};
 use super::{list_page, StoreError};
 use crate::domain::access::license::{key_digest, LicenseId, LicenseKey};
 use crate::domain::feed::feed_token::FeedTokenOwner;
@@ -98,7 +98,7 @@ pub struct Issued {
 async fn save(kv: &KvStore, id: &LicenseId, record: &LicenseRecord) -> Result<(), StoreError> {
     let text = serde_json::to_string(record)?;
     meter::count(Billable::KvWrite);
-    kv.put(&record_key(id), text)?
+    put_text(kv, &record_key(id), &text)?
         .metadata(record.standing())?
         .execute()
         .await?;
@@ -132,7 +132,9 @@ pub async fn create(env: &Env, now: UnixTime) -> Result<(LicenseId, LicenseKey),
     )
     .await?;
     meter::count(Billable::KvWrite);
-    kv.put(&digest_key(&digest), id.as_str())?.execute().await?;
+    put_text(&kv, &digest_key(&digest), id.as_str())?
+        .execute()
+        .await?;
     Ok((id, key))
 }
 
@@ -302,8 +304,7 @@ pub async fn save_feed_token(
 ) -> Result<(), StoreError> {
     let record = serde_json::to_string(owner)?;
     meter::count(Billable::KvWrite);
-    env.kv(BINDING)?
-        .put(&feed_token_key(digest), record)?
+    put_text(&env.kv(BINDING)?, &feed_token_key(digest), &record)?
         .execute()
         .await?;
     Ok(())

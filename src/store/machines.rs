@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use worker::Env;
 
-use super::kv::{read_json, Binding, KvRead, Remembered};
+use super::kv::{put_text, read_json, Binding, KvRead, Remembered};
 use super::licenses::BINDING;
 use super::StoreError;
 use crate::domain::machines::credentials::{MachineId, MachineLogin};
@@ -40,8 +40,7 @@ fn record_key(machine: &MachineId) -> String {
 pub async fn save(env: &Env, machine: &MachineId, login: &MachineLogin) -> Result<(), StoreError> {
     let record = serde_json::to_string(login)?;
     meter::count(Billable::KvWrite);
-    env.kv(BINDING)?
-        .put(&record_key(machine), record)?
+    put_text(&env.kv(BINDING)?, &record_key(machine), &record)?
         .execute()
         .await?;
     Ok(())

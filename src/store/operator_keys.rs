@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use worker::Env;
 
-use super::kv::{read_json, Binding, KvRead, Remembered};
+use super::kv::{put_text, read_json, Binding, KvRead, Remembered};
 use super::StoreError;
 use crate::domain::access::operator::KnownKeys;
 use crate::domain::settings::Freshness;
@@ -59,7 +59,7 @@ pub fn remember(keys: Rc<KnownKeys>, freshness: Freshness, now: Millis) {
 pub async fn publish(env: &Env, keys: &KnownKeys) -> Result<(), StoreError> {
     let text = serde_json::to_string(keys)?;
     meter::count(Billable::KvWrite);
-    env.kv(BINDING)?.put(KEY, text)?.execute().await?;
+    put_text(&env.kv(BINDING)?, KEY, &text)?.execute().await?;
     Ok(())
 }
 

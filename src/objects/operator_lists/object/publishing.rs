@@ -16,6 +16,7 @@ use crate::domain::operator_lists::publication::{Attempt, Next};
 use crate::domain::operator_lists::snapshot::{Ipv6Shards, Manifest};
 use crate::platform::clock;
 use crate::platform::meter::{self, Billable};
+use crate::store::kv::put_text;
 use crate::store::operator_lists::snapshots::{binding, piece_key, MANIFEST_KEY};
 use crate::store::operator_lists::tables::PieceKey;
 use crate::store::sql::{SqlError, Transactional};
@@ -250,7 +251,7 @@ impl OperatorLists {
             ));
         }
         meter::count(Billable::KvWrite);
-        kv.put(MANIFEST_KEY, serde_json::to_string(manifest)?)?
+        put_text(kv, MANIFEST_KEY, &serde_json::to_string(manifest)?)?
             .execute()
             .await?;
         Ok(())
