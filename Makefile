@@ -98,8 +98,7 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # console_error_panic_hook, which added nothing to it (596.9). Raised to 598 for an
 # alerts request's log line telling why some of its alerts came to nothing, by
 # reason (597.3). Lowered to 597 by KV's text written as its bytes, where
-# `KvStore::put` took it through serde_wasm_bindgen and a number's formatting
-# (596.8).
+# `KvStore::put` took it through serde_wasm_bindgen (596.8).
 WASM_GZIP_KIB := 597
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2

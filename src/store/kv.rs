@@ -29,9 +29,9 @@ pub trait KvRead {
 }
 
 /// Starts a write of `text` under `key`, as its UTF-8 bytes. `KvStore::put` takes
-/// any value through serde_wasm_bindgen, and formats a number with `f64`'s
-/// `Display`: code the module carried for text alone (about 5 KiB gzipped),
-/// where KV keeps bytes either way and a read as text gives the same back.
+/// any value through serde_wasm_bindgen and tells a number from a string or a
+/// JSON value: code the module carried for text alone (0.5 KiB gzipped), where
+/// KV keeps bytes either way and a read as text gives the same back.
 pub fn put_text(kv: &KvStore, key: &str, text: &str) -> Result<PutOptionsBuilder, StoreError> {
     Ok(kv.put_bytes(key, text.as_bytes())?)
 }
