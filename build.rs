@@ -1,9 +1,14 @@
-//! Names this build of the sources for the calls between the Worker and its
-//! Durable Objects (`objects::protocol`): they travel in postcard, by position, so
-//! a Worker and an object of two builds, as while a deployment rolls out, must
-//! refuse each other's calls rather than misread them. Every Rust source counts,
-//! not only the protocols': a type a call carries may be anywhere, and a call
-//! refused for a few seconds is better than one misread.
+//! Names the shape of the calls between the Worker and its Durable Objects
+//! (`objects::protocol`): they travel in postcard, by position, so a Worker and
+//! an object whose calls differ, as between the two steps of a deployment
+//! (docs/operations.md, "Upgrade"), must refuse each other's calls rather than
+//! misread them. The name covers every source that can shape a call, not only
+//! the protocols: a type a call carries may be anywhere below the objects'
+//! handlers, and a call refused for a few seconds is better than one misread. It
+//! leaves out what cannot: the HTTP layer, `lib.rs`, and the objects' handlers
+//! and clients, so a deployment that changes only those keeps the two Workers
+//! talking. tests/layers.rs proves that nothing the name covers uses what it
+//! leaves out.
 
 use std::path::{Path, PathBuf};
 
@@ -13,8 +18,8 @@ fn main() {
     sources(Path::new("src"), &mut files);
     files.sort();
     // FNV-1a, 64 bits, over each file's path and contents, each with its length
-    // first, and over the features built (the test hooks add calls): the same
-    // sources give the same name on any machine.
+    // first, and over the test hooks (they add calls): the same sources give the
+    // same name on any machine, and the two halves of one build the same name.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut add = |bytes: &[u8]| {
         for &byte in (bytes.len() as u64).to_le_bytes().iter().chain(bytes) {
@@ -22,27 +27,45 @@ fn main() {
         }
     };
     for file in files {
-        let path: Vec<String> = file
-            .components()
-            .map(|part| part.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        add(path.join("/").as_bytes());
+        let path = relative(&file);
+        if !shapes_the_calls(&path) {
+            continue;
+        }
+        add(path.as_bytes());
         let text =
             std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         add(text.replace("\r\n", "\n").as_bytes());
     }
-    let mut features: Vec<String> = std::env::vars()
-        .map(|(name, _)| name)
-        .filter(|name| name.starts_with("CARGO_FEATURE_"))
-        .collect();
-    features.sort();
-    add(features.join(",").as_bytes());
+    let hooks = std::env::var_os("CARGO_FEATURE_TEST_HOOKS").is_some();
+    add(if hooks { b"test-hooks" } else { b"" });
     println!("cargo:rustc-env=GREYLIST_BUILD={hash:016x}");
+}
+
+/// Whether a source, by its path under `src/` (`http/routes.rs`), can shape a
+/// call or an answer between the Worker and its objects.
+pub fn shapes_the_calls(path: &str) -> bool {
+    let handler_or_client = path.starts_with("objects/")
+        && (path.ends_with("/object.rs")
+            || path.contains("/object/")
+            || path.ends_with("/client.rs")
+            || path == "objects/startup.rs");
+    !(path == "lib.rs" || path.starts_with("http/") || handler_or_client)
+}
+
+/// `file`'s path under `src/`, its parts joined by `/` on any system.
+pub fn relative(file: &Path) -> String {
+    let parts: Vec<String> = file
+        .strip_prefix("src")
+        .unwrap_or(file)
+        .components()
+        .map(|part| part.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.join("/")
 }
 
 /// Every `*.rs` file under `dir`: an editor's lock or backup file beside them
 /// names no code.
-fn sources(dir: &Path, files: &mut Vec<PathBuf>) {
+pub fn sources(dir: &Path, files: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("src/ reads") {
         let path = entry.expect("src/ lists").path();
         if path.is_dir() {

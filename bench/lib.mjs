@@ -37,29 +37,49 @@ export function serviceAssets() {
   return unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml")).workerOptions.assets;
 }
 
-/** Serves `folder`'s worker (built at `script`), with the bindings its
- *  `wrangler.toml` declares and its state under `state`; `options` replace what
- *  the file says (the floors take the service's `assets`, a run without them
- *  `assets: undefined`). Two addresses: `url`, through Miniflare's entry worker
- *  (what `wrangler dev` serves), and `direct`, a socket of workerd's own in front
- *  of the worker (behind its asset router when it has one), as the edge runs it:
- *  no proxy worker in between, with Miniflare's KV and rate-limit services. */
-export async function serve(folder, vars, state, script = "build/index.js", options = {}) {
+/** The service as it deploys: two Workers, the edge and its objects, each a
+ *  folder with its module and the configuration `make build` writes. */
+export const DEPLOYED = { edge: "build/edge", objects: "build/objects" };
+
+/** Serves `folder`'s worker with the bindings its configuration declares and its
+ *  state under `state`. `script` is one Worker's module (the floor's, or the
+ *  service's test build, which `folder`'s `wrangler.toml` describes), or, for the
+ *  service, its two Workers' folders (`DEPLOYED`, or copies of them), each served
+ *  with the configuration `make build` wrote beside the deployed one, the edge in
+ *  front. `options` replace what the edge's (or the one Worker's) configuration
+ *  says (the floors take the service's `assets`, a run without them `assets:
+ *  undefined`). Two addresses: `url`, through Miniflare's entry worker (what
+ *  `wrangler dev` serves), and `direct`, a socket of workerd's own in front of
+ *  the (edge) worker (behind its asset router when it has one), as the edge runs
+ *  it: no proxy worker in between, with Miniflare's KV and rate-limit services. */
+export async function serve(folder, vars, state, script = DEPLOYED, options = {}) {
   process.chdir(join(root, folder));
-  const { workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.toml");
+  const worker = (config, scriptPath, own = {}) => {
+    const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
+    return {
+      ...workerOptions,
+      ...own,
+      scriptPath,
+      modules: true,
+      modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
+      bindings: { ...workerOptions.bindings, ...vars },
+    };
+  };
+  const { inspectorPort, ...own } = options;
+  const direct = [{ host: "127.0.0.1", port: 0 }];
+  const workers = typeof script === "string"
+    ? [{ ...worker("wrangler.toml", script, own), name: undefined, unsafeDirectSockets: direct }]
+    : [
+      { ...worker(join(root, DEPLOYED.edge, "wrangler.json"), join(script.edge, "index.js"), own), unsafeDirectSockets: direct },
+      worker(join(root, DEPLOYED.objects, "wrangler.json"), join(script.objects, "index.js")),
+    ];
   const mf = new Miniflare({
-    ...workerOptions,
-    ...options,
-    name: undefined,
-    scriptPath: script,
-    modules: true,
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
-    bindings: { ...workerOptions.bindings, ...vars },
+    workers,
+    inspectorPort,
     kvPersist: join(state, "kv"),
     durableObjectsPersist: join(state, "do"),
     host: "127.0.0.1",
     port: 0,
-    unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
     // The runtime's output (a log line per request, and any fault) goes to a file, not the terminal.
     handleRuntimeStdio: (stdout, stderr) => {
       const log = createWriteStream(join(root, "target", `bench-${folder.replace(/\W/g, "") || "service"}.log`));
@@ -68,9 +88,9 @@ export async function serve(folder, vars, state, script = "build/index.js", opti
     },
   });
   const url = (await mf.ready).toString().replace(/\/$/, "");
-  const direct = (await mf.unsafeGetDirectURL()).toString().replace(/\/$/, "");
+  const directUrl = (await mf.unsafeGetDirectURL(workers[0].name)).toString().replace(/\/$/, "");
   process.chdir(root);
-  return { mf, url, direct };
+  return { mf, url, direct: directUrl };
 }
 
 /** Asynchronous on purpose: Miniflare drains workerd's output in this process, and a

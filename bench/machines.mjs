@@ -10,7 +10,7 @@
 //    heartbeats of 10 000 machines (one a minute each) are priced.
 
 import { join } from "node:path";
-import { CONNECTIONS, SERVICE_VARS, holder as newHolder, post, serve, wrk } from "./lib.mjs";
+import { CONNECTIONS, DEPLOYED, SERVICE_VARS, holder as newHolder, post, serve, wrk } from "./lib.mjs";
 import { BILLABLE, PRICES, dollarsPerMillion } from "./cost.mjs";
 
 const VARS = { ...SERVICE_VARS, DAILY_REPORTS: "100000000" };
@@ -50,7 +50,7 @@ async function postAlerts(url, token, body) {
 }
 
 async function timed(state) {
-  const { mf, url } = await serve(".", VARS, join(state, "machines-timed"), "build/index.js", UNLIMITED);
+  const { mf, url } = await serve(".", VARS, join(state, "machines-timed"), DEPLOYED, UNLIMITED);
   try {
     const h = await newHolder(url);
     const token = await machineOf(url, h);

@@ -1,10 +1,11 @@
 // Where an unlisted check, an add and an invalid address (an answer without
 // storage) spend the isolate's CPU, and the bare floor's answer beside them: workerd's inspector
-// (Miniflare's `inspectorPort`, on 127.0.0.1) samples the service's isolate, which
-// runs the Worker and its Durable Objects, every 50 µs while one connection
-// sends the requests for BENCH_PROFILE_SECONDS (5). The module served is the
-// release build with its function names (`target/index_bg.named.wasm`, the code
-// `build/index_bg.wasm` holds), so the samples name our functions.
+// (Miniflare's `inspectorPort`, on 127.0.0.1) samples the service's two isolates,
+// the edge's and its Durable Objects', every 50 µs while one connection sends the
+// requests for BENCH_PROFILE_SECONDS (5), and counts their samples together. The
+// modules served are the release builds with their function names
+// (`target/edge_bg.named.wasm` and `target/objects_bg.named.wasm`, the code
+// build/edge/ and build/objects/ hold), so the samples name our functions.
 // Then what the log line costs, measured rather than sampled (the inspector also
 // receives every console line, which makes it look dearer than it is): the same
 // checks against the bare and empty-object floors, with `REQUEST_LOG` at `all`
@@ -15,7 +16,7 @@ import { copyFileSync, cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
-import { CONNECTIONS, SERVICE_VARS, holder, root, serve, serviceAssets, wrk } from "./lib.mjs";
+import { CONNECTIONS, DEPLOYED, SERVICE_VARS, holder, root, serve, serviceAssets, wrk } from "./lib.mjs";
 
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 5);
 const INSPECTOR = 9239;
@@ -77,33 +78,61 @@ export function attribute(profile) {
   };
 }
 
+/** Both isolates' samples, the edge's and its objects', while one connection
+ *  sends the requests. */
 async function profiled(url, path, spec, token) {
-  const targets = await (await fetch(`http://127.0.0.1:${INSPECTOR}/json`)).json();
-  const target = targets.find((t) => !/entry|asset|router/i.test(t.title ?? t.id)) ?? targets[0];
-  const socket = new WebSocket(target.webSocketDebuggerUrl);
-  await new Promise((resolve, reject) => (socket.once("open", resolve), socket.once("error", reject)));
-  try {
-    await send(socket, "Profiler.enable");
-    await send(socket, "Profiler.setSamplingInterval", { interval: 50 });
-    await send(socket, "Profiler.start");
-    const measured = await wrk(url + path, { BENCH_PATH: path, BENCH_TOKENS: token, BENCH_IP: spec, BENCH_FIELD: "ip" }, 1, SECONDS);
-    const { profile } = await send(socket, "Profiler.stop");
-    return { target: target.title, rps: measured.rps, p50_us: measured.p50_us, ...attribute(profile) };
-  } finally {
-    socket.close();
+  const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR}/json`)).json())
+    .filter((t) => !/entry|asset|router/i.test(t.title ?? t.id));
+  const sockets = [];
+  for (const target of targets) {
+    const socket = new WebSocket(target.webSocketDebuggerUrl);
+    await new Promise((resolve, reject) => (socket.once("open", resolve), socket.once("error", reject)));
+    sockets.push(socket);
   }
+  try {
+    for (const socket of sockets) {
+      await send(socket, "Profiler.enable");
+      await send(socket, "Profiler.setSamplingInterval", { interval: 50 });
+      await send(socket, "Profiler.start");
+    }
+    const measured = await wrk(url + path, { BENCH_PATH: path, BENCH_TOKENS: token, BENCH_IP: spec, BENCH_FIELD: "ip" }, 1, SECONDS);
+    const each = [];
+    for (const socket of sockets) each.push(attribute((await send(socket, "Profiler.stop")).profile));
+    return { targets: targets.map((t) => t.title), rps: measured.rps, p50_us: measured.p50_us, ...merged(each) };
+  } finally {
+    for (const socket of sockets) socket.close();
+  }
+}
+
+/** Attributions of several isolates' profiles as one: shares over all their samples. */
+function merged(each) {
+  const samples = each.reduce((sum, one) => sum + one.samples, 0);
+  const sum = (lists) => {
+    const counts = new Map();
+    for (const [one, list] of lists) for (const { name, share } of list) counts.set(name, (counts.get(name) ?? 0) + share * one.samples);
+    return [...counts].map(([name, count]) => ({ name, share: samples ? count / samples : 0 }));
+  };
+  return {
+    samples,
+    phases: sum(each.map((one) => [one, one.phases])),
+    heaviest: sum(each.map((one) => [one, one.heaviest])).sort((a, b) => b.share - a.share).slice(0, 15),
+  };
 }
 
 export async function profile() {
   // Beside build/, as Miniflare names a module by its path from the folder it serves.
   const build = join(root, "target/profile-build");
   rmSync(build, { recursive: true, force: true });
-  cpSync(join(root, "build"), build, { recursive: true });
-  copyFileSync(join(root, "target/index_bg.named.wasm"), join(build, "index_bg.wasm"));
+  const folders = {};
+  for (const [half, folder] of Object.entries(DEPLOYED)) {
+    folders[half] = join(build, half);
+    cpSync(join(root, folder), folders[half], { recursive: true });
+    copyFileSync(join(root, `target/${half}_bg.named.wasm`), join(folders[half], "index_bg.wasm"));
+  }
   const state = mkdtempSync(join(tmpdir(), "greylist-profile-state-"));
   try {
     const phases = {};
-    const service = await serve(".", SERVICE_VARS, state, join(build, "index.js"), { assets: serviceAssets(), inspectorPort: INSPECTOR });
+    const service = await serve(".", SERVICE_VARS, state, folders, { assets: serviceAssets(), inspectorPort: INSPECTOR });
     try {
       const { token } = await holder(service.url);
       const check = "/api/checkIpOnGreylist?result_mode=json";
@@ -139,7 +168,7 @@ export async function logCost() {
   const state = mkdtempSync(join(tmpdir(), "greylist-log-cost-"));
   const floor = await serve("bench/floor", {}, join(state, "floor"), "build/index.js", { assets: serviceAssets() });
   const services = {};
-  for (const level of ["all", "refusals"]) services[level] = await serve(".", { ...SERVICE_VARS, REQUEST_LOG: level }, join(state, level), "build/index.js", { assets: serviceAssets() });
+  for (const level of ["all", "refusals"]) services[level] = await serve(".", { ...SERVICE_VARS, REQUEST_LOG: level }, join(state, level), DEPLOYED, { assets: serviceAssets() });
   try {
     const tokens = {};
     for (const [level, service] of Object.entries(services)) tokens[level] = (await holder(service.url)).token;

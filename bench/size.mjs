@@ -1,7 +1,7 @@
 // The module's size, broken down: its sections, and its code by function group and
 // by crate, read from the release module as worker-build leaves it (its names
-// kept; `make build` keeps that copy as target/index_bg.named.wasm before the
-// pass that drops them). Sizes are the functions' bodies in bytes, before gzip;
+// kept; `make build` keeps those copies as target/edge_bg.named.wasm and
+// target/objects_bg.named.wasm before the pass that drops them). Sizes are the functions' bodies in bytes, before gzip;
 // after `-Oz` a caller often holds what it inlined, so a group is where the code
 // ended up, not only what it was written as.
 
@@ -166,25 +166,29 @@ export function moduleSize(path) {
   return { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
 }
 
-/** The breakdown as the bench prints it. */
+/** The breakdown as the bench prints it: the two Workers' modules and their
+ *  cold starts, then each one's code. */
 export function breakdownLines(size) {
+  const kib = (bytes) => (bytes / 1024).toFixed(1);
+  return [
+    `The two Workers' modules: ${Object.entries(size.halves)
+      .map(([half, m]) => `${half} ${kib(m.gzip)} KiB gzipped (${kib(m.raw)} KiB raw)`)
+      .join(", ")}.`,
+    "",
+    `What each costs a cold start on workerd (bench/cold-start.mjs: from the process's start to its first answer, median of its starts, less the start with no module): ${Object.entries(size.coldStart)
+      .filter(([name]) => name !== "none")
+      .map(([name, c]) => `${name} ${c.moduleMs.toFixed(1)} ms`)
+      .join(", ")} (with no module: ${size.coldStart.none.medianMs.toFixed(1)} ms).`,
+    "",
+    ...Object.entries(size.each).flatMap(([half, one]) => [`**The ${half}'s module.**`, "", ...codeLines(one), ""]),
+  ];
+}
+
+/** One named module's code: sections, groups, crates, largest functions. */
+function codeLines(size) {
   const share = (bytes) => `${((100 * bytes) / size.code).toFixed(1)} %`;
   const kib = (bytes) => (bytes / 1024).toFixed(1);
-  const halves = size.halves
-    ? [
-        `Each half built alone (the \`edge\` and \`objects\` features), as two Workers would deploy them: ${Object.entries(size.halves)
-          .map(([half, m]) => `${half} ${kib(m.gzip)} KiB gzipped (${kib(m.raw)} KiB raw)`)
-          .join(", ")}; the whole, one Worker, ${kib(size.whole.gzip)} KiB gzipped.`,
-        "",
-        `What each costs a cold start on workerd (bench/cold-start.mjs: from the process's start to its first answer, median of its starts, less the start with no module): ${Object.entries(size.coldStart)
-          .filter(([name]) => name !== "none")
-          .map(([name, c]) => `${name} ${c.moduleMs.toFixed(1)} ms`)
-          .join(", ")} (with no module: ${size.coldStart.none.medianMs.toFixed(1)} ms).`,
-        "",
-      ]
-    : [];
   return [
-    ...halves,
     `The module's code: ${kib(size.code)} KiB in ${size.functions} functions, before gzip; its sections: ${size.sections.map((s) => `${s.name} ${kib(s.bytes)} KiB`).join(", ")}`,
     "",
     "| group | KiB | share |",
@@ -201,4 +205,4 @@ export function breakdownLines(size) {
   ];
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) console.log(breakdownLines(breakdown(process.argv[2] ?? "target/index_bg.named.wasm")).join("\n"));
+if (import.meta.url === `file://${process.argv[1]}`) console.log(codeLines(breakdown(process.argv[2] ?? "target/edge_bg.named.wasm")).join("\n"));

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Schemathesis against a local wrangler dev: no 5xx, and every response
-# (status, content type, headers, body) as public/openapi.json describes it.
+# Schemathesis against a local wrangler dev of the service as it deploys, its two
+# Workers (the edge in front, calling the objects' Worker): no 5xx, and every
+# response (status, content type, headers, body) as public/openapi.json describes it.
 # Usage: tests/contract.sh <path to st>
 set -euo pipefail
 st=$1
@@ -14,7 +15,7 @@ base=http://127.0.0.1:$port
 # wrangler's compiled code kept between starts, as the e2e suite does.
 NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--require $PWD/tests/node-code-cache.cjs" \
 GREYLIST_CODE_CACHE=$PWD/target/tmp/node-code-cache \
-setsid node_modules/.bin/wrangler dev --ip 127.0.0.1 --port "$port" --inspector-port "$inspector" \
+setsid node_modules/.bin/wrangler dev -c build/edge/wrangler.json -c build/objects/wrangler.json --ip 127.0.0.1 --port "$port" --inspector-port "$inspector" \
   --persist-to "$state" --show-interactive-dev-session=false \
   --var JWT_SECRET:contract-jwt-secret-0123456789abcdef --var ADMIN_TOKEN:$admin --var CACHE_SECONDS:0 \
   > "$state/wrangler.log" 2>&1 &

@@ -14,8 +14,8 @@ pub mod startup;
 
 /// Makes each call type a variant of its protocol's call enum, with its typed
 /// answer: adding a call is one line here, one type, and one handler. A call
-/// travels by its position, and an object refuses a call made by another build
-/// of the sources (`protocol`), so the order is free.
+/// travels by its position, and an object refuses a call whose sources shaped
+/// the calls otherwise (`protocol`), so the order is free.
 macro_rules! calls {
     ($protocol:ty => $call:ident { $($(#[$meta:meta])* $variant:ident => $answer:ty),* $(,)? }
      $(streamed { $($streamed:ident => ($head:ty, $item:ty)),* $(,)? })?) => {

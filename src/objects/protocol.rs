@@ -12,8 +12,9 @@
 //! MessagePack name every field and bring a self-describing decoder. Its
 //! decoding code is a fraction of JSON's per type, and so is its work. An enum's
 //! variant travels by its position, and a field by its place: a call names the
-//! build of the sources that made it, and an object of another build (while a
-//! deployment rolls out) refuses it, a logged 500, rather than misread it.
+//! shape of its build's calls (`build.rs`), and an object of another shape
+//! (between a deployment's two steps) refuses it, a logged 500, rather than
+//! misread it.
 //!
 //! The call travels in a header (base64) when it is small or when the body
 //! carries an upload of its own, else as the request's body: a body costs each
@@ -225,18 +226,21 @@ const CALL_HEADER: &str = "X-Greylist-Call";
 /// it at once, with no body to wait on.
 const ANSWER_HEADER: &str = "X-Greylist-Answer";
 
-/// The header naming the build of the sources a call was made by (`build.rs`):
-/// an object answers only a call of its own build.
+/// The header naming the shape of the calls of the build a call was made by
+/// (`build.rs`): an object answers only a call of its own shape. The Worker and
+/// its objects deploy as two Workers, one after the other, and two builds whose
+/// calls are alike keep talking.
 const BUILD_HEADER: &str = "X-Greylist-Build";
 const BUILD: &str = env!("GREYLIST_BUILD");
 
-/// Whether a call comes from this build. Calls travel by position, so one of
-/// another build (a deployment rolling out) could read as another call.
+/// Whether a call comes from a build of this one's shape. Calls travel by
+/// position, so one of another shape (between a deployment's two steps) could
+/// read as another call.
 fn of_this_build(build: Option<&str>) -> Result<(), String> {
     match build {
         Some(BUILD) => Ok(()),
         other => Err(format!(
-            "a call from build {other:?}, where this object is build {BUILD}"
+            "a call of shape {other:?}, where this object's calls are of shape {BUILD}"
         )),
     }
 }

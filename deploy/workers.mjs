@@ -1,0 +1,63 @@
+// The service deploys as two Workers, both read from the one wrangler.toml: the
+// objects' Worker (the Durable Objects, under the configuration's own name, where
+// their data lives) and the edge (the HTTP service, `<name>-edge`, which calls
+// them across Workers and takes the routes, the assets and the rate limits). A
+// request's cold start compiles only the edge's module. This writes each one's
+// configuration beside its module: build/objects/wrangler.json and
+// build/edge/wrangler.json, which `make dev`, `make deploy` and the contract run
+// serve. What the file says applies to both but for what only one of them uses.
+
+import { writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { experimental_readRawConfig } from "wrangler";
+
+const root = new URL("..", import.meta.url).pathname;
+const { rawConfig: config } = experimental_readRawConfig({ config: join(root, "wrangler.toml") });
+
+/** What only the edge uses (it answers requests), and what only the objects do. */
+const EDGE_ONLY = ["assets", "ratelimits", "route", "routes"];
+const OBJECTS_ONLY = ["migrations"];
+/** What each Worker's configuration says for itself. */
+const OWN = ["name", "main", "build"];
+
+const shared = Object.fromEntries(
+  Object.entries(config).filter(([key]) => ![...EDGE_ONLY, ...OBJECTS_ONLY, ...OWN].includes(key)),
+);
+const only = (keys) => Object.fromEntries(keys.filter((key) => key in config).map((key) => [key, config[key]]));
+
+/** A path of wrangler.toml's (relative to the repository) as one from `folder`. */
+const from = (folder) => (path) => relative(join(root, folder), join(root, path)) || ".";
+
+function write(half, worker) {
+  const folder = join("build", half);
+  writeFileSync(join(root, folder, "wrangler.json"), `${JSON.stringify(worker, null, 2)}\n`);
+}
+
+write("objects", {
+  ...shared,
+  ...only(OBJECTS_ONLY),
+  name: config.name,
+  main: "index.js",
+});
+
+const edgePath = from("build/edge");
+const edge = {
+  ...shared,
+  ...only(EDGE_ONLY),
+  name: `${config.name}-edge`,
+  main: "index.js",
+  durable_objects: {
+    bindings: config.durable_objects.bindings.map((binding) => ({ ...binding, script_name: config.name })),
+  },
+};
+if (edge.assets) edge.assets = { ...edge.assets, directory: edgePath(edge.assets.directory) };
+// `wrangler dev` builds both halves again when the sources change (wrangler.toml's
+// own build command refuses, so that a bare `wrangler deploy` uploads nothing).
+// wrangler runs the command from where it was started, not from the file's
+// folder: the paths are this clone's own.
+edge.build = {
+  command: "make --no-print-directory build",
+  cwd: root,
+  watch_dir: ["src", "Cargo.toml", "Cargo.lock"].map((path) => join(root, path)),
+};
+write("edge", edge);
