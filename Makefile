@@ -21,10 +21,11 @@ WRANGLER := node_modules/.bin/wrangler
 # objects, its Durable Objects. Each is a release module of its half of the
 # sources (the `edge` and `objects` features), so a request's cold start compiles
 # only the edge's code.
-EDGE := build/edge/index.js
-OBJECTS := build/objects/index.js
+DEPLOYABLE := build
+EDGE := $(DEPLOYABLE)/edge/index.js
+OBJECTS := $(DEPLOYABLE)/objects/index.js
 WORKERS := $(EDGE) $(OBJECTS)
-CONFIGS := build/edge/wrangler.json build/objects/wrangler.json
+CONFIGS := $(DEPLOYABLE)/edge/wrangler.json $(DEPLOYABLE)/objects/wrangler.json
 # The same worker with the `test-hooks` feature (a clock the tests control), for the
 # end-to-end tests only: its own folder, never what is deployed. It shares the
 # deployable build's target folder, so the dependencies compile once for both; the
@@ -179,12 +180,13 @@ $(NODE_TOOLS): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-# What `wrangler deploy` uploads is what this leaves in build/ (its [build] command
-# runs it), and make trusts a build/ newer than the sources: so the check that no
-# test hook is in it runs every time, not only when the worker is built. A build/
-# the test build was copied or built into is refused here, before any deploy.
+# What `make deploy` uploads is what this leaves in build/ (and `wrangler dev`'s
+# build command for the edge runs it), and make trusts a build/ newer than the
+# sources: so the check that no test hook is in it runs every time, not only when
+# a worker is built. A build/ the test build was copied or built into is refused
+# here, before any deploy.
 build: $(WORKERS) $(CONFIGS)
-	@! grep -r -l -a -F '/__test/' build || { echo "build: build/ carries test hooks: remove it and build again"; exit 1; }
+	@! grep -r -l -a -F '/__test/' $(DEPLOYABLE) || { echo "build: $(DEPLOYABLE)/ carries test hooks: remove it and build again"; exit 1; }
 
 build-test: $(TEST_WORKER)
 
@@ -200,14 +202,14 @@ define RELEASE_BUILD
 	node_modules/.bin/wasm-opt $(1)/index_bg.wasm $(WASM_FEATURES) -Oz -o $(1)/index_bg.wasm
 endef
 
-$(WORKERS): build/%/index.js: $(SOURCES) | tools
-	$(call RELEASE_BUILD,build/$*,--no-default-features --features $*,target/$*_bg.named.wasm)
+$(WORKERS): $(DEPLOYABLE)/%/index.js: $(SOURCES) | tools
+	$(call RELEASE_BUILD,$(DEPLOYABLE)/$*,--no-default-features --features $*,target/$*_bg.named.wasm)
 
 # Each Worker reads the clone's one .dev.vars in local development: wrangler looks
 # for it beside each configuration.
 $(CONFIGS) &: wrangler.toml deploy/workers.mjs $(WORKERS) | tools
 	node deploy/workers.mjs
-	@for half in edge objects; do ln -sfn ../../.dev.vars build/$$half/.dev.vars; done
+	@for half in edge objects; do ln -sfn ../../.dev.vars $(DEPLOYABLE)/$$half/.dev.vars; done
 
 $(TEST_WORKER): $(SOURCES) | tools
 	@mkdir -p target

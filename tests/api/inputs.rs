@@ -253,17 +253,25 @@ fn head_on_the_decision_stream_is_refused_at_once_after_a_revocation_as_get_is()
     assert_eq!((head(&key), get(&key)), (403, 403), "a revoked license");
 }
 
-/// `make build` with `build/` standing for a folder of the test's own, holding
-/// a module whose bytes are `wasm`: make takes it as built (it is newer than
-/// every source) and only the check runs.
+/// `make build` (which `make deploy` runs) with `build/` standing for a folder
+/// of the test's own, holding both Workers, the edge's module's bytes `wasm`:
+/// make takes them as built (they are newer than every source) and only the
+/// check runs.
 fn make_build(folder: &Path, wasm: &[u8]) -> std::process::Output {
-    fs::create_dir_all(folder).unwrap();
-    fs::write(folder.join("index_bg.wasm"), wasm).unwrap();
-    fs::write(folder.join("index.js"), "export default {};\n").unwrap();
+    let halves = [("objects", b"\0asm\x01\0\0\0".as_slice()), ("edge", wasm)];
+    for (half, module) in halves {
+        fs::create_dir_all(folder.join(half)).unwrap();
+        fs::write(folder.join(half).join("index_bg.wasm"), module).unwrap();
+        fs::write(folder.join(half).join("index.js"), "export default {};\n").unwrap();
+    }
+    // The configurations after both modules, as `make build` writes them.
+    for (half, _) in halves {
+        fs::write(folder.join(half).join("wrangler.json"), "{}\n").unwrap();
+    }
     Command::new("make")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["--no-print-directory", "build"])
-        .arg(format!("WORKER={}", folder.join("index.js").display()))
+        .arg(format!("DEPLOYABLE={}", folder.display()))
         // Not the jobs of the make that runs these tests, if one does.
         .env_remove("MAKEFLAGS")
         .env_remove("MFLAGS")
