@@ -247,8 +247,9 @@ TEST_PHASES := test-tools lint build-edge unit e2e contract browser deploy-check
 # browser) and the objects' Worker (for contract and deploy-check) are mostly the
 # link's one thread: they go beside the unit tests, which build natively, in a
 # folder of their own, once the edge's Worker has built the dependencies they
-# share. The end-to-end tests keep both cores busy, so nothing runs beside them.
-BESIDE := fuzz-quick:lint:e2e build-test:unit:e2e build:unit:contract
+# share. The end-to-end tests keep both cores busy: everything in the background
+# is done before they start.
+BESIDE := fuzz-quick:lint:e2e build-test:unit:e2e build:unit:e2e
 
 # Every phase in order, each timed; the times are printed at the end, or where a
 # phase failed. Each background phase runs in a process group of its own, its

@@ -7,13 +7,15 @@
 //! handlers, and a call refused for a few seconds is better than one misread. It
 //! leaves out what cannot: the HTTP layer, `lib.rs`, and the objects' handlers
 //! and clients, so a deployment that changes only those keeps the two Workers
-//! talking. tests/layers.rs proves that nothing the name covers uses what it
-//! leaves out.
+//! talking. The dependencies' versions count too (Cargo.lock: serde's and
+//! postcard's own encoding). tests/call_shape.rs proves that nothing the name
+//! covers uses what it leaves out.
 
 use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=Cargo.lock");
     let mut files = Vec::new();
     sources(Path::new("src"), &mut files);
     files.sort();
@@ -36,20 +38,23 @@ fn main() {
             std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         add(text.replace("\r\n", "\n").as_bytes());
     }
+    let lock = std::fs::read_to_string("Cargo.lock").expect("Cargo.lock reads");
+    add(lock.replace("\r\n", "\n").as_bytes());
     let hooks = std::env::var_os("CARGO_FEATURE_TEST_HOOKS").is_some();
     add(if hooks { b"test-hooks" } else { b"" });
     println!("cargo:rustc-env=GREYLIST_BUILD={hash:016x}");
 }
 
+/// The modules that cannot shape a call, wherever they stand: the HTTP layer,
+/// and the objects' handlers (`object`), clients and start. `lib.rs` is the one
+/// file left out besides.
+pub const LEFT_OUT: [&str; 4] = ["http", "object", "client", "startup"];
+
 /// Whether a source, by its path under `src/` (`http/routes.rs`), can shape a
 /// call or an answer between the Worker and its objects.
 pub fn shapes_the_calls(path: &str) -> bool {
-    let handler_or_client = path.starts_with("objects/")
-        && (path.ends_with("/object.rs")
-            || path.contains("/object/")
-            || path.ends_with("/client.rs")
-            || path == "objects/startup.rs");
-    !(path == "lib.rs" || path.starts_with("http/") || handler_or_client)
+    let module = path.strip_suffix(".rs").unwrap_or(path);
+    path != "lib.rs" && !module.split('/').any(|part| LEFT_OUT.contains(&part))
 }
 
 /// `file`'s path under `src/`, its parts joined by `/` on any system.

@@ -4,8 +4,10 @@
 // noisy, and a difference inside the spread is no difference.
 //
 //   node bench/ab.mjs <folder of A's build> <folder of B's build>
-// Each folder holds index.js and index_bg.wasm, inside the repository (Miniflare
-// loads modules from below its working folder). BENCH_SECONDS (default 5) per row,
+// Each folder is a copy of what `make build` leaves in build/ (the two Workers,
+// edge/ and objects/, each with index.js and index_bg.wasm), inside the
+// repository (Miniflare loads modules from below its working folder); both are
+// served with the configurations of build/. BENCH_SECONDS (default 5) per row,
 // BENCH_ROUNDS (default 2), BENCH_PERSONAL (default 1000) entries seeded.
 
 import { mkdtempSync, rmSync } from "node:fs";
@@ -33,7 +35,7 @@ const scenarios = [
 
 async function measure(build, round) {
   const state = mkdtempSync(join(tmpdir(), "greylist-ab-"));
-  const { mf, url } = await serve(".", SERVICE_VARS, state, join(build, "index.js"));
+  const { mf, url } = await serve(".", SERVICE_VARS, state, { edge: join(build, "edge"), objects: join(build, "objects") });
   try {
     const owner = await holder(url);
     await seedPersonal(url, owner.token, PERSONAL);

@@ -2,7 +2,7 @@
 // with bench/load.lua, and the service's own requests.
 
 import { execFile } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -54,11 +54,14 @@ export const DEPLOYED = { edge: "build/edge", objects: "build/objects" };
  *  it: no proxy worker in between, with Miniflare's KV and rate-limit services. */
 export async function serve(folder, vars, state, script = DEPLOYED, options = {}) {
   process.chdir(join(root, folder));
+  // Each Worker by the name its configuration gives (wrangler leaves it out of
+  // Miniflare's options): the edge's bindings name the objects' Worker by it.
   const worker = (config, scriptPath, own = {}) => {
     const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
     return {
       ...workerOptions,
       ...own,
+      name: config.endsWith(".json") ? JSON.parse(readFileSync(config, "utf8")).name : undefined,
       scriptPath,
       modules: true,
       modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
@@ -68,7 +71,7 @@ export async function serve(folder, vars, state, script = DEPLOYED, options = {}
   const { inspectorPort, ...own } = options;
   const direct = [{ host: "127.0.0.1", port: 0 }];
   const workers = typeof script === "string"
-    ? [{ ...worker("wrangler.toml", script, own), name: undefined, unsafeDirectSockets: direct }]
+    ? [{ ...worker("wrangler.toml", script, own), unsafeDirectSockets: direct }]
     : [
       { ...worker(join(root, DEPLOYED.edge, "wrangler.json"), join(script.edge, "index.js"), own), unsafeDirectSockets: direct },
       worker(join(root, DEPLOYED.objects, "wrangler.json"), join(script.objects, "index.js")),

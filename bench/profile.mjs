@@ -12,7 +12,7 @@
 // and at `refusals`, one connection and eight, on workerd's own socket.
 //   node bench/profile.mjs        after `make build`, as BENCH_ONLY=profile make bench prints it
 
-import { copyFileSync, cpSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
@@ -81,8 +81,10 @@ export function attribute(profile) {
 /** Both isolates' samples, the edge's and its objects', while one connection
  *  sends the requests. */
 async function profiled(url, path, spec, token) {
+  const names = Object.values(DEPLOYED).map((folder) => JSON.parse(readFileSync(join(root, folder, "wrangler.json"), "utf8")).name);
   const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR}/json`)).json())
-    .filter((t) => !/entry|asset|router/i.test(t.title ?? t.id));
+    .filter((t) => names.some((name) => (t.title ?? "").endsWith(name)));
+  if (targets.length !== names.length) throw new Error(`the inspector's targets are not the two Workers': ${JSON.stringify(targets.map((t) => t.title))}`);
   const sockets = [];
   for (const target of targets) {
     const socket = new WebSocket(target.webSocketDebuggerUrl);
@@ -104,8 +106,11 @@ async function profiled(url, path, spec, token) {
   }
 }
 
-/** Attributions of several isolates' profiles as one: shares over all their samples. */
-function merged(each) {
+/** Attributions of several isolates' profiles as one: shares over all their
+ *  samples (an isolate that took none, as the objects' for an invalid address,
+ *  adds nothing). */
+function merged(all) {
+  const each = all.filter((one) => one.samples > 0);
   const samples = each.reduce((sum, one) => sum + one.samples, 0);
   const sum = (lists) => {
     const counts = new Map();

@@ -9,9 +9,10 @@
 
 import { writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import { experimental_readRawConfig } from "wrangler";
 
-const root = new URL("..", import.meta.url).pathname;
+const root = fileURLToPath(new URL("..", import.meta.url));
 const { rawConfig: config } = experimental_readRawConfig({ config: join(root, "wrangler.toml") });
 
 /** What only the edge uses (it answers requests), and what only the objects do. */
