@@ -40,13 +40,16 @@ export function serviceAssets() {
 /** The service as it deploys: two Workers, the edge and its objects, each a
  *  folder with its module and the configuration `make build` writes. */
 export const DEPLOYED = { edge: "build/edge", objects: "build/objects" };
+/** The floor worker served as the service is: one module as two Workers, the
+ *  second holding the Durable Object the first calls across Workers. */
+export const FLOOR = { apart: "build/index.js" };
 
 /** Serves `folder`'s worker with the bindings its configuration declares and its
- *  state under `state`. `script` is one Worker's module (the floor's, or the
- *  service's test build, which `folder`'s `wrangler.toml` describes), or, for the
- *  service, its two Workers' folders (`DEPLOYED`, or copies of them), each served
- *  with the configuration `make build` wrote beside the deployed one, the edge in
- *  front. `options` replace what the edge's (or the one Worker's) configuration
+ *  state under `state`. `script` is one Worker's module (the service's test
+ *  build, which `folder`'s `wrangler.toml` describes); or one module served as
+ *  two Workers (`{ apart }`: the floor, as `FLOOR`); or, for the service, its two
+ *  Workers' folders (`DEPLOYED`, or copies of them), each served with the
+ *  configuration `make build` wrote beside the deployed one, the edge in front. `options` replace what the edge's (or the one Worker's) configuration
  *  says (the floors take the service's `assets`, a run without them `assets:
  *  undefined`). Two addresses: `url`, through Miniflare's entry worker (what
  *  `wrangler dev` serves), and `direct`, a socket of workerd's own in front of
@@ -70,12 +73,22 @@ export async function serve(folder, vars, state, script = DEPLOYED, options = {}
   };
   const { inspectorPort, ...own } = options;
   const direct = [{ host: "127.0.0.1", port: 0 }];
-  const workers = typeof script === "string"
-    ? [{ ...worker("wrangler.toml", script, own), unsafeDirectSockets: direct }]
-    : [
+  let workers;
+  if (typeof script === "string") {
+    workers = [{ ...worker("wrangler.toml", script, own), unsafeDirectSockets: direct }];
+  } else if (script.apart) {
+    const edge = worker("wrangler.toml", script.apart, own);
+    const across = Object.entries(edge.durableObjects ?? {}).map(([binding, object]) => [binding, { ...object, scriptName: "objects" }]);
+    workers = [
+      { ...edge, name: "edge", durableObjects: Object.fromEntries(across), unsafeDirectSockets: direct },
+      { ...worker("wrangler.toml", script.apart), name: "objects" },
+    ];
+  } else {
+    workers = [
       { ...worker(join(root, DEPLOYED.edge, "wrangler.json"), join(script.edge, "index.js"), own), unsafeDirectSockets: direct },
       worker(join(root, DEPLOYED.objects, "wrangler.json"), join(script.objects, "index.js")),
     ];
+  }
   const mf = new Miniflare({
     workers,
     inspectorPort,

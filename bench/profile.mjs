@@ -16,7 +16,7 @@ import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
-import { CONNECTIONS, DEPLOYED, SERVICE_VARS, holder, root, serve, serviceAssets, wrk } from "./lib.mjs";
+import { CONNECTIONS, DEPLOYED, FLOOR, SERVICE_VARS, holder, root, serve, serviceAssets, wrk } from "./lib.mjs";
 
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 5);
 const INSPECTOR = 9239;
@@ -78,10 +78,14 @@ export function attribute(profile) {
   };
 }
 
-/** Both isolates' samples, the edge's and its objects', while one connection
- *  sends the requests. */
-async function profiled(url, path, spec, token) {
-  const names = Object.values(DEPLOYED).map((folder) => JSON.parse(readFileSync(join(root, folder, "wrangler.json"), "utf8")).name);
+/** The service's two Workers, by the names their configurations give. */
+const SERVICE = Object.values(DEPLOYED).map((folder) => JSON.parse(readFileSync(join(root, folder, "wrangler.json"), "utf8")).name);
+/** The floor's two, as bench/lib.mjs names them. */
+const FLOOR_WORKERS = ["edge", "objects"];
+
+/** The isolates' samples of the Workers `names` (the edge's and its objects'),
+ *  while one connection sends the requests. */
+async function profiled(url, path, spec, token, names = SERVICE) {
   const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR}/json`)).json())
     .filter((t) => names.some((name) => (t.title ?? "").endsWith(name)));
   if (targets.length !== names.length) throw new Error(`the inspector's targets are not the two Workers': ${JSON.stringify(targets.map((t) => t.title))}`);
@@ -152,9 +156,9 @@ export async function profile() {
     }
     // The bare floor under the same profiler: what the runtime spends on a request
     // that the Worker answers at once, against which the invalid address's is read.
-    const floor = await serve("bench/floor", {}, join(state, "floor"), "build/index.js", { assets: serviceAssets(), inspectorPort: INSPECTOR });
+    const floor = await serve("bench/floor", {}, join(state, "floor"), FLOOR, { assets: serviceAssets(), inspectorPort: INSPECTOR });
     try {
-      phases.bare = await profiled(floor.direct, "/api/bare", "", "");
+      phases.bare = await profiled(floor.direct, "/api/bare", "", "", FLOOR_WORKERS);
     } finally {
       await floor.mf.dispose();
     }
@@ -171,7 +175,7 @@ const cpuPerRequest = (run) => (run.samples * 50) / (run.rps * SECONDS);
 /** The checks with and without their log line, each against its floor. */
 export async function logCost() {
   const state = mkdtempSync(join(tmpdir(), "greylist-log-cost-"));
-  const floor = await serve("bench/floor", {}, join(state, "floor"), "build/index.js", { assets: serviceAssets() });
+  const floor = await serve("bench/floor", {}, join(state, "floor"), FLOOR, { assets: serviceAssets() });
   const services = {};
   for (const level of ["all", "refusals"]) services[level] = await serve(".", { ...SERVICE_VARS, REQUEST_LOG: level }, join(state, level), DEPLOYED, { assets: serviceAssets() });
   try {

@@ -29,7 +29,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
-import { ADMIN, CONNECTIONS, FLOORS, SECONDS, SERVICE_VARS, DEPLOYED, secondsUntilListed, globalAddress, globalImport, holder, post, root, seedPersonal, seeded, serve as serveFrom, serviceAssets, serviceStatus, wrk } from "./lib.mjs";
+import { ADMIN, CONNECTIONS, FLOORS, SECONDS, SERVICE_VARS, DEPLOYED, FLOOR, secondsUntilListed, globalAddress, globalImport, holder, post, root, seedPersonal, seeded, serve as serveFrom, serviceAssets, serviceStatus, wrk } from "./lib.mjs";
 import { streamPulls } from "./stream.mjs";
 import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seedCommented } from "./scale.mjs";
 import { TEN_MILLION, tenMillion } from "./ten-million.mjs";
@@ -64,7 +64,7 @@ const serve = (folder, vars) => serveFrom(folder, vars, join(state, folder));
 async function withoutAssets() {
   const rows = [];
   for (const [label, options] of [["with the asset router", { assets: serviceAssets() }], ["without it", { assets: undefined }]]) {
-    const floor = await serveFrom("bench/floor", {}, join(state, `floor-${rows.length}`), "build/index.js", options);
+    const floor = await serveFrom("bench/floor", {}, join(state, `floor-${rows.length}`), FLOOR, options);
     for (const connections of [1, CONNECTIONS]) {
       rows.push({ name: `floor: bare answer, ${label}`, connections, ...(await wrk(`${floor.url}/api/bare`, { BENCH_PATH: "/api/bare" }, connections)) });
     }
@@ -156,7 +156,7 @@ async function service() {
   const row = async (name, floor, measured, note) => out.rows.push({ name, floor, ...(await measured), note });
   // Floors first, alone on the machine, under the service's own asset routing
   // (its router in front, its API paths sent straight on): like for like.
-  const floor = await serveFrom("bench/floor", {}, join(state, "floor"), "build/index.js", { assets: serviceAssets() });
+  const floor = await serveFrom("bench/floor", {}, join(state, "floor"), FLOOR, { assets: serviceAssets() });
   const floors = {};
   const quietFloors = {};
   for (const path of Object.keys(FLOORS)) {

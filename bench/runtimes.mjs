@@ -6,7 +6,7 @@
 // the same minute; the spread over rounds is what one figure may be off by.
 
 import { join } from "node:path";
-import { ADMIN, CONNECTIONS, FLOORS, SERVICE_VARS, median, globalAddress, globalImport, holder, post, secondsUntilListed, serve, serviceAssets, wrk } from "./lib.mjs";
+import { ADMIN, CONNECTIONS, FLOOR, FLOORS, SERVICE_VARS, median, globalAddress, globalImport, holder, post, secondsUntilListed, serve, serviceAssets, wrk } from "./lib.mjs";
 
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 3);
@@ -29,7 +29,7 @@ export const RUNTIMES = [
 ];
 
 export async function runtimes(state) {
-  const floor = await serve("bench/floor", {}, join(state, "rounds-floor"), "build/index.js", { assets: serviceAssets() });
+  const floor = await serve("bench/floor", {}, join(state, "rounds-floor"), FLOOR, { assets: serviceAssets() });
   const service = await serve(".", SERVICE_VARS, join(state, "rounds-service"));
   try {
     const { token } = await holder(service.url);

@@ -26,19 +26,24 @@ for _ in $(seq 1 300); do
   curl -s -o /dev/null "$base/openapi.json" && break
   sleep 0.2
 done
-key=$(curl -sf -X POST "$base/admin/licenses" -H "Authorization: Bearer $admin" | sed -n 's/.*"licenseKey":"\([^"]*\)".*/\1/p')
+# Each step of the setup that fails says so, with the server's log (a refused
+# call between the two Workers is in it), rather than ending the script with curl's status.
+fail() { echo "$1"; cat "$state/wrangler.log"; exit 1; }
+key=$(curl -sf -X POST "$base/admin/licenses" -H "Authorization: Bearer $admin" | sed -n 's/.*"licenseKey":"\([^"]*\)".*/\1/p') \
+  || fail "could not create a license"
 token=$(curl -sf -X POST "$base/v2/authentication/login/license" -H 'Content-Type: application/json' \
-  -d "{\"licenseKey\": \"$key\"}" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')
-[ -n "$token" ] || { echo "could not log in"; cat "$state/wrangler.log"; exit 1; }
+  -d "{\"licenseKey\": \"$key\"}" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p') || fail "could not log in"
+[ -n "$token" ] || fail "could not log in"
 bouncer=$(curl -sf -X POST "$base/api/feedTokens" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-  -d '{"scope": "all"}' | sed -n 's/.*"feedToken":"\([^"]*\)".*/\1/p')
-[ -n "$bouncer" ] || { echo "could not make a feed token"; cat "$state/wrangler.log"; exit 1; }
-machine=$(curl -sf -X POST "$base/api/machines" -H "Authorization: Bearer $token")
+  -d '{"scope": "all"}' | sed -n 's/.*"feedToken":"\([^"]*\)".*/\1/p') || fail "could not make a feed token"
+[ -n "$bouncer" ] || fail "could not make a feed token"
+machine=$(curl -sf -X POST "$base/api/machines" -H "Authorization: Bearer $token") || fail "could not add a machine"
 machine_id=$(echo "$machine" | sed -n 's/.*"machineId":"\([^"]*\)".*/\1/p')
 password=$(echo "$machine" | sed -n 's/.*"password":"\([^"]*\)".*/\1/p')
 machine_token=$(curl -sf -X POST "$base/v1/watchers/login" -H 'Content-Type: application/json' \
-  -d "{\"machine_id\": \"$machine_id\", \"password\": \"$password\"}" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
-[ -n "$machine_token" ] || { echo "could not log a machine in"; cat "$state/wrangler.log"; exit 1; }
+  -d "{\"machine_id\": \"$machine_id\", \"password\": \"$password\"}" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p') \
+  || fail "could not log a machine in"
+[ -n "$machine_token" ] || fail "could not log a machine in"
 
 # One worker each: with two threads, hypothesis's reading of lambda sources now and then
 # trips CPython 3.11's parser ("AST constructor recursion depth mismatch"), a fault of the
