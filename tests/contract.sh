@@ -27,8 +27,9 @@ for _ in $(seq 1 300); do
   sleep 0.2
 done
 # Each step of the setup that fails says so, with the server's log (a refused
-# call between the two Workers is in it), rather than ending the script with curl's status.
-fail() { echo "$1"; cat "$state/wrangler.log"; exit 1; }
+# call between the two Workers is in it), rather than ending the script with curl's
+# status. wrangler writes a request's lines after its answer: a second for them.
+fail() { echo "$1"; sleep 1; cat "$state/wrangler.log"; exit 1; }
 key=$(curl -sf -X POST "$base/admin/licenses" -H "Authorization: Bearer $admin" | sed -n 's/.*"licenseKey":"\([^"]*\)".*/\1/p') \
   || fail "could not create a license"
 token=$(curl -sf -X POST "$base/v2/authentication/login/license" -H 'Content-Type: application/json' \
