@@ -87,7 +87,7 @@ const FLOOR_WORKERS = ["edge", "objects"];
  *  while one connection sends the requests. */
 async function profiled(url, path, spec, token, names = SERVICE) {
   const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR}/json`)).json())
-    .filter((t) => names.some((name) => (t.title ?? "").endsWith(name)));
+    .filter((t) => names.some((name) => t.title === `workerd: worker core:user:${name}`));
   if (targets.length !== names.length) throw new Error(`the inspector's targets are not the two Workers': ${JSON.stringify(targets.map((t) => t.title))}`);
   const sockets = [];
   for (const target of targets) {
@@ -207,7 +207,7 @@ export function profileLines({ phases, log }) {
   const what = { check: "an unlisted check", add: "an add", invalid: "an invalid address (no storage)", bare: "the bare floor's answer" };
   for (const [name, run] of Object.entries(phases)) {
     lines.push(
-      `Where ${what[name]}'s CPU goes: ${run.samples} samples of the isolate (Worker and objects) over ${SECONDS} s, one connection, ${run.rps.toFixed(0)} req/s under the inspector, ${cpuPerRequest(run).toFixed(0)} µs of JavaScript and WebAssembly a request`,
+      `Where ${what[name]}'s CPU goes: ${run.samples} samples of the two Workers' isolates (the edge's and its objects') over ${SECONDS} s, one connection, ${run.rps.toFixed(0)} req/s under the inspector, ${cpuPerRequest(run).toFixed(0)} µs of JavaScript and WebAssembly a request`,
       "",
       "| phase | share |",
       "|---|---:|",
