@@ -43,6 +43,8 @@ export const DEPLOYED = { edge: "build/edge", objects: "build/objects" };
 /** The floor worker served as the service is: one module as two Workers, the
  *  second holding the Durable Object the first calls across Workers. */
 export const FLOOR = { apart: "build/index.js" };
+/** The names `FLOOR`'s two Workers are served under: the edge, then its objects. */
+export const FLOOR_WORKERS = ["edge", "objects"];
 
 /** Serves `folder`'s worker with the bindings its configuration declares and its
  *  state under `state`. `script` is one Worker's module (the service's test
@@ -78,10 +80,11 @@ export async function serve(folder, vars, state, script = DEPLOYED, options = {}
     workers = [{ ...worker("wrangler.toml", script, own), unsafeDirectSockets: direct }];
   } else if (script.apart) {
     const edge = worker("wrangler.toml", script.apart, own);
-    const across = Object.entries(edge.durableObjects ?? {}).map(([binding, object]) => [binding, { ...object, scriptName: "objects" }]);
+    const [edgeName, objectsName] = FLOOR_WORKERS;
+    const across = Object.entries(edge.durableObjects ?? {}).map(([binding, object]) => [binding, { ...object, scriptName: objectsName }]);
     workers = [
-      { ...edge, name: "edge", durableObjects: Object.fromEntries(across), unsafeDirectSockets: direct },
-      { ...worker("wrangler.toml", script.apart), name: "objects" },
+      { ...edge, name: edgeName, durableObjects: Object.fromEntries(across), unsafeDirectSockets: direct },
+      { ...worker("wrangler.toml", script.apart), name: objectsName },
     ];
   } else {
     workers = [

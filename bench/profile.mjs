@@ -16,7 +16,7 @@ import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
-import { CONNECTIONS, DEPLOYED, FLOOR, SERVICE_VARS, holder, root, serve, serviceAssets, wrk } from "./lib.mjs";
+import { CONNECTIONS, DEPLOYED, FLOOR, FLOOR_WORKERS, SERVICE_VARS, holder, root, serve, serviceAssets, wrk } from "./lib.mjs";
 
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 5);
 const INSPECTOR = 9239;
@@ -80,8 +80,6 @@ export function attribute(profile) {
 
 /** The service's two Workers, by the names their configurations give. */
 const SERVICE = Object.values(DEPLOYED).map((folder) => JSON.parse(readFileSync(join(root, folder, "wrangler.json"), "utf8")).name);
-/** The floor's two, as bench/lib.mjs names them. */
-const FLOOR_WORKERS = ["edge", "objects"];
 
 /** The isolates' samples of the Workers `names` (the edge's and its objects'),
  *  while one connection sends the requests. */

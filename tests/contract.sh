@@ -32,6 +32,7 @@ done
 fail() { echo "$1"; sleep 1; cat "$state/wrangler.log"; exit 1; }
 key=$(curl -sf -X POST "$base/admin/licenses" -H "Authorization: Bearer $admin" | sed -n 's/.*"licenseKey":"\([^"]*\)".*/\1/p') \
   || fail "could not create a license"
+[ -n "$key" ] || fail "could not create a license"
 token=$(curl -sf -X POST "$base/v2/authentication/login/license" -H 'Content-Type: application/json' \
   -d "{\"licenseKey\": \"$key\"}" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p') || fail "could not log in"
 [ -n "$token" ] || fail "could not log in"
