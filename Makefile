@@ -365,10 +365,13 @@ fuzz-quick:
 # Catches a broken production configuration (bindings, migrations, compatibility date),
 # and a deployable bundle that carries a test hook: the test build's paths must be
 # in build-test/ (so that the search can find them) and nowhere in what deploys.
+# wrangler reads --outdir from the configuration's folder: it is given whole, and the
+# check first makes sure each bundle is there to look in.
 deploy-check: build $(TEST_WORKER)
 	rm -rf target/deploy-dry-run
-	for half in objects edge; do $(WRANGLER) deploy --dry-run -c build/$$half/wrangler.json --outdir target/deploy-dry-run/$$half || exit 1; done
+	for half in objects edge; do $(WRANGLER) deploy --dry-run -c build/$$half/wrangler.json --outdir $(CURDIR)/target/deploy-dry-run/$$half || exit 1; done
 	@grep -q -a -F '/__test/' build-test/index_bg.wasm || { echo "deploy-check: the test build has no test hooks to look for"; exit 1; }
+	@for half in objects edge; do ls target/deploy-dry-run/$$half/*.wasm > /dev/null 2>&1 || { echo "deploy-check: wrangler wrote no $$half bundle to look in"; exit 1; }; done
 	@! grep -r -l -a -F '/__test/' target/deploy-dry-run || { echo "deploy-check: the deployable bundle carries test hooks"; exit 1; }
 	node tests/module-size.mjs $(EDGE_GZIP_KIB) $(OBJECTS_GZIP_KIB)
 

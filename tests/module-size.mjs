@@ -7,9 +7,10 @@ const bounds = { edge: Number(process.argv[2]), objects: Number(process.argv[3])
 let grew = false;
 for (const [half, bound] of Object.entries(bounds)) {
   const kib = moduleSize(`build/${half}/index_bg.wasm`).gzip / 1024;
-  console.log(`deploy-check: the ${half}'s module is ${kib.toFixed(1)} KiB gzipped (bound ${bound} KiB)`);
+  const whose = half.endsWith("s") ? `${half}'` : `${half}'s`;
+  console.log(`deploy-check: the ${whose} module is ${kib.toFixed(1)} KiB gzipped (bound ${bound} KiB)`);
   if (!(kib <= bound)) {
-    console.error(`deploy-check: the ${half}'s module grew past its bound; make it smaller, or raise its bound in the Makefile saying why`);
+    console.error(`deploy-check: the ${whose} module grew past its bound; make it smaller, or raise its bound in the Makefile saying why`);
     grew = true;
   }
 }
