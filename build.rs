@@ -20,8 +20,9 @@ fn main() {
     sources(Path::new("src"), &mut files);
     files.sort();
     // FNV-1a, 64 bits, over each file's path and contents, each with its length
-    // first, and over the test hooks (they add calls): the same sources give the
-    // same name on any machine, and the two halves of one build the same name.
+    // first, over Cargo.lock, and over the test hooks (they add calls): the same
+    // sources give the same name on any machine, and the two halves of one build
+    // the same name.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut add = |bytes: &[u8]| {
         for &byte in (bytes.len() as u64).to_le_bytes().iter().chain(bytes) {

@@ -46,27 +46,32 @@ export const FLOOR = { apart: "build/index.js" };
 /** The names `FLOOR`'s two Workers are served under: the edge, then its objects. */
 export const FLOOR_WORKERS = ["edge", "objects"];
 
+/** The name the configuration `make build` wrote in `folder` (one of
+ *  `DEPLOYED`'s) gives its Worker: wrangler leaves it out of Miniflare's options,
+ *  and the edge's bindings name the objects' Worker by it. */
+export function workerName(folder) {
+  return JSON.parse(readFileSync(join(root, folder, "wrangler.json"), "utf8")).name;
+}
+
 /** Serves `folder`'s worker with the bindings its configuration declares and its
  *  state under `state`. `script` is one Worker's module (the service's test
  *  build, which `folder`'s `wrangler.toml` describes); or one module served as
  *  two Workers (`{ apart }`: the floor, as `FLOOR`); or, for the service, its two
  *  Workers' folders (`DEPLOYED`, or copies of them), each served with the
- *  configuration `make build` wrote beside the deployed one, the edge in front. `options` replace what the edge's (or the one Worker's) configuration
- *  says (the floors take the service's `assets`, a run without them `assets:
+ *  configuration `make build` wrote beside the deployed one, the edge in front.
+ *  `options` replace what the edge's (or the one Worker's) configuration says
+ *  (the floors take the service's `assets`, a run without them `assets:
  *  undefined`). Two addresses: `url`, through Miniflare's entry worker (what
  *  `wrangler dev` serves), and `direct`, a socket of workerd's own in front of
  *  the (edge) worker (behind its asset router when it has one), as the edge runs
  *  it: no proxy worker in between, with Miniflare's KV and rate-limit services. */
 export async function serve(folder, vars, state, script = DEPLOYED, options = {}) {
   process.chdir(join(root, folder));
-  // Each Worker by the name its configuration gives (wrangler leaves it out of
-  // Miniflare's options): the edge's bindings name the objects' Worker by it.
   const worker = (config, scriptPath, own = {}) => {
     const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
     return {
       ...workerOptions,
       ...own,
-      name: config.endsWith(".json") ? JSON.parse(readFileSync(config, "utf8")).name : undefined,
       scriptPath,
       modules: true,
       modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
@@ -88,8 +93,8 @@ export async function serve(folder, vars, state, script = DEPLOYED, options = {}
     ];
   } else {
     workers = [
-      { ...worker(join(root, DEPLOYED.edge, "wrangler.json"), join(script.edge, "index.js"), own), unsafeDirectSockets: direct },
-      worker(join(root, DEPLOYED.objects, "wrangler.json"), join(script.objects, "index.js")),
+      { ...worker(join(root, DEPLOYED.edge, "wrangler.json"), join(script.edge, "index.js"), own), name: workerName(DEPLOYED.edge), unsafeDirectSockets: direct },
+      { ...worker(join(root, DEPLOYED.objects, "wrangler.json"), join(script.objects, "index.js")), name: workerName(DEPLOYED.objects) },
     ];
   }
   const mf = new Miniflare({

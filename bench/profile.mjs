@@ -12,11 +12,11 @@
 // and at `refusals`, one connection and eight, on workerd's own socket.
 //   node bench/profile.mjs        after `make build`, as BENCH_ONLY=profile make bench prints it
 
-import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
-import { CONNECTIONS, DEPLOYED, FLOOR, FLOOR_WORKERS, SERVICE_VARS, holder, root, serve, serviceAssets, wrk } from "./lib.mjs";
+import { CONNECTIONS, DEPLOYED, FLOOR, FLOOR_WORKERS, SERVICE_VARS, holder, root, serve, serviceAssets, workerName, wrk } from "./lib.mjs";
 
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 5);
 const INSPECTOR = 9239;
@@ -78,12 +78,9 @@ export function attribute(profile) {
   };
 }
 
-/** The service's two Workers, by the names their configurations give. */
-const SERVICE = Object.values(DEPLOYED).map((folder) => JSON.parse(readFileSync(join(root, folder, "wrangler.json"), "utf8")).name);
-
-/** The isolates' samples of the Workers `names` (the edge's and its objects'),
- *  while one connection sends the requests. */
-async function profiled(url, path, spec, token, names = SERVICE) {
+/** The isolates' samples of the Workers `names` (by default the service's two,
+ *  the edge's and its objects'), while one connection sends the requests. */
+async function profiled(url, path, spec, token, names = Object.values(DEPLOYED).map(workerName)) {
   const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR}/json`)).json())
     .filter((t) => names.some((name) => t.title === `workerd: worker core:user:${name}`));
   if (targets.length !== names.length) throw new Error(`the inspector's targets are not the two Workers': ${JSON.stringify(targets.map((t) => t.title))}`);

@@ -131,13 +131,13 @@ try {
   await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
   await section("eight-feeds", async () => (results.eightFeeds = await eightFeeds(join(state, "eight-feeds"))));
   // The edge's module is the one a request's cold start compiles: the module the targets weigh.
-  results.wasm = moduleSize(join(root, "build/edge/index_bg.wasm"));
-  results.wasmObjects = moduleSize(join(root, "build/objects/index_bg.wasm"));
+  const modules = { edge: `${DEPLOYED.edge}/index_bg.wasm`, objects: `${DEPLOYED.objects}/index_bg.wasm` };
+  results.wasm = moduleSize(join(root, modules.edge));
+  results.wasmObjects = moduleSize(join(root, modules.objects));
   await section("module", async () => {
-    const paths = { edge: "build/edge/index_bg.wasm", objects: "build/objects/index_bg.wasm" };
     const halves = { edge: results.wasm, objects: results.wasmObjects };
     const each = { edge: breakdown(join(root, "target/edge_bg.named.wasm")), objects: breakdown(join(root, "target/objects_bg.named.wasm")) };
-    results.module = { each, halves, coldStart: await coldStarts(paths) };
+    results.module = { each, halves, coldStart: await coldStarts(modules) };
   });
   await section("profile", async () => (results.profile = { phases: await profile(), log: await logCost() }));
   results.prices = PRICES;

@@ -1,9 +1,10 @@
 // The module's size, broken down: its sections, and its code by function group and
 // by crate, read from the release module as worker-build leaves it (its names
 // kept; `make build` keeps those copies as target/edge_bg.named.wasm and
-// target/objects_bg.named.wasm before the pass that drops them). Sizes are the functions' bodies in bytes, before gzip;
-// after `-Oz` a caller often holds what it inlined, so a group is where the code
-// ended up, not only what it was written as.
+// target/objects_bg.named.wasm before the pass that drops them). Sizes are the
+// functions' bodies in bytes, before gzip; after `-Oz` a caller often holds what
+// it inlined, so a group is where the code ended up, not only what it was
+// written as.
 
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";

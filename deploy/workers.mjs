@@ -26,8 +26,8 @@ const shared = Object.fromEntries(
 );
 const only = (keys) => Object.fromEntries(keys.filter((key) => key in config).map((key) => [key, config[key]]));
 
-/** A path of wrangler.toml's (relative to the repository) as one from `folder`. */
-const from = (folder) => (path) => relative(join(root, folder), join(root, path)) || ".";
+/** A path of wrangler.toml's (relative to the repository) as one from the edge's folder. */
+const fromEdge = (path) => relative(join(root, "build/edge"), join(root, path));
 
 function write(half, worker) {
   const folder = join("build", half);
@@ -41,7 +41,6 @@ write("objects", {
   main: "index.js",
 });
 
-const edgePath = from("build/edge");
 const edge = {
   ...shared,
   ...only(EDGE_ONLY),
@@ -51,7 +50,7 @@ const edge = {
     bindings: config.durable_objects.bindings.map((binding) => ({ ...binding, script_name: config.name })),
   },
 };
-if (edge.assets) edge.assets = { ...edge.assets, directory: edgePath(edge.assets.directory) };
+if (edge.assets) edge.assets = { ...edge.assets, directory: fromEdge(edge.assets.directory) };
 // `wrangler dev` builds both halves again when the sources change (wrangler.toml's
 // own build command refuses, so that a bare `wrangler deploy` uploads nothing).
 // wrangler runs the command from where it was started, not from the file's
