@@ -1,6 +1,7 @@
-//! Calls between the Worker and its Durable Objects. A Durable Object written in
-//! Rust cannot serve RPC, so a call travels over `fetch`; this is the one place it
-//! is encoded. Each object has a `Protocol`: an enum of its calls, each call a type
+//! Calls between the Worker and its Durable Objects. A call travels over `fetch`;
+//! this is the one place it is encoded. (worker-rs serves no RPC from a Rust
+//! object, and one given `DurableObject`'s prototype to serve it answered slower
+//! than `fetch` when measured: bench/README.md, "Where the time goes".) Each object has a `Protocol`: an enum of its calls, each call a type
 //! with its typed answer (`Ask`), or answered in parts (`AskStream`), and an enum
 //! of the refusals it may give. The caller asks with a typed call and gets the
 //! typed answer; the object dispatches on the enum. A refusal is a value the
