@@ -366,10 +366,12 @@ fuzz-quick:
 # and a deployable bundle that carries a test hook: the test build's paths must be
 # in build-test/ (so that the search can find them) and nowhere in what deploys.
 # wrangler reads --outdir from the configuration's folder: it is given whole, and the
-# check first makes sure each bundle is there to look in.
+# check first makes sure each bundle is there to look in. The edge's dry run must
+# say that it built nothing: a deploy uploads the edge built with the objects.
 deploy-check: build $(TEST_WORKER)
-	rm -rf target/deploy-dry-run
-	for half in objects edge; do $(WRANGLER) deploy --dry-run -c build/$$half/wrangler.json --outdir $(CURDIR)/target/deploy-dry-run/$$half || exit 1; done
+	rm -rf target/deploy-dry-run target/deploy-dry-run-*.log
+	for half in objects edge; do $(WRANGLER) deploy --dry-run -c build/$$half/wrangler.json --outdir $(CURDIR)/target/deploy-dry-run/$$half > target/deploy-dry-run-$$half.log 2>&1 || { cat target/deploy-dry-run-$$half.log; exit 1; }; done
+	@grep -q -F 'with no build of its own' target/deploy-dry-run-edge.log || { cat target/deploy-dry-run-edge.log; echo "deploy-check: deploying the edge builds it again, and may upload another build than the objects'"; exit 1; }
 	@grep -q -a -F '/__test/' build-test/index_bg.wasm || { echo "deploy-check: the test build has no test hooks to look for"; exit 1; }
 	@for half in objects edge; do ls target/deploy-dry-run/$$half/*.wasm > /dev/null 2>&1 || { echo "deploy-check: wrangler wrote no $$half bundle to look in"; exit 1; }; done
 	@! grep -r -l -a -F '/__test/' target/deploy-dry-run || { echo "deploy-check: the deployable bundle carries test hooks"; exit 1; }

@@ -20,6 +20,8 @@ const EDGE_ONLY = ["assets", "ratelimits", "route", "routes"];
 const OBJECTS_ONLY = ["migrations"];
 /** What each Worker's configuration says for itself. */
 const OWN = ["name", "main", "build"];
+/** What the edge's build says when a deploy runs it: `make deploy-check` looks for it. */
+const UNBUILT = "the edge as make built it, with no build of its own";
 
 const shared = Object.fromEntries(
   Object.entries(config).filter(([key]) => ![...EDGE_ONLY, ...OBJECTS_ONLY, ...OWN].includes(key)),
@@ -53,10 +55,13 @@ const edge = {
 if (edge.assets) edge.assets = { ...edge.assets, directory: fromEdge(edge.assets.directory) };
 // `wrangler dev` builds both halves again when the sources change (wrangler.toml's
 // own build command refuses, so that a bare `wrangler deploy` uploads nothing).
-// wrangler runs the command from where it was started, not from the file's
-// folder: the paths are this clone's own.
+// A deploy builds nothing: it uploads the edge `make deploy` built with the
+// objects it uploaded a step before, even when the sources changed in between
+// (wrangler names its command in WRANGLER_COMMAND). wrangler runs the command
+// from where it was started, not from the file's folder: the paths are this
+// clone's own.
 edge.build = {
-  command: "make --no-print-directory build",
+  command: `if [ "$WRANGLER_COMMAND" = dev ]; then make --no-print-directory build; else echo "${UNBUILT}"; fi`,
   cwd: root,
   watch_dir: ["src", "Cargo.toml", "Cargo.lock"].map((path) => join(root, path)),
 };
