@@ -368,6 +368,8 @@ fuzz-quick:
 # wrangler reads --outdir from the configuration's folder: it is given whole, and the
 # check first makes sure each bundle is there to look in. The edge's dry run must
 # say that it built nothing: a deploy uploads the edge built with the objects.
+# Between a deployment's two steps, a call the objects refuse is a 503 to try
+# again (tests/upgrade.sh).
 deploy-check: build $(TEST_WORKER)
 	rm -rf target/deploy-dry-run target/deploy-dry-run-*.log
 	for half in objects edge; do $(WRANGLER) deploy --dry-run -c build/$$half/wrangler.json --outdir $(CURDIR)/target/deploy-dry-run/$$half > target/deploy-dry-run-$$half.log 2>&1 || { cat target/deploy-dry-run-$$half.log; exit 1; }; done
@@ -376,6 +378,7 @@ deploy-check: build $(TEST_WORKER)
 	@for half in objects edge; do ls target/deploy-dry-run/$$half/*.wasm > /dev/null 2>&1 || { echo "deploy-check: wrangler wrote no $$half bundle to look in"; exit 1; }; done
 	@! grep -r -l -a -F '/__test/' target/deploy-dry-run || { echo "deploy-check: the deployable bundle carries test hooks"; exit 1; }
 	node tests/module-size.mjs $(EDGE_GZIP_KIB) $(OBJECTS_GZIP_KIB)
+	tests/upgrade.sh
 
 # Each guarantee's test, run with the guarantee broken on purpose (tests/breaks/*.patch):
 # each break's tests must pass on the unbroken tree, then fail with the patch applied,

@@ -52,7 +52,14 @@ pub enum ApiError {
     Forbidden(String),
     /// A fault on our side (storage, configuration); the detail is logged, never shown.
     Internal(String),
+    /// The service's two Workers are between a deployment's two steps, and the
+    /// objects refused this edge's call; the detail is logged, never shown.
+    Upgrading(String),
 }
+
+/// What a client is told to wait, when a deployment's second step is on its way:
+/// `make deploy` uploads it right after the first.
+pub const UPGRADE_RETRY_SECONDS: u32 = 5;
 
 impl ApiError {
     pub fn status(&self) -> u16 {
@@ -71,6 +78,7 @@ impl ApiError {
             Self::Conflict(_) => 409,
             Self::Forbidden(_) | Self::AccessForbidden(_) => 403,
             Self::Internal(_) => 500,
+            Self::Upgrading(_) => 503,
         }
     }
 
@@ -114,6 +122,9 @@ impl ApiError {
             Self::Internal(_) => {
                 "Internal error: the request could not be completed, try again later".to_owned()
             }
+            Self::Upgrading(_) => format!(
+                "Service unavailable: the service is being upgraded, try again in {UPGRADE_RETRY_SECONDS} seconds"
+            ),
         }
     }
 
@@ -136,12 +147,13 @@ impl ApiError {
             Self::Conflict(_) => "conflict",
             Self::Forbidden(_) => "forbidden",
             Self::Internal(_) => "internal_error",
+            Self::Upgrading(_) => "upgrading",
         }
     }
 
     pub fn detail(&self) -> Option<&str> {
         match self {
-            Self::Internal(detail) => Some(detail),
+            Self::Internal(detail) | Self::Upgrading(detail) => Some(detail),
             _ => None,
         }
     }
@@ -168,6 +180,9 @@ impl ApiError {
             Self::TooManyRequests(seconds) => response
                 .headers()
                 .set("Retry-After", &seconds.to_string())?,
+            Self::Upgrading(_) => response
+                .headers()
+                .set("Retry-After", &UPGRADE_RETRY_SECONDS.to_string())?,
             _ => {}
         }
         Ok(response)
@@ -193,6 +208,7 @@ impl From<StoreError> for ApiError {
             StoreError::UnknownCursor => {
                 Self::BadRequest("cursor is not one this service gave out".to_owned())
             }
+            StoreError::OtherShape(detail) => Self::Upgrading(detail),
             fault => Self::Internal(fault.to_string()),
         }
     }
@@ -285,5 +301,20 @@ mod tests {
         assert_eq!(holder.status(), 500);
         let revoked: ApiError = Failure::Refused(HolderRefusal::LicenseRevoked).into();
         assert_eq!((revoked.status(), revoked.code()), (401, "license_revoked"));
+    }
+
+    #[test]
+    fn a_call_the_objects_of_another_build_refuse_is_a_503_to_try_again() {
+        let refused: ApiError =
+            Failure::<HolderRefusal>::Fault(StoreError::OtherShape("a call of shape".to_owned()))
+                .into();
+        assert_eq!(
+            (refused.status(), refused.code(), refused.detail()),
+            (503, "upgrading", Some("a call of shape"))
+        );
+        assert_eq!(
+            refused.message(),
+            "Service unavailable: the service is being upgraded, try again in 5 seconds"
+        );
     }
 }

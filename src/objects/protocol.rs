@@ -250,16 +250,29 @@ fn of_this_build(build: Option<&str>) -> Result<(), String> {
 /// single operation's, far below the runtime's limit on headers.
 const IN_HEADER_BYTES: usize = 2048;
 
+/// What an object received: a call, or one of another shape, with the answer
+/// the object gives it at once.
+pub enum Received<C> {
+    Call(C),
+    OtherShape(Response),
+}
+
+/// The status an object answers a call of another shape with: the other half of
+/// a deployment is not there yet, and the caller may try again shortly.
+const OTHER_SHAPE: u16 = 503;
+
 /// Reads the call a request carries, as the object receives it. A call with an
 /// upload leaves the body unread, for its handler to stream.
-pub async fn receive<P: Protocol>(req: &mut Request) -> worker::Result<P::Call> {
-    of_this_build(req.headers().get(BUILD_HEADER)?.as_deref()).map_err(worker::Error::RustError)?;
+pub async fn receive<P: Protocol>(req: &mut Request) -> worker::Result<Received<P::Call>> {
+    if let Err(why) = of_this_build(req.headers().get(BUILD_HEADER)?.as_deref()) {
+        return Response::error(why, OTHER_SHAPE).map(Received::OtherShape);
+    }
     let bytes = match req.headers().get(CALL_HEADER)? {
         Some(encoded) => Base64Unpadded::decode_vec(&encoded)
             .map_err(|e| worker::Error::RustError(format!("a call's header: {e}")))?,
         None => buffer_of(req.inner().array_buffer()?).await?,
     };
-    Ok(decode(&bytes)?)
+    Ok(Received::Call(decode(&bytes)?))
 }
 
 /// A refusal as an answer to any call of `P`.
@@ -361,14 +374,16 @@ async fn send(
         .unchecked_into())
 }
 
-/// A 500 from the object is its fault, with the detail it gave; any status but
-/// 200 is an answer this protocol never gives.
+/// A 500 from the object is its fault, with the detail it gave; a 503 refuses a
+/// call of another shape; any other status but 200 is an answer this protocol
+/// never gives.
 async fn fault_of(
     response: worker::web_sys::Response,
 ) -> Result<worker::web_sys::Response, StoreError> {
     match response.status() {
         200 => Ok(response),
         500 => Err(StoreError::Object(text_of(&response).await?)),
+        OTHER_SHAPE => Err(StoreError::OtherShape(text_of(&response).await?)),
         status => Err(StoreError::Corrupt(format!(
             "an object answered {status}: {}",
             text_of(&response).await?

@@ -32,6 +32,9 @@ pub enum StoreError {
     Sql(sql::SqlError),
     /// A Durable Object could not answer a call, with the detail it gave.
     Object(String),
+    /// A Durable Object of another build refused a call of this one's shape: the
+    /// two Workers are between a deployment's two steps.
+    OtherShape(String),
     /// Stored or answered data is not what this service writes.
     Corrupt(String),
     /// A paging cursor this service did not give out.
@@ -47,6 +50,7 @@ impl fmt::Display for StoreError {
             Self::Randomness(error) => write!(f, "no randomness: {error}"),
             Self::Sql(error) => write!(f, "SQL: {error}"),
             Self::Object(detail) => write!(f, "object: {detail}"),
+            Self::OtherShape(detail) => write!(f, "an object of another build: {detail}"),
             Self::Corrupt(detail) => f.write_str(detail),
             Self::UnknownCursor => f.write_str("unknown cursor"),
         }

@@ -22,7 +22,7 @@ use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::{KnownKeys, NewOperatorKey};
 use crate::domain::code::Coded;
 use crate::domain::time::Millis;
-use crate::objects::protocol::{receive, Ask, Failure};
+use crate::objects::protocol::{receive, Ask, Failure, Received};
 use crate::objects::startup::Started;
 use crate::platform::clock;
 use crate::store::directory::{AuditCursor, Directory, LicenseCursor, LicenseRow, MAX_KEYS};
@@ -61,7 +61,10 @@ impl DurableObject for OperatorDirectory {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         clock::adopt(&req)?;
-        let call = receive::<DirectoryProtocol>(&mut req).await?;
+        let call = match receive::<DirectoryProtocol>(&mut req).await? {
+            Received::Call(call) => call,
+            Received::OtherShape(answer) => return Ok(answer),
+        };
         self.started.get_or_start(|| self.start()).await?;
         match call {
             DirectoryCall::PublishKeys(PublishKeys) => {

@@ -35,7 +35,7 @@ use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::network::client::{fault as shard_fault, shard};
 use crate::objects::network::protocol::{Count, Forget};
 use crate::objects::protocol::{
-    receive, refuse, Ask, AskStream, Failure, Streamed, StreamedOutcome,
+    receive, refuse, Ask, AskStream, Failure, Received, Streamed, StreamedOutcome,
 };
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::MarkAllowList;
@@ -109,7 +109,10 @@ impl DurableObject for HolderList {
         // The last wait before the work: from here a call runs without yielding, and the
         // alarm calls after it are storage operations, during which the runtime delivers
         // no other request to this object.
-        let call = receive::<HolderProtocol>(&mut req).await?;
+        let call = match receive::<HolderProtocol>(&mut req).await? {
+            Received::Call(call) => call,
+            Received::OtherShape(answer) => return Ok(answer),
+        };
         let now = clock::now().unix();
         // A revoked license is refused here at once, whatever an edge cache still says.
         let operators = matches!(

@@ -14,7 +14,7 @@ use crate::domain::network::consensus::Consensus;
 use crate::domain::time::UnixTime;
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::Promote;
-use crate::objects::protocol::{receive, Ask, Failure};
+use crate::objects::protocol::{receive, Ask, Failure, Received};
 use crate::objects::startup::Started;
 use crate::platform::{clock, config};
 use crate::store::network::tally::Tally;
@@ -46,7 +46,10 @@ impl DurableObject for ReportShard {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         clock::adopt(&req)?;
-        let call = receive::<ReportsProtocol>(&mut req).await?;
+        let call = match receive::<ReportsProtocol>(&mut req).await? {
+            Received::Call(call) => call,
+            Received::OtherShape(answer) => return Ok(answer),
+        };
         let consensus = self.started.get_or_start(|| self.start()).await?;
         let now = clock::now().unix();
         let tally = Tally::new(&self.sql);

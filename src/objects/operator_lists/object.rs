@@ -26,7 +26,7 @@ use crate::domain::net::address::Ipv6;
 use crate::domain::net::range::Ipv4Range;
 use crate::domain::operator_lists::chunk::{ChunkInfo, PROMOTED};
 use crate::domain::operator_lists::list::{Changes, ListEntries, ListEntry, ListKind};
-use crate::objects::protocol::{receive, Ask, AskStream, Failure, Json};
+use crate::objects::protocol::{receive, Ask, AskStream, Failure, Json, Received};
 use crate::platform::clock;
 use crate::platform::meter::{self, Billable};
 use crate::store::operator_lists::chunks::Source;
@@ -141,7 +141,10 @@ impl DurableObject for OperatorLists {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         clock::adopt(&req)?;
-        let call = receive::<ListsProtocol>(&mut req).await?;
+        let call = match receive::<ListsProtocol>(&mut req).await? {
+            Received::Call(call) => call,
+            Received::OtherShape(answer) => return Ok(answer),
+        };
         self.start().await?;
         // A list never published yet is published before anything is answered, so
         // that whoever woke this object finds a manifest from then on.

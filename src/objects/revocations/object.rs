@@ -24,7 +24,7 @@ use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::FileRevocation;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Revoke as RevokeHolder;
-use crate::objects::protocol::{receive, Ask, Failure};
+use crate::objects::protocol::{receive, Ask, Failure, Received};
 use crate::objects::startup::Started;
 use crate::platform::clock;
 use crate::store::licenses;
@@ -71,7 +71,10 @@ impl DurableObject for Revocations {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         clock::adopt(&req)?;
-        let call = receive::<RevocationsProtocol>(&mut req).await?;
+        let call = match receive::<RevocationsProtocol>(&mut req).await? {
+            Received::Call(call) => call,
+            Received::OtherShape(answer) => return Ok(answer),
+        };
         self.started.get_or_start(|| self.start()).await?;
         match call {
             RevocationsCall::Revoke(call) => Revoke::reply(self.revoke(call).await),

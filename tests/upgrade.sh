@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Between a deployment's two steps: the objects' Worker of one build behind the
+# edge of another, whose calls are of another shape. The objects refuse them, and
+# the client must be told to try again shortly (503, Retry-After), not be given a
+# 500. The test build stands for the other edge: build.rs names its calls' shape
+# with its test hooks, so build/objects/ refuses its calls as it would a
+# different build's.
+# Usage: tests/upgrade.sh (after make build and make build-test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+state=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+admin=upgrade-admin-token-0123456789abcdef
+base=http://127.0.0.1:$port
+
+# The deployed edge's configuration, serving the test build's module instead.
+mkdir -p "$state/edge"
+node -e '
+  const edge = require(process.argv[1]);
+  delete edge.build;
+  edge.main = process.argv[2];
+  if (edge.assets) edge.assets.directory = process.argv[3];
+  console.log(JSON.stringify(edge));
+' "$PWD/build/edge/wrangler.json" "$PWD/build-test/index.js" "$PWD/public" > "$state/edge/wrangler.json"
+
+setsid node_modules/.bin/wrangler dev -c "$state/edge/wrangler.json" -c build/objects/wrangler.json --ip 127.0.0.1 --port "$port" \
+  --persist-to "$state/data" --show-interactive-dev-session=false \
+  --var JWT_SECRET:upgrade-jwt-secret-0123456789abcdef --var ADMIN_TOKEN:$admin \
+  > "$state/wrangler.log" 2>&1 &
+server=$!
+trap 'kill -KILL -- -$server 2>/dev/null || true; rm -rf "$state"' EXIT
+
+for _ in $(seq 1 300); do
+  curl -s -o /dev/null "$base/openapi.json" && break
+  sleep 0.2
+done
+fail() { echo "upgrade: $1"; sleep 1; cat "$state/wrangler.log"; exit 1; }
+
+# A license is the directory's to make: a call across the two Workers.
+status=$(curl -s -o "$state/body" -D "$state/headers" -w '%{http_code}' -X POST "$base/admin/licenses" \
+  -H "Authorization: Bearer $admin" -H 'Accept: application/json') || fail "no answer"
+[ "$status" = 503 ] || fail "a call the objects refused answered $status: $(cat "$state/body")"
+grep -q -i '^retry-after: 5' "$state/headers" || fail "no Retry-After: $(cat "$state/headers")"
+grep -q -F 'Service unavailable: the service is being upgraded, try again in 5 seconds' "$state/body" \
+  || fail "the answer says: $(cat "$state/body")"
+# What the edge answers alone is unchanged.
+status=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/api/checkIpOnGreylist") || fail "no answer"
+[ "$status" = 401 ] || fail "a request without a token answered $status"
+echo "upgrade: a call the objects of another build refuse answers 503, Retry-After: 5"
