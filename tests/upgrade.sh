@@ -9,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 state=$(mktemp -d)
+server=
+trap '[ -z "$server" ] || kill -KILL -- -$server 2>/dev/null || true; rm -rf "$state"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 admin=upgrade-admin-token-0123456789abcdef
 base=http://127.0.0.1:$port
@@ -28,19 +30,20 @@ setsid node_modules/.bin/wrangler dev -c "$state/edge/wrangler.json" -c build/ob
   --var JWT_SECRET:upgrade-jwt-secret-0123456789abcdef --var ADMIN_TOKEN:$admin \
   > "$state/wrangler.log" 2>&1 &
 server=$!
-trap 'kill -KILL -- -$server 2>/dev/null || true; rm -rf "$state"' EXIT
 
+fail() { echo "upgrade: $1"; sleep 1; cat "$state/wrangler.log"; exit 1; }
 for _ in $(seq 1 300); do
   curl -s -o /dev/null "$base/openapi.json" && break
+  kill -0 $server 2>/dev/null || fail "wrangler dev ended"
   sleep 0.2
 done
-fail() { echo "upgrade: $1"; sleep 1; cat "$state/wrangler.log"; exit 1; }
 
 # A license is the directory's to make: a call across the two Workers.
 status=$(curl -s -o "$state/body" -D "$state/headers" -w '%{http_code}' -X POST "$base/admin/licenses" \
   -H "Authorization: Bearer $admin" -H 'Accept: application/json') || fail "no answer"
 [ "$status" = 503 ] || fail "a call the objects refused answered $status: $(cat "$state/body")"
-grep -q -i '^retry-after: 5' "$state/headers" || fail "no Retry-After: $(cat "$state/headers")"
+tr -d '\r' < "$state/headers" > "$state/headers.lf"
+grep -q -i -x 'retry-after: 5' "$state/headers.lf" || fail "no Retry-After: $(cat "$state/headers")"
 grep -q -F 'Service unavailable: the service is being upgraded, try again in 5 seconds' "$state/body" \
   || fail "the answer says: $(cat "$state/body")"
 # What the edge answers alone is unchanged.

@@ -14,8 +14,8 @@
 //! decoding code is a fraction of JSON's per type, and so is its work. An enum's
 //! variant travels by its position, and a field by its place: a call names the
 //! shape of its build's calls (`build.rs`), and an object of another shape
-//! (between a deployment's two steps) refuses it, a logged 500, rather than
-//! misread it.
+//! (between a deployment's two steps) refuses it with a 503, which its caller
+//! reads as `StoreError::OtherShape`, rather than misread it.
 //!
 //! The call travels in a header (base64) when it is small or when the body
 //! carries an upload of its own, else as the request's body: a body costs each
@@ -203,6 +203,11 @@ fn encode_reply<P: Protocol, T: Serialize>(
     let reply = match result {
         Ok(answer) => Reply::<T, P::Refusal>::Ok(answer),
         Err(Failure::Refused(refusal)) => Reply::Refused(refusal),
+        // A call of its own that another build's object refused: the same refusal,
+        // for the caller to pass on.
+        Err(Failure::Fault(fault @ StoreError::OtherShape(_))) => {
+            return Response::error(fault.to_string(), OTHER_SHAPE)
+        }
         Err(Failure::Fault(fault)) => return Response::error(fault.to_string(), 500),
     };
     respond(frame(&reply)?, carried)
