@@ -210,7 +210,7 @@ $(WORKERS): $(DEPLOYABLE)/%/index.js: $(SOURCES) | tools
 # Each Worker reads the clone's one .dev.vars in local development: wrangler looks
 # for it beside each configuration.
 $(CONFIGS) &: wrangler.toml deploy/workers.mjs $(WORKERS) | tools
-	node deploy/workers.mjs
+	node deploy/workers.mjs $(DEPLOYABLE)
 	@for half in edge objects; do ln -sfn ../../.dev.vars $(DEPLOYABLE)/$$half/.dev.vars; done
 
 $(TEST_WORKER): $(SOURCES) | tools

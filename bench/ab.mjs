@@ -23,6 +23,7 @@
 // BENCH_ROUNDS (default 2), BENCH_PERSONAL (default 1000) entries seeded;
 // BENCH_AB_SCENARIOS=0 measures the call's share alone, in more rounds a minute.
 
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -73,10 +74,13 @@ async function serveCounted(...args) {
   return { ...served, pid: started[0] };
 }
 
-/** The CPU, in µs, that a process has spent, user and system (clock ticks of 10 ms). */
+/** The µs in one of the clock ticks /proc counts a process's time in. */
+const TICK_US = 1e6 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }));
+
+/** The CPU, in µs, that a process has spent, user and system. */
 function cpuUs(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
 }
 
 /** `wrk`, one connection, and the CPU the process spent a request answered. */

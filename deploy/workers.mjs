@@ -13,6 +13,8 @@ import { fileURLToPath } from "node:url";
 import { experimental_readRawConfig } from "wrangler";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
+/** Where the two Workers' folders are: `make build`'s DEPLOYABLE (build/). */
+const deployable = process.argv[2] ?? "build";
 const { rawConfig: config } = experimental_readRawConfig({ config: join(root, "wrangler.toml") });
 
 /** What only the edge uses (it answers requests), and what only the objects do. */
@@ -29,10 +31,10 @@ const shared = Object.fromEntries(
 const only = (keys) => Object.fromEntries(keys.filter((key) => key in config).map((key) => [key, config[key]]));
 
 /** A path of wrangler.toml's (relative to the repository) as one from the edge's folder. */
-const fromEdge = (path) => relative(join(root, "build/edge"), join(root, path));
+const fromEdge = (path) => relative(join(root, deployable, "edge"), join(root, path));
 
 function write(half, worker) {
-  const folder = join("build", half);
+  const folder = join(deployable, half);
   writeFileSync(join(root, folder, "wrangler.json"), `${JSON.stringify(worker, null, 2)}\n`);
 }
 
