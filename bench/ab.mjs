@@ -24,10 +24,11 @@
 // BENCH_AB_SCENARIOS=0 measures the call's share alone, in more rounds a minute.
 
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { CONNECTIONS, FLOOR, SERVICE_VARS, holder, median, root, seedPersonal, serve, serviceAssets, wrk } from "./lib.mjs";
+import { runtimePid } from "./scale.mjs";
 
 const [a, b] = process.argv.slice(2).map((folder) => relative(root, join(process.cwd(), folder)));
 if (!a || !b) throw new Error("usage: node bench/ab.mjs <build A> <build B>");
@@ -54,24 +55,10 @@ const calls = [
 const floors = ["bare", "do", "read"];
 const run = process.env.BENCH_AB_SCENARIOS === "0" ? [] : scenarios;
 
-/** The runtime's processes now running (each Miniflare starts one workerd). */
-function workerds() {
-  return readdirSync("/proc").filter((pid) => {
-    try {
-      return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "workerd";
-    } catch {
-      return false; // gone since the listing
-    }
-  });
-}
-
-/** Serves as `serve` does, with the process of the workerd it started. */
+/** Serves as `serve` does, with the process of the workerd it started: the newest. */
 async function serveCounted(...args) {
-  const before = new Set(workerds());
   const served = await serve(...args);
-  const started = workerds().filter((pid) => !before.has(pid));
-  if (started.length !== 1) throw new Error(`expected one new workerd process, found ${started.length}`);
-  return { ...served, pid: started[0] };
+  return { ...served, pid: runtimePid() };
 }
 
 /** The µs in one of the clock ticks /proc counts a process's time in. */

@@ -6,30 +6,11 @@
 set -euo pipefail
 st=$1
 cd "$(dirname "$0")/.."
-state=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-inspector=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+. tests/two-workers.sh
 admin=contract-admin-token-0123456789abcdef
-base=http://127.0.0.1:$port
+serve build/edge/wrangler.json \
+  --var JWT_SECRET:contract-jwt-secret-0123456789abcdef --var ADMIN_TOKEN:$admin --var CACHE_SECONDS:0
 
-# wrangler's compiled code kept between starts, as the e2e suite does.
-NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--require $PWD/tests/node-code-cache.cjs" \
-GREYLIST_CODE_CACHE=$PWD/target/tmp/node-code-cache \
-setsid node_modules/.bin/wrangler dev -c build/edge/wrangler.json -c build/objects/wrangler.json --ip 127.0.0.1 --port "$port" --inspector-port "$inspector" \
-  --persist-to "$state" --show-interactive-dev-session=false \
-  --var JWT_SECRET:contract-jwt-secret-0123456789abcdef --var ADMIN_TOKEN:$admin --var CACHE_SECONDS:0 \
-  > "$state/wrangler.log" 2>&1 &
-server=$!
-trap 'kill -KILL -- -$server 2>/dev/null || true; rm -rf "$state"' EXIT
-
-for _ in $(seq 1 300); do
-  curl -s -o /dev/null "$base/openapi.json" && break
-  sleep 0.2
-done
-# Each step of the setup that fails says so, with the server's log (a refused
-# call between the two Workers is in it), rather than ending the script with curl's
-# status. wrangler writes a request's lines after its answer: a second for them.
-fail() { echo "$1"; sleep 1; cat "$state/wrangler.log"; exit 1; }
 key=$(curl -sf -X POST "$base/admin/licenses" -H "Authorization: Bearer $admin" | sed -n 's/.*"licenseKey":"\([^"]*\)".*/\1/p') \
   || fail "could not create a license"
 [ -n "$key" ] || fail "could not create a license"

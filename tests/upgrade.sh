@@ -8,12 +8,8 @@
 # Usage: tests/upgrade.sh (after make build and make build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-state=$(mktemp -d)
-server=
-trap '[ -z "$server" ] || kill -KILL -- -$server 2>/dev/null || true; rm -rf "$state"' EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+. tests/two-workers.sh
 admin=upgrade-admin-token-0123456789abcdef
-base=http://127.0.0.1:$port
 
 # The deployed edge's configuration, serving the test build's module instead.
 mkdir -p "$state/edge"
@@ -25,18 +21,7 @@ node -e '
   console.log(JSON.stringify(edge));
 ' "$PWD/build/edge/wrangler.json" "$PWD/build-test/index.js" "$PWD/public" > "$state/edge/wrangler.json"
 
-setsid node_modules/.bin/wrangler dev -c "$state/edge/wrangler.json" -c build/objects/wrangler.json --ip 127.0.0.1 --port "$port" \
-  --persist-to "$state/data" --show-interactive-dev-session=false \
-  --var JWT_SECRET:upgrade-jwt-secret-0123456789abcdef --var ADMIN_TOKEN:$admin \
-  > "$state/wrangler.log" 2>&1 &
-server=$!
-
-fail() { echo "upgrade: $1"; sleep 1; cat "$state/wrangler.log"; exit 1; }
-for _ in $(seq 1 300); do
-  curl -s -o /dev/null "$base/openapi.json" && break
-  kill -0 $server 2>/dev/null || fail "wrangler dev ended"
-  sleep 0.2
-done
+serve "$state/edge/wrangler.json" --var JWT_SECRET:upgrade-jwt-secret-0123456789abcdef --var ADMIN_TOKEN:$admin
 
 # A license is the directory's to make: a call across the two Workers.
 status=$(curl -s -o "$state/body" -D "$state/headers" -w '%{http_code}' -X POST "$base/admin/licenses" \

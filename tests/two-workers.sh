@@ -1,0 +1,35 @@
+# Sourced by tests/contract.sh and tests/upgrade.sh (from the repository's root):
+# the service as two Workers under one local `wrangler dev`, on free ports, its
+# state in a folder of its own, stopped and cleared when the script exits.
+
+state=$(mktemp -d)
+server=
+trap '[ -z "$server" ] || kill -KILL -- -$server 2>/dev/null || true; rm -rf "$state"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+base=http://127.0.0.1:$port
+
+# A step that fails says so, with the server's log (a refused call between the two
+# Workers is in it), rather than ending the script with curl's status. wrangler
+# writes a request's lines after its answer: a second for them.
+fail() { echo "${0##*/}: $1"; sleep 1; cat "$state/wrangler.log"; exit 1; }
+
+# serve EDGE_CONFIG [wrangler dev's own arguments]: the edge's configuration in
+# front of build/objects/, once it answers. wrangler's compiled code is kept
+# between starts, as the e2e suite keeps it.
+serve() {
+  local edge=$1
+  shift
+  NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--require $PWD/tests/node-code-cache.cjs" \
+  GREYLIST_CODE_CACHE=$PWD/target/tmp/node-code-cache \
+  setsid node_modules/.bin/wrangler dev -c "$edge" -c build/objects/wrangler.json --ip 127.0.0.1 --port "$port" \
+    --inspector-port "$(free_port)" --persist-to "$state/data" --show-interactive-dev-session=false "$@" \
+    > "$state/wrangler.log" 2>&1 &
+  server=$!
+  for _ in $(seq 1 300); do
+    curl -s -o /dev/null "$base/openapi.json" && return
+    kill -0 "$server" 2>/dev/null || fail "wrangler dev ended"
+    sleep 0.2
+  done
+  fail "wrangler dev did not answer in 60 s"
+}
