@@ -206,16 +206,19 @@ fn a_revoked_license_is_refused_within_the_bound_on_answers_that_need_no_list() 
 }
 
 #[test]
-fn an_access_token_is_refused_once_its_lifetime_and_the_leeway_have_passed() {
+fn an_access_token_is_refused_from_its_expiry_on() {
     let server = Server::own(&[]);
     let app = TestApp::on(&server);
-    server.advance(3600 + 5);
+    // Three seconds before `exp` by the test clock, less the real time since the
+    // login: still good.
+    server.advance(3600 - 3);
     assert_eq!(
         app.check("8.8.8.8"),
         "[8.8.8.8] is currently not on global greylist",
-        "within the 10 s leeway"
+        "before its expiry"
     );
-    server.advance(10);
+    // At `exp` or past it, whatever real time has passed: no leeway.
+    server.advance(3);
     assert_unauthorized(&app.check_with(Some(format!("Bearer {}", app.token)), Mode::Json));
     assert_eq!(
         server.login(&app.license_key).status,

@@ -15,8 +15,13 @@ use crate::domain::code::Coded;
 use crate::domain::machines::credentials::{is_id, MachineId, TOKEN_SECONDS};
 use crate::domain::time::UnixTime;
 
-/// Clock skew tolerated when checking `exp`, between the edge machines that issue and check tokens.
-pub const EXPIRY_LEEWAY_SECONDS: i64 = 10;
+/// Whether a token that expires at `expires_at` is still good at `now`: its
+/// `exp` in the future, exactly (docs/spec decisions, "Authentication"), with no
+/// leeway, since the service checks only the tokens it issued itself. `now` is
+/// whole seconds, rounded down, so this is `exp` against the clock's milliseconds.
+fn unexpired(expires_at: UnixTime, now: UnixTime) -> bool {
+    now.0 < expires_at.0
+}
 
 #[derive(Serialize, Deserialize)]
 struct Subject {
@@ -69,7 +74,7 @@ impl TokenKey {
     }
 
     /// Accepts exactly an HS256 token signed with this key, with `exp` in the
-    /// future (within the leeway) and a `sub` that is a license id.
+    /// future and a `sub` that is a license id.
     pub fn verify(&self, token: &str, now: UnixTime) -> Result<LicenseId, TokenError> {
         self.verify_until(token, now).map(|(license, _)| license)
     }
@@ -87,7 +92,7 @@ impl TokenKey {
 }
 
 /// The claims of an HS256 token signed with `key`, and its expiry, when `exp`
-/// is in the future (within the leeway).
+/// is in the future.
 fn verified<T: DeserializeOwned>(
     key: &Hs256Key,
     token: &str,
@@ -99,14 +104,13 @@ fn verified<T: DeserializeOwned>(
         .validate(&untrusted)
         .map_err(|_| TokenError::Unverified)?;
     let (_, claims) = verified.into_parts();
-    claims
-        .validate_expiration(&time_options(now))
-        .map_err(|_| TokenError::Expired)?;
     let expires_at = claims
         .expiration
         .and_then(|at| u64::try_from(at.timestamp()).ok())
+        .map(UnixTime)
+        .filter(|&expires_at| unexpired(expires_at, now))
         .ok_or(TokenError::Expired)?;
-    Ok((claims.custom, UnixTime(expires_at)))
+    Ok((claims.custom, expires_at))
 }
 
 /// What a machine's token says: the license it acts for (`sub`), the machine's
@@ -155,7 +159,7 @@ impl MachineTokenKey {
     }
 
     /// Accepts exactly an HS256 token signed with this key, with `exp` in the
-    /// future (within the leeway) and claims in the shapes `issue` writes.
+    /// future and claims in the shapes `issue` writes.
     pub fn verify(&self, token: &str, now: UnixTime) -> Result<MachineBearer, TokenError> {
         let (subject, _) = verified::<MachineSubject>(&self.0, token, now)?;
         let license = LicenseId::parse(&subject.sub);
@@ -195,7 +199,7 @@ impl VerifiedTokens {
             self.verified.clear();
         }
         if let Some((license, expires_at)) = self.verified.get(token) {
-            if now.0 <= expires_at.0.saturating_add(EXPIRY_LEEWAY_SECONDS as u64) {
+            if unexpired(*expires_at, now) {
                 return Ok(license.clone());
             }
             self.verified.remove(token);
@@ -211,9 +215,11 @@ impl VerifiedTokens {
     }
 }
 
+/// `now` as jwt-compact's clock, for the claims a token is issued with: expiry is
+/// checked by `unexpired`, so no leeway is given here.
 fn time_options(now: UnixTime) -> TimeOptions<impl Fn() -> DateTime<Utc>> {
     let at = DateTime::from_timestamp(now.0 as i64, 0).unwrap_or(DateTime::<Utc>::MAX_UTC);
-    TimeOptions::new(Duration::seconds(EXPIRY_LEEWAY_SECONDS), move || at)
+    TimeOptions::new(Duration::zero(), move || at)
 }
 
 #[cfg(test)]
@@ -231,15 +237,15 @@ mod tests {
     }
 
     #[test]
-    fn issued_token_verifies_to_its_license_until_expiry_plus_leeway() {
+    fn issued_token_verifies_to_its_license_until_its_expiry_and_not_at_it() {
         let token = key().issue(&license(), NOW, 3600);
         assert_eq!(key().verify(&token, NOW), Ok(license()));
-        // The documented ten seconds of leeway, written out: the constant is what is tested.
-        let last_accepted = UnixTime(NOW.0 + 3600 + 10);
+        let last_accepted = UnixTime(NOW.0 + 3600 - 1);
         assert_eq!(key().verify(&token, last_accepted), Ok(license()));
         assert_eq!(
-            key().verify(&token, UnixTime(last_accepted.0 + 1)),
-            Err(TokenError::Expired)
+            key().verify(&token, UnixTime(NOW.0 + 3600)),
+            Err(TokenError::Expired),
+            "an `exp` that is now is not in the future"
         );
     }
 
@@ -345,7 +351,7 @@ mod tests {
             Ok(license()),
             "from memory"
         );
-        let last = NOW.plus(3600 + EXPIRY_LEEWAY_SECONDS as u64);
+        let last = NOW.plus(3600 - 1);
         assert_eq!(tokens.verify(secret, &token, last), Ok(license()));
         assert_eq!(
             tokens.verify(secret, &token, last.plus(1)),
@@ -382,12 +388,8 @@ mod tests {
         let (token, expires_at) = key.issue(&machine(), NOW);
         assert_eq!(expires_at, NOW.plus(3600));
         assert_eq!(key.verify(&token, NOW), Ok(machine()));
-        let last_accepted = expires_at.plus(EXPIRY_LEEWAY_SECONDS as u64);
-        assert_eq!(key.verify(&token, last_accepted), Ok(machine()));
-        assert_eq!(
-            key.verify(&token, last_accepted.plus(1)),
-            Err(TokenError::Expired)
-        );
+        assert_eq!(key.verify(&token, NOW.plus(3600 - 1)), Ok(machine()));
+        assert_eq!(key.verify(&token, expires_at), Err(TokenError::Expired));
     }
 
     #[test]
