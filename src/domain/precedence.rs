@@ -15,7 +15,7 @@ use std::rc::Rc;
 use crate::domain::feed::item::{personal_block, Blocks, FeedBlock};
 use crate::domain::net::address::{GivenIp, Listed, PublicIp};
 use crate::domain::net::family::Addr;
-use crate::domain::net::intervals::{combine, without, Intervals, Op, Seek};
+use crate::domain::net::intervals::{without, Cuts, Intervals, Seek};
 use crate::domain::net::range::Cidr;
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::{covers, Shards};
@@ -205,9 +205,9 @@ pub struct PublishedLists {
     own: Rc<Intervals>,
     own6: Rc<Intervals<u128>>,
     /// What the global challenge list's blocks are cut by, each family: the
-    /// lists stronger than it that challenge nothing, united once.
-    cut: Rc<Intervals>,
-    cut6: Rc<Intervals<u128>>,
+    /// lists stronger than it that challenge nothing, each as it is.
+    cut: Cuts,
+    cut6: Cuts<u128>,
 }
 
 impl PublishedLists {
@@ -238,10 +238,8 @@ impl PublishedLists {
             Governor::HolderAllow => (own.clone(), own6.clone()),
             Governor::GlobalChallenge | Governor::Personal => (Rc::default(), Rc::default()),
         };
-        let (cut, cut6) = stronger.iter().map(cut_by).fold(
-            (Rc::<Intervals>::default(), Rc::<Intervals<u128>>::default()),
-            |(cut, cut6), (v4, v6)| (united(cut, v4), united(cut6, v6)),
-        );
+        let (v4, v6): (Vec<_>, Vec<_>) = stronger.iter().map(cut_by).unzip();
+        let (cut, cut6) = (non_empty(v4), non_empty(v6));
         Self {
             global,
             allow,
@@ -302,7 +300,7 @@ impl PublishedLists {
         }
     }
 
-    fn cut(&self) -> (Rc<Intervals>, Rc<Intervals<u128>>) {
+    fn cut(&self) -> (Cuts, Cuts<u128>) {
         (self.cut.clone(), self.cut6.clone())
     }
 
@@ -378,31 +376,23 @@ fn allow_holds((allow, allow6): (&Intervals, &Intervals<u128>), ip: Listed) -> b
     }
 }
 
-/// Two sets of one family as one, sharing either when the other is empty.
-fn united<A: Addr>(a: Rc<Intervals<A>>, b: Rc<Intervals<A>>) -> Rc<Intervals<A>> {
-    match (a.is_empty(), b.is_empty()) {
-        (_, true) => a,
-        (true, false) => b,
-        (false, false) => Rc::new(combine(&a, &b, Op::Union)),
-    }
+/// The sets that cut anything, shared as they are.
+fn non_empty<A: Addr>(sets: Vec<Rc<Intervals<A>>>) -> Cuts<A> {
+    sets.into_iter().filter(|set| !set.is_empty()).collect()
 }
 
 /// One family's challenged global list: its intervals from the first that ends at
 /// or after `low`, cut where the allow list holds addresses.
 fn challenged_from<A: Addr>(
     global: &Shards<A>,
-    allow: &Rc<Intervals<A>>,
+    allow: &Cuts<A>,
     low: A,
 ) -> impl Iterator<Item = (A, A)> + 'static {
     without(global.read_from(low), allow.clone())
 }
 
 /// One family's challenged block that holds `addr`, as a whole feed writes it.
-fn block_holding<A: Addr>(
-    global: &Shards<A>,
-    allow: &Rc<Intervals<A>>,
-    addr: A,
-) -> Option<Cidr<A>> {
+fn block_holding<A: Addr>(global: &Shards<A>, allow: &Cuts<A>, addr: A) -> Option<Cidr<A>> {
     // The allow list may cut the interval that holds `addr` before it, too.
     let span = challenged_from(global, allow, addr)
         .find(|&(_, last)| last >= addr)
@@ -411,7 +401,7 @@ fn block_holding<A: Addr>(
 }
 
 /// Whether one family's challenged global list holds `block` as one of its own blocks.
-fn has_block<A: Addr>(global: &Shards<A>, allow: &Rc<Intervals<A>>, block: Cidr<A>) -> bool {
+fn has_block<A: Addr>(global: &Shards<A>, allow: &Cuts<A>, block: Cidr<A>) -> bool {
     block_holding(global, allow, block.first()) == Some(block)
 }
 

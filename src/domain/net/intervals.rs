@@ -30,15 +30,25 @@ impl<A: Addr> Seek<A> for [(A, A)] {
     }
 }
 
-/// `set` without what `cut` holds, read lazily: `set` may be a list of millions
-/// read in order, `cut` is held whole. An interval `cut` does not touch (most of
-/// them) passes as it is.
+/// Sets to cut another by, each held whole and never united with the others: a
+/// union would copy them all, the operator's lists among them, for every request
+/// that weighs one holder's list against them.
+pub type Cuts<A = u32> = Rc<[Rc<Intervals<A>>]>;
+
+/// `set` without what any of `cuts` holds, read lazily: `set` may be a list of
+/// millions read in order. An interval no cut touches (most of them) passes as
+/// it is; each cut is looked up by its boundaries, once an interval.
 pub fn without<A: Addr>(
     set: impl Iterator<Item = (A, A)>,
-    cut: Rc<Intervals<A>>,
+    cuts: Cuts<A>,
 ) -> impl Iterator<Item = (A, A)> {
     set.flat_map(move |(first, last)| {
-        let here = clip(&cut, first, last);
+        let here = cuts
+            .iter()
+            .map(|cut| clip(cut, first, last))
+            .filter(|part| !part.is_empty())
+            .reduce(|a, b| combine(&a, &b, Op::Union))
+            .unwrap_or_default();
         let whole = here.is_empty().then_some((first, last));
         let rest = if here.is_empty() {
             Vec::new()
@@ -268,13 +278,19 @@ mod tests {
         }
 
         #[test]
-        fn a_set_read_lazily_without_another_is_their_difference(
+        fn a_set_read_lazily_without_others_is_their_difference(
             a in set_strategy(),
             b in set_strategy(),
+            c in set_strategy(),
             probes in proptest::collection::vec(any::<u32>(), 0..30),
         ) {
-            let lazy: Intervals = without(a.iter().copied(), Rc::new(b.clone())).collect();
+            let lazy: Intervals = without(a.iter().copied(), Rc::from([Rc::new(b.clone())])).collect();
             prop_assert_eq!(&lazy, &combine(&a, &b, Op::Minus));
+            let both: Cuts = Rc::from([Rc::new(b.clone()), Rc::new(c.clone())]);
+            let lazy: Intervals = without(a.iter().copied(), both).collect();
+            prop_assert_eq!(&lazy, &combine(&a, &combine(&b, &c, Op::Union), Op::Minus));
+            let none: Intervals = without(a.iter().copied(), Rc::from([])).collect();
+            prop_assert_eq!(&none, &a);
             for addr in probes.into_iter().chain(a.iter().map(|&(first, _)| first)) {
                 let expected = a.iter().copied().find(|&(x, y)| x <= addr && addr <= y);
                 prop_assert_eq!(a.interval_of(addr), expected, "{:#x}", addr);
