@@ -5,6 +5,7 @@
 use serde_json::json;
 
 use crate::helpers::*;
+use crate::machines::{machine, post_alerts};
 
 /// Entries of the smaller list; each carries a 255-character comment of control
 /// characters, about 1.5 KB of JSON, so a reader that held the list would grow by
@@ -206,5 +207,43 @@ fn a_global_feed_reads_the_shards_held_and_copies_none_of_them() {
     assert!(
         large <= 2 * small.max(FLOOR_KIB),
         "the Worker grew {large} KiB for 400 000 global entries, {small} KiB for 40 000"
+    );
+}
+
+/// Elements of a CrowdSec engine's post of a megabyte of `0,`, the most a body
+/// holds.
+const FLOOD_ELEMENTS: usize = 500_000;
+/// What the Worker may grow by for it: the body, and the answer's ids as JSON
+/// (half a million strings, about 4.5 MB). Reading the whole array before keeping
+/// its first hundred would hold 32 MiB of elements alone.
+const FLOOD_KIB: u64 = 24 * 1024;
+
+#[test]
+fn an_engines_post_of_half_a_million_elements_holds_its_first_hundred() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    let engine = machine(&app, "flood");
+    // The alerts' path taken once, so that what is measured is the flood.
+    assert_eq!(post_alerts(&server, &engine, &json!([0])).status, 201);
+    let before = wasm_kib(&app).0;
+    let flood = serde_json::Value::Array(vec![json!(0); FLOOD_ELEMENTS]);
+    let resp = post_alerts(&server, &engine, &flood);
+    let grown = wasm_kib(&app).0 - before;
+    assert_eq!(
+        resp.status,
+        201,
+        "{}",
+        &resp.body[..resp.body.len().min(300)]
+    );
+    let ids = resp.json();
+    let ids = ids.as_array().unwrap();
+    assert_eq!(ids.len(), FLOOD_ELEMENTS, "an id for every element");
+    let first: u64 = ids[0].as_str().unwrap().parse().unwrap();
+    let last: u64 = ids[FLOOD_ELEMENTS - 1].as_str().unwrap().parse().unwrap();
+    assert_eq!(last - first, FLOOD_ELEMENTS as u64 - 1);
+    println!("the Worker grew {grown} KiB for {FLOOD_ELEMENTS} elements");
+    assert!(
+        grown <= FLOOD_KIB,
+        "the Worker grew {grown} KiB for a post of {FLOOD_ELEMENTS} elements"
     );
 }

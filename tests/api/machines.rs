@@ -30,7 +30,7 @@ fn server() -> Arc<Server> {
 }
 
 /// A machine of a holder's, logged in.
-struct Machine {
+pub(crate) struct Machine {
     id: String,
     machine_id: String,
     password: String,
@@ -66,7 +66,7 @@ fn login(server: &Server, machine_id: &str, password: &str) -> Resp {
 }
 
 /// A new machine of `app`'s, named `name`, logged in.
-fn machine(app: &TestApp, name: &str) -> Machine {
+pub(crate) fn machine(app: &TestApp, name: &str) -> Machine {
     let named = json!({ "name": name });
     let made = holder_call(app, "POST", "/api/machines", Some(named));
     assert_eq!(made.status, 201, "{}", made.body);
@@ -99,7 +99,7 @@ fn beat(server: &Server, token: &str) -> Resp {
     machine_call(server, token, "GET", "/v1/heartbeat", b"")
 }
 
-fn post_alerts(server: &Server, machine: &Machine, alerts: &Value) -> Resp {
+pub(crate) fn post_alerts(server: &Server, machine: &Machine, alerts: &Value) -> Resp {
     let (token, body) = (&machine.token, alerts.to_string());
     machine_call(server, token, "POST", "/v1/alerts", body.as_bytes())
 }

@@ -9,7 +9,10 @@
 //! `addIpToGreylist` (`take_alert`), except that an address already listed may
 //! have its expiry moved later (`holder::extend`).
 
-use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::domain::machines::credentials::{MachineCounts, MachineSettings};
 use crate::domain::net::address::{Ipv6, Ipv6Prefix, PublicIp};
@@ -83,6 +86,59 @@ impl<'de> Deserialize<'de> for Sent {
         let value = serde_json::Value::deserialize(deserializer)?;
         let alert = AlertIn::deserialize(value);
         Ok(alert.map_or(Self::Unreadable, Self::Alert))
+    }
+}
+
+/// The array an engine posts, read as it is parsed: its first `MAX_ALERTS`
+/// elements, and how many it held in all. An element past them is only counted,
+/// so that a body of half a million elements (`[0,0,…]`, a megabyte) holds a
+/// hundred, where the whole array read first would hold tens of megabytes.
+#[derive(Debug)]
+pub struct Posted {
+    pub kept: Vec<Sent>,
+    pub total: u64,
+}
+
+impl<'de> Deserialize<'de> for Posted {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Elements;
+        impl<'de> Visitor<'de> for Elements {
+            type Value = Posted;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON array of alerts")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Posted, A::Error> {
+                let mut kept = Vec::new();
+                while kept.len() < MAX_ALERTS {
+                    match seq.next_element::<Sent>()? {
+                        Some(sent) => kept.push(sent),
+                        None => break,
+                    }
+                }
+                let mut total = kept.len() as u64;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    total += 1;
+                }
+                Ok(Posted { kept, total })
+            }
+        }
+        deserializer.deserialize_seq(Elements)
+    }
+}
+
+/// The ids the Local API answers a post with, one per element posted, from the
+/// first the holder's object gave: written one at a time, never held as a list.
+pub struct AlertIds {
+    pub first: u64,
+    pub total: u64,
+}
+
+impl Serialize for AlertIds {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // As strings: the engine reads no numbers.
+        serializer.collect_seq((self.first..self.first + self.total).map(|id| id.to_string()))
     }
 }
 
@@ -507,7 +563,10 @@ mod tests {
     const NOW: UnixTime = UnixTime(1_795_262_400);
 
     fn alerts(json: &str) -> Vec<Asked> {
-        classify(serde_json::from_str(json).unwrap(), Ipv6::Off)
+        classify(
+            serde_json::from_str::<Posted>(json).unwrap().kept,
+            Ipv6::Off,
+        )
     }
 
     fn ip(text: &str) -> PublicIp {
@@ -516,6 +575,47 @@ mod tests {
 
     fn categories(names: &str) -> Categories {
         Categories::parse(names).unwrap()
+    }
+
+    #[test]
+    fn a_post_keeps_its_first_hundred_elements_and_counts_the_rest_unread() {
+        let alert =
+            r#"{"scenario":"crowdsecurity/ssh-bf","source":{"scope":"Ip","value":"8.8.8.8"}}"#;
+        let mut elements = vec![alert.to_owned(), "0".to_owned()];
+        // Past the hundred, elements of any shape, an alert's too, are counted only.
+        elements.extend((0..248).map(|n| match n % 3 {
+            0 => alert.to_owned(),
+            1 => r#"{"scenario":[1,{"a":null}]}"#.to_owned(),
+            _ => "\"x\"".to_owned(),
+        }));
+        let posted: Posted = serde_json::from_str(&format!("[{}]", elements.join(","))).unwrap();
+        assert_eq!(posted.total, 250);
+        assert_eq!(posted.kept.len(), MAX_ALERTS);
+        assert!(
+            posted.kept.capacity() <= 2 * MAX_ALERTS,
+            "never the whole array"
+        );
+        assert!(matches!(posted.kept[0], Sent::Alert(_)));
+        assert!(matches!(posted.kept[1], Sent::Unreadable));
+        let empty: Posted = serde_json::from_str("[]").unwrap();
+        assert_eq!((empty.kept.len(), empty.total), (0, 0));
+        for not_an_array in [r#"{"scenario":"x"}"#, "[0,", "[0] 1"] {
+            assert!(
+                serde_json::from_str::<Posted>(not_an_array).is_err(),
+                "{not_an_array}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_posts_ids_are_one_string_per_element_from_the_first() {
+        let ids = AlertIds {
+            first: 41,
+            total: 3,
+        };
+        assert_eq!(serde_json::to_string(&ids).unwrap(), r#"["41","42","43"]"#);
+        let none = AlertIds { first: 7, total: 0 };
+        assert_eq!(serde_json::to_string(&none).unwrap(), "[]");
     }
 
     #[test]

@@ -257,9 +257,7 @@ pub async fn stream_head(
 }
 
 fn json_body(body: &str) -> Result<Reply, ApiError> {
-    let response = Response::ok(body)?;
-    response.headers().set("Content-Type", "application/json")?;
-    Ok(Reply::Built(response))
+    Ok(Reply::Json(200, body.to_owned()))
 }
 
 /// `GET /v1/decisions?ip=<addr>` (live mode): the decisions that cover the

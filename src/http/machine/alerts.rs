@@ -8,7 +8,7 @@
 use worker::Request;
 
 use crate::domain::machines::alert::{
-    classify, skipped, AlertAdd, AlertCall, Asked, Sent, MAX_ALERTS, MAX_BODY_BYTES,
+    classify, skipped, AlertAdd, AlertCall, AlertIds, Asked, Posted, MAX_BODY_BYTES,
 };
 use crate::domain::net::address::PublicIp;
 use crate::domain::network::report::ReportCall;
@@ -35,12 +35,10 @@ pub async fn post(
 ) -> Result<Reply, ApiError> {
     let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
     let body = Body::read_decoded(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
-    let mut sent: Vec<Sent> = body.json().map_err(not_alerts)?;
-    let total = sent.len() as u64;
+    let Posted { kept: sent, total } = body.json().map_err(not_alerts)?;
     if total == 0 {
         return Reply::json(201, &Vec::<String>::new());
     }
-    sent.truncate(MAX_ALERTS);
     let beyond = total - sent.len() as u64;
     let own_allow_list = licenses::standing(env, &machine.license, settings.freshness, now)
         .await?
@@ -64,10 +62,13 @@ pub async fn post(
         client: req.headers().get("CF-Connecting-IP")?,
     };
     let taken = holder(env, &machine.license)?.ask(call).await?;
-    let ids: Vec<String> = (taken.first..taken.first + total)
-        .map(|id| id.to_string())
-        .collect();
-    Reply::json(201, &ids)
+    Reply::json(
+        201,
+        &AlertIds {
+            first: taken.first,
+            total,
+        },
+    )
 }
 
 fn not_alerts(error: serde_json::Error) -> ApiError {

@@ -19,7 +19,7 @@ pub async fn heartbeat(
     _: Request,
     _: MachineCaller,
 ) -> Result<Reply, ApiError> {
-    Ok(Reply::Json(200, json!({})))
+    Reply::json(200, &json!({}))
 }
 
 /// `GET /v1/allowlists`: CrowdSec's allow lists, which this service does not keep.

@@ -127,7 +127,7 @@ pub async fn create_license(
 fn shown(row: &impl Serialize, (field, secret): (&str, &str)) -> Result<Reply, ApiError> {
     let mut shown = to_json(row)?;
     shown[field] = secret.into();
-    Ok(Reply::Json(201, shown))
+    Reply::json(201, &shown)
 }
 
 /// `PATCH /admin/licenses/<id>`: a new label, note or both.
@@ -227,7 +227,7 @@ pub async fn license(cx: &RequestContext, _: Request, _: Operator) -> Result<Rep
         };
         fields.insert("limits".to_owned(), to_json(&limits)?);
     }
-    Ok(Reply::Json(200, picture))
+    Reply::json(200, &picture)
 }
 
 /// A key's name and role, as given.

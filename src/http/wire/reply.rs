@@ -72,7 +72,9 @@ pub enum Reply {
     /// A bulk request's outcomes, in the order of its addresses, and the day's quota after them.
     Outcomes(Vec<Outcome>, Option<Quota>),
     Listing(Listing),
-    Json(u16, Value),
+    /// A JSON answer, written as it was made: a value of half a million elements
+    /// is never held as a tree of `Value`s on its way out.
+    Json(u16, String),
     NoContent,
     /// An answer its handler built whole (a streamed feed or export, with its ETag).
     Built(Response),
@@ -86,7 +88,9 @@ pub fn to_json(value: impl Serialize) -> Result<Value, ApiError> {
 impl Reply {
     /// A JSON answer from a typed value.
     pub fn json(status: u16, value: &impl Serialize) -> Result<Self, ApiError> {
-        Ok(Self::Json(status, to_json(value)?))
+        let text =
+            serde_json::to_string(value).map_err(|e| ApiError::Internal(format!("JSON: {e}")))?;
+        Ok(Self::Json(status, text))
     }
 
     pub fn code(&self) -> &'static str {
@@ -153,7 +157,11 @@ impl Reply {
                 }
                 Ok(response)
             }
-            Self::Json(status, value) => Ok(Response::from_json(&value)?.with_status(status)),
+            Self::Json(status, text) => {
+                let response = Response::ok(text)?.with_status(status);
+                response.headers().set("Content-Type", "application/json")?;
+                Ok(response)
+            }
             Self::NoContent => Ok(Response::empty()?.with_status(204)),
             Self::Built(response) => Ok(response),
         }
