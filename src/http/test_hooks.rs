@@ -28,7 +28,7 @@ use crate::objects::operator_lists::protocol::{
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::{
-    FailFilings, FailNextNotice, RunAlarm as RunRevocationsAlarm,
+    FailFilings, FailNextNotice, HoldMarks, RunAlarm as RunRevocationsAlarm,
 };
 use crate::platform::{clock, memory, meter};
 
@@ -43,6 +43,12 @@ struct SetClock {
 #[derive(Deserialize)]
 struct Failing {
     failing: bool,
+}
+
+/// Whether the revocations' object holds allow-list markings from now on.
+#[derive(Deserialize)]
+struct Holding {
+    hold: bool,
 }
 
 pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
@@ -113,6 +119,15 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 .await
                 .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
             Response::ok("revocations are filed in the directory only once this is false")
+        }
+        (Method::Post, "/__test/revocations/hold-marks") => {
+            let Holding { hold } = req.json::<Holding>().await?;
+            let waiting = revocations(env)
+                .map_err(|e| e.to_string())?
+                .ask(HoldMarks(hold))
+                .await
+                .map_err(|failure| worker::Error::RustError(format!("{failure:?}")))?;
+            Response::from_json(&waiting)
         }
         (Method::Post, "/__test/reports/alarm") => {
             // Every report shard's alarm: what decayed, and what waits, told to the writer.

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{Mode, Server, TestApp};
+use crate::helpers::{send, Mode, Server, TestApp};
 
 fn allow(app: &TestApp, route: &str, fields: &[(&str, &str)]) -> String {
     let resp = app.form(&format!("/api/{route}"), fields, Mode::Json);
@@ -370,5 +370,58 @@ fn the_allow_list_holds_at_most_its_entries_and_changes_a_day_and_an_add_its_rem
     assert_eq!(
         remove(&app, "45.72.2.3"),
         "[45.72.2.3] has been removed from your allow list"
+    );
+}
+
+/// Holds the revocations' object's markings of allow-list flags, or lets them
+/// go; how many wait.
+fn hold_marks(server: &Server, hold: bool) -> u64 {
+    let resp = send(
+        "POST",
+        &format!("{}/__test/revocations/hold-marks", server.base),
+        &[("Content-Type", "application/json".to_owned())],
+        Some(json!({ "hold": hold }).to_string().as_bytes()),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json().as_u64().unwrap()
+}
+
+#[test]
+fn an_allow_list_changed_while_its_flag_is_told_ends_told_as_it_stands() {
+    // The hold is the revocations' object's, which every license shares.
+    let server = Server::own(&[]);
+    let _global = server.listed("global-list", &["78.78.9.0/24"]);
+    let app = TestApp::on(&server);
+    assert_eq!(
+        add(&app, "45.67.1.1"),
+        "[45.67.1.1] has been added to your allow list"
+    );
+    // The last entry's removal waits on its telling that the list is empty...
+    assert_eq!(hold_marks(&server, true), 0);
+    let removing = std::thread::scope(|scope| {
+        let removal = scope.spawn(|| remove(&app, "45.67.1.1"));
+        let mut polls = 0;
+        while hold_marks(&server, true) == 0 {
+            polls += 1;
+            assert!(polls < 2000, "the removal's telling never came");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // ...while an entry comes in, and finds the flag still saying there are some.
+        assert_eq!(
+            add(&app, "78.78.9.0/24"),
+            "[78.78.9.0/24] has been added to your allow list"
+        );
+        hold_marks(&server, false);
+        removal.join().unwrap()
+    });
+    assert_eq!(
+        removing,
+        "[45.67.1.1] has been removed from your allow list"
+    );
+    // The license's record says what the list holds at the end: the entry is
+    // stronger than the global list.
+    assert_eq!(
+        app.check("78.78.9.5"),
+        "[78.78.9.5] is on your allow list, no action was taken"
     );
 }

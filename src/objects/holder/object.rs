@@ -501,7 +501,6 @@ impl HolderList {
         let mut store = SqlListStore::new(&self.sql);
         let mut set = self.allow_set()?.clone();
         let answer = perform_allow(&mut store, &mut set, &call, now, limits);
-        let allow_list = !set.is_empty();
         // A fault may have left some of the change written: the rows are read again.
         *self.allow.borrow_mut() = answer.is_ok().then_some(set);
         let answer = answer?;
@@ -510,12 +509,19 @@ impl HolderList {
                 .await
                 .map_err(|e| Failure::Fault(e.into()))?;
         }
-        if store.published_allow_flag()? != allow_list {
+        // The flag as the list stands now, and again after each telling: while one
+        // waits on the revocations' object, another operation may change the list
+        // and, finding the flag not yet written, tell nothing.
+        loop {
+            let allow_list = !self.allow_set()?.is_empty();
+            if store.published_allow_flag()? == allow_list {
+                break;
+            }
             let version = store.next_allow_flag_version()?;
             // The one writer of licenses' records, which also revokes them.
             let told = revocations(&self.env)?
                 .ask(MarkAllowList {
-                    license,
+                    license: license.clone(),
                     allow_list,
                     version,
                 })

@@ -53,6 +53,11 @@ pub struct Revocations {
     fail_next_notice: Cell<bool>,
     /// The test build's way to make filings fail, as an unreachable directory would.
     failing_filings: Cell<bool>,
+    /// The test build's way to hold allow-list markings, and how many wait.
+    #[cfg(feature = "test-hooks")]
+    holding_marks: Cell<bool>,
+    #[cfg(feature = "test-hooks")]
+    marks_waiting: Cell<u32>,
 }
 
 impl DurableObject for Revocations {
@@ -66,6 +71,10 @@ impl DurableObject for Revocations {
             records: Mutex::new(()),
             fail_next_notice: Cell::new(false),
             failing_filings: Cell::new(false),
+            #[cfg(feature = "test-hooks")]
+            holding_marks: Cell::new(false),
+            #[cfg(feature = "test-hooks")]
+            marks_waiting: Cell::new(0),
         }
     }
 
@@ -90,6 +99,11 @@ impl DurableObject for Revocations {
             RevocationsCall::FailFilings(super::protocol::FailFilings(failing)) => {
                 self.failing_filings.set(failing);
                 super::protocol::FailFilings::reply(Ok(()))
+            }
+            #[cfg(feature = "test-hooks")]
+            RevocationsCall::HoldMarks(super::protocol::HoldMarks(hold)) => {
+                self.holding_marks.set(hold);
+                super::protocol::HoldMarks::reply(Ok(self.marks_waiting.get()))
             }
             #[cfg(feature = "test-hooks")]
             RevocationsCall::RunAlarm(super::protocol::RunAlarm) => {
@@ -160,6 +174,8 @@ impl Revocations {
     /// A holder's allow-list flag on its license's record, which every request
     /// reads with the license's standing.
     async fn mark_allow_list(&self, call: MarkAllowList) -> Answered<()> {
+        #[cfg(feature = "test-hooks")]
+        self.wait_while_marks_held().await;
         let _record = self.records.lock().await;
         let marked =
             licenses::mark_allow_list(&self.env, &call.license, call.allow_list, call.version)
@@ -169,6 +185,19 @@ impl Revocations {
         } else {
             Err(Failure::Refused(RevocationsRefusal::NoSuchLicense))
         }
+    }
+
+    /// A marking held by the test hook waits here, other calls coming in meanwhile.
+    #[cfg(feature = "test-hooks")]
+    async fn wait_while_marks_held(&self) {
+        if !self.holding_marks.get() {
+            return;
+        }
+        self.marks_waiting.set(self.marks_waiting.get() + 1);
+        while self.holding_marks.get() {
+            worker::Delay::from(std::time::Duration::from_millis(10)).await;
+        }
+        self.marks_waiting.set(self.marks_waiting.get() - 1);
     }
 
     /// Tells the holder's object; on failure, leaves the revocation pending and

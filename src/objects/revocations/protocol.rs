@@ -25,6 +25,8 @@ calls!(RevocationsProtocol => RevocationsCall {
     FailFilings => (),
     #[cfg(feature = "test-hooks")]
     RunAlarm => usize,
+    #[cfg(feature = "test-hooks")]
+    HoldMarks => u32,
 });
 
 /// What this object refuses.
@@ -69,6 +71,12 @@ pub struct FailNextNotice;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct FailFilings(pub bool);
+
+/// Holds every allow-list flag's marking at its start until called with
+/// `false`, as a slow KV would; answers how many markings wait (test build only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct HoldMarks(pub bool);
 
 /// Runs the alarm now; answers how many revocations are still to be told to
 /// holders' objects (test build only).
