@@ -157,11 +157,7 @@ impl Reply {
                 }
                 Ok(response)
             }
-            Self::Json(status, text) => {
-                let response = Response::ok(text)?.with_status(status);
-                response.headers().set("Content-Type", "application/json")?;
-                Ok(response)
-            }
+            Self::Json(status, text) => Ok(respond(text, "application/json")?.with_status(status)),
             Self::NoContent => Ok(Response::empty()?.with_status(204)),
             Self::Built(response) => Ok(response),
         }
