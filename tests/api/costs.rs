@@ -4,7 +4,7 @@
 //! the holder's own list is one Durable Object request, and an add writes its
 //! few rows, a bulk add as many per address and one object request in all.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::helpers::{send, Mode, Server, TestApp};
 
@@ -243,4 +243,32 @@ fn an_operator_key_costs_no_object_request_more_than_the_admin_token_and_a_list_
             "the rest of the minute's are counted in the isolate"
         );
     }
+}
+
+/// A page of the history reads its page, not the history: its total is from the
+/// first number kept to the last, two rows, where a count would read them all.
+#[test]
+fn a_history_page_reads_its_rows_not_the_whole_history() {
+    let server = Server::own(&[("CACHE_SECONDS", "60")]);
+    let app = TestApp::on(&server);
+    for thousand in 0..2 {
+        let ips: Vec<String> = (0..1000)
+            .map(|n| format!("57.{}.{}.{}", 64 + thousand, n / 256, n % 256))
+            .collect();
+        let body = json!({ "ips": ips }).to_string();
+        let added = app.bulk(
+            "/api/addIpsToGreylist",
+            "application/json",
+            &body,
+            Mode::Json,
+        );
+        assert_eq!(added.status, 200, "{}", added.body);
+    }
+    let page = spent(&app, || {
+        let resp = app.form("/api/greylistHistory", &[("limit", "10")], Mode::Json);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        assert_eq!(resp.json()["result"], "2000 changes", "{}", resp.body);
+    });
+    assert_eq!(count(&page, "durableObjectRequests"), 1, "{page}");
+    assert!(count(&page, "rowsRead") < 100, "a page of ten: {page}");
 }

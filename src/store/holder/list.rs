@@ -356,7 +356,13 @@ impl<S: Sql> SqlListStore<S> {
         &self,
         query: &PageQuery<HistoryCursor>,
     ) -> Result<Page<HistoryEvent, HistoryCursor>, SqlError> {
-        let total = self.count("SELECT count(*) FROM history", &[])?;
+        // Numbers are given one after another and the oldest trimmed first, so the
+        // rows kept are every number from the oldest to the newest: two rows read,
+        // where a count reads all of them, up to `MAX_HISTORY_ROWS` a page.
+        let total = self.count(
+            "SELECT coalesce((SELECT max(id) FROM history) - (SELECT min(id) FROM history) + 1, 0)",
+            &[],
+        )?;
         let before = query.after.map_or(AFTER_ALL, |c| c.id);
         let rows = self.sql.query(
             "SELECT id, at, change, ip, client FROM history WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
@@ -638,6 +644,42 @@ mod tests {
             .list(&query(None, 10, Some("203.0.114.")), NOON)
             .unwrap();
         assert_eq!(exact.total, 2);
+    }
+
+    #[test]
+    fn the_historys_total_is_every_row_kept_after_trims_and_when_emptied() {
+        let mut store = sql_store();
+        let everything = PageQuery {
+            after: None,
+            limit: 5,
+            prefix: None,
+        };
+        let total = |store: &SqlListStore<NativeSql>| store.history(&everything).unwrap().total;
+        assert_eq!(total(&store), 0);
+        for n in 0..30 {
+            apply(
+                &mut store,
+                Operation::Add,
+                &format!("203.0.114.{n}"),
+                None,
+                NOON,
+            );
+        }
+        assert_eq!(total(&store), 30);
+        // As `trim_history` takes them: the oldest first.
+        store
+            .sql
+            .execute("DELETE FROM history WHERE id <= 10", &[])
+            .unwrap();
+        assert_eq!(total(&store), 20);
+        store.sql.execute("DELETE FROM history", &[]).unwrap();
+        assert_eq!(total(&store), 0);
+        apply(&mut store, Operation::Remove, "203.0.114.1", None, NOON);
+        assert_eq!(
+            total(&store),
+            1,
+            "numbers go on after every row was trimmed"
+        );
     }
 
     #[test]
