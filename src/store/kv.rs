@@ -120,10 +120,11 @@ impl<V: Clone> Remembered<V> {
         is_fresh(*read_at, now, freshness).then(|| value.clone())
     }
 
-    pub fn put(&self, key: &str, value: V, now: Millis, freshness: Freshness) {
-        if freshness.isolate_seconds() == 0 {
-            return;
-        }
+    /// Remembers `value`, read at `now`: for the isolate's period, or with none
+    /// (`CACHE_SECONDS` of 30 or less) for the rest of the request that read it,
+    /// which reads the clock once (`is_fresh`), so that its second look (the
+    /// caller's standing, then the lists' weighing) reads KV no more.
+    pub fn put(&self, key: &str, value: V, now: Millis) {
         let mut values = self.values.borrow_mut();
         if values.len() >= self.capacity {
             values.clear();
@@ -225,5 +226,36 @@ pub mod fake {
             }
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_stands_in_for_a_read_within_the_isolates_period_or_the_same_request() {
+        // The last moment, in ms after the read, that the value stands in.
+        for (budget, last_ms) in [(0, 0), (30, 0), (60, 29_999)] {
+            let freshness = Freshness::new(budget).unwrap();
+            let remembered = Remembered::new(10);
+            remembered.put("k", 7, Millis(1_000));
+            // A request reads the clock once: its second look reads nothing, whatever the period.
+            assert_eq!(
+                remembered.get("k", Millis(1_000), freshness),
+                Some(7),
+                "{budget}"
+            );
+            assert_eq!(
+                remembered.get("k", Millis(1_000 + last_ms), freshness),
+                Some(7),
+                "{budget}"
+            );
+            assert_eq!(
+                remembered.get("k", Millis(1_001 + last_ms), freshness),
+                None,
+                "{budget}"
+            );
+        }
     }
 }

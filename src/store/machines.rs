@@ -88,7 +88,7 @@ async fn login_of(
         return Ok(login);
     }
     let login = read_json::<MachineLogin>(kv, &record_key(machine)).await?;
-    remembered.put(machine.as_str(), login.clone(), now, freshness);
+    remembered.put(machine.as_str(), login.clone(), now);
     Ok(login)
 }
 

@@ -46,13 +46,13 @@ async fn known_of(
         return Ok(known);
     }
     let known = read_json::<KnownKeys>(kv, KEY).await?.map(Rc::new);
-    remembered.put(KEY, known.clone(), now, freshness);
+    remembered.put(KEY, known.clone(), now);
     Ok(known)
 }
 
 /// Remembers the keys the directory answered with when KV had none yet.
-pub fn remember(keys: Rc<KnownKeys>, freshness: Freshness, now: Millis) {
-    KNOWN.with(|known| known.put(KEY, Some(keys), now, freshness));
+pub fn remember(keys: Rc<KnownKeys>, now: Millis) {
+    KNOWN.with(|known| known.put(KEY, Some(keys), now));
 }
 
 /// Writes the record: the directory's, at every change of a key.

@@ -62,7 +62,7 @@ async fn known_keys(cx: &RequestContext) -> Result<Rc<KnownKeys>, ApiError> {
         return Ok(known);
     }
     let known = Rc::new(directory(env)?.ask(PublishKeys).await?);
-    operator_keys::remember(known.clone(), freshness, now);
+    operator_keys::remember(known.clone(), now);
     Ok(known)
 }
 
