@@ -17,25 +17,28 @@
 //! (between a deployment's two steps) refuses it with a 503, which its caller
 //! reads as `StoreError::OtherShape`, rather than misread it.
 //!
-//! The call travels in a header (base64) when it is small or when the body
-//! carries an upload of its own, else as the request's body: a body costs each
-//! side a stream to read, and the caller a promise more. A single answer, when
-//! small, travels in a header too. An answer is frames, each its length (four
+//! The call travels in the request's URL, after the shape's name (base64url),
+//! when it is small or when the body carries an upload of its own, else as the
+//! request's body: a body costs each side a stream to read, and the caller a
+//! promise more, and a URL alone makes the request in one call into the
+//! runtime, where headers take one each and a `Headers`, a `RequestInit` and a
+//! `Request` besides. A single answer, when small, travels in a header. An answer is frames, each its length (four
 //! bytes, little-endian) and its bytes: one frame, `Reply::Ok(answer)` or
 //! `Reply::Refused(refusal)`; or, streamed, that reply with the head, a frame per
 //! page of items, then `End` with their count, so that an answer cut short is
 //! never taken for a whole one. A refusal reads the same either way.
 
+use std::cell::RefCell;
 use std::fmt;
 
-use base64ct::{Base64Unpadded, Encoding};
+use base64ct::{Base64Unpadded, Base64UrlUnpadded, Encoding};
 use futures_util::stream::{self, LocalBoxStream, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use worker::js_sys::{ArrayBuffer, Uint8Array};
-use worker::wasm_bindgen::JsCast;
+use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
-use worker::{Headers, Request, Response, Stub};
+use worker::{Env, Headers, ObjectNamespace, Request, Response};
 
 use crate::platform::clock;
 use crate::platform::meter::{self, Billable};
@@ -225,19 +228,19 @@ fn respond(frame: Vec<u8>, carried: Carried) -> worker::Result<Response> {
     Response::from_bytes(frame)
 }
 
-/// The header a call travels in when it is small, or when the body carries an
-/// upload of its own.
-const CALL_HEADER: &str = "X-Greylist-Call";
 /// The header a single answer travels in when it is small: the caller then reads
 /// it at once, with no body to wait on.
 const ANSWER_HEADER: &str = "X-Greylist-Answer";
 
-/// The header naming the shape of the calls of the build a call was made by
-/// (`build.rs`): an object answers only a call of its own shape. The Worker and
+/// The shape of the calls of this build (`build.rs`), the first segment of every
+/// call's path: an object answers only a call of its own shape. The Worker and
 /// its objects deploy as two Workers, one after the other, and two builds whose
 /// calls are alike keep talking.
-const BUILD_HEADER: &str = "X-Greylist-Build";
 const BUILD: &str = env!("GREYLIST_BUILD");
+
+/// The origin of every call's URL: the runtime routes a stub's request to its
+/// object whatever it names.
+const ORIGIN: &str = "https://object/";
 
 /// Whether a call comes from a build of this one's shape. Calls travel by
 /// position, so one of another shape (between a deployment's two steps) could
@@ -251,9 +254,26 @@ fn of_this_build(build: Option<&str>) -> Result<(), String> {
     }
 }
 
-/// The largest call or answer sent in a header (base64, a third longer): every
-/// single operation's, far below the runtime's limit on headers.
+/// The largest call sent in a URL, or answer in a header (base64, a third
+/// longer): every single operation's, far below the runtime's limits on either.
 const IN_HEADER_BYTES: usize = 2048;
+
+/// The URL of a call: the shape's name, then the call itself when it travels
+/// there (`in_url`).
+fn call_url(call: &[u8], in_url: bool) -> String {
+    match in_url {
+        true => format!("{ORIGIN}{BUILD}/{}", Base64UrlUnpadded::encode_string(call)),
+        false => format!("{ORIGIN}{BUILD}"),
+    }
+}
+
+/// What a call's path says: the shape it was made in, and the call when it
+/// travels there (`call_url`).
+fn read_path(path: &str) -> (Option<&str>, Option<&str>) {
+    let mut segments = path.trim_start_matches('/').splitn(2, '/');
+    let build = segments.next().filter(|build| !build.is_empty());
+    (build, segments.next())
+}
 
 /// What an object received: a call, or one of another shape, with the answer
 /// the object gives it at once.
@@ -269,12 +289,14 @@ const OTHER_SHAPE: u16 = 503;
 /// Reads the call a request carries, as the object receives it. A call with an
 /// upload leaves the body unread, for its handler to stream.
 pub async fn receive<P: Protocol>(req: &mut Request) -> worker::Result<Received<P::Call>> {
-    if let Err(why) = of_this_build(req.headers().get(BUILD_HEADER)?.as_deref()) {
+    let path = req.path();
+    let (build, in_url) = read_path(&path);
+    if let Err(why) = of_this_build(build) {
         return Response::error(why, OTHER_SHAPE).map(Received::OtherShape);
     }
-    let bytes = match req.headers().get(CALL_HEADER)? {
-        Some(encoded) => Base64Unpadded::decode_vec(&encoded)
-            .map_err(|e| worker::Error::RustError(format!("a call's header: {e}")))?,
+    let bytes = match in_url {
+        Some(encoded) => Base64UrlUnpadded::decode_vec(encoded)
+            .map_err(|e| worker::Error::RustError(format!("a call's URL: {e}")))?,
         None => buffer_of(req.inner().array_buffer()?).await?,
     };
     Ok(Received::Call(decode(&bytes)?))
@@ -294,12 +316,36 @@ pub struct Object<P> {
     protocol: std::marker::PhantomData<P>,
 }
 
+thread_local! {
+    /// The objects' namespaces, each looked up once: a binding is the isolate's,
+    /// the same for every request it serves, and its lookup is several calls
+    /// into the runtime (the binding, its type's name) on every call made.
+    static NAMESPACES: RefCell<Vec<(&'static str, ObjectNamespace)>> =
+        const { RefCell::new(Vec::new()) };
+}
+
 impl<P: Protocol> Object<P> {
-    pub fn new(stub: Stub) -> Self {
-        Self {
-            stub: stub.into_rpc(),
+    /// The object named `name` of the namespace bound as `binding`.
+    pub fn named(env: &Env, binding: &'static str, name: &str) -> Result<Self, StoreError> {
+        let known = NAMESPACES.with_borrow(|namespaces| {
+            namespaces
+                .iter()
+                .find(|(bound, _)| *bound == binding)
+                .map(|(_, namespace)| namespace.clone())
+        });
+        let namespace = match known {
+            Some(namespace) => namespace,
+            None => {
+                let namespace = env.durable_object(binding)?;
+                NAMESPACES
+                    .with_borrow_mut(|namespaces| namespaces.push((binding, namespace.clone())));
+                namespace
+            }
+        };
+        Ok(Self {
+            stub: namespace.get_by_name(name)?.into_rpc(),
             protocol: std::marker::PhantomData,
-        }
+        })
     }
 
     pub async fn ask<A: Ask<P>>(&self, call: A) -> Result<A::Answer, Failure<P::Refusal>> {
@@ -346,33 +392,36 @@ async fn send(
     call: Vec<u8>,
     upload: Option<Option<worker::web_sys::ReadableStream>>,
 ) -> Result<worker::web_sys::Response, StoreError> {
-    let headers = Headers::new();
-    headers.set(BUILD_HEADER, BUILD)?;
-    clock::forward(&headers)?;
-    // The runtime's own request, not `worker::Request`, whose conversion of
-    // its options (`cf` and the rest) is more code and work than a call needs.
-    let init = worker::web_sys::RequestInit::new();
-    init.set_method("POST");
-    // A small call goes in a header, so that neither side streams a body; so does
+    // A small call goes in the URL, so that neither side streams a body; so does
     // one whose body is an upload of its own.
-    match upload {
-        None if call.len() > IN_HEADER_BYTES => {
-            init.set_body(&Uint8Array::from(call.as_slice()));
-        }
-        upload => {
-            headers.set(CALL_HEADER, &Base64Unpadded::encode_string(&call))?;
-            if let Some(Some(body)) = upload {
+    let in_url = upload.is_some() || call.len() <= IN_HEADER_BYTES;
+    let url = call_url(&call, in_url);
+    let body: Option<JsValue> = match upload {
+        Some(upload) => upload.map(JsValue::from),
+        None => (!in_url).then(|| Uint8Array::from(call.as_slice()).into()),
+    };
+    meter::count(Billable::DurableObjectRequest);
+    let answer = match (body, clock::offset_header()) {
+        // The runtime's own request, not `worker::Request`, whose conversion of
+        // its options (`cf` and the rest) is more code and work than a call needs.
+        (None, None) => stub.fetch_with_str(&url),
+        (body, offset) => {
+            let init = worker::web_sys::RequestInit::new();
+            if let Some(body) = body {
+                init.set_method("POST");
                 init.set_body(&body);
             }
+            if let Some((name, value)) = offset {
+                let headers = Headers::new();
+                headers.set(name, &value)?;
+                init.set_headers(&headers.0);
+            }
+            let request = worker::web_sys::Request::new_with_str_and_init(&url, &init)
+                .map_err(worker::Error::from)?;
+            stub.fetch_with_request(&request)
         }
     }
-    init.set_headers(&headers.0);
-    meter::count(Billable::DurableObjectRequest);
-    let request = worker::web_sys::Request::new_with_str_and_init("https://object/", &init)
-        .map_err(worker::Error::from)?;
-    let answer = stub
-        .fetch_with_request(&request)
-        .map_err(worker::Error::from)?;
+    .map_err(worker::Error::from)?;
     Ok(JsFuture::from(answer)
         .await
         .map_err(worker::Error::from)?
@@ -626,13 +675,29 @@ mod tests {
         assert!(delivered_whole(2, 3).is_err());
     }
 
+    /// The call in a URL, as the object reads it back from the path.
+    fn through_url(call: &[u8]) -> Vec<u8> {
+        let url = call_url(call, true);
+        let path = url.strip_prefix("https://object").unwrap();
+        assert!(
+            path.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/-_".contains(&b)),
+            "nothing to escape: {path}"
+        );
+        let (build, encoded) = read_path(path);
+        assert_eq!(build, Some(BUILD));
+        Base64UrlUnpadded::decode_vec(encoded.unwrap()).unwrap()
+    }
+
     #[test]
-    fn a_call_is_its_variant_and_comes_back_as_it_went_in_its_header() {
+    fn a_call_is_its_variant_and_comes_back_as_it_went_in_its_url() {
         let ip = "2a00:1450:4001:80b::200e".parse::<PublicIp>().unwrap();
         let bytes = encode(&add("2a00:1450:4001:80b::200e")).unwrap();
-        let header = Base64Unpadded::encode_string(&bytes);
-        assert!(header.bytes().all(|b| b.is_ascii_graphic()), "{header}");
-        let back: HolderCall = decode(&Base64Unpadded::decode_vec(&header).unwrap()).unwrap();
+        // Every byte value, where base64's own alphabet would need escaping in a path.
+        let every: Vec<u8> = (0..=255).collect();
+        assert_eq!(through_url(&every), every);
+        assert_eq!(through_url(&[]), Vec::<u8>::new());
+        let back: HolderCall = decode(&through_url(&bytes)).unwrap();
         assert!(
             matches!(back, HolderCall::Perform(Perform(calls)) if calls.len() == 1 && calls[0].ip == ip)
         );
@@ -654,6 +719,14 @@ mod tests {
         assert_eq!(BUILD.len(), 16);
         assert!(of_this_build(Some("0123456789abcdef")).is_err());
         assert!(of_this_build(None).is_err(), "a call that does not say");
+        // A call whose body carries it names the shape alone; one from a build
+        // before calls named it in their path says nothing there.
+        assert_eq!(
+            read_path(&call_url(&[1], false)["https://object".len()..]),
+            (Some(BUILD), None)
+        );
+        assert_eq!(read_path("/"), (None, None));
+        assert_eq!(read_path(""), (None, None));
     }
 
     #[test]

@@ -28,9 +28,10 @@ pub fn adopt(_req: &worker::Request) -> worker::Result<()> {
     Ok(())
 }
 
+/// The header a call to a Durable Object carries the clock in: none here.
 #[cfg(not(feature = "test-hooks"))]
-pub fn forward(_headers: &worker::Headers) -> worker::Result<()> {
-    Ok(())
+pub fn offset_header() -> Option<(&'static str, String)> {
+    None
 }
 
 #[cfg(feature = "test-hooks")]
@@ -78,8 +79,8 @@ pub fn adopt(req: &worker::Request) -> worker::Result<()> {
     Ok(())
 }
 
-/// Adds the offset to the headers of a call to a Durable Object.
+/// The header a call to a Durable Object carries the offset in.
 #[cfg(feature = "test-hooks")]
-pub fn forward(headers: &worker::Headers) -> worker::Result<()> {
-    headers.set(OFFSET_HEADER, &shift::offset_ms().to_string())
+pub fn offset_header() -> Option<(&'static str, String)> {
+    Some((OFFSET_HEADER, shift::offset_ms().to_string()))
 }

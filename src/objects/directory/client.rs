@@ -11,5 +11,5 @@ pub const BINDING: &str = "DIRECTORY";
 pub const NAME: &str = "directory";
 
 pub fn directory(env: &Env) -> Result<Object<DirectoryProtocol>, StoreError> {
-    Ok(Object::new(env.durable_object(BINDING)?.get_by_name(NAME)?))
+    Object::named(env, BINDING, NAME)
 }

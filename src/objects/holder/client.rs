@@ -12,7 +12,5 @@ pub const BINDING: &str = "HOLDERS";
 
 /// The object of the holder of `license`: one per license, named by its id.
 pub fn holder(env: &Env, license: &LicenseId) -> Result<Object<HolderProtocol>, StoreError> {
-    Ok(Object::new(
-        env.durable_object(BINDING)?.get_by_name(license.as_str())?,
-    ))
+    Object::named(env, BINDING, license.as_str())
 }

@@ -13,10 +13,7 @@ pub const BINDING: &str = "REPORTS";
 
 /// The shard numbered `index`.
 pub fn shard(env: &Env, index: u32) -> Result<Object<ReportsProtocol>, StoreError> {
-    Ok(Object::new(
-        env.durable_object(BINDING)?
-            .get_by_name(&format!("shard-{index}"))?,
-    ))
+    Object::named(env, BINDING, &format!("shard-{index}"))
 }
 
 /// The shard that counts the reports of `ip`.

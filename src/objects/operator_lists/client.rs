@@ -25,7 +25,7 @@ pub const BINDING: &str = "LISTS";
 pub const NAME: &str = "lists";
 
 pub fn writer(env: &Env) -> Result<Object<ListsProtocol>, StoreError> {
-    Ok(Object::new(env.durable_object(BINDING)?.get_by_name(NAME)?))
+    Object::named(env, BINDING, NAME)
 }
 
 /// The lists of a deployment: KV, and the writer behind it.

@@ -11,5 +11,5 @@ pub const BINDING: &str = "REVOCATIONS";
 pub const NAME: &str = "revocations";
 
 pub fn revocations(env: &Env) -> Result<Object<RevocationsProtocol>, StoreError> {
-    Ok(Object::new(env.durable_object(BINDING)?.get_by_name(NAME)?))
+    Object::named(env, BINDING, NAME)
 }
