@@ -99,7 +99,8 @@ pub async fn read_json<T: serde::de::DeserializeOwned>(
 }
 
 /// What one isolate remembers of values it read, each for `Freshness::isolate_seconds`
-/// from its read. At most `capacity` values; past that it starts afresh.
+/// from its read, and at least for the moment it was read at (`is_fresh`). At most
+/// `capacity` values; past that it starts afresh.
 pub struct Remembered<V> {
     values: RefCell<HashMap<String, (Millis, V)>>,
     capacity: usize,
@@ -121,9 +122,9 @@ impl<V: Clone> Remembered<V> {
     }
 
     /// Remembers `value`, read at `now`: for the isolate's period, or with none
-    /// (`CACHE_SECONDS` of 30 or less) for the rest of the request that read it,
-    /// which reads the clock once (`is_fresh`), so that its second look (the
-    /// caller's standing, then the lists' weighing) reads KV no more.
+    /// (`CACHE_SECONDS` of 30 or less) for that moment only, the one a request
+    /// reads the clock at (`is_fresh`), so that its second look (the caller's
+    /// standing, then the lists' weighing) reads KV no more.
     pub fn put(&self, key: &str, value: V, now: Millis) {
         let mut values = self.values.borrow_mut();
         if values.len() >= self.capacity {

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::domain::machines::credentials::{MachineCounts, MachineSettings};
@@ -90,8 +90,8 @@ impl<'de> Deserialize<'de> for Sent {
 }
 
 /// The array an engine posts, read as it is parsed: its first `MAX_ALERTS`
-/// elements, and how many it held in all. An element past them is only counted,
-/// so that a body of half a million elements (`[0,0,…]`, a megabyte) holds a
+/// elements, and how many it held in all. An element past them is only read and
+/// counted (`Checked`), so that a body of half a million elements (`[0,0,…]`, a megabyte) holds a
 /// hundred, where the whole array read first would hold tens of megabytes.
 #[derive(Debug)]
 pub struct Posted {
@@ -106,7 +106,7 @@ impl<'de> Deserialize<'de> for Posted {
             type Value = Posted;
 
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON array of alerts")
+                f.write_str("an array")
             }
 
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Posted, A::Error> {
@@ -118,13 +118,66 @@ impl<'de> Deserialize<'de> for Posted {
                     }
                 }
                 let mut total = kept.len() as u64;
-                while seq.next_element::<IgnoredAny>()?.is_some() {
+                while seq.next_element::<Checked>()?.is_some() {
                     total += 1;
                 }
                 Ok(Posted { kept, total })
             }
         }
         deserializer.deserialize_seq(Elements)
+    }
+}
+
+/// An element past the ones kept: read whole, and refused for what would refuse a
+/// kept one (a number out of range, a lone surrogate, nesting past the parser's
+/// limit), but held nowhere. `IgnoredAny` alone would skip it unread.
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Checked)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
     }
 }
 
@@ -599,6 +652,20 @@ mod tests {
         assert!(matches!(posted.kept[1], Sent::Unreadable));
         let empty: Posted = serde_json::from_str("[]").unwrap();
         assert_eq!((empty.kept.len(), empty.total), (0, 0));
+        // Past the hundred as within it: what the parser refuses is refused.
+        let past = |element: &str| format!("[{}{element}]", "0,".repeat(MAX_ALERTS + 5));
+        let too_deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        for malformed in ["1e400", r#""\ud800""#, &too_deep, r#"{"a":[1e400]}"#] {
+            let within = format!("[{malformed}]");
+            assert!(
+                serde_json::from_str::<Posted>(&within).is_err(),
+                "{malformed}"
+            );
+            assert!(
+                serde_json::from_str::<Posted>(&past(malformed)).is_err(),
+                "past: {malformed}"
+            );
+        }
         for not_an_array in [r#"{"scenario":"x"}"#, "[0,", "[0] 1"] {
             assert!(
                 serde_json::from_str::<Posted>(not_an_array).is_err(),
