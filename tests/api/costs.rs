@@ -272,3 +272,41 @@ fn a_history_page_reads_its_rows_not_the_whole_history() {
     assert_eq!(count(&page, "durableObjectRequests"), 1, "{page}");
     assert!(count(&page, "rowsRead") < 100, "a page of ten: {page}");
 }
+
+/// An allow-list entry over more of the holder's entries than the day's removals
+/// left can take is refused having read no more of them than that, whatever the
+/// range covers.
+#[test]
+fn an_allow_list_entry_refused_for_the_days_removals_reads_no_more_than_they_could_take() {
+    let server = Server::own(&[("CACHE_SECONDS", "60"), ("DAILY_REMOVALS", "100")]);
+    let app = TestApp::on(&server);
+    for thousand in 0..2 {
+        let ips: Vec<String> = (0..1000)
+            .map(|n| format!("57.70.{}.{}", 4 * thousand + n / 256, n % 256))
+            .collect();
+        let body = json!({ "ips": ips }).to_string();
+        let added = app.bulk(
+            "/api/addIpsToGreylist",
+            "application/json",
+            &body,
+            Mode::Json,
+        );
+        assert_eq!(added.status, 200, "{}", added.body);
+    }
+    let refused = spent(&app, || {
+        let resp = app.form(
+            "/api/addIpToAllowlist",
+            &[("ip", "57.70.0.0/16")],
+            Mode::Json,
+        );
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        assert_eq!(
+            resp.result(),
+            "Sorry, but you have reached the maximum limit"
+        );
+    });
+    assert!(
+        count(&refused, "rowsRead") < 500,
+        "100 removals left, 2 000 covered: {refused}"
+    );
+}

@@ -324,8 +324,10 @@ pub struct AllowAnswer {
 pub trait AllowStore: ListStore {
     fn insert_allow(&mut self, entry: &AllowEntry) -> Result<(), Self::Error>;
     fn delete_allow(&mut self, range: AllowRange) -> Result<(), Self::Error>;
-    /// The live personal entries inside `range`.
-    fn covered(&self, range: AllowRange, now: UnixTime) -> Result<u64, Self::Error>;
+    /// The live personal entries inside `range`, counted up to `at_most`: an
+    /// add needs to know only whether they fit in the day's removals left, and
+    /// a wide range may cover most of the list.
+    fn covered(&self, range: AllowRange, now: UnixTime, at_most: u64) -> Result<u64, Self::Error>;
     /// Removes the live personal entries inside `range`, each recorded in the
     /// history as a removal by `client`.
     fn remove_covered(
@@ -375,8 +377,8 @@ pub fn perform_allow<S: AllowStore>(
                 refuse_change(store, &mut usage, &refused)?;
                 AllowOutcome::ListFull
             } else {
-                let covered = store.covered(range, now)?;
                 let left = limits.removals.saturating_sub(usage.removed);
+                let covered = store.covered(range, now, u64::from(left) + 1)?;
                 if covered > u64::from(left) {
                     refuse_change(store, &mut usage, &refused)?;
                     AllowOutcome::LimitReached

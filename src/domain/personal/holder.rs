@@ -434,8 +434,13 @@ pub mod memory {
             Ok(())
         }
 
-        fn covered(&self, range: AllowRange, now: UnixTime) -> Result<u64, Infallible> {
-            Ok(self.inside(range, now).count() as u64)
+        fn covered(
+            &self,
+            range: AllowRange,
+            now: UnixTime,
+            at_most: u64,
+        ) -> Result<u64, Infallible> {
+            Ok(self.inside(range, now).take(at_most as usize).count() as u64)
         }
 
         fn remove_covered(

@@ -299,13 +299,14 @@ impl<S: Sql> AllowStore for SqlListStore<S> {
         Ok(())
     }
 
-    fn covered(&self, range: AllowRange, now: UnixTime) -> Result<u64, SqlError> {
+    fn covered(&self, range: AllowRange, now: UnixTime, at_most: u64) -> Result<u64, SqlError> {
         let (within, bounds) = Self::inside(range);
         let mut args = vec![Value::int(now.0)];
         args.extend(bounds);
+        args.push(Value::int(at_most));
         self.sql()
             .query(
-                &format!("SELECT count(*) FROM entries WHERE {within}"),
+                &format!("SELECT count(*) FROM (SELECT 1 FROM entries WHERE {within} LIMIT ?4)"),
                 &args,
             )?
             .first()
