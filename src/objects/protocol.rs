@@ -22,8 +22,9 @@
 //! request's body: a body costs each side a stream to read, and the caller a
 //! promise more, and a URL alone makes the request in one call into the
 //! runtime, where headers take one each and a `Headers`, a `RequestInit` and a
-//! `Request` besides. A single answer, when small, travels in a header. An answer is frames, each its length (four
-//! bytes, little-endian) and its bytes: one frame, `Reply::Ok(answer)` or
+//! `Request` besides. A single answer, when small, travels in a header. An
+//! answer is frames, each its length (four bytes, little-endian) and its bytes:
+//! one frame, `Reply::Ok(answer)` or
 //! `Reply::Refused(refusal)`; or, streamed, that reply with the head, a frame per
 //! page of items, then `End` with their count, so that an answer cut short is
 //! never taken for a whole one. A refusal reads the same either way.
@@ -218,7 +219,7 @@ fn encode_reply<P: Protocol, T: Serialize>(
 
 /// The response carrying a reply's frame: one copy for every reply.
 fn respond(frame: Vec<u8>, carried: Carried) -> worker::Result<Response> {
-    if carried == Carried::HeaderWhenSmall && frame.len() <= IN_HEADER_BYTES {
+    if carried == Carried::HeaderWhenSmall && frame.len() <= INLINE_BYTES {
         let response = Response::empty()?;
         response
             .headers()
@@ -256,7 +257,7 @@ fn of_this_build(build: Option<&str>) -> Result<(), String> {
 
 /// The largest call sent in a URL, or answer in a header (base64, a third
 /// longer): every single operation's, far below the runtime's limits on either.
-const IN_HEADER_BYTES: usize = 2048;
+const INLINE_BYTES: usize = 2048;
 
 /// The URL of a call: the shape's name, then the call itself when it travels
 /// there (`in_url`).
@@ -394,7 +395,7 @@ async fn send(
 ) -> Result<worker::web_sys::Response, StoreError> {
     // A small call goes in the URL, so that neither side streams a body; so does
     // one whose body is an upload of its own.
-    let in_url = upload.is_some() || call.len() <= IN_HEADER_BYTES;
+    let in_url = upload.is_some() || call.len() <= INLINE_BYTES;
     let url = call_url(&call, in_url);
     let body: Option<JsValue> = match upload {
         Some(upload) => upload.map(JsValue::from),

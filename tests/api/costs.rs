@@ -245,6 +245,19 @@ fn an_operator_key_costs_no_object_request_more_than_the_admin_token_and_a_list_
     }
 }
 
+/// Adds the thousand addresses `nth` names to the holder's list, in one bulk request.
+fn add_thousand(app: &TestApp, nth: impl Fn(usize) -> String) {
+    let ips: Vec<String> = (0..1000).map(nth).collect();
+    let body = json!({ "ips": ips }).to_string();
+    let added = app.bulk(
+        "/api/addIpsToGreylist",
+        "application/json",
+        &body,
+        Mode::Json,
+    );
+    assert_eq!(added.status, 200, "{}", added.body);
+}
+
 /// A page of the history reads its page, not the history: its total is from the
 /// first number kept to the last, two rows, where a count would read them all.
 #[test]
@@ -252,17 +265,9 @@ fn a_history_page_reads_its_rows_not_the_whole_history() {
     let server = Server::own(&[("CACHE_SECONDS", "60")]);
     let app = TestApp::on(&server);
     for thousand in 0..2 {
-        let ips: Vec<String> = (0..1000)
-            .map(|n| format!("57.{}.{}.{}", 64 + thousand, n / 256, n % 256))
-            .collect();
-        let body = json!({ "ips": ips }).to_string();
-        let added = app.bulk(
-            "/api/addIpsToGreylist",
-            "application/json",
-            &body,
-            Mode::Json,
-        );
-        assert_eq!(added.status, 200, "{}", added.body);
+        add_thousand(&app, |n| {
+            format!("57.{}.{}.{}", 64 + thousand, n / 256, n % 256)
+        });
     }
     let page = spent(&app, || {
         let resp = app.form("/api/greylistHistory", &[("limit", "10")], Mode::Json);
@@ -281,17 +286,9 @@ fn an_allow_list_entry_refused_for_the_days_removals_reads_no_more_than_they_cou
     let server = Server::own(&[("CACHE_SECONDS", "60"), ("DAILY_REMOVALS", "100")]);
     let app = TestApp::on(&server);
     for thousand in 0..2 {
-        let ips: Vec<String> = (0..1000)
-            .map(|n| format!("57.70.{}.{}", 4 * thousand + n / 256, n % 256))
-            .collect();
-        let body = json!({ "ips": ips }).to_string();
-        let added = app.bulk(
-            "/api/addIpsToGreylist",
-            "application/json",
-            &body,
-            Mode::Json,
-        );
-        assert_eq!(added.status, 200, "{}", added.body);
+        add_thousand(&app, |n| {
+            format!("57.70.{}.{}", 4 * thousand + n / 256, n % 256)
+        });
     }
     let refused = spent(&app, || {
         let resp = app.form(
