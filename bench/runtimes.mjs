@@ -44,7 +44,7 @@ export async function runtimes(state) {
           const floors = {};
           for (const path of Object.keys(FLOORS)) {
             floors[path] = await wrk(`${floor[address]}/api/${path}`, { BENCH_PATH: `/api/${path}` }, connections, SECONDS);
-            floorsMeasured.push({ runtime, connections, floor: path, p50_us: floors[path].p50_us, errors: floors[path].errors });
+            floorsMeasured.push({ round, runtime, connections, floor: path, p50_us: floors[path].p50_us, errors: floors[path].errors });
           }
           for (const [name, floorName, path, ip] of PAIRS) {
             // Addresses 23.0.0.0 onwards, 2 000 000 a run: every add is of a new one.
@@ -57,7 +57,7 @@ export async function runtimes(state) {
       }
     }
     const summary = summarize(measured);
-    return { rounds: ROUNDS, seconds: SECONDS, measured, summary, phases: phases(summary, floorsMeasured) };
+    return { rounds: ROUNDS, seconds: SECONDS, measured, summary, phases: phases(summary, measured, floorsMeasured) };
   } finally {
     await floor.mf.dispose();
     await service.mf.dispose();
@@ -88,26 +88,36 @@ function summarize(measured) {
 }
 
 /** Where a request's time goes, one at a time, per runtime: each phase one
- *  median minus another, scenarios and floors of the same rounds. */
-function phases(summary, floorsMeasured) {
+ *  median minus another, scenarios and floors of the same rounds; and beside it
+ *  the lowest and highest of the same phase within each round (its own rows,
+ *  measured in the same minute), what the figure may be off by. */
+function phases(summary, measured, floorsMeasured) {
   return RUNTIMES.map(([runtime]) => {
     const quiet = floorsMeasured.filter((f) => f.runtime === runtime && f.connections === 1);
     const floor = Object.fromEntries(Object.keys(FLOORS).map((path) => [path, median(quiet.filter((f) => f.floor === path).map((f) => f.p50_us))]));
     const p50 = (name) => summary.find((s) => s.runtime === runtime && s.connections === 1 && s.name === name).p50_us;
-    const [invalid, global, check, add] = ["invalid ip (no storage)", "check, on global list", "check, unlisted", "add, new addresses"].map(p50);
-    return {
-      runtime,
-      floorErrors: quiet.reduce((sum, f) => sum + f.errors, 0),
-      rows: [
-        ["bare", "the runtime and the asset router, answering at once", floor.bare, "the bare floor"],
-        ["edge", "our HTTP edge: route, access-token check (HMAC-SHA256), form, address rules, answer, log line", invalid - floor.bare, "invalid address − bare floor"],
-        ["global", "a global-list answer: the snapshot's binary search, from memory", global - invalid, "global-list answer − invalid address"],
-        ["round-trip", "a Durable Object round trip in the runtime", floor.do - floor.bare, "empty-object floor − bare floor"],
-        ["call", "our call to the holder's object, above that round trip: the typed call out and back, the object's dispatch, one SQLite point lookup", check - invalid - (floor.do - floor.bare), "unlisted check − invalid address − the round trip"],
-        ["lookup", "of which one SQLite point lookup, its rows read", floor.read - floor.do, "read floor − empty-object floor"],
-        ["typed-call", "of which the typed call and the dispatch", check - invalid - (floor.read - floor.bare), "unlisted check − invalid address − (read floor − bare floor)"],
-        ["writes", "an add's writes: seven rows in one transaction, the alarm already set", add - check, "add − unlisted check"],
-      ].map(([id, name, us, from]) => ({ id, name, ms: us / 1000, from })),
-    };
+    const rounds = [...new Set(quiet.map((f) => f.round))].map((round) => ({
+      floor: Object.fromEntries(Object.keys(FLOORS).map((path) => [path, quiet.find((f) => f.round === round && f.floor === path).p50_us])),
+      p50: (name) => measured.find((m) => m.round === round && m.runtime === runtime && m.connections === 1 && m.name === name).p50_us,
+    }));
+    const rows = ROWS.map(([id, name, of, from]) => {
+      const each = rounds.map((r) => of(r.floor, r.p50) / 1000);
+      return { id, name, ms: of(floor, p50) / 1000, min: Math.min(...each), max: Math.max(...each), from };
+    });
+    return { runtime, floorErrors: quiet.reduce((sum, f) => sum + f.errors, 0), rows };
   });
 }
+
+/** The phases: each its id, what it is, how it is had from the floors and the
+ *  scenarios' p50s (µs), and that said in words. */
+const ROWS = [
+  ["bare", "the runtime and the asset router, answering at once", (floor) => floor.bare, "the bare floor"],
+  ["edge", "our HTTP edge: route, access-token check (HMAC-SHA256), form, address rules, answer, log line", (floor, p50) => p50(INVALID) - floor.bare, "invalid address − bare floor"],
+  ["global", "a global-list answer: the snapshot's binary search, from memory", (floor, p50) => p50(GLOBAL) - p50(INVALID), "global-list answer − invalid address"],
+  ["round-trip", "a Durable Object round trip in the runtime", (floor) => floor.do - floor.bare, "empty-object floor − bare floor"],
+  ["call", "our call to the holder's object, above that round trip: the typed call out and back, the object's dispatch, one SQLite point lookup", (floor, p50) => p50(CHECK) - p50(INVALID) - (floor.do - floor.bare), "unlisted check − invalid address − the round trip"],
+  ["lookup", "of which one SQLite point lookup, its rows read", (floor) => floor.read - floor.do, "read floor − empty-object floor"],
+  ["typed-call", "of which the typed call and the dispatch", (floor, p50) => p50(CHECK) - p50(INVALID) - (floor.read - floor.bare), "unlisted check − invalid address − (read floor − bare floor)"],
+  ["writes", "an add's writes: seven rows in one transaction, the alarm already set", (floor, p50) => p50(ADD) - p50(CHECK), "add − unlisted check"],
+];
+const [INVALID, GLOBAL, CHECK, ADD] = ["invalid ip (no storage)", "check, on global list", "check, unlisted", "add, new addresses"];
