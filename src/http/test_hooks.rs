@@ -18,7 +18,8 @@ use crate::domain::access::license::LicenseId;
 use crate::http::wire::form;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{
-    AlarmAt as HolderAlarmAt, Meter as HolderMeter, Panic, RunAlarm as RunHolderAlarm, WasmMemory,
+    AlarmAt as HolderAlarmAt, Meter as HolderMeter, Panic, PulledElsewhere,
+    RunAlarm as RunHolderAlarm, WasmMemory,
 };
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{
@@ -238,6 +239,10 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 (Method::Post, "panic") => {
                     object.ask(Panic).await.map_err(refused)?;
                     Response::ok("did not panic")
+                }
+                (Method::Post, "pulled-elsewhere") => {
+                    object.ask(PulledElsewhere).await.map_err(refused)?;
+                    Response::ok("armed")
                 }
                 _ => Response::error("no such test hook", 404),
             }

@@ -259,6 +259,37 @@ fn the_global_and_allow_lists_changes_reach_a_token_of_scope_all_as_changes() {
 }
 
 #[test]
+fn a_token_two_bouncers_pull_at_once_is_told_so_with_a_409_not_a_fault() {
+    let server = own();
+    let app = TestApp::on(&server);
+    let (_, key) = app.feed_token(json!({ "scope": "all" }));
+    pull(&server, &key, "startup=true");
+    // The global list moves on: the next pull asks the holder's object twice, the
+    // second time with the global list's changes since the token's position.
+    assert_eq!(server.edit_global_list(&["45.80.1.1"], &[]).status, 200);
+    // Between the two asks, another bouncer with the same token pulls through an
+    // isolate that already knew the next version, and moves the position again.
+    let armed = send(
+        "POST",
+        &format!(
+            "{}/__test/holders/{}/pulled-elsewhere",
+            server.base, app.license
+        ),
+        &[],
+        None,
+    );
+    assert_eq!(armed.status, 200, "{}", armed.body);
+    let shared = pull_at(&server, "GET", "/v1/decisions/stream", Some(&key));
+    assert_eq!(shared.status, 409, "{}", shared.body);
+    assert_eq!(
+        shared.json(),
+        json!({ "message": "Conflict: this feed token was pulled by another bouncer at the same time, which moved its position: give each bouncer a feed token of its own" })
+    );
+    // The token still works: the next pull is answered from where the position is.
+    pull(&server, &key, "");
+}
+
+#[test]
 fn filters_and_the_tokens_decision_type_shape_what_a_bouncer_gets() {
     let server = own();
     let app = TestApp::on(&server);

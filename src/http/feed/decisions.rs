@@ -33,6 +33,11 @@ use crate::objects::protocol::{Failure, Object};
 use crate::store::operator_lists::snapshots::{self, Versioned};
 use crate::store::StoreError;
 
+/// A pull's answer when another pull of its token moved the token's position
+/// while it was answered: a position is one bouncer's, and bouncers that share a
+/// token each miss what the other was sent (docs/api.md).
+const SHARED_TOKEN: &str = "this feed token was pulled by another bouncer at the same time, which moved its position: give each bouncer a feed token of its own";
+
 /// What a pull asks for, from its query string: the Local API's parameters;
 /// any other is ignored, as it ignores them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -182,20 +187,18 @@ pub async fn stream(
     // Past what a delta works out in memory, the pull deletes no global block the
     // holder's allow list took (docs/api.md says so); everything else stands.
     let blocks = global_changes(lists, changes, &start.own_allow).unwrap_or_default();
-    let (shape, blocks) =
-        match start.head {
-            FeedHead::Unchanged { .. } => return json_body("{\"deleted\":[],\"new\":[]}"),
-            FeedHead::Moved { .. } => return Err(ApiError::Internal(
-                "a token's position moved during its pull: is one token shared by two bouncers?"
-                    .to_owned(),
-            )),
-            FeedHead::Whole { .. } => (Shape::Whole { reset: false }, GlobalChanges::default()),
-            FeedHead::Delta { .. } => (Shape::Delta, held_apart(&start, blocks)),
-            FeedHead::Renewal { .. } => (
-                Shape::Renewal(read_again(object)),
-                held_apart(&start, blocks),
-            ),
-        };
+    let (shape, blocks) = match start.head {
+        FeedHead::Unchanged { .. } => return json_body("{\"deleted\":[],\"new\":[]}"),
+        // Another pull of the same token moved its position between the two
+        // asks: the bouncers sharing it each miss what the other was sent.
+        FeedHead::Moved { .. } => return Err(ApiError::Conflict(SHARED_TOKEN.to_owned())),
+        FeedHead::Whole { .. } => (Shape::Whole { reset: false }, GlobalChanges::default()),
+        FeedHead::Delta { .. } => (Shape::Delta, held_apart(&start, blocks)),
+        FeedHead::Renewal { .. } => (
+            Shape::Renewal(read_again(object)),
+            held_apart(&start, blocks),
+        ),
+    };
     let (published, promoted) = operator_lists.published();
     let render = Render::Decisions {
         kind: start.decision,

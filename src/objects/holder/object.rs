@@ -86,6 +86,9 @@ pub struct HolderList {
     allow: RefCell<Option<AllowSet>>,
     /// Whether reports are on their way to the shards.
     sending: Cell<bool>,
+    /// Whether the next pull told to ask again is followed by another (`PulledElsewhere`).
+    #[cfg(feature = "test-hooks")]
+    pulled_elsewhere: Cell<bool>,
 }
 
 impl DurableObject for HolderList {
@@ -100,6 +103,8 @@ impl DurableObject for HolderList {
             revoked: Cell::new(None),
             allow: RefCell::new(None),
             sending: Cell::new(false),
+            #[cfg(feature = "test-hooks")]
+            pulled_elsewhere: Cell::new(false),
         }
     }
 
@@ -195,6 +200,11 @@ impl DurableObject for HolderList {
             }
             #[cfg(feature = "test-hooks")]
             HolderCall::Panic(super::protocol::Panic) => panic!("a panic the tests asked for"),
+            #[cfg(feature = "test-hooks")]
+            HolderCall::PulledElsewhere(super::protocol::PulledElsewhere) => {
+                self.pulled_elsewhere.set(true);
+                super::protocol::PulledElsewhere::reply(Ok(()))
+            }
             #[cfg(feature = "test-hooks")]
             HolderCall::Meter(super::protocol::Meter) => super::protocol::Meter::reply(
                 crate::platform::meter::reading().map_err(Failure::from),
@@ -590,6 +600,23 @@ impl HolderList {
                     allow: pull.allow,
                 };
                 let position = plan.next(state.position, current, now);
+                #[cfg(feature = "test-hooks")]
+                if matches!(head, FeedHead::Moved { .. }) && self.pulled_elsewhere.take() {
+                    let elsewhere = crate::domain::feed::decision::Position {
+                        cursor: FeedVersion {
+                            global: pull.global + 1,
+                            ..current
+                        },
+                        renewed_at: now,
+                    };
+                    SqlListStore::new(&self.sql).record_pull(
+                        &id,
+                        &state,
+                        &PullClient::new(None, "elsewhere"),
+                        Some(elsewhere),
+                        now,
+                    )?;
+                }
                 (head, pages, Some((id, state, position)))
             }
             (_, token) => {

@@ -66,6 +66,8 @@ calls!(HolderProtocol => HolderCall {
     Meter => crate::platform::meter::Reading,
     #[cfg(feature = "test-hooks")]
     Panic => (),
+    #[cfg(feature = "test-hooks")]
+    PulledElsewhere => (),
 } streamed {
     Feed => (FeedStart, FeedRecord),
 });
@@ -343,3 +345,11 @@ pub struct Meter;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Panic;
+
+/// The next pull this object tells to ask again (`FeedHead::Moved`) is followed at
+/// once by another pull of the same token, through an isolate that already knew
+/// the next version of the global list: two bouncers sharing a token (test build
+/// only).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PulledElsewhere;
