@@ -6,7 +6,8 @@
 //! batch of promotions as a report shard would, make the next notice of a
 //! revocation to a holder's object fail as an unreachable object would, and its
 //! filings in the directory as an unreachable directory would; make a holder's
-//! object panic as a bug would; and read what the
+//! object panic as a bug would, or answer a feed token's pull as though another
+//! pull of the token came in between its two asks; and read what the
 //! billable calls counted (`/__test/meter`, for `make bench`). The deployable
 //! build has none of this, and `make deploy-check` fails if its bundle names any
 //! of these paths.

@@ -283,7 +283,7 @@ fn a_token_two_bouncers_pull_at_once_is_told_so_with_a_409_not_a_fault() {
     assert_eq!(shared.status, 409, "{}", shared.body);
     assert_eq!(
         shared.json(),
-        json!({ "message": "Conflict: this feed token was pulled by another bouncer at the same time, which moved its position: give each bouncer a feed token of its own" })
+        json!({ "message": "Conflict: another pull of this feed token moved its position while this one was answered: give each bouncer a feed token of its own" })
     );
     // The token still works: the next pull is answered from where the position is.
     pull(&server, &key, "");

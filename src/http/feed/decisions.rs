@@ -36,7 +36,7 @@ use crate::store::StoreError;
 /// A pull's answer when another pull of its token moved the token's position
 /// while it was answered: a position is one bouncer's, and bouncers that share a
 /// token each miss what the other was sent (docs/api.md).
-const SHARED_TOKEN: &str = "this feed token was pulled by another bouncer at the same time, which moved its position: give each bouncer a feed token of its own";
+const SHARED_TOKEN: &str = "another pull of this feed token moved its position while this one was answered: give each bouncer a feed token of its own";
 
 /// What a pull asks for, from its query string: the Local API's parameters;
 /// any other is ignored, as it ignores them.
