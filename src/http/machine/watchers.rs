@@ -77,7 +77,9 @@ pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiEr
     let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
     let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
     limit(env, client_key(&client)).await?;
-    let body = Body::read(&mut req, &cx.ctx, MAX_LOGIN_BYTES).await?;
+    // CrowdSec's engines from 1.7 gzip a body over 5 KB, and a login lists every
+    // scenario installed.
+    let body = Body::read_decoded(&mut req, &cx.ctx, MAX_LOGIN_BYTES).await?;
     let asked = body.json::<WatcherLogin>().unwrap_or_default();
     let machine_id = asked
         .machine_id
