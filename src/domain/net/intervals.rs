@@ -110,6 +110,30 @@ pub fn combine<A: Addr>(a: &[(A, A)], b: &[(A, A)], op: Op) -> Intervals<A> {
     combine_iter(a.iter().copied(), b.iter().copied(), op)
 }
 
+/// From the least first to the greatest last of `sets`, each sorted; `None` when
+/// all are empty.
+pub fn hull<A: Addr>(sets: &[&[(A, A)]]) -> Option<(A, A)> {
+    let first = sets
+        .iter()
+        .filter_map(|set| set.first())
+        .map(|i| i.0)
+        .min()?;
+    let last = sets
+        .iter()
+        .filter_map(|set| set.last())
+        .map(|i| i.1)
+        .max()?;
+    Some((first, last))
+}
+
+/// The intervals of `set` (sorted, apart) that overlap `span`, found by two
+/// binary searches: all that a combination limited to `span` reads of it.
+pub fn overlapping<A: Addr>(set: &[(A, A)], (first, last): (A, A)) -> &[(A, A)] {
+    let start = set.partition_point(|&(_, end)| end < first);
+    let stop = set.partition_point(|&(begin, _)| begin <= last);
+    &set[start..stop.max(start)]
+}
+
 /// Where a set starts or stops holding: `(x, false)` just before `x`, `(x, true)`
 /// just after it. Points sort in address order without ever naming the address
 /// past the top of the family (`last + 1`), which no integer of its width holds.
@@ -257,7 +281,38 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_hull_spans_every_set_given_and_none_when_all_are_empty() {
+        assert_eq!(hull::<u32>(&[&[], &[]]), None);
+        assert_eq!(hull(&[&[(5u32, 6), (9, 9)], &[], &[(2, 3)]]), Some((2, 9)));
+    }
+
+    #[test]
+    fn an_interval_that_meets_the_span_at_either_end_overlaps_it() {
+        let set = [(5u32, 10), (20, 30)];
+        assert_eq!(overlapping(&set, (10, 19)), &[(5, 10)]);
+        assert_eq!(overlapping(&set, (0, 5)), &[(5, 10)]);
+        assert_eq!(overlapping(&set, (11, 19)), &[] as &[(u32, u32)]);
+        assert_eq!(overlapping(&set, (10, 20)), &set);
+        assert_eq!(overlapping(&set, (31, u32::MAX)), &[] as &[(u32, u32)]);
+    }
+
     proptest! {
+        #[test]
+        fn overlapping_is_every_interval_that_meets_the_span_and_no_other(
+            set in set_strategy(),
+            a in prop_oneof![any::<u32>(), 0u32..300, (u32::MAX - 300)..=u32::MAX],
+            b in prop_oneof![any::<u32>(), 0u32..300, (u32::MAX - 300)..=u32::MAX],
+        ) {
+            let span = (a.min(b), a.max(b));
+            let meets: Vec<_> = set
+                .iter()
+                .copied()
+                .filter(|&(first, last)| first <= span.1 && last >= span.0)
+                .collect();
+            prop_assert_eq!(overlapping(&set, span), meets.as_slice());
+        }
+
         #[test]
         fn every_combination_holds_exactly_what_its_operation_says(
             a in set_strategy(),

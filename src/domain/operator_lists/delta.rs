@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::feed::item::Blocks;
 use crate::domain::net::family::Addr;
-use crate::domain::net::intervals::{combine, Intervals, Op, Seek};
+use crate::domain::net::intervals::{combine, hull, overlapping, Intervals, Op, Seek};
 use crate::domain::net::ipv6::IPV4_MAPPED;
 use crate::domain::net::range::Cidr;
 
@@ -249,6 +249,13 @@ pub fn block_changes<A: Addr>(
     allow: &[(A, A)],
     allow_change: &[(A, A)],
 ) -> BlockChanges<A> {
+    // The blocks before and after lie within the blocks around and the global
+    // change: only the allow list's intervals there are read, so that a delta
+    // costs what changed, not the allow list's size.
+    let Some(span) = hull(&[around, global_change]) else {
+        return BlockChanges::default();
+    };
+    let (allow, allow_change) = (overlapping(allow, span), overlapping(allow_change, span));
     let old = combine(around, global_change, Op::Xor);
     let old_allow = combine(allow, allow_change, Op::Xor);
     let blocks = |set: &[(A, A)], allow: &[(A, A)]| -> Vec<Cidr<A>> {
@@ -281,6 +288,9 @@ impl AllowMoves {
     /// one, moved by the IPv4 intervals, and the holder's object need not read
     /// every IPv4 entry to find none of them IPv6.
     pub fn of(change: &VersionChange, allow: &[(u32, u32)], allow6: &[(u128, u128)]) -> Self {
+        // Only the allow list's intervals within the change's reach matter.
+        let allow = hull(&[&change.v4]).map_or(&[][..], |span| overlapping(allow, span));
+        let allow6 = hull(&[&change.v6]).map_or(&[][..], |span| overlapping(allow6, span));
         let ipv6 = |op| combine(&combine(&change.v6, allow6, op), &[IPV4_MAPPED], Op::Minus);
         Self {
             hidden: combine(&change.v4, allow, Op::Both),

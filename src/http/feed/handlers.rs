@@ -354,6 +354,10 @@ pub(super) fn global_changes(
     let (global_change, allow_change) = changes
         .map(|c| (c.global_change, c.allow_change))
         .unwrap_or_default();
+    // Nothing changed, nothing moves: what follows reads both allow lists whole.
+    if global_change.is_empty() && allow_change.is_empty() && own.change.is_empty() {
+        return Some(GlobalChanges::default());
+    }
     let touched = touches_more_than(&lists.global.v4, &own.change.v4, MAX_WEIGHED)
         || touches_more_than(&lists.global.v6, &own.change.v6, MAX_WEIGHED);
     if touched {
