@@ -110,20 +110,14 @@ pub fn combine<A: Addr>(a: &[(A, A)], b: &[(A, A)], op: Op) -> Intervals<A> {
     combine_iter(a.iter().copied(), b.iter().copied(), op)
 }
 
-/// From the least first to the greatest last of `sets`, each sorted; `None` when
-/// all are empty.
-pub fn hull<A: Addr>(sets: &[&[(A, A)]]) -> Option<(A, A)> {
-    let first = sets
-        .iter()
-        .filter_map(|set| set.first())
-        .map(|i| i.0)
-        .min()?;
-    let last = sets
-        .iter()
-        .filter_map(|set| set.last())
-        .map(|i| i.1)
-        .max()?;
-    Some((first, last))
+/// From the least first to the greatest last of `a` and `b`, each sorted; `None`
+/// when both are empty.
+pub fn hull<A: Addr>(a: &[(A, A)], b: &[(A, A)]) -> Option<(A, A)> {
+    match (a, b) {
+        ([], []) => None,
+        ([], one) | (one, []) => Some((one[0].0, one[one.len() - 1].1)),
+        (a, b) => Some((a[0].0.min(b[0].0), a[a.len() - 1].1.max(b[b.len() - 1].1))),
+    }
 }
 
 /// The intervals of `set` (sorted, apart) that overlap `span`, found by two
@@ -282,9 +276,10 @@ mod tests {
     }
 
     #[test]
-    fn the_hull_spans_every_set_given_and_none_when_all_are_empty() {
-        assert_eq!(hull::<u32>(&[&[], &[]]), None);
-        assert_eq!(hull(&[&[(5u32, 6), (9, 9)], &[], &[(2, 3)]]), Some((2, 9)));
+    fn the_hull_spans_both_sets_and_none_when_both_are_empty() {
+        assert_eq!(hull::<u32>(&[], &[]), None);
+        assert_eq!(hull(&[(5u32, 6), (9, 9)], &[(2, 3)]), Some((2, 9)));
+        assert_eq!(hull(&[], &[(2u32, 3), (7, 8)]), Some((2, 8)));
     }
 
     #[test]

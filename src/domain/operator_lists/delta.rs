@@ -252,7 +252,7 @@ pub fn block_changes<A: Addr>(
     // The blocks before and after lie within the blocks around and the global
     // change: only the allow list's intervals there are read, so that a delta
     // costs what changed, not the allow list's size.
-    let Some(span) = hull(&[around, global_change]) else {
+    let Some(span) = hull(around, global_change) else {
         return BlockChanges::default();
     };
     let (allow, allow_change) = (overlapping(allow, span), overlapping(allow_change, span));
@@ -289,8 +289,8 @@ impl AllowMoves {
     /// every IPv4 entry to find none of them IPv6.
     pub fn of(change: &VersionChange, allow: &[(u32, u32)], allow6: &[(u128, u128)]) -> Self {
         // Only the allow list's intervals within the change's reach matter.
-        let allow = hull(&[&change.v4]).map_or(&[][..], |span| overlapping(allow, span));
-        let allow6 = hull(&[&change.v6]).map_or(&[][..], |span| overlapping(allow6, span));
+        let allow = hull(&change.v4, &[]).map_or(&[][..], |span| overlapping(allow, span));
+        let allow6 = hull(&change.v6, &[]).map_or(&[][..], |span| overlapping(allow6, span));
         let ipv6 = |op| combine(&combine(&change.v6, allow6, op), &[IPV4_MAPPED], Op::Minus);
         Self {
             hidden: combine(&change.v4, allow, Op::Both),
