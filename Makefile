@@ -111,10 +111,11 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # half of the sources: the edge's 399.7, the objects' 346.2, where the one was 596.8.
 # The edge's raised to 401 for a call the objects of another build refuse told to
 # the client as a 503 with Retry-After, not a 500 (399.98, 21 bytes under 400).
-# The edge's raised to 402 for a feed's delta that reads the operator's allow list
-# only where something changed (two binary searches a family, and an answer at
-# once when nothing did), where it copied the whole list on every pull; with a
-# gzipped engine login and a shared token's 409 beside it (400.9 before, 401.6).
+# The edge's raised to 402 for a feed's delta that leaves the operator's allow
+# list alone when nothing changed and reads only its intervals near a change of
+# the blocks (two binary searches a family), where every pull of a holder with
+# allow-list entries copied it whole; with a gzipped engine login and a shared
+# token's 409 beside it (400.9 before, 401.6).
 EDGE_GZIP_KIB := 402
 OBJECTS_GZIP_KIB := 347
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer

@@ -19,9 +19,10 @@ fn a_chunked_body_is_refused_at_the_limit_before_it_ends() {
         format!("Bearer {ADMIN_TOKEN}"),
     );
     let urlencoded = ("Content-Type", "application/x-www-form-urlencoded");
-    // Each route with a little more than its limit: 16 KiB for logins and holders, 1 MiB for list edits.
+    // Each route with a little more than its limit: 16 KiB for logins and holders,
+    // 64 KiB for a CrowdSec engine's login, 1 MiB for list edits.
     type Route<'a> = (&'a str, Vec<(&'a str, &'a str)>, usize);
-    let routes: [Route; 3] = [
+    let routes: [Route; 4] = [
         (
             "/v2/authentication/login/license",
             vec![("Content-Type", "application/json")],
@@ -31,6 +32,11 @@ fn a_chunked_body_is_refused_at_the_limit_before_it_ends() {
             "/api/addIpToGreylist",
             vec![urlencoded, ("Authorization", &bearer)],
             20 << 10,
+        ),
+        (
+            "/v1/watchers/login",
+            vec![("Content-Type", "application/json")],
+            68 << 10,
         ),
         (
             "/admin/global-list",
