@@ -336,12 +336,16 @@ fn a_machine_logs_in_as_crowdsecs_local_api_answers_and_is_refused_otherwise() {
     // streams in, with the client done writing (a body that large sent plain
     // meets the answer before it is all written, and the client sees a broken pipe).
     let big = json!({ "machine_id": known, "password": "x", "scenarios": ["s".repeat(70_000)] });
-    let too_large = send(
-        "POST",
-        &url,
-        &[("Content-Encoding", "gzip".to_owned())],
-        Some(&gzip(big.to_string().as_bytes())),
-    );
+    let gzipped_login = |body: &Value| {
+        let gzip_encoded = [("Content-Encoding", "gzip".to_owned())];
+        send(
+            "POST",
+            &url,
+            &gzip_encoded,
+            Some(&gzip(body.to_string().as_bytes())),
+        )
+    };
+    let too_large = gzipped_login(&big);
     assert_eq!(too_large.status, 413, "{}", too_large.body);
     assert!(too_large.json()["message"].is_string());
     // A long list of scenarios is kept bounded, and the login taken.
@@ -352,12 +356,7 @@ fn a_machine_logs_in_as_crowdsecs_local_api_answers_and_is_refused_otherwise() {
     let kept = shown(&app, &machine.id)["scenarios"].clone();
     assert_eq!(kept.as_array().unwrap().len(), 200);
     // Engines from CrowdSec 1.7 gzip a body over 5 KB, as this login is.
-    let gzipped = send(
-        "POST",
-        &url,
-        &[("Content-Encoding", "gzip".to_owned())],
-        Some(&gzip(body.to_string().as_bytes())),
-    );
+    let gzipped = gzipped_login(&body);
     assert_eq!(gzipped.status, 200, "{}", gzipped.body);
     // An engine never registers itself.
     let register = send(

@@ -193,10 +193,8 @@ fn push_merged<A: Addr>(out: &mut Intervals<A>, first: A, last: A) {
 
 /// The part of `set` within `[low, high]`.
 pub fn clip<A: Addr>(set: &[(A, A)], low: A, high: A) -> Intervals<A> {
-    let from = set.partition_point(|&(_, last)| last < low);
-    set[from..]
+    overlapping(set, (low, high))
         .iter()
-        .take_while(|&&(first, _)| first <= high)
         .map(|&(first, last)| (first.max(low), last.min(high)))
         .collect()
 }
