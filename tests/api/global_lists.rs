@@ -7,7 +7,7 @@ use std::thread;
 
 use serde_json::json;
 
-use crate::helpers::{kv_put_local, send, unique_ip, Resp, Server, TestApp, ADMIN_TOKEN};
+use crate::helpers::{gzip, kv_put_local, send, unique_ip, Resp, Server, TestApp, ADMIN_TOKEN};
 
 /// The entries of an export, without its header line.
 fn entries_of(export: &Resp) -> Vec<String> {
@@ -517,24 +517,6 @@ fn requests_that_meet_a_new_version_together_all_answer() {
             "version {variant}: {answers:?}"
         );
     }
-}
-
-/// `text` compressed by the system's gzip, as an operator's script would send it.
-fn gzip(text: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let mut child = std::process::Command::new("gzip")
-        .arg("-c")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("gzip");
-    let mut stdin = child.stdin.take().unwrap();
-    let text = text.to_vec();
-    let writer = thread::spawn(move || stdin.write_all(&text).unwrap());
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    assert!(output.status.success());
-    output.stdout
 }
 
 /// A replacement of the global list sent with `Content-Encoding: encoding`.

@@ -54,7 +54,7 @@ fn a_chunked_body_is_refused_at_the_limit_before_it_ends() {
             &server.base,
             path,
             &headers,
-            total,
+            (b'x', total),
             Duration::from_secs(20),
         );
         assert_eq!(

@@ -1225,14 +1225,32 @@ impl TestApp {
     }
 }
 
-/// Starts a chunked POST, sends `total` bytes of body, then waits up to `wait` for
-/// the status line before it ends the body: what a server that reads the whole
-/// body before it answers never sends.
+/// `bytes` gzipped by the system's gzip, as an engine or an operator's script sends them.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("gzip")
+        .arg("-c")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("gzip runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = bytes.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(output.status.success());
+    output.stdout
+}
+
+/// Starts a chunked POST, sends `total` bytes of body, each `filler`, then waits
+/// up to `wait` for the status line before it ends the body: what a server that
+/// reads the whole body before it answers never sends.
 pub fn status_before_the_body_ends(
     base: &str,
     path: &str,
     headers: &[(&str, &str)],
-    total: usize,
+    (filler, total): (u8, usize),
     wait: Duration,
 ) -> Option<String> {
     use std::io::{BufRead, BufReader};
@@ -1243,7 +1261,7 @@ pub fn status_before_the_body_ends(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     stream.write_all(format!("{head}\r\n").as_bytes()).unwrap();
-    let chunk = vec![b'x'; 4096];
+    let chunk = vec![filler; 4096];
     // A server that answered at the limit may close the connection while the rest is
     // still being written: the writes stop there, and the answer is read all the same.
     let mut send_chunk = || -> std::io::Result<()> {

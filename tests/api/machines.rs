@@ -8,8 +8,6 @@
 //! heartbeat that writes nothing. Each test makes its own license; the alerts
 //! are for addresses in 86.0.0.0/8, which no other test uses, each test its own /16.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -17,7 +15,9 @@ use greylist::domain::time::UnixTime;
 use serde_json::{json, Value};
 
 use crate::costs::{count, spent};
-use crate::helpers::{send, status_before_the_body_ends, Mode, Resp, Server, TestApp, ADMIN_TOKEN};
+use crate::helpers::{
+    gzip, send, status_before_the_body_ends, Mode, Resp, Server, TestApp, ADMIN_TOKEN,
+};
 
 /// The server these tests share: IPv6 on, so that an engine's IPv6 alert is
 /// taken; its logins count against a limit of their own, apart from the
@@ -600,23 +600,6 @@ fn more_alerts_than_a_request_takes_are_acknowledged_and_counted_ignored() {
     assert_eq!(ids(&empty), Vec::<String>::new());
 }
 
-/// `bytes` gzipped by the system's gzip.
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("gzip")
-        .arg("-c")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("gzip runs");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = bytes.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    assert!(output.status.success());
-    output.stdout
-}
-
 fn post_encoded(server: &Server, machine: &Machine, encoding: &str, body: &[u8]) -> Resp {
     send(
         "POST",
@@ -631,7 +614,7 @@ fn post_encoded(server: &Server, machine: &Machine, encoding: &str, body: &[u8])
 }
 
 #[test]
-fn gzipped_alerts_are_taken_and_a_body_over_a_mebibyte_is_refused_with_413() {
+fn gzipped_alerts_are_taken_and_a_body_over_64_mebibytes_is_refused_with_413() {
     let server = server();
     let app = TestApp::on(&server);
     let machine = machine(&app, "web-1");
@@ -645,31 +628,73 @@ fn gzipped_alerts_are_taken_and_a_body_over_a_mebibyte_is_refused_with_413() {
     let brotli = post_encoded(&server, &machine, "br", body.as_bytes());
     assert_eq!(brotli.status, 415, "{}", brotli.body);
     assert!(brotli.json()["message"].is_string());
-    // Over 1 MiB once decompressed from a few kilobytes, and over 1 MiB as it
+    // Over 64 MiB once decompressed from a few kilobytes, and over 64 MiB as it
     // streams in: refused before the body ends.
-    let large = format!("[{}]", " ".repeat(1 << 20));
+    let large = format!("[{}]", " ".repeat(64 << 20));
     let bomb = post_encoded(&server, &machine, "gzip", &gzip(large.as_bytes()));
     assert_eq!(bomb.status, 413, "{}", bomb.body);
-    let limit = "Payload too large: the body may be at most 1 MiB";
+    let limit = "Payload too large: the body may be at most 64 MiB";
     assert_eq!(bomb.json(), json!({ "message": limit }));
     let bearer = format!("Bearer {}", machine.token);
     let headers = [
         ("Authorization", bearer.as_str()),
         ("Content-Type", "application/json"),
     ];
-    let total = (1 << 20) + (4 << 10);
-    let status = status_before_the_body_ends(
-        &server.base,
-        "/v1/alerts",
-        &headers,
-        total,
-        Duration::from_secs(20),
-    );
-    assert_eq!(status.as_deref(), Some("HTTP/1.1 413 Payload Too Large"));
+    let status = |body| {
+        let wait = Duration::from_secs(20);
+        status_before_the_body_ends(&server.base, "/v1/alerts", &headers, body, wait)
+    };
+    // Whitespace, which may come before the array, up to the limit.
+    let too_large = status((b' ', (64 << 20) + (4 << 10)));
+    assert_eq!(too_large.as_deref(), Some("HTTP/1.1 413 Payload Too Large"));
+    // Read as it streams: a body that is no array is refused at its first byte.
+    let not_json = status((b'x', 1 << 20));
+    assert_eq!(not_json.as_deref(), Some("HTTP/1.1 400 Bad Request"));
     let not_an_array = post_alerts(&server, &machine, &json!({ "scenario": "x" }));
     assert_eq!(not_an_array.status, 400, "{}", not_an_array.body);
     let alerts = counts(&app, &machine)["alerts"].clone();
     assert_eq!(alerts, 1, "nothing refused was counted");
+}
+
+#[test]
+fn an_engines_cache_past_a_mebibyte_is_acknowledged_whole_and_its_first_mebibyte_taken() {
+    // CrowdSec 1.4.6 sends its whole cache in one post, and sends it again with
+    // the new alerts added until it is taken: 150 alerts of 20 KB, 3 MB.
+    let server = server();
+    let app = TestApp::on(&server);
+    let machine = machine(&app, "web-1");
+    let batch: Vec<Value> = (0..150)
+        .map(|n| {
+            let mut alert = alert(&format!("86.6.{}.{}", n / 100, n % 100 + 1), SSH_BF);
+            let log = json!({ "key": "log", "value": "x".repeat(20_000) });
+            alert["events"][0]["meta"].as_array_mut().unwrap().push(log);
+            alert
+        })
+        .collect();
+    // The alerts taken are those that end within the body's first MiB: after
+    // its `[`, each alert and the comma before it.
+    let mut end = 0;
+    let taken = batch
+        .iter()
+        .take_while(|alert| {
+            end += 1 + alert.to_string().len();
+            end <= 1 << 20
+        })
+        .count();
+    assert!((40..100).contains(&taken), "{taken}");
+    let answer = post_alerts(&server, &machine, &json!(batch));
+    let expected: Vec<String> = (1..=150).map(|n| n.to_string()).collect();
+    assert_eq!(ids(&answer), expected, "every alert acknowledged");
+    assert_eq!(
+        counts(&app, &machine),
+        json!({ "alerts": 150, "reported": taken, "added": taken, "ignored": 150 - taken })
+    );
+    let ip = |n: usize| format!("86.6.{}.{}", n / 100, n % 100 + 1);
+    assert!(
+        entry(&app, &ip(taken - 1)).is_some(),
+        "the last alert taken"
+    );
+    assert_eq!(entry(&app, &ip(taken)), None, "the first past the MiB");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::costs::{count, spent};
-use crate::helpers::{send, status_before_the_body_ends, Resp, Server, TestApp};
+use crate::helpers::{gzip, send, status_before_the_body_ends, Resp, Server, TestApp};
 
 const BOUNCER: &str = "crowdsec-firewall-bouncer/v0.0.30-debian-pragmatic-amd64";
 /// When the bouncer says it started: 2026-11-21 12:00:00 UTC.
@@ -246,7 +246,15 @@ fn a_report_is_bounded_in_size() {
     let (_, key) = app.feed_token(json!({}));
     let mut large = firewall_bouncer_report([1, 0], [60, 0]);
     large["remediation_components"][0]["padding"] = json!("x".repeat(257 * 1024));
-    let message = refused(&report(&app.server, &key, &large), 413);
+    // Gzipped, so that it is refused as it streams in once it has been sent
+    // whole: a plain body over its declared bound is refused before it is read,
+    // and the client may meet a closed connection while it still writes.
+    let gzipped = [
+        ("X-Api-Key", key.clone()),
+        ("Content-Encoding", "gzip".to_owned()),
+    ];
+    let large = gzip(large.to_string().as_bytes());
+    let message = refused(&report_with(&app.server, &gzipped, &large), 413);
     assert!(message.contains("256 KiB"), "{message}");
     // Sent without a length, it is refused as it passes the bound, before it ends.
     let headers = [
@@ -257,7 +265,7 @@ fn a_report_is_bounded_in_size() {
         &app.server.base,
         "/v1/usage-metrics",
         &headers,
-        (256 << 10) + (4 << 10),
+        (b'x', (256 << 10) + (4 << 10)),
         Duration::from_secs(20),
     );
     assert_eq!(status.as_deref(), Some("HTTP/1.1 413 Payload Too Large"));

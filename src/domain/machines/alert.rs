@@ -9,9 +9,6 @@
 //! `addIpToGreylist` (`take_alert`), except that an address already listed may
 //! have its expiry moved later (`holder::extend`).
 
-use std::fmt;
-
-use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::domain::machines::credentials::{MachineCounts, MachineSettings};
@@ -27,18 +24,11 @@ use crate::domain::personal::outcome::PersonalOutcome;
 use crate::domain::precedence::{weigh_in_object, Weighing};
 use crate::domain::time::UnixTime;
 
-/// Alerts one request takes; those after them are acknowledged and counted
-/// ignored. The engine sends what it gathered in a second, a handful at most.
-pub const MAX_ALERTS: usize = 100;
-/// The alerts past `MAX_ALERTS`, as the log line gives them after their count.
-const PAST_THE_MOST: &str = " past the 100 a request takes";
+/// The alerts past the ones a request takes, as the log line gives them after their count.
+const PAST_THE_MOST: &str = " past the 100, or the first MiB, a request takes";
 /// Decisions one request takes, over all its alerts: `cscli decisions import`
 /// puts thousands in one alert. The rest are left, as an alert past `MAX_ALERTS` is.
 pub const MAX_DECISIONS: usize = 1000;
-/// A request's body at most, decompressed: a hundred alerts with their events
-/// are about 300 KB.
-pub const MAX_BODY_BYTES: usize = 1 << 20;
-
 /// An alert as the engine sends it: the fields this service reads, each of which
 /// may be missing or `null` (Go leaves `remediation` out when it is false).
 #[derive(Debug, Default, Deserialize)]
@@ -86,98 +76,6 @@ impl<'de> Deserialize<'de> for Sent {
         let value = serde_json::Value::deserialize(deserializer)?;
         let alert = AlertIn::deserialize(value);
         Ok(alert.map_or(Self::Unreadable, Self::Alert))
-    }
-}
-
-/// The array an engine posts, read as it is parsed: its first `MAX_ALERTS`
-/// elements, and how many it held in all. An element past them is only read and
-/// counted (`Checked`), so that a body of half a million elements (`[0,0,…]`, a megabyte) holds a
-/// hundred, where the whole array read first would hold tens of megabytes.
-#[derive(Debug)]
-pub struct Posted {
-    pub kept: Vec<Sent>,
-    pub total: u64,
-}
-
-impl<'de> Deserialize<'de> for Posted {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Elements;
-        impl<'de> Visitor<'de> for Elements {
-            type Value = Posted;
-
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array")
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Posted, A::Error> {
-                let mut kept = Vec::new();
-                while kept.len() < MAX_ALERTS {
-                    match seq.next_element::<Sent>()? {
-                        Some(sent) => kept.push(sent),
-                        None => break,
-                    }
-                }
-                let mut total = kept.len() as u64;
-                while seq.next_element::<Checked>()?.is_some() {
-                    total += 1;
-                }
-                Ok(Posted { kept, total })
-            }
-        }
-        deserializer.deserialize_seq(Elements)
-    }
-}
-
-/// An element past the ones kept: read whole, and refused for what would refuse a
-/// kept one (a number out of range, a lone surrogate, nesting past the parser's
-/// limit), but held nowhere. `IgnoredAny` alone would skip it unread.
-struct Checked;
-
-impl<'de> Deserialize<'de> for Checked {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(Checked)
-    }
-}
-
-impl<'de> Visitor<'de> for Checked {
-    type Value = Checked;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_unit<E>(self) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
-        while seq.next_element::<Checked>()?.is_some() {}
-        Ok(Checked)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
-        while map.next_entry::<Checked, Checked>()?.is_some() {}
-        Ok(Checked)
     }
 }
 
@@ -616,10 +514,7 @@ mod tests {
     const NOW: UnixTime = UnixTime(1_795_262_400);
 
     fn alerts(json: &str) -> Vec<Asked> {
-        classify(
-            serde_json::from_str::<Posted>(json).unwrap().kept,
-            Ipv6::Off,
-        )
+        classify(serde_json::from_str::<Vec<Sent>>(json).unwrap(), Ipv6::Off)
     }
 
     fn ip(text: &str) -> PublicIp {
@@ -628,50 +523,6 @@ mod tests {
 
     fn categories(names: &str) -> Categories {
         Categories::parse(names).unwrap()
-    }
-
-    #[test]
-    fn a_post_keeps_its_first_hundred_elements_and_counts_the_rest_unread() {
-        let alert =
-            r#"{"scenario":"crowdsecurity/ssh-bf","source":{"scope":"Ip","value":"8.8.8.8"}}"#;
-        let mut elements = vec![alert.to_owned(), "0".to_owned()];
-        // Past the hundred, elements of any shape, an alert's too, are counted only.
-        elements.extend((0..248).map(|n| match n % 3 {
-            0 => alert.to_owned(),
-            1 => r#"{"scenario":[1,{"a":null}]}"#.to_owned(),
-            _ => "\"x\"".to_owned(),
-        }));
-        let posted: Posted = serde_json::from_str(&format!("[{}]", elements.join(","))).unwrap();
-        assert_eq!(posted.total, 250);
-        assert_eq!(posted.kept.len(), MAX_ALERTS);
-        assert!(
-            posted.kept.capacity() <= 2 * MAX_ALERTS,
-            "never the whole array"
-        );
-        assert!(matches!(posted.kept[0], Sent::Alert(_)));
-        assert!(matches!(posted.kept[1], Sent::Unreadable));
-        let empty: Posted = serde_json::from_str("[]").unwrap();
-        assert_eq!((empty.kept.len(), empty.total), (0, 0));
-        // Past the hundred as within it: what the parser refuses is refused.
-        let past = |element: &str| format!("[{}{element}]", "0,".repeat(MAX_ALERTS + 5));
-        let too_deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
-        for malformed in ["1e400", r#""\ud800""#, &too_deep, r#"{"a":[1e400]}"#] {
-            let within = format!("[{malformed}]");
-            assert!(
-                serde_json::from_str::<Posted>(&within).is_err(),
-                "{malformed}"
-            );
-            assert!(
-                serde_json::from_str::<Posted>(&past(malformed)).is_err(),
-                "past: {malformed}"
-            );
-        }
-        for not_an_array in [r#"{"scenario":"x"}"#, "[0,", "[0] 1"] {
-            assert!(
-                serde_json::from_str::<Posted>(not_an_array).is_err(),
-                "{not_an_array}"
-            );
-        }
     }
 
     #[test]
@@ -739,12 +590,13 @@ mod tests {
     fn what_came_to_nothing_is_told_by_reason_in_a_fixed_order() {
         use Skip::{NotPublic, Scope, Simulated, Unreadable};
         assert_eq!(skipped(&[], 0), None);
-        assert!(PAST_THE_MOST.contains(&format!(" {MAX_ALERTS} ")));
+        let most = crate::domain::machines::posted::MAX_ALERTS;
+        assert!(PAST_THE_MOST.contains(&format!(" {most},")));
         assert_eq!(
             skipped(&[NotPublic, Scope, Unreadable, NotPublic, Simulated], 3).as_deref(),
             Some(
                 "alerts ignored: 1 unreadable, 1 simulated, 1 not about one address, \
-                 2 not a public address, 3 past the 100 a request takes"
+                 2 not a public address, 3 past the 100, or the first MiB, a request takes"
             )
         );
     }

@@ -7,9 +7,8 @@
 
 use worker::Request;
 
-use crate::domain::machines::alert::{
-    classify, skipped, AlertAdd, AlertCall, AlertIds, Asked, Posted, MAX_BODY_BYTES,
-};
+use crate::domain::machines::alert::{classify, skipped, AlertAdd, AlertCall, AlertIds, Asked};
+use crate::domain::machines::posted::{NotAnArray, Posted, PostedReader, MAX_BODY_BYTES};
 use crate::domain::net::address::PublicIp;
 use crate::domain::network::report::ReportCall;
 use crate::domain::personal::holder::Operation;
@@ -17,25 +16,30 @@ use crate::domain::precedence::{verdict, Verdict, Weighing};
 use crate::http::auth::caller::MachineCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
-use crate::http::wire::body::Body;
+use crate::http::wire::body::stream_decoded;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::TakeAlerts;
 use crate::objects::operator_lists::client as lists;
 use crate::store::licenses;
 
-/// The alerts of one request, read leniently (`classify`), each weighed by
+/// The alerts of one request, read as they stream in (`PostedReader`) and
+/// leniently (`classify`), each weighed by
 /// the operator's lists here, then all of them in one call to the holder's
 /// object, which weighs its own allow list, applies each (`take_alert`) and
 /// counts them; those past `MAX_ALERTS` are acknowledged and counted ignored.
 pub async fn post(
     cx: &RequestContext,
-    mut req: Request,
+    req: Request,
     machine: MachineCaller,
 ) -> Result<Reply, ApiError> {
     let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
-    let body = Body::read_decoded(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
-    let Posted { kept: sent, total } = body.json().map_err(not_alerts)?;
+    let mut reader = PostedReader::default();
+    stream_decoded(&req, &cx.ctx, MAX_BODY_BYTES, |piece| {
+        reader.push(piece).map_err(not_alerts)
+    })
+    .await?;
+    let Posted { kept: sent, total } = reader.finish().map_err(not_alerts)?;
     if total == 0 {
         return Reply::json(201, &Vec::<String>::new());
     }
@@ -71,7 +75,7 @@ pub async fn post(
     )
 }
 
-fn not_alerts(error: serde_json::Error) -> ApiError {
+fn not_alerts(error: NotAnArray) -> ApiError {
     ApiError::BadRequest(format!("the body is not a JSON array of alerts: {error}"))
 }
 

@@ -3,6 +3,7 @@
 //! Worker's memory, whatever the headers say.
 
 use serde::de::DeserializeOwned;
+use worker::js_sys::Uint8Array;
 use worker::{Context, Request};
 
 use crate::http::error::ApiError;
@@ -28,10 +29,35 @@ pub fn declared_within(req: &Request, limit: usize) -> Result<Option<u64>, ApiEr
 const UNREADABLE: &str = "the request body could not be read";
 const NOT_GZIP: &str = "the request body is not gzip, or broke off";
 
-/// The chunks of a body copied in, until they pass `limit`: then 413 at once,
-/// and the rest is read and dropped after the answer, never copied here.
-/// Cancelling the stream instead makes `wrangler dev`'s proxy lose the next
-/// request or exit (cloudflare/workers-sdk#15709, #15447).
+/// The chunks of a body given to `take` as they come, until they pass `limit`:
+/// then 413 at once, and the rest is read and dropped after the answer, never
+/// copied here; so is it when `take` refuses a chunk. Cancelling the stream
+/// instead makes `wrangler dev`'s proxy lose the next request or exit
+/// (cloudflare/workers-sdk#15709, #15447).
+async fn each_chunk(
+    chunks: Chunks,
+    ctx: &Context,
+    limit: usize,
+    unreadable: &str,
+    take: &mut dyn FnMut(&Uint8Array) -> Result<(), ApiError>,
+) -> Result<(), ApiError> {
+    let mut read = 0;
+    let broken = |_| ApiError::BadRequest(unreadable.to_owned());
+    while let Some(chunk) = chunks.next().await.map_err(broken)? {
+        read += chunk.length() as usize;
+        let taken = match read > limit {
+            true => Err(ApiError::PayloadTooLarge(limit)),
+            false => take(&chunk),
+        };
+        if let Err(refused) = taken {
+            ctx.wait_until(chunks.discard());
+            return Err(refused);
+        }
+    }
+    Ok(())
+}
+
+/// The chunks of a body copied in, until they pass `limit` (`each_chunk`).
 async fn gather(
     chunks: Chunks,
     ctx: &Context,
@@ -39,15 +65,62 @@ async fn gather(
     unreadable: &str,
 ) -> Result<Vec<u8>, ApiError> {
     let mut bytes = Vec::new();
-    let broken = |_| ApiError::BadRequest(unreadable.to_owned());
-    while let Some(chunk) = chunks.next().await.map_err(broken)? {
-        if bytes.len() + chunk.length() as usize > limit {
-            ctx.wait_until(chunks.discard());
-            return Err(ApiError::PayloadTooLarge(limit));
-        }
-        append(&mut bytes, &chunk);
-    }
+    each_chunk(chunks, ctx, limit, unreadable, &mut |chunk| {
+        append(&mut bytes, chunk);
+        Ok(())
+    })
+    .await?;
     Ok(bytes)
+}
+
+/// A body's chunks as the route reads them: gunzipped when it says it is gzip
+/// (as CrowdSec's engines send one over 5 KB), by the runtime's own
+/// `DecompressionStream`, so that a small body that decompresses to gigabytes
+/// is counted as it streams; 415 for another encoding, 413 when its declared
+/// length is over `limit`. `None` for a request without a body.
+fn decoded_chunks(req: &Request, limit: usize) -> Result<Option<(Chunks, &'static str)>, ApiError> {
+    let gzipped = gzipped(req)?;
+    // Gzip's frame adds a few bytes at most to what it carries.
+    declared_within(req, limit)?;
+    let Some(body) = req.inner().body() else {
+        return Ok(None);
+    };
+    Ok(Some(match gzipped {
+        true => (Chunks::of(gunzip(body)?), NOT_GZIP),
+        false => (Chunks::of(body), UNREADABLE),
+    }))
+}
+
+/// Whether the body says it is gzip; 415 for an encoding other than none.
+fn gzipped(req: &Request) -> Result<bool, ApiError> {
+    let coding = req.headers().get("Content-Encoding")?.unwrap_or_default();
+    match coding.trim() {
+        "" | "identity" => Ok(false),
+        gzip if gzip.eq_ignore_ascii_case("gzip") => Ok(true),
+        other => Err(ApiError::UnsupportedEncoding(other.to_owned())),
+    }
+}
+
+/// A body given to `take` a piece at a time as it streams in, decoded as
+/// `decoded_chunks` says, never held whole: for a route whose body may be far
+/// larger than what it keeps of it. 413 once the decoded bytes pass `limit`;
+/// what `take` refuses is the answer.
+pub async fn stream_decoded(
+    req: &Request,
+    ctx: &Context,
+    limit: usize,
+    mut take: impl FnMut(&[u8]) -> Result<(), ApiError>,
+) -> Result<(), ApiError> {
+    let Some((chunks, unreadable)) = decoded_chunks(req, limit)? else {
+        return Ok(());
+    };
+    let mut piece = Vec::new();
+    each_chunk(chunks, ctx, limit, unreadable, &mut |chunk| {
+        piece.clear();
+        append(&mut piece, chunk);
+        take(&piece)
+    })
+    .await
 }
 
 /// A request body read whole, with the content type that says how to parse it.
@@ -86,34 +159,25 @@ impl Body {
         })
     }
 
-    /// `read`, for a route that takes its body gzipped too (`Content-Encoding:
-    /// gzip`, as CrowdSec's engines send one over 5 KB): decompressed as it
-    /// streams in, by the runtime's own `DecompressionStream`, and refused with
-    /// 413 once the decompressed bytes pass `limit`, so that a small body that
-    /// decompresses to gigabytes never reaches the Worker's memory.
+    /// `read`, for a route that takes its body gzipped too (`decoded_chunks`),
+    /// refused with 413 once the decompressed bytes pass `limit`.
     pub async fn read_decoded(
         req: &mut Request,
         ctx: &Context,
         limit: usize,
     ) -> Result<Self, ApiError> {
-        let coding = req.headers().get("Content-Encoding")?.unwrap_or_default();
-        match coding.trim() {
-            "" | "identity" => Self::read(req, ctx, limit).await,
-            gzip if gzip.eq_ignore_ascii_case("gzip") => {
-                let content_type = req.headers().get("Content-Type")?.unwrap_or_default();
-                // Gzip's frame adds a few bytes at most to what it carries.
-                declared_within(req, limit)?;
-                let bytes = match req.inner().body() {
-                    Some(body) => gather(Chunks::of(gunzip(body)?), ctx, limit, NOT_GZIP).await?,
-                    None => Vec::new(),
-                };
-                Ok(Self {
-                    content_type,
-                    bytes,
-                })
-            }
-            other => Err(ApiError::UnsupportedEncoding(other.to_owned())),
+        if !gzipped(req)? {
+            return Self::read(req, ctx, limit).await;
         }
+        let content_type = req.headers().get("Content-Type")?.unwrap_or_default();
+        let bytes = match decoded_chunks(req, limit)? {
+            Some((chunks, unreadable)) => gather(chunks, ctx, limit, unreadable).await?,
+            None => Vec::new(),
+        };
+        Ok(Self {
+            content_type,
+            bytes,
+        })
     }
 
     /// The first value of a form field, or `None` when the body does not carry it.
