@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::helpers::{fresh_state_dir, poll, Mode, Server, TestApp};
+use super::machines::{machine, post_alerts};
 
 const FIREWALL_BOUNCER: &str = "/usr/bin/crowdsec-firewall-bouncer";
 
@@ -204,6 +205,68 @@ fn debians_firewall_bouncer_keeps_its_nftables_set_equal_to_the_holders_list() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&host.stdout).contains("crowdsec"));
+}
+
+/// The whole hours of a timeout as nft prints it: 3 for `3h59m58s` and for `4h`
+/// less a second, 0 for `59m59s`; a whole `4h` counts as 3, the hour it began in.
+fn whole_hours(timeout: &str) -> u64 {
+    let seconds: u64 = timeout
+        .split_inclusive(['h', 'm', 's'])
+        .map(|part| {
+            let (n, unit) = part.split_at(part.len() - 1);
+            n.parse::<u64>().unwrap_or(0)
+                * match unit {
+                    "h" => 3600,
+                    "m" => 60,
+                    _ => 1,
+                }
+        })
+        .sum();
+    seconds.saturating_sub(1) / 3600
+}
+
+/// The timeout the bouncer's set gives `address`, as nft prints it (`4h`, `59m59s`).
+fn timeout_of(namespace: &Namespace, address: &str) -> Option<String> {
+    let set = namespace.set();
+    let at = set.find(&format!("{address} timeout "))? + address.len() + " timeout ".len();
+    set[at..].split([' ', ',', '\n']).next().map(str::to_owned)
+}
+
+#[test]
+fn debians_firewall_bouncer_takes_a_moved_expiry_not_only_a_new_address() {
+    let server = Server::shared();
+    let app = TestApp::on(&server);
+    app.add_with(&[("ip", "23.94.41.1"), ("ttl", "3600")]);
+    let (_, key) = app.feed_token(json!({ "scope": "personal" }));
+    let namespace = Namespace::new();
+    let port = namespace.bridge_to(server.base.trim_start_matches("http://"));
+    let bouncer = start(&namespace, port, &key);
+    wait_for(&namespace, &bouncer, &["23.94.41.1"], true);
+    // An hour, less the seconds the pull took (`59m59s`, or `1h`).
+    let hours = |timeout: &Option<String>| timeout.as_deref().map(whole_hours);
+    assert_eq!(hours(&timeout_of(&namespace, "23.94.41.1")), Some(0));
+    // A CrowdSec engine's alert moves the expiry to the machine's four hours.
+    let engine = machine(&app, "web-1");
+    let alert = json!([{ "scenario": "crowdsecurity/ssh-bf", "remediation": true,
+        "source": { "scope": "Ip", "value": "23.94.41.1" } }]);
+    assert_eq!(post_alerts(&server, &engine, &alert).status, 201);
+    let moved = poll(
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || timeout_of(&namespace, "23.94.41.1"),
+        |timeout| {
+            timeout
+                .as_deref()
+                .is_some_and(|t| t.starts_with("3h") || t == "4h")
+        },
+    );
+    if let Err(timeout) = moved {
+        panic!(
+            "the set should hold 23.94.41.1 for four hours, not {timeout:?}:\n{}\nbouncer:\n{}",
+            namespace.set(),
+            fs::read_to_string(&bouncer.log).unwrap_or_default()
+        );
+    }
 }
 
 #[test]

@@ -2,14 +2,16 @@
 //! whatever the list's size, a page is all that is held. The whole list goes in
 //! address order (so the Worker merges it with the global list as both stream);
 //! the changes after a cursor go as every address a firewall should drop, then
-//! every entry it should hold, each address once: the list's own changes in the
-//! order of their last change, and the entries a change of the allow list moved,
-//! in address order.
+//! every entry it should hold, each address once in each: the list's own
+//! changes in the order of their last change, and the entries a change of the
+//! allow list moved, in address order. An entry in both is one the firewall held
+//! whose expiry changed.
 
 use crate::domain::code::Coded;
 use crate::domain::feed::decision::{Position, Pull, PullPlan};
 use crate::domain::feed::item::{FeedHead, FeedRecord};
 use crate::domain::net::address::{Key, Listed, PublicIp};
+use crate::domain::net::intervals::overlapping;
 use crate::domain::operator_lists::delta::AllowMoves;
 use crate::domain::personal::entry::{Change, Entry};
 use crate::store::holder::list::{
@@ -277,27 +279,46 @@ impl<S: Sql> FeedPages<S> {
     }
 
     /// A page of the window's last changes after history number `after`: those that
-    /// left the address listed, or those that did not.
+    /// left the address listed (`listed`), or those a firewall should drop first.
+    /// These are the addresses the changes unlisted, and those listed since before
+    /// the window whose expiry changed in it (moved later, or removed and added
+    /// again): a firewall that skips an address its set holds, as
+    /// crowdsec-firewall-bouncer's nftables mode does, takes the new expiry only
+    /// once it has dropped the address (a bouncer reads `deleted` first). One the
+    /// allow list now holds comes once, as the allow list's (`Step::Hidden`).
     fn changed(&self, after: u64, listed: bool) -> Result<(Vec<FeedRecord>, Step), SqlError> {
         let codes = listing_changes();
+        let which = if listed {
+            "e.ip IS NOT NULL".to_owned()
+        } else {
+            // Listed at the window's start unless its first change in the window added it.
+            format!(
+                "(e.ip IS NULL OR (SELECT first.change FROM history first WHERE first.ip = h.ip
+                     AND first.id > ?5 AND first.id <= ?3 AND first.change IN ({codes})
+                     ORDER BY first.id LIMIT 1) <> '{added}')",
+                added = Change::Added.code()
+            )
+        };
+        let mut args = vec![
+            Value::int(self.now.0),
+            Value::int(after),
+            Value::int(self.window.1),
+            Value::int(self.page as u64),
+        ];
+        if !listed {
+            args.push(Value::int(self.window.0));
+        }
         let rows = self.store.sql().query(
             &format!(
                 "SELECT h.id, h.ip, e.ip IS NOT NULL, e.added_at, e.expires_at, e.comment
                  FROM history h LEFT JOIN entries e ON e.ip = h.ip AND {live}
-                 WHERE h.id > ?2 AND h.id <= ?3 AND h.change IN ({codes})
-                   AND (e.ip IS NOT NULL) = ?4
+                 WHERE h.id > ?2 AND h.id <= ?3 AND h.change IN ({codes}) AND {which}
                    AND NOT EXISTS (SELECT 1 FROM history later WHERE later.ip = h.ip
                        AND later.id > h.id AND later.id <= ?3 AND later.change IN ({codes}))
-                 ORDER BY h.id LIMIT ?5",
+                 ORDER BY h.id LIMIT ?4",
                 live = live("e.expires_at"),
             ),
-            &[
-                Value::int(self.now.0),
-                Value::int(after),
-                Value::int(self.window.1),
-                Value::int(u64::from(listed)),
-                Value::int(self.page as u64),
-            ],
+            &args,
         )?;
         let full = rows.len() == self.page;
         let mut records = Vec::with_capacity(rows.len());
@@ -308,6 +329,9 @@ impl<S: Sql> FeedPages<S> {
             let Some(ip) = ip_of(row.blob(1)?) else {
                 continue;
             };
+            if !listed && row.int(2)? == 1 && hidden(&self.moves, ip) {
+                continue;
+            }
             records.push(if listed {
                 FeedRecord::Listed(Entry {
                     ip,
@@ -403,6 +427,25 @@ impl<S: Sql> FeedPages<S> {
             Step::Hidden { range, after }
         };
         Ok((records, next))
+    }
+}
+
+/// Whether a change of the allow list since the cursor holds `listed` now (for
+/// a /64, any address of it): its `Step::Hidden` drops it.
+fn hidden(moves: &AllowMoves, listed: Listed) -> bool {
+    match listed {
+        Listed::Ip(PublicIp::V4(ip)) => {
+            let at = u32::from(ip.addr());
+            !overlapping(&moves.hidden, (at, at)).is_empty()
+        }
+        Listed::Ip(PublicIp::V6(ip)) => {
+            let at = u128::from(ip.addr());
+            !overlapping(&moves.hidden6, (at, at)).is_empty()
+        }
+        Listed::Net64(net) => {
+            let at = u128::from(net.addr());
+            !overlapping(&moves.hidden6, (at, at | REST_OF_64)).is_empty()
+        }
     }
 }
 
@@ -675,6 +718,52 @@ mod tests {
                 records,
                 ["-8.8.8.1", "-8.8.8.2", "+8.8.8.3", "+8.8.8.4"],
                 "pages of {page}: dropped first, each group in the order of the last change"
+            );
+        }
+    }
+
+    #[test]
+    fn an_entry_listed_before_the_window_whose_expiry_changed_is_dropped_then_listed_again() {
+        use crate::domain::net::address::Ipv6Prefix;
+        use crate::domain::personal::holder::extend;
+        use crate::store::holder::rule_tests::NO_LIMITS;
+        let mut store = sql_store();
+        let hour = Some(Expiry::After(3600));
+        for text in ["8.8.8.1", "8.8.8.2", "8.8.8.3", "9.9.9.1"] {
+            apply(&mut store, Operation::Add, text, hour, NOON);
+        }
+        // After the cursor (the four adds): 8.8.8.1's expiry moved later, 8.8.8.2
+        // removed and added again, 8.8.8.5 added then moved, 9.9.9.1 moved and
+        // held by the allow list now.
+        let later = |store: &mut SqlListStore<NativeSql>, text: &str, at: UnixTime| {
+            let ip = text.parse().unwrap();
+            let until = NOON.plus(4 * 3600);
+            let moved = extend(store, ip, Ipv6Prefix::Whole, until, (None, NO_LIMITS), at);
+            assert!(moved.unwrap(), "{text}");
+        };
+        later(&mut store, "8.8.8.1", NOON.plus(1));
+        apply(&mut store, Operation::Remove, "8.8.8.2", None, NOON.plus(2));
+        apply(&mut store, Operation::Add, "8.8.8.2", None, NOON.plus(3));
+        apply(&mut store, Operation::Add, "8.8.8.5", hour, NOON.plus(4));
+        later(&mut store, "8.8.8.5", NOON.plus(5));
+        later(&mut store, "9.9.9.1", NOON.plus(6));
+        let one = PublicIpv4::parse("9.9.9.1").unwrap().to_u32();
+        let moves = AllowMoves {
+            hidden: vec![(one, one)],
+            ..AllowMoves::default()
+        };
+        for page in [1, 2, 10] {
+            let (_, records) = read_moved(&store, (Some(4), moves.clone()), NOON.plus(7), page);
+            assert_eq!(
+                records,
+                [
+                    // A firewall that holds them drops them, then takes their new
+                    // expiry; 8.8.8.5 it never held; 9.9.9.1 is dropped once, as the
+                    // allow list's (the feed's body leaves out its listing).
+                    "-8.8.8.1", "-8.8.8.2", "-9.9.9.1", "+8.8.8.1", "+8.8.8.2", "+8.8.8.5",
+                    "+9.9.9.1",
+                ],
+                "pages of {page}"
             );
         }
     }
