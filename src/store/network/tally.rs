@@ -11,7 +11,7 @@ use crate::domain::time::UnixTime;
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
 /// Step `n` brings the schema from version `n` to `n + 1`; a change is a new step.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     "CREATE TABLE reports (
         ip BLOB NOT NULL, license TEXT NOT NULL, first_at INTEGER NOT NULL,
         last_at INTEGER NOT NULL, count INTEGER NOT NULL, categories INTEGER NOT NULL,
@@ -27,7 +27,13 @@ const MIGRATIONS: [&str; 2] = [
     // report, so that the alarm finds what decays in order.
     "CREATE TABLE pending (ip BLOB PRIMARY KEY, promote INTEGER NOT NULL) WITHOUT ROWID;
     CREATE INDEX consensus_by_report ON consensus (last_report_at);",
+    // A revoked license's reports found by its name, where the primary key
+    // (address first) made the forgetting read every report of the shard.
+    "CREATE INDEX reports_by_license ON reports (license);",
 ];
+
+/// A revoked license's reports, dropped from the shard.
+const FORGET_REPORTS: &str = "DELETE FROM reports WHERE license = ?1";
 
 /// Rows of reports past every window one tally deletes at most: the table stays
 /// as large as the reports that still count, a batch's worth of work at a time.
@@ -260,10 +266,7 @@ impl<S: Sql> Tally<S> {
             "INSERT OR IGNORE INTO forgotten (license, at) VALUES (?1, ?2)",
             &[Value::text(license), Value::int(now.0)],
         )?;
-        self.sql.execute(
-            "DELETE FROM reports WHERE license = ?1",
-            &[Value::text(license)],
-        )?;
+        self.sql.execute(FORGET_REPORTS, &[Value::text(license)])?;
         Ok(())
     }
 
@@ -418,6 +421,41 @@ mod tests {
                 .unwrap(),
             vec![ip]
         );
+    }
+
+    #[test]
+    fn a_shard_from_before_the_license_index_forgets_by_it_and_keeps_the_others_reports() {
+        // The schema as the first two steps left it, with reports of two licenses.
+        let sql = NativeSql::new();
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..2]).unwrap();
+        let tally = Tally::new(sql);
+        let consensus = Consensus::default();
+        for license in ["lic_a", "lic_b"] {
+            let reports = [report("8.8.4.4", "ssh", NOW), report("9.9.9.9", "web", NOW)];
+            tally.count(license, &reports, consensus, NOW).unwrap();
+        }
+        tally.migrate().unwrap();
+        let plan = tally
+            .sql
+            .query(
+                &format!("EXPLAIN QUERY PLAN {FORGET_REPORTS}"),
+                &[Value::text("lic_a")],
+            )
+            .unwrap()
+            .iter()
+            .map(|row| row.text(3).unwrap())
+            .collect::<Vec<_>>()
+            .join("; ");
+        assert!(
+            plan.contains("INDEX reports_by_license"),
+            "a revoked license's reports are found by reports_by_license, not by a scan: {plan}"
+        );
+        tally.forget("lic_a", NOW).unwrap();
+        for ip in ["8.8.4.4", "9.9.9.9"] {
+            let seen = tally.of(ip.parse().unwrap(), consensus, NOW, 10).unwrap();
+            let licenses: Vec<_> = seen.reporters.iter().map(|r| r.license.as_str()).collect();
+            assert_eq!(licenses, ["lic_b"], "{ip}");
+        }
     }
 
     #[test]
