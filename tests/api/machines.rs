@@ -371,6 +371,52 @@ fn a_machine_logs_in_as_crowdsecs_local_api_answers_and_is_refused_otherwise() {
 }
 
 #[test]
+fn a_clients_64_has_one_login_budget_for_holders_and_machines_alike() {
+    // An IPv6 /64 whose third and fourth groups are zero, which one spelling
+    // of the /64 writes `2001:db8::/64` and another `2001:db8:0:0::/64`.
+    let server = server();
+    let from = |path: &str, client: &str, body: Value| {
+        let headers = [
+            ("Content-Type", "application/json".to_owned()),
+            ("CF-Connecting-IP", client.to_owned()),
+        ];
+        let url = format!("{}{path}", server.base);
+        send("POST", &url, &headers, Some(body.to_string().as_bytes()))
+    };
+    let holder = |n: u32| {
+        let key = json!({ "licenseKey": "not-a-key" });
+        from(
+            "/v2/authentication/login/license",
+            &format!("2001:db8::{n:x}"),
+            key,
+        )
+    };
+    let machine = |client: &str| {
+        let name = json!({ "machine_id": "not-a-machine", "password": "x" });
+        from("/v1/watchers/login", client, name)
+    };
+    // Holders' logins from addresses of the /64 until its budget is spent
+    // (a fixed 60-second window: the flood may straddle two).
+    let spent = (0..300).find(|&n| holder(n).status == 429);
+    assert!(spent.is_some(), "300 logins from one /64, and none refused");
+    let same_64 = machine("2001:db8::beef");
+    if same_64.status != 429 {
+        // Only a new window, begun right then, gives the /64 a budget again.
+        assert_ne!(
+            holder(1).status,
+            429,
+            "a machine's login from the /64 had a budget of its own: {}",
+            same_64.body
+        );
+    }
+    assert_eq!(
+        machine("2001:db8:0:1::beef").status,
+        401,
+        "another /64 logs in"
+    );
+}
+
+#[test]
 fn machine_tokens_and_access_tokens_never_open_each_others_routes() {
     let server = server();
     let app = TestApp::on(&server);

@@ -1,7 +1,7 @@
 //! `POST /v2/authentication/login/license`: a license key for an access token.
 
 use serde::{Deserialize, Serialize};
-use worker::Request;
+use worker::{Env, Request};
 
 use crate::domain::access::token::TokenKey;
 use crate::domain::net::address::client_bucket;
@@ -28,19 +28,27 @@ struct LoginAnswer {
     expires_in: u64,
 }
 
-/// The rate-limiting binding that counts logins per client address.
+/// The rate-limiting binding that counts logins, holders' and machines' alike.
 const LIMITER: &str = "LOGIN_LIMITER";
 /// The binding's period (`wrangler.toml`); the binding cannot say how much of it is left.
 const LIMIT_PERIOD_SECONDS: u32 = 60;
+
+/// One login counted against `key`'s budget (a client's `client_bucket`, or
+/// a machine's name); 429 past it.
+pub async fn count_login(env: &Env, key: String) -> Result<(), ApiError> {
+    if env.rate_limiter(LIMITER)?.limit(key).await?.success {
+        Ok(())
+    } else {
+        Err(ApiError::TooManyRequests(LIMIT_PERIOD_SECONDS))
+    }
+}
 
 pub async fn handle(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
     let (env, ctx, now) = (&cx.env, &cx.ctx, cx.now);
     // Before anything else is read, so a flood of logins costs only the refusal;
     // an IPv6 client is counted by its /64, whose 2^64 addresses it may rotate.
-    let client = client_bucket(&req.headers().get("CF-Connecting-IP")?.unwrap_or_default());
-    if !env.rate_limiter(LIMITER)?.limit(client).await?.success {
-        return Err(ApiError::TooManyRequests(LIMIT_PERIOD_SECONDS));
-    }
+    let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
+    count_login(env, client_bucket(&client)).await?;
     let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
     let key = if body.is_json() {
         body.json::<LoginRequest>()

@@ -3,13 +3,13 @@
 //! /v1/watchers`, the engine's self-registration, which this service refuses:
 //! a machine is made by its holder.
 
-use std::net::Ipv6Addr;
-
 use serde::{Deserialize, Serialize};
-use worker::{Env, Request};
+use worker::Request;
 
 use crate::domain::access::token::{MachineBearer, MachineTokenKey};
 use crate::domain::machines::credentials::{kept_scenarios, password_matches, MachineId};
+use crate::domain::net::address::client_bucket;
+use crate::http::auth::login::count_login;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::Body;
@@ -40,32 +40,6 @@ struct WatcherToken {
 /// A login's body at most: the scenarios of a hub installed whole, with room
 /// to spare (those past `MAX_SCENARIOS` are not kept).
 const MAX_LOGIN_BYTES: usize = 64 * 1024;
-/// The rate-limiting binding that counts logins, holders' and machines' alike,
-/// and its period (`wrangler.toml`).
-const LIMITER: &str = "LOGIN_LIMITER";
-const LIMIT_PERIOD_SECONDS: u32 = 60;
-
-/// What a client's logins are counted by: its address, or for IPv6 its /64,
-/// since whoever holds one address of a /64 usually holds them all.
-fn client_key(client: &str) -> String {
-    let client = client.trim();
-    match client.parse::<Ipv6Addr>() {
-        Ok(v6) if v6.to_ipv4_mapped().is_none() => {
-            let [a, b, c, d, ..] = v6.segments();
-            format!("{a:x}:{b:x}:{c:x}:{d:x}::/64")
-        }
-        _ => client.to_owned(),
-    }
-}
-
-async fn limit(env: &Env, key: String) -> Result<(), ApiError> {
-    if env.rate_limiter(LIMITER)?.limit(key).await?.success {
-        Ok(())
-    } else {
-        Err(ApiError::TooManyRequests(LIMIT_PERIOD_SECONDS))
-    }
-}
-
 /// A login, in the order that makes a refusal cheapest: counted per client
 /// first, then the name's shape (no read for a name the service never made),
 /// counted per machine, the login record (KV, remembered by the isolate; none
@@ -76,7 +50,7 @@ async fn limit(env: &Env, key: String) -> Result<(), ApiError> {
 pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
     let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
     let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
-    limit(env, client_key(&client)).await?;
+    count_login(env, client_bucket(&client)).await?;
     // CrowdSec's engines from 1.7 gzip a body over 5 KB, and a login lists every
     // scenario installed.
     let body = Body::read_decoded(&mut req, &cx.ctx, MAX_LOGIN_BYTES).await?;
@@ -87,7 +61,7 @@ pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiEr
         .map(str::trim)
         .and_then(MachineId::parse)
         .ok_or(ApiError::MachineLoginRefused)?;
-    limit(env, format!("machine:{}", machine_id.as_str())).await?;
+    count_login(env, format!("machine:{}", machine_id.as_str())).await?;
     let record = machines::login(env, &machine_id, freshness, now)
         .await?
         .ok_or(ApiError::MachineLoginRefused)?;
@@ -137,24 +111,4 @@ pub async fn register(_: &RequestContext, _: Request) -> Result<Reply, ApiError>
     Err(ApiError::Forbidden(
         "machines are made by their license holder (POST /api/machines)".to_owned(),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn logins_are_counted_per_address_and_per_64_for_ipv6() {
-        assert_eq!(client_key(" 203.0.114.7 "), "203.0.114.7");
-        assert_eq!(
-            client_key("2a00:1450:4001:80b::200e"),
-            "2a00:1450:4001:80b::/64"
-        );
-        assert_eq!(
-            client_key("2a00:1450:4001:80b:1:2:3:4"),
-            client_key("2a00:1450:4001:80b::9")
-        );
-        assert_eq!(client_key("::ffff:203.0.114.7"), "::ffff:203.0.114.7");
-        assert_eq!(client_key(""), "");
-    }
 }
