@@ -22,7 +22,7 @@ use crate::domain::time::{Millis, UnixTime};
 /// takes, each followed by the time and the id a page is ordered and cut by, so
 /// that a filtered page, newest first, is a range of one index (the index by
 /// time alone replaced by one with the id after it).
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "
 CREATE TABLE licenses (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, label TEXT NOT NULL,
@@ -52,6 +52,14 @@ CREATE INDEX audit_by_action ON audit (action, at, id);
 CREATE INDEX audit_by_key ON audit (actor_key, at, id);
 CREATE INDEX audit_by_target ON audit (target, at, id);
 CREATE INDEX audit_by_refusal ON audit (refusal, at, id);
+",
+    // The licenses' number kept as they are made (none is ever deleted), where
+    // the operator's status counted every license at each call.
+    "
+CREATE TABLE license_count (id INTEGER PRIMARY KEY CHECK (id = 0), licenses INTEGER NOT NULL);
+INSERT INTO license_count (id, licenses) SELECT 0, count(*) FROM licenses;
+CREATE TRIGGER licenses_counted AFTER INSERT ON licenses
+    BEGIN UPDATE license_count SET licenses = licenses + 1 WHERE id = 0; END;
 ",
 ];
 
@@ -446,8 +454,11 @@ impl<S: Sql> Directory<S> {
             .is_empty())
     }
 
+    /// How many licenses were made: one row read, whatever their number.
     pub fn count(&self) -> Result<u64, SqlError> {
-        let rows = self.sql.query("SELECT count(*) FROM licenses", &[])?;
+        let rows = self
+            .sql
+            .query("SELECT licenses FROM license_count WHERE id = 0", &[])?;
         rows.first().map_or(Ok(0), |row| row.int(0))
     }
 
@@ -1014,6 +1025,34 @@ mod tests {
         assert_eq!(directory.license(&id(1)).unwrap().unwrap().label, "Acme");
         assert!(directory.record_forwarded(&forwarded(1, "one")).unwrap());
         assert!(!directory.record_forwarded(&forwarded(1, "one")).unwrap());
+    }
+
+    #[test]
+    fn a_directory_from_before_the_count_counts_its_licenses_in_one_row() {
+        let directory = Directory::new(NativeSql::new());
+        crate::store::sql::migrate(&directory.sql, &MIGRATIONS[..3]).unwrap();
+        for n in 1..=3 {
+            let at = UnixTime(n);
+            directory
+                .add_license(&id(n), ("Acme", ""), at, None)
+                .unwrap();
+        }
+        directory.migrate().unwrap();
+        assert_eq!(directory.count().unwrap(), 3);
+        directory
+            .add_license(&id(4), ("Acme", ""), UnixTime(4), None)
+            .unwrap();
+        // The same license again changes nothing, and counts nothing.
+        directory
+            .add_license(&id(4), ("Acme", ""), UnixTime(5), None)
+            .unwrap();
+        assert_eq!(directory.count().unwrap(), 4);
+        // The number is the counter's, read as one row, not a count of the licenses.
+        directory
+            .sql
+            .execute("UPDATE license_count SET licenses = 1000 WHERE id = 0", &[])
+            .unwrap();
+        assert_eq!(directory.count().unwrap(), 1000);
     }
 
     #[test]
