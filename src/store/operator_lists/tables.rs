@@ -320,11 +320,8 @@ impl<S: Sql> ListTables<S> {
 
     /// The pieces not yet written to KV, oldest first.
     pub fn pieces_not_in_kv(&self, kind: ListKind) -> Result<Vec<PieceKey>, SqlError> {
-        self.piece_keys(
-            kind,
-            "in_kv = 0 AND version <= ?2",
-            MAX_EXACT_INTEGER as u64,
-        )
+        let every = MAX_EXACT_INTEGER as u64;
+        self.piece_keys(kind, "in_kv = 0 AND version <= ?2", every, every)
     }
 
     pub fn piece_in_kv(&self, kind: ListKind, key: PieceKey) -> Result<(), SqlError> {
@@ -339,9 +336,15 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    /// The pieces that end at or before `version`: no cursor the window admits needs them.
-    pub fn pieces_until(&self, kind: ListKind, version: u64) -> Result<Vec<PieceKey>, SqlError> {
-        self.piece_keys(kind, "version <= ?2", version)
+    /// At most `limit` of the pieces that end at or before `version`, oldest
+    /// first: no cursor the window admits needs them.
+    pub fn pieces_until(
+        &self,
+        kind: ListKind,
+        version: u64,
+        limit: u64,
+    ) -> Result<Vec<PieceKey>, SqlError> {
+        self.piece_keys(kind, "version <= ?2", version, limit)
     }
 
     pub fn forget_piece(&self, kind: ListKind, key: PieceKey) -> Result<(), SqlError> {
@@ -361,13 +364,18 @@ impl<S: Sql> ListTables<S> {
         kind: ListKind,
         condition: &str,
         version: u64,
+        limit: u64,
     ) -> Result<Vec<PieceKey>, SqlError> {
         let rows = self.sql.query(
             &format!(
                 "SELECT DISTINCT version, level FROM pieces WHERE kind = ?1 AND {condition}
-                 ORDER BY version, level"
+                 ORDER BY version, level LIMIT ?3"
             ),
-            &[Value::text(kind.code()), Value::int(version)],
+            &[
+                Value::text(kind.code()),
+                Value::int(version),
+                Value::int(limit),
+            ],
         )?;
         rows.iter()
             .map(|row| {
@@ -423,11 +431,11 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    /// The shards retired before `before` (seconds), which may go.
-    pub fn retired_before(&self, before: u64) -> Result<Vec<Retired>, SqlError> {
+    /// At most `limit` of the shards retired before `before` (seconds), which may go.
+    pub fn retired_before(&self, before: u64, limit: u64) -> Result<Vec<Retired>, SqlError> {
         let rows = self.sql.query(
-            "SELECT kind, key FROM retired_shards WHERE at < ?1 ORDER BY kind, key",
-            &[Value::int(before)],
+            "SELECT kind, key FROM retired_shards WHERE at < ?1 ORDER BY kind, key LIMIT ?2",
+            &[Value::int(before), Value::int(limit)],
         )?;
         rows.iter()
             .map(|row| {
@@ -660,7 +668,12 @@ mod tests {
         );
         tables.piece_in_kv(ListKind::Global, key).unwrap();
         assert_eq!(tables.pieces_not_in_kv(ListKind::Global).unwrap(), [small]);
-        assert_eq!(tables.pieces_until(ListKind::Global, 4).unwrap(), [key]);
+        assert_eq!(tables.pieces_until(ListKind::Global, 4, 10).unwrap(), [key]);
+        assert_eq!(
+            tables.pieces_until(ListKind::Global, 5, 1).unwrap(),
+            [key],
+            "at most the limit, oldest first"
+        );
         tables.forget_piece(ListKind::Global, key).unwrap();
         assert_eq!(tables.piece(ListKind::Global, key).unwrap(), None);
     }
@@ -691,15 +704,20 @@ mod tests {
         let keys = ["v2/0".to_owned(), "v3/1".to_owned()];
         tables.retire(ListKind::Allow, &keys, 100).unwrap();
         tables.retire(ListKind::Allow, &keys[..1], 500).unwrap();
-        assert_eq!(tables.retired_before(100).unwrap(), []);
-        let due = tables.retired_before(101).unwrap();
+        assert_eq!(tables.retired_before(100, 10).unwrap(), []);
+        let due = tables.retired_before(101, 10).unwrap();
+        assert_eq!(
+            tables.retired_before(101, 1).unwrap(),
+            due[..1],
+            "at most the limit"
+        );
         assert_eq!(
             due.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
             ["v2/0", "v3/1"],
             "the first retirement counts"
         );
         tables.forget_retired(&due[0]).unwrap();
-        assert_eq!(tables.retired_before(1_000).unwrap(), due[1..]);
+        assert_eq!(tables.retired_before(1_000, 10).unwrap(), due[1..]);
     }
 
     #[test]
@@ -714,7 +732,7 @@ mod tests {
         let tables = ListTables::new(sql);
         tables.migrate().unwrap();
         let due: Vec<(ListKind, String)> = tables
-            .retired_before(81)
+            .retired_before(81, 10)
             .unwrap()
             .into_iter()
             .map(|r| (r.kind, r.key))
@@ -729,7 +747,7 @@ mod tests {
                 (ListKind::Global, key("v4/2"))
             ]
         );
-        assert_eq!(tables.retired_before(70).unwrap().len(), 0);
+        assert_eq!(tables.retired_before(70, 10).unwrap().len(), 0);
     }
 
     #[test]

@@ -26,6 +26,12 @@ use crate::store::StoreError;
 /// manifest from a cache (30 seconds at the edge, 30 in an isolate).
 const RETIRED_SHARDS_KEPT_SECONDS: u64 = 120;
 
+/// What one publication deletes from KV at most, retired shards and pieces no
+/// window needs: a reset lets a day's pieces go, and a run of one KV call each
+/// for all of them would pass what one invocation may make. The rest go at the
+/// next publications; until then they are only kept, never read.
+const KV_DELETES_PER_PUBLICATION: u64 = 200;
+
 /// The changes of at least this long are published, whatever their number.
 const DELTA_WINDOW_SECONDS: u64 = 24 * 60 * 60;
 
@@ -164,7 +170,10 @@ impl OperatorLists {
             tables.save_publication(kind, &list.stored)
         })?;
         tables.retire(kind, &gone, now)?;
-        for retired in tables.retired_before(now.saturating_sub(RETIRED_SHARDS_KEPT_SECONDS))? {
+        let due = now.saturating_sub(RETIRED_SHARDS_KEPT_SECONDS);
+        let retired_due = tables.retired_before(due, KV_DELETES_PER_PUBLICATION)?;
+        let pieces_left = KV_DELETES_PER_PUBLICATION - retired_due.len() as u64;
+        for retired in retired_due {
             meter::count(Billable::KvWrite);
             self.env
                 .kv(binding(retired.kind))?
@@ -173,7 +182,7 @@ impl OperatorLists {
             tables.forget_shard(retired.kind, &retired.key)?;
             tables.forget_retired(&retired)?;
         }
-        for key in tables.pieces_until(kind, deltas_from)? {
+        for key in tables.pieces_until(kind, deltas_from, pieces_left)? {
             meter::count(Billable::KvWrite);
             kv.delete(&piece_key(key.version, key.level)).await?;
             tables.forget_piece(kind, key)?;
