@@ -116,8 +116,13 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # the blocks (two binary searches a family), where every pull of a holder with
 # allow-list entries copied it whole; with a gzipped engine login and a shared
 # token's 409 beside it (400.9 before, 401.6).
+# The objects' raised to 348 for four fixes of work that grew with a table: a
+# feed's delta that drops an entry whose expiry moved (one SQL condition and the
+# allow list's check), the report shards' license index, the directory's
+# counted licenses (two migrations) and a publication's bounded KV deletes
+# (346.8 before, 347.3); the edge came back to 401.5 with the alerts' reader.
 EDGE_GZIP_KIB := 402
-OBJECTS_GZIP_KIB := 347
+OBJECTS_GZIP_KIB := 348
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
