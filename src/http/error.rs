@@ -42,6 +42,8 @@ pub enum ApiError {
     UnsupportedEncoding(String),
     /// A bulk request with more addresses (first) than it may carry (second).
     TooManyAddresses(usize, usize),
+    /// A CrowdSec engine's post with more alerts than this in its array.
+    TooManyAlerts(u64),
     /// Too many requests from one client address; it may try again after this many seconds.
     TooManyRequests(u32),
     BadRequest(String),
@@ -71,7 +73,7 @@ impl ApiError {
             | Self::MachineLoginRefused => 401,
             Self::NotFound(_) | Self::NotOffered(_) => 404,
             Self::MethodNotAllowed(_) => 405,
-            Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => 413,
+            Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) | Self::TooManyAlerts(_) => 413,
             Self::UnsupportedEncoding(_) => 415,
             Self::TooManyRequests(_) => 429,
             Self::BadRequest(_) => 400,
@@ -110,6 +112,7 @@ impl ApiError {
             Self::TooManyAddresses(sent, max) => {
                 format!("Payload too large: at most {max} addresses a request, not {sent}")
             }
+            Self::TooManyAlerts(max) => format!("Payload too large: at most {max} alerts a request"),
             Self::UnsupportedEncoding(coding) => format!(
                 "Unsupported media type: the body may be sent as it is or with Content-Encoding gzip, not {coding:?}"
             ),
@@ -140,7 +143,9 @@ impl ApiError {
             Self::NotFound(_) => "not_found",
             Self::NotOffered(_) => "not_offered",
             Self::MethodNotAllowed(_) => "method_not_allowed",
-            Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) => "payload_too_large",
+            Self::PayloadTooLarge(_) | Self::TooManyAddresses(..) | Self::TooManyAlerts(_) => {
+                "payload_too_large"
+            }
             Self::UnsupportedEncoding(_) => "unsupported_encoding",
             Self::TooManyRequests(_) => "too_many_requests",
             Self::BadRequest(_) => "bad_request",

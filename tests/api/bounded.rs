@@ -210,16 +210,16 @@ fn a_global_feed_reads_the_shards_held_and_copies_none_of_them() {
     );
 }
 
-/// Elements of a CrowdSec engine's post of a megabyte of `0,`, the most a body
-/// holds.
-const FLOOD_ELEMENTS: usize = 500_000;
-/// What the Worker may grow by for it: the body, and the answer's ids as JSON
-/// (half a million strings, about 4.5 MB). Reading the whole array before keeping
-/// its first hundred would hold 32 MiB of elements alone.
-const FLOOD_KIB: u64 = 24 * 1024;
+/// Elements of a CrowdSec engine's post of `0,`, the most a post holds.
+const FLOOD_ELEMENTS: usize = 100_000;
+/// What the Worker may grow by for it: the answer's ids as JSON (a hundred
+/// thousand strings, about 1 MB; 2 MiB measured) and a chunk of the body at a
+/// time. Keeping every element before the first hundred would hold 12 MiB of
+/// them alone.
+const FLOOD_KIB: u64 = 4 * 1024;
 
 #[test]
-fn an_engines_post_of_half_a_million_elements_holds_its_first_hundred() {
+fn an_engines_post_of_the_most_elements_holds_its_first_hundred_and_one_more_is_413() {
     let server = Server::own(&[]);
     let app = TestApp::on(&server);
     let engine = machine(&app, "flood");
@@ -242,6 +242,11 @@ fn an_engines_post_of_half_a_million_elements_holds_its_first_hundred() {
     let last: u64 = ids[FLOOD_ELEMENTS - 1].as_str().unwrap().parse().unwrap();
     assert_eq!(last - first, FLOOD_ELEMENTS as u64 - 1);
     println!("the Worker grew {grown} KiB for {FLOOD_ELEMENTS} elements");
+    let one_more = serde_json::Value::Array(vec![json!(0); FLOOD_ELEMENTS + 1]);
+    let refused = post_alerts(&server, &engine, &one_more);
+    assert_eq!(refused.status, 413, "{}", refused.body);
+    let most = format!("Payload too large: at most {FLOOD_ELEMENTS} alerts a request");
+    assert_eq!(refused.json(), json!({ "message": most }));
     assert!(
         grown <= FLOOD_KIB,
         "the Worker grew {grown} KiB for a post of {FLOOD_ELEMENTS} elements"

@@ -590,8 +590,9 @@ mod tests {
     fn what_came_to_nothing_is_told_by_reason_in_a_fixed_order() {
         use Skip::{NotPublic, Scope, Simulated, Unreadable};
         assert_eq!(skipped(&[], 0), None);
-        let most = crate::domain::machines::posted::MAX_ALERTS;
-        assert!(PAST_THE_MOST.contains(&format!(" {most},")));
+        use crate::domain::machines::posted::{MAX_ALERTS, MAX_KEPT_BYTES};
+        assert!(PAST_THE_MOST.contains(&format!(" {MAX_ALERTS},")));
+        assert!(PAST_THE_MOST.contains(" first MiB,") && MAX_KEPT_BYTES == 1 << 20);
         assert_eq!(
             skipped(&[NotPublic, Scope, Unreadable, NotPublic, Simulated], 3).as_deref(),
             Some(

@@ -2,12 +2,12 @@
 //! whole cache of alerts in one post and, when the post is refused, sends it
 //! again with the new alerts added, for ever: so no size of the array may be
 //! refused for its size alone, short of what a Worker may read
-//! (`MAX_BODY_BYTES`). The elements are told apart as the bytes come; the first
-//! `MAX_ALERTS` that end within the body's first `MAX_KEPT_BYTES` are kept, and
-//! every later one is parsed to be checked, counted, and let go. Nothing holds
-//! more than the kept alerts and the element being read.
-
-use std::fmt;
+//! (`MAX_BODY_BYTES`, `MAX_ELEMENTS`). The elements are told apart as the bytes
+//! come; the first `MAX_ALERTS` that end within the body's first
+//! `MAX_KEPT_BYTES` are kept, and every later one is parsed to be checked,
+//! counted, and let go (one past `MAX_ELEMENT_BYTES` only followed to its end).
+//! Nothing holds more than the kept alerts, the element being read and, for the
+//! answer, an id per element.
 
 use crate::domain::machines::alert::Sent;
 
@@ -24,6 +24,12 @@ pub const MAX_ELEMENT_BYTES: usize = 1 << 20;
 /// A request's body at most, decompressed: an engine's cache after an hour
 /// without an answer, well under the 100 MB Cloudflare lets into a Worker.
 pub const MAX_BODY_BYTES: usize = 64 << 20;
+/// Elements a request's array holds at most: the answer has an id for each,
+/// and an alert is a kilobyte or more, so an engine's 64 MiB never comes near.
+pub const MAX_ELEMENTS: u64 = 100_000;
+/// Brackets an element may open within one another: what serde_json reads
+/// within the array, whose own bracket is one of the 127 it takes.
+const MAX_ELEMENT_DEPTH: u64 = 126;
 
 /// The elements kept, and how many the array held in all.
 #[derive(Debug)]
@@ -32,14 +38,13 @@ pub struct Posted {
     pub total: u64,
 }
 
-/// Why a body is not a JSON array of alerts.
+/// Why a body is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotAnArray(pub String);
-
-impl fmt::Display for NotAnArray {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+pub enum Refused {
+    /// It is not a JSON array, and why.
+    NotAnArray(String),
+    /// Its array has more than `MAX_ELEMENTS` elements.
+    TooManyElements,
 }
 
 /// Where the reader is in the array.
@@ -95,7 +100,7 @@ impl Default for PostedReader {
 
 impl PostedReader {
     /// The next bytes of the body, wherever a chunk happens to cut it.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), NotAnArray> {
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), Refused> {
         let mut start = None;
         for (index, &byte) in bytes.iter().enumerate() {
             match self.at {
@@ -109,7 +114,7 @@ impl PostedReader {
                         self.at = At::Element;
                         (self.depth, self.in_string, self.escaped) = (0, false, false);
                     }
-                    if self.ends_element(byte) {
+                    if self.ends_element(byte)? {
                         self.keep_bytes(&bytes[start.unwrap_or(index)..index]);
                         start = None;
                         self.end_element(self.offset + index)?;
@@ -133,7 +138,7 @@ impl PostedReader {
     }
 
     /// The array as read, once the body has ended.
-    pub fn finish(self) -> Result<Posted, NotAnArray> {
+    pub fn finish(self) -> Result<Posted, Refused> {
         match self.at {
             At::End => Ok(self.posted),
             _ => Err(not_an_array("it ends before its closing `]`")),
@@ -141,8 +146,9 @@ impl PostedReader {
     }
 
     /// Whether `byte`, within an element, is the `,` or `]` after it; follows
-    /// the element's strings and brackets on the way.
-    fn ends_element(&mut self, byte: u8) -> bool {
+    /// the element's strings and brackets on the way, and refuses nesting past
+    /// what a parse of the whole array takes, unparsed elements' too.
+    fn ends_element(&mut self, byte: u8) -> Result<bool, Refused> {
         if self.in_string {
             match byte {
                 _ if self.escaped => self.escaped = false,
@@ -150,17 +156,20 @@ impl PostedReader {
                 b'"' => self.in_string = false,
                 _ => {}
             }
-            return false;
+            return Ok(false);
         }
         match byte {
             b'"' => self.in_string = true,
+            b'[' | b'{' if self.depth == MAX_ELEMENT_DEPTH => {
+                return Err(not_an_array("an element nests too deep"))
+            }
             b'[' | b'{' => self.depth += 1,
-            b',' | b']' if self.depth == 0 => return true,
+            b',' | b']' if self.depth == 0 => return Ok(true),
             // A mismatched bracket is the element's parser's to refuse.
             b']' | b'}' => self.depth = self.depth.saturating_sub(1),
             _ => {}
         }
-        false
+        Ok(false)
     }
 
     /// Part of the current element, held until it passes `MAX_ELEMENT_BYTES`.
@@ -178,8 +187,11 @@ impl PostedReader {
 
     /// The element that ends at `ends_at` bytes into the body: kept, or checked
     /// and counted.
-    fn end_element(&mut self, ends_at: usize) -> Result<(), NotAnArray> {
+    fn end_element(&mut self, ends_at: usize) -> Result<(), Refused> {
         let posted = &mut self.posted;
+        if posted.total == MAX_ELEMENTS {
+            return Err(Refused::TooManyElements);
+        }
         posted.total += 1;
         self.keeping &=
             !self.oversized && posted.kept.len() < MAX_ALERTS && ends_at <= MAX_KEPT_BYTES;
@@ -205,8 +217,8 @@ fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-fn not_an_array(why: &str) -> NotAnArray {
-    NotAnArray(why.to_owned())
+fn not_an_array(why: &str) -> Refused {
+    Refused::NotAnArray(why.to_owned())
 }
 
 #[cfg(test)]
@@ -218,7 +230,7 @@ mod tests {
     use super::*;
 
     /// `body` read in pieces cut at `cuts` (positions within it, in any order).
-    fn read(body: &[u8], cuts: &[usize]) -> Result<Posted, NotAnArray> {
+    fn read(body: &[u8], cuts: &[usize]) -> Result<Posted, Refused> {
         let mut cuts: Vec<usize> = cuts.iter().map(|&cut| cut.min(body.len())).collect();
         cuts.sort_unstable();
         let mut reader = PostedReader::default();
@@ -231,7 +243,7 @@ mod tests {
     }
 
     /// `body` read seven bytes at a time.
-    fn read_in_sevens(body: &str) -> Result<Posted, NotAnArray> {
+    fn read_in_sevens(body: &str) -> Result<Posted, Refused> {
         let cuts: Vec<usize> = (0..body.len()).step_by(7).collect();
         read(body.as_bytes(), &cuts)
     }
@@ -318,6 +330,29 @@ mod tests {
         let body = format!("[{huge},[{huge}],0]");
         let posted = read(body.as_bytes(), &[1, 9, MAX_ELEMENT_BYTES, body.len() - 3]).unwrap();
         assert_eq!((posted.kept.len(), posted.total), (0, 3));
+    }
+
+    #[test]
+    fn an_array_past_the_most_elements_is_refused_and_nesting_as_a_whole_parse_takes_it() {
+        let most = format!("[{}0]", "0,".repeat(MAX_ELEMENTS as usize - 1));
+        assert_eq!(read_in_sevens(&most).unwrap().total, MAX_ELEMENTS);
+        let past = format!("[{}0]", "0,".repeat(MAX_ELEMENTS as usize));
+        assert_eq!(read_in_sevens(&past).unwrap_err(), Refused::TooManyElements);
+        // At the depth serde_json stops at, within a kept element, a checked one
+        // and one too large to parse alike.
+        for depth in 120..=130 {
+            let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let padded = format!("[\"{}\",{nested}]", " ".repeat(MAX_ELEMENT_BYTES));
+            for element in [
+                nested.clone(),
+                format!("{}{nested}", "0,".repeat(MAX_ALERTS)),
+                padded,
+            ] {
+                let body = format!("[{element}]");
+                let whole = serde_json::from_str::<Vec<Value>>(&body).is_ok();
+                assert_eq!(read_in_sevens(&body).is_ok(), whole, "{depth} deep");
+            }
+        }
     }
 
     /// Any JSON value, with strings full of what ends an element outside one.

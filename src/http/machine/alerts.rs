@@ -8,7 +8,9 @@
 use worker::Request;
 
 use crate::domain::machines::alert::{classify, skipped, AlertAdd, AlertCall, AlertIds, Asked};
-use crate::domain::machines::posted::{NotAnArray, Posted, PostedReader, MAX_BODY_BYTES};
+use crate::domain::machines::posted::{
+    Posted, PostedReader, Refused, MAX_BODY_BYTES, MAX_ELEMENTS,
+};
 use crate::domain::net::address::PublicIp;
 use crate::domain::network::report::ReportCall;
 use crate::domain::personal::holder::Operation;
@@ -75,8 +77,13 @@ pub async fn post(
     )
 }
 
-fn not_alerts(error: NotAnArray) -> ApiError {
-    ApiError::BadRequest(format!("the body is not a JSON array of alerts: {error}"))
+fn not_alerts(refused: Refused) -> ApiError {
+    match refused {
+        Refused::NotAnArray(why) => {
+            ApiError::BadRequest(format!("the body is not a JSON array of alerts: {why}"))
+        }
+        Refused::TooManyElements => ApiError::TooManyAlerts(MAX_ELEMENTS),
+    }
 }
 
 /// One alert as the holder's object takes it, once the operator's lists have

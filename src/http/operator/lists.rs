@@ -17,7 +17,7 @@ use crate::domain::operator_lists::list::{EditRequest, EntrySource, ListKind, MA
 use crate::http::auth::caller::Operator;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
-use crate::http::wire::body::{declared_within, Body};
+use crate::http::wire::body::{declared_within, gzipped, Body};
 use crate::http::wire::reply::Reply;
 use crate::http::wire::{etag, form};
 use crate::objects::directory::client::directory;
@@ -102,6 +102,8 @@ pub async fn replace_list(
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
     declared_within(&req, MAX_IMPORT_BYTES)?;
+    // Ten million lines are about 140 MB of text, past the request body limit of
+    // most plans, and about a tenth of that gzipped; the writer decompresses it.
     let gzip = gzipped(&req)?;
     let ipv6 = cx.settings.ipv6;
     let by = Some(operator.actor.name().to_owned());
@@ -127,18 +129,6 @@ pub async fn replace_list(
             version: replaced.version.to_string(),
         },
     )
-}
-
-/// Whether an import comes gzipped (`Content-Encoding: gzip`, which the writer
-/// decompresses as it reads): ten million lines are about 140 MB of text, past
-/// the request body limit of most plans, and about a tenth of that gzipped.
-fn gzipped(req: &Request) -> Result<bool, ApiError> {
-    let coding = req.headers().get("Content-Encoding")?.unwrap_or_default();
-    match coding.trim() {
-        "" | "identity" => Ok(false),
-        gzip if gzip.eq_ignore_ascii_case("gzip") => Ok(true),
-        other => Err(ApiError::UnsupportedEncoding(other.to_owned())),
-    }
 }
 
 /// Whose entries an export takes: `?source=operator` (or none), the operator's

@@ -92,7 +92,7 @@ fn decoded_chunks(req: &Request, limit: usize) -> Result<Option<(Chunks, &'stati
 }
 
 /// Whether the body says it is gzip; 415 for an encoding other than none.
-fn gzipped(req: &Request) -> Result<bool, ApiError> {
+pub fn gzipped(req: &Request) -> Result<bool, ApiError> {
     let coding = req.headers().get("Content-Encoding")?.unwrap_or_default();
     match coding.trim() {
         "" | "identity" => Ok(false),

@@ -72,7 +72,7 @@ pub enum Reply {
     /// A bulk request's outcomes, in the order of its addresses, and the day's quota after them.
     Outcomes(Vec<Outcome>, Option<Quota>),
     Listing(Listing),
-    /// A JSON answer, written as it was made: a value of half a million elements
+    /// A JSON answer, written as it was made: a value of a hundred thousand elements
     /// is never held as a tree of `Value`s on its way out.
     Json(u16, String),
     NoContent,
