@@ -1264,15 +1264,7 @@ mod tests {
         ] {
             for cursor in [None, Some(&after)] {
                 let mut query = AuditQuery::of(&filter, cursor);
-                let statement = format!("EXPLAIN QUERY PLAN {}", query.rows(10));
-                let plan: Vec<String> = directory
-                    .sql
-                    .query(&statement, &query.args)
-                    .unwrap()
-                    .iter()
-                    .map(|row| row.text(3).unwrap())
-                    .collect();
-                let plan = plan.join("; ");
+                let plan = directory.sql.plan(&query.rows(10), &query.args);
                 assert!(plan.contains(index), "{filter:?}: {plan}");
                 if query.within.is_empty() {
                     assert!(!plan.contains("TEMP B-TREE"), "{filter:?}: {plan}");

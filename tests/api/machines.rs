@@ -128,6 +128,12 @@ fn alert(ip: &str, scenario: &str) -> Value {
     })
 }
 
+/// The `n`th address of the /16 `net` the test posts alerts for, from
+/// `<net>.0.1`, a hundred to each /24.
+fn nth(net: &str, n: usize) -> String {
+    format!("{net}.{}.{}", n / 100, n % 100 + 1)
+}
+
 /// Posts one alert of `scenario` for `ip`.
 fn alert_of(server: &Server, machine: &Machine, ip: &str, scenario: &str) -> Resp {
     post_alerts(server, machine, &json!([alert(ip, scenario)]))
@@ -628,7 +634,7 @@ fn more_alerts_than_a_request_takes_are_acknowledged_and_counted_ignored() {
     let app = TestApp::on(&server);
     let machine = machine(&app, "web-1");
     let batch: Vec<Value> = (0..150)
-        .map(|n| format!("86.4.{}.{}", n / 100, n % 100 + 1))
+        .map(|n| nth("86.4", n))
         .map(|ip| alert(&ip, SSH_BF))
         .collect();
     let answer = post_alerts(&server, &machine, &json!(batch));
@@ -711,7 +717,7 @@ fn an_engines_cache_past_a_mebibyte_is_acknowledged_whole_and_its_first_mebibyte
     let machine = machine(&app, "web-1");
     let batch: Vec<Value> = (0..150)
         .map(|n| {
-            let mut alert = alert(&format!("86.6.{}.{}", n / 100, n % 100 + 1), SSH_BF);
+            let mut alert = alert(&nth("86.6", n), SSH_BF);
             let log = json!({ "key": "log", "value": "x".repeat(20_000) });
             alert["events"][0]["meta"].as_array_mut().unwrap().push(log);
             alert
@@ -735,12 +741,15 @@ fn an_engines_cache_past_a_mebibyte_is_acknowledged_whole_and_its_first_mebibyte
         counts(&app, &machine),
         json!({ "alerts": 150, "reported": taken, "added": taken, "ignored": 150 - taken })
     );
-    let ip = |n: usize| format!("86.6.{}.{}", n / 100, n % 100 + 1);
     assert!(
-        entry(&app, &ip(taken - 1)).is_some(),
+        entry(&app, &nth("86.6", taken - 1)).is_some(),
         "the last alert taken"
     );
-    assert_eq!(entry(&app, &ip(taken)), None, "the first past the MiB");
+    assert_eq!(
+        entry(&app, &nth("86.6", taken)),
+        None,
+        "the first past the MiB"
+    );
 }
 
 #[test]

@@ -33,8 +33,16 @@ const LIMITER: &str = "LOGIN_LIMITER";
 /// The binding's period (`wrangler.toml`); the binding cannot say how much of it is left.
 const LIMIT_PERIOD_SECONDS: u32 = 60;
 
-/// One login counted against `key`'s budget (a client's `client_bucket`, or
-/// a machine's name); 429 past it.
+/// One login counted against its client's budget, holders' and machines' alike:
+/// the client's address, an IPv6 one by its /64, whose 2^64 addresses it may
+/// rotate (`client_bucket`); 429 past it.
+pub async fn count_client_login(env: &Env, req: &Request) -> Result<(), ApiError> {
+    let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
+    count_login(env, client_bucket(&client)).await
+}
+
+/// One login counted against `key`'s budget (a client's, or a machine's name);
+/// 429 past it.
 pub async fn count_login(env: &Env, key: String) -> Result<(), ApiError> {
     if env.rate_limiter(LIMITER)?.limit(key).await?.success {
         Ok(())
@@ -45,10 +53,8 @@ pub async fn count_login(env: &Env, key: String) -> Result<(), ApiError> {
 
 pub async fn handle(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
     let (env, ctx, now) = (&cx.env, &cx.ctx, cx.now);
-    // Before anything else is read, so a flood of logins costs only the refusal;
-    // an IPv6 client is counted by its /64, whose 2^64 addresses it may rotate.
-    let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
-    count_login(env, client_bucket(&client)).await?;
+    // Before anything else is read, so a flood of logins costs only the refusal.
+    count_client_login(env, &req).await?;
     let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
     let key = if body.is_json() {
         body.json::<LoginRequest>()

@@ -8,8 +8,7 @@ use worker::Request;
 
 use crate::domain::access::token::{MachineBearer, MachineTokenKey};
 use crate::domain::machines::credentials::{kept_scenarios, password_matches, MachineId};
-use crate::domain::net::address::client_bucket;
-use crate::http::auth::login::count_login;
+use crate::http::auth::login::{count_client_login, count_login};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::Body;
@@ -49,8 +48,7 @@ const MAX_LOGIN_BYTES: usize = 64 * 1024;
 /// refusal is the Local API's 401, whatever its reason.
 pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
     let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
-    let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
-    count_login(env, client_bucket(&client)).await?;
+    count_client_login(env, &req).await?;
     // CrowdSec's engines from 1.7 gzip a body over 5 KB, and a login lists every
     // scenario installed.
     let body = Body::read_decoded(&mut req, &cx.ctx, MAX_LOGIN_BYTES).await?;

@@ -73,19 +73,22 @@ async fn gather(
     Ok(bytes)
 }
 
-/// A body's chunks as the route reads them: gunzipped when it says it is gzip
-/// (as CrowdSec's engines send one over 5 KB), by the runtime's own
+/// A body's chunks as the route reads them: gunzipped when `gzipped` said it is
+/// gzip (as CrowdSec's engines send one over 5 KB), by the runtime's own
 /// `DecompressionStream`, so that a small body that decompresses to gigabytes
-/// is counted as it streams; 415 for another encoding, 413 when its declared
-/// length is over `limit`. `None` for a request without a body.
-fn decoded_chunks(req: &Request, limit: usize) -> Result<Option<(Chunks, &'static str)>, ApiError> {
-    let gzipped = gzipped(req)?;
+/// is counted as it streams; 413 when its declared length is over `limit`.
+/// `None` for a request without a body.
+fn decoded_chunks(
+    req: &Request,
+    gzip: bool,
+    limit: usize,
+) -> Result<Option<(Chunks, &'static str)>, ApiError> {
     // Gzip's frame adds a few bytes at most to what it carries.
     declared_within(req, limit)?;
     let Some(body) = req.inner().body() else {
         return Ok(None);
     };
-    Ok(Some(match gzipped {
+    Ok(Some(match gzip {
         true => (Chunks::of(gunzip(body)?), NOT_GZIP),
         false => (Chunks::of(body), UNREADABLE),
     }))
@@ -111,7 +114,7 @@ pub async fn stream_decoded(
     limit: usize,
     mut take: impl FnMut(&[u8]) -> Result<(), ApiError>,
 ) -> Result<(), ApiError> {
-    let Some((chunks, unreadable)) = decoded_chunks(req, limit)? else {
+    let Some((chunks, unreadable)) = decoded_chunks(req, gzipped(req)?, limit)? else {
         return Ok(());
     };
     let mut piece = Vec::new();
@@ -170,7 +173,7 @@ impl Body {
             return Self::read(req, ctx, limit).await;
         }
         let content_type = req.headers().get("Content-Type")?.unwrap_or_default();
-        let bytes = match decoded_chunks(req, limit)? {
+        let bytes = match decoded_chunks(req, true, limit)? {
             Some((chunks, unreadable)) => gather(chunks, ctx, limit, unreadable).await?,
             None => Vec::new(),
         };

@@ -617,14 +617,7 @@ mod tests {
     #[test]
     fn the_next_expiry_is_one_row_of_the_expiry_index_not_a_scan_of_the_list() {
         let store = sql_store();
-        let plan = store
-            .sql
-            .query(&format!("EXPLAIN QUERY PLAN {NEXT_EXPIRY}"), &[])
-            .unwrap()
-            .iter()
-            .map(|row| row.text(3).unwrap())
-            .collect::<Vec<_>>()
-            .join("; ");
+        let plan = store.sql.plan(NEXT_EXPIRY, &[]);
         assert!(
             plan.contains("COVERING INDEX entries_by_expiry"),
             "the soonest expiry is read from entries_by_expiry, not by a scan: {plan}"
