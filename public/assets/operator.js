@@ -137,11 +137,15 @@ function isolateMemory(status) {
 /** The promotion settings in force and how many entries the network promoted. */
 function networkSettings(status) {
   const network = status.network;
-  return network.promotionHolders === 0
-    ? "Promotion is off (PROMOTION_HOLDERS is 0)."
-    : `In force: an address reported by ${network.promotionHolders} distinct licenses within ${duration(network.promotionWindowSeconds)} is promoted; ` +
-      `it leaves ${duration(network.delistAfterSeconds)} after its last report. ` +
-      `${status.globalList.promoted.toLocaleString()} promoted now.`;
+  if (network.promotionHolders === 0) return "Promotion is off (PROMOTION_HOLDERS is 0).";
+  const keep = Math.max(network.promotionWindowSeconds, network.delistAfterSeconds);
+  const probation = network.promotionProbationSeconds > 0
+    ? ` A license counts once it is ${duration(network.promotionProbationSeconds)} old.` : "";
+  const review = network.promotionReview === "on"
+    ? ` Each promotion waits for review: ${status.pendingPromotions.toLocaleString()} waiting.` : "";
+  return `In force: an address reported by ${network.promotionHolders} distinct licenses from ${network.promotionNetworks} distinct networks ` +
+    `within ${duration(network.promotionWindowSeconds)} is promoted; it stays while the reports of the last ${duration(keep)} still make that.` +
+    `${probation}${review} ${status.globalList.promoted.toLocaleString()} promoted now.`;
 }
 
 /** Seconds as the largest whole unit that divides them: "7 days", "90 seconds". */
@@ -235,10 +239,13 @@ const ACTIONS = {
   "license.created": "License created",
   "license.labelled": "License labelled",
   "license.revoked": "License revoked",
+  "license.network": "License's network standing",
   "key.created": "Key created",
   "key.revoked": "Key revoked",
   "list.edited": "List edited",
   "list.replaced": "List replaced",
+  "canaries.edited": "Canaries edited",
+  "promotions.reviewed": "Promotions reviewed",
   refused: "Refused",
 };
 
@@ -308,6 +315,7 @@ async function openLicense(id) {
       fact("Last change", license.lastChange ? when(license.lastChange) : "None recorded"));
     $("license-edit-label").value = license.label;
     $("license-edit-note").value = license.note;
+    showStanding(license.network);
     $("license-revoke").hidden = Boolean(license.revokedAt);
     fill($("license-agents"), license.feedTokens.map((token) => el("tr", {},
       el("td", { class: "mono" }, token.id),
@@ -345,6 +353,37 @@ $("license-edit").addEventListener("submit", (event) => {
 
 $("license-revoke").addEventListener("click", (event) => revokeLicense(event.currentTarget, opened, $("license-result")));
 
+/** A license's standing in the network, and the one button that changes it. */
+function showStanding(network) {
+  const text = {
+    counting: network.since ? ["Counting: its reports count towards promotions, since ", when(network.since), "."] : ["Counting: its reports count towards promotions."],
+    probation: ["On probation: its reports count from ", when(network.until), ", once it is old enough."],
+    suspended: network.canary
+      ? ["Suspended since ", when(network.since), " for reporting the canary ", el("span", { class: "mono" }, network.canary), ": its reports count for nothing."]
+      : ["Suspended by the operator since ", when(network.since), ": its reports count for nothing."],
+  }[network.standing];
+  show($("license-network"), ...text);
+  $("license-suspend").hidden = network.standing === "suspended";
+  $("license-reinstate").hidden = network.standing !== "suspended";
+}
+
+for (const [button, standing, asked] of [
+  ["license-suspend", "suspended", "Suspend this license from the network? Its reports, before and after, stop counting towards promotions."],
+  ["license-reinstate", "counting", "Reinstate this license in the network? Its reports count again."],
+]) {
+  $(button).addEventListener("click", async (event) => {
+    const target = event.currentTarget;
+    if (!(await confirmAction(asked, standing === "suspended" ? "Suspend" : "Reinstate"))) return;
+    const result = $("license-result");
+    await busy(target, () => view.guard(result, async () => {
+      const answer = await session.call(`/admin/licenses/${encodeURIComponent(opened)}`, { method: "PATCH", body: { network: standing } });
+      showStanding(answer.network);
+      say(result, standing === "suspended" ? "Suspended from the network." : "Reinstated in the network.", "ok");
+      loadLicenseAudit(false);
+    }));
+  });
+}
+
 // ---------------------------------------------------------------------------
 // The lists: edits, imports, exports, and the entries the network promoted.
 
@@ -357,6 +396,72 @@ async function loadListsStatus() {
     show($("global-list-summary"), summary(status.globalList));
     show($("allow-list-summary"), summary(status.allowList));
     show($("promoted-count"), networkSettings(status));
+    show($("review-state"), status.network.promotionReview === "on"
+      ? `Review is on: ${status.pendingPromotions.toLocaleString()} waiting.`
+      : "Review is off (PROMOTION_REVIEW): the network's promotions join the global list at once.");
+  });
+  loadReview(false);
+  loadCanaries();
+}
+
+/** The reporters of a pending promotion, as a short list: label or license, and network. */
+function reportersOf(reports) {
+  return el("ul", { class: "plain" }, ...reports.reporters.map((r) => el("li", {},
+    el("a", { href: address(`licenses/${encodeURIComponent(r.license)}`) }, r.label || r.license),
+    ` from ${r.network ?? "a network of its own"}`, r.standing === "counting" ? "" : ` (${r.standing})`,
+    `: ${r.reports} ${r.reports === 1 ? "report" : "reports"}, ${r.categories.join(", ") || "no category"}, last ${when(r.lastAt)}`)));
+}
+
+/** Approves or rejects one pending promotion, then shows the queue again. */
+async function decide(button, ip, decision) {
+  const result = $("review-result");
+  await busy(button, () => view.guard(result, async () => {
+    await session.call("/admin/promotions", { method: "POST", body: { [decision]: [ip] } });
+    await loadReview(false);
+    say(result, `${ip} ${decision === "approve" ? "approved: it joins the global list" : "rejected: its reports until now are forgotten"}.`, "ok");
+  }));
+}
+
+const loadReview = view.pagedTable({
+  rows: $("review-rows"),
+  more: $("review-more"),
+  result: $("review-result"),
+  fetchPage: async (cursor) => {
+    const query = new URLSearchParams({ state: "pending", limit: 20 });
+    if (cursor) query.set("cursor", cursor);
+    const page = await session.call(`/admin/promotions?${query}`);
+    const rows = page.promotions.map((pending) => el("tr", {},
+      el("td", { class: "mono" }, el("a", { href: address("lookup", { ip: pending.ip }) }, pending.ip)),
+      el("td", {}, when(pending.queuedAt)),
+      el("td", {}, `${pending.reports.licenses} of ${pending.reports.needed.licenses}, ${pending.reports.networks} of ${pending.reports.needed.networks}`),
+      el("td", {}, reportersOf(pending.reports)),
+      el("td", {},
+        el("button", { type: "button", "aria-label": `Approve ${pending.ip}`, onclick: (e) => decide(e.currentTarget, pending.ip, "approve") }, "Approve"),
+        el("button", { type: "button", class: "danger", "aria-label": `Reject ${pending.ip}`, onclick: (e) => decide(e.currentTarget, pending.ip, "reject") }, "Reject"))));
+    return { rows, cursor: page.cursor, message: rows.length === 0 && !page.cursor ? "Nothing waits for review." : "" };
+  },
+});
+
+/** The canaries: how many, and the list itself in the field to edit. */
+async function loadCanaries() {
+  await view.guard($("canaries-result"), async () => {
+    const response = await session.call("/admin/canaries", { accept: "text/plain" });
+    const text = await response.text();
+    const [head, ...entries] = text.split("\n").filter(Boolean);
+    show($("canaries-summary"), entries.length === 0 ? "No canaries yet." : head.replace(/^# /, ""));
+  });
+}
+
+for (const [button, operation] of [["canaries-add", "add"], ["canaries-remove", "remove"]]) {
+  $(button).addEventListener("click", (event) => {
+    const result = $("canaries-result");
+    busy(event.currentTarget, () => view.guard(result, async () => {
+      const items = lines($("canaries-entries").value);
+      if (items.length === 0) return say(result, "Type at least one address or range.", "error");
+      const answer = await session.call("/admin/canaries", { method: "POST", body: { [operation]: items } });
+      say(result, `Added ${answer.added}, removed ${answer.removed}.`, "ok");
+      loadCanaries();
+    }));
   });
 }
 
@@ -498,13 +603,19 @@ async function lookUp(ip, license) {
     // The holders' reports of it: how many licenses count, since when they make the consensus, and who.
     const reports = answer.reports;
     if (reports) {
-      parts.push(el("p", {}, `Reported by ${reports.licenses} ${reports.licenses === 1 ? "license" : "licenses"} within the window`,
-        reports.consensusSince ? [": promoted since ", when(reports.consensusSince)] : ": not promoted", "."));
+      const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+      const missing = [reports.missing.licenses > 0 ? count(reports.missing.licenses, "license", "licenses") : null,
+        reports.missing.networks > 0 ? count(reports.missing.networks, "network", "networks") : null].filter(Boolean);
+      parts.push(el("p", {}, `Counting now: ${count(reports.licenses, "license", "licenses")} from ${count(reports.networks, "network", "networks")}, ` +
+        `of the ${reports.needed.licenses} licenses from ${reports.needed.networks} networks the consensus needs`,
+        reports.consensusSince ? [": it holds since ", when(reports.consensusSince)] : `: not promoted, ${missing.join(" and ")} short`, "."));
       parts.push(el("div", { class: "table-wrap", tabindex: "0" }, el("table", { class: "cards" },
         el("caption", {}, "Reporters, the most recent first"),
-        el("thead", {}, el("tr", {}, ...["License", "Categories", "Reports", "First", "Last"].map((name) => el("th", { scope: "col" }, name)))),
+        el("thead", {}, el("tr", {}, ...["License", "Network", "Standing", "Categories", "Reports", "First", "Last"].map((name) => el("th", { scope: "col" }, name)))),
         el("tbody", {}, ...reports.reporters.map((r) => el("tr", {},
-          el("td", { "data-label": "License", class: "mono" }, el("a", { href: address(`licenses/${encodeURIComponent(r.license)}`) }, r.license)),
+          el("td", { "data-label": "License", class: "mono" }, el("a", { href: address(`licenses/${encodeURIComponent(r.license)}`) }, r.label ? `${r.label} (${r.license})` : r.license)),
+          el("td", { "data-label": "Network", class: "mono" }, r.network ?? "its own (before networks)"),
+          el("td", { "data-label": "Standing" }, r.standing),
           el("td", { "data-label": "Categories" }, r.categories.join(", ") || "—"),
           el("td", { "data-label": "Reports" }, String(r.reports)),
           el("td", { "data-label": "First" }, when(r.firstAt)),

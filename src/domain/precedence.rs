@@ -134,6 +134,16 @@ pub enum Verdict {
     Personal(GivenIp, bool),
 }
 
+impl Verdict {
+    /// The public address weighed: every one but those validation refused.
+    pub fn public_ip(&self) -> Option<PublicIp> {
+        match self {
+            Self::Personal(given, _) => Some(given.ip),
+            Self::Answered(outcome) => outcome.public_ip(),
+        }
+    }
+}
+
 /// Which list governs `ip` for `operation`, and its answer, as far as the
 /// Worker can tell. The operator's lists are asked through `holds` in the order
 /// of precedence, each only while no stronger one holds the address, so no
@@ -154,7 +164,18 @@ pub async fn verdict<E>(
         }
         match list.operator_list() {
             Some(kind) => {
-                if holds(kind, ip.ip).await? {
+                // An allowed address is allowed in every form: an IPv6 one that
+                // carries an IPv4 address is where that address is.
+                let carried = match (list, ip.ip.carried_ipv4()) {
+                    (Governor::GlobalAllow, Some(v4)) => Some(PublicIp::V4(v4)),
+                    _ => None,
+                };
+                let held = holds(kind, ip.ip).await?
+                    || match carried {
+                        Some(v4) => holds(kind, v4).await?,
+                        None => false,
+                    };
+                if held {
                     return Ok(if deferred {
                         Verdict::Personal(ip, list == Governor::GlobalChallenge)
                     } else {
@@ -680,6 +701,40 @@ mod tests {
             Some(PersonalOutcome::OwnAllowListed)
         );
         assert_eq!(weigh_in_object(Weighing::Report, false, false), None);
+    }
+
+    #[test]
+    fn an_ipv6_form_that_carries_an_allowed_ipv4_address_is_allowed_for_every_weighing() {
+        let carrying = GivenIp::from("64:ff9b::6810:101".parse::<PublicIp>().unwrap());
+        let allowed: PublicIp = "104.16.1.1".parse().unwrap();
+        for weighing in [
+            Weighing::Operation(Operation::Check),
+            Weighing::Operation(Operation::Add),
+            Weighing::Operation(Operation::Remove),
+            Weighing::Report,
+        ] {
+            let verdict = now(verdict(
+                weighing,
+                carrying.clone(),
+                false,
+                async |kind, ip| Ok::<_, ()>(kind == ListKind::Allow && ip == allowed),
+            ))
+            .unwrap();
+            assert_eq!(
+                verdict,
+                Verdict::Answered(Outcome::AllowListed(carrying.clone())),
+                "{weighing:?}"
+            );
+        }
+        // The global challenge list holds only what it holds: the form is itself there.
+        let verdict = now(verdict(
+            Operation::Check,
+            carrying.clone(),
+            false,
+            async |kind, ip| Ok::<_, ()>(kind == ListKind::Global && ip == allowed),
+        ))
+        .unwrap();
+        assert_eq!(verdict, Verdict::Personal(carrying, false));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::domain::access::license::secrets_match;
 use crate::domain::net::address::{Ipv6, Ipv6Prefix};
-use crate::domain::network::consensus::Consensus;
+use crate::domain::network::consensus::{Consensus, Review};
 use crate::domain::personal::holder::Limits;
 
 /// Shorter secrets can be guessed: `JWT_SECRET` offline from any issued token,
@@ -99,8 +99,8 @@ pub struct ObjectSettings {
     pub limits: Limits,
     /// Items in one page of a streamed answer (`PAGE_ENTRIES`).
     pub page_entries: usize,
-    /// How holders' reports make the network's consensus (`PROMOTION_HOLDERS`,
-    /// `PROMOTION_WINDOW_SECONDS`, `DELIST_AFTER_SECONDS`).
+    /// How holders' reports make the network's consensus (`PROMOTION_*`,
+    /// `DELIST_AFTER_SECONDS`).
     pub consensus: Consensus,
 }
 
@@ -216,24 +216,54 @@ impl ObjectSettings {
                     ))
                 }
             },
-            consensus: Consensus {
-                holders: count("PROMOTION_HOLDERS", var("PROMOTION_HOLDERS"))?
-                    .unwrap_or(Consensus::default().holders),
-                window: seconds(
-                    "PROMOTION_WINDOW_SECONDS",
-                    var("PROMOTION_WINDOW_SECONDS"),
-                    60..=MAX_CONSENSUS_SECONDS,
-                )?
-                .unwrap_or(Consensus::default().window),
-                delist_after: seconds(
-                    "DELIST_AFTER_SECONDS",
-                    var("DELIST_AFTER_SECONDS"),
-                    60..=MAX_CONSENSUS_SECONDS,
-                )?
-                .unwrap_or(Consensus::default().delist_after),
-            },
+            consensus: consensus(var)?,
         })
     }
+}
+
+/// The consensus's settings: `PROMOTION_NETWORKS` is `PROMOTION_HOLDERS` unless
+/// set, and never more (more networks than licenses could never be met).
+fn consensus(var: &dyn Fn(&'static str) -> Option<String>) -> Result<Consensus, String> {
+    let defaults = Consensus::default();
+    let holders = count("PROMOTION_HOLDERS", var("PROMOTION_HOLDERS"))?.unwrap_or(defaults.holders);
+    let networks = match count("PROMOTION_NETWORKS", var("PROMOTION_NETWORKS"))? {
+        None => holders.max(1),
+        Some(n) if n >= 1 && n <= holders.max(1) => n,
+        Some(n) => {
+            return Err(format!(
+                "PROMOTION_NETWORKS must be 1 (off) to PROMOTION_HOLDERS ({}), not {n}",
+                holders.max(1)
+            ))
+        }
+    };
+    Ok(Consensus {
+        holders,
+        networks,
+        window: seconds(
+            "PROMOTION_WINDOW_SECONDS",
+            var("PROMOTION_WINDOW_SECONDS"),
+            60..=MAX_CONSENSUS_SECONDS,
+        )?
+        .unwrap_or(defaults.window),
+        delist_after: seconds(
+            "DELIST_AFTER_SECONDS",
+            var("DELIST_AFTER_SECONDS"),
+            60..=MAX_CONSENSUS_SECONDS,
+        )?
+        .unwrap_or(defaults.delist_after),
+        probation: seconds(
+            "PROMOTION_PROBATION_SECONDS",
+            var("PROMOTION_PROBATION_SECONDS"),
+            0..=MAX_CONSENSUS_SECONDS,
+        )?
+        .unwrap_or(defaults.probation),
+        review: either(
+            "PROMOTION_REVIEW",
+            var("PROMOTION_REVIEW"),
+            Review::Off,
+            [("off", Review::Off), ("on", Review::On)],
+        )?,
+    })
 }
 
 fn secret(name: &str, value: Option<String>) -> Result<Secret, String> {
@@ -429,6 +459,42 @@ mod tests {
                 alone.consensus.holders
             ),
             (5, 10, 2)
+        );
+    }
+
+    #[test]
+    fn the_networks_default_to_the_holders_and_never_exceed_them() {
+        let consensus = |vars: &[(&str, &str)]| parse(vars).map(|s| s.objects.consensus);
+        let defaults = consensus(&[]).unwrap();
+        assert_eq!((defaults.holders, defaults.networks), (4, 4));
+        assert_eq!((defaults.probation, defaults.review), (0, Review::Off));
+        assert_eq!(
+            consensus(&[("PROMOTION_HOLDERS", "6")]).unwrap().networks,
+            6
+        );
+        assert_eq!(
+            consensus(&[("PROMOTION_NETWORKS", "1")]).unwrap().networks,
+            1
+        );
+        assert_eq!(
+            consensus(&[("PROMOTION_HOLDERS", "0")]).unwrap().networks,
+            1
+        );
+        assert_eq!(
+            consensus(&[("PROMOTION_NETWORKS", "5")]).unwrap_err(),
+            "PROMOTION_NETWORKS must be 1 (off) to PROMOTION_HOLDERS (4), not 5"
+        );
+        assert!(consensus(&[("PROMOTION_NETWORKS", "0")]).is_err());
+        let chosen = consensus(&[
+            ("PROMOTION_PROBATION_SECONDS", "86400"),
+            ("PROMOTION_REVIEW", "on"),
+        ])
+        .unwrap();
+        assert_eq!((chosen.probation, chosen.review), (86_400, Review::On));
+        assert!(consensus(&[("PROMOTION_PROBATION_SECONDS", "31536001")]).is_err());
+        assert_eq!(
+            consensus(&[("PROMOTION_REVIEW", "yes")]).unwrap_err(),
+            "PROMOTION_REVIEW must be off or on, not \"yes\""
         );
     }
 

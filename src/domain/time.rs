@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 pub const SECONDS_PER_DAY: u64 = 86_400;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct UnixTime(pub u64);
 
 /// One reading of the clock in milliseconds since the epoch: what caches compare

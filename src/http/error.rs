@@ -247,9 +247,11 @@ impl From<Failure<HolderRefusal>> for ApiError {
 impl From<Failure<ListsRefusal>> for ApiError {
     fn from(failure: Failure<ListsRefusal>) -> Self {
         match failure {
-            Failure::Refused(ListsRefusal::BadEdit(why) | ListsRefusal::BadImport(why)) => {
-                Self::BadRequest(why)
-            }
+            Failure::Refused(
+                ListsRefusal::BadEdit(why)
+                | ListsRefusal::BadImport(why)
+                | ListsRefusal::NotPending(why),
+            ) => Self::BadRequest(why),
             Failure::Refused(ListsRefusal::ImportTooLarge(limit)) => Self::PayloadTooLarge(limit),
             Failure::Fault(fault) => fault.into(),
         }
@@ -278,6 +280,7 @@ impl From<Failure<DirectoryRefusal>> for ApiError {
                 "at most {MAX_KEYS} operator keys may stand at once; revoke one first"
             )),
             Failure::Refused(DirectoryRefusal::UnknownCursor) => StoreError::UnknownCursor.into(),
+            Failure::Refused(DirectoryRefusal::BadCanaries(why)) => Self::BadRequest(why),
             Failure::Fault(fault) => fault.into(),
         }
     }

@@ -14,7 +14,7 @@ use super::error::ApiError;
 use super::feed::{decisions, handlers as feed};
 use super::holder::{allow, browse, machines, network, operations, report};
 use super::machine::{alerts, heartbeat, usage_metrics, watchers};
-use super::operator::{console, lists};
+use super::operator::{console, lists, network as operator_network};
 use super::wire::reply::Reply;
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::Access;
@@ -210,6 +210,11 @@ pub static ROUTES: &[Route] = &[
     row("/admin/keys/{id}", Delete, "revoke_operator_key", with!(Operator, Root, |cx, req, who| console::revoke_key(cx, req, who))),
     row("/admin/audit", Get, "audit", with!(Operator, Read, |cx, req, who| console::audit(cx, req, who))),
     row("/admin/lookup", Get, "lookup", with!(Operator, Read, |cx, req, who| console::lookup(cx, req, who))),
+    // The network: canaries, and the promotions waiting for review.
+    row("/admin/canaries", Get, "canaries", with!(Operator, Read, |cx, req, who| operator_network::canaries(cx, req, who))),
+    row("/admin/canaries", Post, "edit_canaries", with!(Operator, Change, |cx, req, who| operator_network::edit_canaries(cx, req, who))),
+    row("/admin/promotions", Get, "pending_promotions", with!(Operator, Read, |cx, req, who| operator_network::promotions(cx, req, who))),
+    row("/admin/promotions", Post, "review_promotions", with!(Operator, Change, |cx, req, who| operator_network::review(cx, req, who))),
 ];
 
 /// A route is the row of its path and method.

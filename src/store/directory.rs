@@ -22,7 +22,7 @@ use crate::domain::time::{Millis, UnixTime};
 /// takes, each followed by the time and the id a page is ordered and cut by, so
 /// that a filtered page, newest first, is a range of one index (the index by
 /// time alone replaced by one with the id after it).
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     "
 CREATE TABLE licenses (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, label TEXT NOT NULL,
@@ -61,6 +61,8 @@ INSERT INTO license_count (id, licenses) SELECT 0, count(*) FROM licenses;
 CREATE TRIGGER licenses_counted AFTER INSERT ON licenses
     BEGIN UPDATE license_count SET licenses = licenses + 1 WHERE id = 0; END;
 ",
+    // The canaries, which the directory keeps and publishes as it does the keys.
+    super::canaries::SCHEMA,
 ];
 
 /// Licenses a search passes over at most in one call: a prefix that few labels
@@ -347,6 +349,22 @@ impl<S: Sql> Directory<S> {
             &[Value::text(id)],
         )?;
         rows.first().map(license_of).transpose()
+    }
+
+    /// The labels of the licenses named that are filed, as `(license, label)`:
+    /// one lookup by the licenses' unique index each.
+    pub fn labels(&self, ids: &[String]) -> Result<Vec<(String, String)>, SqlError> {
+        let mut labels = Vec::with_capacity(ids.len());
+        for id in ids {
+            let rows = self.sql.query(
+                "SELECT label FROM licenses WHERE id = ?1",
+                &[Value::text(id)],
+            )?;
+            if let Some(row) = rows.first() {
+                labels.push((id.clone(), row.text(0)?));
+            }
+        }
+        Ok(labels)
     }
 
     /// Sets what is given of a license's label and note; `None` when there is no such license.

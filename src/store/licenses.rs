@@ -67,6 +67,8 @@ struct LicenseRecord {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Held {
     pub active: bool,
+    /// When it was issued, which the network's probation counts from.
+    pub created_at: UnixTime,
     /// Whether the holder has allow-list entries: only then may an address the
     /// global challenge list holds need the holder's object to answer.
     pub allow_list: bool,
@@ -207,6 +209,7 @@ async fn standing_of(
     let record = read_json::<LicenseRecord>(kv, &record_key(id)).await?;
     let held = Held {
         active: record.as_ref().is_some_and(|r| r.revoked_at.is_none()),
+        created_at: UnixTime(record.as_ref().map_or(0, |r| r.created_at)),
         allow_list: record.is_some_and(|r| r.allow_list),
     };
     remembered.put(id.as_str(), held, now);
@@ -445,6 +448,7 @@ mod tests {
             held(&kv, &Remembered::new(10), freshness, 0),
             Held {
                 active: true,
+                created_at: UnixTime(1),
                 allow_list: false
             }
         );

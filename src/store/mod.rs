@@ -2,6 +2,7 @@
 //! license records, the published snapshots of the operator's lists) and the
 //! SQLite databases of the Durable Objects.
 
+pub mod canaries;
 pub mod directory;
 pub mod holder;
 pub mod kv;

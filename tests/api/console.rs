@@ -269,7 +269,9 @@ fn requests_of_every_operator_route(
             let body = match (path.as_str(), method.as_str()) {
                 ("/admin/licenses/{id}", "patch") => Some(json!({ "label": "relabelled" })),
                 ("/admin/keys", "post") => Some(json!({ "name": "made", "role": "read" })),
-                (_, "post") if path.ends_with("-list") => Some(json!({ "add": [], "remove": [] })),
+                (_, "post") if path.ends_with("-list") || path == "/admin/canaries" => {
+                    Some(json!({ "add": [], "remove": [] }))
+                }
                 _ => None,
             };
             requests.push((method.to_uppercase(), concrete, body, access));

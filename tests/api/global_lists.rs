@@ -168,7 +168,7 @@ fn promoted_entries_are_published_but_kept_apart_from_the_operators_own() {
     assert_eq!(server.edit_allow_list(&["64.9.9.0/24"], &[]).status, 200);
     assert_eq!(
         server.promote(&["64.2.2.2", "64.1.1.1", "64.9.9.9", "10.0.0.1"], &[]),
-        json!({ "added": 1, "removed": 0, "allowed": 1, "refused": 1 }),
+        json!({ "added": 1, "removed": 0, "allowed": 1, "refused": 1, "queued": 0 }),
         "64.1.1.1 is the operator's already, the allow list holds 64.9.9.9, 10.0.0.1 is private"
     );
     assert_eq!(app.check("64.2.2.2"), "[64.2.2.2] is on global greylist");
@@ -265,7 +265,7 @@ fn promoted_entries_are_published_but_kept_apart_from_the_operators_own() {
     assert_eq!(server.promote(&["64.2.2.2"], &[])["added"], 1);
     assert_eq!(
         server.promote(&[], &["64.2.2.2", "64.3.3.3"]),
-        json!({ "added": 0, "removed": 1, "allowed": 0, "refused": 0 })
+        json!({ "added": 0, "removed": 1, "allowed": 0, "refused": 0, "queued": 0 })
     );
     assert_eq!(
         app.check("64.2.2.2"),

@@ -153,6 +153,20 @@ impl Server {
         Arc::new(server)
     }
 
+    /// `restart_from`, with these settings changed (this one must be killed first).
+    pub fn restart_with(&self, changed: &[(&str, &str)]) -> Arc<Server> {
+        let mut vars: Vec<(&str, &str)> = self
+            .vars
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .filter(|(k, _)| !changed.iter().any(|(name, _)| name == k))
+            .collect();
+        vars.extend_from_slice(changed);
+        let server = Server::start(&self.state_dir, &vars, Some(&self.config));
+        server.set_offset(self.offset_ms.load(Ordering::SeqCst));
+        Arc::new(server)
+    }
+
     /// `restart_from`, on another wrangler configuration (made from `test_config()`).
     pub fn restart_with_config(&self, config: &Path) -> Arc<Server> {
         let extra: Vec<(&str, &str)> = self
@@ -190,6 +204,26 @@ impl Server {
             "a shared server's clock is never moved: start one of the test's own"
         );
         self.set_offset(0);
+    }
+
+    /// Puts the service's clock behind the real one, at the last 00:30 UTC: an
+    /// alarm it sets for a moment soon falls in the real past and fires at once,
+    /// as the alarms of a server on the real clock fire in their own time, while
+    /// its day starts again no sooner than 23.5 hours from now. For examples that
+    /// wait, as a newcomer would, for what alarms do (the README's network).
+    pub fn behind_the_real_clock(&self) {
+        assert!(
+            !self.shared.load(Ordering::SeqCst),
+            "a shared server's clock is never moved: start one of the test's own"
+        );
+        let now = real_now();
+        let half_past = now - now % 86_400 + 1800;
+        let start = if half_past <= now {
+            half_past
+        } else {
+            half_past - 86_400
+        };
+        self.set_offset(-((now - start) as i64) * 1000);
     }
 
     /// Moves the service's clock forward.
@@ -1070,6 +1104,26 @@ impl TestApp {
             &all,
             Some(body),
         )
+    }
+
+    /// The client this license's reports come from when a test says they come
+    /// from its own network, as the edge would name it (`CF-Connecting-IP`): a
+    /// /24 of `10.0.0.0/8` of its own, the same for every call of the license.
+    pub fn own_client(&self) -> String {
+        let hash = self.license.bytes().fold(0x811c_9dc5u32, |hash, byte| {
+            (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+        });
+        format!("10.{}.{}.7", (hash >> 8) & 0xff, hash & 0xff)
+    }
+
+    /// A holder route with urlencoded fields, from `client` as the edge names it.
+    pub fn form_from(&self, client: &str, path: &str, fields: &[(&str, &str)], mode: Mode) -> Resp {
+        let (content_type, body) = form_body(Encoding::Urlencoded, fields);
+        let headers = [
+            ("Content-Type", content_type),
+            ("CF-Connecting-IP", client.to_owned()),
+        ];
+        self.post(path, mode, &headers, &body)
     }
 
     /// A holder route with urlencoded fields.

@@ -28,6 +28,7 @@ mod ipv6;
 mod limits;
 mod list_operations;
 mod machines;
+mod network;
 mod persistence;
 mod readme;
 mod reports;

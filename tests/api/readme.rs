@@ -141,6 +141,8 @@ fn every_example_of_the_readme_and_the_docs_prints_what_it_says() {
         examples.len()
     );
     let server = Server::own(&[]);
+    // The network's examples wait, as a newcomer would, for what the alarms do.
+    server.behind_the_real_clock();
     // The IPv6 section's examples, on a server started with IPv6 on.
     let ipv6 = Server::own(&[("IPV6", "on")]);
     // Where a newcomer pastes them: a folder with `.dev.vars`, as `make dev` writes it.

@@ -1,7 +1,9 @@
 //! Reports of attackers from the holders' own tools: the answers, the day's
 //! limit, and the count of distinct licenses in the report shards, as the
 //! operator's lookup shows it. Each test reports addresses in 81.0.0.0/8, which
-//! no other test uses, each its own /16.
+//! no other test uses, each its own /16. Where a promotion is meant, each
+//! license reports from a network of its own (`report_own`), as independent
+//! holders' tools would; `tests/api/network.rs` proves what one network cannot do.
 
 use std::thread;
 use std::time::Duration;
@@ -12,6 +14,13 @@ use crate::helpers::{poll, send, Mode, Server, TestApp};
 
 fn report(app: &TestApp, fields: &[(&str, &str)]) -> String {
     let resp = app.form("/api/reportIp", fields, Mode::Json);
+    assert_eq!(resp.status, 200, "{fields:?}: {}", resp.body);
+    resp.result()
+}
+
+/// `report`, from the license's own network.
+pub fn report_own(app: &TestApp, fields: &[(&str, &str)]) -> String {
+    let resp = app.form_from(&app.own_client(), "/api/reportIp", fields, Mode::Json);
     assert_eq!(resp.status, 200, "{fields:?}: {}", resp.body);
     resp.result()
 }
@@ -211,7 +220,7 @@ fn distinct_licenses_make_the_consensus_and_one_license_counts_once() {
     let all: Vec<&TestApp> = apps.iter().collect();
     // One license four times is one reporter.
     for _ in 0..4 {
-        report(&apps[0], &[("ip", "81.3.0.1"), ("categories", "ssh")]);
+        report_own(&apps[0], &[("ip", "81.3.0.1"), ("categories", "ssh")]);
     }
     let once = reports_of(&server, &all, "81.3.0.1", |r| !r.is_null());
     assert_eq!(once["licenses"], 1, "{once}");
@@ -219,16 +228,20 @@ fn distinct_licenses_make_the_consensus_and_one_license_counts_once() {
     assert_eq!(once["consensusSince"], Value::Null);
     // Three licenses do not make it; the fourth does.
     for app in &apps[1..3] {
-        report(app, &[("ip", "81.3.0.1"), ("categories", "web")]);
+        report_own(app, &[("ip", "81.3.0.1"), ("categories", "web")]);
     }
     let three = reports_of(&server, &all, "81.3.0.1", |r| r["licenses"] == 3);
     assert_eq!(
         (three["licenses"].clone(), three["consensusSince"].clone()),
         (json!(3), Value::Null)
     );
-    report(&apps[3], &[("ip", "81.3.0.1"), ("categories", "scan")]);
+    report_own(&apps[3], &[("ip", "81.3.0.1"), ("categories", "scan")]);
     let four = reports_of(&server, &all, "81.3.0.1", |r| r["licenses"] == 4);
-    assert_eq!(four["licenses"], 4, "{four}");
+    assert_eq!(
+        (&four["licenses"], &four["networks"]),
+        (&json!(4), &json!(4)),
+        "{four}"
+    );
     assert!(four["consensusSince"].is_string(), "{four}");
     let categories: Vec<&Value> = four["reporters"]
         .as_array()
@@ -277,7 +290,7 @@ fn sixty_four_reports_of_one_address_from_sixteen_licenses_at_once_are_counted_e
             scope.spawn(move || {
                 for _ in 0..4 {
                     assert_eq!(
-                        report(app, &[("ip", "81.5.0.1")]),
+                        report_own(app, &[("ip", "81.5.0.1")]),
                         "[81.5.0.1] has been reported"
                     );
                 }
@@ -304,12 +317,12 @@ fn network_status(app: &TestApp, ip: &str) -> Value {
     resp.json()
 }
 
-/// Reports `ip` from each of `apps`, and sends them on: each holder's alarm, then
-/// the shards' and the writer's.
-fn reported_by(server: &Server, apps: &[TestApp], ip: &str) {
+/// Reports `ip` from each of `apps`, each from its own network, and sends them
+/// on: each holder's alarm, then the shards' and the writer's.
+pub fn reported_by(server: &Server, apps: &[TestApp], ip: &str) {
     for app in apps {
         assert_eq!(
-            report(app, &[("ip", ip)]),
+            report_own(app, &[("ip", ip)]),
             format!("[{ip}] has been reported")
         );
         server.run_holder_alarm(&app.license);
@@ -372,23 +385,31 @@ fn four_licenses_promote_an_address_which_decays_once_their_reports_stop() {
     assert_eq!(status["globalList"]["promoted"], 1, "{status}");
     assert_eq!(
         status["network"],
-        json!({"promotionHolders": 4, "promotionWindowSeconds": 604800, "delistAfterSeconds": 604800})
+        json!({
+            "promotionHolders": 4, "promotionNetworks": 4, "promotionWindowSeconds": 604800,
+            "delistAfterSeconds": 604800, "promotionProbationSeconds": 0, "promotionReview": "off"
+        })
     );
     // An import of the operator's own list leaves it promoted.
     assert_eq!(server.replace_list("global-list", "81.7.0.1\n").status, 200);
     assert_eq!(other.check("81.6.0.1"), "[81.6.0.1] is on global greylist");
-    // A report within the delay keeps it; once the reports stop for the delay, it goes.
+    // The four reporting again within the delay keep it; once their reports
+    // stop for the delay, it goes, however often one license alone reports.
     server.advance(6 * 86_400);
-    reported_by(&server, &reporters[..1], "81.6.0.1");
+    reported_by(&server, reporters, "81.6.0.1");
     server.advance(2 * 86_400);
     server.run_report_shards();
     assert_eq!(other.check("81.6.0.1"), "[81.6.0.1] is on global greylist");
-    server.advance(5 * 86_400 + 1);
+    for _ in 0..2 {
+        server.advance(2 * 86_400);
+        reported_by(&server, &reporters[..1], "81.6.0.1");
+    }
+    server.advance(86_400 + 1);
     server.run_report_shards();
     assert_eq!(
         other.check("81.6.0.1"),
         "[81.6.0.1] is currently not on global greylist",
-        "decayed"
+        "decayed: one license alone never keeps it"
     );
     let status = network_status(other, "81.6.0.1");
     assert_eq!(
@@ -536,7 +557,7 @@ fn the_operator_takes_a_promotion_off_and_only_new_reports_bring_it_back() {
     reported_by(&server, &apps[..4], "81.8.0.1");
     // Reported while it was not allowed; allowed before the shard tells the writer.
     for app in &apps[..4] {
-        report(app, &[("ip", "81.8.1.1")]);
+        report_own(app, &[("ip", "81.8.1.1")]);
         server.run_holder_alarm(&app.license);
     }
     assert_eq!(server.edit_allow_list(&["81.8.1.0/24"], &[]).status, 200);
@@ -579,7 +600,7 @@ fn with_ipv6_and_its_64s_reports_of_one_64_promote_it_for_every_address_in_it() 
     for (n, app) in apps[..4].iter().enumerate() {
         let ip = format!("2a00:1450:4001:81b::{}", n + 1);
         assert_eq!(
-            report(app, &[("ip", &ip)]),
+            report_own(app, &[("ip", &ip)]),
             format!("[{ip}] has been reported")
         );
         server.run_holder_alarm(&app.license);

@@ -192,7 +192,8 @@ describe("holder page", () => {
 
   test("a check of an address the network promoted says so, and by how many holders", async () => {
     const ip = "45.67.101.1";
-    // Four other licenses report it through the API, and each object and shard sends on what it kept.
+    // Four other licenses report it through the API, each from a network of its
+    // own as the edge names it, and each object and shard sends on what it kept.
     for (let i = 0; i < 4; i += 1) {
       const { license, licenseKey } = await admin("POST", "/admin/licenses");
       const login = await fetch(`${base}/v2/authentication/login/license`, {
@@ -203,29 +204,45 @@ describe("holder page", () => {
       const { accessToken } = await login.json();
       const report = await fetch(`${base}/api/reportIp?result_mode=json`, {
         method: "POST",
-        headers: { Authorization: `Bearer ${accessToken}` },
+        headers: { Authorization: `Bearer ${accessToken}`, "CF-Connecting-IP": `10.45.${i}.7` },
         body: new URLSearchParams({ ip }),
       });
       assert.equal((await report.json()).result, `[${ip}] has been reported`);
       assert.equal((await fetch(`${base}/__test/holders/${license}/alarm`, { method: "POST" })).status, 200);
     }
-    for (const hook of ["/__test/reports/alarm", "/__test/lists/alarm"]) {
-      assert.equal((await fetch(`${base}${hook}`, { method: "POST" })).status, 200);
-    }
+    const hook = async (path) => assert.equal((await fetch(`${base}${path}`, { method: "POST" })).status, 200);
+    await hook("/__test/reports/alarm");
+    await hook("/__test/lists/alarm");
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey);
-    await page.getByLabel(ADDRESS).first().fill(ip);
-    await page.locator("#check-form").getByRole("button", { name: "Check" }).click();
-    await page.locator("#check-result", { hasText: "promoted" }).waitFor();
-    assert.equal(await text(page, "#check-result"),
-      `[${ip}] is on global greylist (promoted by the network: reported by 4 license holders)`);
-    assert.deepEqual(page.errors, []);
+    const check = async (expected) => {
+      await page.getByLabel(ADDRESS).first().fill(ip);
+      await page.locator("#check-form").getByRole("button", { name: "Check" }).click();
+      await page.locator("#check-result", { hasText: expected }).waitFor();
+      return text(page, "#check-result");
+    };
+    assert.equal(await check(ip), `[${ip}] is currently not on global greylist`, "under review, it waits for the operator");
 
-    // The operator sees the settings in force, the promotion apart, who reported it, and takes it off.
+    // The operator sees the settings in force and the promotion waiting, with who reported it from where, and approves it.
     const console = await operatorPage();
     await console.locator("#network-settings", { hasText: "promoted now" }).waitFor();
     assert.match(await text(console, "#network-settings"),
-      /^In force: an address reported by 4 distinct licenses within 7 days is promoted; it leaves 7 days after its last report\. [1-9]\d* promoted now\.$/);
+      /^In force: an address reported by 4 distinct licenses from 4 distinct networks within 7 days is promoted; it stays while the reports of the last 7 days still make that\. Each promotion waits for review: [1-9]\d* waiting\. \d+ promoted now\.$/);
+    await goTo(console, "Lists");
+    const waiting = console.locator("#review-rows tr", { hasText: ip });
+    await waiting.waitFor();
+    assert.match(await waiting.innerText(), /4 of 4, 4 of 4/);
+    assert.match(await waiting.innerText(), /from 10\.45\.0\.0\/24: 1 report, no category/);
+    await waiting.getByRole("button", { name: `Approve ${ip}` }).click();
+    await console.locator("#review-result", { hasText: "approved" }).waitFor();
+    assert.equal(await console.locator("#review-rows tr", { hasText: ip }).count(), 0);
+    await hook("/__test/lists/alarm");
+    assert.equal(await check("promoted"),
+      `[${ip}] is on global greylist (promoted by the network: reported by 4 license holders)`);
+    assert.deepEqual(page.errors, []);
+
+    await goTo(console, "Overview");
+    await console.locator("#status-rows tr").first().waitFor();
     assert.match(await text(console, "#status-rows"), /Global list\s+\d+ \([1-9]\d* promoted\)/);
     await goTo(console, "Lookup");
     await console.getByLabel("Address", { exact: true }).fill(ip);
@@ -233,8 +250,9 @@ describe("holder page", () => {
     await console.locator("#lookup-result", { hasText: ip }).waitFor();
     const answer = await text(console, "#lookup-answer");
     assert.match(answer, new RegExp(`${ip.replaceAll(".", "\\.")}\\s+Promoted by holders' reports`));
-    assert.match(answer, /Reported by 4 licenses within the window: promoted since /);
-    assert.equal(await console.locator("#lookup-answer tbody tr").last().locator("td").count(), 5);
+    assert.match(answer, /Counting now: 4 licenses from 4 networks, of the 4 licenses from 4 networks the consensus needs: it holds since /);
+    assert.match(answer, /10\.45\.0\.0\/24\s+counting/);
+    assert.equal(await console.locator("#lookup-answer tbody tr").last().locator("td").count(), 7);
     await goTo(console, "Lists");
     await console.locator("#promoted-count", { hasText: "promoted now" }).waitFor();
     await console.getByLabel("Promoted addresses to take off, one a line").fill(ip);
@@ -670,7 +688,7 @@ describe("operator console", () => {
     assert.equal(await page.evaluate(() => document.activeElement.id), "overview-title", "the first view's heading takes the focus");
     for (const [name, hash, heading, loads] of [
       ["Licenses", "#/licenses", "licenses-title", ["/admin/licenses"]],
-      ["Lists", "#/lists", "lists-title", ["/admin/status"]],
+      ["Lists", "#/lists", "lists-title", ["/admin/canaries", "/admin/promotions", "/admin/status"]],
       ["Lookup", "#/lookup", "lookup-title", []],
       ["Operator keys", "#/keys", "keys-title", ["/admin/keys"]],
       ["Audit log", "#/audit", "audit-title", ["/admin/audit", "/admin/keys"]],
@@ -769,6 +787,25 @@ describe("operator console", () => {
     await page.getByLabel("Find by label").fill("no such label at all");
     await page.getByRole("button", { name: "Search" }).click();
     await page.locator("#licenses-result", { hasText: "No license's label starts with" }).waitFor();
+  });
+
+  test("a license's standing in the network is shown, suspended and reinstated from its view, each in its audit rows", async () => {
+    const { license } = await admin("POST", "/admin/licenses", { label: "Standing Ltd" });
+    const page = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, `#/licenses/${license}`);
+    await page.locator("#license-title", { hasText: "Standing Ltd" }).waitFor();
+    assert.equal(await text(page, "#license-network"), "Counting: its reports count towards promotions.");
+    assert.equal(await page.getByRole("button", { name: "Reinstate in the network" }).count(), 0);
+    await page.getByRole("button", { name: "Suspend from the network" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Suspend" }).click();
+    await page.locator("#license-result", { hasText: "Suspended from the network." }).waitFor();
+    assert.match(await text(page, "#license-network"), /^Suspended by the operator since .+: its reports count for nothing\.$/);
+    await page.locator("#license-audit-rows tr", { hasText: "network: suspended" }).waitFor();
+    await page.getByRole("button", { name: "Reinstate in the network" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Reinstate" }).click();
+    await page.locator("#license-result", { hasText: "Reinstated in the network." }).waitFor();
+    assert.match(await text(page, "#license-network"), /^Counting: its reports count towards promotions, since .+\.$/);
+    await page.locator("#license-audit-rows tr", { hasText: "network: counting" }).waitFor();
+    assert.deepEqual(page.errors, []);
   });
 
   test("a license's view shows what its bouncers and engines report of themselves, with a chart, and is revoked from there", async () => {

@@ -57,6 +57,8 @@ export async function start() {
     "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
     "--persist-to", state, "--show-interactive-dev-session=false",
     "--var", "JWT_SECRET:browser-jwt-secret-0123456789abcdef0123", "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`, "--var", "CACHE_SECONDS:0", "--var", "IPV6:on",
+    // The network's promotions wait for the operator, whose console approves them.
+    "--var", "PROMOTION_REVIEW:on",
     "--config", testConfiguration(),
   ], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: {
     ...process.env,

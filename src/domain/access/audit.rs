@@ -26,10 +26,15 @@ pub enum Action {
     LicenseCreated,
     LicenseLabelled,
     LicenseRevoked,
+    /// A license suspended from the network, or reinstated.
+    LicenseNetwork,
     KeyCreated,
     KeyRevoked,
     ListEdited,
     ListReplaced,
+    CanariesEdited,
+    /// Promotions the network made approved or rejected by the operator.
+    PromotionsReviewed,
     /// An operator call refused with 401 (no valid token) or 403 (a role that
     /// does not allow it).
     Refused,
@@ -40,10 +45,13 @@ impl Coded for Action {
         Action::LicenseCreated,
         Action::LicenseLabelled,
         Action::LicenseRevoked,
+        Action::LicenseNetwork,
         Action::KeyCreated,
         Action::KeyRevoked,
         Action::ListEdited,
         Action::ListReplaced,
+        Action::CanariesEdited,
+        Action::PromotionsReviewed,
         Action::Refused,
     ];
 
@@ -52,10 +60,13 @@ impl Coded for Action {
             Action::LicenseCreated => "license.created",
             Action::LicenseLabelled => "license.labelled",
             Action::LicenseRevoked => "license.revoked",
+            Action::LicenseNetwork => "license.network",
             Action::KeyCreated => "key.created",
             Action::KeyRevoked => "key.revoked",
             Action::ListEdited => "list.edited",
             Action::ListReplaced => "list.replaced",
+            Action::CanariesEdited => "canaries.edited",
+            Action::PromotionsReviewed => "promotions.reviewed",
             Action::Refused => "refused",
         }
     }

@@ -16,6 +16,7 @@ use crate::domain::net::address::{Ipv6, Ipv6Prefix, PublicIp};
 use crate::domain::network::report::{
     perform_report, Categories, Category, ReportCall, ReportOutcome, ReportStore,
 };
+use crate::domain::network::reporter::ReporterNetwork;
 use crate::domain::personal::entry::{
     EntryDetails, Expiry, MAX_COMMENT_CHARS, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
 };
@@ -466,7 +467,8 @@ pub fn take_alert<S: ReportStore>(
     let held = |weighing: Weighing, global, ip| weigh_in_object(weighing, global, own_allow(ip));
     let reported = match &call.report {
         Some(report) if held(Weighing::Report, false, report.ip).is_none() => {
-            perform_report(store, report, now, limits)?.outcome == ReportOutcome::Reported
+            let from = ReporterNetwork::of_client(client);
+            perform_report(store, report, from, (now, limits))?.outcome == ReportOutcome::Reported
         }
         _ => false,
     };
@@ -730,6 +732,7 @@ mod tests {
                 prefix: Ipv6Prefix::Whole,
                 categories: categories("ssh"),
                 comment: None,
+                canary: false,
             }),
             adds: vec![AlertAdd {
                 ip: ip(text),

@@ -295,6 +295,15 @@ impl PublicIp {
             Self::V6(_) => None,
         }
     }
+
+    /// The IPv4 address an IPv6 form carries (`64:ff9b::a.b.c.d` and its kin),
+    /// which is allowed, and a canary, wherever that IPv4 address is.
+    pub fn carried_ipv4(self) -> Option<PublicIpv4> {
+        match self {
+            Self::V4(_) => None,
+            Self::V6(ip) => ip.carried_ipv4(),
+        }
+    }
 }
 
 impl From<PublicIpv4> for PublicIp {
@@ -410,6 +419,22 @@ mod tests {
         );
         assert_eq!(on("8.8.8.8").unwrap().1, "8.8.8.8");
         assert_eq!(on("10.0.0.1"), Err(IpRejection::Private("10.0.0.1".into())));
+    }
+
+    #[test]
+    fn an_ipv6_form_that_carries_an_ipv4_address_names_it() {
+        let carried = |text: &str| on(text).unwrap().0.carried_ipv4().map(|v4| v4.to_string());
+        for text in [
+            "64:ff9b::6810:101",
+            "64:ff9b::104.16.1.1",
+            "::104.16.1.1",
+            "::ffff:0:6810:101",
+        ] {
+            assert_eq!(carried(text).as_deref(), Some("104.16.1.1"), "{text}");
+        }
+        assert_eq!(carried("2a00:1450::1"), None);
+        assert_eq!(carried("104.16.1.1"), None, "an IPv4 address carries none");
+        assert_eq!(carried("64:ff9b::1:0:6810:101"), None, "outside the /96");
     }
 
     #[test]

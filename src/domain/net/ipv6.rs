@@ -37,6 +37,13 @@ impl PublicIpv6 {
     pub fn is_net64(self) -> bool {
         u128::from(self.0) & u128::from(u64::MAX) == 0
     }
+
+    /// The IPv4 address this one carries (NAT64's `64:ff9b::/96`, `::/96`,
+    /// `::ffff:0:0:0/96`): the host a network on the way reaches by it, which is
+    /// public when this address is.
+    pub fn carried_ipv4(self) -> Option<ipv4::PublicIpv4> {
+        carried_ipv4(u128::from(self.0)).and_then(ipv4::PublicIpv4::from_addr)
+    }
 }
 
 /// RFC 5952's canonical form: lower case, the longest run of zero groups compressed.

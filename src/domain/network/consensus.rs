@@ -1,54 +1,214 @@
-//! How many holders' reports make the network's consensus: an address reported by
-//! at least `holders` distinct licenses within `window` is promoted to the global
-//! challenge list, and leaves it once `delist_after` passes with no new report.
+//! How holders' reports make the network's consensus: an address is promoted to
+//! the global challenge list when the licenses whose reports of it count come to
+//! at least `holders`, from at least `networks` distinct reporter networks, within
+//! `window`; it stays while the reports that count over the longer of `window`
+//! and `delist_after` would still make it, and leaves when they no longer do.
+//! A report counts while its license is neither suspended nor on probation.
 //! Reports are counted in objects sharded by address (`shard_of`), so that no one
 //! object takes every report.
+
+use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
 use crate::domain::net::address::Key;
+use crate::domain::network::reporter::ReporterNetwork;
 use crate::domain::time::UnixTime;
 
 /// The objects the reports are counted in. Fixed: an address's shard is where its
 /// reports are, so a change of the number would split an address's reports.
 pub const SHARDS: u32 = 16;
 
-/// The settings of the consensus (`PROMOTION_HOLDERS`, `PROMOTION_WINDOW_SECONDS`,
-/// `DELIST_AFTER_SECONDS`).
+/// Whether a consensus promotes at once or waits for the operator (`PROMOTION_REVIEW`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Review {
+    #[default]
+    Off,
+    On,
+}
+
+/// The settings of the consensus (`PROMOTION_HOLDERS`, `PROMOTION_NETWORKS`,
+/// `PROMOTION_WINDOW_SECONDS`, `DELIST_AFTER_SECONDS`,
+/// `PROMOTION_PROBATION_SECONDS`, `PROMOTION_REVIEW`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Consensus {
     /// Distinct licenses whose reports promote an address; 0 turns promotion off.
     pub holders: u32,
+    /// Distinct reporter networks those licenses must report from; 1 turns the
+    /// rule off.
+    pub networks: u32,
     /// How far back a report counts towards a promotion.
     pub window: u64,
     /// How long a promoted entry stays without a new report.
     pub delist_after: u64,
+    /// How old a license must be before its reports count.
+    pub probation: u64,
+    /// Whether a consensus waits for the operator's approval.
+    pub review: Review,
 }
 
 impl Default for Consensus {
     fn default() -> Self {
         Self {
             holders: 4,
+            networks: 4,
             window: 7 * 86_400,
             delist_after: 7 * 86_400,
+            probation: 0,
+            review: Review::Off,
         }
     }
 }
 
-impl Consensus {
-    /// Whether `reporters` distinct licenses reporting within the window promote.
-    pub fn promotes(self, reporters: u64) -> bool {
-        self.holders > 0 && reporters >= u64::from(self.holders)
+/// One license's reports of one address, as the consensus weighs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vote {
+    /// The network of its latest report; `None` for reports kept before networks
+    /// were, each of which counts as a network of its own.
+    pub network: Option<ReporterNetwork>,
+    /// Its latest report.
+    pub last_at: UnixTime,
+    /// When its license was issued, which its probation counts from.
+    pub licensed_at: UnixTime,
+    /// Whether its license is suspended from the network.
+    pub suspended: bool,
+}
+
+/// The licenses and distinct networks of the votes heard so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Voices {
+    licenses: u64,
+    networks: HashSet<ReporterNetwork>,
+    /// Votes from before networks were kept: a network each.
+    networks_of_their_own: u64,
+}
+
+impl Voices {
+    /// One more license's vote (each vote is another license's).
+    pub fn hear(&mut self, network: Option<ReporterNetwork>) {
+        self.licenses += 1;
+        match network {
+            Some(network) => {
+                self.networks.insert(network);
+            }
+            None => self.networks_of_their_own += 1,
+        }
     }
 
-    /// The earliest report that still counts towards a promotion at `now`.
-    pub fn counts_from(self, now: UnixTime) -> UnixTime {
+    pub fn licenses(&self) -> u64 {
+        self.licenses
+    }
+
+    pub fn networks(&self) -> u64 {
+        self.networks.len() as u64 + self.networks_of_their_own
+    }
+}
+
+impl Consensus {
+    /// Whether these voices make the consensus.
+    pub fn is_met(self, voices: &Voices) -> bool {
+        self.holders > 0
+            && voices.licenses() >= u64::from(self.holders)
+            && voices.networks() >= u64::from(self.networks.max(1))
+    }
+
+    /// How long a report keeps counting towards a promotion that stands: the
+    /// longer of the window and the delisting delay, so that nothing reached is
+    /// let go at once.
+    pub fn keeps_for(self) -> u64 {
+        self.window.max(self.delist_after)
+    }
+
+    /// When a license issued at `licensed_at` is old enough for its reports to count.
+    pub fn counts_from(self, licensed_at: UnixTime) -> UnixTime {
+        licensed_at.plus(self.probation)
+    }
+
+    /// Whether `vote`'s license counts at `now`: not suspended, past probation.
+    pub fn admits(self, vote: &Vote, now: UnixTime) -> bool {
+        !vote.suspended && self.counts_from(vote.licensed_at) <= now
+    }
+
+    /// The earliest report that counts towards reaching the consensus at `now`.
+    pub fn window_start(self, now: UnixTime) -> UnixTime {
         now.minus(self.window)
     }
 
-    /// When a promoted entry last reported at `last_report` leaves the list.
-    pub fn decays_at(self, last_report: UnixTime) -> UnixTime {
-        last_report.plus(self.delist_after)
+    /// Whether the votes make the consensus at `now`, counting the reports within
+    /// the window. The votes come newest first, and are read only until the
+    /// answer is known.
+    pub fn reached<E>(
+        self,
+        votes_newest_first: impl IntoIterator<Item = Result<Vote, E>>,
+        now: UnixTime,
+    ) -> Result<bool, E> {
+        let from = self.window_start(now);
+        self.first_met(votes_newest_first, now, |vote| vote.last_at >= from)
+            .map(|met| met.is_some())
+    }
+
+    /// Until when the votes keep a promotion at `now`, counting the reports of
+    /// the last `keeps_for` seconds: the moment the oldest report it needs stops
+    /// counting; `None` when they no longer make it. Newest first, read only until
+    /// the answer is known.
+    pub fn kept_until<E>(
+        self,
+        votes_newest_first: impl IntoIterator<Item = Result<Vote, E>>,
+        now: UnixTime,
+    ) -> Result<Option<UnixTime>, E> {
+        let keep = self.keeps_for();
+        let met = self.first_met(votes_newest_first, now, |vote| {
+            vote.last_at.plus(keep) > now
+        })?;
+        Ok(met.map(|oldest| oldest.plus(keep)))
+    }
+
+    /// The licenses and networks whose reports count towards reaching the
+    /// consensus at `now`, every vote read: what the operator's lookup shows
+    /// against what the consensus needs.
+    pub fn voices<E>(
+        self,
+        votes: impl IntoIterator<Item = Result<Vote, E>>,
+        now: UnixTime,
+    ) -> Result<Voices, E> {
+        let from = self.window_start(now);
+        let mut voices = Voices::default();
+        for vote in votes {
+            let vote = vote?;
+            if vote.last_at >= from && self.admits(&vote, now) {
+                voices.hear(vote.network);
+            }
+        }
+        Ok(voices)
+    }
+
+    /// The latest report of the vote with which the votes `recent` admits first
+    /// make the consensus at `now`, newest first; `None` if they never do.
+    fn first_met<E>(
+        self,
+        votes_newest_first: impl IntoIterator<Item = Result<Vote, E>>,
+        now: UnixTime,
+        recent: impl Fn(&Vote) -> bool,
+    ) -> Result<Option<UnixTime>, E> {
+        if self.holders == 0 {
+            return Ok(None);
+        }
+        let mut voices = Voices::default();
+        for vote in votes_newest_first {
+            let vote = vote?;
+            if !recent(&vote) {
+                break;
+            }
+            if !self.admits(&vote, now) {
+                continue;
+            }
+            voices.hear(vote.network);
+            if self.is_met(&voices) {
+                return Ok(Some(vote.last_at));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -65,22 +225,156 @@ pub fn shard_of(key: &Key) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use std::convert::Infallible;
+
     use super::*;
     use crate::domain::net::address::Listed;
 
+    const NOW: UnixTime = UnixTime(1_795_262_400);
+
+    fn from(client: &str) -> Option<ReporterNetwork> {
+        Some(ReporterNetwork::of_client(Some(client)))
+    }
+
+    fn vote(network: Option<ReporterNetwork>, age: u64) -> Vote {
+        Vote {
+            network,
+            last_at: NOW.minus(age),
+            licensed_at: UnixTime(0),
+            suspended: false,
+        }
+    }
+
+    fn ok(votes: &[Vote]) -> impl Iterator<Item = Result<Vote, Infallible>> + '_ {
+        votes.iter().copied().map(Ok)
+    }
+
+    fn reached(consensus: Consensus, votes: &[Vote]) -> bool {
+        consensus.reached(ok(votes), NOW).unwrap()
+    }
+
     #[test]
-    fn four_distinct_holders_within_the_window_promote_and_none_when_off() {
+    fn four_licenses_from_four_networks_promote_and_from_one_network_do_not() {
         let consensus = Consensus::default();
-        assert!(!consensus.promotes(3));
-        assert!(consensus.promotes(4));
+        let apart: Vec<Vote> = (1..=4)
+            .map(|n| vote(from(&format!("198.51.{n}.7")), 0))
+            .collect();
+        assert!(reached(consensus, &apart));
+        assert!(!reached(consensus, &apart[..3]), "three licenses");
+        let together: Vec<Vote> = (1..=4)
+            .map(|n| vote(from(&format!("198.51.100.{n}")), 0))
+            .collect();
+        assert!(!reached(consensus, &together), "four licenses, one /24");
+        let v6: Vec<Vote> = (1..=4)
+            .map(|n| vote(from(&format!("2001:db8:7:{n}::1")), 0))
+            .collect();
+        assert!(!reached(consensus, &v6), "four /64s of one /48");
         let off = Consensus {
+            networks: 1,
+            ..consensus
+        };
+        assert!(reached(off, &together), "PROMOTION_NETWORKS 1 turns it off");
+        let none = Consensus {
             holders: 0,
             ..consensus
         };
-        assert!(!off.promotes(1_000));
-        let now = UnixTime(1_795_262_400);
-        assert_eq!(consensus.counts_from(now), now.minus(604_800));
-        assert_eq!(consensus.decays_at(now), now.plus(604_800));
+        assert!(
+            !reached(none, &apart),
+            "PROMOTION_HOLDERS 0 turns promotion off"
+        );
+        // Reports kept before networks were: each a network of its own.
+        assert!(reached(consensus, &[vote(None, 0); 4]));
+        // Two networks of three: not enough with networks 3, enough with 2.
+        let mixed = [
+            vote(from("203.0.113.1"), 0),
+            vote(from("203.0.113.2"), 0),
+            vote(from("198.51.100.1"), 0),
+            vote(from("198.51.100.2"), 0),
+        ];
+        let three = Consensus {
+            networks: 3,
+            ..consensus
+        };
+        assert!(!reached(three, &mixed));
+        let two = Consensus {
+            networks: 2,
+            ..consensus
+        };
+        assert!(reached(two, &mixed));
+    }
+
+    #[test]
+    fn only_reports_within_the_window_of_licenses_that_count_reach_it() {
+        let consensus = Consensus {
+            probation: 86_400,
+            ..Consensus::default()
+        };
+        let mut votes: Vec<Vote> = (1..=4)
+            .map(|n| vote(from(&format!("198.51.{n}.7")), 10))
+            .collect();
+        assert!(reached(consensus, &votes));
+        votes[3].last_at = NOW.minus(consensus.window + 1);
+        assert!(!reached(consensus, &votes), "one report is past the window");
+        votes[3].last_at = NOW;
+        votes[2].suspended = true;
+        assert!(
+            !reached(consensus, &votes),
+            "a suspended license counts for nothing"
+        );
+        votes[2].suspended = false;
+        votes[1].licensed_at = NOW.minus(86_399);
+        assert!(!reached(consensus, &votes), "a license on probation");
+        assert!(
+            consensus.reached(ok(&votes), NOW.plus(1)).unwrap(),
+            "counts once it is old enough, its report still within the window"
+        );
+        let voices = consensus.voices(ok(&votes), NOW).unwrap();
+        assert_eq!((voices.licenses(), voices.networks()), (3, 3));
+    }
+
+    #[test]
+    fn a_promotion_is_kept_while_the_reports_that_count_still_make_it() {
+        let consensus = Consensus {
+            window: 100,
+            delist_after: 1_000,
+            ..Consensus::default()
+        };
+        // Newest first: reports 10, 20, 30, 40 and 500 seconds old.
+        let votes: Vec<Vote> = [10, 20, 30, 40, 500]
+            .iter()
+            .enumerate()
+            .map(|(n, &age)| vote(from(&format!("198.51.{n}.7")), age))
+            .collect();
+        let kept = |votes: &[Vote], now| consensus.kept_until(ok(votes), now).unwrap();
+        // The fourth newest is what it needs: kept until 1 000 seconds after it.
+        assert_eq!(kept(&votes, NOW), Some(NOW.minus(40).plus(1_000)));
+        // Past that, the next one down is 500 seconds old and already gone by then.
+        assert_eq!(kept(&votes, NOW.minus(40).plus(1_000)), None);
+        let mut suspended = votes.clone();
+        suspended[0].suspended = true;
+        assert_eq!(
+            kept(&suspended, NOW),
+            Some(NOW.minus(500).plus(1_000)),
+            "one license suspended: the fifth takes its place"
+        );
+        suspended[1].suspended = true;
+        assert_eq!(kept(&suspended, NOW), None, "two: no longer made");
+        // One license alone never keeps it, however often it reports.
+        let alone = [vote(from("198.51.1.7"), 0)];
+        assert_eq!(kept(&alone, NOW), None);
+        assert_eq!(consensus.keeps_for(), 1_000);
+    }
+
+    #[test]
+    fn the_votes_are_read_only_until_the_answer_is_known() {
+        let consensus = Consensus::default();
+        let mut read = 0;
+        let votes = (0..1_000u64).map(|n| {
+            read += 1;
+            Ok::<_, Infallible>(vote(from(&format!("10.{}.{}.1", n / 256, n % 256)), n))
+        });
+        assert!(consensus.reached(votes, NOW).unwrap());
+        assert_eq!(read, 4);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::code::{serde_by_code, Coded};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
+use crate::domain::network::reporter::ReporterNetwork;
 use crate::domain::personal::entry::MAX_COMMENT_CHARS;
 use crate::domain::personal::holder::{DailyUsage, Limits, ListStore};
 use crate::domain::time::UnixTime;
@@ -134,6 +135,10 @@ pub struct ReportCall {
     pub categories: Categories,
     #[serde(default)]
     pub comment: Option<String>,
+    /// A canary holds the address: the report is answered and counted against
+    /// the day as any other, and kept for nothing.
+    #[serde(default)]
+    pub canary: bool,
 }
 
 impl ReportCall {
@@ -180,6 +185,10 @@ pub struct Outgoing {
     pub subject: Listed,
     pub categories: Categories,
     pub at: UnixTime,
+    /// The network it came from; `None` for a report kept before networks were,
+    /// which counts as a network of its own.
+    #[serde(default)]
+    pub network: Option<ReporterNetwork>,
 }
 
 /// What reports need of storage beyond the personal list's day.
@@ -188,25 +197,29 @@ pub trait ReportStore: ListStore {
     fn keep_report(&mut self, report: &Outgoing) -> Result<(), Self::Error>;
 }
 
-/// Counts one report against the day's reports and keeps it to send on; past
-/// the day's limit, the limit's answer and nothing kept. A report changes
-/// nothing on the holder's own lists.
+/// Counts one report against the day's reports and keeps it to send on, with
+/// the network it came `from`; past the day's limit, the limit's answer and
+/// nothing kept. A report of a canary is counted and answered the same, and
+/// kept for nothing. A report changes nothing on the holder's own lists.
 pub fn perform_report<S: ReportStore>(
     store: &mut S,
     call: &ReportCall,
-    now: UnixTime,
-    limits: Limits,
+    from: ReporterNetwork,
+    (now, limits): (UnixTime, Limits),
 ) -> Result<ReportAnswer, S::Error> {
     let mut usage = store.usage()?.on(now.utc_day());
     let outcome = if usage.reported >= limits.reports {
         usage.refused = usage.refused.saturating_add(1);
         ReportOutcome::LimitReached
     } else {
-        store.keep_report(&Outgoing {
-            subject: call.subject(),
-            categories: call.categories,
-            at: now,
-        })?;
+        if !call.canary {
+            store.keep_report(&Outgoing {
+                subject: call.subject(),
+                categories: call.categories,
+                at: now,
+                network: Some(from),
+            })?;
+        }
         usage.reported += 1;
         ReportOutcome::Reported
     };
@@ -258,11 +271,13 @@ mod tests {
             prefix: Ipv6Prefix::Whole,
             categories: Categories::parse("ssh").unwrap(),
             comment: None,
+            canary: false,
         };
         let now = UnixTime(1_795_262_400);
+        let from = ReporterNetwork::of_client(Some("192.0.2.7"));
         let outcomes: Vec<ReportOutcome> = (0..3)
             .map(|_| {
-                perform_report(&mut store, &call, now, limits)
+                perform_report(&mut store, &call, from, (now, limits))
                     .unwrap()
                     .outcome
             })
@@ -276,12 +291,24 @@ mod tests {
             ]
         );
         assert_eq!(store.reports.len(), 2);
+        assert_eq!(store.reports[0].network, Some(from));
         assert!(
             store.entries.is_empty(),
             "a report changes nothing on the lists"
         );
-        let next_day = perform_report(&mut store, &call, now.plus(86_400), limits).unwrap();
+        let next_day = perform_report(&mut store, &call, from, (now.plus(86_400), limits)).unwrap();
         assert_eq!(next_day.outcome, ReportOutcome::Reported);
+        // A canary's report: answered and counted the same, kept for nothing.
+        let canary = ReportCall {
+            canary: true,
+            ..call.clone()
+        };
+        let answer = perform_report(&mut store, &canary, from, (now.plus(86_400), limits)).unwrap();
+        assert_eq!(answer.outcome, ReportOutcome::Reported);
+        assert_eq!(answer.usage.unwrap().reported, 2);
+        assert_eq!(store.reports.len(), 3, "nothing more kept");
+        let past = perform_report(&mut store, &canary, from, (now.plus(86_400), limits)).unwrap();
+        assert_eq!(past.outcome, ReportOutcome::LimitReached);
         // With IPV6_PREFIX 64, an IPv6 address counts as its /64.
         let v6 = ReportCall {
             ip: "2a00:1450:4001:80b::200e".parse().unwrap(),

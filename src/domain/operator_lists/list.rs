@@ -94,6 +94,24 @@ impl fmt::Display for ListEntry {
     }
 }
 
+impl ListEntry {
+    /// An address or a CIDR range without host bits, IPv6 ones too when `ipv6`
+    /// is on (an IPv4-mapped one, `::ffff:a.b.c.d` with a prefix of at least 96,
+    /// is the IPv4 entry it maps): what every list of the operator's takes.
+    pub fn parse(text: &str, ipv6: Ipv6) -> Result<Self, String> {
+        match Ipv4Range::parse(text) {
+            Some(range) => Ok(Self::V4(range)),
+            // Only text with a colon can be IPv6: other text is refused as IPv4 was.
+            None if ipv6 == Ipv6::Off || !text.contains(':') => {
+                Err("not an IPv4 address or CIDR range without host bits".to_owned())
+            }
+            None => Ipv6Range::parse(text)
+                .map(unmapped)
+                .ok_or_else(|| "not an IP address or CIDR range without host bits".to_owned()),
+        }
+    }
+}
+
 /// Carried as its text, and read back as either family.
 impl Serialize for ListEntry {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -121,16 +139,7 @@ impl ListKind {
     /// takes only what a lookup could ever find: ranges no wider than /8 (IPv4) or
     /// /29 (IPv6) that are not wholly private.
     pub fn parse_entry(self, text: &str, ipv6: Ipv6) -> Result<ListEntry, String> {
-        let entry = match Ipv4Range::parse(text) {
-            Some(range) => ListEntry::V4(range),
-            // Only text with a colon can be IPv6: other text is refused as IPv4 was.
-            None if ipv6 == Ipv6::Off || !text.contains(':') => {
-                return Err("not an IPv4 address or CIDR range without host bits".to_owned())
-            }
-            None => Ipv6Range::parse(text)
-                .map(unmapped)
-                .ok_or_else(|| "not an IP address or CIDR range without host bits".to_owned())?,
-        };
+        let entry = ListEntry::parse(text, ipv6)?;
         if self == Self::Global {
             let (prefix, widest, private) = match entry {
                 ListEntry::V4(range) => (

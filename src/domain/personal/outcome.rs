@@ -1,7 +1,7 @@
 //! Every answer a list operation can give, and its specified text.
 
 use crate::domain::code::{serde_by_code, Coded};
-use crate::domain::net::address::GivenIp;
+use crate::domain::net::address::{GivenIp, PublicIp};
 use crate::domain::net::ipv4::IpRejection;
 use crate::domain::network::report::ReportOutcome;
 use crate::domain::personal::allow::AllowOutcome;
@@ -139,6 +139,18 @@ impl Outcome {
             | Self::AlreadyGlobal(ip)
             | Self::Personal(ip, _)
             | Self::Report(ip, _) => ip.to_string(),
+        }
+    }
+
+    /// The public address answered for; none for one validation refused, or a range.
+    pub fn public_ip(&self) -> Option<PublicIp> {
+        match self {
+            Self::Invalid(_) | Self::Private(_) | Self::Allow(..) => None,
+            Self::AllowListed(ip)
+            | Self::ListedGlobal(ip)
+            | Self::AlreadyGlobal(ip)
+            | Self::Personal(ip, _)
+            | Self::Report(ip, _) => Some(ip.ip),
         }
     }
 

@@ -25,7 +25,8 @@ struct StandingView {
     global: bool,
     /// It is there because the holders' reports reached the consensus.
     promoted: bool,
-    /// Distinct licenses whose reports of it count now (within the window).
+    /// Distinct licenses whose reports of it count now (within the window); never
+    /// which, nor from which networks.
     holders: u64,
     /// Since when the consensus holds, if it does.
     promoted_since: Option<String>,
@@ -58,7 +59,7 @@ pub async fn status(
             ip: given.to_string(),
             global,
             promoted: global && tally.reached_at.is_some(),
-            holders: tally.counting,
+            holders: tally.licenses,
             promoted_since: tally.reached_at.map(|at| at.to_rfc3339()),
         },
     )

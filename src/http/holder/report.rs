@@ -6,7 +6,9 @@
 use worker::Request;
 
 use crate::domain::access::license::LicenseId;
+use crate::domain::net::address::PublicIp;
 use crate::domain::network::report::{self, Categories, ReportCall};
+use crate::domain::network::reporter::ReporterNetwork;
 use crate::domain::personal::outcome::Outcome;
 use crate::domain::precedence::{Verdict, Weighing};
 use crate::http::context::RequestContext;
@@ -18,6 +20,7 @@ use crate::http::wire::bulk::{BulkError, MAX_ADDRESSES};
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Report;
+use crate::store::{canaries, licenses};
 
 /// `POST /api/reportIp`: fields `ip`, optional `categories` and `comment`.
 pub async fn single(
@@ -25,10 +28,11 @@ pub async fn single(
     mut req: Request,
     license: LicenseId,
 ) -> Result<Reply, ApiError> {
+    let from = from(&req)?;
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
     let ip = body.field("ip").unwrap_or_default();
     let details = details(body.field("categories"), body.field("comment"));
-    let mut outcomes = run(cx, license, &[ip], details).await?;
+    let mut outcomes = run(cx, (license, from), &[ip], details).await?;
     Ok(Reply::Outcome(outcomes.remove(0), None))
 }
 
@@ -39,13 +43,14 @@ pub async fn bulk(
     mut req: Request,
     license: LicenseId,
 ) -> Result<Reply, ApiError> {
+    let from = from(&req)?;
     let body = Body::read(&mut req, &cx.ctx, MAX_BULK_BYTES).await?;
     let request = body.bulk().map_err(|error| match error {
         BulkError::TooMany(n) => ApiError::TooManyAddresses(n, MAX_ADDRESSES),
         BulkError::Malformed(detail) => ApiError::BadRequest(detail),
     })?;
     let details = details(request.categories, request.comment);
-    let outcomes = run(cx, license, &request.ips, details).await?;
+    let outcomes = run(cx, (license, from), &request.ips, details).await?;
     Ok(Reply::Outcomes(outcomes, None))
 }
 
@@ -60,36 +65,65 @@ fn details(
     Ok((categories, comment))
 }
 
+/// The network a request's reports come from: its client's, as the edge names it.
+fn from(req: &Request) -> Result<ReporterNetwork, ApiError> {
+    let client = req.headers().get("CF-Connecting-IP")?;
+    Ok(ReporterNetwork::of_client(client.as_deref()))
+}
+
 /// The steps of the specified operations, for every address: validation, then
 /// the lists in their precedence (`Weighing::Report`: either allow list refuses
 /// it; the global list does not, whose entries' reports keep them from
 /// decaying). Malformed categories or a long comment refuse the request once an
-/// address has passed validation, as an add's details do.
+/// address has passed validation, as an add's details do. The canaries are
+/// weighed before the lists: a report of one is answered as the lists answer
+/// it, and the holder's object is told, which suspends the license; nothing in
+/// the answer says so.
 async fn run(
     cx: &RequestContext,
-    license: LicenseId,
+    (license, network): (LicenseId, ReporterNetwork),
     ips: &[String],
     details: Result<(Categories, Option<String>), ApiError>,
 ) -> Result<Vec<Outcome>, ApiError> {
+    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
     let settled = settle(cx, &license, Weighing::Report, ips, &details).await?;
     let (categories, comment) = details.unwrap_or_default();
+    let public: Vec<PublicIp> = settled.iter().filter_map(Verdict::public_ip).collect();
+    let canaries = match public.is_empty() {
+        true => Vec::new(),
+        false => {
+            let known = canaries::known(env, settings.freshness, now).await?;
+            public.into_iter().filter(|&ip| known.holds(ip)).collect()
+        }
+    };
     let calls: Vec<ReportCall> = settled
         .iter()
         .filter_map(|settled| match settled {
             Verdict::Personal(given, _) => Some(ReportCall {
                 ip: given.ip,
-                prefix: cx.settings.ipv6_prefix,
+                prefix: settings.ipv6_prefix,
                 categories,
                 comment: comment.clone(),
+                canary: canaries.contains(&given.ip),
             }),
             Verdict::Answered(_) => None,
         })
         .collect();
-    let answers = if calls.is_empty() {
+    let answers = if calls.is_empty() && canaries.is_empty() {
         Vec::new()
     } else {
-        holder(&cx.env, &license)?
-            .ask(Report { license, calls })
+        // As the edge authenticated the caller: the isolate remembers it.
+        let licensed_at = licenses::standing(env, &license, settings.freshness, now)
+            .await?
+            .created_at;
+        holder(env, &license)?
+            .ask(Report {
+                license,
+                licensed_at,
+                network,
+                calls,
+                canaries,
+            })
             .await?
     };
     in_order(settled, answers, |ip, answer| {

@@ -23,7 +23,7 @@ use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::TakeAlerts;
 use crate::objects::operator_lists::client as lists;
-use crate::store::licenses;
+use crate::store::{canaries, licenses};
 
 /// The alerts of one request, read as they stream in (`PostedReader`) and
 /// leniently (`classify`), each weighed by
@@ -46,22 +46,26 @@ pub async fn post(
         return Reply::json(201, &Vec::<String>::new());
     }
     let beyond = total - sent.len() as u64;
-    let own_allow_list = licenses::standing(env, &machine.license, settings.freshness, now)
-        .await?
-        .allow_list;
+    let held = licenses::standing(env, &machine.license, settings.freshness, now).await?;
+    let mut weighing = Weighed {
+        own_allow_list: held.allow_list,
+        canaries: Vec::new(),
+    };
     let mut alerts = Vec::with_capacity(sent.len());
     let mut skips = Vec::new();
     for asked in classify(sent, settings.ipv6) {
         if let Asked::Ignored(skip) = asked {
             skips.push(skip);
         }
-        alerts.push(weigh(cx, asked, own_allow_list).await?);
+        alerts.push(weigh(cx, asked, &mut weighing).await?);
     }
     if let Some(note) = skipped(&skips, beyond) {
         cx.log.notes(note);
     }
     let call = TakeAlerts {
         license: machine.license.clone(),
+        licensed_at: held.created_at,
+        canaries: weighing.canaries,
         machine: machine.id,
         alerts,
         beyond,
@@ -86,17 +90,26 @@ fn not_alerts(refused: Refused) -> ApiError {
     }
 }
 
+/// What weighing a request's alerts needs and finds beside each alert: whether
+/// the holder has allow-list entries, and the canaries the detections name.
+struct Weighed {
+    own_allow_list: bool,
+    canaries: Vec<PublicIp>,
+}
+
 /// One alert as the holder's object takes it, once the operator's lists have
 /// weighed its addresses as `reportIp` and `addIpToGreylist` weigh one: the
 /// global allow list refuses both the report and the add, the global challenge
 /// list the add only (its entries' reports keep them from decaying). The
-/// holder's own allow list is its object's to weigh.
+/// holder's own allow list is its object's to weigh. A detection is a report:
+/// the canaries are weighed before the lists, as a report's are.
 async fn weigh(
     cx: &RequestContext,
     asked: Asked,
-    own_allow_list: bool,
+    weighing: &mut Weighed,
 ) -> Result<AlertCall, ApiError> {
     let prefix = cx.settings.ipv6_prefix;
+    let own_allow_list = weighing.own_allow_list;
     let mut call = AlertCall::default();
     match asked {
         Asked::Detection {
@@ -105,6 +118,12 @@ async fn weigh(
             remediation,
             scenario,
         } => {
+            let canary = canaries::known(&cx.env, cx.settings.freshness, cx.now)
+                .await?
+                .holds(ip);
+            if canary && !weighing.canaries.contains(&ip) {
+                weighing.canaries.push(ip);
+            }
             let reported = weighed(cx, Weighing::Report, ip, own_allow_list).await?;
             if let Verdict::Answered(_) = reported {
                 // The global allow list holds it: neither half is taken.
@@ -115,6 +134,7 @@ async fn weigh(
                 prefix,
                 categories,
                 comment: scenario.clone(),
+                canary,
             });
             if remediation {
                 let weighing = Weighing::Operation(Operation::Add);

@@ -8,21 +8,20 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use worker::{Context, Request};
 
-use crate::domain::access::audit::AuditFilter;
+use crate::domain::access::audit::{Action, AuditFilter, Record};
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::{
     is_key_id, text_field, Role, MAX_LABEL_CHARS, MAX_NOTE_CHARS,
 };
 use crate::domain::net::address::{Listed, PublicIp};
-use crate::domain::network::report::Category;
 use crate::domain::page::page_size;
-use crate::domain::time::UnixTime;
 use crate::http::auth::caller::Operator;
 use crate::http::auth::operator_key;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::holder::allow::AllowView;
 use crate::http::holder::browse::EntryView;
+use crate::http::operator::network::{self, NetworkSetting, StandingView};
 use crate::http::wire::body::Body;
 use crate::http::wire::reply::{to_json, Reply};
 use crate::objects::directory::client::directory;
@@ -30,15 +29,12 @@ use crate::objects::directory::protocol::{
     Audit, CreateKey, CreateLicense, Keys, License, Licenses, Relabel, RevokeKey,
 };
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{self as holder_calls, LicensePicture, WhyHeld};
-use crate::objects::network::client::{fault as shard_fault, shard_for};
-use crate::objects::network::protocol as network_calls;
+use crate::objects::holder::protocol::{self as holder_calls, LicensePicture, SetNetwork, WhyHeld};
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{self as lists_calls, Covering};
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Revoke;
 use crate::store::directory::KeyRow;
-use crate::store::network::tally::AddressTally;
 
 /// A label and a note, a key's name and role: a few hundred characters of JSON.
 const MAX_CONSOLE_BODY_BYTES: usize = 4 * 1024;
@@ -79,6 +75,19 @@ async fn json_body<T: for<'de> Deserialize<'de> + Default>(
 struct Naming {
     label: Option<String>,
     note: Option<String>,
+}
+
+/// What a `PATCH` may change: the label, the note, the standing in the network.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LicenseChange {
+    label: Option<String>,
+    note: Option<String>,
+    network: Option<NetworkSetting>,
+}
+
+impl LicenseChange {
+    const SHAPE: &str = "{\"label\": \"...\", \"note\": \"...\", \"network\": \"counting\" or \"suspended\"}, at least one";
 }
 
 impl Naming {
@@ -130,28 +139,75 @@ fn shown(row: &impl Serialize, (field, secret): (&str, &str)) -> Result<Reply, A
     Reply::json(201, &shown)
 }
 
-/// `PATCH /admin/licenses/<id>`: a new label, note or both.
+/// `PATCH /admin/licenses/<id>`: a new label, note or both, and a change of its
+/// standing in the network (`"network": "suspended"` or `"counting"`), each an
+/// audit row. Answered with the license's row and its standing.
 pub async fn relabel(
     cx: &RequestContext,
     mut req: Request,
     operator: Operator,
 ) -> Result<Reply, ApiError> {
+    let env = &cx.env;
     let license = LicenseId::parse(&cx.id).ok_or(ApiError::NotFound("license"))?;
-    let (label, note) = json_body::<Naming>(&mut req, &cx.ctx, Naming::SHAPE)
-        .await?
-        .checked()?;
-    if label.is_none() && note.is_none() {
-        return Err(ApiError::BadRequest(format!("expected {}", Naming::SHAPE)));
+    let change = json_body::<LicenseChange>(&mut req, &cx.ctx, LicenseChange::SHAPE).await?;
+    let network = change.network;
+    let (label, note) = Naming {
+        label: change.label,
+        note: change.note,
     }
-    let row = directory(&cx.env)?
-        .ask(Relabel {
-            license,
-            label,
-            note,
-            by: operator.stamp(),
-        })
-        .await?;
-    Reply::json(200, &row)
+    .checked()?;
+    if label.is_none() && note.is_none() && network.is_none() {
+        return Err(ApiError::BadRequest(format!(
+            "expected {}",
+            LicenseChange::SHAPE
+        )));
+    }
+    let row = match (label, note) {
+        (None, None) => directory(env)?.ask(License(license.clone())).await?,
+        (label, note) => {
+            directory(env)?
+                .ask(Relabel {
+                    license: license.clone(),
+                    label,
+                    note,
+                    by: operator.stamp(),
+                })
+                .await?
+        }
+    };
+    let kept = match network {
+        None => holder(env, &license)?.ask(LicensePicture).await?.network,
+        Some(setting) => {
+            let kept = holder(env, &license)?
+                .ask(SetNetwork(setting.suspended()))
+                .await?;
+            directory(env)?
+                .ask(Record {
+                    action: Action::LicenseNetwork,
+                    target: license.as_str().to_owned(),
+                    detail: setting_detail(setting),
+                    by: operator.stamp(),
+                })
+                .await?;
+            kept
+        }
+    };
+    let mut answer = to_json(&row)?;
+    answer["network"] = to_json(StandingView::of(
+        kept,
+        &row.created_at,
+        cx.settings.objects.consensus,
+        cx.now.unix(),
+    ))?;
+    Reply::json(200, &answer)
+}
+
+/// A standing change as its audit row says it.
+fn setting_detail(setting: NetworkSetting) -> String {
+    match setting {
+        NetworkSetting::Counting => "network: counting".to_owned(),
+        NetworkSetting::Suspended => "network: suspended".to_owned(),
+    }
 }
 
 /// `GET /admin/licenses?q=&cursor=&limit=`: licenses newest first, those whose
@@ -213,6 +269,12 @@ pub async fn license(cx: &RequestContext, _: Request, _: Operator) -> Result<Rep
     cx.log.names(&license);
     let row = directory(env)?.ask(License(license.clone())).await?;
     let holder = holder(env, &license)?.ask(LicensePicture).await?;
+    let standing = StandingView::of(
+        holder.network,
+        &row.created_at,
+        cx.settings.objects.consensus,
+        cx.now.unix(),
+    );
     let limits = cx.settings.objects.limits;
     // One object of the three parts: the directory's row, the holder's, the limits.
     let mut picture = to_json(&row)?;
@@ -226,6 +288,7 @@ pub async fn license(cx: &RequestContext, _: Request, _: Operator) -> Result<Rep
             entries: limits.entries,
         };
         fields.insert("limits".to_owned(), to_json(&limits)?);
+        fields.insert("network".to_owned(), to_json(&standing)?);
     }
     Reply::json(200, &picture)
 }
@@ -326,50 +389,11 @@ struct LookupView<'a> {
     global: Vec<Covering>,
     #[serde(skip_serializing_if = "Option::is_none")]
     license: Option<HolderEntryView<'a>>,
-    /// Holders' reports of it, when there are any: how many licenses count
-    /// towards the network's consensus, whether it holds, and who reported it.
+    /// Holders' reports of it, when there are any: how many licenses and
+    /// networks count towards the network's consensus against what it needs,
+    /// whether it holds, and who reported it from where.
     #[serde(skip_serializing_if = "Option::is_none")]
-    reports: Option<ReportsView>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ReportsView {
-    /// Distinct licenses whose reports count now (within the window).
-    licenses: u64,
-    /// Since when those reports make the consensus, if they do.
-    consensus_since: Option<String>,
-    reporters: Vec<ReporterView>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ReporterView {
-    license: String,
-    categories: Vec<Category>,
-    reports: u64,
-    first_at: String,
-    last_at: String,
-}
-
-impl ReportsView {
-    fn of(tally: AddressTally) -> Option<Self> {
-        (!tally.reporters.is_empty()).then(|| Self {
-            licenses: tally.counting,
-            consensus_since: tally.reached_at.map(UnixTime::to_rfc3339),
-            reporters: tally
-                .reporters
-                .into_iter()
-                .map(|r| ReporterView {
-                    license: r.license,
-                    categories: r.categories.iter().collect(),
-                    reports: r.count,
-                    first_at: r.first_at.to_rfc3339(),
-                    last_at: r.last_at.to_rfc3339(),
-                })
-                .collect(),
-        })
-    }
+    reports: Option<network::ReportsView>,
 }
 
 #[derive(Serialize)]
@@ -400,17 +424,9 @@ pub async fn lookup(cx: &RequestContext, req: Request, _: Operator) -> Result<Re
         .transpose()?;
     let lists = writer(env)?.ask(lists_calls::WhyListed(ip)).await?;
     let reports = match PublicIp::from_ip(ip) {
+        // With IPV6_PREFIX 64, an IPv6 address is reported, and counted, as its /64.
         Some(public) => {
-            // With IPV6_PREFIX 64, an IPv6 address is reported, and counted, as its /64.
-            let subject = Listed::keys(public, cx.settings.ipv6_prefix).0;
-            let tally = shard_for(env, subject)?
-                .ask(network_calls::TallyOf(
-                    subject,
-                    network_calls::MOST_REPORTERS,
-                ))
-                .await
-                .map_err(shard_fault)?;
-            ReportsView::of(tally)
+            network::reports_of(cx, Listed::keys(public, cx.settings.ipv6_prefix).0).await?
         }
         None => None,
     };

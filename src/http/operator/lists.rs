@@ -3,8 +3,6 @@
 //! has passed for its route; the lists' writer keeps each change's audit row with
 //! the change and sends it to the directory (`object/audit.rs` of the writer).
 
-use std::collections::BTreeMap;
-
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
 
@@ -12,18 +10,17 @@ use worker::{Request, Response};
 
 use crate::domain::code::Coded;
 use crate::domain::net::address::Listed;
-use crate::domain::network::consensus::shard_of;
+use crate::domain::network::consensus::Review;
 use crate::domain::operator_lists::list::{EditRequest, EntrySource, ListKind, MAX_IMPORT_BYTES};
 use crate::http::auth::caller::Operator;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
+use crate::http::operator::network;
 use crate::http::wire::body::{declared_within, gzipped, Body};
 use crate::http::wire::reply::Reply;
 use crate::http::wire::{etag, form};
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::Count;
-use crate::objects::network::client::{fault as shard_fault, shard};
-use crate::objects::network::protocol::Dismiss;
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{
     Edit, Export, ExportHead, ListsStatus, Replace, Status,
@@ -70,16 +67,7 @@ pub async fn edit_list(
             stamp: Some(operator.stamp()),
         })
         .await?;
-    let mut by_shard: BTreeMap<u32, Vec<Listed>> = BTreeMap::new();
-    for ip in dismissed {
-        by_shard.entry(shard_of(&ip.key())).or_default().push(ip);
-    }
-    for (index, ips) in by_shard {
-        shard(env, index)?
-            .ask(Dismiss(ips))
-            .await
-            .map_err(shard_fault)?;
-    }
+    network::dismiss(cx, dismissed).await?;
     Reply::json(200, &edited.0)
 }
 
@@ -243,14 +231,17 @@ struct IsolateStatus {
     wasm_bytes: u64,
 }
 
-/// How the holders' reports promote and let go (`PROMOTION_HOLDERS`,
-/// `PROMOTION_WINDOW_SECONDS`, `DELIST_AFTER_SECONDS`); 0 holders: promotion off.
+/// How the holders' reports promote and let go, every setting in force
+/// (`PROMOTION_*`, `DELIST_AFTER_SECONDS`); 0 holders: promotion off.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct NetworkSettings {
     promotion_holders: u32,
+    promotion_networks: u32,
     promotion_window_seconds: u64,
     delist_after_seconds: u64,
+    promotion_probation_seconds: u64,
+    promotion_review: Review,
 }
 
 /// `GET /admin/status`: both lists' sizes and published versions, and the number of licenses.
@@ -264,8 +255,11 @@ pub async fn status(cx: &RequestContext, _: Request, _: Operator) -> Result<Repl
             licenses: directory(env)?.ask(Count).await?,
             network: NetworkSettings {
                 promotion_holders: consensus.holders,
+                promotion_networks: consensus.networks,
                 promotion_window_seconds: consensus.window,
                 delist_after_seconds: consensus.delist_after,
+                promotion_probation_seconds: consensus.probation,
+                promotion_review: consensus.review,
             },
             isolate: IsolateStatus {
                 wasm_bytes: memory::wasm_bytes(),

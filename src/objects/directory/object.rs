@@ -12,9 +12,10 @@ use futures_util::lock::Mutex;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    Audit, AuditPage, Count, CreateKey, CreateLicense, DirectoryCall, DirectoryProtocol,
-    DirectoryRefusal, FileRevocation, Keys, License, LicensePage, Licenses, NewKey, NewLicense,
-    PublishKeys, RecordForwarded, RecordRefusals, Relabel, RevokeKey,
+    Audit, AuditPage, Canaries, Count, CreateKey, CreateLicense, DirectoryCall, DirectoryProtocol,
+    DirectoryRefusal, EditCanaries, FileRevocation, Keys, Labels, License, LicensePage, Licenses,
+    NewKey, NewLicense, PublishKeys, RecordForwarded, RecordRefusals, Relabel, RevokeKey,
+    MAX_LABELS,
 };
 use crate::domain::access::audit::{Action, Forwarded, Record, Refusals};
 use crate::domain::access::license::key_digest;
@@ -25,6 +26,7 @@ use crate::domain::time::Millis;
 use crate::objects::protocol::{receive, Ask, Failure, Received};
 use crate::objects::startup::Started;
 use crate::platform::clock;
+use crate::store::canaries::{self, CanaryTable, Edited};
 use crate::store::directory::{AuditCursor, Directory, LicenseCursor, LicenseRow, MAX_KEYS};
 use crate::store::{licenses, operator_keys, StoreError};
 
@@ -42,6 +44,9 @@ pub struct OperatorDirectory {
     /// for the same reason: a key created while another is revoked must not
     /// publish the revoked one standing again.
     keys: Mutex<()>,
+    /// Held across each edit of the canaries and their publication, so that an
+    /// older list is never published over a newer one.
+    canaries: Mutex<()>,
     /// Whether this instance published the keys: a Worker that finds none in KV
     /// asks, and KV takes one write a second to a key.
     published_keys: Cell<bool>,
@@ -55,6 +60,7 @@ impl DurableObject for OperatorDirectory {
             sql,
             started: Started::default(),
             keys: Mutex::new(()),
+            canaries: Mutex::new(()),
             published_keys: Cell::new(false),
         }
     }
@@ -93,6 +99,19 @@ impl DurableObject for OperatorDirectory {
                 RecordRefusals::reply(self.record_refusals(&refusals))
             }
             DirectoryCall::Audit(call) => Audit::reply(self.audit(call)),
+            DirectoryCall::EditCanaries(call) => {
+                EditCanaries::reply(self.edit_canaries(call).await)
+            }
+            DirectoryCall::Labels(Labels(ids)) => Labels::reply(
+                self.files()
+                    .labels(&ids[..ids.len().min(MAX_LABELS)])
+                    .map_err(Failure::from),
+            ),
+            DirectoryCall::Canaries(Canaries) => Canaries::reply(
+                CanaryTable::new(&self.sql)
+                    .published()
+                    .map_err(Failure::from),
+            ),
         }
     }
 }
@@ -348,6 +367,28 @@ impl OperatorDirectory {
             detail: format!("{name:?}"),
             by: call.by,
         })
+    }
+}
+
+impl OperatorDirectory {
+    /// An edit of the canaries, written with its audit row in one stretch without
+    /// an await, then published: every isolate weighs reports against it within
+    /// `CACHE_SECONDS`. A publication that failed is made again by the next edit.
+    async fn edit_canaries(&self, call: EditCanaries) -> Answered<Edited> {
+        let _canaries = self.canaries.lock().await;
+        let table = CanaryTable::new(&self.sql);
+        let now = clock::now();
+        let edited = table
+            .edit((&call.add, &call.remove), call.ipv6, now.unix())?
+            .map_err(|why| Failure::Refused(DirectoryRefusal::BadCanaries(why)))?;
+        self.record(&Record {
+            action: Action::CanariesEdited,
+            target: "canaries".to_owned(),
+            detail: format!("added {}, removed {}", edited.added, edited.removed),
+            by: call.by,
+        })?;
+        canaries::publish(&self.env, &table.published()?).await?;
+        Ok(edited)
     }
 }
 

@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 use crate::domain::access::audit::{AuditFilter, AuditRow, Forwarded, Record, Refusals, Stamp};
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::{Denied, KnownKeys, Role};
+use crate::domain::net::address::Ipv6;
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
+use crate::store::canaries::{Edited, Published};
 use crate::store::directory::{KeyRow, LicenseRow};
 
 pub enum DirectoryProtocol {}
@@ -32,6 +34,9 @@ calls!(DirectoryProtocol => DirectoryCall {
     RecordForwarded => (),
     RecordRefusals => (),
     Audit => AuditPage,
+    EditCanaries => Edited,
+    Canaries => Published,
+    Labels => Vec<(String, String)>,
 });
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +52,8 @@ pub enum DirectoryRefusal {
     TooManyKeys,
     /// A page's cursor this service did not give out.
     UnknownCursor,
+    /// An edit of the canaries the list does not take; the message says why.
+    BadCanaries(String),
 }
 
 /// The operator keys every isolate checks a key against, published in KV
@@ -162,3 +169,26 @@ pub struct AuditPage {
     pub entries: Vec<AuditRow>,
     pub cursor: Option<String>,
 }
+
+/// Removes, then adds, canaries: every entry or none, and the list at most
+/// `MAX_CANARIES`; published before it is answered, and recorded.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct EditCanaries {
+    pub add: Vec<String>,
+    pub remove: Vec<String>,
+    /// Whether IPv6 entries are taken (the service's `IPV6` setting).
+    pub ipv6: Ipv6,
+    pub by: Stamp,
+}
+
+/// The canaries, in address order, with the number of their last edit.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Canaries;
+
+/// The labels of these licenses (at most `MAX_LABELS`), as `(license, label)`:
+/// those filed, in no particular order.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Labels(pub Vec<String>);
+
+/// Licenses one `Labels` call names at most.
+pub const MAX_LABELS: usize = 1_000;

@@ -13,8 +13,8 @@ use super::protocol::{
     Activity, AdmitLogin, AdmitMachine, AlertsTaken, AllowPage, AllowPerform, ChangeMachine,
     CreateFeedToken, CreateMachine, EntryPage, Feed, FeedStart, FeedTokens, History, HolderCall,
     HolderPicture, HolderProtocol, HolderRefusal, LicensePicture, LiveLookup, Machines, OwnAllow,
-    Perform, RecordUsage, Report, Revoke, RevokeFeedToken, RevokeMachine, TakeAlerts, Usage,
-    WhyHeld, WhyListed,
+    Perform, RecordUsage, Report, Revoke, RevokeFeedToken, RevokeMachine, SetNetwork, TakeAlerts,
+    Usage, WhyHeld, WhyListed,
 };
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::PullClient;
@@ -24,6 +24,7 @@ use crate::domain::machines::credentials::{MachineCounts, MachineSettings};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::network::consensus::{shard_of, SHARDS};
 use crate::domain::network::report::{perform_report, Outgoing, ReportAnswer, ReportOutcome};
+use crate::domain::network::standing::Kept;
 use crate::domain::operator_lists::delta::{AllowMoves, VersionChange};
 use crate::domain::personal::activity::last_days;
 use crate::domain::personal::allow::{perform_allow, AllowAnswer, AllowSet};
@@ -33,7 +34,7 @@ use crate::domain::precedence::weigh_in_object;
 use crate::domain::precedence::Weighing;
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::network::client::{fault as shard_fault, shard};
-use crate::objects::network::protocol::{Count, Forget};
+use crate::objects::network::protocol::{Count, Forget, ReportsProtocol, SetStanding};
 use crate::objects::protocol::{
     receive, refuse, Ask, AskStream, Failure, Received, Streamed, StreamedOutcome,
 };
@@ -122,7 +123,10 @@ impl DurableObject for HolderList {
         // A revoked license is refused here at once, whatever an edge cache still says.
         let operators = matches!(
             call,
-            HolderCall::Revoke(_) | HolderCall::LicensePicture(_) | HolderCall::WhyListed(_)
+            HolderCall::Revoke(_)
+                | HolderCall::LicensePicture(_)
+                | HolderCall::WhyListed(_)
+                | HolderCall::SetNetwork(_)
         );
         if !operators && self.is_revoked()? {
             return refuse::<HolderProtocol>(HolderRefusal::LicenseRevoked);
@@ -166,6 +170,9 @@ impl DurableObject for HolderList {
             HolderCall::AdmitLogin(AdmitLogin) => AdmitLogin::reply(Ok(())),
             HolderCall::LicensePicture(LicensePicture) => {
                 LicensePicture::reply(stored(picture(&store, now)))
+            }
+            HolderCall::SetNetwork(SetNetwork(suspended)) => {
+                SetNetwork::reply(self.set_network(|kept| kept.set(suspended, now), now).await)
             }
             HolderCall::WhyListed(WhyListed(ip)) => WhyListed::reply(self.why_held(ip, now)),
             HolderCall::CreateMachine(CreateMachine(machine)) => {
@@ -265,7 +272,7 @@ impl HolderList {
         store.revoke(now)?;
         self.revoked.set(Some(true));
         store.forget_reports(None)?;
-        if let Some(license) = store.license()? {
+        if let Some((license, _)) = store.license()? {
             for index in 0..SHARDS {
                 shard(&self.env, index)?
                     .ask(Forget(license.as_str().to_owned()))
@@ -278,16 +285,24 @@ impl HolderList {
 
     /// Reports of attackers: each weighed by the holder's allow list first (a
     /// report of what it holds is refused), then counted against the day's reports
-    /// and kept; the alarm, set for the next whole second, sends them to their
-    /// shards, so that reports arriving meanwhile go in the same batch.
+    /// and kept with the network it came from; the alarm, set for the next whole
+    /// second, sends them to their shards, so that reports arriving meanwhile go in
+    /// the same batch. A canary among the request's addresses suspends the license
+    /// from the network, and its answer is any report's.
     async fn report(
         &self,
-        Report { license, calls }: Report,
+        Report {
+            license,
+            licensed_at,
+            network,
+            calls,
+            canaries,
+        }: Report,
         now: UnixTime,
         limits: Limits,
     ) -> Answered<Vec<ReportAnswer>> {
         let mut store = SqlListStore::new(&self.sql);
-        store.know_license(&license)?;
+        store.know_license(&license, licensed_at)?;
         let answers = {
             let allow = self.allow_set()?;
             calls
@@ -299,17 +314,50 @@ impl HolderList {
                             usage: None,
                             limits,
                         }),
-                        None => perform_report(&mut store, call, now, limits),
+                        None => perform_report(&mut store, call, network, (now, limits)),
                     }
                 })
                 .collect::<std::result::Result<Vec<_>, _>>()?
         };
-        if answers.iter().any(|a| a.outcome == ReportOutcome::Reported) {
+        let caught = self.catch(&store, &canaries, now)?;
+        if caught || answers.iter().any(|a| a.outcome == ReportOutcome::Reported) {
             self.schedule_sweep(now.plus(REPORT_GATHER_SECONDS))
                 .await
                 .map_err(|e| Failure::Fault(e.into()))?;
         }
         Ok(answers)
+    }
+
+    /// A canary reported: the license is suspended from the network (once; the
+    /// first canary is the one it shows). Answers whether that changed its standing.
+    fn catch(
+        &self,
+        store: &SqlListStore<&SqlStorage>,
+        canaries: &[PublicIp],
+        now: UnixTime,
+    ) -> std::result::Result<bool, SqlError> {
+        let Some(&canary) = canaries.first() else {
+            return Ok(false);
+        };
+        let kept = store.network_standing()?.standing;
+        store.change_network_standing(kept.caught(canary, now))
+    }
+
+    /// The operator's change of the license's standing in the network: kept now,
+    /// told to every shard by the alarm, which runs at once.
+    async fn set_network(
+        &self,
+        change: impl FnOnce(Kept) -> Kept,
+        now: UnixTime,
+    ) -> Answered<Kept> {
+        let store = SqlListStore::new(&self.sql);
+        let kept = change(store.network_standing()?.standing);
+        if store.change_network_standing(kept)? {
+            self.schedule_sweep(now)
+                .await
+                .map_err(|e| Failure::Fault(e.into()))?;
+        }
+        Ok(kept)
     }
 
     /// A request's alerts from one machine: each applied in order (`take_alert`:
@@ -326,7 +374,8 @@ impl HolderList {
         limits: Limits,
     ) -> Answered<AlertsTaken> {
         let taken = self.apply_alerts(&call, now, limits)?;
-        if taken.counts.reported > 0 || taken.counts.added > 0 {
+        let caught = self.catch(&SqlListStore::new(&self.sql), &call.canaries, now)?;
+        if caught || taken.counts.reported > 0 || taken.counts.added > 0 {
             self.schedule_sweep(now.plus(REPORT_GATHER_SECONDS))
                 .await
                 .map_err(|e| Failure::Fault(e.into()))?;
@@ -344,7 +393,7 @@ impl HolderList {
         let Some(machine) = store.machine_state(&call.machine)? else {
             return Err(Failure::Refused(HolderRefusal::MachineRevoked));
         };
-        store.know_license(&call.license)?;
+        store.know_license(&call.license, call.licensed_at)?;
         // Those past the number a request takes are acknowledged and change nothing.
         let mut counts = MachineCounts {
             alerts: call.beyond,
@@ -374,24 +423,59 @@ impl HolderList {
         })
     }
 
-    /// Sends a batch of the reports kept to their shards, one call per shard;
-    /// answers whether more are kept. A shard that fails leaves the batch kept,
-    /// and the alarm's retry sends it again (a report counted twice by a shard
-    /// that did take it counts once: a license counts once an address).
+    /// Tells every shard the license's standing when it changed since they were
+    /// last told, then sends a batch of the reports kept to their shards, one call
+    /// per shard; answers whether more are kept. A shard that fails leaves the
+    /// batch kept (and the standing untold), and the alarm's retry sends it again
+    /// (a report counted twice by a shard that did take it counts once: a license
+    /// counts once an address).
     async fn send_reports(&self) -> Result<bool> {
         // An alarm and the test build's hook may run at once: one sends, so that
         // no report is sent twice while the other waits on a shard.
         if self.sending.replace(true) {
             return Ok(false);
         }
-        let sent = self.send_batch().await;
+        let sent = match self.tell_standing().await {
+            Ok(()) => self.send_batch().await,
+            Err(error) => Err(error),
+        };
         self.sending.set(false);
         sent
     }
 
+    async fn tell_standing(&self) -> Result<()> {
+        let store = SqlListStore::new(&self.sql);
+        let kept = store.network_standing().map_err(fault)?;
+        let Some((license, _)) = store.license().map_err(fault)? else {
+            return Ok(());
+        };
+        if kept.told >= kept.version {
+            return Ok(());
+        }
+        for index in 0..SHARDS {
+            let call = SetStanding {
+                license: license.as_str().to_owned(),
+                suspended: kept.standing.suspended,
+            };
+            self.ask_shard(index, call).await?;
+        }
+        store.standing_told(kept.version).map_err(fault)
+    }
+
+    /// Report shard `index`'s answer to `call`; a fault names the shard.
+    async fn ask_shard<C: Ask<ReportsProtocol>>(&self, index: u32, call: C) -> Result<C::Answer> {
+        shard(&self.env, index)
+            .map_err(|e| worker::Error::RustError(e.to_string()))?
+            .ask(call)
+            .await
+            .map_err(|e| {
+                worker::Error::RustError(format!("report shard {index}: {}", shard_fault(e)))
+            })
+    }
+
     async fn send_batch(&self) -> Result<bool> {
         let store = SqlListStore::new(&self.sql);
-        let Some(license) = store.license().map_err(fault)? else {
+        let Some((license, licensed_at)) = store.license().map_err(fault)? else {
             return Ok(false);
         };
         let kept = store.kept_reports(REPORT_BATCH).map_err(fault)?;
@@ -408,15 +492,10 @@ impl HolderList {
         for (index, reports) in by_shard {
             let count = Count {
                 license: license.as_str().to_owned(),
+                licensed_at,
                 reports,
             };
-            shard(&self.env, index)
-                .map_err(|e| worker::Error::RustError(e.to_string()))?
-                .ask(count)
-                .await
-                .map_err(|e| {
-                    worker::Error::RustError(format!("report shard {index}: {}", shard_fault(e)))
-                })?;
+            self.ask_shard(index, count).await?;
         }
         store.forget_reports(Some(last)).map_err(fault)?;
         Ok(kept.len() == REPORT_BATCH)
@@ -790,6 +869,7 @@ fn picture(
         feed_tokens: store.feed_tokens(now)?,
         last_change: store.last_change()?.map(UnixTime::to_rfc3339),
         machines: store.machines()?,
+        network: store.network_standing()?.standing,
     })
 }
 

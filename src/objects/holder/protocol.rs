@@ -15,12 +15,15 @@ use crate::domain::machines::credentials::{
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::net::intervals::Intervals;
 use crate::domain::network::report::{ReportAnswer, ReportCall};
+use crate::domain::network::reporter::ReporterNetwork;
+use crate::domain::network::standing::Kept;
 use crate::domain::operator_lists::delta::{AllowMoves, VersionChange};
 use crate::domain::page::{AllowCursor, EntryCursor, HistoryCursor, Page, PageQuery};
 use crate::domain::personal::activity::ActivityDay;
 use crate::domain::personal::allow::{AllowAnswer, AllowCall, AllowEntry};
 use crate::domain::personal::entry::{Entry, HistoryEvent};
 use crate::domain::personal::holder::{Answer, Call, DailyUsage};
+use crate::domain::time::UnixTime;
 use crate::domain::usage_metrics::{BouncerReport, EngineReport};
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
@@ -48,6 +51,7 @@ calls!(HolderProtocol => HolderCall {
     Revoke => (),
     AdmitLogin => (),
     LicensePicture => HolderPicture,
+    SetNetwork => Kept,
     WhyListed => WhyHeld,
     CreateMachine => (),
     Machines => Vec<MachineInfo>,
@@ -101,12 +105,26 @@ pub struct AllowPerform {
 }
 
 /// Reports of attackers, in order, in one visit: one answer per call. The
-/// license is named so that the object's alarm can send them on under it.
+/// license is named, with when it was issued, so that the object's alarm can
+/// send them on under it; every report comes from the client's `network`. The
+/// canaries among the request's addresses (however the lists answered them)
+/// suspend the license from the network.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
     pub license: LicenseId,
+    #[serde(default)]
+    pub licensed_at: UnixTime,
+    #[serde(default)]
+    pub network: ReporterNetwork,
     pub calls: Vec<ReportCall>,
+    #[serde(default)]
+    pub canaries: Vec<PublicIp>,
 }
+
+/// The operator suspends the license from the network (`true`) or reinstates
+/// it; answered with its standing as kept.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SetNetwork(pub bool);
 
 /// A page of the allow list, newest first.
 #[derive(Debug, Serialize, Deserialize)]
@@ -235,6 +253,9 @@ pub struct HolderPicture {
     /// of the version before them).
     #[serde(default)]
     pub machines: Vec<MachineInfo>,
+    /// Its standing in the network, as kept.
+    #[serde(default)]
+    pub network: Kept,
 }
 
 /// The live entry that lists an address, under either of its keys, and the
@@ -286,6 +307,12 @@ pub struct AdmitMachine {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct TakeAlerts {
     pub license: LicenseId,
+    /// When the license was issued, which its probation counts from.
+    #[serde(default)]
+    pub licensed_at: UnixTime,
+    /// The canaries among the alerts' reported addresses: they suspend the license.
+    #[serde(default)]
+    pub canaries: Vec<PublicIp>,
     /// The machine's id at its holder's.
     pub machine: String,
     pub alerts: Vec<AlertCall>,

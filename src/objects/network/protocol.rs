@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::net::address::Listed;
 use crate::domain::network::report::Outgoing;
+use crate::domain::time::UnixTime;
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
 use crate::store::network::tally::AddressTally;
@@ -18,7 +19,9 @@ impl Protocol for ReportsProtocol {
 calls!(ReportsProtocol => ReportsCall {
     Count => Vec<Listed>,
     Forget => (),
+    SetStanding => (),
     TallyOf => AddressTally,
+    Tallies => Vec<AddressTally>,
     Dismiss => (),
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
@@ -33,7 +36,17 @@ pub enum NoRefusal {}
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Count {
     pub license: String,
+    /// When the license was issued, which its probation counts from.
+    pub licensed_at: UnixTime,
     pub reports: Vec<Outgoing>,
+}
+
+/// The license is suspended from the network (`true`) or reinstated: its
+/// reports are kept, and count only while it is not suspended.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SetStanding {
+    pub license: String,
+    pub suspended: bool,
 }
 
 /// The license is revoked: its reports stop counting.
@@ -47,6 +60,14 @@ pub const MOST_REPORTERS: u64 = 100;
 /// for a holder, who sees only how many), and whether the consensus holds.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct TallyOf(pub Listed, pub u64);
+
+/// `TallyOf` for several addresses of this shard (a page of the review queue),
+/// each with at most this many reporters: answered in their order.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Tallies(pub Vec<Listed>, pub u64);
+
+/// Addresses one `Tallies` call asks of a shard at most.
+pub const MOST_TALLIES: usize = 100;
 
 /// The operator took these addresses' promotions off: only reports made after
 /// this moment promote them again.

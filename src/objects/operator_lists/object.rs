@@ -18,17 +18,18 @@ use std::time::Duration;
 use worker::{console_error, durable_object, DurableObject, Env, Request, Response, Result, State};
 
 use super::protocol::{
-    Edit, Export, ListsCall, ListsProtocol, ListsRefusal, Promote, PublishedManifest, Replace,
-    Status, WhyListed,
+    Edit, Export, ListsCall, ListsProtocol, ListsRefusal, PendingPromotions, Promote,
+    PublishedManifest, Replace, Review, Status, WhyListed,
 };
 use crate::domain::code::Coded;
 use crate::domain::net::address::Ipv6;
 use crate::domain::net::range::Ipv4Range;
+use crate::domain::network::consensus::Review as ReviewSetting;
 use crate::domain::operator_lists::chunk::{ChunkInfo, PROMOTED};
 use crate::domain::operator_lists::list::{Changes, ListEntries, ListEntry, ListKind};
 use crate::objects::protocol::{receive, Ask, AskStream, Failure, Json, Received};
-use crate::platform::clock;
 use crate::platform::meter::{self, Billable};
+use crate::platform::{clock, config};
 use crate::store::operator_lists::chunks::Source;
 use crate::store::operator_lists::snapshots::binding;
 use crate::store::operator_lists::tables::{ListTables, StoredPublication};
@@ -40,6 +41,7 @@ mod export;
 mod import;
 mod promotion;
 mod publishing;
+mod review;
 
 /// What a call comes to: its answer, or the refusal or fault that stops it.
 type Answered<T> = std::result::Result<T, Failure<ListsRefusal>>;
@@ -119,6 +121,10 @@ pub struct OperatorLists {
     audit_retry_at: Cell<Option<u64>>,
     /// The test build's way to make sending them fail, as an unreachable directory would.
     failing_forwards: Cell<bool>,
+    /// Whether the network's promotions wait for the operator (`PROMOTION_REVIEW`).
+    review: Cell<ReviewSetting>,
+    /// Whether promotions queued under review wait to join the list, review being off.
+    draining: Cell<bool>,
 }
 
 impl DurableObject for OperatorLists {
@@ -136,6 +142,8 @@ impl DurableObject for OperatorLists {
             forwarding: Cell::new(false),
             audit_retry_at: Cell::new(None),
             failing_forwards: Cell::new(false),
+            review: Cell::new(ReviewSetting::Off),
+            draining: Cell::new(false),
         }
     }
 
@@ -184,6 +192,10 @@ impl DurableObject for OperatorLists {
             }
             // Answered once saved: the alarm publishes it, as the writer's spacing allows.
             ListsCall::Promote(promote) => Promote::reply(self.promote(promote).await),
+            ListsCall::PendingPromotions(page) => {
+                PendingPromotions::reply(self.pending_promotions(page))
+            }
+            ListsCall::Review(review) => Review::reply(self.review(review).await),
             ListsCall::Replace(Replace {
                 kind,
                 gzip,
@@ -256,6 +268,11 @@ impl DurableObject for OperatorLists {
     async fn alarm(&self) -> Result<Response> {
         self.start().await?;
         self.forward_audit().await?;
+        let more = self.drain_review().await.map_err(|failure| match failure {
+            Failure::Fault(fault) => worker::Error::RustError(fault.to_string()),
+            Failure::Refused(refusal) => worker::Error::RustError(format!("{refusal:?}")),
+        })?;
+        self.draining.set(more);
         for &kind in ListKind::ALL {
             let saved = self.with_list(kind, |list| list.stored.publication.saved);
             self.publish_including(kind, saved).await?;
@@ -355,6 +372,14 @@ impl OperatorLists {
         }
         self.last_edit.set(last_edit);
         *self.lists.borrow_mut() = Some(lists);
+        let review = config::object_settings(&self.env)
+            .map_err(|e| e.0)?
+            .consensus
+            .review;
+        self.review.set(review);
+        // Review turned off with promotions still queued: the alarm lets them in.
+        self.draining
+            .set(review == ReviewSetting::Off && tables.queue_length().map_err(fault)? > 0);
         // Audit rows an instance before this one kept and did not get to send.
         if !tables.audit_kept(1).map_err(fault)?.is_empty() {
             self.audit_retry_at.set(Some(clock::now().0));
@@ -370,6 +395,7 @@ impl OperatorLists {
             .iter()
             .filter_map(|&kind| self.with_list(kind, |list| list.stored.publication.alarm_at(now)))
             .chain(self.audit_retry_at.get())
+            .chain(self.draining.get().then_some(now))
             .min();
         if let Some(due) = due {
             self.state

@@ -3,11 +3,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::access::audit::Stamp;
-use crate::domain::net::address::Ipv6;
+use crate::domain::net::address::{Ipv6, Listed};
 use crate::domain::operator_lists::list::{Changes, EditRequest, EntrySource, ListEntry, ListKind};
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::objects::calls;
 use crate::objects::protocol::{Json, Protocol};
+use crate::store::operator_lists::review::Queued;
 
 pub enum ListsProtocol {}
 
@@ -23,6 +24,8 @@ calls!(ListsProtocol => ListsCall {
     WhyListed => CoveringEntries,
     Status => ListsStatus,
     PublishedManifest => Json<Manifest>,
+    PendingPromotions => PendingPage,
+    Review => Reviewed,
     #[cfg(feature = "test-hooks")]
     RunAlarm => bool,
     #[cfg(feature = "test-hooks")]
@@ -49,6 +52,8 @@ pub enum ListsRefusal {
     BadImport(String),
     /// An import over this many bytes.
     ImportTooLarge(usize),
+    /// A review named an address that is not waiting for one; the message names it.
+    NotPending(String),
 }
 
 /// Removals, then additions, checked whole before anything changes; answered once
@@ -108,6 +113,40 @@ pub struct Promoted {
     /// Entries the global list does not take (`ListKind::parse_entry`), and
     /// promotions of a family already at its bound.
     pub refused: usize,
+    /// Promotions queued for the operator's review (`PROMOTION_REVIEW` on).
+    #[serde(default)]
+    pub queued: usize,
+}
+
+/// A page of the promotions waiting for the operator's review, in address
+/// order, after `after`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PendingPromotions {
+    pub after: Option<Listed>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PendingPage {
+    pub pending: Vec<Queued>,
+    /// Where the next page starts, when there is one.
+    pub cursor: Option<Listed>,
+}
+
+/// The operator's review: the promotions approved join the global list as any
+/// promotion does, those rejected leave the queue. Every address named must be
+/// waiting, or nothing changes.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Review {
+    pub approve: Vec<String>,
+    pub reject: Vec<String>,
+    pub stamp: Stamp,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reviewed {
+    pub approved: usize,
+    pub rejected: usize,
 }
 
 /// The whole list, from the text the request uploads (gzipped when `gzip`);
@@ -144,6 +183,9 @@ pub struct Status;
 pub struct ListsStatus {
     pub global_list: ListStatus,
     pub allow_list: ListStatus,
+    /// Promotions waiting for the operator's review.
+    #[serde(default)]
+    pub pending_promotions: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

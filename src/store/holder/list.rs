@@ -21,7 +21,7 @@ pub const HISTORY_DAYS: u64 = 90;
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-pub(super) const MIGRATIONS: [&str; 13] = [
+pub(super) const MIGRATIONS: [&str; 14] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -171,6 +171,17 @@ pub(super) const MIGRATIONS: [&str; 13] = [
     // record in KV; the copy here was written and never read, a credential kept
     // twice for nothing.
     "ALTER TABLE machines DROP COLUMN digest;",
+    // Independent reporters: each report kept with the network it came from (none
+    // for those kept before, each a network of its own at its shard), the license
+    // with when it was issued (0 until a call says: past any probation), and the
+    // license's standing in the network with the number of its last change and of
+    // the last one every shard was told.
+    "ALTER TABLE reports_out ADD COLUMN network TEXT;
+    ALTER TABLE identity ADD COLUMN licensed_at INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE network_standing (
+        id INTEGER PRIMARY KEY CHECK (id = 0), suspended INTEGER NOT NULL, since INTEGER,
+        canary TEXT, version INTEGER NOT NULL, told INTEGER NOT NULL
+    );",
 ];
 
 /// `Entry::is_live` for the rows of a query, on the expiry column named: `?1` is the time.

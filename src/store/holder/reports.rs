@@ -1,24 +1,38 @@
-//! The reports a holder's object keeps until its alarm sends them to the shards
-//! that count them, and the license the object is of, which it names them by.
+//! What a holder's object keeps for the report shards until its alarm tells
+//! them: the reports, each with the network it came from; the license the object
+//! is of, which it names them by, with when it was issued; and the license's
+//! standing in the network, with whether every shard was told its last change.
 
 use crate::domain::access::license::LicenseId;
 use crate::domain::network::report::{Categories, Outgoing, ReportStore};
+use crate::domain::network::standing::Kept;
 use crate::domain::time::UnixTime;
 use crate::store::holder::list::{ip_of, SqlListStore};
 use crate::store::sql::{Sql, SqlError, Value};
 
 impl<S: Sql> ReportStore for SqlListStore<S> {
     fn keep_report(&mut self, report: &Outgoing) -> Result<(), SqlError> {
+        let network = report.network.map(|network| network.to_string());
         self.sql().execute(
-            "INSERT INTO reports_out (ip, categories, at) VALUES (?1, ?2, ?3)",
+            "INSERT INTO reports_out (ip, categories, at, network) VALUES (?1, ?2, ?3, ?4)",
             &[
                 Value::Blob(report.subject.key().as_bytes().to_vec()),
                 Value::int(u64::from(report.categories.bits())),
                 Value::int(report.at.0),
+                Value::opt_text(network.as_deref()),
             ],
         )?;
         Ok(())
     }
+}
+
+/// The license's standing in the network, the number of its last change, and
+/// the number of the last change every shard was told.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StandingKept {
+    pub standing: Kept,
+    pub version: u64,
+    pub told: u64,
 }
 
 impl<S: Sql> SqlListStore<S> {
@@ -26,7 +40,7 @@ impl<S: Sql> SqlListStore<S> {
     /// number: what the alarm sends next.
     pub fn kept_reports(&self, limit: usize) -> Result<Vec<(u64, Outgoing)>, SqlError> {
         let rows = self.sql().query(
-            "SELECT id, ip, categories, at FROM reports_out ORDER BY id LIMIT ?1",
+            "SELECT id, ip, categories, at, network FROM reports_out ORDER BY id LIMIT ?1",
             &[Value::int(limit as u64)],
         )?;
         let mut kept = Vec::with_capacity(rows.len());
@@ -43,6 +57,10 @@ impl<S: Sql> SqlListStore<S> {
                     subject,
                     categories: Categories::from_bits(bits),
                     at: UnixTime(row.int(3)?),
+                    network: row
+                        .opt_text(4)?
+                        .map(|text| text.parse().map_err(SqlError))
+                        .transpose()?,
                 },
             ));
         }
@@ -70,26 +88,89 @@ impl<S: Sql> SqlListStore<S> {
             .is_empty())
     }
 
-    /// Records which license this object is of; the first time counts.
-    pub fn know_license(&self, license: &LicenseId) -> Result<(), SqlError> {
+    /// Records which license this object is of (the first time counts) and when
+    /// it was issued (once a call says; 0 says nothing).
+    pub fn know_license(&self, license: &LicenseId, licensed_at: UnixTime) -> Result<(), SqlError> {
         self.sql()
             .execute(
-                "INSERT OR IGNORE INTO identity (id, license) VALUES (0, ?1)",
-                &[Value::text(license.as_str())],
+                "INSERT INTO identity (id, license, licensed_at) VALUES (0, ?1, ?2)
+                 ON CONFLICT (id) DO UPDATE SET licensed_at = excluded.licensed_at
+                    WHERE licensed_at = 0 AND excluded.licensed_at > 0",
+                &[Value::text(license.as_str()), Value::int(licensed_at.0)],
             )
             .map(drop)
     }
 
-    /// The license this object is of, once a call named it.
-    pub fn license(&self) -> Result<Option<LicenseId>, SqlError> {
-        let rows = self
-            .sql()
-            .query("SELECT license FROM identity WHERE id = 0", &[])?;
-        Ok(rows
-            .first()
-            .map(|row| row.text(0))
-            .transpose()?
-            .and_then(|text| LicenseId::parse(&text)))
+    /// The license this object is of, once a call named it, and when it was issued.
+    pub fn license(&self) -> Result<Option<(LicenseId, UnixTime)>, SqlError> {
+        let rows = self.sql().query(
+            "SELECT license, licensed_at FROM identity WHERE id = 0",
+            &[],
+        )?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let licensed_at = UnixTime(row.int(1)?);
+        Ok(LicenseId::parse(&row.text(0)?).map(|license| (license, licensed_at)))
+    }
+
+    /// The license's standing in the network: counting, until something said otherwise.
+    pub fn network_standing(&self) -> Result<StandingKept, SqlError> {
+        let rows = self.sql().query(
+            "SELECT suspended, since, canary, version, told FROM network_standing WHERE id = 0",
+            &[],
+        )?;
+        let Some(row) = rows.first() else {
+            return Ok(StandingKept::default());
+        };
+        Ok(StandingKept {
+            standing: Kept {
+                suspended: row.int(0)? == 1,
+                since: row.opt_int(1)?.map(UnixTime),
+                canary: row
+                    .opt_text(2)?
+                    .map(|text| {
+                        text.parse()
+                            .map_err(|_| SqlError(format!("canary {text:?}")))
+                    })
+                    .transpose()?,
+            },
+            version: row.int(3)?,
+            told: row.int(4)?,
+        })
+    }
+
+    /// Records a new standing, to be told to every shard; answers whether it changed.
+    pub fn change_network_standing(&self, standing: Kept) -> Result<bool, SqlError> {
+        let kept = self.network_standing()?;
+        if kept.standing == standing {
+            return Ok(false);
+        }
+        let canary = standing.canary.map(|ip| ip.to_string());
+        self.sql().execute(
+            "INSERT INTO network_standing (id, suspended, since, canary, version, told)
+             VALUES (0, ?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (id) DO UPDATE SET suspended = excluded.suspended,
+                since = excluded.since, canary = excluded.canary, version = excluded.version",
+            &[
+                Value::int(u64::from(standing.suspended)),
+                Value::opt_int(standing.since.map(|at| at.0)),
+                Value::opt_text(canary.as_deref()),
+                Value::int(kept.version + 1),
+                Value::int(kept.told),
+            ],
+        )?;
+        Ok(true)
+    }
+
+    /// Every shard was told the standing's change numbered `version`.
+    pub fn standing_told(&self, version: u64) -> Result<(), SqlError> {
+        self.sql()
+            .execute(
+                "UPDATE network_standing SET told = max(told, ?1) WHERE id = 0",
+                &[Value::int(version)],
+            )
+            .map(drop)
     }
 }
 
@@ -98,20 +179,26 @@ mod tests {
     use super::*;
     use crate::domain::net::address::{Ipv6Prefix, Listed};
     use crate::domain::network::report::{perform_report, ReportCall, ReportOutcome};
+    use crate::domain::network::reporter::ReporterNetwork;
     use crate::domain::personal::holder::{Limits, ListStore};
+    use crate::store::holder::list::MIGRATIONS;
     use crate::store::holder::rule_tests::{sql_store, NOON};
+    use crate::store::sql::native::NativeSql;
 
     #[test]
-    fn reports_are_kept_in_order_until_sent_and_the_license_is_known_once() {
+    fn reports_are_kept_in_order_with_their_network_until_sent_and_the_license_is_known_once() {
         let mut store = sql_store();
+        let from = ReporterNetwork::of_client(Some("192.0.2.7"));
         for ip in ["8.8.8.8", "8.8.4.4", "1.1.1.1"] {
             let call = ReportCall {
                 ip: ip.parse().unwrap(),
                 prefix: Ipv6Prefix::Whole,
                 categories: Categories::parse("ssh,scan").unwrap(),
                 comment: None,
+                canary: false,
             };
-            let answer = perform_report(&mut store, &call, NOON, Limits::default()).unwrap();
+            let answer =
+                perform_report(&mut store, &call, from, (NOON, Limits::default())).unwrap();
             assert_eq!(answer.outcome, ReportOutcome::Reported);
         }
         let first = store.kept_reports(2).unwrap();
@@ -121,6 +208,7 @@ mod tests {
             first[0].1.categories,
             Categories::parse("scan, ssh").unwrap()
         );
+        assert_eq!(first[0].1.network, Some(from));
         store.forget_reports(Some(first[1].0)).unwrap();
         let rest = store.kept_reports(10).unwrap();
         assert_eq!(rest.len(), 1);
@@ -131,10 +219,84 @@ mod tests {
         assert_eq!(store.usage().unwrap().reported, 3);
         let license = LicenseId::parse("lic_0123456789abcdef01234567").unwrap();
         assert_eq!(store.license().unwrap(), None);
-        store.know_license(&license).unwrap();
+        store.know_license(&license, UnixTime(0)).unwrap();
+        assert_eq!(
+            store.license().unwrap(),
+            Some((license.clone(), UnixTime(0)))
+        );
         store
-            .know_license(&LicenseId::parse("lic_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap())
+            .know_license(
+                &LicenseId::parse("lic_aaaaaaaaaaaaaaaaaaaaaaaa").unwrap(),
+                NOON,
+            )
             .unwrap();
-        assert_eq!(store.license().unwrap(), Some(license));
+        assert_eq!(
+            store.license().unwrap(),
+            Some((license.clone(), NOON)),
+            "the first license stays; its issue is learnt once a call says it"
+        );
+        store.know_license(&license, NOON.plus(5)).unwrap();
+        assert_eq!(store.license().unwrap(), Some((license, NOON)));
+    }
+
+    #[test]
+    fn a_standing_change_is_numbered_until_every_shard_was_told() {
+        let store = sql_store();
+        assert_eq!(store.network_standing().unwrap(), StandingKept::default());
+        let canary = "45.67.89.9".parse().unwrap();
+        let caught = Kept::default().caught(canary, NOON);
+        assert!(store.change_network_standing(caught).unwrap());
+        assert!(
+            !store.change_network_standing(caught).unwrap(),
+            "the same standing"
+        );
+        let kept = store.network_standing().unwrap();
+        assert_eq!((kept.standing, kept.version, kept.told), (caught, 1, 0));
+        let back = caught.set(false, NOON.plus(60));
+        assert!(store.change_network_standing(back).unwrap());
+        store.standing_told(1).unwrap();
+        let kept = store.network_standing().unwrap();
+        assert_eq!((kept.standing, kept.version, kept.told), (back, 2, 1));
+        store.standing_told(2).unwrap();
+        assert_eq!(store.network_standing().unwrap().told, 2);
+    }
+
+    #[test]
+    fn reports_kept_before_networks_are_sent_as_networks_of_their_own() {
+        // The schema before networks, with a report kept and the license known.
+        let sql = NativeSql::new();
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..13]).unwrap();
+        sql.execute(
+            "INSERT INTO reports_out (ip, categories, at) VALUES (?1, 1, ?2)",
+            &[
+                Value::Blob(
+                    "8.8.8.8"
+                        .parse::<Listed>()
+                        .unwrap()
+                        .key()
+                        .as_bytes()
+                        .to_vec(),
+                ),
+                Value::int(NOON.0),
+            ],
+        )
+        .unwrap();
+        sql.execute(
+            "INSERT INTO identity (id, license) VALUES (0, 'lic_0123456789abcdef01234567')",
+            &[],
+        )
+        .unwrap();
+        crate::store::holder::list::migrate(&sql).unwrap();
+        let store = SqlListStore::new(&sql);
+        let kept = store.kept_reports(10).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].1.network, None);
+        let (_, licensed_at) = store.license().unwrap().unwrap();
+        assert_eq!(
+            licensed_at,
+            UnixTime(0),
+            "past any probation until a call says"
+        );
+        assert_eq!(store.network_standing().unwrap().standing, Kept::default());
     }
 }

@@ -1,17 +1,31 @@
 //! One report shard's database: a row per address and reporting license (its
-//! first and last report, how many, the categories), the addresses whose reports
-//! reached the consensus, and the licenses revoked, whose reports no longer count.
+//! first and last report, how many, the categories, the network of its latest
+//! report, when its license was issued), the addresses whose reports make the
+//! consensus, the licenses revoked (whose reports are gone) and suspended (whose
+//! reports are kept and count for nothing), and when each address is to be
+//! weighed again.
+//!
+//! An address is weighed when a report adds a voice to it (a new license, another
+//! network, a report back within the window), and again at its recheck: when a
+//! promotion's reports would stop making it, when a license on probation comes
+//! of age, when a license is suspended, reinstated or revoked. A report that adds
+//! no voice (the same license again, from the same network) reads one row and
+//! writes one, whatever the address's reporters.
+
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
 use crate::domain::net::address::Listed;
-use crate::domain::network::consensus::Consensus;
+use crate::domain::network::consensus::{Consensus, Vote};
 use crate::domain::network::report::{Categories, Outgoing};
+use crate::domain::network::reporter::ReporterNetwork;
+use crate::domain::network::standing::Standing;
 use crate::domain::time::UnixTime;
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
 /// Step `n` brings the schema from version `n` to `n + 1`; a change is a new step.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "CREATE TABLE reports (
         ip BLOB NOT NULL, license TEXT NOT NULL, first_at INTEGER NOT NULL,
         last_at INTEGER NOT NULL, count INTEGER NOT NULL, categories INTEGER NOT NULL,
@@ -30,14 +44,43 @@ const MIGRATIONS: [&str; 3] = [
     // A revoked license's reports found by its name, where the primary key
     // (address first) made the forgetting read every report of the shard.
     "CREATE INDEX reports_by_license ON reports (license);",
+    // Independent reporters: each license's vote carries the network of its latest
+    // report (none for those kept before: a network of its own each) and when its
+    // license was issued (0 before: past any probation); an address's votes newest
+    // first by index. Suspended licenses. A promotion lasts while its reports make
+    // it, so each address has the moment it is weighed again, and every promotion
+    // standing at the upgrade is weighed at once; its last report no longer says
+    // when it goes.
+    "ALTER TABLE reports ADD COLUMN network TEXT;
+    ALTER TABLE reports ADD COLUMN licensed_at INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX reports_by_recency ON reports (ip, last_at);
+    CREATE TABLE suspended (license TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE recheck (ip BLOB PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE INDEX recheck_by_time ON recheck (at);
+    INSERT INTO recheck (ip, at) SELECT ip, 0 FROM consensus;
+    DROP INDEX consensus_by_report;",
 ];
 
 /// A revoked license's reports, dropped from the shard.
 const FORGET_REPORTS: &str = "DELETE FROM reports WHERE license = ?1";
 
+/// An address's votes, newest first, a page after the vote `(?2, ?3)`: by the
+/// recency index, so that a page reads its rows and no others.
+const VOTES_PAGE: &str =
+    "SELECT r.network, r.last_at, r.licensed_at, s.license IS NOT NULL, r.license
+     FROM reports r LEFT JOIN suspended s ON s.license = r.license
+     WHERE r.ip = ?1 AND (r.last_at, r.license) < (?2, ?3)
+     ORDER BY r.last_at DESC, r.license DESC LIMIT ?4";
+
+/// Votes one page of `VOTES_PAGE` reads: most answers need the first four.
+const VOTES_PER_PAGE: u64 = 32;
+
 /// Rows of reports past every window one tally deletes at most: the table stays
 /// as large as the reports that still count, a batch's worth of work at a time.
 const AGED_OUT_PER_TALLY: u64 = 1000;
+
+/// Sorts after every text, as a page's cursor from the newest vote on.
+const AFTER_EVERY_LICENSE: &str = "\u{10FFFF}";
 
 /// One license's reports of an address, as the operator's lookup shows them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,17 +90,24 @@ pub struct Reporter {
     pub last_at: UnixTime,
     pub count: u64,
     pub categories: Categories,
+    /// The network of its latest report; none for reports kept before networks were.
+    #[serde(default)]
+    pub network: Option<ReporterNetwork>,
+    /// Whether its reports count now.
+    pub standing: Standing,
 }
 
 /// What the shard knows of one address: its reporters, most recent first (at
-/// most `limit`), how many count towards the consensus now, and since when the
-/// consensus holds, if it does.
+/// most `limit`), the licenses and networks whose reports count towards the
+/// consensus now, what the consensus needs, and since when it holds, if it does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AddressTally {
     pub reporters: Vec<Reporter>,
-    pub counting: u64,
+    pub licenses: u64,
+    pub networks: u64,
+    /// What the consensus needs: licenses, then networks.
+    pub needed: (u32, u32),
     pub reached_at: Option<UnixTime>,
-    pub last_report_at: Option<UnixTime>,
 }
 
 pub struct Tally<S: Sql> {
@@ -68,14 +118,10 @@ fn key(ip: Listed) -> Value {
     Value::Blob(ip.key().as_bytes().to_vec())
 }
 
-fn reporter_of(row: &Row) -> Result<Reporter, SqlError> {
-    Ok(Reporter {
-        license: row.text(0)?,
-        first_at: UnixTime(row.int(1)?),
-        last_at: UnixTime(row.int(2)?),
-        count: row.int(3)?,
-        categories: Categories::from_bits(u16::try_from(row.int(4)?).unwrap_or(u16::MAX)),
-    })
+fn network_of(row: &Row, column: usize) -> Result<Option<ReporterNetwork>, SqlError> {
+    row.opt_text(column)?
+        .map(|text| text.parse().map_err(SqlError))
+        .transpose()
 }
 
 impl<S: Sql> Tally<S> {
@@ -87,70 +133,75 @@ impl<S: Sql> Tally<S> {
         crate::store::sql::migrate(&self.sql, &MIGRATIONS)
     }
 
-    /// Counts a batch of one license's reports; answers the addresses whose
-    /// consensus this batch completed. A revoked license's reports are dropped.
+    /// Counts a batch of one license's reports (its license issued at
+    /// `licensed_at`); answers the addresses whose consensus this batch completed.
+    /// A revoked license's reports are dropped; a suspended one's are kept.
     pub fn count(
         &self,
-        license: &str,
+        (license, licensed_at): (&str, UnixTime),
         reports: &[Outgoing],
         consensus: Consensus,
         now: UnixTime,
     ) -> Result<Vec<Listed>, SqlError> {
-        let forgotten = !self
-            .sql
-            .query(
-                "SELECT 1 FROM forgotten WHERE license = ?1",
-                &[Value::text(license)],
-            )?
-            .is_empty();
-        if forgotten {
+        if self.is_in("forgotten", license)? {
             return Ok(Vec::new());
         }
+        let window_start = consensus.window_start(now);
+        let mut voiced = BTreeSet::new();
         for report in reports {
+            let prior = self.sql.query(
+                "SELECT last_at, network FROM reports WHERE ip = ?1 AND license = ?2",
+                &[key(report.subject), Value::text(license)],
+            )?;
+            let network = report.network.map(|network| network.to_string());
             self.sql.execute(
-                "INSERT INTO reports (ip, license, first_at, last_at, count, categories)
-                 VALUES (?1, ?2, ?3, ?3, 1, ?4)
+                "INSERT INTO reports
+                    (ip, license, first_at, last_at, count, categories, network, licensed_at)
+                 VALUES (?1, ?2, ?3, ?3, 1, ?4, ?5, ?6)
                  ON CONFLICT (ip, license) DO UPDATE SET
                     first_at = min(first_at, excluded.first_at),
+                    network = iif(excluded.last_at >= last_at, excluded.network, network),
                     last_at = max(last_at, excluded.last_at),
                     count = count + 1,
-                    categories = categories | excluded.categories",
+                    categories = categories | excluded.categories,
+                    licensed_at = excluded.licensed_at",
                 &[
                     key(report.subject),
                     Value::text(license),
                     Value::int(report.at.0),
                     Value::int(u64::from(report.categories.bits())),
+                    Value::opt_text(network.as_deref()),
+                    Value::int(licensed_at.0),
                 ],
             )?;
-        }
-        let mut subjects: Vec<Listed> = reports.iter().map(|r| r.subject).collect();
-        subjects.sort_unstable_by_key(|ip| ip.key());
-        subjects.dedup();
-        let mut reached = Vec::new();
-        for ip in subjects {
-            let last = reports
-                .iter()
-                .filter(|r| r.subject == ip)
-                .map(|r| r.at)
-                .max()
-                .unwrap_or(now);
-            let updated = self.sql.execute(
-                "UPDATE consensus SET last_report_at = max(last_report_at, ?2) WHERE ip = ?1",
-                &[key(ip), Value::int(last.0)],
-            )?;
-            if updated == 0 && consensus.promotes(self.counting(ip, consensus, now)?) {
-                self.sql.execute(
-                    "INSERT INTO consensus (ip, reached_at, last_report_at) VALUES (?1, ?2, ?3)",
-                    &[key(ip), Value::int(now.0), Value::int(last.0)],
-                )?;
-                self.sql.execute(
-                    "INSERT OR REPLACE INTO pending (ip, promote) VALUES (?1, 1)",
-                    &[key(ip)],
-                )?;
-                reached.push(ip);
+            // A voice more: a license new to the address, another network, or a
+            // report back within the window.
+            let adds_a_voice = match prior.first() {
+                None => true,
+                Some(row) => {
+                    let last_at = UnixTime(row.int(0)?);
+                    let newer = report.at >= last_at;
+                    (newer && network_of(row, 1)? != report.network)
+                        || (last_at < window_start && report.at >= window_start)
+                }
+            };
+            if adds_a_voice {
+                voiced.insert(report.subject);
             }
         }
-        let horizon = now.minus(consensus.window.max(consensus.delist_after));
+        let mut reached = Vec::new();
+        if !voiced.is_empty() && !self.is_in("suspended", license)? {
+            let counts_from = consensus.counts_from(licensed_at);
+            for ip in voiced {
+                if counts_from > now {
+                    // Its voice counts once the license is old enough: weighed then.
+                    self.recheck_at(ip, counts_from)?;
+                } else if !self.has_consensus(ip)? && self.reach(ip, consensus, now)? {
+                    reached.push(ip);
+                }
+            }
+        }
+        let horizon = now.minus(consensus.keeps_for());
         self.sql.execute(
             "DELETE FROM reports WHERE (ip, license) IN
                 (SELECT ip, license FROM reports WHERE last_at < ?1 LIMIT ?2)",
@@ -159,40 +210,168 @@ impl<S: Sql> Tally<S> {
         Ok(reached)
     }
 
-    /// The distinct licenses whose reports of `ip` count towards the consensus at `now`.
-    fn counting(&self, ip: Listed, consensus: Consensus, now: UnixTime) -> Result<u64, SqlError> {
-        self.sql
+    fn is_in(&self, table: &str, license: &str) -> Result<bool, SqlError> {
+        Ok(!self
+            .sql
             .query(
-                "SELECT count(*) FROM reports WHERE ip = ?1 AND last_at >= ?2",
-                &[key(ip), Value::int(consensus.counts_from(now).0)],
+                &format!("SELECT 1 FROM {table} WHERE license = ?1"),
+                &[Value::text(license)],
             )?
-            .first()
-            .map_or(Ok(0), |row| row.int(0))
+            .is_empty())
     }
 
-    /// Moves at most `limit` addresses whose consensus decayed by `now` (no report
-    /// within `delist_after`) to what the writer is to let go of; answers how many.
-    pub fn decay(
+    fn has_consensus(&self, ip: Listed) -> Result<bool, SqlError> {
+        Ok(!self
+            .sql
+            .query("SELECT 1 FROM consensus WHERE ip = ?1", &[key(ip)])?
+            .is_empty())
+    }
+
+    /// An address's votes, newest first, read a page at a time as they are asked for.
+    fn votes(&self, ip: Listed) -> impl Iterator<Item = Result<Vote, SqlError>> + '_ {
+        let mut page: std::vec::IntoIter<Vote> = Vec::new().into_iter();
+        let mut after = Some((u64::MAX >> 11, AFTER_EVERY_LICENSE.to_owned()));
+        std::iter::from_fn(move || loop {
+            if let Some(vote) = page.next() {
+                return Some(Ok(vote));
+            }
+            let (last_at, license) = after.take()?;
+            let rows = match self.sql.query(
+                VOTES_PAGE,
+                &[
+                    key(ip),
+                    Value::int(last_at),
+                    Value::text(license),
+                    Value::int(VOTES_PER_PAGE),
+                ],
+            ) {
+                Ok(rows) => rows,
+                Err(error) => return Some(Err(error)),
+            };
+            let read = rows
+                .iter()
+                .map(|row| {
+                    let vote = Vote {
+                        network: network_of(row, 0)?,
+                        last_at: UnixTime(row.int(1)?),
+                        licensed_at: UnixTime(row.int(2)?),
+                        suspended: row.int(3)? == 1,
+                    };
+                    Ok((vote, row.text(4)?))
+                })
+                .collect::<Result<Vec<_>, SqlError>>();
+            let read = match read {
+                Ok(read) => read,
+                Err(error) => return Some(Err(error)),
+            };
+            if read.len() as u64 == VOTES_PER_PAGE {
+                after = read
+                    .last()
+                    .map(|(vote, license)| (vote.last_at.0, license.clone()));
+            }
+            page = read
+                .into_iter()
+                .map(|(vote, _)| vote)
+                .collect::<Vec<_>>()
+                .into_iter();
+        })
+    }
+
+    /// Weighs an address with no consensus: when its votes make one now, it is
+    /// recorded, the writer is to be told, and it is weighed again when its
+    /// reports would stop making it.
+    fn reach(&self, ip: Listed, consensus: Consensus, now: UnixTime) -> Result<bool, SqlError> {
+        if !consensus.reached(self.votes(ip), now)? {
+            return Ok(false);
+        }
+        self.sql.execute(
+            "INSERT INTO consensus (ip, reached_at, last_report_at) VALUES (?1, ?2, ?2)",
+            &[key(ip), Value::int(now.0)],
+        )?;
+        self.sql.execute(
+            "INSERT OR REPLACE INTO pending (ip, promote) VALUES (?1, 1)",
+            &[key(ip)],
+        )?;
+        if let Some(until) = consensus.kept_until(self.votes(ip), now)? {
+            self.recheck_at(ip, until)?;
+        }
+        Ok(true)
+    }
+
+    /// Weighs `ip` again no later than `at`.
+    fn recheck_at(&self, ip: Listed, at: UnixTime) -> Result<(), SqlError> {
+        self.sql.execute(
+            "INSERT INTO recheck (ip, at) VALUES (?1, ?2)
+             ON CONFLICT (ip) DO UPDATE SET at = min(at, excluded.at)",
+            &[key(ip), Value::int(at.0)],
+        )?;
+        Ok(())
+    }
+
+    /// Weighs again the addresses `license` reported (those with a consensus
+    /// only, when `standing_ones` says so) at once.
+    fn recheck_reported_by(
+        &self,
+        license: &str,
+        standing_ones: bool,
+        now: UnixTime,
+    ) -> Result<(), SqlError> {
+        let only = if standing_ones {
+            "AND EXISTS (SELECT 1 FROM consensus c WHERE c.ip = r.ip)"
+        } else {
+            ""
+        };
+        self.sql.execute(
+            &format!(
+                "INSERT INTO recheck (ip, at) SELECT r.ip, ?2 FROM reports r
+                 WHERE r.license = ?1 {only}
+                 ON CONFLICT (ip) DO UPDATE SET at = min(at, excluded.at)"
+            ),
+            &[Value::text(license), Value::int(now.0)],
+        )?;
+        Ok(())
+    }
+
+    /// Weighs at most `limit` of the addresses due by `now`: a promotion whose
+    /// reports no longer make it goes to what the writer is to let go of, one
+    /// they still make is weighed again when they would stop, and an address
+    /// without one whose votes now make it (a license come of age, or
+    /// reinstated) is promoted. Answers how many were weighed.
+    pub fn recheck(
         &self,
         consensus: Consensus,
         now: UnixTime,
         limit: u64,
     ) -> Result<usize, SqlError> {
-        let before = now.minus(consensus.delist_after);
         let rows = self.sql.query(
-            "SELECT ip FROM consensus WHERE last_report_at <= ?1 ORDER BY last_report_at LIMIT ?2",
-            &[Value::int(before.0), Value::int(limit)],
+            "SELECT ip FROM recheck WHERE at <= ?1 ORDER BY at LIMIT ?2",
+            &[Value::int(now.0), Value::int(limit)],
         )?;
         for row in &rows {
-            let ip = Value::Blob(row.blob(0)?.to_vec());
+            let bytes = row.blob(0)?.to_vec();
             self.sql.execute(
-                "DELETE FROM consensus WHERE ip = ?1",
-                std::slice::from_ref(&ip),
+                "DELETE FROM recheck WHERE ip = ?1",
+                &[Value::Blob(bytes.clone())],
             )?;
-            self.sql.execute(
-                "INSERT OR REPLACE INTO pending (ip, promote) VALUES (?1, 0)",
-                &[ip],
-            )?;
+            // A key this code never writes is dropped.
+            let Some(ip) = Listed::from_key(&bytes) else {
+                continue;
+            };
+            if !self.has_consensus(ip)? {
+                self.reach(ip, consensus, now)?;
+                continue;
+            }
+            match consensus.kept_until(self.votes(ip), now)? {
+                Some(until) => self.recheck_at(ip, until)?,
+                None => {
+                    self.sql
+                        .execute("DELETE FROM consensus WHERE ip = ?1", &[key(ip)])?;
+                    self.sql.execute(
+                        "INSERT OR REPLACE INTO pending (ip, promote) VALUES (?1, 0)",
+                        &[key(ip)],
+                    )?;
+                }
+            }
         }
         Ok(rows.len())
     }
@@ -225,34 +404,33 @@ impl<S: Sql> Tally<S> {
         Ok(())
     }
 
-    /// When the earliest consensus decays, if any stands.
-    pub fn next_decay(&self, consensus: Consensus) -> Result<Option<UnixTime>, SqlError> {
-        let rows = self
+    /// When the alarm is next due: at once while the writer is to be told
+    /// something, else at the earliest recheck, if any.
+    pub fn next_due(&self, now: UnixTime) -> Result<Option<UnixTime>, SqlError> {
+        if !self
             .sql
-            .query("SELECT min(last_report_at) FROM consensus", &[])?;
+            .query("SELECT 1 FROM pending LIMIT 1", &[])?
+            .is_empty()
+        {
+            return Ok(Some(now));
+        }
+        let rows = self.sql.query("SELECT min(at) FROM recheck", &[])?;
         Ok(rows
             .first()
             .map(|row| row.opt_int(0))
             .transpose()?
             .flatten()
-            .map(|last| consensus.decays_at(UnixTime(last))))
+            .map(UnixTime))
     }
 
-    /// Whether the writer is still to be told anything.
-    pub fn has_pending(&self) -> Result<bool, SqlError> {
-        Ok(!self
-            .sql
-            .query("SELECT 1 FROM pending LIMIT 1", &[])?
-            .is_empty())
-    }
-
-    /// The operator took `ip`'s promotion off: its consensus and the reports made
-    /// until now are forgotten, so that only new reports promote it again.
+    /// The operator took `ip`'s promotion off, or would not have it: its
+    /// consensus and the reports made until now are forgotten, so that only new
+    /// reports promote it again.
     pub fn dismiss(&self, ip: Listed, now: UnixTime) -> Result<(), SqlError> {
-        self.sql
-            .execute("DELETE FROM consensus WHERE ip = ?1", &[key(ip)])?;
-        self.sql
-            .execute("DELETE FROM pending WHERE ip = ?1", &[key(ip)])?;
+        for table in ["consensus", "pending", "recheck"] {
+            self.sql
+                .execute(&format!("DELETE FROM {table} WHERE ip = ?1"), &[key(ip)])?;
+        }
         self.sql.execute(
             "DELETE FROM reports WHERE ip = ?1 AND last_at <= ?2",
             &[key(ip), Value::int(now.0)],
@@ -260,17 +438,54 @@ impl<S: Sql> Tally<S> {
         Ok(())
     }
 
-    /// A revoked license: its reports stop counting, now and later.
+    /// A revoked license: its reports are gone, now and later, and what they
+    /// helped promote is weighed again at once.
     pub fn forget(&self, license: &str, now: UnixTime) -> Result<(), SqlError> {
         self.sql.execute(
             "INSERT OR IGNORE INTO forgotten (license, at) VALUES (?1, ?2)",
             &[Value::text(license), Value::int(now.0)],
         )?;
+        self.recheck_reported_by(license, true, now)?;
         self.sql.execute(FORGET_REPORTS, &[Value::text(license)])?;
+        self.sql.execute(
+            "DELETE FROM suspended WHERE license = ?1",
+            &[Value::text(license)],
+        )?;
         Ok(())
     }
 
-    /// What the shard knows of `ip`, for the operator's lookup.
+    /// A license suspended from the network, or reinstated: its reports are kept
+    /// either way, and what they count towards is weighed again at once (what
+    /// they helped promote, for a suspension; all they reported, for a
+    /// reinstatement). Answers whether its standing here changed.
+    pub fn set_standing(
+        &self,
+        license: &str,
+        suspended: bool,
+        now: UnixTime,
+    ) -> Result<bool, SqlError> {
+        if self.is_in("forgotten", license)? {
+            return Ok(false);
+        }
+        let changed = if suspended {
+            self.sql.execute(
+                "INSERT OR IGNORE INTO suspended (license, at) VALUES (?1, ?2)",
+                &[Value::text(license), Value::int(now.0)],
+            )?
+        } else {
+            self.sql.execute(
+                "DELETE FROM suspended WHERE license = ?1",
+                &[Value::text(license)],
+            )?
+        } > 0;
+        if changed {
+            self.recheck_reported_by(license, suspended, now)?;
+        }
+        Ok(changed)
+    }
+
+    /// What the shard knows of `ip`, for the operator's lookup and, without its
+    /// reporters, for a holder.
     pub fn of(
         &self,
         ip: Listed,
@@ -279,27 +494,48 @@ impl<S: Sql> Tally<S> {
         limit: u64,
     ) -> Result<AddressTally, SqlError> {
         let rows = self.sql.query(
-            "SELECT license, first_at, last_at, count, categories FROM reports
-             WHERE ip = ?1 ORDER BY last_at DESC, license LIMIT ?2",
+            "SELECT r.license, r.first_at, r.last_at, r.count, r.categories, r.network,
+                    r.licensed_at, s.license IS NOT NULL
+             FROM reports r LEFT JOIN suspended s ON s.license = r.license
+             WHERE r.ip = ?1 ORDER BY r.last_at DESC, r.license LIMIT ?2",
             &[key(ip), Value::int(limit)],
         )?;
         let reporters = rows
             .iter()
-            .map(reporter_of)
-            .collect::<Result<Vec<_>, _>>()?;
-        let reached = self.sql.query(
-            "SELECT reached_at, last_report_at FROM consensus WHERE ip = ?1",
-            &[key(ip)],
-        )?;
-        let reached = reached
-            .first()
-            .map(|row| Ok::<_, SqlError>((UnixTime(row.int(0)?), UnixTime(row.int(1)?))))
-            .transpose()?;
+            .map(|row| {
+                let standing = if row.int(7)? == 1 {
+                    Standing::Suspended
+                } else if consensus.counts_from(UnixTime(row.int(6)?)) > now {
+                    Standing::Probation
+                } else {
+                    Standing::Counting
+                };
+                Ok(Reporter {
+                    license: row.text(0)?,
+                    first_at: UnixTime(row.int(1)?),
+                    last_at: UnixTime(row.int(2)?),
+                    count: row.int(3)?,
+                    categories: Categories::from_bits(
+                        u16::try_from(row.int(4)?).unwrap_or(u16::MAX),
+                    ),
+                    network: network_of(row, 5)?,
+                    standing,
+                })
+            })
+            .collect::<Result<Vec<_>, SqlError>>()?;
+        let reached = self
+            .sql
+            .query("SELECT reached_at FROM consensus WHERE ip = ?1", &[key(ip)])?;
+        let voices = consensus.voices(self.votes(ip), now)?;
         Ok(AddressTally {
             reporters,
-            counting: self.counting(ip, consensus, now)?,
-            reached_at: reached.map(|(at, _)| at),
-            last_report_at: reached.map(|(_, last)| last),
+            licenses: voices.licenses(),
+            networks: voices.networks(),
+            needed: (consensus.holders, consensus.networks),
+            reached_at: reached
+                .first()
+                .map(|row| row.int(0).map(UnixTime))
+                .transpose()?,
         })
     }
 }
@@ -310,6 +546,8 @@ mod tests {
     use crate::store::sql::native::NativeSql;
 
     const NOW: UnixTime = UnixTime(1_795_262_400);
+    /// A license issued long before: past any probation.
+    const ISSUED: UnixTime = UnixTime(1_700_000_000);
 
     fn tally() -> Tally<NativeSql> {
         let tally = Tally::new(NativeSql::new());
@@ -317,195 +555,364 @@ mod tests {
         tally
     }
 
-    fn report(ip: &str, categories: &str, at: UnixTime) -> Outgoing {
+    /// A report of `ip` from a client of the network `n` (its /24, 10.0.n.0).
+    fn report(ip: &str, categories: &str, at: UnixTime, n: u8) -> Outgoing {
         Outgoing {
             subject: ip.parse().unwrap(),
             categories: Categories::parse(categories).unwrap(),
             at,
+            network: Some(ReporterNetwork::of_client(Some(&format!("10.0.{n}.1")))),
         }
     }
 
+    fn count(tally: &Tally<NativeSql>, license: &str, reports: &[Outgoing]) -> Vec<Listed> {
+        tally
+            .count((license, ISSUED), reports, Consensus::default(), NOW)
+            .unwrap()
+    }
+
     #[test]
-    fn distinct_licenses_within_the_window_reach_the_consensus_once() {
+    fn distinct_licenses_from_distinct_networks_reach_the_consensus_once() {
         let tally = tally();
         let consensus = Consensus::default();
         let ip: Listed = "8.8.8.8".parse().unwrap();
         // One license four times is one reporter.
-        let many = vec![report("8.8.8.8", "ssh", NOW); 4];
-        assert_eq!(tally.count("lic_a", &many, consensus, NOW).unwrap(), vec![]);
+        let many = vec![report("8.8.8.8", "ssh", NOW, 1); 4];
+        assert_eq!(count(&tally, "lic_a", &many), vec![]);
         assert_eq!(
-            tally
-                .count("lic_b", &[report("8.8.8.8", "web", NOW)], consensus, NOW)
-                .unwrap(),
+            count(&tally, "lic_b", &[report("8.8.8.8", "web", NOW, 2)]),
             vec![]
         );
         // A report older than the window does not count.
         let old = NOW.minus(consensus.window + 1);
         assert_eq!(
-            tally
-                .count("lic_c", &[report("8.8.8.8", "scan", old)], consensus, NOW)
-                .unwrap(),
+            count(&tally, "lic_c", &[report("8.8.8.8", "scan", old, 3)]),
+            vec![]
+        );
+        // A fourth license from a network already heard: four licenses, three networks.
+        assert_eq!(
+            count(&tally, "lic_d", &[report("8.8.8.8", "scan", NOW, 2)]),
             vec![]
         );
         assert_eq!(
-            tally
-                .count("lic_d", &[report("8.8.8.8", "scan", NOW)], consensus, NOW)
-                .unwrap(),
+            count(&tally, "lic_e", &[report("8.8.8.8", "spam", NOW, 3)]),
             vec![]
         );
+        let seen = tally.of(ip, consensus, NOW, 10).unwrap();
+        assert_eq!((seen.licenses, seen.networks), (4, 3));
+        // A license that moves to a network of its own counts with it.
         assert_eq!(
-            tally
-                .count("lic_e", &[report("8.8.8.8", "spam", NOW)], consensus, NOW)
-                .unwrap(),
+            count(&tally, "lic_d", &[report("8.8.8.8", "scan", NOW, 4)]),
             vec![ip]
         );
         assert_eq!(
-            tally
-                .count(
-                    "lic_f",
-                    &[report("8.8.8.8", "ssh", NOW.plus(5))],
-                    consensus,
-                    NOW.plus(5)
-                )
-                .unwrap(),
+            count(&tally, "lic_f", &[report("8.8.8.8", "ssh", NOW, 5)]),
             vec![],
             "reached once"
         );
-        let seen = tally.of(ip, consensus, NOW.plus(5), 10).unwrap();
-        assert_eq!(seen.counting, 5);
+        let seen = tally.of(ip, consensus, NOW, 10).unwrap();
+        assert_eq!((seen.licenses, seen.networks), (5, 5));
+        assert_eq!(seen.needed, (4, 4));
         assert_eq!(
             seen.reporters.len(),
             5,
             "the report past every window is gone"
         );
         assert_eq!(seen.reached_at, Some(NOW));
-        assert_eq!(seen.last_report_at, Some(NOW.plus(5)));
         let a = seen
             .reporters
             .iter()
             .find(|r| r.license == "lic_a")
             .unwrap();
         assert_eq!(
-            (a.count, a.categories),
-            (4, Categories::parse("ssh").unwrap())
+            (
+                a.count,
+                a.categories,
+                a.network.unwrap().to_string(),
+                a.standing
+            ),
+            (
+                4,
+                Categories::parse("ssh").unwrap(),
+                "10.0.1.0/24".to_owned(),
+                Standing::Counting
+            )
+        );
+        // An older report never moves a license back to the network it came from.
+        count(
+            &tally,
+            "lic_d",
+            &[report("8.8.8.8", "scan", NOW.minus(5), 2)],
+        );
+        let d = tally.of(ip, consensus, NOW, 10).unwrap();
+        let d = d.reporters.iter().find(|r| r.license == "lic_d").unwrap();
+        assert_eq!(d.network.unwrap().to_string(), "10.0.4.0/24");
+    }
+
+    #[test]
+    fn four_licenses_from_one_network_never_reach_it() {
+        let tally = tally();
+        for license in ["a", "b", "c", "d", "e", "f"] {
+            assert_eq!(
+                count(&tally, license, &[report("9.9.9.9", "ssh", NOW, 7)]),
+                vec![]
+            );
+        }
+        let seen = tally
+            .of("9.9.9.9".parse().unwrap(), Consensus::default(), NOW, 10)
+            .unwrap();
+        assert_eq!(
+            (seen.licenses, seen.networks, seen.reached_at),
+            (6, 1, None)
         );
     }
 
     #[test]
-    fn a_forgotten_licenses_reports_stop_counting_and_later_ones_are_dropped() {
+    fn a_report_that_adds_no_voice_reads_one_row_and_weighs_nothing() {
         let tally = tally();
-        let consensus = Consensus::default();
-        for license in ["lic_a", "lic_b", "lic_c"] {
-            tally
-                .count(license, &[report("8.8.4.4", "ssh", NOW)], consensus, NOW)
+        for (n, license) in ["a", "b", "c"].iter().enumerate() {
+            count(&tally, license, &[report("9.9.9.9", "ssh", NOW, n as u8)]);
+        }
+        // The votes' statement is what weighing reads: none runs for a repeat.
+        let plan = tally.sql.plan(
+            VOTES_PAGE,
+            &[
+                key("9.9.9.9".parse().unwrap()),
+                Value::int(1),
+                Value::text("x"),
+                Value::int(4),
+            ],
+        );
+        assert!(plan.contains("reports_by_recency"), "{plan}");
+        let weighed = std::cell::Cell::new(0);
+        let counting = Tally::new(Counting {
+            sql: &tally.sql,
+            votes_read: &weighed,
+        });
+        counting
+            .count(
+                ("a", ISSUED),
+                &[report("9.9.9.9", "ssh", NOW, 0)],
+                Consensus::default(),
+                NOW,
+            )
+            .unwrap();
+        assert_eq!(weighed.get(), 0, "the same license from the same network");
+        counting
+            .count(
+                ("a", ISSUED),
+                &[report("9.9.9.9", "ssh", NOW, 9)],
+                Consensus::default(),
+                NOW,
+            )
+            .unwrap();
+        assert_eq!(weighed.get(), 1, "another network is another voice");
+    }
+
+    /// A database that counts the pages of votes read from it.
+    struct Counting<'a> {
+        sql: &'a NativeSql,
+        votes_read: &'a std::cell::Cell<u32>,
+    }
+
+    impl Sql for Counting<'_> {
+        fn query(&self, statement: &str, args: &[Value]) -> Result<Vec<Row>, SqlError> {
+            if statement == VOTES_PAGE {
+                self.votes_read.set(self.votes_read.get() + 1);
+            }
+            self.sql.query(statement, args)
+        }
+
+        fn execute(&self, statement: &str, args: &[Value]) -> Result<usize, SqlError> {
+            self.sql.execute(statement, args)
+        }
+
+        fn script(&self, statements: &str) -> Result<(), SqlError> {
+            self.sql.script(statements)
+        }
+    }
+
+    /// Licenses `a` to `d` report `ip` at `at`, each from a network of its own;
+    /// answers what the last report's count reached.
+    fn four_report(
+        tally: &Tally<NativeSql>,
+        ip: &str,
+        consensus: Consensus,
+        at: UnixTime,
+    ) -> Vec<Listed> {
+        let mut reached = Vec::new();
+        for (n, license) in ["a", "b", "c", "d"].iter().enumerate() {
+            let reports = [report(ip, "ssh", at, n as u8)];
+            reached = tally
+                .count((license, ISSUED), &reports, consensus, at)
                 .unwrap();
         }
-        tally.forget("lic_c", NOW).unwrap();
-        assert_eq!(
-            tally
-                .count("lic_c", &[report("8.8.4.4", "ssh", NOW)], consensus, NOW)
-                .unwrap(),
-            vec![]
-        );
-        assert_eq!(
-            tally
-                .count("lic_d", &[report("8.8.4.4", "ssh", NOW)], consensus, NOW)
-                .unwrap(),
-            vec![]
-        );
+        reached
+    }
+
+    /// Four licenses from four networks promote 8.8.4.4 at `NOW`.
+    fn promoted(tally: &Tally<NativeSql>, consensus: Consensus) -> Listed {
         let ip: Listed = "8.8.4.4".parse().unwrap();
-        assert_eq!(tally.of(ip, consensus, NOW, 10).unwrap().counting, 3);
-        assert_eq!(
-            tally
-                .count("lic_e", &[report("8.8.4.4", "ssh", NOW)], consensus, NOW)
-                .unwrap(),
-            vec![ip]
-        );
-    }
-
-    #[test]
-    fn a_shard_from_before_the_license_index_forgets_by_it_and_keeps_the_others_reports() {
-        // The schema as the first two steps left it, with reports of two licenses.
-        let sql = NativeSql::new();
-        crate::store::sql::migrate(&sql, &MIGRATIONS[..2]).unwrap();
-        let tally = Tally::new(sql);
-        let consensus = Consensus::default();
-        for license in ["lic_a", "lic_b"] {
-            let reports = [report("8.8.4.4", "ssh", NOW), report("9.9.9.9", "web", NOW)];
-            tally.count(license, &reports, consensus, NOW).unwrap();
-        }
-        tally.migrate().unwrap();
-        let plan = tally.sql.plan(FORGET_REPORTS, &[Value::text("lic_a")]);
-        assert!(
-            plan.contains("INDEX reports_by_license"),
-            "a revoked license's reports are found by reports_by_license, not by a scan: {plan}"
-        );
-        tally.forget("lic_a", NOW).unwrap();
-        for ip in ["8.8.4.4", "9.9.9.9"] {
-            let seen = tally.of(ip.parse().unwrap(), consensus, NOW, 10).unwrap();
-            let licenses: Vec<_> = seen.reporters.iter().map(|r| r.license.as_str()).collect();
-            assert_eq!(licenses, ["lic_b"], "{ip}");
-        }
-    }
-
-    #[test]
-    fn a_consensus_is_sent_as_a_promotion_and_decays_once_reports_stop() {
-        let tally = tally();
-        let consensus = Consensus {
-            holders: 2,
-            ..Consensus::default()
-        };
-        let ip: Listed = "9.9.9.9".parse().unwrap();
-        for license in ["a", "b"] {
-            tally
-                .count(license, &[report("9.9.9.9", "ssh", NOW)], consensus, NOW)
-                .unwrap();
-        }
+        assert_eq!(four_report(tally, "8.8.4.4", consensus, NOW), vec![ip]);
         assert_eq!(tally.pending(10).unwrap(), vec![(ip, true)]);
         tally.sent(&[(ip, true)]).unwrap();
-        assert!(!tally.has_pending().unwrap());
-        assert_eq!(
-            tally.next_decay(consensus).unwrap(),
-            Some(consensus.decays_at(NOW))
-        );
-        // A report a day later keeps it a day longer.
-        let later = NOW.plus(86_400);
-        tally
-            .count("c", &[report("9.9.9.9", "ssh", later)], consensus, later)
-            .unwrap();
-        assert_eq!(
+        ip
+    }
+
+    #[test]
+    fn a_promotion_lasts_while_its_reports_make_it_and_one_license_never_keeps_it() {
+        let tally = tally();
+        let consensus = Consensus::default();
+        let ip = promoted(&tally, consensus);
+        let keep = consensus.keeps_for();
+        assert_eq!(tally.next_due(NOW).unwrap(), Some(NOW.plus(keep)));
+        // One license reports every day: the others' reports still age out.
+        for day in 1..=7 {
+            let at = NOW.plus(day * 86_400);
             tally
-                .decay(consensus, consensus.decays_at(NOW), 10)
-                .unwrap(),
-            0
-        );
-        assert_eq!(
-            tally
-                .decay(consensus, consensus.decays_at(later), 10)
-                .unwrap(),
-            1
-        );
-        assert_eq!(tally.pending(10).unwrap(), vec![(ip, false)]);
-        assert_eq!(tally.next_decay(consensus).unwrap(), None);
-        // Taken off by the operator: only reports after that moment count again.
-        tally.sent(&[(ip, false)]).unwrap();
-        let now = consensus.decays_at(later);
-        for license in ["a", "b"] {
-            tally
-                .count(license, &[report("9.9.9.9", "ssh", now)], consensus, now)
+                .count(
+                    ("a", ISSUED),
+                    &[report("8.8.4.4", "ssh", at, 0)],
+                    consensus,
+                    at,
+                )
                 .unwrap();
         }
-        tally.dismiss(ip, now).unwrap();
-        assert!(!tally.has_pending().unwrap());
-        assert_eq!(tally.of(ip, consensus, now, 10).unwrap().counting, 0);
-        let after = now.plus(1);
-        tally
-            .count("a", &[report("9.9.9.9", "ssh", after)], consensus, after)
+        assert_eq!(tally.recheck(consensus, NOW.plus(keep - 1), 10).unwrap(), 0);
+        assert_eq!(tally.recheck(consensus, NOW.plus(keep), 10).unwrap(), 1);
+        assert_eq!(
+            tally.pending(10).unwrap(),
+            vec![(ip, false)],
+            "one license alone does not keep it"
+        );
+        assert_eq!(
+            tally.next_due(NOW).unwrap(),
+            Some(NOW),
+            "the writer is to be told"
+        );
+        tally.sent(&[(ip, false)]).unwrap();
+        assert_eq!(tally.next_due(NOW).unwrap(), None);
+    }
+
+    #[test]
+    fn reports_that_still_make_it_move_its_recheck_later() {
+        let tally = tally();
+        let consensus = Consensus::default();
+        let ip = promoted(&tally, consensus);
+        let later = NOW.plus(86_400);
+        four_report(&tally, "8.8.4.4", consensus, later);
+        let keep = consensus.keeps_for();
+        assert_eq!(tally.recheck(consensus, NOW.plus(keep), 10).unwrap(), 1);
+        assert_eq!(tally.pending(10).unwrap(), vec![], "still made");
+        assert_eq!(tally.next_due(NOW).unwrap(), Some(later.plus(keep)));
+        tally.recheck(consensus, later.plus(keep), 10).unwrap();
+        assert_eq!(tally.pending(10).unwrap(), vec![(ip, false)]);
+    }
+
+    #[test]
+    fn revoking_or_suspending_a_promoting_license_takes_the_promotion_down_and_reinstating_brings_it_back(
+    ) {
+        let tally = tally();
+        let consensus = Consensus::default();
+        let ip = promoted(&tally, consensus);
+        assert!(tally.set_standing("b", true, NOW).unwrap());
+        assert!(
+            !tally.set_standing("b", true, NOW).unwrap(),
+            "suspended once"
+        );
+        assert_eq!(tally.next_due(NOW).unwrap(), Some(NOW), "weighed at once");
+        tally.recheck(consensus, NOW, 10).unwrap();
+        assert_eq!(tally.pending(10).unwrap(), vec![(ip, false)]);
+        tally.sent(&[(ip, false)]).unwrap();
+        let seen = tally.of(ip, consensus, NOW, 10).unwrap();
+        let b = seen.reporters.iter().find(|r| r.license == "b").unwrap();
+        assert_eq!(
+            (b.standing, seen.licenses, seen.reached_at),
+            (Standing::Suspended, 3, None)
+        );
+        // A suspended license's new reports are kept, and count for nothing.
+        let reached = tally
+            .count(
+                ("b", ISSUED),
+                &[report("8.8.4.4", "web", NOW, 1)],
+                consensus,
+                NOW,
+            )
             .unwrap();
+        assert_eq!(reached, vec![]);
+        // Reinstated: its reports count again, and promote.
+        assert!(tally.set_standing("b", false, NOW.plus(1)).unwrap());
+        tally.recheck(consensus, NOW.plus(1), 10).unwrap();
+        assert_eq!(tally.pending(10).unwrap(), vec![(ip, true)]);
+        tally.sent(&[(ip, true)]).unwrap();
+        // Revoked: its reports are gone, and the promotion with them.
+        tally.forget("c", NOW.plus(2)).unwrap();
+        tally.recheck(consensus, NOW.plus(2), 10).unwrap();
+        assert_eq!(tally.pending(10).unwrap(), vec![(ip, false)]);
+        let seen = tally.of(ip, consensus, NOW.plus(2), 10).unwrap();
+        assert!(seen.reporters.iter().all(|r| r.license != "c"));
         assert_eq!(
             tally
-                .count("b", &[report("9.9.9.9", "ssh", after)], consensus, after)
+                .count(
+                    ("c", ISSUED),
+                    &[report("8.8.4.4", "ssh", NOW.plus(3), 2)],
+                    consensus,
+                    NOW.plus(3)
+                )
                 .unwrap(),
+            vec![],
+            "a revoked license's later reports are dropped"
+        );
+        assert!(!tally.set_standing("c", true, NOW.plus(3)).unwrap());
+    }
+
+    #[test]
+    fn a_license_on_probation_counts_once_it_is_old_enough() {
+        let tally = tally();
+        let consensus = Consensus {
+            probation: 3_600,
+            ..Consensus::default()
+        };
+        let ip: Listed = "8.8.4.4".parse().unwrap();
+        for (n, license) in ["a", "b", "c"].iter().enumerate() {
+            tally
+                .count(
+                    (license, ISSUED),
+                    &[report("8.8.4.4", "ssh", NOW, n as u8)],
+                    consensus,
+                    NOW,
+                )
+                .unwrap();
+        }
+        let young = NOW.minus(600);
+        let reached = tally
+            .count(
+                ("d", young),
+                &[report("8.8.4.4", "ssh", NOW, 3)],
+                consensus,
+                NOW,
+            )
+            .unwrap();
+        assert_eq!(reached, vec![], "on probation");
+        let seen = tally.of(ip, consensus, NOW, 10).unwrap();
+        let d = seen.reporters.iter().find(|r| r.license == "d").unwrap();
+        assert_eq!((d.standing, seen.licenses), (Standing::Probation, 3));
+        let of_age = young.plus(3_600);
+        assert_eq!(tally.next_due(NOW).unwrap(), Some(of_age));
+        tally.recheck(consensus, of_age, 10).unwrap();
+        assert_eq!(tally.pending(10).unwrap(), vec![(ip, true)]);
+    }
+
+    #[test]
+    fn a_dismissed_promotion_needs_new_reports() {
+        let tally = tally();
+        let consensus = Consensus::default();
+        let ip = promoted(&tally, consensus);
+        tally.dismiss(ip, NOW).unwrap();
+        assert_eq!(tally.next_due(NOW).unwrap(), None);
+        assert_eq!(tally.of(ip, consensus, NOW, 10).unwrap().licenses, 0);
+        assert_eq!(
+            four_report(&tally, "8.8.4.4", consensus, NOW.plus(1)),
             vec![ip]
         );
     }
@@ -517,13 +924,122 @@ mod tests {
             holders: 0,
             ..Consensus::default()
         };
-        for license in ["a", "b", "c", "d", "e"] {
+        for (n, license) in ["a", "b", "c", "d", "e"].iter().enumerate() {
             assert_eq!(
                 tally
-                    .count(license, &[report("1.1.1.1", "", NOW)], off, NOW)
+                    .count(
+                        (license, ISSUED),
+                        &[report("1.1.1.1", "", NOW, n as u8)],
+                        off,
+                        NOW
+                    )
                     .unwrap(),
                 vec![]
             );
         }
+    }
+
+    /// A report row as the schema before networks kept it.
+    fn old_report(sql: &NativeSql, ip: &str, license: &str, at: UnixTime) {
+        sql.execute(
+            "INSERT INTO reports (ip, license, first_at, last_at, count, categories)
+             VALUES (?1, ?2, ?3, ?3, 1, 1)",
+            &[
+                key(ip.parse().unwrap()),
+                Value::text(license),
+                Value::int(at.0),
+            ],
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_shard_from_before_the_license_index_forgets_by_it_and_keeps_the_others_reports() {
+        // The schema as the first two steps left it, with reports of two licenses.
+        let sql = NativeSql::new();
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..2]).unwrap();
+        for license in ["lic_a", "lic_b"] {
+            for ip in ["8.8.4.4", "9.9.9.9"] {
+                old_report(&sql, ip, license, NOW);
+            }
+        }
+        let tally = Tally::new(sql);
+        tally.migrate().unwrap();
+        let plan = tally.sql.plan(FORGET_REPORTS, &[Value::text("lic_a")]);
+        assert!(
+            plan.contains("INDEX reports_by_license"),
+            "a revoked license's reports are found by reports_by_license, not by a scan: {plan}"
+        );
+        tally.forget("lic_a", NOW).unwrap();
+        for ip in ["8.8.4.4", "9.9.9.9"] {
+            let seen = tally
+                .of(ip.parse().unwrap(), Consensus::default(), NOW, 10)
+                .unwrap();
+            let licenses: Vec<_> = seen.reporters.iter().map(|r| r.license.as_str()).collect();
+            assert_eq!(licenses, ["lic_b"], "{ip}");
+        }
+    }
+
+    #[test]
+    fn a_shard_from_before_networks_keeps_its_promotions_while_their_reports_make_them() {
+        // The schema as the third step left it: four licenses' reports of one address
+        // (no networks) and its consensus, and three licenses' of another.
+        let sql = NativeSql::new();
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..3]).unwrap();
+        let old = |ip: &str, license: &str, at: UnixTime| old_report(&sql, ip, license, at);
+        for license in ["a", "b", "c", "d"] {
+            old("8.8.4.4", license, NOW.minus(86_400));
+        }
+        for license in ["a", "b", "c"] {
+            old("9.9.9.9", license, NOW);
+        }
+        sql.execute(
+            "INSERT INTO consensus (ip, reached_at, last_report_at) VALUES (?1, ?2, ?2)",
+            &[
+                key("8.8.4.4".parse().unwrap()),
+                Value::int(NOW.minus(86_400).0),
+            ],
+        )
+        .unwrap();
+        let tally = Tally::new(sql);
+        tally.migrate().unwrap();
+        let consensus = Consensus::default();
+        // Weighed at once: the four old reports, each a network of its own, still make it.
+        assert_eq!(tally.next_due(NOW).unwrap(), Some(UnixTime(0)));
+        tally.recheck(consensus, NOW, 10).unwrap();
+        assert_eq!(
+            tally.pending(10).unwrap(),
+            vec![],
+            "nothing let go at the upgrade"
+        );
+        let keep = consensus.keeps_for();
+        assert_eq!(
+            tally.next_due(NOW).unwrap(),
+            Some(NOW.minus(86_400).plus(keep))
+        );
+        let seen = tally
+            .of("8.8.4.4".parse().unwrap(), consensus, NOW, 10)
+            .unwrap();
+        assert_eq!((seen.licenses, seen.networks), (4, 4));
+        assert!(seen.reporters.iter().all(|r| r.network.is_none()));
+        // A new license's report from a network of its own joins three old ones.
+        let ip: Listed = "9.9.9.9".parse().unwrap();
+        let reached = tally
+            .count(
+                ("e", ISSUED),
+                &[report("9.9.9.9", "ssh", NOW, 1)],
+                consensus,
+                NOW,
+            )
+            .unwrap();
+        assert_eq!(reached, vec![ip]);
+        // And from the upgrade on, a promotion lasts only while its reports make it.
+        tally
+            .recheck(consensus, NOW.minus(86_400).plus(keep), 10)
+            .unwrap();
+        assert!(tally
+            .pending(10)
+            .unwrap()
+            .contains(&("8.8.4.4".parse().unwrap(), false)));
     }
 }

@@ -27,7 +27,7 @@ const FORWARDED_FROM: &str = "lists";
 /// that made them, the runs of imports under way, the shards the publications
 /// built, and the last edit each published version includes; the whole lists of
 /// the `entries` table are taken over into chunks by the writer when it loads.
-const MIGRATIONS: [&str; 8] = [
+const MIGRATIONS: [&str; 9] = [
     "
     CREATE TABLE IF NOT EXISTS lists (
         kind TEXT PRIMARY KEY, version INTEGER NOT NULL, published_at INTEGER NOT NULL,
@@ -102,6 +102,9 @@ const MIGRATIONS: [&str; 8] = [
         action TEXT NOT NULL, target TEXT NOT NULL, detail TEXT NOT NULL,
         actor TEXT, actor_key TEXT, client TEXT
     );",
+    // Promotions waiting for the operator's review (`PROMOTION_REVIEW`), by the
+    // key of the address or /64 promoted.
+    super::review::SCHEMA,
 ];
 
 /// A list's publication as stored: its state, and what its published version is.

@@ -183,6 +183,7 @@ impl OperatorLists {
         Ok(ListsStatus {
             global_list: summary(ListKind::Global)?,
             allow_list: summary(ListKind::Allow)?,
+            pending_promotions: self.tables().queue_length()?,
         })
     }
 }

@@ -6,17 +6,23 @@
 //! leaves them out, and the operator takes one off by name (`removePromoted`).
 //! Which shard may promote an address again, and when, is the shards' to say.
 
+use std::net::Ipv6Addr;
+
 use super::import::{change_chunks, Way};
 use super::{Answered, OperatorLists};
-use crate::domain::net::address::Ipv6;
+use crate::domain::access::audit::Record;
+use crate::domain::net::address::{Ipv6, Listed};
 use crate::domain::net::family::Addr;
-use crate::domain::net::range::Cidr;
+use crate::domain::net::ipv6::PublicIpv6;
+use crate::domain::net::range::{Cidr, Ipv4Range, Ipv6Range};
+use crate::domain::network::consensus::Review;
 use crate::domain::operator_lists::list::{
     Changes, Entries, ListEntries, ListEntry, ListKind, MAX_IPV6_LIST_ENTRIES, MAX_LIST_ENTRIES,
 };
 use crate::objects::operator_lists::protocol::{Promote, Promoted};
+use crate::platform::clock;
 use crate::store::operator_lists::chunks::{Provenance, Source};
-use crate::store::sql::Transactional;
+use crate::store::sql::{SqlError, Transactional};
 
 /// The entries of `texts` the global list takes, and how many it refused.
 fn parse(texts: &[String]) -> (Vec<ListEntry>, usize) {
@@ -41,45 +47,104 @@ fn held_whole<A: Addr>(covering: &[(Cidr<A>, Provenance)], range: Cidr<A>) -> bo
         .any(|(entry, _)| entry.first() <= range.first() && range.last() <= entry.last())
 }
 
+/// The IPv4 address a promoted IPv6 address carries (NAT64's and its kin's),
+/// which is allowed wherever that address is.
+fn carried(range: Ipv6Range) -> Option<Ipv4Range> {
+    if range.prefix() != 128 {
+        return None;
+    }
+    let v4 = PublicIpv6::from_addr(Ipv6Addr::from(range.first()))?.carried_ipv4()?;
+    Ipv4Range::from_parts(u32::from(v4.addr()), 32)
+}
+
 impl OperatorLists {
     /// Applies a batch of promotions and decays to the global list, as one change:
     /// each entry as the list takes it (`refused` otherwise), none the allow list
-    /// holds promoted (`allowed`; an allow entry inside a promoted /64 governs its
-    /// own addresses anyway, the allow list coming first), an entry already listed
-    /// left as it is (the operator's stays the operator's), and only promoted
-    /// entries let go of. Answered once saved: the alarm set for it publishes it,
-    /// at most a second after the publication before, so that batches arriving
-    /// together go out together.
+    /// holds promoted (`allowed`; in every form: an IPv6 address that carries an
+    /// IPv4 one is allowed where that address is; an allow entry inside a promoted
+    /// /64 governs its own addresses anyway, the allow list coming first), an
+    /// entry already listed left as it is (the operator's stays the operator's),
+    /// and only promoted entries let go of. Under review, a promotion waits in
+    /// the queue instead (`queued`), and a decay takes it off the queue too.
+    /// Answered once saved: the alarm set for it publishes it, at most a second
+    /// after the publication before, so that batches arriving together go out
+    /// together.
     pub(super) async fn promote(&self, Promote { add, remove }: Promote) -> Answered<Promoted> {
-        let kind = ListKind::Global;
-        let tables = self.tables();
         let (add, refused_adds) = parse(&add);
         let (remove, refused_removes) = parse(&remove);
         let mut answer = Promoted {
             refused: refused_adds + refused_removes,
             ..Promoted::default()
         };
-        // Promotions are rare: each is looked up in the allow list on its own.
-        let allow = self.with_list(ListKind::Allow, |list| list.chunks.clone());
         let mut promoted = Vec::with_capacity(add.len());
         for entry in add {
-            let allowed = match entry {
-                ListEntry::V4(range) => held_whole(
-                    &tables.covering(ListKind::Allow, &allow.v4, range.first())?,
-                    range,
-                ),
-                ListEntry::V6(range) => held_whole(
-                    &tables.covering(ListKind::Allow, &allow.v6, range.first())?,
-                    range,
-                ),
-            };
-            if allowed {
+            if self.allowed(entry)? {
                 answer.allowed += 1;
             } else {
                 promoted.push(entry);
             }
         }
-        let mut add: Entries = promoted.into_iter().collect();
+        let tables = self.tables();
+        let now = clock::now().unix();
+        if self.review.get() == Review::On {
+            for entry in promoted.drain(..) {
+                let Some(ip) = listed(entry) else { continue };
+                answer.queued += usize::from(self.or_reload(tables.queue(ip, now))?);
+            }
+        }
+        let unqueue = |entries: &[ListEntry]| {
+            entries
+                .iter()
+                .filter_map(|&entry| listed(entry))
+                .try_for_each(|ip| tables.unqueue(ip).map(drop))
+        };
+        let changes = self
+            .change_promoted((promoted, remove.clone()), None, || unqueue(&remove))
+            .await?;
+        answer.refused += changes.refused;
+        answer.added = changes.added;
+        answer.removed = changes.removed;
+        Ok(answer)
+    }
+
+    /// Whether the allow list holds all of `entry`, in any form.
+    pub(super) fn allowed(&self, entry: ListEntry) -> Answered<bool> {
+        let tables = self.tables();
+        let allow = self.with_list(ListKind::Allow, |list| list.chunks.clone());
+        let v4 = |range: Ipv4Range| -> Answered<bool> {
+            Ok(held_whole(
+                &tables.covering(ListKind::Allow, &allow.v4, range.first())?,
+                range,
+            ))
+        };
+        match entry {
+            ListEntry::V4(range) => v4(range),
+            ListEntry::V6(range) => Ok(held_whole(
+                &tables.covering(ListKind::Allow, &allow.v6, range.first())?,
+                range,
+            ) || carried(range).map(v4).transpose()?.unwrap_or(false)),
+        }
+    }
+
+    /// Adds promoted entries to the global list and lets promoted ones go, as
+    /// one change, with `also` (what else the change does in the writer's
+    /// database) and its audit row, in one transaction; answers what it changed,
+    /// and the promotions refused for a family at its bound.
+    pub(super) async fn change_promoted(
+        &self,
+        (add, remove): (Vec<ListEntry>, Vec<ListEntry>),
+        audit: Option<&Record>,
+        also: impl FnOnce() -> std::result::Result<(), SqlError>,
+    ) -> Answered<Promoted> {
+        let kind = ListKind::Global;
+        let tables = self.tables();
+        let mut answer = Promoted::default();
+        if add.is_empty() && remove.is_empty() && audit.is_none() {
+            // Nothing to change of the list: `also` alone, one stretch without a wait.
+            self.or_reload(also())?;
+            return Ok(answer);
+        }
+        let mut add: Entries = add.into_iter().collect();
         let remove: Entries = remove.into_iter().collect();
         let chunks = self.with_list(kind, |list| list.chunks.clone());
         // Promoted entries count towards the list's bounds as the operator's do: the
@@ -94,19 +159,21 @@ impl OperatorLists {
             answer.refused += add.v6.len();
             add.v6 = ListEntries::default();
         }
-        if add.is_empty() && remove.is_empty() {
-            return Ok(answer);
-        }
         // A number of its own, so that the publication sees the chunks it rewrites as changed.
         let id = self.next_edit();
         let saved = self.sql.atomically(|| {
+            also()?;
             let (changes, chunks) =
                 change_chunks(&tables, kind, &chunks, (&add, &remove), (Way::Promote, id))?;
             if changes == Changes::default() {
+                if let Some(record) = audit {
+                    tables.keep_audit(id, clock::now().0, record)?;
+                }
                 return Ok((changes, None));
             }
+            let by = audit.and_then(|record| record.by.actor.as_deref());
             let stored =
-                self.count_change(kind, (id, Source::Promoted, changes), (None, None), &chunks)?;
+                self.count_change(kind, (id, Source::Promoted, changes), (by, audit), &chunks)?;
             Ok((changes, Some((chunks, stored))))
         });
         let (changes, made) = self.or_reload(saved)?;
@@ -119,10 +186,14 @@ impl OperatorLists {
     }
 }
 
+/// The address or /64 a promoted entry is, as the shards and the queue name it.
+pub(super) fn listed(entry: ListEntry) -> Option<Listed> {
+    entry.to_string().parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::net::range::{Ipv4Range, Ipv6Range};
 
     fn texts(list: &[&str]) -> Vec<String> {
         list.iter().map(|text| text.to_string()).collect()
@@ -178,5 +249,20 @@ mod tests {
         assert!(!held_whole(&covering(&[]), promoted));
         let address = Ipv4Range::parse("45.67.89.10").unwrap();
         assert!(held_whole(&[(address, Provenance::default())], address));
+    }
+
+    #[test]
+    fn a_promoted_ipv6_address_that_carries_an_ipv4_one_is_weighed_as_it_too() {
+        let range = |text: &str| Ipv6Range::parse(text).unwrap();
+        assert_eq!(
+            carried(range("64:ff9b::6810:101")),
+            Ipv4Range::parse("104.16.1.1")
+        );
+        assert_eq!(
+            carried(range("::ffff:0:6810:101")),
+            Ipv4Range::parse("104.16.1.1")
+        );
+        assert_eq!(carried(range("2a00:1450::1")), None);
+        assert_eq!(carried(range("2a00:1450:4001:81c::/64")), None);
     }
 }
