@@ -1,6 +1,6 @@
 //! The canaries: kept in the directory's database, one row per entry, with the
 //! number of the last edit; published at every edit as one record in KV
-//! (`canaries` in `LICENSES`), which every isolate that weighs a report reads
+//! (`canaries` in `LICENSES`, in the import format), which every isolate that weighs a report reads
 //! through KV's edge cache and its own memory, as it reads the operator keys: a
 //! report is weighed against them without a call into the directory, and an edit
 //! shows everywhere within `CACHE_SECONDS`.
@@ -10,7 +10,7 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 use worker::Env;
 
-use super::kv::{put_text, read_json, Binding, KvRead, Remembered};
+use super::kv::{put_text, Binding, KvRead, Remembered};
 use super::sql::{Sql, SqlError, Value};
 use super::StoreError;
 use crate::domain::net::address::Ipv6;
@@ -46,6 +46,33 @@ pub struct Published {
     pub entries: Vec<ListEntry>,
 }
 
+impl Published {
+    /// The import format, as the operator exports it and KV keeps it:
+    /// `# canaries, version <v>, <n> entries`, then one entry a line.
+    pub fn text(&self) -> String {
+        let mut text = format!(
+            "# canaries, version {}, {} entries\n",
+            self.version,
+            self.entries.len()
+        );
+        for entry in &self.entries {
+            text.push_str(&entry.to_string());
+            text.push('\n');
+        }
+        text
+    }
+
+    /// The set `text` (as `text` writes it) holds; a line that is no entry is left out.
+    fn read(text: &str) -> Canaries {
+        let entries: Vec<ListEntry> = text
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .filter_map(|line| ListEntry::parse(line, Ipv6::On).ok())
+            .collect();
+        Canaries::new(&entries)
+    }
+}
+
 /// The canaries as KV says within the edge cache's period, remembered by the
 /// isolate for its own; none before the first edit.
 pub async fn known(
@@ -66,17 +93,18 @@ async fn known_of(
     if let Some(known) = remembered.get(KEY, now, freshness) {
         return Ok(known);
     }
-    let published = read_json::<Published>(kv, KEY).await?.unwrap_or_default();
-    let known = Rc::new(Canaries::new(&published.entries));
+    let text = kv.read(KEY).await?.unwrap_or_default();
+    let known = Rc::new(Published::read(&String::from_utf8_lossy(&text)));
     remembered.put(KEY, known.clone(), now);
     Ok(known)
 }
 
 /// Writes the record: the directory's, at every edit.
 pub async fn publish(env: &Env, published: &Published) -> Result<(), StoreError> {
-    let text = serde_json::to_string(published)?;
     meter::count(Billable::KvWrite);
-    put_text(&env.kv(BINDING)?, KEY, &text)?.execute().await?;
+    put_text(&env.kv(BINDING)?, KEY, &published.text())?
+        .execute()
+        .await?;
     Ok(())
 }
 
@@ -326,7 +354,7 @@ mod tests {
             version: 1,
             entries: vec![ListEntry::parse("45.67.89.0/24", Ipv6::Off).unwrap()],
         };
-        kv.write(KEY, &serde_json::to_vec(&published).unwrap());
+        kv.write(KEY, published.text().as_bytes());
         let remembered = Remembered::new(1);
         let freshness = Freshness::new(60).unwrap();
         let read = |at| {
@@ -336,7 +364,7 @@ mod tests {
                 .unwrap()
         };
         assert!(read(1_000).holds("45.67.89.7".parse().unwrap()));
-        kv.write(KEY, &serde_json::to_vec(&Published::default()).unwrap());
+        kv.write(KEY, Published::default().text().as_bytes());
         assert!(
             read(2_000).holds("45.67.89.7".parse().unwrap()),
             "within the isolate's period"

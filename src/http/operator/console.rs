@@ -34,7 +34,7 @@ use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{self as lists_calls, Covering};
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Revoke;
-use crate::store::directory::KeyRow;
+use crate::store::directory::{KeyRow, LicenseRow};
 
 /// A label and a note, a key's name and role: a few hundred characters of JSON.
 const MAX_CONSOLE_BODY_BYTES: usize = 4 * 1024;
@@ -192,14 +192,21 @@ pub async fn relabel(
             kept
         }
     };
-    let mut answer = to_json(&row)?;
-    answer["network"] = to_json(StandingView::of(
+    let network = StandingView::of(
         kept,
         &row.created_at,
         cx.settings.objects.consensus,
         cx.now.unix(),
-    ))?;
-    Reply::json(200, &answer)
+    );
+    Reply::json(200, &LicenseChanged { row, network })
+}
+
+/// A license as a `PATCH` leaves it: its row, and its standing in the network.
+#[derive(Serialize)]
+struct LicenseChanged {
+    #[serde(flatten)]
+    row: LicenseRow,
+    network: StandingView,
 }
 
 /// A standing change as its audit row says it.

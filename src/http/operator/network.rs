@@ -198,15 +198,7 @@ pub async fn canaries(cx: &RequestContext, req: Request, _: Operator) -> Result<
             Response::empty()?.with_status(304).with_headers(headers),
         ));
     }
-    let mut text = format!(
-        "# canaries, version {}, {} entries\n",
-        published.version,
-        published.entries.len()
-    );
-    for entry in &published.entries {
-        text.push_str(&entry.to_string());
-        text.push('\n');
-    }
+    let text = published.text();
     headers.set("Content-Type", "text/plain; charset=utf-8")?;
     Ok(Reply::Built(Response::ok(text)?.with_headers(headers)))
 }
