@@ -75,18 +75,39 @@ pub struct Vote {
     pub suspended: bool,
 }
 
-/// The licenses and distinct networks of the votes heard so far.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// How many licenses, and how many distinct networks among them, vote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Voices {
+    licenses: u64,
+    networks: u64,
+}
+
+impl Voices {
+    /// Counted elsewhere (by index): `licenses` licenses from `networks` networks.
+    pub fn counted(licenses: u64, networks: u64) -> Self {
+        Self { licenses, networks }
+    }
+
+    pub fn licenses(&self) -> u64 {
+        self.licenses
+    }
+
+    pub fn networks(&self) -> u64 {
+        self.networks
+    }
+}
+
+/// The votes heard so far, one at a time: each another license's.
+#[derive(Debug, Default)]
+struct Hearing {
     licenses: u64,
     networks: HashSet<ReporterNetwork>,
     /// Votes from before networks were kept: a network each.
     networks_of_their_own: u64,
 }
 
-impl Voices {
-    /// One more license's vote (each vote is another license's).
-    pub fn hear(&mut self, network: Option<ReporterNetwork>) {
+impl Hearing {
+    fn hear(&mut self, network: Option<ReporterNetwork>) {
         self.licenses += 1;
         match network {
             Some(network) => {
@@ -96,16 +117,24 @@ impl Voices {
         }
     }
 
-    pub fn licenses(&self) -> u64 {
-        self.licenses
-    }
-
-    pub fn networks(&self) -> u64 {
-        self.networks.len() as u64 + self.networks_of_their_own
+    fn voices(&self) -> Voices {
+        Voices::counted(
+            self.licenses,
+            self.networks.len() as u64 + self.networks_of_their_own,
+        )
     }
 }
 
 impl Consensus {
+    /// What the consensus needs at most, licenses then networks, for a count
+    /// that stops once it has them: nothing while promotion is off.
+    pub fn needs(self) -> (u64, u64) {
+        match self.holders {
+            0 => (0, 0),
+            holders => (u64::from(holders), u64::from(self.networks.max(1))),
+        }
+    }
+
     /// Whether these voices make the consensus.
     pub fn is_met(self, voices: &Voices) -> bool {
         self.holders > 0
@@ -173,14 +202,14 @@ impl Consensus {
         now: UnixTime,
     ) -> Result<Voices, E> {
         let from = self.window_start(now);
-        let mut voices = Voices::default();
+        let mut hearing = Hearing::default();
         for vote in votes {
             let vote = vote?;
             if vote.last_at >= from && self.admits(&vote, now) {
-                voices.hear(vote.network);
+                hearing.hear(vote.network);
             }
         }
-        Ok(voices)
+        Ok(hearing.voices())
     }
 
     /// The latest report of the vote with which the votes `recent` admits first
@@ -194,7 +223,7 @@ impl Consensus {
         if self.holders == 0 {
             return Ok(None);
         }
-        let mut voices = Voices::default();
+        let mut hearing = Hearing::default();
         for vote in votes_newest_first {
             let vote = vote?;
             if !recent(&vote) {
@@ -203,8 +232,8 @@ impl Consensus {
             if !self.admits(&vote, now) {
                 continue;
             }
-            voices.hear(vote.network);
-            if self.is_met(&voices) {
+            hearing.hear(vote.network);
+            if self.is_met(&hearing.voices()) {
                 return Ok(Some(vote.last_at));
             }
         }
@@ -282,6 +311,7 @@ mod tests {
             !reached(none, &apart),
             "PROMOTION_HOLDERS 0 turns promotion off"
         );
+        assert_eq!((consensus.needs(), off.needs(), none.needs()), ((4, 4), (4, 1), (0, 0)));
         // Reports kept before networks were: each a network of its own.
         assert!(reached(consensus, &[vote(None, 0); 4]));
         // Two networks of three: not enough with networks 3, enough with 2.

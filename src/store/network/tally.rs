@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::net::address::Listed;
-use crate::domain::network::consensus::{Consensus, Vote};
+use crate::domain::network::consensus::{Consensus, Voices, Vote};
 use crate::domain::network::report::{Categories, Outgoing};
 use crate::domain::network::reporter::ReporterNetwork;
 use crate::domain::network::standing::Standing;
@@ -46,14 +46,15 @@ const MIGRATIONS: [&str; 4] = [
     "CREATE INDEX reports_by_license ON reports (license);",
     // Independent reporters: each license's vote carries the network of its latest
     // report (none for those kept before: a network of its own each) and when its
-    // license was issued (0 before: past any probation); an address's votes newest
-    // first by index. Suspended licenses. A promotion lasts while its reports make
-    // it, so each address has the moment it is weighed again, and every promotion
-    // standing at the upgrade is weighed at once; its last report no longer says
-    // when it goes.
+    // license was issued (0 before: past any probation); an address's networks by
+    // index, one entry a vote that changes only with its network, so that a report
+    // writes no more rows than before. Suspended licenses. A promotion lasts while
+    // its reports make it, so each address has the moment it is weighed again,
+    // and every promotion standing at the upgrade is weighed at once; its last
+    // report no longer says when it goes.
     "ALTER TABLE reports ADD COLUMN network TEXT;
     ALTER TABLE reports ADD COLUMN licensed_at INTEGER NOT NULL DEFAULT 0;
-    CREATE INDEX reports_by_recency ON reports (ip, last_at);
+    CREATE INDEX reports_by_network ON reports (ip, network);
     CREATE TABLE suspended (license TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;
     CREATE TABLE recheck (ip BLOB PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;
     CREATE INDEX recheck_by_time ON recheck (at);
@@ -64,8 +65,44 @@ const MIGRATIONS: [&str; 4] = [
 /// A revoked license's reports, dropped from the shard.
 const FORGET_REPORTS: &str = "DELETE FROM reports WHERE license = ?1";
 
-/// An address's votes, newest first, a page after the vote `(?2, ?3)`: by the
-/// recency index, so that a page reads its rows and no others.
+/// A vote that counts towards reaching the consensus at `?4`, as SQL: within
+/// the window (from `?2`), its license past probation (`?3` seconds after its
+/// issue) and not suspended. `Consensus::admits` with the window, for the reads
+/// that count by index; a proptest holds the two to the same answers.
+macro_rules! admitted {
+    () => {
+        "r.last_at >= ?2 AND r.licensed_at + ?3 <= ?4
+         AND NOT EXISTS (SELECT 1 FROM suspended s WHERE s.license = r.license)"
+    };
+}
+
+/// The licenses whose votes of `?1` count, at most `?5` of them: a range of the
+/// primary key, read until enough are found.
+const LICENSES_COUNTING: &str = concat!(
+    "SELECT count(*) FROM (SELECT 1 FROM reports r WHERE r.ip = ?1 AND ",
+    admitted!(),
+    " LIMIT ?5)"
+);
+
+/// The votes of `?1` that count from before networks were kept, each a network
+/// of its own, at most `?5` of them.
+const NETWORKS_OF_THEIR_OWN: &str = concat!(
+    "SELECT count(*) FROM (SELECT 1 FROM reports r WHERE r.ip = ?1 AND r.network IS NULL AND ",
+    admitted!(),
+    " LIMIT ?5)"
+);
+
+/// The first network after `?5` with a vote of `?1` that counts: one seek of
+/// `reports_by_network` a network, so that a thousand licenses of one network
+/// cost what one does.
+const NEXT_NETWORK: &str = concat!(
+    "SELECT r.network FROM reports r WHERE r.ip = ?1 AND r.network > ?5 AND ",
+    admitted!(),
+    " ORDER BY r.network LIMIT 1"
+);
+
+/// An address's votes, newest first, a page after the vote `(?2, ?3)`: what a
+/// promotion's recheck and the operator's lookup read, never a report.
 const VOTES_PAGE: &str =
     "SELECT r.network, r.last_at, r.licensed_at, s.license IS NOT NULL, r.license
      FROM reports r LEFT JOIN suspended s ON s.license = r.license
@@ -160,7 +197,6 @@ impl<S: Sql> Tally<S> {
                  VALUES (?1, ?2, ?3, ?3, 1, ?4, ?5, ?6)
                  ON CONFLICT (ip, license) DO UPDATE SET
                     first_at = min(first_at, excluded.first_at),
-                    network = iif(excluded.last_at >= last_at, excluded.network, network),
                     last_at = max(last_at, excluded.last_at),
                     count = count + 1,
                     categories = categories | excluded.categories,
@@ -174,15 +210,25 @@ impl<S: Sql> Tally<S> {
                     Value::int(licensed_at.0),
                 ],
             )?;
-            // A voice more: a license new to the address, another network, or a
-            // report back within the window.
+            // A voice more: a license new to the address, another network (a
+            // license counts with the network of its latest report), or a report
+            // back within the window.
             let adds_a_voice = match prior.first() {
                 None => true,
                 Some(row) => {
                     let last_at = UnixTime(row.int(0)?);
-                    let newer = report.at >= last_at;
-                    (newer && network_of(row, 1)? != report.network)
-                        || (last_at < window_start && report.at >= window_start)
+                    let moved = report.at >= last_at && network_of(row, 1)? != report.network;
+                    if moved {
+                        self.sql.execute(
+                            "UPDATE reports SET network = ?3 WHERE ip = ?1 AND license = ?2",
+                            &[
+                                key(report.subject),
+                                Value::text(license),
+                                Value::opt_text(network.as_deref()),
+                            ],
+                        )?;
+                    }
+                    moved || (last_at < window_start && report.at >= window_start)
                 }
             };
             if adds_a_voice {
@@ -281,7 +327,7 @@ impl<S: Sql> Tally<S> {
     /// recorded, the writer is to be told, and it is weighed again when its
     /// reports would stop making it.
     fn reach(&self, ip: Listed, consensus: Consensus, now: UnixTime) -> Result<bool, SqlError> {
-        if !consensus.reached(self.votes(ip), now)? {
+        if !self.reaches(ip, consensus, now)? {
             return Ok(false);
         }
         self.sql.execute(
@@ -296,6 +342,45 @@ impl<S: Sql> Tally<S> {
             self.recheck_at(ip, until)?;
         }
         Ok(true)
+    }
+
+    /// Whether the votes of `ip` make the consensus at `now`, as
+    /// `Consensus::reached` says, read by index and no further than the answer
+    /// needs: at most `holders` votes for the licenses, then one seek a network
+    /// for at most `networks` networks, whatever the address's other reports.
+    fn reaches(&self, ip: Listed, consensus: Consensus, now: UnixTime) -> Result<bool, SqlError> {
+        let (licenses_needed, networks_needed) = consensus.needs();
+        if licenses_needed == 0 {
+            return Ok(false);
+        }
+        let args = |last: Value| {
+            [
+                key(ip),
+                Value::int(consensus.window_start(now).0),
+                Value::int(consensus.probation),
+                Value::int(now.0),
+                last,
+            ]
+        };
+        let count = |statement: &str, most: u64| -> Result<u64, SqlError> {
+            self.sql
+                .query(statement, &args(Value::int(most)))?
+                .first()
+                .map_or(Ok(0), |row| row.int(0))
+        };
+        let licenses = count(LICENSES_COUNTING, licenses_needed)?;
+        let mut networks = 0;
+        if licenses >= licenses_needed {
+            networks = count(NETWORKS_OF_THEIR_OWN, networks_needed)?;
+            let mut after = String::new();
+            while networks < networks_needed {
+                let rows = self.sql.query(NEXT_NETWORK, &args(Value::text(after)))?;
+                let Some(row) = rows.first() else { break };
+                after = row.text(0)?;
+                networks += 1;
+            }
+        }
+        Ok(consensus.is_met(&Voices::counted(licenses, networks)))
     }
 
     /// Weighs `ip` again no later than `at`.
@@ -673,52 +758,81 @@ mod tests {
         for (n, license) in ["a", "b", "c"].iter().enumerate() {
             count(&tally, license, &[report("9.9.9.9", "ssh", NOW, n as u8)]);
         }
-        // The votes' statement is what weighing reads: none runs for a repeat.
-        let plan = tally.sql.plan(
-            VOTES_PAGE,
-            &[
-                key("9.9.9.9".parse().unwrap()),
-                Value::int(1),
-                Value::text("x"),
-                Value::int(4),
-            ],
-        );
-        assert!(plan.contains("reports_by_recency"), "{plan}");
         let weighed = std::cell::Cell::new(0);
         let counting = Tally::new(Counting {
             sql: &tally.sql,
-            votes_read: &weighed,
+            weighed: &weighed,
         });
+        let consensus = Consensus::default();
+        let again = [report("9.9.9.9", "ssh", NOW, 0)];
         counting
-            .count(
-                ("a", ISSUED),
-                &[report("9.9.9.9", "ssh", NOW, 0)],
-                Consensus::default(),
-                NOW,
-            )
+            .count(("a", ISSUED), &again, consensus, NOW)
             .unwrap();
         assert_eq!(weighed.get(), 0, "the same license from the same network");
+        let moved = [report("9.9.9.9", "ssh", NOW, 9)];
         counting
-            .count(
-                ("a", ISSUED),
-                &[report("9.9.9.9", "ssh", NOW, 9)],
-                Consensus::default(),
-                NOW,
-            )
+            .count(("a", ISSUED), &moved, consensus, NOW)
             .unwrap();
         assert_eq!(weighed.get(), 1, "another network is another voice");
     }
 
-    /// A database that counts the pages of votes read from it.
+    #[test]
+    fn a_new_voice_is_weighed_by_index_however_many_votes_one_network_has() {
+        let tally = tally();
+        let consensus = Consensus::default();
+        // A thousand licenses from one /24: a new voice reads four of their votes
+        // for the licenses, and one seek a network for the networks.
+        for n in 0..1_000 {
+            let license = format!("lic_{n}");
+            tally
+                .count(
+                    (&license, ISSUED),
+                    &[report("9.9.9.9", "ssh", NOW, 7)],
+                    consensus,
+                    NOW,
+                )
+                .unwrap();
+        }
+        let args = [
+            key("9.9.9.9".parse().unwrap()),
+            Value::int(0),
+            Value::int(0),
+            Value::int(NOW.0),
+            Value::text(""),
+        ];
+        let plan = tally.sql.plan(NEXT_NETWORK, &args);
+        assert!(plan.contains("reports_by_network"), "{plan}");
+        let plan = tally.sql.plan(LICENSES_COUNTING, &args);
+        assert!(plan.contains("PRIMARY KEY"), "{plan}");
+        let seeks = std::cell::Cell::new(0);
+        let counting = Tally::new(Counting {
+            sql: &tally.sql,
+            weighed: &seeks,
+        });
+        let new = [report("9.9.9.9", "ssh", NOW, 8)];
+        assert_eq!(
+            counting
+                .count(("lic_new", ISSUED), &new, consensus, NOW)
+                .unwrap(),
+            vec![]
+        );
+        assert_eq!(seeks.get(), 1, "weighed once");
+        let seen = tally
+            .of("9.9.9.9".parse().unwrap(), consensus, NOW, 10)
+            .unwrap();
+        assert_eq!((seen.licenses, seen.networks), (1_001, 2));
+    }
+
+    /// A database that counts the times an address's votes are weighed.
     struct Counting<'a> {
         sql: &'a NativeSql,
-        votes_read: &'a std::cell::Cell<u32>,
+        weighed: &'a std::cell::Cell<u32>,
     }
 
     impl Sql for Counting<'_> {
         fn query(&self, statement: &str, args: &[Value]) -> Result<Vec<Row>, SqlError> {
-            if statement == VOTES_PAGE {
-                self.votes_read.set(self.votes_read.get() + 1);
+            if statement == LICENSES_COUNTING {
+                self.weighed.set(self.weighed.get() + 1);
             }
             self.sql.query(statement, args)
         }
@@ -1041,5 +1155,70 @@ mod tests {
             .pending(10)
             .unwrap()
             .contains(&("8.8.4.4".parse().unwrap(), false)));
+    }
+
+    mod agreement {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// A vote to store: its network (none, or one of three), its age, its
+        /// license's age, and whether it is suspended.
+        fn votes() -> impl Strategy<Value = Vec<(Option<u8>, u64, u64, bool)>> {
+            let vote = (
+                proptest::option::of(0u8..3),
+                0u64..200,
+                0u64..200,
+                proptest::bool::weighted(0.2),
+            );
+            proptest::collection::vec(vote, 0..10)
+        }
+
+        proptest! {
+            #[test]
+            fn the_count_by_index_answers_as_the_rule_over_every_vote(
+                votes in votes(),
+                holders in 0u32..5,
+                networks in 1u32..5,
+            ) {
+                let consensus = Consensus {
+                    holders,
+                    networks: networks.min(holders.max(1)),
+                    window: 100,
+                    delist_after: 100,
+                    probation: 50,
+                    ..Consensus::default()
+                };
+                let tally = tally();
+                let ip: Listed = "9.9.9.9".parse().unwrap();
+                for (n, &(network, age, licensed, suspended)) in votes.iter().enumerate() {
+                    let license = format!("lic_{n}");
+                    let outgoing = Outgoing {
+                        network: network.map(|n| {
+                            ReporterNetwork::of_client(Some(&format!("10.0.{n}.1")))
+                        }),
+                        ..report("9.9.9.9", "ssh", NOW.minus(age), 0)
+                    };
+                    tally.sql.execute(
+                        "INSERT INTO reports
+                            (ip, license, first_at, last_at, count, categories, network, licensed_at)
+                         VALUES (?1, ?2, ?3, ?3, 1, 0, ?4, ?5)",
+                        &[
+                            key(ip),
+                            Value::text(&license),
+                            Value::int(outgoing.at.0),
+                            Value::opt_text(outgoing.network.map(|n| n.to_string()).as_deref()),
+                            Value::int(NOW.minus(licensed).0),
+                        ],
+                    ).unwrap();
+                    if suspended {
+                        tally.set_standing(&license, true, NOW).unwrap();
+                    }
+                }
+                let by_index = tally.reaches(ip, consensus, NOW).unwrap();
+                let by_rule = consensus.reached(tally.votes(ip), NOW).unwrap();
+                prop_assert_eq!(by_index, by_rule);
+            }
+        }
     }
 }
