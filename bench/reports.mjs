@@ -10,6 +10,13 @@
 // 3. Billable calls, counted by the test build's meter: a report amortised over
 //    a bulk request of 1000 and the holder's alarm that sends them on; and the
 //    writer's requests, KV writes and new versions for 1000 promotions.
+// 4. What one report of an address costs beside 4 licenses' reports of it and
+//    beside 200 licenses' from one network (which the network rule never lets
+//    promote it): a repeated report, and a new license's first, each with the
+//    holder's alarm that sends it on. A count that read every report of the
+//    address would grow fifty-fold from the first to the second.
+// Each of the 4 reporting licenses reports from a network of its own (the
+// network rule), as independent holders' tools would arrive at the edge.
 
 import { join } from "node:path";
 import { CONNECTIONS, SERVICE_VARS, dotted, holder as newHolder, post, secondsUntilListed, serve, serviceStatus, wrk } from "./lib.mjs";
@@ -21,6 +28,8 @@ const add = "/api/addIpToGreylist?result_mode=json";
 export const PROMOTIONS = 1000;
 // 49.0.0.0/8, apart from load.lua's 20.x and the other sections' addresses.
 const promoted = (n) => dotted(49 * 2 ** 24 + n);
+// The client of the nth reporting license: a /24 of its own.
+const client = (n) => `10.${n >> 8 & 255}.${n & 255}.7`;
 
 const minus = (a, b) => Object.fromEntries(BILLABLE.map((f) => [f, a[f] - b[f]]));
 
@@ -62,7 +71,7 @@ async function toGlobal(state, rounds = 3) {
     for (let round = 0; round < rounds; round++) {
       const ip = promoted(2 ** 20 + round);
       for (const [n, r] of reporters.entries()) {
-        const { text } = await post(url, report, { token: r.token, form: { ip } });
+        const { text } = await post(url, report, { token: r.token, form: { ip }, client: client(n) });
         if (!text.includes("has been reported")) throw new Error(`report ${ip}: ${text}`);
         if (n === 2) await new Promise((resolve) => setTimeout(resolve, 1000));
       }
@@ -84,7 +93,7 @@ async function counted(state) {
     let perReport;
     for (const [n, r] of reporters.entries()) {
       const before = await meter(url, `license=${r.license}`);
-      const { status, text } = await post(url, "/api/reportIps?result_mode=json", { token: r.token, json: { ips } });
+      const { status, text } = await post(url, "/api/reportIps?result_mode=json", { token: r.token, json: { ips }, client: client(n) });
       if (status !== 200 || JSON.parse(text).results.some((row) => !row.result.includes("has been reported"))) throw new Error(`reportIps: ${status} ${text.slice(0, 200)}`);
       await hook(url, `/__test/holders/${r.license}/alarm`);
       const spent = minus(await meter(url, `license=${r.license}`), before);
@@ -115,14 +124,47 @@ async function counted(state) {
   }
 }
 
+/** What one report of an address costs, with the alarm that sends it on, beside
+ *  `crowd` licenses' reports of it from one network (the fifth and later) or from
+ *  networks of their own (the first four). */
+async function beside(state) {
+  const { mf, url } = await serve(".", VARS, join(state, "reports-beside"), "build-test/index.js");
+  try {
+    const rows = [];
+    for (const [name, crowd, sameNetwork] of [["4 licenses, 4 networks", 4, false], ["200 licenses, one network", 200, true]]) {
+      const ip = promoted(2 ** 21 + crowd);
+      const holders = [];
+      for (let n = 0; n <= crowd; n++) holders.push(await newHolder(url, client(n)));
+      const from = (n) => (sameNetwork ? "203.0.113.7" : client(n));
+      const reportOf = async (n) => {
+        const { text } = await post(url, report, { token: holders[n].token, form: { ip }, client: from(n) });
+        if (!text.includes("has been reported")) throw new Error(`report ${ip}: ${text}`);
+        await hook(url, `/__test/holders/${holders[n].license}/alarm`);
+      };
+      for (let n = 0; n < crowd; n++) await reportOf(n);
+      const cost = async (n) => {
+        const before = await meter(url, `license=${holders[n].license}`);
+        await reportOf(n);
+        const spent = minus(await meter(url, `license=${holders[n].license}`), before);
+        // The meter's own reading asks the holder's object once: not the report's cost.
+        return { ...spent, durableObjectRequests: spent.durableObjectRequests - 1 };
+      };
+      rows.push({ name, repeated: await cost(0), first: await cost(crowd) });
+    }
+    return rows;
+  } finally {
+    await mf.dispose();
+  }
+}
+
 export async function reports(state) {
-  return { timed: await timed(state), toGlobal: await toGlobal(state), counted: await counted(state) };
+  return { timed: await timed(state), toGlobal: await toGlobal(state), counted: await counted(state), beside: await beside(state) };
 }
 
 const ms = (us) => (us / 1000).toFixed(2);
 
 /** The section's tables. */
-export function reportsLines({ timed, toGlobal, counted }) {
+export function reportsLines({ timed, toGlobal, counted, beside }) {
   const lines = [
     "Reports beside adds of new addresses by one holder, on one service (Miniflare)",
     "",
@@ -144,5 +186,17 @@ export function reportsLines({ timed, toGlobal, counted }) {
     "",
     `${PROMOTIONS} promotions (each address reported by 4 licenses): ${p.writerRequests} requests to the lists' writer, ${p.versions} new version(s), ${p.kvWrites} KV writes.`,
   );
+  if (beside) {
+    lines.push(
+      "",
+      "| one report of an address, with the alarm that sends it on, beside | DO requests | rows read | rows written |",
+      "|---|---:|---:|---:|",
+    );
+    for (const row of beside) {
+      for (const [kind, spent] of [["a repeated report", row.repeated], ["a new license's first", row.first]]) {
+        lines.push(`| ${row.name}: ${kind} | ${spent.durableObjectRequests} | ${spent.rowsRead} | ${spent.rowsWritten} |`);
+      }
+    }
+  }
   return lines;
 }

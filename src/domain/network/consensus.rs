@@ -311,7 +311,10 @@ mod tests {
             !reached(none, &apart),
             "PROMOTION_HOLDERS 0 turns promotion off"
         );
-        assert_eq!((consensus.needs(), off.needs(), none.needs()), ((4, 4), (4, 1), (0, 0)));
+        assert_eq!(
+            (consensus.needs(), off.needs(), none.needs()),
+            ((4, 4), (4, 1), (0, 0))
+        );
         // Reports kept before networks were: each a network of its own.
         assert!(reached(consensus, &[vote(None, 0); 4]));
         // Two networks of three: not enough with networks 3, enough with 2.

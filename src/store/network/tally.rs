@@ -85,9 +85,10 @@ const LICENSES_COUNTING: &str = concat!(
 );
 
 /// The votes of `?1` that count from before networks were kept, each a network
-/// of its own, at most `?5` of them.
+/// of its own, at most `?5` of them: the index's first range, never the others'.
 const NETWORKS_OF_THEIR_OWN: &str = concat!(
-    "SELECT count(*) FROM (SELECT 1 FROM reports r WHERE r.ip = ?1 AND r.network IS NULL AND ",
+    "SELECT count(*) FROM (SELECT 1 FROM reports r INDEXED BY reports_by_network
+     WHERE r.ip = ?1 AND r.network IS NULL AND ",
     admitted!(),
     " LIMIT ?5)"
 );
@@ -96,7 +97,8 @@ const NETWORKS_OF_THEIR_OWN: &str = concat!(
 /// `reports_by_network` a network, so that a thousand licenses of one network
 /// cost what one does.
 const NEXT_NETWORK: &str = concat!(
-    "SELECT r.network FROM reports r WHERE r.ip = ?1 AND r.network > ?5 AND ",
+    "SELECT r.network FROM reports r INDEXED BY reports_by_network
+     WHERE r.ip = ?1 AND r.network > ?5 AND ",
     admitted!(),
     " ORDER BY r.network LIMIT 1"
 );
@@ -800,8 +802,13 @@ mod tests {
             Value::int(NOW.0),
             Value::text(""),
         ];
-        let plan = tally.sql.plan(NEXT_NETWORK, &args);
-        assert!(plan.contains("reports_by_network"), "{plan}");
+        for networks in [NEXT_NETWORK, NETWORKS_OF_THEIR_OWN] {
+            let plan = tally.sql.plan(networks, &args);
+            assert!(
+                plan.contains("INDEX reports_by_network (ip=? AND network"),
+                "{plan}"
+            );
+        }
         let plan = tally.sql.plan(LICENSES_COUNTING, &args);
         assert!(plan.contains("PRIMARY KEY"), "{plan}");
         let seeks = std::cell::Cell::new(0);
