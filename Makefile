@@ -131,10 +131,11 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # license's standing by PATCH) and the canaries weighed before every report
 # (402.7 before, 429.1); the objects' to 376 for the shards' rechecks, standings
 # and votes, the holders' standings told to every shard, the directory's
-# canaries and the writer's review queue (347.3 before, 375.7). Most of it is
-# the new calls' futures; issue 59 is where the edge's size is worked down.
+# canaries and the writer's review queue (347.3 before, 376.2 with the counts
+# by index). Most of it is the new calls' futures; issue 59 is where the edge's
+# size is worked down.
 EDGE_GZIP_KIB := 430
-OBJECTS_GZIP_KIB := 376
+OBJECTS_GZIP_KIB := 377
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
