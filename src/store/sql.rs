@@ -8,6 +8,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::{SqlCursor, SqlStorage, SqlStorageValue, State};
 
+use crate::domain::net::address::Listed;
 use crate::platform::meter::{self, Billable};
 
 /// A value bound to a statement or read from a row.
@@ -38,6 +39,11 @@ impl Value {
 
     pub fn opt_text(value: Option<&str>) -> Self {
         value.map_or(Self::Null, Self::text)
+    }
+
+    /// An address or /64 as its row's key (`Listed::key`).
+    pub fn listed(ip: Listed) -> Self {
+        Self::Blob(ip.key().as_bytes().to_vec())
     }
 }
 
@@ -87,6 +93,19 @@ impl Row {
                 "column {column}: expected text, found {other:?}"
             ))),
         }
+    }
+
+    /// A text column read as what it writes (`FromStr`), when it is not null.
+    pub fn opt_parsed<T: std::str::FromStr>(&self, column: usize) -> Result<Option<T>, SqlError>
+    where
+        T::Err: std::fmt::Debug,
+    {
+        self.opt_text(column)?
+            .map(|text| {
+                text.parse()
+                    .map_err(|e| SqlError(format!("column {column}: {text:?}: {e:?}")))
+            })
+            .transpose()
     }
 
     pub fn text(&self, column: usize) -> Result<String, SqlError> {

@@ -178,6 +178,18 @@ fn a_planted_canary_costs_its_planter_the_vote_and_reveals_nothing() {
     reported_by(&server, &apps[..4], "82.3.0.1");
     assert!(global(&apps[5], "82.3.0.1"));
     let planter = &apps[0];
+    // An address only the planter reports: what a holder sees of it must not
+    // change when the planter is caught.
+    reported_by(&server, &apps[..1], "82.3.6.1");
+    let status = |app: &TestApp, ip: &str| {
+        let mut status = app
+            .form("/api/networkStatus", &[("ip", ip)], Mode::Json)
+            .json();
+        status["ip"] = json!("<ip>");
+        status
+    };
+    let alone = status(planter, "82.3.6.1");
+    assert_eq!(alone["holders"], 1, "{alone}");
     let quota = |app: &TestApp| license(&server, app)["today"]["reported"].clone();
     // Answered exactly as a report of an address no list holds, and counted the same.
     let before = quota(planter);
@@ -224,13 +236,14 @@ fn a_planted_canary_costs_its_planter_the_vote_and_reveals_nothing() {
     // Its later reports count for nothing.
     reported_by(&server, &apps[..1], "82.3.0.1");
     assert!(!global(&apps[5], "82.3.0.1"));
-    // A holder's view of the canary is any address's.
-    let status = apps[5]
-        .form("/api/networkStatus", &[("ip", "82.3.9.5")], Mode::Json)
-        .json();
+    // A holder's view of the canary is that of any address it reported, and
+    // of the others it reported as before: nothing says it was caught.
+    assert_eq!(status(planter, "82.3.9.5"), status(planter, "82.3.7.5"));
+    assert_eq!(status(&apps[5], "82.3.9.5")["holders"], 1);
+    assert_eq!(status(planter, "82.3.6.1"), alone);
     assert_eq!(
-        status,
-        json!({ "ip": "82.3.9.5", "global": false, "promoted": false, "holders": 0, "promotedSince": null })
+        last_audit(&server, "license.network"),
+        "network: suspended, reported the canary 82.3.9.5"
     );
     // Reinstated: its reports count again, and the promotion is back.
     let reinstated = set_network(&server, planter, "counting");
@@ -431,10 +444,17 @@ fn under_review_a_consensus_waits_for_the_operator() {
         format!("{}.0/24", apps[0].own_client().rsplit_once('.').unwrap().0)
     );
     assert_eq!(server.status()["pendingPromotions"], 3);
-    // One not waiting refuses the whole review.
+    // One not waiting refuses the whole review, and so does one named twice.
     let refused = review(&server, &["82.6.0.1"], &["82.6.0.9"]);
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert!(refused.body.contains("82.6.0.9"), "{}", refused.body);
+    let twice = review(&server, &["82.6.0.1"], &["82.6.0.1"]);
+    assert_eq!(twice.status, 400, "{}", twice.body);
+    assert!(
+        twice.body.contains("to approve and to reject"),
+        "{}",
+        twice.body
+    );
     assert_eq!(pending_ips(&server).len(), 3);
     let reviewed = review(&server, &["82.6.0.1"], &["82.6.0.2"]);
     assert_eq!(

@@ -799,12 +799,15 @@ describe("operator console", () => {
     await page.getByRole("dialog").getByRole("button", { name: "Suspend" }).click();
     await page.locator("#license-result", { hasText: "Suspended from the network." }).waitFor();
     assert.match(await text(page, "#license-network"), /^Suspended by the operator since .+: its reports count for nothing\.$/);
-    await page.locator("#license-audit-rows tr", { hasText: "network: suspended" }).waitFor();
     await page.getByRole("button", { name: "Reinstate in the network" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Reinstate" }).click();
     await page.locator("#license-result", { hasText: "Reinstated in the network." }).waitFor();
     assert.match(await text(page, "#license-network"), /^Counting: its reports count towards promotions, since .+\.$/);
+    // Each change's audit row goes to the directory from the holder's object, by its alarm.
+    assert.equal((await fetch(`${base}/__test/holders/${license}/alarm`, { method: "POST" })).status, 200);
+    await page.reload();
     await page.locator("#license-audit-rows tr", { hasText: "network: counting" }).waitFor();
+    assert.equal(await page.locator("#license-audit-rows tr", { hasText: "network: suspended" }).count(), 1);
     assert.deepEqual(page.errors, []);
   });
 

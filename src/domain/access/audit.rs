@@ -73,7 +73,7 @@ impl Coded for Action {
 }
 
 /// Who acted and from where, as a row records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
     /// The acting key's name (`ADMIN_TOKEN` for the admin token); for a refusal,
     /// the name of the key refused, or none when no valid key was given.

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::net::address::Key;
 use crate::domain::network::reporter::ReporterNetwork;
+use crate::domain::network::standing::Standing;
 use crate::domain::time::UnixTime;
 
 /// The objects the reports are counted in. Fixed: an address's shard is where its
@@ -73,6 +74,8 @@ pub struct Vote {
     pub licensed_at: UnixTime,
     /// Whether its license is suspended from the network.
     pub suspended: bool,
+    /// Whether it names a canary: planted, it never counts, whoever reported it.
+    pub planted: bool,
 }
 
 /// How many licenses, and how many distinct networks among them, vote.
@@ -154,9 +157,31 @@ impl Consensus {
         licensed_at.plus(self.probation)
     }
 
-    /// Whether `vote`'s license counts at `now`: not suspended, past probation.
+    /// Whether `vote` counts at `now`: its license neither suspended nor on
+    /// probation (`Standing::at`), and the vote not planted.
     pub fn admits(self, vote: &Vote, now: UnixTime) -> bool {
-        !vote.suspended && self.counts_from(vote.licensed_at) <= now
+        let standing = Standing::at(vote.suspended, self.counts_from(vote.licensed_at), now);
+        !vote.planted && standing == Standing::Counting
+    }
+
+    /// When the first vote of a license on probation comes of age while its
+    /// report is still within the window: when the votes are to be weighed
+    /// again, since they may make the consensus then with no new report.
+    pub fn next_coming_of_age<E>(
+        self,
+        votes: impl IntoIterator<Item = Result<Vote, E>>,
+        now: UnixTime,
+    ) -> Result<Option<UnixTime>, E> {
+        let mut next: Option<UnixTime> = None;
+        for vote in votes {
+            let vote = vote?;
+            let of_age = self.counts_from(vote.licensed_at);
+            let waiting = !vote.suspended && !vote.planted && of_age > now;
+            if waiting && vote.last_at >= self.window_start(of_age) {
+                next = Some(next.map_or(of_age, |next| next.min(of_age)));
+            }
+        }
+        Ok(next)
     }
 
     /// The earliest report that counts towards reaching the consensus at `now`.
@@ -194,8 +219,9 @@ impl Consensus {
     }
 
     /// The licenses and networks whose reports count towards reaching the
-    /// consensus at `now`, every vote read: what the operator's lookup shows
-    /// against what the consensus needs.
+    /// consensus at `now`, every vote read: the rule the stores' counts by index
+    /// are held to.
+    #[cfg(test)]
     pub fn voices<E>(
         self,
         votes: impl IntoIterator<Item = Result<Vote, E>>,
@@ -271,6 +297,7 @@ mod tests {
             last_at: NOW.minus(age),
             licensed_at: UnixTime(0),
             suspended: false,
+            planted: false,
         }
     }
 
@@ -355,6 +382,12 @@ mod tests {
             "a suspended license counts for nothing"
         );
         votes[2].suspended = false;
+        votes[2].planted = true;
+        assert!(
+            !reached(consensus, &votes),
+            "a planted vote counts for nothing"
+        );
+        votes[2].planted = false;
         votes[1].licensed_at = NOW.minus(86_399);
         assert!(!reached(consensus, &votes), "a license on probation");
         assert!(
@@ -363,6 +396,37 @@ mod tests {
         );
         let voices = consensus.voices(ok(&votes), NOW).unwrap();
         assert_eq!((voices.licenses(), voices.networks()), (3, 3));
+    }
+
+    #[test]
+    fn the_votes_are_weighed_again_when_the_first_license_on_probation_comes_of_age() {
+        let consensus = Consensus {
+            probation: 1_000,
+            window: 500,
+            ..Consensus::default()
+        };
+        let young = |age: u64, issued: u64| Vote {
+            licensed_at: NOW.minus(issued),
+            ..vote(from("198.51.1.7"), age)
+        };
+        let next = |votes: &[Vote]| consensus.next_coming_of_age(ok(votes), NOW).unwrap();
+        // Of age in 100 and in 300 seconds: the sooner first; once it passed, the later.
+        let votes = [young(0, 900), young(0, 700), young(0, 2_000)];
+        assert_eq!(next(&votes), Some(NOW.plus(100)));
+        assert_eq!(
+            consensus
+                .next_coming_of_age(ok(&votes), NOW.plus(100))
+                .unwrap(),
+            Some(NOW.plus(300))
+        );
+        // A report that will have left the window by then never counts: nothing to wait for.
+        assert_eq!(next(&[young(450, 900)]), None);
+        assert_eq!(next(&[young(400, 900)]), Some(NOW.plus(100)));
+        let suspended = Vote {
+            suspended: true,
+            ..young(0, 900)
+        };
+        assert_eq!(next(&[suspended]), None);
     }
 
     #[test]

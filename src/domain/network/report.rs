@@ -189,6 +189,10 @@ pub struct Outgoing {
     /// which counts as a network of its own.
     #[serde(default)]
     pub network: Option<ReporterNetwork>,
+    /// It names a canary: kept as any report (its address's reporters count it
+    /// as any other's), it never counts towards a consensus.
+    #[serde(default)]
+    pub canary: bool,
 }
 
 /// What reports need of storage beyond the personal list's day.
@@ -199,8 +203,9 @@ pub trait ReportStore: ListStore {
 
 /// Counts one report against the day's reports and keeps it to send on, with
 /// the network it came `from`; past the day's limit, the limit's answer and
-/// nothing kept. A report of a canary is counted and answered the same, and
-/// kept for nothing. A report changes nothing on the holder's own lists.
+/// nothing kept. A report of a canary is counted, answered and kept the same,
+/// marked so that it never counts. A report changes nothing on the holder's
+/// own lists.
 pub fn perform_report<S: ReportStore>(
     store: &mut S,
     call: &ReportCall,
@@ -212,14 +217,13 @@ pub fn perform_report<S: ReportStore>(
         usage.refused = usage.refused.saturating_add(1);
         ReportOutcome::LimitReached
     } else {
-        if !call.canary {
-            store.keep_report(&Outgoing {
-                subject: call.subject(),
-                categories: call.categories,
-                at: now,
-                network: Some(from),
-            })?;
-        }
+        store.keep_report(&Outgoing {
+            subject: call.subject(),
+            categories: call.categories,
+            at: now,
+            network: Some(from),
+            canary: call.canary,
+        })?;
         usage.reported += 1;
         ReportOutcome::Reported
     };
@@ -298,7 +302,7 @@ mod tests {
         );
         let next_day = perform_report(&mut store, &call, from, (now.plus(86_400), limits)).unwrap();
         assert_eq!(next_day.outcome, ReportOutcome::Reported);
-        // A canary's report: answered and counted the same, kept for nothing.
+        // A canary's report: answered, counted and kept the same, marked.
         let canary = ReportCall {
             canary: true,
             ..call.clone()
@@ -306,7 +310,8 @@ mod tests {
         let answer = perform_report(&mut store, &canary, from, (now.plus(86_400), limits)).unwrap();
         assert_eq!(answer.outcome, ReportOutcome::Reported);
         assert_eq!(answer.usage.unwrap().reported, 2);
-        assert_eq!(store.reports.len(), 3, "nothing more kept");
+        assert_eq!(store.reports.len(), 4);
+        assert!(store.reports[3].canary && !store.reports[2].canary);
         let past = perform_report(&mut store, &canary, from, (now.plus(86_400), limits)).unwrap();
         assert_eq!(past.outcome, ReportOutcome::LimitReached);
         // With IPV6_PREFIX 64, an IPv6 address counts as its /64.

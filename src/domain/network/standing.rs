@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::code::{serde_by_code, Coded};
 use crate::domain::net::address::PublicIp;
-use crate::domain::network::consensus::Consensus;
 use crate::domain::time::UnixTime;
 
 /// What the holder's object keeps of its license's standing.
@@ -49,6 +48,17 @@ impl Kept {
     }
 }
 
+impl Kept {
+    /// What its audit row says of it.
+    pub fn described(self) -> String {
+        match (self.suspended, self.canary) {
+            (true, Some(canary)) => format!("network: suspended, reported the canary {canary}"),
+            (true, None) => "network: suspended".to_owned(),
+            (false, _) => "network: counting".to_owned(),
+        }
+    }
+}
+
 /// A standing as the operator sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Standing {
@@ -72,6 +82,20 @@ impl Coded for Standing {
 
 serde_by_code!(Standing);
 
+impl Standing {
+    /// A license's standing at `now`: suspended, or on probation until
+    /// `counts_from` (`Consensus::counts_from`), or counting.
+    pub fn at(suspended: bool, counts_from: UnixTime, now: UnixTime) -> Self {
+        if suspended {
+            Self::Suspended
+        } else if counts_from > now {
+            Self::Probation
+        } else {
+            Self::Counting
+        }
+    }
+}
+
 /// A license's standing as the operator's picture of it shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shown {
@@ -85,16 +109,10 @@ pub struct Shown {
 }
 
 impl Kept {
-    /// As shown at `now`, for a license issued at `licensed_at`.
-    pub fn shown(self, licensed_at: UnixTime, consensus: Consensus, now: UnixTime) -> Shown {
-        let counts_from = consensus.counts_from(licensed_at);
-        let standing = if self.suspended {
-            Standing::Suspended
-        } else if counts_from > now {
-            Standing::Probation
-        } else {
-            Standing::Counting
-        };
+    /// As shown at `now`, for a license issued at `licensed_at` whose reports
+    /// count from `counts_from` (`Consensus::counts_from`).
+    pub fn shown(self, (licensed_at, counts_from): (UnixTime, UnixTime), now: UnixTime) -> Shown {
+        let standing = Standing::at(self.suspended, counts_from, now);
         Shown {
             standing,
             since: match standing {
@@ -147,23 +165,23 @@ mod tests {
 
     #[test]
     fn a_young_license_is_shown_on_probation_until_it_counts() {
-        let consensus = Consensus {
-            probation: 3_600,
-            ..Consensus::default()
-        };
         let issued = NOW.minus(600);
-        let young = Kept::default().shown(issued, consensus, NOW);
+        let of_age = issued.plus(3_600);
+        let young = Kept::default().shown((issued, of_age), NOW);
         assert_eq!(
             (young.standing, young.since, young.until),
-            (Standing::Probation, Some(issued), Some(issued.plus(3_600)))
+            (Standing::Probation, Some(issued), Some(of_age))
         );
-        let grown = Kept::default().shown(issued, consensus, issued.plus(3_600));
+        let grown = Kept::default().shown((issued, of_age), of_age);
         assert_eq!(
             (grown.standing, grown.since, grown.until),
             (Standing::Counting, None, None)
         );
-        let suspended = Kept::default().set(true, NOW).shown(issued, consensus, NOW);
+        let suspended = Kept::default().set(true, NOW).shown((issued, of_age), NOW);
         assert_eq!(suspended.standing, Standing::Suspended);
+        assert_eq!(Standing::at(true, of_age, NOW), Standing::Suspended);
+        assert_eq!(Standing::at(false, of_age, NOW), Standing::Probation);
+        assert_eq!(Standing::at(false, NOW, NOW), Standing::Counting);
         assert_eq!(
             serde_json::to_value(Standing::Probation).unwrap(),
             "probation"

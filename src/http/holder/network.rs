@@ -7,8 +7,9 @@ use worker::Request;
 
 use crate::domain::access::license::LicenseId;
 use crate::domain::net::address::{Listed, PublicIp};
-use crate::domain::operator_lists::list::ListKind;
+use crate::domain::personal::holder::Operation;
 use crate::domain::personal::outcome::Outcome;
+use crate::domain::precedence::{verdict, Verdict};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
@@ -25,8 +26,9 @@ struct StandingView {
     global: bool,
     /// It is there because the holders' reports reached the consensus.
     promoted: bool,
-    /// Distinct licenses whose reports of it count now (within the window); never
-    /// which, nor from which networks.
+    /// Distinct licenses that reported it within the window, whether their
+    /// reports count or not: never which, nor from which networks, nor anything
+    /// of a license's standing or of a canary.
     holders: u64,
     /// Since when the consensus holds, if it does.
     promoted_since: Option<String>,
@@ -45,8 +47,12 @@ pub async fn status(
     let given = PublicIp::parse(&raw, settings.ipv6)
         .map_err(|rejection| ApiError::BadRequest(Outcome::from(rejection).message()))?;
     let ip = given.ip;
-    let holds = async |kind| lists::contains(env, kind, ip.addr(), settings.freshness, now).await;
-    let global = !holds(ListKind::Allow).await? && holds(ListKind::Global).await?;
+    // Whether the global challenge list answers a check of it: the precedence's to say.
+    let holds = async |kind, ip: PublicIp| {
+        lists::contains(env, kind, ip.addr(), settings.freshness, now).await
+    };
+    let checked = verdict(Operation::Check, given.clone(), false, holds).await?;
+    let global = matches!(checked, Verdict::Answered(Outcome::ListedGlobal(_)));
     // With IPV6_PREFIX 64, an IPv6 address is reported, and counted, as its /64.
     let subject = Listed::keys(ip, settings.ipv6_prefix).0;
     let tally = shard_for(env, subject)?
@@ -59,7 +65,7 @@ pub async fn status(
             ip: given.to_string(),
             global,
             promoted: global && tally.reached_at.is_some(),
-            holders: tally.licenses,
+            holders: tally.reported_by,
             promoted_since: tally.reached_at.map(|at| at.to_rfc3339()),
         },
     )

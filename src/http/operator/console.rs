@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use worker::{Context, Request};
 
-use crate::domain::access::audit::{Action, AuditFilter, Record};
+use crate::domain::access::audit::AuditFilter;
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::{
     is_key_id, text_field, Role, MAX_LABEL_CHARS, MAX_NOTE_CHARS,
@@ -177,19 +177,15 @@ pub async fn relabel(
     };
     let kept = match network {
         None => holder(env, &license)?.ask(LicensePicture).await?.network,
+        // Its audit row goes to the directory with the change, from the holder's object.
         Some(setting) => {
-            let kept = holder(env, &license)?
-                .ask(SetNetwork(setting.suspended()))
-                .await?;
-            directory(env)?
-                .ask(Record {
-                    action: Action::LicenseNetwork,
-                    target: license.as_str().to_owned(),
-                    detail: setting_detail(setting),
+            holder(env, &license)?
+                .ask(SetNetwork {
+                    license: license.clone(),
+                    suspended: setting.suspended(),
                     by: operator.stamp(),
                 })
-                .await?;
-            kept
+                .await?
         }
     };
     let network = StandingView::of(
@@ -207,14 +203,6 @@ struct LicenseChanged {
     #[serde(flatten)]
     row: LicenseRow,
     network: StandingView,
-}
-
-/// A standing change as its audit row says it.
-fn setting_detail(setting: NetworkSetting) -> String {
-    match setting {
-        NetworkSetting::Counting => "network: counting".to_owned(),
-        NetworkSetting::Suspended => "network: suspended".to_owned(),
-    }
 }
 
 /// `GET /admin/licenses?q=&cursor=&limit=`: licenses newest first, those whose

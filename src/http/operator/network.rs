@@ -28,8 +28,11 @@ use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{PendingPromotions, Review as ReviewCall};
 use crate::store::network::tally::AddressTally;
 
-/// An edit of the canaries: at most 10 000 entries, with room for long ranges.
-const MAX_CANARY_EDIT_BYTES: usize = 1024 * 1024;
+/// An edit of the canaries, or a review: at most 10 000 entries, with room for
+/// long ranges.
+const MAX_EDIT_BYTES: usize = 1024 * 1024;
+/// Addresses one review names at most.
+const MAX_REVIEWED: usize = 10_000;
 /// Promotions a page of the review queue shows at most, and reporters of each:
 /// a page is one call per shard its addresses are in, and one for their labels.
 const MOST_PENDING: u32 = 50;
@@ -52,7 +55,9 @@ pub struct ReportsView {
     licenses: u64,
     networks: u64,
     needed: Needed,
-    /// What is missing for the consensus (both 0 once it holds).
+    /// What the reports within the window lack for a new consensus; both 0
+    /// while one holds (a promotion that stands is kept by the reports of the
+    /// longer of the window and the delay).
     missing: Needed,
     consensus_since: Option<String>,
     reporters: Vec<ReporterView>,
@@ -66,6 +71,8 @@ struct ReporterView {
     /// The network of its latest report; none for reports kept before networks were.
     network: Option<String>,
     standing: Standing,
+    /// It named a canary: it never counts.
+    planted: bool,
     categories: Vec<Category>,
     reports: u64,
     first_at: String,
@@ -82,9 +89,15 @@ impl ReportsView {
             licenses: tally.licenses,
             networks: tally.networks,
             needed: Needed { licenses, networks },
-            missing: Needed {
-                licenses: short(licenses, tally.licenses),
-                networks: short(networks.max(1), tally.networks),
+            missing: match tally.reached_at {
+                Some(_) => Needed {
+                    licenses: 0,
+                    networks: 0,
+                },
+                None => Needed {
+                    licenses: short(licenses, tally.licenses),
+                    networks: short(networks.max(1), tally.networks),
+                },
             },
             consensus_since: tally.reached_at.map(UnixTime::to_rfc3339),
             reporters: tally
@@ -95,6 +108,7 @@ impl ReportsView {
                     license: r.license,
                     network: r.network.map(|network| network.to_string()),
                     standing: r.standing,
+                    planted: r.planted,
                     categories: r.categories.iter().collect(),
                     reports: r.count,
                     first_at: r.first_at.to_rfc3339(),
@@ -161,7 +175,7 @@ impl StandingView {
     /// answers it).
     pub fn of(kept: Kept, created_at: &str, consensus: Consensus, now: UnixTime) -> Self {
         let licensed_at = UnixTime::parse_rfc3339(created_at).unwrap_or_default();
-        let shown = kept.shown(licensed_at, consensus, now);
+        let shown = kept.shown((licensed_at, consensus.counts_from(licensed_at)), now);
         Self {
             standing: shown.standing,
             since: shown.since.map(UnixTime::to_rfc3339),
@@ -221,7 +235,7 @@ pub async fn edit_canaries(
     operator: Operator,
 ) -> Result<Reply, ApiError> {
     const SHAPE: &str = r#"{"add": [...], "remove": [...]}"#;
-    let body = Body::read(&mut req, &cx.ctx, MAX_CANARY_EDIT_BYTES).await?;
+    let body = Body::read(&mut req, &cx.ctx, MAX_EDIT_BYTES).await?;
     let edit = body
         .json::<CanaryEdit>()
         .map_err(|e| ApiError::BadRequest(format!("expected {SHAPE}: {e}")))?;
@@ -289,15 +303,8 @@ pub async fn promotions(cx: &RequestContext, req: Request, _: Operator) -> Resul
     let page = writer(&cx.env)?
         .ask(PendingPromotions { after, limit })
         .await?;
-    let mut by_shard: BTreeMap<u32, Vec<Listed>> = BTreeMap::new();
-    for queued in &page.pending {
-        by_shard
-            .entry(shard_of(&queued.ip.key()))
-            .or_default()
-            .push(queued.ip);
-    }
     let mut tallies: HashMap<Listed, AddressTally> = HashMap::new();
-    for (index, ips) in by_shard {
+    for (index, ips) in by_shard(page.pending.iter().map(|queued| queued.ip)) {
         let answered = shard(&cx.env, index)?
             .ask(Tallies(ips.clone(), REPORTERS_PENDING))
             .await
@@ -348,7 +355,7 @@ pub async fn review(
     operator: Operator,
 ) -> Result<Reply, ApiError> {
     const SHAPE: &str = r#"{"approve": [...], "reject": [...]}"#;
-    let body = Body::read(&mut req, &cx.ctx, MAX_CANARY_EDIT_BYTES).await?;
+    let body = Body::read(&mut req, &cx.ctx, MAX_EDIT_BYTES).await?;
     let asked = body
         .json::<ReviewRequest>()
         .map_err(|e| ApiError::BadRequest(format!("expected {SHAPE}: {e}")))?;
@@ -358,11 +365,11 @@ pub async fn review(
                 "expected {SHAPE}, naming at least one address"
             )))
         }
-        1..=10_000 => {}
+        1..=MAX_REVIEWED => {}
         _ => {
-            return Err(ApiError::BadRequest(
-                "at most 10000 addresses per review".to_owned(),
-            ))
+            return Err(ApiError::BadRequest(format!(
+                "at most {MAX_REVIEWED} addresses per review"
+            )))
         }
     }
     let rejected: Vec<Listed> = asked
@@ -381,15 +388,20 @@ pub async fn review(
     Reply::json(200, &reviewed)
 }
 
-/// Tells the shards of these addresses that the operator took their
-/// promotions off, or would not have them: only reports made from now on
-/// promote them again.
-pub async fn dismiss(cx: &RequestContext, ips: Vec<Listed>) -> Result<(), ApiError> {
+/// Addresses by the report shard that counts each.
+fn by_shard(ips: impl IntoIterator<Item = Listed>) -> BTreeMap<u32, Vec<Listed>> {
     let mut by_shard: BTreeMap<u32, Vec<Listed>> = BTreeMap::new();
     for ip in ips {
         by_shard.entry(shard_of(&ip.key())).or_default().push(ip);
     }
-    for (index, ips) in by_shard {
+    by_shard
+}
+
+/// Tells the shards of these addresses that the operator took their
+/// promotions off, or would not have them: only reports made from now on
+/// promote them again.
+pub async fn dismiss(cx: &RequestContext, ips: Vec<Listed>) -> Result<(), ApiError> {
+    for (index, ips) in by_shard(ips) {
         shard(&cx.env, index)?
             .ask(Dismiss(ips))
             .await

@@ -16,6 +16,8 @@ use super::protocol::{
     Perform, RecordUsage, Report, Revoke, RevokeFeedToken, RevokeMachine, SetNetwork, TakeAlerts,
     Usage, WhyHeld, WhyListed,
 };
+use crate::domain::access::audit::{Stamp, FORWARDED_AT_ONCE};
+use crate::domain::access::license::LicenseId;
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::PullClient;
 use crate::domain::feed::item::{FeedHead, FeedRecord, FeedVersion};
@@ -33,6 +35,8 @@ use crate::domain::personal::holder::{perform, sweep, Answer, Limits, ListStore,
 use crate::domain::precedence::weigh_in_object;
 use crate::domain::precedence::Weighing;
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
+use crate::objects::directory::client::directory;
+use crate::objects::directory::protocol::RecordForwarded;
 use crate::objects::network::client::{fault as shard_fault, shard};
 use crate::objects::network::protocol::{Count, Forget, ReportsProtocol, SetStanding};
 use crate::objects::protocol::{
@@ -171,8 +175,16 @@ impl DurableObject for HolderList {
             HolderCall::LicensePicture(LicensePicture) => {
                 LicensePicture::reply(stored(picture(&store, now)))
             }
-            HolderCall::SetNetwork(SetNetwork(suspended)) => {
-                SetNetwork::reply(self.set_network(|kept| kept.set(suspended, now), now).await)
+            HolderCall::SetNetwork(SetNetwork {
+                license,
+                suspended,
+                by,
+            }) => {
+                let known = store.know_license(&license, UnixTime::default());
+                SetNetwork::reply(match known {
+                    Ok(()) => self.set_network(suspended, &by, now).await,
+                    Err(fault) => Err(fault.into()),
+                })
             }
             HolderCall::WhyListed(WhyListed(ip)) => WhyListed::reply(self.why_held(ip, now)),
             HolderCall::CreateMachine(CreateMachine(machine)) => {
@@ -340,19 +352,16 @@ impl HolderList {
             return Ok(false);
         };
         let kept = store.network_standing()?.standing;
-        store.change_network_standing(kept.caught(canary, now))
+        store.change_network_standing(kept.caught(canary, now), None)
     }
 
     /// The operator's change of the license's standing in the network: kept now,
-    /// told to every shard by the alarm, which runs at once.
-    async fn set_network(
-        &self,
-        change: impl FnOnce(Kept) -> Kept,
-        now: UnixTime,
-    ) -> Answered<Kept> {
+    /// with who made it, told to every shard and the directory by the alarm,
+    /// which runs at once.
+    async fn set_network(&self, suspended: bool, by: &Stamp, now: UnixTime) -> Answered<Kept> {
         let store = SqlListStore::new(&self.sql);
-        let kept = change(store.network_standing()?.standing);
-        if store.change_network_standing(kept)? {
+        let kept = store.network_standing()?.standing.set(suspended, now);
+        if store.change_network_standing(kept, Some(by))? {
             self.schedule_sweep(now)
                 .await
                 .map_err(|e| Failure::Fault(e.into()))?;
@@ -443,23 +452,47 @@ impl HolderList {
         sent
     }
 
+    /// Every shard and the directory told the standing's last change: the
+    /// shards what counts, the directory its audit row (numbered by the change,
+    /// so that it writes each once however often it is sent).
     async fn tell_standing(&self) -> Result<()> {
         let store = SqlListStore::new(&self.sql);
         let kept = store.network_standing().map_err(fault)?;
         let Some((license, _)) = store.license().map_err(fault)? else {
             return Ok(());
         };
-        if kept.told >= kept.version {
+        if kept.told < kept.version {
+            for index in 0..SHARDS {
+                let call = SetStanding {
+                    license: license.as_str().to_owned(),
+                    suspended: kept.standing.suspended,
+                };
+                self.ask_shard(index, call).await?;
+            }
+            store.standing_told(kept.version).map_err(fault)?;
+        }
+        self.forward_standing_audit(&store, &license).await
+    }
+
+    /// The audit rows of the standing's changes, sent the directory until it has
+    /// them (each written once, however often it is sent).
+    async fn forward_standing_audit(
+        &self,
+        store: &SqlListStore<&SqlStorage>,
+        license: &LicenseId,
+    ) -> Result<()> {
+        let rows = store
+            .network_audit(license, FORWARDED_AT_ONCE)
+            .map_err(fault)?;
+        let Some(last) = rows.last().map(|row| row.seq) else {
             return Ok(());
-        }
-        for index in 0..SHARDS {
-            let call = SetStanding {
-                license: license.as_str().to_owned(),
-                suspended: kept.standing.suspended,
-            };
-            self.ask_shard(index, call).await?;
-        }
-        store.standing_told(kept.version).map_err(fault)
+        };
+        directory(&self.env)
+            .map_err(|e| worker::Error::RustError(e.to_string()))?
+            .ask(RecordForwarded(rows))
+            .await
+            .map_err(|e| worker::Error::RustError(format!("the directory: {e:?}")))?;
+        store.network_audit_sent(last).map_err(fault)
     }
 
     /// Report shard `index`'s answer to `call`; a fault names the shard.

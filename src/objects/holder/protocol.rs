@@ -4,6 +4,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::access::audit::Stamp;
 use crate::domain::access::license::LicenseId;
 use crate::domain::feed::decision::{DecisionType, Pull};
 use crate::domain::feed::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
@@ -121,10 +122,16 @@ pub struct Report {
     pub canaries: Vec<PublicIp>,
 }
 
-/// The operator suspends the license from the network (`true`) or reinstates
-/// it; answered with its standing as kept.
+/// The operator suspends the license from the network or reinstates it:
+/// answered with its standing as kept. The change goes to every shard and, as
+/// an audit row with who made it, to the directory.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct SetNetwork(pub bool);
+pub struct SetNetwork {
+    /// Named so that an object that never had a call of its license's knows it.
+    pub license: LicenseId,
+    pub suspended: bool,
+    pub by: Stamp,
+}
 
 /// A page of the allow list, newest first.
 #[derive(Debug, Serialize, Deserialize)]

@@ -172,15 +172,21 @@ pub(super) const MIGRATIONS: [&str; 14] = [
     // twice for nothing.
     "ALTER TABLE machines DROP COLUMN digest;",
     // Independent reporters: each report kept with the network it came from (none
-    // for those kept before, each a network of its own at its shard), the license
-    // with when it was issued (0 until a call says: past any probation), and the
-    // license's standing in the network with the number of its last change and of
-    // the last one every shard was told.
+    // for those kept before, each a network of its own at its shard) and whether it
+    // names a canary, the license with when it was issued (0 until a call says:
+    // past any probation), the license's standing in the network with the number
+    // of its last change and of the last one every shard was told, and each
+    // change's audit row, kept until the directory has it (`audit::Forwarded`).
     "ALTER TABLE reports_out ADD COLUMN network TEXT;
+    ALTER TABLE reports_out ADD COLUMN canary INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE identity ADD COLUMN licensed_at INTEGER NOT NULL DEFAULT 0;
     CREATE TABLE network_standing (
         id INTEGER PRIMARY KEY CHECK (id = 0), suspended INTEGER NOT NULL, since INTEGER,
         canary TEXT, version INTEGER NOT NULL, told INTEGER NOT NULL
+    );
+    CREATE TABLE network_audit (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, detail TEXT NOT NULL,
+        actor TEXT, actor_key TEXT, client TEXT
     );",
 ];
 

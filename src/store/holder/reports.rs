@@ -3,6 +3,7 @@
 //! is of, which it names them by, with when it was issued; and the license's
 //! standing in the network, with whether every shard was told its last change.
 
+use crate::domain::access::audit::{Action, Forwarded, Record, Stamp};
 use crate::domain::access::license::LicenseId;
 use crate::domain::network::report::{Categories, Outgoing, ReportStore};
 use crate::domain::network::standing::Kept;
@@ -14,12 +15,14 @@ impl<S: Sql> ReportStore for SqlListStore<S> {
     fn keep_report(&mut self, report: &Outgoing) -> Result<(), SqlError> {
         let network = report.network.map(|network| network.to_string());
         self.sql().execute(
-            "INSERT INTO reports_out (ip, categories, at, network) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO reports_out (ip, categories, at, network, canary)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
             &[
                 Value::Blob(report.subject.key().as_bytes().to_vec()),
                 Value::int(u64::from(report.categories.bits())),
                 Value::int(report.at.0),
                 Value::opt_text(network.as_deref()),
+                Value::int(u64::from(report.canary)),
             ],
         )?;
         Ok(())
@@ -35,12 +38,15 @@ pub struct StandingKept {
     pub told: u64,
 }
 
+/// Who changes a standing's audit row names for a canary's report.
+const BY_A_CANARY: &str = "a canary's report";
+
 impl<S: Sql> SqlListStore<S> {
     /// At most `limit` of the reports kept, oldest first, each with its row's
     /// number: what the alarm sends next.
     pub fn kept_reports(&self, limit: usize) -> Result<Vec<(u64, Outgoing)>, SqlError> {
         let rows = self.sql().query(
-            "SELECT id, ip, categories, at, network FROM reports_out ORDER BY id LIMIT ?1",
+            "SELECT id, ip, categories, at, network, canary FROM reports_out ORDER BY id LIMIT ?1",
             &[Value::int(limit as u64)],
         )?;
         let mut kept = Vec::with_capacity(rows.len());
@@ -57,10 +63,8 @@ impl<S: Sql> SqlListStore<S> {
                     subject,
                     categories: Categories::from_bits(bits),
                     at: UnixTime(row.int(3)?),
-                    network: row
-                        .opt_text(4)?
-                        .map(|text| text.parse().map_err(SqlError))
-                        .transpose()?,
+                    network: row.opt_parsed(4)?,
+                    canary: row.int(5)? == 1,
                 },
             ));
         }
@@ -127,21 +131,21 @@ impl<S: Sql> SqlListStore<S> {
             standing: Kept {
                 suspended: row.int(0)? == 1,
                 since: row.opt_int(1)?.map(UnixTime),
-                canary: row
-                    .opt_text(2)?
-                    .map(|text| {
-                        text.parse()
-                            .map_err(|_| SqlError(format!("canary {text:?}")))
-                    })
-                    .transpose()?,
+                canary: row.opt_parsed(2)?,
             },
             version: row.int(3)?,
             told: row.int(4)?,
         })
     }
 
-    /// Records a new standing, to be told to every shard; answers whether it changed.
-    pub fn change_network_standing(&self, standing: Kept) -> Result<bool, SqlError> {
+    /// Records a new standing, set by `by` (none for a canary's report), to be
+    /// told to every shard, with its audit row to be sent the directory; answers
+    /// whether it changed.
+    pub fn change_network_standing(
+        &self,
+        standing: Kept,
+        by: Option<&Stamp>,
+    ) -> Result<bool, SqlError> {
         let kept = self.network_standing()?;
         if kept.standing == standing {
             return Ok(false);
@@ -160,7 +164,65 @@ impl<S: Sql> SqlListStore<S> {
                 Value::int(kept.told),
             ],
         )?;
+        let by = by.cloned().unwrap_or_else(|| Stamp {
+            actor: Some(BY_A_CANARY.to_owned()),
+            ..Stamp::default()
+        });
+        self.sql().execute(
+            "INSERT INTO network_audit (at, detail, actor, actor_key, client)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            &[
+                Value::int(standing.since.map_or(0, |at| at.0.saturating_mul(1000))),
+                Value::text(standing.described()),
+                Value::opt_text(by.actor.as_deref()),
+                Value::opt_text(by.key.as_deref()),
+                Value::opt_text(by.client.as_deref()),
+            ],
+        )?;
         Ok(true)
+    }
+
+    /// The audit rows of the standing's changes the directory does not have yet,
+    /// oldest first, at most `limit`, as `license`'s object sends them.
+    pub fn network_audit(
+        &self,
+        license: &LicenseId,
+        limit: usize,
+    ) -> Result<Vec<Forwarded>, SqlError> {
+        let rows = self.sql().query(
+            "SELECT seq, at, detail, actor, actor_key, client FROM network_audit
+             ORDER BY seq LIMIT ?1",
+            &[Value::int(limit as u64)],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(Forwarded {
+                    from: format!("holder {}", license.as_str()),
+                    seq: row.int(0)?,
+                    at: row.int(1)?,
+                    record: Record {
+                        action: Action::LicenseNetwork,
+                        target: license.as_str().to_owned(),
+                        detail: row.text(2)?,
+                        by: Stamp {
+                            actor: row.opt_text(3)?,
+                            key: row.opt_text(4)?,
+                            client: row.opt_text(5)?,
+                        },
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// The directory has the audit rows up to `seq`.
+    pub fn network_audit_sent(&self, seq: u64) -> Result<(), SqlError> {
+        self.sql()
+            .execute(
+                "DELETE FROM network_audit WHERE seq <= ?1",
+                &[Value::int(seq)],
+            )
+            .map(drop)
     }
 
     /// Every shard was told the standing's change numbered `version`.
@@ -245,18 +307,45 @@ mod tests {
         assert_eq!(store.network_standing().unwrap(), StandingKept::default());
         let canary = "45.67.89.9".parse().unwrap();
         let caught = Kept::default().caught(canary, NOON);
-        assert!(store.change_network_standing(caught).unwrap());
+        assert!(store.change_network_standing(caught, None).unwrap());
         assert!(
-            !store.change_network_standing(caught).unwrap(),
+            !store.change_network_standing(caught, None).unwrap(),
             "the same standing"
         );
         let kept = store.network_standing().unwrap();
         assert_eq!((kept.standing, kept.version, kept.told), (caught, 1, 0));
         let back = caught.set(false, NOON.plus(60));
-        assert!(store.change_network_standing(back).unwrap());
+        let operator = Stamp {
+            actor: Some("deputy".to_owned()),
+            key: Some("key_1".to_owned()),
+            client: Some("192.0.2.1".to_owned()),
+        };
+        assert!(store
+            .change_network_standing(back, Some(&operator))
+            .unwrap());
         store.standing_told(1).unwrap();
         let kept = store.network_standing().unwrap();
         assert_eq!((kept.standing, kept.version, kept.told), (back, 2, 1));
+        // Each change's audit row, in order, until the directory has it.
+        let license = LicenseId::parse("lic_0123456789abcdef01234567").unwrap();
+        let rows = store.network_audit(&license, 10).unwrap();
+        let said: Vec<(&str, Option<&str>)> = rows
+            .iter()
+            .map(|row| (row.record.detail.as_str(), row.record.by.actor.as_deref()))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                (
+                    "network: suspended, reported the canary 45.67.89.9",
+                    Some(BY_A_CANARY)
+                ),
+                ("network: counting", Some("deputy")),
+            ]
+        );
+        assert_eq!(rows[1].at, NOON.plus(60).0 * 1000);
+        store.network_audit_sent(rows[0].seq).unwrap();
+        assert_eq!(store.network_audit(&license, 10).unwrap().len(), 1);
         store.standing_told(2).unwrap();
         assert_eq!(store.network_standing().unwrap().told, 2);
     }

@@ -22,7 +22,7 @@ use crate::domain::network::report::{Categories, Outgoing};
 use crate::domain::network::reporter::ReporterNetwork;
 use crate::domain::network::standing::Standing;
 use crate::domain::time::UnixTime;
-use crate::store::sql::{Row, Sql, SqlError, Value};
+use crate::store::sql::{Sql, SqlError, Value};
 
 /// Step `n` brings the schema from version `n` to `n + 1`; a change is a new step.
 const MIGRATIONS: [&str; 4] = [
@@ -45,8 +45,9 @@ const MIGRATIONS: [&str; 4] = [
     // (address first) made the forgetting read every report of the shard.
     "CREATE INDEX reports_by_license ON reports (license);",
     // Independent reporters: each license's vote carries the network of its latest
-    // report (none for those kept before: a network of its own each) and when its
-    // license was issued (0 before: past any probation); an address's networks by
+    // report (none for those kept before: a network of its own each), when its
+    // license was issued (0 before: past any probation) and whether it named a
+    // canary (planted: it never counts); an address's networks by
     // index, one entry a vote that changes only with its network, so that a report
     // writes no more rows than before. Suspended licenses. A promotion lasts while
     // its reports make it, so each address has the moment it is weighed again,
@@ -54,6 +55,7 @@ const MIGRATIONS: [&str; 4] = [
     // report no longer says when it goes.
     "ALTER TABLE reports ADD COLUMN network TEXT;
     ALTER TABLE reports ADD COLUMN licensed_at INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE reports ADD COLUMN planted INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX reports_by_network ON reports (ip, network);
     CREATE TABLE suspended (license TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;
     CREATE TABLE recheck (ip BLOB PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;
@@ -66,15 +68,24 @@ const MIGRATIONS: [&str; 4] = [
 const FORGET_REPORTS: &str = "DELETE FROM reports WHERE license = ?1";
 
 /// A vote that counts towards reaching the consensus at `?4`, as SQL: within
-/// the window (from `?2`), its license past probation (`?3` seconds after its
-/// issue) and not suspended. `Consensus::admits` with the window, for the reads
-/// that count by index; a proptest holds the two to the same answers.
+/// the window (from `?2`), not planted, its license past probation (`?3`
+/// seconds after its issue) and not suspended. `Consensus::admits` with the
+/// window, for the reads that count by index; a proptest holds the two to the
+/// same answers.
 macro_rules! admitted {
     () => {
-        "r.last_at >= ?2 AND r.licensed_at + ?3 <= ?4
+        "r.last_at >= ?2 AND r.planted = 0 AND r.licensed_at + ?3 <= ?4
          AND NOT EXISTS (SELECT 1 FROM suspended s WHERE s.license = r.license)"
     };
 }
+
+/// The licenses and networks whose votes of `?1` count, in one pass: what the
+/// operator's lookup shows, with every vote read once.
+const VOICES: &str = concat!(
+    "SELECT count(*), count(DISTINCT r.network), coalesce(sum(r.network IS NULL), 0)
+     FROM reports r WHERE r.ip = ?1 AND ",
+    admitted!()
+);
 
 /// The licenses whose votes of `?1` count, at most `?5` of them: a range of the
 /// primary key, read until enough are found.
@@ -104,15 +115,17 @@ const NEXT_NETWORK: &str = concat!(
 );
 
 /// An address's votes, newest first, a page after the vote `(?2, ?3)`: what a
-/// promotion's recheck and the operator's lookup read, never a report.
+/// promotion's recheck reads, never a report. No index orders them (it would be
+/// written at every report): a page reads the address's rows once.
 const VOTES_PAGE: &str =
-    "SELECT r.network, r.last_at, r.licensed_at, s.license IS NOT NULL, r.license
+    "SELECT r.network, r.last_at, r.licensed_at, s.license IS NOT NULL, r.planted, r.license
      FROM reports r LEFT JOIN suspended s ON s.license = r.license
      WHERE r.ip = ?1 AND (r.last_at, r.license) < (?2, ?3)
      ORDER BY r.last_at DESC, r.license DESC LIMIT ?4";
 
-/// Votes one page of `VOTES_PAGE` reads: most answers need the first four.
-const VOTES_PER_PAGE: u64 = 32;
+/// Votes one page of `VOTES_PAGE` reads: each page reads every row of the
+/// address, so a page is large; most answers need the first few votes.
+const VOTES_PER_PAGE: u64 = 1_000;
 
 /// Rows of reports past every window one tally deletes at most: the table stays
 /// as large as the reports that still count, a batch's worth of work at a time.
@@ -134,6 +147,9 @@ pub struct Reporter {
     pub network: Option<ReporterNetwork>,
     /// Whether its reports count now.
     pub standing: Standing,
+    /// It named a canary: it never counts, whatever its license's standing.
+    #[serde(default)]
+    pub planted: bool,
 }
 
 /// What the shard knows of one address: its reporters, most recent first (at
@@ -144,6 +160,10 @@ pub struct AddressTally {
     pub reporters: Vec<Reporter>,
     pub licenses: u64,
     pub networks: u64,
+    /// Distinct licenses that reported it within the window, whether their
+    /// reports count or not: what a holder is told, which says nothing of any
+    /// license's standing nor of a canary.
+    pub reported_by: u64,
     /// What the consensus needs: licenses, then networks.
     pub needed: (u32, u32),
     pub reached_at: Option<UnixTime>,
@@ -151,16 +171,6 @@ pub struct AddressTally {
 
 pub struct Tally<S: Sql> {
     sql: S,
-}
-
-fn key(ip: Listed) -> Value {
-    Value::Blob(ip.key().as_bytes().to_vec())
-}
-
-fn network_of(row: &Row, column: usize) -> Result<Option<ReporterNetwork>, SqlError> {
-    row.opt_text(column)?
-        .map(|text| text.parse().map_err(SqlError))
-        .transpose()
 }
 
 impl<S: Sql> Tally<S> {
@@ -190,26 +200,29 @@ impl<S: Sql> Tally<S> {
         for report in reports {
             let prior = self.sql.query(
                 "SELECT last_at, network FROM reports WHERE ip = ?1 AND license = ?2",
-                &[key(report.subject), Value::text(license)],
+                &[Value::listed(report.subject), Value::text(license)],
             )?;
             let network = report.network.map(|network| network.to_string());
             self.sql.execute(
                 "INSERT INTO reports
-                    (ip, license, first_at, last_at, count, categories, network, licensed_at)
-                 VALUES (?1, ?2, ?3, ?3, 1, ?4, ?5, ?6)
+                    (ip, license, first_at, last_at, count, categories, network, licensed_at,
+                     planted)
+                 VALUES (?1, ?2, ?3, ?3, 1, ?4, ?5, ?6, ?7)
                  ON CONFLICT (ip, license) DO UPDATE SET
                     first_at = min(first_at, excluded.first_at),
                     last_at = max(last_at, excluded.last_at),
                     count = count + 1,
                     categories = categories | excluded.categories,
-                    licensed_at = excluded.licensed_at",
+                    licensed_at = excluded.licensed_at,
+                    planted = max(planted, excluded.planted)",
                 &[
-                    key(report.subject),
+                    Value::listed(report.subject),
                     Value::text(license),
                     Value::int(report.at.0),
                     Value::int(u64::from(report.categories.bits())),
                     Value::opt_text(network.as_deref()),
                     Value::int(licensed_at.0),
+                    Value::int(u64::from(report.canary)),
                 ],
             )?;
             // A voice more: a license new to the address, another network (a
@@ -219,12 +232,12 @@ impl<S: Sql> Tally<S> {
                 None => true,
                 Some(row) => {
                     let last_at = UnixTime(row.int(0)?);
-                    let moved = report.at >= last_at && network_of(row, 1)? != report.network;
+                    let moved = report.at >= last_at && row.opt_parsed(1)? != report.network;
                     if moved {
                         self.sql.execute(
                             "UPDATE reports SET network = ?3 WHERE ip = ?1 AND license = ?2",
                             &[
-                                key(report.subject),
+                                Value::listed(report.subject),
                                 Value::text(license),
                                 Value::opt_text(network.as_deref()),
                             ],
@@ -271,7 +284,10 @@ impl<S: Sql> Tally<S> {
     fn has_consensus(&self, ip: Listed) -> Result<bool, SqlError> {
         Ok(!self
             .sql
-            .query("SELECT 1 FROM consensus WHERE ip = ?1", &[key(ip)])?
+            .query(
+                "SELECT 1 FROM consensus WHERE ip = ?1",
+                &[Value::listed(ip)],
+            )?
             .is_empty())
     }
 
@@ -287,7 +303,7 @@ impl<S: Sql> Tally<S> {
             let rows = match self.sql.query(
                 VOTES_PAGE,
                 &[
-                    key(ip),
+                    Value::listed(ip),
                     Value::int(last_at),
                     Value::text(license),
                     Value::int(VOTES_PER_PAGE),
@@ -300,12 +316,13 @@ impl<S: Sql> Tally<S> {
                 .iter()
                 .map(|row| {
                     let vote = Vote {
-                        network: network_of(row, 0)?,
+                        network: row.opt_parsed(0)?,
                         last_at: UnixTime(row.int(1)?),
                         licensed_at: UnixTime(row.int(2)?),
                         suspended: row.int(3)? == 1,
+                        planted: row.int(4)? == 1,
                     };
-                    Ok((vote, row.text(4)?))
+                    Ok((vote, row.text(5)?))
                 })
                 .collect::<Result<Vec<_>, SqlError>>();
             let read = match read {
@@ -334,11 +351,11 @@ impl<S: Sql> Tally<S> {
         }
         self.sql.execute(
             "INSERT INTO consensus (ip, reached_at, last_report_at) VALUES (?1, ?2, ?2)",
-            &[key(ip), Value::int(now.0)],
+            &[Value::listed(ip), Value::int(now.0)],
         )?;
         self.sql.execute(
             "INSERT OR REPLACE INTO pending (ip, promote) VALUES (?1, 1)",
-            &[key(ip)],
+            &[Value::listed(ip)],
         )?;
         if let Some(until) = consensus.kept_until(self.votes(ip), now)? {
             self.recheck_at(ip, until)?;
@@ -357,7 +374,7 @@ impl<S: Sql> Tally<S> {
         }
         let args = |last: Value| {
             [
-                key(ip),
+                Value::listed(ip),
                 Value::int(consensus.window_start(now).0),
                 Value::int(consensus.probation),
                 Value::int(now.0),
@@ -385,12 +402,27 @@ impl<S: Sql> Tally<S> {
         Ok(consensus.is_met(&Voices::counted(licenses, networks)))
     }
 
+    /// Weighs `ip` again when the first of its votes on probation comes of age
+    /// (within the window), if one is to: a recheck keeps one time an address,
+    /// so the next is set each time one passes.
+    fn await_coming_of_age(
+        &self,
+        ip: Listed,
+        consensus: Consensus,
+        now: UnixTime,
+    ) -> Result<(), SqlError> {
+        if let Some(at) = consensus.next_coming_of_age(self.votes(ip), now)? {
+            self.recheck_at(ip, at)?;
+        }
+        Ok(())
+    }
+
     /// Weighs `ip` again no later than `at`.
     fn recheck_at(&self, ip: Listed, at: UnixTime) -> Result<(), SqlError> {
         self.sql.execute(
             "INSERT INTO recheck (ip, at) VALUES (?1, ?2)
              ON CONFLICT (ip) DO UPDATE SET at = min(at, excluded.at)",
-            &[key(ip), Value::int(at.0)],
+            &[Value::listed(ip), Value::int(at.0)],
         )?;
         Ok(())
     }
@@ -445,18 +477,21 @@ impl<S: Sql> Tally<S> {
                 continue;
             };
             if !self.has_consensus(ip)? {
-                self.reach(ip, consensus, now)?;
+                if !self.reach(ip, consensus, now)? {
+                    self.await_coming_of_age(ip, consensus, now)?;
+                }
                 continue;
             }
             match consensus.kept_until(self.votes(ip), now)? {
                 Some(until) => self.recheck_at(ip, until)?,
                 None => {
                     self.sql
-                        .execute("DELETE FROM consensus WHERE ip = ?1", &[key(ip)])?;
+                        .execute("DELETE FROM consensus WHERE ip = ?1", &[Value::listed(ip)])?;
                     self.sql.execute(
                         "INSERT OR REPLACE INTO pending (ip, promote) VALUES (?1, 0)",
-                        &[key(ip)],
+                        &[Value::listed(ip)],
                     )?;
+                    self.await_coming_of_age(ip, consensus, now)?;
                 }
             }
         }
@@ -485,7 +520,7 @@ impl<S: Sql> Tally<S> {
         for &(ip, promote) in changes {
             self.sql.execute(
                 "DELETE FROM pending WHERE ip = ?1 AND promote = ?2",
-                &[key(ip), Value::int(u64::from(promote))],
+                &[Value::listed(ip), Value::int(u64::from(promote))],
             )?;
         }
         Ok(())
@@ -515,12 +550,14 @@ impl<S: Sql> Tally<S> {
     /// reports promote it again.
     pub fn dismiss(&self, ip: Listed, now: UnixTime) -> Result<(), SqlError> {
         for table in ["consensus", "pending", "recheck"] {
-            self.sql
-                .execute(&format!("DELETE FROM {table} WHERE ip = ?1"), &[key(ip)])?;
+            self.sql.execute(
+                &format!("DELETE FROM {table} WHERE ip = ?1"),
+                &[Value::listed(ip)],
+            )?;
         }
         self.sql.execute(
             "DELETE FROM reports WHERE ip = ?1 AND last_at <= ?2",
-            &[key(ip), Value::int(now.0)],
+            &[Value::listed(ip), Value::int(now.0)],
         )?;
         Ok(())
     }
@@ -582,21 +619,15 @@ impl<S: Sql> Tally<S> {
     ) -> Result<AddressTally, SqlError> {
         let rows = self.sql.query(
             "SELECT r.license, r.first_at, r.last_at, r.count, r.categories, r.network,
-                    r.licensed_at, s.license IS NOT NULL
+                    r.licensed_at, s.license IS NOT NULL, r.planted
              FROM reports r LEFT JOIN suspended s ON s.license = r.license
              WHERE r.ip = ?1 ORDER BY r.last_at DESC, r.license LIMIT ?2",
-            &[key(ip), Value::int(limit)],
+            &[Value::listed(ip), Value::int(limit)],
         )?;
         let reporters = rows
             .iter()
             .map(|row| {
-                let standing = if row.int(7)? == 1 {
-                    Standing::Suspended
-                } else if consensus.counts_from(UnixTime(row.int(6)?)) > now {
-                    Standing::Probation
-                } else {
-                    Standing::Counting
-                };
+                let counts_from = consensus.counts_from(UnixTime(row.int(6)?));
                 Ok(Reporter {
                     license: row.text(0)?,
                     first_at: UnixTime(row.int(1)?),
@@ -605,19 +636,43 @@ impl<S: Sql> Tally<S> {
                     categories: Categories::from_bits(
                         u16::try_from(row.int(4)?).unwrap_or(u16::MAX),
                     ),
-                    network: network_of(row, 5)?,
-                    standing,
+                    network: row.opt_parsed(5)?,
+                    standing: Standing::at(row.int(7)? == 1, counts_from, now),
+                    planted: row.int(8)? == 1,
                 })
             })
             .collect::<Result<Vec<_>, SqlError>>()?;
-        let reached = self
+        let reached = self.sql.query(
+            "SELECT reached_at FROM consensus WHERE ip = ?1",
+            &[Value::listed(ip)],
+        )?;
+        let window_start = Value::int(consensus.window_start(now).0);
+        let voices = self.sql.query(
+            VOICES,
+            &[
+                Value::listed(ip),
+                window_start.clone(),
+                Value::int(consensus.probation),
+                Value::int(now.0),
+            ],
+        )?;
+        let (licenses, networks) = match voices.first() {
+            Some(row) => (row.int(0)?, row.int(1)? + row.int(2)?),
+            None => (0, 0),
+        };
+        let reported_by = self
             .sql
-            .query("SELECT reached_at FROM consensus WHERE ip = ?1", &[key(ip)])?;
-        let voices = consensus.voices(self.votes(ip), now)?;
+            .query(
+                "SELECT count(*) FROM reports WHERE ip = ?1 AND last_at >= ?2",
+                &[Value::listed(ip), window_start],
+            )?
+            .first()
+            .map_or(Ok(0), |row| row.int(0))?;
         Ok(AddressTally {
             reporters,
-            licenses: voices.licenses(),
-            networks: voices.networks(),
+            licenses,
+            networks,
+            reported_by,
             needed: (consensus.holders, consensus.networks),
             reached_at: reached
                 .first()
@@ -631,6 +686,7 @@ impl<S: Sql> Tally<S> {
 mod tests {
     use super::*;
     use crate::store::sql::native::NativeSql;
+    use crate::store::sql::Row;
 
     const NOW: UnixTime = UnixTime(1_795_262_400);
     /// A license issued long before: past any probation.
@@ -649,6 +705,7 @@ mod tests {
             categories: Categories::parse(categories).unwrap(),
             at,
             network: Some(ReporterNetwork::of_client(Some(&format!("10.0.{n}.1")))),
+            canary: false,
         }
     }
 
@@ -796,7 +853,7 @@ mod tests {
                 .unwrap();
         }
         let args = [
-            key("9.9.9.9".parse().unwrap()),
+            Value::listed("9.9.9.9".parse().unwrap()),
             Value::int(0),
             Value::int(0),
             Value::int(NOW.0),
@@ -1025,6 +1082,99 @@ mod tests {
     }
 
     #[test]
+    fn licenses_coming_of_age_one_after_another_are_weighed_each_time() {
+        let tally = tally();
+        let consensus = Consensus {
+            probation: 3_600,
+            ..Consensus::default()
+        };
+        let ip: Listed = "8.8.4.4".parse().unwrap();
+        for (n, license) in ["a", "b"].iter().enumerate() {
+            tally
+                .count(
+                    (license, ISSUED),
+                    &[report("8.8.4.4", "ssh", NOW, n as u8)],
+                    consensus,
+                    NOW,
+                )
+                .unwrap();
+        }
+        // Two young licenses, of age in 600 and in 1 200 seconds: both are needed.
+        let (first, second) = (NOW.minus(3_000), NOW.minus(2_400));
+        tally
+            .count(
+                ("c", first),
+                &[report("8.8.4.4", "ssh", NOW, 2)],
+                consensus,
+                NOW,
+            )
+            .unwrap();
+        tally
+            .count(
+                ("d", second),
+                &[report("8.8.4.4", "ssh", NOW, 3)],
+                consensus,
+                NOW,
+            )
+            .unwrap();
+        assert_eq!(tally.next_due(NOW).unwrap(), Some(first.plus(3_600)));
+        tally.recheck(consensus, first.plus(3_600), 10).unwrap();
+        assert_eq!(tally.pending(10).unwrap(), vec![], "three count: not yet");
+        assert_eq!(
+            tally.next_due(NOW).unwrap(),
+            Some(second.plus(3_600)),
+            "weighed again when the next comes of age"
+        );
+        tally.recheck(consensus, second.plus(3_600), 10).unwrap();
+        assert_eq!(tally.pending(10).unwrap(), vec![(ip, true)]);
+    }
+
+    #[test]
+    fn a_planted_vote_never_counts_and_a_holder_is_told_of_it_as_of_any() {
+        let tally = tally();
+        let consensus = Consensus::default();
+        let ip: Listed = "8.8.4.4".parse().unwrap();
+        for (n, license) in ["a", "b", "c"].iter().enumerate() {
+            tally
+                .count(
+                    (license, ISSUED),
+                    &[report("8.8.4.4", "ssh", NOW, n as u8)],
+                    consensus,
+                    NOW,
+                )
+                .unwrap();
+        }
+        let planted = Outgoing {
+            canary: true,
+            ..report("8.8.4.4", "ssh", NOW, 3)
+        };
+        assert_eq!(
+            tally
+                .count(("d", ISSUED), &[planted], consensus, NOW)
+                .unwrap(),
+            vec![],
+            "a fourth license's planted vote"
+        );
+        let seen = tally.of(ip, consensus, NOW, 10).unwrap();
+        assert_eq!((seen.licenses, seen.reported_by), (3, 4));
+        let d = seen.reporters.iter().find(|r| r.license == "d").unwrap();
+        assert!(d.planted && !seen.reporters.iter().any(|r| r.license == "a" && r.planted));
+        // Its later reports of the address stay planted.
+        let again = [report("8.8.4.4", "ssh", NOW.plus(1), 3)];
+        tally
+            .count(("d", ISSUED), &again, consensus, NOW.plus(1))
+            .unwrap();
+        assert_eq!(
+            tally.of(ip, consensus, NOW.plus(1), 10).unwrap().licenses,
+            3
+        );
+        // Suspended licenses are reported_by too: a holder learns no standing.
+        tally.set_standing("a", true, NOW.plus(1)).unwrap();
+        let seen = tally.of(ip, consensus, NOW.plus(1), 10).unwrap();
+        assert_eq!((seen.licenses, seen.reported_by), (2, 4));
+    }
+
+    #[test]
     fn a_dismissed_promotion_needs_new_reports() {
         let tally = tally();
         let consensus = Consensus::default();
@@ -1066,7 +1216,7 @@ mod tests {
             "INSERT INTO reports (ip, license, first_at, last_at, count, categories)
              VALUES (?1, ?2, ?3, ?3, 1, 1)",
             &[
-                key(ip.parse().unwrap()),
+                Value::listed(ip.parse().unwrap()),
                 Value::text(license),
                 Value::int(at.0),
             ],
@@ -1117,7 +1267,7 @@ mod tests {
         sql.execute(
             "INSERT INTO consensus (ip, reached_at, last_report_at) VALUES (?1, ?2, ?2)",
             &[
-                key("8.8.4.4".parse().unwrap()),
+                Value::listed("8.8.4.4".parse().unwrap()),
                 Value::int(NOW.minus(86_400).0),
             ],
         )
@@ -1170,13 +1320,14 @@ mod tests {
         use super::*;
 
         /// A vote to store: its network (none, or one of three), its age, its
-        /// license's age, and whether it is suspended.
-        fn votes() -> impl Strategy<Value = Vec<(Option<u8>, u64, u64, bool)>> {
+        /// license's age, whether it is suspended and whether planted.
+        fn votes() -> impl Strategy<Value = Vec<(Option<u8>, u64, u64, bool, bool)>> {
             let vote = (
                 proptest::option::of(0u8..3),
                 0u64..200,
                 0u64..200,
                 proptest::bool::weighted(0.2),
+                proptest::bool::weighted(0.1),
             );
             proptest::collection::vec(vote, 0..10)
         }
@@ -1198,7 +1349,7 @@ mod tests {
                 };
                 let tally = tally();
                 let ip: Listed = "9.9.9.9".parse().unwrap();
-                for (n, &(network, age, licensed, suspended)) in votes.iter().enumerate() {
+                for (n, &(network, age, licensed, suspended, planted)) in votes.iter().enumerate() {
                     let license = format!("lic_{n}");
                     let outgoing = Outgoing {
                         network: network.map(|n| {
@@ -1207,15 +1358,16 @@ mod tests {
                         ..report("9.9.9.9", "ssh", NOW.minus(age), 0)
                     };
                     tally.sql.execute(
-                        "INSERT INTO reports
-                            (ip, license, first_at, last_at, count, categories, network, licensed_at)
-                         VALUES (?1, ?2, ?3, ?3, 1, 0, ?4, ?5)",
+                        "INSERT INTO reports (ip, license, first_at, last_at, count, categories,
+                            network, licensed_at, planted)
+                         VALUES (?1, ?2, ?3, ?3, 1, 0, ?4, ?5, ?6)",
                         &[
-                            key(ip),
+                            Value::listed(ip),
                             Value::text(&license),
                             Value::int(outgoing.at.0),
                             Value::opt_text(outgoing.network.map(|n| n.to_string()).as_deref()),
                             Value::int(NOW.minus(licensed).0),
+                            Value::int(u64::from(planted)),
                         ],
                     ).unwrap();
                     if suspended {
@@ -1225,6 +1377,10 @@ mod tests {
                 let by_index = tally.reaches(ip, consensus, NOW).unwrap();
                 let by_rule = consensus.reached(tally.votes(ip), NOW).unwrap();
                 prop_assert_eq!(by_index, by_rule);
+                // And the lookup's counts, in one pass, as the rule counts them.
+                let seen = tally.of(ip, consensus, NOW, 0).unwrap();
+                let voices = consensus.voices(tally.votes(ip), NOW).unwrap();
+                prop_assert_eq!((seen.licenses, seen.networks), (voices.licenses(), voices.networks()));
             }
         }
     }

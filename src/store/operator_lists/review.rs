@@ -10,9 +10,6 @@ use crate::domain::net::address::Listed;
 use crate::domain::time::UnixTime;
 use crate::store::sql::{Sql, SqlError, Value};
 
-pub(super) const SCHEMA: &str = "
-    CREATE TABLE review (ip BLOB PRIMARY KEY, queued_at INTEGER NOT NULL) WITHOUT ROWID;";
-
 /// A promotion waiting for the operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Queued {
@@ -20,16 +17,12 @@ pub struct Queued {
     pub queued_at: UnixTime,
 }
 
-fn key(ip: Listed) -> Value {
-    Value::Blob(ip.key().as_bytes().to_vec())
-}
-
 impl<S: Sql> ListTables<S> {
     /// Queues a promotion; one queued already keeps its time. Answers whether it is new.
     pub fn queue(&self, ip: Listed, now: UnixTime) -> Result<bool, SqlError> {
         Ok(self.sql.execute(
             "INSERT OR IGNORE INTO review (ip, queued_at) VALUES (?1, ?2)",
-            &[key(ip), Value::int(now.0)],
+            &[Value::listed(ip), Value::int(now.0)],
         )? > 0)
     }
 
@@ -37,20 +30,20 @@ impl<S: Sql> ListTables<S> {
     pub fn unqueue(&self, ip: Listed) -> Result<bool, SqlError> {
         Ok(self
             .sql
-            .execute("DELETE FROM review WHERE ip = ?1", &[key(ip)])?
+            .execute("DELETE FROM review WHERE ip = ?1", &[Value::listed(ip)])?
             > 0)
     }
 
     pub fn is_queued(&self, ip: Listed) -> Result<bool, SqlError> {
         Ok(!self
             .sql
-            .query("SELECT 1 FROM review WHERE ip = ?1", &[key(ip)])?
+            .query("SELECT 1 FROM review WHERE ip = ?1", &[Value::listed(ip)])?
             .is_empty())
     }
 
     /// At most `limit` queued promotions after `after`, in address order.
     pub fn queued(&self, after: Option<Listed>, limit: u64) -> Result<Vec<Queued>, SqlError> {
-        let after = after.map_or(Value::Blob(Vec::new()), key);
+        let after = after.map_or(Value::Blob(Vec::new()), Value::listed);
         let rows = self.sql.query(
             "SELECT ip, queued_at FROM review WHERE ip > ?1 ORDER BY ip LIMIT ?2",
             &[after, Value::int(limit)],

@@ -103,8 +103,8 @@ const MIGRATIONS: [&str; 9] = [
         actor TEXT, actor_key TEXT, client TEXT
     );",
     // Promotions waiting for the operator's review (`PROMOTION_REVIEW`), by the
-    // key of the address or /64 promoted.
-    super::review::SCHEMA,
+    // key of the address or /64 promoted (`review.rs`).
+    "CREATE TABLE review (ip BLOB PRIMARY KEY, queued_at INTEGER NOT NULL) WITHOUT ROWID;",
 ];
 
 /// A list's publication as stored: its state, and what its published version is.

@@ -65,6 +65,13 @@ impl OperatorLists {
                 .collect()
         };
         let (approved, rejected) = (named(&call.approve)?, named(&call.reject)?);
+        // Approved and rejected at once would promote it and make its shard forget
+        // the consensus that lets it go: never both.
+        if let Some(both) = approved.iter().find(|ip| rejected.contains(ip)) {
+            return Err(Failure::Refused(ListsRefusal::NotPending(format!(
+                "{both} is named to approve and to reject"
+            ))));
+        }
         let mut add = Vec::with_capacity(approved.len());
         for &ip in &approved {
             if let Some(entry) = entry(ip) {
