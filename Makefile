@@ -126,16 +126,17 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # 64 MiB of them would have built a 350 MB answer), and nesting refused where a
 # parse of the whole array refuses it (401.5 before, 402.2).
 # Both raised for the network no one actor can steer (issue 54): the edge's to
-# 430 for five operator routes (the canaries, the review queue with each
+# 431 for five operator routes (the canaries, the review queue with each
 # pending promotion's reporters and labels from the shards and the directory, a
 # license's standing by PATCH) and the canaries weighed before every report
-# (402.7 before, 429.1); the objects' to 376 for the shards' rechecks, standings
+# (402.7 before, 429.9 with the second read's mends); the objects' to 378 for the shards' rechecks, standings
 # and votes, the holders' standings told to every shard, the directory's
 # canaries and the writer's review queue (347.3 before, 376.2 with the counts
-# by index). Most of it is the new calls' futures; issue 59 is where the edge's
+# by index, 377.4 with each standing change's audit row kept by the holder's
+# object until the directory has it). Most of it is the new calls' futures; issue 59 is where the edge's
 # size is worked down.
-EDGE_GZIP_KIB := 430
-OBJECTS_GZIP_KIB := 377
+EDGE_GZIP_KIB := 431
+OBJECTS_GZIP_KIB := 378
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
