@@ -20,7 +20,8 @@ use crate::domain::net::range::Cidr;
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::{covers, Shards};
 use crate::domain::personal::holder::Operation;
-use crate::domain::personal::outcome::{Outcome, PersonalOutcome};
+use crate::domain::personal::holder::PersonalOutcome;
+use crate::domain::personal::outcome::Outcome;
 
 /// A list that can govern an address for a holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,7 +471,7 @@ mod tests {
     use super::*;
     use crate::domain::net::address::Ipv6;
     use crate::domain::operator_lists::snapshot::Shard;
-    use crate::domain::personal::outcome::PersonalOutcome;
+    use crate::domain::personal::holder::PersonalOutcome;
 
     /// Runs a future that never waits: `verdict`'s lookups here answer at once.
     fn now<T>(future: impl Future<Output = T>) -> T {

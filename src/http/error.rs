@@ -6,7 +6,7 @@ use worker::Response;
 
 use crate::domain::feed::feed_token::MAX_PER_HOLDER as MAX_FEED_TOKENS;
 use crate::domain::machines::credentials::MAX_PER_HOLDER as MAX_MACHINES;
-use crate::http::wire::reply::BodyMode;
+use crate::http::wire::mode::BodyMode;
 use crate::objects::directory::protocol::DirectoryRefusal;
 use crate::objects::holder::protocol::HolderRefusal;
 use crate::objects::operator_lists::protocol::ListsRefusal;

@@ -23,7 +23,8 @@ use context::RequestContext;
 use error::ApiError;
 use log::RequestLog;
 use route::{Handler, Miss};
-use wire::reply::{BodyMode, Reply};
+use wire::mode::BodyMode;
+use wire::reply::Reply;
 
 pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     #[cfg(feature = "test-hooks")]

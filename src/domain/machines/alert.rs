@@ -20,8 +20,8 @@ use crate::domain::network::reporter::ReporterNetwork;
 use crate::domain::personal::entry::{
     EntryDetails, Expiry, MAX_COMMENT_CHARS, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
 };
+use crate::domain::personal::holder::PersonalOutcome;
 use crate::domain::personal::holder::{extend, perform, Call, Limits, Operation};
-use crate::domain::personal::outcome::PersonalOutcome;
 use crate::domain::precedence::{weigh_in_object, Weighing};
 use crate::domain::time::UnixTime;
 

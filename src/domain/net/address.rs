@@ -10,7 +10,8 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::domain::net::ipv4::{IpRejection, PublicIpv4};
-use crate::domain::net::ipv6::{parse_colon_hex, PublicIpv6};
+use crate::domain::net::ipv6::PublicIpv6;
+use crate::domain::net::text::parse_colon_hex;
 
 /// Whether new IPv6 input is taken (`IPV6`). Off, IPv6 text is invalid, exactly
 /// as the specification's IPv4-only rules have it.

@@ -7,8 +7,7 @@ use std::fmt;
 use std::hash::Hash;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use crate::domain::net::ipv4::parse_dotted;
-use crate::domain::net::ipv6::parse_colon_hex;
+use crate::domain::net::text::{parse_colon_hex, parse_dotted};
 
 pub trait Addr: Copy + Ord + Hash + fmt::Debug + Default + Send + Sync + 'static {
     /// Bits an address has: the longest prefix.

@@ -8,3 +8,4 @@ pub mod intervals;
 pub mod ipv4;
 pub mod ipv6;
 pub mod range;
+pub mod text;

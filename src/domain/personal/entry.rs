@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::code::{serde_by_code, Coded};
 use crate::domain::net::address::{Ipv6, Listed};
-use crate::domain::personal::allow::AllowRange;
+use crate::domain::personal::allow_range::AllowRange;
 use crate::domain::time::UnixTime;
 
 pub const MIN_TTL_SECONDS: u64 = 60;

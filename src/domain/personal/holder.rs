@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use crate::domain::code::{serde_by_code, Coded};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::personal::entry::{Change, Entry, EntryDetails, HistoryEvent, MIN_TTL_SECONDS};
-use crate::domain::personal::outcome::PersonalOutcome;
 use crate::domain::time::UnixTime;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +107,61 @@ pub struct Call {
     #[serde(default)]
     pub global: bool,
 }
+
+/// What one holder's personal list answered (the Durable Object's reply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersonalOutcome {
+    Unlisted,
+    Listed,
+    Added,
+    AlreadyListed,
+    Removed,
+    NothingToRemove,
+    LimitReached,
+    /// The personal list holds the most entries it may.
+    ListFull,
+    /// The holder's own allow list holds the address: nothing is done.
+    OwnAllowListed,
+    /// The global challenge list holds the address, and the holder's allow list
+    /// does not: a check's answer, and an add's.
+    ListedGlobal,
+    AlreadyGlobal,
+}
+
+impl Coded for PersonalOutcome {
+    const ALL: &'static [Self] = &[
+        Self::Unlisted,
+        Self::Listed,
+        Self::Added,
+        Self::AlreadyListed,
+        Self::Removed,
+        Self::NothingToRemove,
+        Self::LimitReached,
+        Self::ListFull,
+        Self::OwnAllowListed,
+        Self::ListedGlobal,
+        Self::AlreadyGlobal,
+    ];
+
+    /// Stable machine-readable code: `X-Greylist-Outcome`, and the wire form between worker and Durable Object.
+    fn code(self) -> &'static str {
+        match self {
+            Self::Unlisted => "not_listed",
+            Self::Listed => "listed_personal",
+            Self::Added => "added",
+            Self::AlreadyListed => "already_personal",
+            Self::Removed => "removed",
+            Self::NothingToRemove => "not_on_list",
+            Self::LimitReached => "limit_reached",
+            Self::ListFull => "list_full",
+            Self::OwnAllowListed => "allow_listed_own",
+            Self::ListedGlobal => "listed_global",
+            Self::AlreadyGlobal => "already_global",
+        }
+    }
+}
+
+serde_by_code!(PersonalOutcome);
 
 /// The object's answer: the outcome, the day's usage after it (for add and
 /// remove; a check reads none) and the limits it ran under.
@@ -344,7 +398,8 @@ pub mod memory {
     use std::convert::Infallible;
 
     use super::*;
-    use crate::domain::personal::allow::{AllowEntry, AllowRange, AllowStore};
+    use crate::domain::personal::allow::{AllowEntry, AllowStore};
+    use crate::domain::personal::allow_range::AllowRange;
 
     /// An in-memory store for the native tests of the rules.
     #[derive(Debug, Default)]

@@ -4,6 +4,7 @@
 
 pub mod activity;
 pub mod allow;
+pub mod allow_range;
 pub mod entry;
 pub mod holder;
 pub mod outcome;

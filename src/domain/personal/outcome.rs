@@ -1,65 +1,11 @@
 //! Every answer a list operation can give, and its specified text.
 
-use crate::domain::code::{serde_by_code, Coded};
+use crate::domain::code::Coded;
 use crate::domain::net::address::{GivenIp, PublicIp};
 use crate::domain::net::ipv4::IpRejection;
 use crate::domain::network::report::ReportOutcome;
 use crate::domain::personal::allow::AllowOutcome;
-
-/// What one holder's personal list answered (the Durable Object's reply).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PersonalOutcome {
-    Unlisted,
-    Listed,
-    Added,
-    AlreadyListed,
-    Removed,
-    NothingToRemove,
-    LimitReached,
-    /// The personal list holds the most entries it may.
-    ListFull,
-    /// The holder's own allow list holds the address: nothing is done.
-    OwnAllowListed,
-    /// The global challenge list holds the address, and the holder's allow list
-    /// does not: a check's answer, and an add's.
-    ListedGlobal,
-    AlreadyGlobal,
-}
-
-impl Coded for PersonalOutcome {
-    const ALL: &'static [Self] = &[
-        Self::Unlisted,
-        Self::Listed,
-        Self::Added,
-        Self::AlreadyListed,
-        Self::Removed,
-        Self::NothingToRemove,
-        Self::LimitReached,
-        Self::ListFull,
-        Self::OwnAllowListed,
-        Self::ListedGlobal,
-        Self::AlreadyGlobal,
-    ];
-
-    /// Stable machine-readable code: `X-Greylist-Outcome`, and the wire form between worker and Durable Object.
-    fn code(self) -> &'static str {
-        match self {
-            Self::Unlisted => "not_listed",
-            Self::Listed => "listed_personal",
-            Self::Added => "added",
-            Self::AlreadyListed => "already_personal",
-            Self::Removed => "removed",
-            Self::NothingToRemove => "not_on_list",
-            Self::LimitReached => "limit_reached",
-            Self::ListFull => "list_full",
-            Self::OwnAllowListed => "allow_listed_own",
-            Self::ListedGlobal => "listed_global",
-            Self::AlreadyGlobal => "already_global",
-        }
-    }
-}
-
-serde_by_code!(PersonalOutcome);
+use crate::domain::personal::holder::PersonalOutcome;
 
 /// The specification's text for a change a limit refused.
 const LIMIT: &str = "Sorry, but you have reached the maximum limit";

@@ -89,7 +89,7 @@ pub fn counts(outcomes: &[Outcome]) -> BTreeMap<&'static str, usize> {
 mod tests {
     use super::*;
     use crate::domain::net::address::{GivenIp, PublicIp};
-    use crate::domain::personal::outcome::PersonalOutcome;
+    use crate::domain::personal::holder::PersonalOutcome;
 
     fn ips(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()

@@ -1,10 +1,11 @@
 //! The wire formats the handlers share: request bodies read within a bound, form
-//! fields, bulk bodies, answers in the mode the client asked for, entity tags and
+//! fields, bulk bodies, the mode the client asked its answers in, answers, entity tags and
 //! the quota's RateLimit headers.
 
 pub mod body;
 pub mod bulk;
 pub mod etag;
 pub mod form;
+pub mod mode;
 pub mod rate_limit;
 pub mod reply;

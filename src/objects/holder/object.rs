@@ -49,7 +49,8 @@ use crate::platform::{clock, config};
 use crate::store::holder::feed as holder_feed;
 use crate::store::holder::feed::FeedPages;
 use crate::store::holder::feed_tokens::TokenState;
-use crate::store::holder::list::{migrate, SqlListStore};
+use crate::store::holder::list::SqlListStore;
+use crate::store::holder::schema::migrate;
 use crate::store::sql::SqlError;
 use crate::store::StoreError;
 

@@ -8,51 +8,13 @@ use crate::domain::net::intervals::{combine, Op};
 use crate::domain::net::ipv6::IPV4_MAPPED;
 use crate::domain::operator_lists::delta::VersionChange;
 use crate::domain::page::{AllowCursor, Page, PageQuery};
-use crate::domain::personal::allow::{AllowEntry, AllowRange, AllowSet, AllowStore};
+use crate::domain::personal::allow::{AllowEntry, AllowSet, AllowStore};
+use crate::domain::personal::allow_range::AllowRange;
 use crate::domain::personal::entry::{Change, Subject};
 use crate::domain::time::UnixTime;
-use crate::store::holder::list::{live, SqlListStore};
+use crate::store::holder::list::SqlListStore;
+use crate::store::holder::rows::{address, address_of, ip_of, live, subject_of};
 use crate::store::sql::{Row, Sql, SqlError, Value};
-
-/// The byte that ends a history row's subject when it is an allow-list range:
-/// sixteen bytes of the first address, one of the prefix, then this (an entry's
-/// key is sixteen or seventeen bytes, so the two never read alike).
-const RANGE_TAG: u8 = b'a';
-
-fn address(value: u128) -> Value {
-    Value::Blob(value.to_be_bytes().to_vec())
-}
-
-fn address_of(bytes: &[u8]) -> Result<u128, SqlError> {
-    let bytes: [u8; 16] = bytes
-        .try_into()
-        .map_err(|_| SqlError(format!("an address of {} bytes", bytes.len())))?;
-    Ok(u128::from_be_bytes(bytes))
-}
-
-/// A history row's subject as stored: an entry's key, or a range as above.
-pub(super) fn subject_value(subject: Subject) -> Value {
-    match subject {
-        Subject::Entry(ip) => Value::Blob(ip.key().as_bytes().to_vec()),
-        Subject::Allow(range) => {
-            let mut bytes = range.span().0.to_be_bytes().to_vec();
-            bytes.extend([range.prefix128(), RANGE_TAG]);
-            Value::Blob(bytes)
-        }
-    }
-}
-
-/// A history row's subject read back; `None` for what is no longer public or
-/// this code never writes.
-pub(super) fn subject_of(bytes: &[u8]) -> Option<Subject> {
-    match bytes {
-        [first @ .., prefix, RANGE_TAG] if first.len() == 16 => {
-            let first = u128::from_be_bytes(first.try_into().ok()?);
-            AllowRange::from_stored(first, *prefix).map(Subject::Allow)
-        }
-        key => super::list::ip_of(key).map(Subject::Entry),
-    }
-}
 
 fn range_of(row: &Row) -> Result<Option<AllowRange>, SqlError> {
     let prefix = u8::try_from(row.int(1)?).map_err(|_| SqlError("a prefix past 255".into()))?;
@@ -255,7 +217,7 @@ impl<S: Sql> SqlListStore<S> {
                 ],
             )?;
             for row in &rows {
-                found.extend(super::list::ip_of(row.blob(0)?));
+                found.extend(ip_of(row.blob(0)?));
             }
         }
         Ok(found)
@@ -455,20 +417,5 @@ mod tests {
             .map(|e| e.comment.clone())
             .collect();
         assert_eq!(comments, vec![Some("office".to_owned()); 3]);
-    }
-
-    #[test]
-    fn a_subject_is_stored_and_read_back_whichever_list_it_is_of() {
-        for subject in [
-            Subject::Allow(range("45.67.89.0/24")),
-            Subject::Allow(range("2a00:1450::/64")),
-            Subject::Entry("2a00:1450::/64".parse().unwrap()),
-            Subject::Entry("8.8.8.8".parse().unwrap()),
-        ] {
-            let Value::Blob(bytes) = subject_value(subject) else {
-                panic!("a blob");
-            };
-            assert_eq!(subject_of(&bytes), Some(subject));
-        }
     }
 }

@@ -14,9 +14,8 @@ use crate::domain::net::address::{Key, Listed, PublicIp};
 use crate::domain::net::intervals::overlapping;
 use crate::domain::operator_lists::delta::AllowMoves;
 use crate::domain::personal::entry::{Change, Entry};
-use crate::store::holder::list::{
-    address_value, entries, ip_of, live, SqlListStore, ENTRY_COLUMNS,
-};
+use crate::store::holder::list::{entries, SqlListStore, ENTRY_COLUMNS};
+use crate::store::holder::rows::{address_value, ip_of, live};
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
 use crate::domain::time::UnixTime;
@@ -771,7 +770,7 @@ mod tests {
     #[test]
     fn a_feed_reads_the_changes_up_to_its_start_only() {
         let sql = NativeSql::new();
-        crate::store::holder::list::migrate(&sql).unwrap();
+        crate::store::holder::schema::migrate(&sql).unwrap();
         let mut store = SqlListStore::new(&sql);
         apply(&mut store, Operation::Add, "8.8.8.1", None, NOON);
         apply(&mut store, Operation::Add, "8.8.8.2", None, NOON);

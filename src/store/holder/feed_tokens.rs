@@ -177,8 +177,8 @@ impl<S: Sql> SqlListStore<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::holder::list::{migrate, MIGRATIONS};
     use crate::store::holder::rule_tests::{sql_store, NOON};
+    use crate::store::holder::schema::{migrate, MIGRATIONS};
     use crate::store::sql::native::NativeSql;
 
     fn record(n: usize, scope: Scope) -> NewFeedTokenRecord {

@@ -1,4 +1,5 @@
-//! A holder's object's SQLite database: one `SqlListStore` whose methods live in
+//! A holder's object's SQLite database: its schema (`schema`), how its rows keep
+//! an address (`rows`), and one `SqlListStore` whose methods live in
 //! these files by what they keep: the list, its history and counters (`list`), the
 //! holder's allow list (`allow`), the feed's reads and deltas (`feed`), the
 //! feed tokens with their positions (`feed_tokens`), the reports kept until
@@ -13,6 +14,8 @@ pub mod feed_tokens;
 pub mod list;
 pub mod machines;
 pub mod reports;
+pub mod rows;
 #[cfg(test)]
 mod rule_tests;
+pub mod schema;
 pub mod usage_metrics;

@@ -8,7 +8,8 @@ use crate::domain::access::license::LicenseId;
 use crate::domain::network::report::{Categories, Outgoing, ReportStore};
 use crate::domain::network::standing::Kept;
 use crate::domain::time::UnixTime;
-use crate::store::holder::list::{ip_of, SqlListStore};
+use crate::store::holder::list::SqlListStore;
+use crate::store::holder::rows::ip_of;
 use crate::store::sql::{Sql, SqlError, Value};
 
 impl<S: Sql> ReportStore for SqlListStore<S> {
@@ -243,8 +244,8 @@ mod tests {
     use crate::domain::network::report::{perform_report, ReportCall, ReportOutcome};
     use crate::domain::network::reporter::ReporterNetwork;
     use crate::domain::personal::holder::{Limits, ListStore};
-    use crate::store::holder::list::MIGRATIONS;
     use crate::store::holder::rule_tests::{sql_store, NOON};
+    use crate::store::holder::schema::MIGRATIONS;
     use crate::store::sql::native::NativeSql;
 
     #[test]
@@ -375,7 +376,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        crate::store::holder::list::migrate(&sql).unwrap();
+        crate::store::holder::schema::migrate(&sql).unwrap();
         let store = SqlListStore::new(&sql);
         let kept = store.kept_reports(10).unwrap();
         assert_eq!(kept.len(), 1);

@@ -9,14 +9,15 @@ use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::net::ipv4::PublicIpv4;
 use crate::domain::personal::entry::{Change, Entry, EntryDetails, Expiry, HistoryEvent};
 use crate::domain::personal::holder::memory::MemoryStore;
+use crate::domain::personal::holder::PersonalOutcome as P;
 use crate::domain::personal::holder::{
     extend, perform, sweep, Answer, Call, DailyUsage, Limits, ListStore, Operation,
     MAX_HISTORY_ROWS,
 };
-use crate::domain::personal::outcome::PersonalOutcome as P;
 use crate::domain::time::UnixTime;
-use crate::store::holder::allow::subject_of;
-use crate::store::holder::list::{ip_of, migrate, SqlListStore};
+use crate::store::holder::list::SqlListStore;
+use crate::store::holder::rows::{ip_of, subject_of};
+use crate::store::holder::schema::migrate;
 use crate::store::sql::native::NativeSql;
 use crate::store::sql::Sql;
 use Operation::{Add, Check, Remove};
@@ -58,6 +59,11 @@ impl Inspected for MemoryStore {
 }
 
 /// A fresh holder database with the production schema.
+/// An address as the rows keep it, from its text.
+pub fn listed_ip(text: &str) -> Listed {
+    text.parse().unwrap()
+}
+
 pub fn sql_store() -> SqlListStore<NativeSql> {
     let sql = NativeSql::new();
     migrate(&sql).unwrap();

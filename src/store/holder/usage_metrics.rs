@@ -183,8 +183,8 @@ mod tests {
     use crate::domain::machines::credentials::{MachineSettings, NewMachine, NewMachineRecord};
     use crate::domain::time::SECONDS_PER_DAY;
     use crate::domain::usage_metrics::USAGE_DAYS;
-    use crate::store::holder::list::{migrate, MIGRATIONS};
     use crate::store::holder::rule_tests::{sql_store, NOON};
+    use crate::store::holder::schema::{migrate, MIGRATIONS};
     use crate::store::sql::native::NativeSql;
 
     const TOKEN: &str = "ft_0000000000000001";
