@@ -215,7 +215,8 @@ fn reports_count_against_a_daily_limit_of_their_own() {
 
 #[test]
 fn distinct_licenses_make_the_consensus_and_one_license_counts_once() {
-    let server = Server::own(&[]);
+    // The network rule off: the licenses alone are what is counted here.
+    let server = Server::own(&[("PROMOTION_NETWORKS", "1")]);
     let apps: Vec<TestApp> = (0..4).map(|_| TestApp::on(&server)).collect();
     let all: Vec<&TestApp> = apps.iter().collect();
     // One license four times is one reporter.

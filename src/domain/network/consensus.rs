@@ -330,6 +330,10 @@ mod tests {
             ..consensus
         };
         assert!(reached(off, &together), "PROMOTION_NETWORKS 1 turns it off");
+        assert!(
+            !reached(off, &together[..3]),
+            "three licenses, the network rule off"
+        );
         let none = Consensus {
             holders: 0,
             ..consensus
