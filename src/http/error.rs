@@ -13,7 +13,7 @@ use crate::objects::operator_lists::protocol::ListsRefusal;
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::protocol::RevocationsRefusal;
 use crate::platform::config::BadSettings;
-use crate::store::directory::MAX_KEYS;
+use crate::store::directory::keys::MAX_KEYS;
 use crate::store::StoreError;
 
 #[derive(Debug, Clone)]

@@ -34,7 +34,8 @@ use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{self as lists_calls, Covering};
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Revoke;
-use crate::store::directory::{KeyRow, LicenseRow};
+use crate::store::directory::keys::KeyRow;
+use crate::store::directory::licenses::LicenseRow;
 
 /// A label and a note, a key's name and role: a few hundred characters of JSON.
 const MAX_CONSOLE_BODY_BYTES: usize = 4 * 1024;

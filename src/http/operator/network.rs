@@ -26,7 +26,7 @@ use crate::objects::network::client::{fault as shard_fault, shard, shard_for};
 use crate::objects::network::protocol::{Dismiss, Tallies, TallyOf, MOST_REPORTERS};
 use crate::objects::operator_lists::client::writer;
 use crate::objects::operator_lists::protocol::{PendingPromotions, Review as ReviewCall};
-use crate::store::network::tally::AddressTally;
+use crate::store::network::lookup::AddressTally;
 
 /// An edit of the canaries, or a review: at most 10 000 entries, with room for
 /// long ranges.

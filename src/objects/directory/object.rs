@@ -27,7 +27,10 @@ use crate::objects::protocol::{receive, Ask, Failure, Received};
 use crate::objects::startup::Started;
 use crate::platform::clock;
 use crate::store::canaries::{self, CanaryTable, Edited};
-use crate::store::directory::{AuditCursor, Directory, LicenseCursor, LicenseRow, MAX_KEYS};
+use crate::store::directory::audit_query::AuditCursor;
+use crate::store::directory::keys::MAX_KEYS;
+use crate::store::directory::licenses::{LicenseCursor, LicenseRow};
+use crate::store::directory::Directory;
 use crate::store::{licenses, operator_keys, StoreError};
 
 /// What a call comes to: its answer, or the refusal or fault that stops it.
@@ -232,7 +235,10 @@ impl OperatorDirectory {
         })
     }
 
-    async fn relabel(&self, call: Relabel) -> Answered<crate::store::directory::LicenseRow> {
+    async fn relabel(
+        &self,
+        call: Relabel,
+    ) -> Answered<crate::store::directory::licenses::LicenseRow> {
         self.filed(&call.license).await?;
         let row = self
             .files()

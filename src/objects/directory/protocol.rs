@@ -10,7 +10,8 @@ use crate::domain::net::address::Ipv6;
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
 use crate::store::canaries::{Edited, Published};
-use crate::store::directory::{KeyRow, LicenseRow};
+use crate::store::directory::keys::KeyRow;
+use crate::store::directory::licenses::LicenseRow;
 
 pub enum DirectoryProtocol {}
 

@@ -7,7 +7,7 @@ use crate::domain::network::report::Outgoing;
 use crate::domain::time::UnixTime;
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
-use crate::store::network::tally::AddressTally;
+use crate::store::network::lookup::AddressTally;
 
 pub enum ReportsProtocol {}
 

@@ -30,7 +30,7 @@ use crate::domain::operator_lists::list::{Changes, ListEntries, ListEntry, ListK
 use crate::objects::protocol::{receive, Ask, AskStream, Failure, Json, Received};
 use crate::platform::meter::{self, Billable};
 use crate::platform::{clock, config};
-use crate::store::operator_lists::chunks::Source;
+use crate::store::operator_lists::edits::Source;
 use crate::store::operator_lists::snapshots::binding;
 use crate::store::operator_lists::tables::{ListTables, StoredPublication};
 use crate::store::sql::{DurableSql, SqlError, Transactional};

@@ -14,13 +14,9 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
-
 use crate::domain::net::address::Listed;
-use crate::domain::network::consensus::{Consensus, Voices, Vote};
-use crate::domain::network::report::{Categories, Outgoing};
-use crate::domain::network::reporter::ReporterNetwork;
-use crate::domain::network::standing::Standing;
+use crate::domain::network::consensus::Consensus;
+use crate::domain::network::report::Outgoing;
 use crate::domain::time::UnixTime;
 use crate::store::sql::{Sql, SqlError, Value};
 
@@ -67,110 +63,12 @@ const MIGRATIONS: [&str; 4] = [
 /// A revoked license's reports, dropped from the shard.
 const FORGET_REPORTS: &str = "DELETE FROM reports WHERE license = ?1";
 
-/// A vote that counts towards reaching the consensus at `?4`, as SQL: within
-/// the window (from `?2`), not planted, its license past probation (`?3`
-/// seconds after its issue) and not suspended. `Consensus::admits` with the
-/// window, for the reads that count by index; a proptest holds the two to the
-/// same answers.
-macro_rules! admitted {
-    () => {
-        "r.last_at >= ?2 AND r.planted = 0 AND r.licensed_at + ?3 <= ?4
-         AND NOT EXISTS (SELECT 1 FROM suspended s WHERE s.license = r.license)"
-    };
-}
-
-/// The licenses and networks whose votes of `?1` count, in one pass: what the
-/// operator's lookup shows, with every vote read once.
-const VOICES: &str = concat!(
-    "SELECT count(*), count(DISTINCT r.network), coalesce(sum(r.network IS NULL), 0)
-     FROM reports r WHERE r.ip = ?1 AND ",
-    admitted!()
-);
-
-/// The licenses whose votes of `?1` count, at most `?5` of them: a range of the
-/// primary key, read until enough are found.
-const LICENSES_COUNTING: &str = concat!(
-    "SELECT count(*) FROM (SELECT 1 FROM reports r WHERE r.ip = ?1 AND ",
-    admitted!(),
-    " LIMIT ?5)"
-);
-
-/// The votes of `?1` that count from before networks were kept, each a network
-/// of its own, at most `?5` of them: the index's first range, never the others'.
-const NETWORKS_OF_THEIR_OWN: &str = concat!(
-    "SELECT count(*) FROM (SELECT 1 FROM reports r INDEXED BY reports_by_network
-     WHERE r.ip = ?1 AND r.network IS NULL AND ",
-    admitted!(),
-    " LIMIT ?5)"
-);
-
-/// The first network after `?5` with a vote of `?1` that counts: one seek of
-/// `reports_by_network` a network, so that a thousand licenses of one network
-/// cost what one does.
-const NEXT_NETWORK: &str = concat!(
-    "SELECT r.network FROM reports r INDEXED BY reports_by_network
-     WHERE r.ip = ?1 AND r.network > ?5 AND ",
-    admitted!(),
-    " ORDER BY r.network LIMIT 1"
-);
-
-/// An address's votes, newest first, a page after the vote `(?2, ?3)`: what a
-/// promotion's recheck reads, never a report. No index orders them (it would be
-/// written at every report): a page reads the address's rows once.
-const VOTES_PAGE: &str =
-    "SELECT r.network, r.last_at, r.licensed_at, s.license IS NOT NULL, r.planted, r.license
-     FROM reports r LEFT JOIN suspended s ON s.license = r.license
-     WHERE r.ip = ?1 AND (r.last_at, r.license) < (?2, ?3)
-     ORDER BY r.last_at DESC, r.license DESC LIMIT ?4";
-
-/// Votes one page of `VOTES_PAGE` reads: each page reads every row of the
-/// address, so a page is large; most answers need the first few votes.
-const VOTES_PER_PAGE: u64 = 1_000;
-
 /// Rows of reports past every window one tally deletes at most: the table stays
 /// as large as the reports that still count, a batch's worth of work at a time.
 const AGED_OUT_PER_TALLY: u64 = 1000;
 
-/// Sorts after every text, as a page's cursor from the newest vote on.
-const AFTER_EVERY_LICENSE: &str = "\u{10FFFF}";
-
-/// One license's reports of an address, as the operator's lookup shows them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reporter {
-    pub license: String,
-    pub first_at: UnixTime,
-    pub last_at: UnixTime,
-    pub count: u64,
-    pub categories: Categories,
-    /// The network of its latest report; none for reports kept before networks were.
-    #[serde(default)]
-    pub network: Option<ReporterNetwork>,
-    /// Whether its reports count now.
-    pub standing: Standing,
-    /// It named a canary: it never counts, whatever its license's standing.
-    #[serde(default)]
-    pub planted: bool,
-}
-
-/// What the shard knows of one address: its reporters, most recent first (at
-/// most `limit`), the licenses and networks whose reports count towards the
-/// consensus now, what the consensus needs, and since when it holds, if it does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AddressTally {
-    pub reporters: Vec<Reporter>,
-    pub licenses: u64,
-    pub networks: u64,
-    /// Distinct licenses that reported it within the window, whether their
-    /// reports count or not: what a holder is told, which says nothing of any
-    /// license's standing nor of a canary.
-    pub reported_by: u64,
-    /// What the consensus needs: licenses, then networks.
-    pub needed: (u32, u32),
-    pub reached_at: Option<UnixTime>,
-}
-
 pub struct Tally<S: Sql> {
-    sql: S,
+    pub(super) sql: S,
 }
 
 impl<S: Sql> Tally<S> {
@@ -291,134 +189,8 @@ impl<S: Sql> Tally<S> {
             .is_empty())
     }
 
-    /// An address's votes, newest first, read a page at a time as they are asked for.
-    fn votes(&self, ip: Listed) -> impl Iterator<Item = Result<Vote, SqlError>> + '_ {
-        let mut page: std::vec::IntoIter<Vote> = Vec::new().into_iter();
-        let mut after = Some((u64::MAX >> 11, AFTER_EVERY_LICENSE.to_owned()));
-        std::iter::from_fn(move || loop {
-            if let Some(vote) = page.next() {
-                return Some(Ok(vote));
-            }
-            let (last_at, license) = after.take()?;
-            let rows = match self.sql.query(
-                VOTES_PAGE,
-                &[
-                    Value::listed(ip),
-                    Value::int(last_at),
-                    Value::text(license),
-                    Value::int(VOTES_PER_PAGE),
-                ],
-            ) {
-                Ok(rows) => rows,
-                Err(error) => return Some(Err(error)),
-            };
-            let read = rows
-                .iter()
-                .map(|row| {
-                    let vote = Vote {
-                        network: row.opt_parsed(0)?,
-                        last_at: UnixTime(row.int(1)?),
-                        licensed_at: UnixTime(row.int(2)?),
-                        suspended: row.int(3)? == 1,
-                        planted: row.int(4)? == 1,
-                    };
-                    Ok((vote, row.text(5)?))
-                })
-                .collect::<Result<Vec<_>, SqlError>>();
-            let read = match read {
-                Ok(read) => read,
-                Err(error) => return Some(Err(error)),
-            };
-            if read.len() as u64 == VOTES_PER_PAGE {
-                after = read
-                    .last()
-                    .map(|(vote, license)| (vote.last_at.0, license.clone()));
-            }
-            page = read
-                .into_iter()
-                .map(|(vote, _)| vote)
-                .collect::<Vec<_>>()
-                .into_iter();
-        })
-    }
-
-    /// Weighs an address with no consensus: when its votes make one now, it is
-    /// recorded, the writer is to be told, and it is weighed again when its
-    /// reports would stop making it.
-    fn reach(&self, ip: Listed, consensus: Consensus, now: UnixTime) -> Result<bool, SqlError> {
-        if !self.reaches(ip, consensus, now)? {
-            return Ok(false);
-        }
-        self.sql.execute(
-            "INSERT INTO consensus (ip, reached_at, last_report_at) VALUES (?1, ?2, ?2)",
-            &[Value::listed(ip), Value::int(now.0)],
-        )?;
-        self.sql.execute(
-            "INSERT OR REPLACE INTO pending (ip, promote) VALUES (?1, 1)",
-            &[Value::listed(ip)],
-        )?;
-        if let Some(until) = consensus.kept_until(self.votes(ip), now)? {
-            self.recheck_at(ip, until)?;
-        }
-        Ok(true)
-    }
-
-    /// Whether the votes of `ip` make the consensus at `now`, as
-    /// `Consensus::reached` says, read by index and no further than the answer
-    /// needs: at most `holders` votes for the licenses, then one seek a network
-    /// for at most `networks` networks, whatever the address's other reports.
-    fn reaches(&self, ip: Listed, consensus: Consensus, now: UnixTime) -> Result<bool, SqlError> {
-        let (licenses_needed, networks_needed) = consensus.needs();
-        if licenses_needed == 0 {
-            return Ok(false);
-        }
-        let args = |last: Value| {
-            [
-                Value::listed(ip),
-                Value::int(consensus.window_start(now).0),
-                Value::int(consensus.probation),
-                Value::int(now.0),
-                last,
-            ]
-        };
-        let count = |statement: &str, most: u64| -> Result<u64, SqlError> {
-            self.sql
-                .query(statement, &args(Value::int(most)))?
-                .first()
-                .map_or(Ok(0), |row| row.int(0))
-        };
-        let licenses = count(LICENSES_COUNTING, licenses_needed)?;
-        let mut networks = 0;
-        if licenses >= licenses_needed {
-            networks = count(NETWORKS_OF_THEIR_OWN, networks_needed)?;
-            let mut after = String::new();
-            while networks < networks_needed {
-                let rows = self.sql.query(NEXT_NETWORK, &args(Value::text(after)))?;
-                let Some(row) = rows.first() else { break };
-                after = row.text(0)?;
-                networks += 1;
-            }
-        }
-        Ok(consensus.is_met(&Voices::counted(licenses, networks)))
-    }
-
-    /// Weighs `ip` again when the first of its votes on probation comes of age
-    /// (within the window), if one is to: a recheck keeps one time an address,
-    /// so the next is set each time one passes.
-    fn await_coming_of_age(
-        &self,
-        ip: Listed,
-        consensus: Consensus,
-        now: UnixTime,
-    ) -> Result<(), SqlError> {
-        if let Some(at) = consensus.next_coming_of_age(self.votes(ip), now)? {
-            self.recheck_at(ip, at)?;
-        }
-        Ok(())
-    }
-
     /// Weighs `ip` again no later than `at`.
-    fn recheck_at(&self, ip: Listed, at: UnixTime) -> Result<(), SqlError> {
+    pub(super) fn recheck_at(&self, ip: Listed, at: UnixTime) -> Result<(), SqlError> {
         self.sql.execute(
             "INSERT INTO recheck (ip, at) VALUES (?1, ?2)
              ON CONFLICT (ip) DO UPDATE SET at = min(at, excluded.at)",
@@ -607,84 +379,17 @@ impl<S: Sql> Tally<S> {
         }
         Ok(changed)
     }
-
-    /// What the shard knows of `ip`, for the operator's lookup and, without its
-    /// reporters, for a holder.
-    pub fn of(
-        &self,
-        ip: Listed,
-        consensus: Consensus,
-        now: UnixTime,
-        limit: u64,
-    ) -> Result<AddressTally, SqlError> {
-        let rows = self.sql.query(
-            "SELECT r.license, r.first_at, r.last_at, r.count, r.categories, r.network,
-                    r.licensed_at, s.license IS NOT NULL, r.planted
-             FROM reports r LEFT JOIN suspended s ON s.license = r.license
-             WHERE r.ip = ?1 ORDER BY r.last_at DESC, r.license LIMIT ?2",
-            &[Value::listed(ip), Value::int(limit)],
-        )?;
-        let reporters = rows
-            .iter()
-            .map(|row| {
-                let counts_from = consensus.counts_from(UnixTime(row.int(6)?));
-                Ok(Reporter {
-                    license: row.text(0)?,
-                    first_at: UnixTime(row.int(1)?),
-                    last_at: UnixTime(row.int(2)?),
-                    count: row.int(3)?,
-                    categories: Categories::from_bits(
-                        u16::try_from(row.int(4)?).unwrap_or(u16::MAX),
-                    ),
-                    network: row.opt_parsed(5)?,
-                    standing: Standing::at(row.int(7)? == 1, counts_from, now),
-                    planted: row.int(8)? == 1,
-                })
-            })
-            .collect::<Result<Vec<_>, SqlError>>()?;
-        let reached = self.sql.query(
-            "SELECT reached_at FROM consensus WHERE ip = ?1",
-            &[Value::listed(ip)],
-        )?;
-        let window_start = Value::int(consensus.window_start(now).0);
-        let voices = self.sql.query(
-            VOICES,
-            &[
-                Value::listed(ip),
-                window_start.clone(),
-                Value::int(consensus.probation),
-                Value::int(now.0),
-            ],
-        )?;
-        let (licenses, networks) = match voices.first() {
-            Some(row) => (row.int(0)?, row.int(1)? + row.int(2)?),
-            None => (0, 0),
-        };
-        let reported_by = self
-            .sql
-            .query(
-                "SELECT count(*) FROM reports WHERE ip = ?1 AND last_at >= ?2",
-                &[Value::listed(ip), window_start],
-            )?
-            .first()
-            .map_or(Ok(0), |row| row.int(0))?;
-        Ok(AddressTally {
-            reporters,
-            licenses,
-            networks,
-            reported_by,
-            needed: (consensus.holders, consensus.networks),
-            reached_at: reached
-                .first()
-                .map(|row| row.int(0).map(UnixTime))
-                .transpose()?,
-        })
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::network::report::Categories;
+    use crate::domain::network::reporter::ReporterNetwork;
+    use crate::domain::network::standing::Standing;
+    use crate::store::network::votes::LICENSES_COUNTING;
+    use crate::store::network::votes::NETWORKS_OF_THEIR_OWN;
+    use crate::store::network::votes::NEXT_NETWORK;
     use crate::store::sql::native::NativeSql;
     use crate::store::sql::Row;
 
@@ -1315,6 +1020,7 @@ mod tests {
     }
 
     mod agreement {
+        use crate::domain::network::reporter::ReporterNetwork;
         use proptest::prelude::*;
 
         use super::*;

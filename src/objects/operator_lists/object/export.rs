@@ -68,7 +68,7 @@ impl Drop for Reading {
 fn covering<A: Addr>(
     found: Vec<(
         crate::domain::net::range::Cidr<A>,
-        crate::store::operator_lists::chunks::Provenance,
+        crate::store::operator_lists::edits::Provenance,
     )>,
 ) -> Vec<Covering> {
     found

@@ -19,7 +19,7 @@ use crate::objects::operator_lists::protocol::{Edited, ListsRefusal, Replaced};
 use crate::objects::protocol::Failure;
 use crate::platform::clock;
 use crate::platform::stream::{gunzip, Chunks as BodyChunks};
-use crate::store::operator_lists::chunks::Source;
+use crate::store::operator_lists::edits::Source;
 use crate::store::operator_lists::tables::{ListTables, StoredPublication};
 use crate::store::sql::{DurableSql, SqlError, Transactional};
 use crate::store::StoreError;

@@ -21,7 +21,7 @@ use crate::domain::operator_lists::list::{
 };
 use crate::objects::operator_lists::protocol::{Promote, Promoted};
 use crate::platform::clock;
-use crate::store::operator_lists::chunks::{Provenance, Source};
+use crate::store::operator_lists::edits::{Provenance, Source};
 use crate::store::sql::{SqlError, Transactional};
 
 /// The entries of `texts` the global list takes, and how many it refused.
