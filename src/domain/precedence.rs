@@ -1,9 +1,10 @@
 //! Which list governs an address for a holder, and what that list answers: the
 //! one place the order "global allow list → the holder's allow list → global
 //! challenge list → personal list" is written (`Governor::PRECEDENCE`). The single
-//! operations and bulk ask it through `verdict` in the Worker, which asks the
-//! operator's lists, and `weigh_in_object` in the holder's object, which alone
-//! knows the holder's allow list; the feeds (whole and delta), the
+//! operations, bulk, reports and alerts ask it through `verdict` in the Worker,
+//! which asks the operator's lists (and `global_allow_holds_range` for the
+//! holder's allow list's ranges), and `weigh_then_perform` in the holder's
+//! object, which alone knows the holder's allow list; the feeds (whole and delta), the
 //! appliance files and CrowdSec's stream and live mode ask it of each of the
 //! holder's entries and of the global list's blocks through `PublishedLists`. A new
 //! list (a holder's own allow list, entries promoted by the network) is a new
@@ -17,8 +18,10 @@ use crate::domain::net::address::{GivenIp, Listed, PublicIp};
 use crate::domain::net::family::Addr;
 use crate::domain::net::intervals::{without, Cuts, Intervals, Seek};
 use crate::domain::net::range::Cidr;
+use crate::domain::network::report::ReportOutcome;
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::{covers, Shards};
+use crate::domain::personal::allow_range::AllowRange;
 use crate::domain::personal::holder::Operation;
 use crate::domain::personal::holder::PersonalOutcome;
 use crate::domain::personal::outcome::Outcome;
@@ -86,8 +89,9 @@ impl Governor {
     }
 
     /// What `weighing` comes to for an address this list governs, as the
-    /// holder's object answers it (the lists it does not keep as the Worker told it).
-    fn object_outcome(self, weighing: Weighing) -> Option<PersonalOutcome> {
+    /// holder's object answers it (the lists it does not keep as the Worker told
+    /// it); `None` for the lists the object does not answer for.
+    pub fn object_outcome(self, weighing: Weighing) -> Option<PersonalOutcome> {
         match self {
             Self::HolderAllow => Some(PersonalOutcome::OwnAllowListed),
             Self::GlobalChallenge => Some(match weighing {
@@ -98,16 +102,33 @@ impl Governor {
         }
     }
 
+    /// What a report of an address this list governs comes to in the holder's
+    /// object: the holder's allow list refuses it; the global challenge list is
+    /// never asked of a report (its entries' reports keep them from decaying),
+    /// and the global allow list answers in the Worker.
+    pub fn report_outcome(self) -> Option<ReportOutcome> {
+        match self {
+            Self::HolderAllow => Some(ReportOutcome::OwnAllowListed),
+            Self::GlobalAllow | Self::GlobalChallenge | Self::Personal => None,
+        }
+    }
+
     /// What `weighing` comes to for an address this list governs.
     fn verdict(self, weighing: Weighing, ip: GivenIp) -> Verdict {
-        Verdict::Answered(match self {
+        let outcome = match self {
             Self::GlobalAllow => Outcome::AllowListed(ip),
             Self::GlobalChallenge => match weighing {
                 Weighing::Operation(Operation::Add) => Outcome::AlreadyGlobal(ip),
                 _ => Outcome::ListedGlobal(ip),
             },
-            Self::HolderAllow | Self::Personal => return Verdict::Personal(ip, false),
-        })
+            Self::HolderAllow | Self::Personal => {
+                return Verdict::ForObject {
+                    ip,
+                    global_challenge: false,
+                }
+            }
+        };
+        Verdict::Answered(self, outcome)
     }
 }
 
@@ -124,25 +145,45 @@ impl From<Operation> for Weighing {
     }
 }
 
-/// An operation's answer for one valid address.
+/// An address's answer as far as the Worker can tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// An operator's list governs it, and this is its answer.
-    Answered(Outcome),
-    /// The holder's object answers, from the lists it keeps; `true` when the
-    /// global challenge list holds the address, which governs it unless the
+    /// Validation refused it: no list was asked.
+    Refused(Outcome),
+    /// An operator's list governs it: which, and its answer.
+    Answered(Governor, Outcome),
+    /// The holder's object answers, from the lists it keeps. `global_challenge`:
+    /// the global challenge list holds the address, which governs it unless the
     /// holder's allow list does.
-    Personal(GivenIp, bool),
+    ForObject { ip: GivenIp, global_challenge: bool },
 }
 
 impl Verdict {
     /// The public address weighed: every one but those validation refused.
     pub fn public_ip(&self) -> Option<PublicIp> {
         match self {
-            Self::Personal(given, _) => Some(given.ip),
-            Self::Answered(outcome) => outcome.public_ip(),
+            Self::ForObject { ip, .. } => Some(ip.ip),
+            Self::Answered(_, outcome) => outcome.public_ip(),
+            Self::Refused(_) => None,
         }
     }
+
+    /// The operator's list that answered, if one did.
+    pub fn governor(&self) -> Option<Governor> {
+        match self {
+            Self::Answered(list, _) => Some(*list),
+            Self::Refused(_) | Self::ForObject { .. } => None,
+        }
+    }
+}
+
+/// Which of the lists stronger than the personal list hold an address, as the
+/// holder's object sees it: the global challenge list as the Worker found it,
+/// and the holder's own allow list, which the object keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Holding {
+    pub global_challenge: bool,
+    pub own_allow: bool,
 }
 
 /// Which list governs `ip` for `operation`, and its answer, as far as the
@@ -178,7 +219,10 @@ pub async fn verdict<E>(
                     };
                 if held {
                     return Ok(if deferred {
-                        Verdict::Personal(ip, list == Governor::GlobalChallenge)
+                        Verdict::ForObject {
+                            ip,
+                            global_challenge: list == Governor::GlobalChallenge,
+                        }
                     } else {
                         list.verdict(weighing, ip)
                     });
@@ -189,30 +233,64 @@ pub async fn verdict<E>(
             None => break,
         }
     }
-    Ok(Verdict::Personal(ip, false))
+    Ok(Verdict::ForObject {
+        ip,
+        global_challenge: false,
+    })
 }
 
-/// What the holder's object answers for `operation` before its personal list
-/// does: the first list in the precedence that holds the address, of those the
-/// Worker left it (`global`: the global challenge list holds it) and its own
-/// allow list (`own_allow_holds`); `None` when the personal list answers.
-pub fn weigh_in_object(
-    weighing: impl Into<Weighing>,
-    global: bool,
-    own_allow_holds: bool,
-) -> Option<PersonalOutcome> {
+/// Which list governs an address in the holder's object: the first in the
+/// precedence that `weighing` asks and that holds it, of those the Worker left
+/// the object (`holding`); the personal list when none stronger does. Never the
+/// global allow list, which the Worker answered.
+pub fn governor_in_object(weighing: impl Into<Weighing>, holding: Holding) -> Governor {
     let weighing = weighing.into();
     Governor::PRECEDENCE
         .into_iter()
         .filter(|list| list.is_asked_by(weighing))
         .find(|list| match list {
-            // The Worker answered what it holds.
             Governor::GlobalAllow => false,
-            Governor::HolderAllow => own_allow_holds,
-            Governor::GlobalChallenge => global,
+            Governor::HolderAllow => holding.own_allow,
+            Governor::GlobalChallenge => holding.global_challenge,
             Governor::Personal => true,
         })
-        .and_then(|list| list.object_outcome(weighing))
+        .unwrap_or(Governor::Personal)
+}
+
+/// The holder's object's one way with an address: weighed by the lists above
+/// the personal list (`governor_in_object`), answered by the one that governs it
+/// (`answer`, which says what it answers for this call), and performed on the
+/// personal list (`perform`) when none does.
+pub fn weigh_then_perform<T, E>(
+    weighing: impl Into<Weighing>,
+    holding: Holding,
+    answer: impl FnOnce(Governor) -> Option<T>,
+    perform: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    match governor_in_object(weighing, holding) {
+        Governor::Personal => perform(),
+        list => answer(list).map_or_else(perform, Ok),
+    }
+}
+
+/// Whether the global allow list holds every address of `range`: a holder's
+/// allow-list operation on such a range is answered in the Worker, before the
+/// object. Only the interval holding the range's first address is looked at
+/// (the published intervals are merged, so one holds the whole range or none does).
+pub fn global_allow_holds_range(
+    (v4, v6): (&Intervals, &Intervals<u128>),
+    range: AllowRange,
+) -> bool {
+    match range {
+        AllowRange::V4(range) => v4
+            .as_slice()
+            .interval_of(range.first())
+            .is_some_and(|(_, last)| last >= range.last()),
+        AllowRange::V6(range) => v6
+            .as_slice()
+            .interval_of(range.first())
+            .is_some_and(|(_, last)| last >= range.last()),
+    }
 }
 
 /// The operator's lists as an isolate holds their published snapshots, each
@@ -521,8 +599,11 @@ mod tests {
         use Governor::*;
         use Operation::*;
         let ip = given("203.0.114.9");
-        let answered = |outcome| Verdict::Answered(outcome);
-        let personal = Verdict::Personal(ip.clone(), false);
+        let answered = |list, outcome| Verdict::Answered(list, outcome);
+        let personal = Verdict::ForObject {
+            ip: ip.clone(),
+            global_challenge: false,
+        };
         // (operation, lists holding the address) → (verdict, lists asked in order)
         let table = [
             (
@@ -541,31 +622,31 @@ mod tests {
             (
                 Check,
                 vec![GlobalAllow, GlobalChallenge],
-                answered(Outcome::AllowListed(ip.clone())),
+                answered(GlobalAllow, Outcome::AllowListed(ip.clone())),
                 vec![GlobalAllow],
             ),
             (
                 Add,
                 vec![GlobalAllow],
-                answered(Outcome::AllowListed(ip.clone())),
+                answered(GlobalAllow, Outcome::AllowListed(ip.clone())),
                 vec![GlobalAllow],
             ),
             (
                 Remove,
                 vec![GlobalAllow, GlobalChallenge],
-                answered(Outcome::AllowListed(ip.clone())),
+                answered(GlobalAllow, Outcome::AllowListed(ip.clone())),
                 vec![GlobalAllow],
             ),
             (
                 Check,
                 vec![GlobalChallenge],
-                answered(Outcome::ListedGlobal(ip.clone())),
+                answered(GlobalChallenge, Outcome::ListedGlobal(ip.clone())),
                 vec![GlobalAllow, GlobalChallenge],
             ),
             (
                 Add,
                 vec![GlobalChallenge],
-                answered(Outcome::AlreadyGlobal(ip.clone())),
+                answered(GlobalChallenge, Outcome::AlreadyGlobal(ip.clone())),
                 vec![GlobalAllow, GlobalChallenge],
             ),
             // A removal is the personal list's whatever the global list holds.
@@ -594,7 +675,7 @@ mod tests {
         assert_eq!(
             weigh_for(Add, &[GlobalAllow, GlobalChallenge], true),
             (
-                Verdict::Answered(Outcome::AllowListed(ip.clone())),
+                Verdict::Answered(Governor::GlobalAllow, Outcome::AllowListed(ip.clone())),
                 vec![GlobalAllow]
             )
         );
@@ -603,7 +684,10 @@ mod tests {
             assert_eq!(
                 weigh_for(operation, &[GlobalChallenge], true),
                 (
-                    Verdict::Personal(ip.clone(), true),
+                    Verdict::ForObject {
+                        ip: ip.clone(),
+                        global_challenge: true,
+                    },
                     vec![GlobalAllow, GlobalChallenge]
                 )
             );
@@ -611,12 +695,18 @@ mod tests {
         // A removal asks neither the global list nor the holder's allow list.
         assert_eq!(
             weigh_for(Remove, &[GlobalChallenge], true),
-            (Verdict::Personal(ip.clone(), false), vec![GlobalAllow])
+            (
+                Verdict::ForObject {
+                    ip: ip.clone(),
+                    global_challenge: false,
+                },
+                vec![GlobalAllow]
+            )
         );
         // Without entries the flag keeps the global list's answer in the Worker.
         assert_eq!(
             weigh_for(Check, &[GlobalChallenge], false).0,
-            Verdict::Answered(Outcome::ListedGlobal(ip))
+            Verdict::Answered(Governor::GlobalChallenge, Outcome::ListedGlobal(ip))
         );
     }
 
@@ -638,8 +728,12 @@ mod tests {
             (Remove, true, true, None),
         ];
         for (operation, global, own, expected) in table {
+            let holding = Holding {
+                global_challenge: global,
+                own_allow: own,
+            };
             assert_eq!(
-                weigh_in_object(operation, global, own),
+                governor_in_object(operation, holding).object_outcome(operation.into()),
                 expected,
                 "{operation:?}, global {global}, own allow list {own}"
             );
@@ -688,20 +782,38 @@ mod tests {
         assert_eq!(
             report(&[GlobalAllow], true),
             (
-                Verdict::Answered(Outcome::AllowListed(ip.clone())),
+                Verdict::Answered(Governor::GlobalAllow, Outcome::AllowListed(ip.clone())),
                 vec![GlobalAllow]
             )
         );
         assert_eq!(
             report(&[GlobalChallenge], true),
-            (Verdict::Personal(ip.clone(), false), vec![GlobalAllow]),
+            (
+                Verdict::ForObject {
+                    ip: ip.clone(),
+                    global_challenge: false,
+                },
+                vec![GlobalAllow]
+            ),
             "the global list is not asked: a report of what it holds is taken"
         );
+        let in_object = |global_challenge, own_allow| {
+            governor_in_object(
+                Weighing::Report,
+                Holding {
+                    global_challenge,
+                    own_allow,
+                },
+            )
+            .report_outcome()
+        };
+        assert_eq!(in_object(false, true), Some(ReportOutcome::OwnAllowListed));
         assert_eq!(
-            weigh_in_object(Weighing::Report, false, true),
-            Some(PersonalOutcome::OwnAllowListed)
+            in_object(true, false),
+            None,
+            "the global list never refuses one"
         );
-        assert_eq!(weigh_in_object(Weighing::Report, false, false), None);
+        assert_eq!(in_object(false, false), None);
     }
 
     #[test]
@@ -723,7 +835,10 @@ mod tests {
             .unwrap();
             assert_eq!(
                 verdict,
-                Verdict::Answered(Outcome::AllowListed(carrying.clone())),
+                Verdict::Answered(
+                    Governor::GlobalAllow,
+                    Outcome::AllowListed(carrying.clone())
+                ),
                 "{weighing:?}"
             );
         }
@@ -735,14 +850,22 @@ mod tests {
             async |kind, ip| Ok::<_, ()>(kind == ListKind::Global && ip == allowed),
         ))
         .unwrap();
-        assert_eq!(verdict, Verdict::Personal(carrying, false));
+        assert_eq!(
+            verdict,
+            Verdict::ForObject {
+                ip: carrying,
+                global_challenge: false,
+            }
+        );
     }
 
     #[test]
     fn the_answers_are_the_specified_texts() {
         let message = |operation, holding: &[Governor]| match weigh(operation, holding).0 {
-            Verdict::Answered(outcome) => outcome.message(),
-            Verdict::Personal(ip, _) => Outcome::Personal(ip, PersonalOutcome::Unlisted).message(),
+            Verdict::Answered(_, outcome) | Verdict::Refused(outcome) => outcome.message(),
+            Verdict::ForObject { ip, .. } => {
+                Outcome::Personal(ip, PersonalOutcome::Unlisted).message()
+            }
         };
         assert_eq!(
             message(Operation::Add, &[Governor::GlobalAllow]),

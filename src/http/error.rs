@@ -6,6 +6,7 @@ use worker::Response;
 
 use crate::domain::feed::feed_token::MAX_PER_HOLDER as MAX_FEED_TOKENS;
 use crate::domain::machines::credentials::MAX_PER_HOLDER as MAX_MACHINES;
+use crate::http::wire::bulk::{BulkError, MAX_ADDRESSES};
 use crate::http::wire::mode::BodyMode;
 use crate::objects::directory::protocol::DirectoryRefusal;
 use crate::objects::holder::protocol::HolderRefusal;
@@ -207,6 +208,16 @@ impl From<BadSettings> for ApiError {
 }
 
 /// What a client is told of a storage failure: a refusal it can act on, or a fault of ours.
+/// A bulk body refused: too many addresses (413), or malformed (400).
+impl From<BulkError> for ApiError {
+    fn from(error: BulkError) -> Self {
+        match error {
+            BulkError::TooMany(n) => Self::TooManyAddresses(n, MAX_ADDRESSES),
+            BulkError::Malformed(detail) => Self::BadRequest(detail),
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {

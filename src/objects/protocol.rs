@@ -618,7 +618,7 @@ mod tests {
             prefix: Ipv6Prefix::Net64,
             details: Default::default(),
             client: None,
-            global: false,
+            global_challenge: false,
         }])
         .into()
     }

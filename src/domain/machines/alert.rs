@@ -22,7 +22,7 @@ use crate::domain::personal::entry::{
 };
 use crate::domain::personal::holder::PersonalOutcome;
 use crate::domain::personal::holder::{extend, perform, Call, Limits, Operation};
-use crate::domain::precedence::{weigh_in_object, Weighing};
+use crate::domain::precedence::{weigh_then_perform, Holding, Weighing};
 use crate::domain::time::UnixTime;
 
 /// The alerts past the ones a request takes, as the log line gives them after their count.
@@ -423,7 +423,7 @@ pub struct AlertAdd {
     pub comment: Option<String>,
     /// Whether the global challenge list holds the address, as the Worker found.
     #[serde(default)]
-    pub global: bool,
+    pub global_challenge: bool,
 }
 
 /// What one alert took: whether it reported, and its adds taken (an entry
@@ -463,20 +463,32 @@ pub fn take_alert<S: ReportStore>(
     client: Option<&str>,
     (now, limits): (UnixTime, Limits),
 ) -> Result<Taken, S::Error> {
-    // What a list stronger than the personal list answers, if one holds the address.
-    let held = |weighing: Weighing, global, ip| weigh_in_object(weighing, global, own_allow(ip));
+    // A list stronger than the personal list that governs the address takes nothing.
     let reported = match &call.report {
-        Some(report) if held(Weighing::Report, false, report.ip).is_none() => {
-            let from = ReporterNetwork::of_client(client);
-            perform_report(store, report, from, (now, limits))?.outcome == ReportOutcome::Reported
+        Some(report) => {
+            let holding = Holding {
+                global_challenge: false,
+                own_allow: own_allow(report.ip),
+            };
+            weigh_then_perform(
+                Weighing::Report,
+                holding,
+                |list| list.report_outcome().map(|_| false),
+                || {
+                    let from = ReporterNetwork::of_client(client);
+                    let answer = perform_report(store, report, from, (now, limits))?;
+                    Ok(answer.outcome == ReportOutcome::Reported)
+                },
+            )?
         }
-        _ => false,
+        None => false,
     };
     let mut added = 0;
     for add in call.adds.iter().filter(|_| settings.adds) {
-        if held(Operation::Add.into(), add.global, add.ip).is_some() {
-            continue;
-        }
+        let holding = Holding {
+            global_challenge: add.global_challenge,
+            own_allow: own_allow(add.ip),
+        };
         let ttl = add.ttl.unwrap_or(settings.ttl);
         let listing = Call {
             operation: Operation::Add,
@@ -487,20 +499,25 @@ pub fn take_alert<S: ReportStore>(
                 comment: add.comment.clone(),
             },
             client: client.map(str::to_owned),
-            global: add.global,
+            global_challenge: add.global_challenge,
         };
-        let took = match perform(store, &listing, now, limits)?.outcome {
-            PersonalOutcome::Added => true,
-            PersonalOutcome::AlreadyListed => extend(
-                store,
-                add.ip,
-                add.prefix,
-                now.plus(ttl),
-                (client, limits),
-                now,
-            )?,
-            _ => false,
-        };
+        let took = weigh_then_perform(
+            Operation::Add,
+            holding,
+            |list| list.object_outcome(Operation::Add.into()).map(|_| false),
+            || match perform(store, &listing, now, limits)?.outcome {
+                PersonalOutcome::Added => Ok(true),
+                PersonalOutcome::AlreadyListed => extend(
+                    store,
+                    add.ip,
+                    add.prefix,
+                    now.plus(ttl),
+                    (client, limits),
+                    now,
+                ),
+                _ => Ok(false),
+            },
+        )?;
         added += u32::from(took);
     }
     Ok(Taken { reported, added })
@@ -739,7 +756,7 @@ mod tests {
                 prefix: Ipv6Prefix::Whole,
                 ttl: None,
                 comment: Some("crowdsecurity/ssh-bf".to_owned()),
-                global: false,
+                global_challenge: false,
             }],
         }
     }
@@ -804,7 +821,7 @@ mod tests {
         let allowed = take_alert(&mut store, &call, settings, |_| true, None, at);
         assert_eq!(allowed.unwrap(), Taken::default());
         let mut global = detection("8.8.8.8");
-        global.adds[0].global = true;
+        global.adds[0].global_challenge = true;
         let reported = take(&mut store, &global, settings, at);
         assert_eq!(
             reported,

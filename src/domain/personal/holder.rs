@@ -105,7 +105,7 @@ pub struct Call {
     /// Whether the global challenge list holds the address, as the Worker found:
     /// the holder's allow list, which only the object knows, is stronger.
     #[serde(default)]
-    pub global: bool,
+    pub global_challenge: bool,
 }
 
 /// What one holder's personal list answered (the Durable Object's reply).

@@ -17,7 +17,7 @@ use crate::domain::operator_lists::list::EntrySource;
 use crate::domain::precedence::{GlobalBlocks, Governor, PublishedLists};
 use crate::domain::time::UnixTime;
 use crate::http::feed::appliance::ApplianceFile;
-use crate::objects::operator_lists::client::Promoted;
+use crate::objects::operator_lists::client::published::Promoted;
 use crate::objects::protocol::Pages;
 use crate::store::StoreError;
 

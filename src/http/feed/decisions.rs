@@ -4,33 +4,27 @@
 //! what it already has.
 
 use std::net::IpAddr;
-use std::rc::Rc;
 
 use worker::{Request, Response};
 
 use crate::domain::feed::decision::{scenario_words, Decision, Filter, OperatorFrom, Pull};
-use crate::domain::feed::feed_token::{PullClient, Scope};
+use crate::domain::feed::feed_token::PullClient;
 use crate::domain::feed::item::{FeedHead, FeedItem};
 use crate::domain::net::address::{Ipv6, Listed, PublicIp};
-use crate::domain::net::intervals::Intervals;
-use crate::domain::operator_lists::list::ListKind;
-use crate::domain::operator_lists::snapshot::Shards;
-use crate::domain::precedence::PublishedLists;
 use crate::http::auth::caller::BouncerKey;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::feed::body::{self as feed_body, Again, Render, Shape};
 use crate::http::feed::handlers::{
-    global_changes, held_apart, operator_changes, user_agent, GlobalChanges, Lists, OperatorChanges,
+    global_changes, held_apart, operator_changes, operator_lists, user_agent, GlobalChanges,
+    OperatorChanges,
 };
 use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{Feed, FeedTokens, HolderProtocol, LiveLookup};
-use crate::objects::operator_lists::client::{self as lists, Promoted};
 use crate::objects::protocol::{Failure, Object};
-use crate::store::operator_lists::snapshots::{self, Versioned};
 use crate::store::StoreError;
 
 /// A pull's answer when another pull of its token moved the token's position
@@ -86,39 +80,6 @@ impl StreamQuery {
     }
 }
 
-/// The operator's lists as a pull reads them: each with its version, and the
-/// promoted parts of the global list's (`None` for a token that does not read
-/// it), from which its decisions say which global blocks were promoted.
-struct VersionedLists {
-    global: Versioned<Shards, Shards<u128>>,
-    allow: Versioned<Rc<Intervals>, Rc<Intervals<u128>>>,
-    promoted: Option<Promoted>,
-}
-
-impl VersionedLists {
-    fn published(self) -> (PublishedLists, Option<Promoted>) {
-        (snapshots::published(self.global, self.allow), self.promoted)
-    }
-}
-
-/// The operator's lists as a pull by a token of `scope` reads them.
-async fn operator_lists(cx: &RequestContext, scope: Scope) -> Result<VersionedLists, ApiError> {
-    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
-    let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
-    let (global, promoted) = match scope {
-        Scope::All => {
-            let (global, promoted) = lists::shards(env, ListKind::Global, freshness, now).await?;
-            (global, Some(promoted))
-        }
-        Scope::Personal => (Versioned::default(), None),
-    };
-    Ok(VersionedLists {
-        global,
-        allow,
-        promoted,
-    })
-}
-
 /// `GET /v1/decisions/stream`: with `startup=true`, every decision the token's
 /// bouncer should enforce; otherwise what changed since the token's previous
 /// pull. One call to the holder's object; two on the first pull after the
@@ -165,10 +126,7 @@ pub async fn stream(
             list: Default::default(),
             since: Some(position),
         };
-        let lists = Lists {
-            global: &operator_lists.global,
-            allow: &operator_lists.allow,
-        };
+        let lists = operator_lists.lists();
         changes = operator_changes(env, &since, lists, settings.freshness, now).await?;
         pull.from = Some(OperatorFrom {
             position,
@@ -180,10 +138,7 @@ pub async fn stream(
             .unwrap_or_default();
         (start, records) = object.ask_stream(ask(pull, asked)).await?;
     }
-    let lists = Lists {
-        global: &operator_lists.global,
-        allow: &operator_lists.allow,
-    };
+    let lists = operator_lists.lists();
     // Past what a delta works out in memory, the pull deletes no global block the
     // holder's allow list took (docs/api.md says so); everything else stands.
     let blocks = global_changes(lists, changes, &start.own_allow).unwrap_or_default();

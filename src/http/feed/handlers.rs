@@ -24,6 +24,7 @@ use crate::domain::operator_lists::delta::{
 };
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::Shards;
+use crate::domain::precedence::PublishedLists;
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
 use crate::http::auth::caller::FeedReader;
@@ -39,7 +40,7 @@ use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{
     CreateFeedToken, Feed, FeedStart, FeedTokens, OwnAllow, RevokeFeedToken,
 };
-use crate::objects::operator_lists::client as lists;
+use crate::objects::operator_lists::client::published::{self, Promoted};
 use crate::store::holder::feed::{MAX_MOVED_RANGES, MAX_PROBED};
 use crate::store::operator_lists::snapshots::{self, Versioned};
 use crate::store::{licenses, StoreError};
@@ -68,17 +69,13 @@ pub async fn feed(
         ));
     }
     let freshness = settings.freshness;
-    let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
-    // The global list as the isolate holds it; the feed leaves out what the allow
-    // list holds. The JSON feed says which of its blocks were promoted, from the
-    // promoted parts of the same version; the other formats carry no such label.
-    let (global, promoted) = match query.scope {
-        Scope::All => {
-            let (global, promoted) = lists::shards(env, ListKind::Global, freshness, now).await?;
-            (global, Some(promoted))
-        }
-        Scope::Personal => (Versioned::default(), None),
-    };
+    // The feed leaves out what the allow list holds; only the JSON feed labels
+    // the promoted blocks.
+    let VersionedLists {
+        global,
+        allow,
+        promoted,
+    } = operator_lists(cx, query.scope).await?;
     let (global_version, allow_version) = (global.version, allow.version);
     let if_none_match = req.headers().get("If-None-Match")?.unwrap_or_default();
     let known = query.known_changes(&if_none_match, global_version, allow_version);
@@ -243,6 +240,53 @@ pub(super) fn held_apart(start: &FeedStart, mut blocks: GlobalChanges) -> Global
     blocks
 }
 
+/// The operator's lists as a feed or a pull reads them: each with its version, and the
+/// promoted parts of the global list's (`None` for a token that does not read
+/// it), from which its decisions say which global blocks were promoted.
+pub(super) struct VersionedLists {
+    pub global: Versioned<Shards, Shards<u128>>,
+    pub allow: Versioned<Rc<Intervals>, Rc<Intervals<u128>>>,
+    pub promoted: Option<Promoted>,
+}
+
+impl VersionedLists {
+    /// The lists as a feed's answer weighs them, each with its version.
+    pub(super) fn lists(&self) -> Lists<'_> {
+        Lists {
+            global: &self.global,
+            allow: &self.allow,
+        }
+    }
+
+    pub(super) fn published(self) -> (PublishedLists, Option<Promoted>) {
+        (snapshots::published(self.global, self.allow), self.promoted)
+    }
+}
+
+/// The operator's lists as a feed or a pull by a token of `scope` reads them:
+/// the global list's only when the token reads it. The JSON feed says which of
+/// its blocks were promoted, from the promoted parts of the same version.
+pub(super) async fn operator_lists(
+    cx: &RequestContext,
+    scope: Scope,
+) -> Result<VersionedLists, ApiError> {
+    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
+    let allow = published::intervals(env, ListKind::Allow, freshness, now).await?;
+    let (global, promoted) = match scope {
+        Scope::All => {
+            let (global, promoted) =
+                published::shards(env, ListKind::Global, freshness, now).await?;
+            (global, Some(promoted))
+        }
+        Scope::Personal => (Versioned::default(), None),
+    };
+    Ok(VersionedLists {
+        global,
+        allow,
+        promoted,
+    })
+}
+
 /// The operator's lists as a feed answers from them: each with its version.
 pub(super) struct Lists<'a> {
     pub global: &'a Versioned<Shards, Shards<u128>>,
@@ -282,7 +326,7 @@ pub(super) async fn operator_changes(
 ) -> Result<Option<OperatorChanges>, ApiError> {
     let change = |kind: ListKind, since: Option<u64>, version: u64| async move {
         match since {
-            Some(from) => lists::changes(env, kind, (from, version), freshness, now).await,
+            Some(from) => published::changes(env, kind, (from, version), freshness, now).await,
             None => Ok(Some(Rc::default())),
         }
     };

@@ -5,7 +5,6 @@ use serde::Serialize;
 use worker::Request;
 
 use crate::domain::access::license::LicenseId;
-use crate::domain::net::intervals::Seek;
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::page::{counted, AllowCursor, PageCursor};
 use crate::domain::personal::allow::{AllowCall, AllowEntry, AllowOutcome};
@@ -14,6 +13,7 @@ use crate::domain::personal::entry::EntryDetails;
 use crate::domain::personal::holder::Operation;
 use crate::domain::personal::outcome::Outcome;
 use crate::domain::personal::quota::Quota;
+use crate::domain::precedence::global_allow_holds_range;
 use crate::domain::time::UnixTime;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
@@ -22,7 +22,7 @@ use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::reply::{to_json, Listing, Reply};
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{AllowPage, AllowPerform};
-use crate::objects::operator_lists::client as lists;
+use crate::objects::operator_lists::client::published;
 
 /// `checkIpOnAllowlist`, `addIpToAllowlist`, `deleteIpFromAllowlist`: the
 /// steps of the specified operations, in their order: validation (an address or
@@ -40,7 +40,9 @@ pub async fn single(
         Err(rejection) => return Ok(Reply::Outcome(rejection.into(), None)),
     };
     let shown = given.to_string();
-    if globally_allowed(cx, given.range).await? {
+    let (env, freshness, now) = (&cx.env, cx.settings.freshness, cx.now);
+    let allow = published::intervals(env, ListKind::Allow, freshness, now).await?;
+    if global_allow_holds_range((&allow.v4, &allow.v6), given.range) {
         let outcome = Outcome::Allow(shown, AllowOutcome::GlobalAllowListed);
         return Ok(Reply::Outcome(outcome, None));
     }
@@ -65,25 +67,6 @@ pub async fn single(
         .usage
         .map(|usage| Quota::of(usage, answer.limits, cx.now.unix()));
     Ok(Reply::Outcome(Outcome::Allow(shown, answer.outcome), quota))
-}
-
-/// Whether the operator's allow list holds every address of `range`, as this
-/// isolate holds its published snapshot.
-async fn globally_allowed(cx: &RequestContext, range: AllowRange) -> Result<bool, ApiError> {
-    let (env, freshness, now) = (&cx.env, cx.settings.freshness, cx.now);
-    let allow = lists::intervals(env, ListKind::Allow, freshness, now).await?;
-    Ok(match range {
-        AllowRange::V4(range) => allow
-            .v4
-            .as_slice()
-            .interval_of(range.first())
-            .is_some_and(|(_, last)| last >= range.last()),
-        AllowRange::V6(range) => allow
-            .v6
-            .as_slice()
-            .interval_of(range.first())
-            .is_some_and(|(_, last)| last >= range.last()),
-    })
 }
 
 /// `listAllowlist`: the holder's allow-list entries, newest first, a page at a time.

@@ -9,14 +9,14 @@ use crate::domain::access::license::LicenseId;
 use crate::domain::net::address::{Listed, PublicIp};
 use crate::domain::personal::holder::Operation;
 use crate::domain::personal::outcome::Outcome;
-use crate::domain::precedence::{verdict, Verdict};
+use crate::domain::precedence::Governor;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::reply::Reply;
 use crate::objects::network::client::{fault, shard_for};
 use crate::objects::network::protocol::TallyOf;
-use crate::objects::operator_lists::client as lists;
+use crate::objects::operator_lists::client::published;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -47,12 +47,18 @@ pub async fn status(
     let given = PublicIp::parse(&raw, settings.ipv6)
         .map_err(|rejection| ApiError::BadRequest(Outcome::from(rejection).message()))?;
     let ip = given.ip;
-    // Whether the global challenge list answers a check of it: the precedence's to say.
-    let holds = async |kind, ip: PublicIp| {
-        lists::contains(env, kind, ip.addr(), settings.freshness, now).await
-    };
-    let checked = verdict(Operation::Check, given.clone(), false, holds).await?;
-    let global = matches!(checked, Verdict::Answered(Outcome::ListedGlobal(_)));
+    // Whether the global challenge list answers a check of it: the precedence's
+    // to say, whatever the holder's own allow list holds (this is the network's
+    // answer, the same for every holder).
+    let checked = published::verdict(
+        env,
+        Operation::Check,
+        given.clone(),
+        false,
+        settings.freshness,
+        now,
+    );
+    let global = checked.await?.governor() == Some(Governor::GlobalChallenge);
     // With IPV6_PREFIX 64, an IPv6 address is reported, and counted, as its /64.
     let subject = Listed::keys(ip, settings.ipv6_prefix).0;
     let tally = shard_for(env, subject)?

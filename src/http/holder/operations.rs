@@ -14,7 +14,6 @@ use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::holder::settle::{in_order, settle};
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
-use crate::http::wire::bulk::{BulkError, MAX_ADDRESSES};
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Perform;
@@ -55,10 +54,7 @@ pub async fn bulk(
 ) -> Result<Reply, ApiError> {
     let now = cx.now;
     let body = Body::read(&mut req, &cx.ctx, MAX_BULK_BYTES).await?;
-    let request = body.bulk().map_err(|error| match error {
-        BulkError::TooMany(n) => ApiError::TooManyAddresses(n, MAX_ADDRESSES),
-        BulkError::Malformed(detail) => ApiError::BadRequest(detail),
-    })?;
+    let request = body.bulk()?;
     let details = match operation {
         Operation::Add => details(
             request.ttl.map(|ttl| ttl.to_string()),
@@ -109,15 +105,18 @@ async fn run(
     let calls: Vec<Call> = settled
         .iter()
         .filter_map(|settled| match settled {
-            &Verdict::Personal(ref given, global) => Some(Call {
+            &Verdict::ForObject {
+                ref ip,
+                global_challenge,
+            } => Some(Call {
                 operation,
-                ip: given.ip,
+                ip: ip.ip,
                 prefix: settings.ipv6_prefix,
                 details: details.clone(),
                 client: client.clone(),
-                global,
+                global_challenge,
             }),
-            Verdict::Answered(_) => None,
+            Verdict::Refused(_) | Verdict::Answered(..) => None,
         })
         .collect();
     let answers = if calls.is_empty() {

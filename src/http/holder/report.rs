@@ -16,7 +16,6 @@ use crate::http::error::ApiError;
 use crate::http::holder::operations::MAX_BULK_BYTES;
 use crate::http::holder::settle::{in_order, settle};
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
-use crate::http::wire::bulk::{BulkError, MAX_ADDRESSES};
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Report;
@@ -45,10 +44,7 @@ pub async fn bulk(
 ) -> Result<Reply, ApiError> {
     let from = from(&req)?;
     let body = Body::read(&mut req, &cx.ctx, MAX_BULK_BYTES).await?;
-    let request = body.bulk().map_err(|error| match error {
-        BulkError::TooMany(n) => ApiError::TooManyAddresses(n, MAX_ADDRESSES),
-        BulkError::Malformed(detail) => ApiError::BadRequest(detail),
-    })?;
+    let request = body.bulk()?;
     let details = details(request.categories, request.comment);
     let outcomes = run(cx, (license, from), &request.ips, details).await?;
     Ok(Reply::Outcomes(outcomes, None))
@@ -99,14 +95,14 @@ async fn run(
     let calls: Vec<ReportCall> = settled
         .iter()
         .filter_map(|settled| match settled {
-            Verdict::Personal(given, _) => Some(ReportCall {
+            Verdict::ForObject { ip: given, .. } => Some(ReportCall {
                 ip: given.ip,
                 prefix: settings.ipv6_prefix,
                 categories,
                 comment: comment.clone(),
                 canary: canaries.contains(&given.ip),
             }),
-            Verdict::Answered(_) => None,
+            Verdict::Refused(_) | Verdict::Answered(..) => None,
         })
         .collect();
     let answers = if calls.is_empty() && canaries.is_empty() {

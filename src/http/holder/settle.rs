@@ -5,11 +5,48 @@
 use crate::domain::access::license::LicenseId;
 use crate::domain::net::address::{GivenIp, PublicIp};
 use crate::domain::personal::outcome::Outcome;
-use crate::domain::precedence::{verdict, Verdict, Weighing};
+use crate::domain::precedence::{Verdict, Weighing};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
-use crate::objects::operator_lists::client as lists;
+use crate::objects::operator_lists::client::published;
 use crate::store::{licenses, StoreError};
+
+/// How the Worker weighs a holder's addresses: the license as the isolate
+/// remembers it (whether the holder has allow-list entries, when it was
+/// issued), and the operator's lists in their precedence, from the snapshots
+/// the isolate holds. The one wiring of the specified operations', the
+/// reports' and the alerts' weighing.
+pub struct Weigher<'a> {
+    cx: &'a RequestContext,
+    pub license: licenses::Held,
+}
+
+impl<'a> Weigher<'a> {
+    /// The weighing of `license`'s addresses. As the edge authenticated the
+    /// caller, the isolate remembers the license: no read.
+    pub async fn of(cx: &'a RequestContext, license: &LicenseId) -> Result<Self, ApiError> {
+        let license = licenses::standing(&cx.env, license, cx.settings.freshness, cx.now).await?;
+        Ok(Self { cx, license })
+    }
+
+    /// Which list governs `ip` for `weighing` (`precedence::verdict`).
+    pub async fn verdict(
+        &self,
+        weighing: impl Into<Weighing>,
+        ip: GivenIp,
+    ) -> Result<Verdict, ApiError> {
+        let (cx, allow_list) = (self.cx, self.license.allow_list);
+        let verdict = published::verdict(
+            &cx.env,
+            weighing,
+            ip,
+            allow_list,
+            cx.settings.freshness,
+            cx.now,
+        );
+        Ok(verdict.await?)
+    }
+}
 
 /// Each address's verdict as far as the Worker can tell: validation, then the
 /// operator's lists in their precedence for `weighing`, from the isolate's
@@ -22,34 +59,27 @@ pub async fn settle<D>(
     ips: &[String],
     details: &Result<D, ApiError>,
 ) -> Result<Vec<Verdict>, ApiError> {
-    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
-    let freshness = settings.freshness;
-    // As the edge authenticated the caller: the isolate remembers it.
-    let own_allow_list = licenses::standing(env, license, freshness, now)
-        .await?
-        .allow_list;
+    let weigher = Weigher::of(cx, license).await?;
     let mut settled = Vec::with_capacity(ips.len());
     for raw in ips {
-        let ip = match PublicIp::parse(raw, settings.ipv6) {
+        let ip = match PublicIp::parse(raw, cx.settings.ipv6) {
             Ok(ip) => ip,
             Err(rejection) => {
-                settled.push(Verdict::Answered(rejection.into()));
+                settled.push(Verdict::Refused(rejection.into()));
                 continue;
             }
         };
         if let Err(error) = details {
             return Err(error.clone());
         }
-        let holds =
-            async |kind, ip: PublicIp| lists::contains(env, kind, ip.addr(), freshness, now).await;
-        settled.push(verdict(weighing, ip, own_allow_list, holds).await?);
+        settled.push(weigher.verdict(weighing, ip).await?);
     }
     Ok(settled)
 }
 
 /// The outcomes in the request's order: each address the Worker answered, and
 /// each the holder's object did, from `answers` in turn. The object answers every
-/// address it was asked (each `Verdict::Personal`), or the answer is a fault.
+/// address it was asked (each `Verdict::ForObject`), or the answer is a fault.
 pub fn in_order<A>(
     settled: Vec<Verdict>,
     answers: Vec<A>,
@@ -57,7 +87,7 @@ pub fn in_order<A>(
 ) -> Result<Vec<Outcome>, ApiError> {
     let asked = settled
         .iter()
-        .filter(|settled| matches!(settled, Verdict::Personal(..)))
+        .filter(|settled| matches!(settled, Verdict::ForObject { .. }))
         .count();
     let miscounted = |answered: usize| {
         ApiError::from(StoreError::Corrupt(format!(
@@ -71,8 +101,8 @@ pub fn in_order<A>(
     settled
         .into_iter()
         .map(|settled| match settled {
-            Verdict::Answered(answered) => Ok(answered),
-            Verdict::Personal(ip, _) => answers
+            Verdict::Refused(answered) | Verdict::Answered(_, answered) => Ok(answered),
+            Verdict::ForObject { ip, .. } => answers
                 .next()
                 .map(|answer| outcome(ip, answer))
                 .ok_or_else(|| miscounted(asked)),

@@ -14,16 +14,16 @@ use crate::domain::machines::posted::{
 use crate::domain::net::address::PublicIp;
 use crate::domain::network::report::ReportCall;
 use crate::domain::personal::holder::Operation;
-use crate::domain::precedence::{verdict, Verdict, Weighing};
+use crate::domain::precedence::{Verdict, Weighing};
 use crate::http::auth::caller::MachineCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
+use crate::http::holder::settle::Weigher;
 use crate::http::wire::body::stream_decoded;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::TakeAlerts;
-use crate::objects::operator_lists::client as lists;
-use crate::store::{canaries, licenses};
+use crate::store::canaries;
 
 /// The alerts of one request, read as they stream in (`PostedReader`) and
 /// leniently (`classify`), each weighed by
@@ -35,7 +35,7 @@ pub async fn post(
     req: Request,
     machine: MachineCaller,
 ) -> Result<Reply, ApiError> {
-    let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
+    let (env, settings, _now) = (&cx.env, &cx.settings, cx.now);
     let mut reader = PostedReader::default();
     stream_decoded(&req, &cx.ctx, MAX_BODY_BYTES, |piece| {
         reader.push(piece).map_err(not_alerts)
@@ -46,9 +46,9 @@ pub async fn post(
         return Reply::json(201, &Vec::<String>::new());
     }
     let beyond = total - sent.len() as u64;
-    let held = licenses::standing(env, &machine.license, settings.freshness, now).await?;
+    let weigher = Weigher::of(cx, &machine.license).await?;
     let mut weighing = Weighed {
-        own_allow_list: held.allow_list,
+        weigher,
         canaries: Vec::new(),
     };
     let mut alerts = Vec::with_capacity(sent.len());
@@ -64,7 +64,7 @@ pub async fn post(
     }
     let call = TakeAlerts {
         license: machine.license.clone(),
-        licensed_at: held.created_at,
+        licensed_at: weighing.weigher.license.created_at,
         canaries: weighing.canaries,
         machine: machine.id,
         alerts,
@@ -90,10 +90,10 @@ fn not_alerts(refused: Refused) -> ApiError {
     }
 }
 
-/// What weighing a request's alerts needs and finds beside each alert: whether
-/// the holder has allow-list entries, and the canaries the detections name.
-struct Weighed {
-    own_allow_list: bool,
+/// What weighing a request's alerts needs and finds beside each alert: the
+/// holder's weigher, and the canaries the detections name.
+struct Weighed<'a> {
+    weigher: Weigher<'a>,
     canaries: Vec<PublicIp>,
 }
 
@@ -106,10 +106,9 @@ struct Weighed {
 async fn weigh(
     cx: &RequestContext,
     asked: Asked,
-    weighing: &mut Weighed,
+    weighing: &mut Weighed<'_>,
 ) -> Result<AlertCall, ApiError> {
     let prefix = cx.settings.ipv6_prefix;
-    let own_allow_list = weighing.own_allow_list;
     let mut call = AlertCall::default();
     match asked {
         Asked::Detection {
@@ -124,9 +123,12 @@ async fn weigh(
             if canary && !weighing.canaries.contains(&ip) {
                 weighing.canaries.push(ip);
             }
-            let reported = weighed(cx, Weighing::Report, ip, own_allow_list).await?;
-            if let Verdict::Answered(_) = reported {
-                // The global allow list holds it: neither half is taken.
+            let reported = weighing
+                .weigher
+                .verdict(Weighing::Report, ip.into())
+                .await?;
+            if reported.governor().is_some_and(|list| !list.challenges()) {
+                // An allow list the Worker holds governs it: neither half is taken.
                 return Ok(call);
             }
             call.report = Some(ReportCall {
@@ -137,32 +139,35 @@ async fn weigh(
                 canary,
             });
             if remediation {
-                let weighing = Weighing::Operation(Operation::Add);
-                if let Verdict::Personal(_, global) =
-                    weighed(cx, weighing, ip, own_allow_list).await?
+                if let Verdict::ForObject {
+                    global_challenge, ..
+                } = weighing.weigher.verdict(Operation::Add, ip.into()).await?
                 {
                     call.adds.push(AlertAdd {
                         ip,
                         prefix,
                         ttl: None,
                         comment: scenario,
-                        global,
+                        global_challenge,
                     });
                 }
             }
         }
         Asked::Decisions(decided) => {
             for decision in decided {
-                let weighing = Weighing::Operation(Operation::Add);
-                if let Verdict::Personal(_, global) =
-                    weighed(cx, weighing, decision.ip, own_allow_list).await?
+                if let Verdict::ForObject {
+                    global_challenge, ..
+                } = weighing
+                    .weigher
+                    .verdict(Operation::Add, decision.ip.into())
+                    .await?
                 {
                     call.adds.push(AlertAdd {
                         ip: decision.ip,
                         prefix,
                         ttl: Some(decision.seconds),
                         comment: decision.scenario,
-                        global,
+                        global_challenge,
                     });
                 }
             }
@@ -170,18 +175,4 @@ async fn weigh(
         Asked::Ignored(_) => {}
     }
     Ok(call)
-}
-
-/// Which list governs `ip` for `weighing`, as far as the operator's lists the
-/// isolate holds can tell (`precedence::verdict`).
-async fn weighed(
-    cx: &RequestContext,
-    weighing: Weighing,
-    ip: PublicIp,
-    own_allow_list: bool,
-) -> Result<Verdict, ApiError> {
-    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
-    let holds =
-        async |kind, ip: PublicIp| lists::contains(env, kind, ip.addr(), freshness, now).await;
-    Ok(verdict(weighing, ip.into(), own_allow_list, holds).await?)
 }

@@ -25,7 +25,7 @@ use crate::domain::personal::activity::last_days;
 use crate::domain::personal::allow::AllowSet;
 use crate::domain::personal::entry::Entry;
 use crate::domain::personal::holder::{perform, sweep, Answer, Limits, ListStore, Operation};
-use crate::domain::precedence::weigh_in_object;
+use crate::domain::precedence::{weigh_then_perform, Holding};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::protocol::{receive, refuse, Ask, AskStream, Failure, Received};
 use crate::objects::startup::Started;
@@ -293,14 +293,23 @@ impl HolderList {
         let mut store = SqlListStore::new(&self.sql);
         let allow = self.allow_set()?;
         let answers = calls.iter().map(|call| {
-            match weigh_in_object(call.operation, call.global, allow.holds_ip(call.ip)) {
-                Some(outcome) => Ok(Answer {
-                    outcome,
-                    usage: None,
-                    limits,
-                }),
-                None => perform(&mut store, call, now, limits),
-            }
+            let holding = Holding {
+                global_challenge: call.global_challenge,
+                own_allow: allow.holds_ip(call.ip),
+            };
+            weigh_then_perform(
+                call.operation,
+                holding,
+                |list| {
+                    let outcome = list.object_outcome(call.operation.into())?;
+                    Some(Answer {
+                        outcome,
+                        usage: None,
+                        limits,
+                    })
+                },
+                || perform(&mut store, call, now, limits),
+            )
         });
         Ok(answers.collect::<std::result::Result<Vec<_>, _>>()?)
     }

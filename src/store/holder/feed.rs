@@ -615,7 +615,7 @@ mod tests {
             operation: Operation::Add,
             details: Default::default(),
             client: None,
-            global: false,
+            global_challenge: false,
         };
         crate::domain::personal::holder::perform(
             &mut store,

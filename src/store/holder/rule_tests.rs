@@ -87,7 +87,7 @@ pub fn apply(
             comment: None,
         },
         client: None,
-        global: false,
+        global_challenge: false,
     };
     perform(store, &call, at, NO_LIMITS).unwrap();
 }
@@ -152,7 +152,7 @@ fn call(operation: Operation, n: u8) -> Call {
         prefix: Ipv6Prefix::Whole,
         details: EntryDetails::default(),
         client: Some("192.0.2.7".into()),
-        global: false,
+        global_challenge: false,
     }
 }
 
@@ -639,7 +639,7 @@ fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Inspected>(fresh: fn() -> 
             comment: Some("scanner".into()),
         },
         client: None,
-        global: false,
+        global_challenge: false,
     };
     let a = "2a00:1450:4001:80b::200e";
     assert_eq!(run_call(&mut store, &v6(a, Add), NOON).outcome, P::Added);
@@ -690,7 +690,7 @@ fn under(store: &mut impl Inspected, prefix: Ipv6Prefix, text: &str, operation: 
         prefix,
         details: EntryDetails::default(),
         client: None,
-        global: false,
+        global_challenge: false,
     };
     perform(store, &call, NOON, NO_LIMITS).unwrap().outcome
 }

@@ -16,7 +16,7 @@ use crate::domain::network::consensus::{shard_of, SHARDS};
 use crate::domain::network::report::{perform_report, Outgoing, ReportAnswer, ReportOutcome};
 use crate::domain::network::standing::Kept;
 use crate::domain::personal::holder::Limits;
-use crate::domain::precedence::{weigh_in_object, Weighing};
+use crate::domain::precedence::{weigh_then_perform, Holding, Weighing};
 use crate::domain::time::UnixTime;
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::RecordForwarded;
@@ -79,14 +79,23 @@ impl HolderList {
             calls
                 .iter()
                 .map(|call| {
-                    match weigh_in_object(Weighing::Report, false, allow.holds_ip(call.ip)) {
-                        Some(_) => Ok(ReportAnswer {
-                            outcome: ReportOutcome::OwnAllowListed,
-                            usage: None,
-                            limits,
-                        }),
-                        None => perform_report(&mut store, call, network, (now, limits)),
-                    }
+                    let holding = Holding {
+                        global_challenge: false,
+                        own_allow: allow.holds_ip(call.ip),
+                    };
+                    weigh_then_perform(
+                        Weighing::Report,
+                        holding,
+                        |list| {
+                            let outcome = list.report_outcome()?;
+                            Some(ReportAnswer {
+                                outcome,
+                                usage: None,
+                                limits,
+                            })
+                        },
+                        || perform_report(&mut store, call, network, (now, limits)),
+                    )
                 })
                 .collect::<std::result::Result<Vec<_>, _>>()?
         };
