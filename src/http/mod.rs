@@ -92,8 +92,8 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
 async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Reply, ApiError> {
     match handler {
         Handler::Holder(handler) => {
-            let license = auth::caller::license_holder(cx, &req).await?;
-            handler(cx, req, license).await
+            let holder = auth::caller::holder(cx, &req).await?;
+            handler(cx, req, holder).await
         }
         Handler::Feed(handler) => {
             let reader = auth::caller::feed_reader(cx, &req).await?;
@@ -114,6 +114,10 @@ async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Repl
         Handler::Operator(access, handler) => {
             let operator = auth::caller::operator(cx, &req, access).await?;
             handler(cx, req, operator).await
+        }
+        Handler::Reporter(handler) => {
+            let reporter = auth::caller::reporter(&req)?;
+            handler(cx, req, reporter).await
         }
         Handler::Open(handler) => handler(cx, req).await,
     }

@@ -7,7 +7,9 @@
 use futures_util::future::LocalBoxFuture;
 use worker::Request;
 
-use super::auth::caller::{BouncerKey, FeedReader, MachineCaller, Operator};
+use super::auth::caller::{
+    BouncerCaller, FeedCaller, HolderCaller, MachineCaller, OperatorCaller, ReporterCaller,
+};
 use super::auth::login;
 use super::context::RequestContext;
 use super::error::ApiError;
@@ -16,7 +18,6 @@ use super::holder::{allow, browse, machines, network, operations, report};
 use super::machine::{alerts, heartbeat, usage_metrics, watchers};
 use super::operator::{console, lists, network as operator_network};
 use super::wire::reply::Reply;
-use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::Access;
 use crate::domain::code::Coded;
 use crate::domain::operator_lists::list::ListKind;
@@ -30,18 +31,22 @@ pub type Answer<'a> = LocalBoxFuture<'a, Result<Reply, ApiError>>;
 #[derive(Clone, Copy)]
 pub enum Handler {
     /// A license holder, by an access token.
-    Holder(for<'a> fn(&'a RequestContext, Request, LicenseId) -> Answer<'a>),
+    Holder(for<'a> fn(&'a RequestContext, Request, HolderCaller) -> Answer<'a>),
     /// A holder's feed: an access token or one of the holder's feed tokens.
-    Feed(for<'a> fn(&'a RequestContext, Request, FeedReader) -> Answer<'a>),
+    Feed(for<'a> fn(&'a RequestContext, Request, FeedCaller) -> Answer<'a>),
     /// CrowdSec's Local API, as its bouncers call it: a feed token in `X-Api-Key`.
-    Bouncer(for<'a> fn(&'a RequestContext, Request, BouncerKey) -> Answer<'a>),
+    Bouncer(for<'a> fn(&'a RequestContext, Request, BouncerCaller) -> Answer<'a>),
     /// CrowdSec's Local API, as its engines call it: a machine's token.
     Machine(for<'a> fn(&'a RequestContext, Request, MachineCaller) -> Answer<'a>),
     /// `ADMIN_TOKEN`, or an operator key whose role gives the access named.
     Operator(
         Access,
-        for<'a> fn(&'a RequestContext, Request, Operator) -> Answer<'a>,
+        for<'a> fn(&'a RequestContext, Request, OperatorCaller) -> Answer<'a>,
     ),
+    /// CrowdSec's usage metrics: a bouncer's feed token in `X-Api-Key` or an
+    /// engine's machine token, as its headers name it, proved by the handler
+    /// once the report's body parses.
+    Reporter(for<'a> fn(&'a RequestContext, Request, ReporterCaller) -> Answer<'a>),
     /// Anyone: a login proves its key or password itself.
     Open(for<'a> fn(&'a RequestContext, Request) -> Answer<'a>),
 }
@@ -190,7 +195,7 @@ pub static ROUTES: &[Route] = &[
     row("/v1/alerts", Post, "alerts", with!(Machine, |cx, req, who| alerts::post(cx, req, who))),
     row("/v1/allowlists", Get, "allowlists", Handler::Open(|cx, req| Box::pin(heartbeat::allowlists(cx, req)))),
     // What bouncers and engines report of themselves: the route proves either caller after the body.
-    row("/v1/usage-metrics", Post, "usage_metrics", Handler::Open(|cx, req| Box::pin(usage_metrics::post(cx, req)))),
+    row("/v1/usage-metrics", Post, "usage_metrics", with!(Reporter, |cx, req, who| usage_metrics::post(cx, req, who))),
     row("/v2/authentication/login/license", Post, "login", Handler::Open(|cx, req| Box::pin(login::handle(cx, req)))),
     // The operator.
     row("/admin/licenses", Post, "create_license", with!(Operator, Change, |cx, req, who| console::create_license(cx, req, who))),
@@ -485,6 +490,7 @@ mod tests {
             Handler::Feed(_) => "feed",
             Handler::Bouncer(_) => "bouncer",
             Handler::Machine(_) => "machine",
+            Handler::Reporter(_) => "bouncer or machine",
             Handler::Open(_) => "open",
             Handler::Operator(Read, _) => "read",
             Handler::Operator(Change, _) => "change",
@@ -534,6 +540,40 @@ mod tests {
             let method = route.method.code();
             let stated = &doc["paths"][route.path][method.to_lowercase()]["x-operator-access"];
             assert_eq!(stated, access(route), "{method} {}", route.path);
+        }
+    }
+
+    /// The credentials a route's handler kind takes, as the OpenAPI document's
+    /// security schemes name them.
+    fn schemes(route: &Route) -> &'static [&'static str] {
+        match route.handler {
+            Handler::Holder(_) => &["accessToken"],
+            Handler::Feed(_) => &["accessToken", "feedToken", "feedTokenBasic"],
+            Handler::Bouncer(_) => &["bouncerKey"],
+            Handler::Machine(_) => &["machineToken"],
+            Handler::Reporter(_) => &["bouncerKey", "machineToken"],
+            Handler::Operator(..) => &["adminToken", "operatorKey"],
+            Handler::Open(_) => &[],
+        }
+    }
+
+    #[test]
+    fn the_openapi_document_states_who_may_call_each_route_as_its_row_does() {
+        let doc = openapi();
+        for route in ROUTES {
+            let method = route.method.code().to_lowercase();
+            let security = &doc["paths"][route.path][&method]["security"];
+            let mut stated: Vec<&str> = security
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|each| each.as_object().unwrap().keys())
+                .map(String::as_str)
+                .collect();
+            stated.sort_unstable();
+            let mut table = schemes(route).to_vec();
+            table.sort_unstable();
+            assert_eq!(stated, table, "{method} {}", route.path);
         }
     }
 

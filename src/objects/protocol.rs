@@ -317,6 +317,16 @@ pub struct Object<P> {
     protocol: std::marker::PhantomData<P>,
 }
 
+/// The same object, through the same stub.
+impl<P> Clone for Object<P> {
+    fn clone(&self) -> Self {
+        Self {
+            stub: self.stub.clone(),
+            protocol: std::marker::PhantomData,
+        }
+    }
+}
+
 thread_local! {
     /// The objects' namespaces, each looked up once: a binding is the isolate's,
     /// the same for every request it serves, and its lookup is several calls

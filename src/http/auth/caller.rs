@@ -1,7 +1,11 @@
-//! Who is calling: a license holder with an access token, a feed reader, a
-//! CrowdSec bouncer or engine, or the operator.
-//! The edge asks here once per request, before the route's handler, which gets
-//! the identity and never reads the header itself.
+//! Who is calling, one `…Caller` for each kind of route (`route::Handler`): a
+//! license holder with an access token (`HolderCaller`), a feed's reader with
+//! an access token or a feed token (`FeedCaller`), a CrowdSec bouncer with its
+//! feed token as its key (`BouncerCaller`), a CrowdSec engine with its machine
+//! token (`MachineCaller`), a usage report's bouncer or engine as its headers
+//! name it (`ReporterCaller`), and the operator (`OperatorCaller`). The edge
+//! asks here once per request, before the route's handler, which gets the
+//! caller and never reads the header itself.
 
 use std::cell::RefCell;
 
@@ -13,8 +17,8 @@ use crate::domain::access::operator::{Access, Actor};
 use crate::domain::access::token::{MachineTokenKey, VerifiedTokens};
 use crate::domain::code::Coded;
 use crate::domain::feed::feed_token::{self, FeedTokenOwner, Scope};
-use crate::domain::machines::credentials::MachineId;
 use crate::domain::net::address::client_bucket;
+use crate::domain::usage_metrics::Reporter;
 use crate::http::auth::credentials::{bearer, feed_token};
 use crate::http::auth::operator_key;
 use crate::http::context::RequestContext;
@@ -34,9 +38,21 @@ fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
         .map(str::to_owned))
 }
 
+/// A license holder, by an access token.
+pub struct HolderCaller {
+    pub license: LicenseId,
+}
+
+/// A license holder with a valid access token whose license is still active;
+/// the request's log line names it from here on.
+pub async fn holder(cx: &RequestContext, req: &Request) -> Result<HolderCaller, ApiError> {
+    let license = license_holder(cx, req).await?;
+    Ok(HolderCaller { license })
+}
+
 /// The license of a valid access token whose license is still active; the
 /// request's log line names it from here on.
-pub async fn license_holder(cx: &RequestContext, req: &Request) -> Result<LicenseId, ApiError> {
+async fn license_holder(cx: &RequestContext, req: &Request) -> Result<LicenseId, ApiError> {
     let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
     let (settings, now) = (&cx.settings, cx.now);
     let license = TOKENS
@@ -54,7 +70,7 @@ pub async fn license_holder(cx: &RequestContext, req: &Request) -> Result<Licens
 }
 
 /// Who reads a feed, and what it may read.
-pub struct FeedReader {
+pub struct FeedCaller {
     pub license: LicenseId,
     /// The feed token's id, for the holder's object to check it still exists;
     /// `None` for an access token.
@@ -64,19 +80,19 @@ pub struct FeedReader {
 }
 
 /// Who may read a feed: a holder with an access token, or with one of its feed tokens.
-pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedReader, ApiError> {
+pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedCaller, ApiError> {
     let header = req.headers().get("Authorization")?.unwrap_or_default();
     let Some(token) = feed_token(&header) else {
         let license = license_holder(cx, req).await?;
         limit_polls(&cx.env, &format!("license:{}", license.as_str())).await?;
-        return Ok(FeedReader {
+        return Ok(FeedCaller {
             license,
             token: None,
             may_read: Scope::All,
         });
     };
     let (license, owner) = by_feed_token(cx, &token).await?;
-    Ok(FeedReader {
+    Ok(FeedCaller {
         license,
         token: Some(owner.id),
         may_read: owner.scope,
@@ -84,7 +100,7 @@ pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedReade
 }
 
 /// A CrowdSec bouncer, by the feed token it sends as its key.
-pub struct BouncerKey {
+pub struct BouncerCaller {
     pub license: LicenseId,
     /// The token's id: its position and its record are the holder's object's.
     pub token: String,
@@ -94,14 +110,14 @@ pub struct BouncerKey {
 
 /// Who a CrowdSec bouncer reads for: the feed token in its `X-Api-Key`. A key
 /// missing, unknown or revoked is the Local API's 403, whatever the reason.
-pub async fn bouncer(cx: &RequestContext, req: &Request) -> Result<BouncerKey, ApiError> {
+pub async fn bouncer(cx: &RequestContext, req: &Request) -> Result<BouncerCaller, ApiError> {
     let key = req.headers().get("X-Api-Key")?.unwrap_or_default();
     let key = key.trim();
     if !feed_token::is_token(key) {
         return Err(ApiError::AccessForbidden("api_key_missing"));
     }
     let (license, owner) = by_feed_token(cx, key).await.map_err(bouncer_refusal)?;
-    Ok(BouncerKey {
+    Ok(BouncerCaller {
         license,
         token: owner.id,
         scope: owner.scope,
@@ -120,9 +136,9 @@ pub fn bouncer_refusal(error: ApiError) -> ApiError {
 pub struct MachineCaller {
     /// The license it acts for, from its login record: never from what it sends.
     pub license: LicenseId,
-    /// The machine's id at its holder's.
-    pub id: String,
-    pub machine_id: MachineId,
+    /// The machine's id at its holder's: its row in the holder's object (not
+    /// the name it logs in with, CrowdSec's `machine_id`).
+    pub machine: String,
 }
 
 /// Who calls a machine route: a machine's token (a holder's fails its
@@ -151,9 +167,31 @@ pub async fn machine(cx: &RequestContext, req: &Request) -> Result<MachineCaller
     }
     Ok(MachineCaller {
         license: bearer.license,
-        id: bearer.id,
-        machine_id: bearer.machine_id,
+        machine: bearer.id,
     })
+}
+
+/// Who a usage report says it comes from, from its headers alone: a bouncer
+/// sends its feed token in `X-Api-Key`, an engine its machine token as a
+/// bearer. The handler proves it (`bouncer`, `machine`) once the report's body
+/// parses, so that a body that does not is refused before anything is read or
+/// counted; a key of a shape never issued, or no credentials, is the Local
+/// API's 403 at once.
+pub struct ReporterCaller(pub Reporter);
+
+pub fn reporter(req: &Request) -> Result<ReporterCaller, ApiError> {
+    let headers = req.headers();
+    if let Some(key) = headers.get("X-Api-Key")? {
+        // A key of a shape never issued costs nothing more than its refusal.
+        if !feed_token::is_well_formed(key.trim()) {
+            return Err(ApiError::AccessForbidden("feed_token_malformed"));
+        }
+        return Ok(ReporterCaller(Reporter::Bouncer));
+    }
+    match headers.get("Authorization")? {
+        Some(_) => Ok(ReporterCaller(Reporter::Engine)),
+        None => Err(ApiError::AccessForbidden("api_key_missing")),
+    }
 }
 
 /// A refusal as an engine is told it: a holder object's refusal of a revoked
@@ -217,12 +255,12 @@ async fn limit_polls(env: &Env, key: &str) -> Result<(), ApiError> {
 }
 
 /// An operator who may call the route asked for, and from where.
-pub struct Operator {
+pub struct OperatorCaller {
     pub actor: Actor,
     pub client: Option<String>,
 }
 
-impl Operator {
+impl OperatorCaller {
     /// Who acts and from where, as the audit log records it.
     pub fn stamp(&self) -> Stamp {
         Stamp {
@@ -254,7 +292,7 @@ pub async fn operator(
     cx: &RequestContext,
     req: &Request,
     access: Access,
-) -> Result<Operator, ApiError> {
+) -> Result<OperatorCaller, ApiError> {
     let (env, settings) = (&cx.env, &cx.settings);
     let client = req.headers().get("CF-Connecting-IP")?;
     let token = bearer_token(req)?;
@@ -262,7 +300,7 @@ pub async fn operator(
         .as_deref()
         .is_some_and(|token| settings.admits_operator(token))
     {
-        return Ok(Operator {
+        return Ok(OperatorCaller {
             actor: Actor::AdminToken,
             client,
         });
@@ -278,5 +316,5 @@ pub async fn operator(
     let path: String = req.path().chars().take(LOGGED_PATH_CHARS).collect();
     let call = format!("{} {path}", req.method().as_ref());
     let actor = operator_key::check(cx, token.as_deref(), access, (call, client.clone())).await?;
-    Ok(Operator { actor, client })
+    Ok(OperatorCaller { actor, client })
 }

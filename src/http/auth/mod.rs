@@ -1,8 +1,9 @@
 //! Who is calling, proved once per request before the handler runs: a holder's
-//! access token, a feed token, a bouncer's key or the operator (`caller`), read
-//! from the headers' credentials (`credentials`), an operator key checked
-//! against the keys published in KV, its refusals counted (`operator_key`); and
-//! the login that turns a license key into an access token (`login`).
+//! access token, a feed token, a bouncer's key, an engine's machine token or
+//! the operator (`caller`), read from the headers' credentials (`credentials`),
+//! an operator key checked against the keys published in KV, its refusals
+//! counted (`operator_key`); and the login that turns a license key into an
+//! access token (`login`), whose budget of attempts machines' logins share.
 
 pub mod caller;
 pub mod credentials;

@@ -23,26 +23,19 @@ use crate::store::StoreError;
 
 /// What a feed's body holds: every item, or the changes after a cursor, or
 /// (a CrowdSec pull's renewal) the deletions after one and every item.
-pub enum Shape {
+pub enum Content {
     Whole {
         reset: bool,
     },
     Delta,
-    /// Deleted: what changed and then every item; new: every item, read again.
-    Renewal(Again),
+    /// Deleted: what changed and then every item; new: every item, read again
+    /// by the reader it carries.
+    Renewal(ReadWhole),
 }
 
-/// Opens the holder's whole list once more: a renewal's second pass.
-pub type Again =
-    Box<dyn FnOnce() -> LocalBoxFuture<'static, Result<Pages<FeedRecord>, StoreError>>>;
-
-/// What a feed's body holds, as the writer goes on.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Form {
-    Whole { reset: bool },
-    Delta,
-    Renewal,
-}
+/// Reads the holder's whole list anew: a renewal's second pass.
+pub type ReadWhole =
+    Box<dyn Fn() -> LocalBoxFuture<'static, Result<Pages<FeedRecord>, StoreError>>>;
 
 /// How a feed's items are written. The JSON feed and CrowdSec's decisions say
 /// which global blocks the holders' reports promoted, from the promoted parts of
@@ -98,9 +91,7 @@ struct Writer {
     global_deleted: VecDeque<FeedBlock>,
     global_added: VecDeque<FeedBlock>,
     render: Render,
-    form: Form,
-    /// A renewal's second read, until it is opened.
-    again: Option<Again>,
+    content: Content,
     version: String,
     part_items: usize,
     /// Items written so far; the JSON array's first needs no comma.
@@ -116,16 +107,11 @@ pub fn body(
     lists: PublishedLists,
     (deleted, added): (Vec<FeedBlock>, Vec<FeedBlock>),
     render: Render,
-    shape: Shape,
+    content: Content,
     version: String,
     part_items: usize,
 ) -> impl Stream<Item = worker::Result<Vec<u8>>> {
     let blocks = lists.challenged_blocks();
-    let (form, again) = match shape {
-        Shape::Whole { reset } => (Form::Whole { reset }, None),
-        Shape::Delta => (Form::Delta, None),
-        Shape::Renewal(again) => (Form::Renewal, Some(again)),
-    };
     let writer = Writer {
         global_deleted: deleted.into(),
         global_added: added.into(),
@@ -135,8 +121,7 @@ pub fn body(
         merge: Merge::default(),
         read: VecDeque::new(),
         render,
-        form,
-        again,
+        content,
         version,
         part_items: part_items.max(1),
         written: 0,
@@ -164,9 +149,9 @@ impl Writer {
         match self.stage {
             Stage::Head => {
                 text = self.head();
-                self.stage = match self.form {
-                    Form::Whole { .. } => Stage::Items,
-                    Form::Delta | Form::Renewal => {
+                self.stage = match self.content {
+                    Content::Whole { .. } => Stage::Items,
+                    Content::Delta | Content::Renewal(_) => {
                         self.deleting = true;
                         Stage::Deleted
                     }
@@ -218,7 +203,7 @@ impl Writer {
                     }
                 }
                 if self.global_deleted.is_empty() {
-                    if self.form == Form::Renewal {
+                    if matches!(self.content, Content::Renewal(_)) {
                         // Then every item, deleted too, so that it is taken anew.
                         self.stage = Stage::Items;
                     } else {
@@ -296,10 +281,13 @@ impl Writer {
     /// A renewal's second pass: every item once more, in `new`, from a second
     /// read of the holder's list and the global blocks from the start.
     async fn announce_again(&mut self, text: &mut String) -> Result<(), StoreError> {
-        let again = self.again.take().ok_or_else(|| {
-            StoreError::Corrupt("a renewal announced everything twice".to_owned())
-        })?;
-        self.records = again().await?;
+        let Content::Renewal(read_whole) = &self.content else {
+            return Err(StoreError::Corrupt(
+                "only a renewal announces every item again".to_owned(),
+            ));
+        };
+        let whole = read_whole();
+        self.records = whole.await?;
         self.read.clear();
         self.merge = Merge::default();
         self.blocks = self.lists.challenged_blocks();
@@ -370,16 +358,16 @@ impl Writer {
 
     fn head(&self) -> String {
         let version = &self.version;
-        match (&self.render, self.form) {
+        match (&self.render, &self.content) {
             (Render::Text, _) => format!("# greylist feed, version {version}\n"),
             (Render::Appliance(file), _) => file.head(version),
-            (Render::Json { .. }, Form::Whole { reset }) => {
+            (Render::Json { .. }, &Content::Whole { reset }) => {
                 let reset = if reset { "\"reset\":true," } else { "" };
                 format!("{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":[")
             }
             // Keys in this order: the ipset agent reads the arrays by their neighbours.
             (Render::Json { .. }, _) => format!("{{\"cursor\":\"{version}\",\"deleted\":["),
-            (Render::Decisions { .. }, Form::Whole { .. }) => {
+            (Render::Decisions { .. }, Content::Whole { .. }) => {
                 "{\"deleted\":[],\"new\":[".to_owned()
             }
             (Render::Decisions { .. }, _) => "{\"deleted\":[".to_owned(),

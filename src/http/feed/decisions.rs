@@ -11,10 +11,10 @@ use crate::domain::feed::decision::{scenario_words, Decision, Filter, OperatorFr
 use crate::domain::feed::feed_token::PullClient;
 use crate::domain::feed::item::{FeedHead, FeedItem};
 use crate::domain::net::address::{Ipv6, Listed, PublicIp};
-use crate::http::auth::caller::BouncerKey;
+use crate::http::auth::caller::BouncerCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
-use crate::http::feed::body::{self as feed_body, Again, Render, Shape};
+use crate::http::feed::body::{self as feed_body, Content, ReadWhole, Render};
 use crate::http::feed::handlers::{
     global_changes, held_apart, operator_changes, operator_lists, user_agent, GlobalChanges,
     OperatorChanges,
@@ -88,10 +88,10 @@ impl StreamQuery {
 pub async fn stream(
     cx: &RequestContext,
     req: Request,
-    bouncer: BouncerKey,
+    bouncer: BouncerCaller,
 ) -> Result<Reply, ApiError> {
     let (env, now, settings) = (&cx.env, cx.now, &cx.settings);
-    let BouncerKey {
+    let BouncerCaller {
         license,
         token,
         scope: may_read,
@@ -142,15 +142,15 @@ pub async fn stream(
     // Past what a delta works out in memory, the pull deletes no global block the
     // holder's allow list took (docs/api.md says so); everything else stands.
     let blocks = global_changes(lists, changes, &start.own_allow).unwrap_or_default();
-    let (shape, blocks) = match start.head {
+    let (content, blocks) = match start.head {
         FeedHead::Unchanged { .. } => return json_body("{\"deleted\":[],\"new\":[]}"),
         // Another pull of the same token moved its position between the two
         // asks: the bouncers sharing it each miss what the other was sent.
         FeedHead::Moved { .. } => return Err(ApiError::Conflict(SHARED_TOKEN.to_owned())),
-        FeedHead::Whole { .. } => (Shape::Whole { reset: false }, GlobalChanges::default()),
-        FeedHead::Delta { .. } => (Shape::Delta, held_apart(&start, blocks)),
+        FeedHead::Whole { .. } => (Content::Whole { reset: false }, GlobalChanges::default()),
+        FeedHead::Delta { .. } => (Content::Delta, held_apart(&start, blocks)),
         FeedHead::Renewal { .. } => (
-            Shape::Renewal(read_again(object)),
+            Content::Renewal(read_again(object)),
             held_apart(&start, blocks),
         ),
     };
@@ -167,7 +167,7 @@ pub async fn stream(
         published,
         blocks.blocks(),
         render,
-        shape,
+        content,
         String::new(),
         settings.objects.page_entries,
     );
@@ -178,8 +178,9 @@ pub async fn stream(
 
 /// A renewal's second read of the holder's list: the whole of it, as of now.
 /// A change between the two reads is the next pull's.
-fn read_again(object: Object<HolderProtocol>) -> Again {
+fn read_again(object: Object<HolderProtocol>) -> ReadWhole {
     Box::new(move || {
+        let object = object.clone();
         Box::pin(async move {
             let (_, pages) = object
                 .ask_stream(Feed::default())
@@ -202,7 +203,7 @@ fn read_again(object: Object<HolderProtocol>) -> Again {
 pub async fn stream_head(
     cx: &RequestContext,
     _: Request,
-    bouncer: BouncerKey,
+    bouncer: BouncerCaller,
 ) -> Result<Reply, ApiError> {
     // A revoked license's object refuses the call; a revoked token is not among them.
     let tokens = holder(&cx.env, &bouncer.license)?.ask(FeedTokens).await?;
@@ -224,10 +225,10 @@ fn json_body(body: &str) -> Result<Reply, ApiError> {
 pub async fn live(
     cx: &RequestContext,
     req: Request,
-    bouncer: BouncerKey,
+    bouncer: BouncerCaller,
 ) -> Result<Reply, ApiError> {
     let (env, now, settings) = (&cx.env, cx.now, &cx.settings);
-    let BouncerKey {
+    let BouncerCaller {
         license,
         token,
         scope: may_read,

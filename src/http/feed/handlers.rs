@@ -6,7 +6,6 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 use worker::{Env, Request, Response};
 
-use crate::domain::access::license::LicenseId;
 use crate::domain::code::Coded;
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::{
@@ -27,11 +26,11 @@ use crate::domain::operator_lists::snapshot::Shards;
 use crate::domain::precedence::PublishedLists;
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
-use crate::http::auth::caller::FeedReader;
+use crate::http::auth::caller::{FeedCaller, HolderCaller};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::feed::appliance::ApplianceFile;
-use crate::http::feed::body::{self as feed_body, Render, Shape};
+use crate::http::feed::body::{self as feed_body, Content, Render};
 use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::form;
@@ -52,10 +51,10 @@ use crate::store::{licenses, StoreError};
 pub async fn feed(
     cx: &RequestContext,
     req: Request,
-    reader: FeedReader,
+    reader: FeedCaller,
 ) -> Result<Reply, ApiError> {
     let (env, now, settings) = (&cx.env, cx.now, &cx.settings);
-    let FeedReader {
+    let FeedCaller {
         license,
         token,
         may_read,
@@ -114,7 +113,7 @@ pub async fn feed(
         global: &global,
         allow: &allow,
     };
-    let (shape, changes) = match (start.head, changes) {
+    let (content, changes) = match (start.head, changes) {
         (FeedHead::Unchanged { .. }, _) => {
             let response = Response::empty()?.with_status(304);
             response.headers().set("ETag", &query.etag(version))?;
@@ -122,19 +121,19 @@ pub async fn feed(
         }
         (FeedHead::Delta { .. }, changes) => {
             match global_changes(lists, changes, &start.own_allow) {
-                Some(blocks) => (Shape::Delta, held_apart(&start, blocks)),
+                Some(blocks) => (Content::Delta, held_apart(&start, blocks)),
                 // Too much to work out: the whole feed again, as for a cursor too old.
                 None => {
                     (start, records) = object
                         .ask_stream(ask(None, None, Vec::new(), AllowMoves::default()))
                         .await?;
-                    (Shape::Whole { reset: true }, GlobalChanges::default())
+                    (Content::Whole { reset: true }, GlobalChanges::default())
                 }
             }
         }
         // Changes were asked for, but the whole feed is what answers them.
         (FeedHead::Whole { .. }, _) => (
-            Shape::Whole {
+            Content::Whole {
                 reset: query.since.is_some(),
             },
             GlobalChanges::default(),
@@ -164,7 +163,7 @@ pub async fn feed(
         published,
         changes.blocks(),
         render,
-        shape,
+        content,
         version.to_string(),
         settings.objects.page_entries,
     );
@@ -516,7 +515,7 @@ fn requested(body: &Body) -> Result<(Scope, DecisionType), ApiError> {
 pub async fn create_token(
     cx: &RequestContext,
     mut req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let (env, license) = (&cx.env, &license);
     let (scope, decision) = requested(&Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?)?;
@@ -550,7 +549,7 @@ pub async fn create_token(
 pub async fn list_tokens(
     cx: &RequestContext,
     _: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     Reply::json(
         200,
@@ -564,7 +563,7 @@ pub async fn list_tokens(
 pub async fn revoke_token(
     cx: &RequestContext,
     _: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let (env, license, id) = (&cx.env, &license, cx.id.as_str());
     if !feed_token::is_id(id) {

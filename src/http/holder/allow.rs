@@ -4,7 +4,6 @@
 use serde::Serialize;
 use worker::Request;
 
-use crate::domain::access::license::LicenseId;
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::page::{counted, AllowCursor, PageCursor};
 use crate::domain::personal::allow::{AllowCall, AllowEntry, AllowOutcome};
@@ -15,6 +14,7 @@ use crate::domain::personal::outcome::Outcome;
 use crate::domain::personal::quota::Quota;
 use crate::domain::precedence::global_allow_holds_range;
 use crate::domain::time::UnixTime;
+use crate::http::auth::caller::HolderCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::holder::browse::page_query;
@@ -31,7 +31,7 @@ pub async fn single(
     operation: Operation,
     cx: &RequestContext,
     mut req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
     let raw = body.field("ip").unwrap_or_default();
@@ -73,7 +73,7 @@ pub async fn single(
 pub async fn list(
     cx: &RequestContext,
     req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let query = page_query::<AllowCursor>(req, &cx.ctx, false).await?;
     let page = holder(&cx.env, &license)?.ask(AllowPage(query)).await?;

@@ -3,13 +3,13 @@
 use serde::Serialize;
 use worker::{Context, Request};
 
-use crate::domain::access::license::LicenseId;
 use crate::domain::code::Coded;
 use crate::domain::net::address::{Ipv6, Listed};
 use crate::domain::page::{counted, PageCursor, PageQuery};
 use crate::domain::personal::entry::{Change, Entry, HistoryEvent, Subject};
 use crate::domain::personal::quota::Quota;
 use crate::domain::time::UnixTime;
+use crate::http::auth::caller::HolderCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
@@ -41,7 +41,7 @@ pub(super) async fn page_query<C: PageCursor>(
 pub async fn list(
     cx: &RequestContext,
     req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let page = holder(&cx.env, &license)?
         .ask(EntryPage(page_query(req, &cx.ctx, true).await?))
@@ -65,7 +65,11 @@ struct QuotaView {
 }
 
 /// `GET /api/quota`: the day's additions and removals, used and left, and when they reset.
-pub async fn quota(cx: &RequestContext, _: Request, license: LicenseId) -> Result<Reply, ApiError> {
+pub async fn quota(
+    cx: &RequestContext,
+    _: Request,
+    HolderCaller { license }: HolderCaller,
+) -> Result<Reply, ApiError> {
     let usage = holder(&cx.env, &license)?.ask(Usage).await?;
     let settings = &cx.settings;
     let view = QuotaView {
@@ -95,7 +99,7 @@ struct ActivityView {
 pub async fn activity(
     cx: &RequestContext,
     _: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let days = holder(&cx.env, &license)?.ask(Activity).await?;
     let days = days
@@ -115,7 +119,7 @@ pub async fn activity(
 pub async fn history(
     cx: &RequestContext,
     req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let page = holder(&cx.env, &license)?
         .ask(History(page_query(req, &cx.ctx, false).await?))

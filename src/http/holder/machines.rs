@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use worker::Request;
 
-use crate::domain::access::license::LicenseId;
 use crate::domain::machines::credentials::{
     self, password_digest, MachineChange, MachineInfo, MachineLogin, MachineSettings, NewMachine,
     NewMachineRecord,
 };
+use crate::http::auth::caller::HolderCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
@@ -89,7 +89,7 @@ fn fields(body: &Body) -> Result<Fields, ApiError> {
 pub async fn create(
     cx: &RequestContext,
     mut req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
@@ -127,7 +127,11 @@ pub async fn create(
 
 /// `GET /api/machines`: every machine with its last login and alert, the
 /// scenarios it last named, its counts and settings; never a password.
-pub async fn list(cx: &RequestContext, _: Request, license: LicenseId) -> Result<Reply, ApiError> {
+pub async fn list(
+    cx: &RequestContext,
+    _: Request,
+    HolderCaller { license }: HolderCaller,
+) -> Result<Reply, ApiError> {
     Reply::json(
         200,
         &MachineList {
@@ -141,7 +145,7 @@ pub async fn list(cx: &RequestContext, _: Request, license: LicenseId) -> Result
 pub async fn change(
     cx: &RequestContext,
     mut req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let id = cx.id.as_str();
     if !credentials::is_id(id) {
@@ -173,7 +177,7 @@ pub async fn change(
 pub async fn revoke(
     cx: &RequestContext,
     _: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let (env, id) = (&cx.env, cx.id.as_str());
     if !credentials::is_id(id) {

@@ -5,11 +5,11 @@
 use serde::Serialize;
 use worker::Request;
 
-use crate::domain::access::license::LicenseId;
 use crate::domain::net::address::{Listed, PublicIp};
 use crate::domain::personal::holder::Operation;
 use crate::domain::personal::outcome::Outcome;
 use crate::domain::precedence::Governor;
+use crate::http::auth::caller::HolderCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
@@ -39,7 +39,7 @@ struct StandingView {
 pub async fn status(
     cx: &RequestContext,
     mut req: Request,
-    _: LicenseId,
+    _: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;

@@ -10,6 +10,7 @@ use crate::domain::personal::outcome::Outcome;
 use crate::domain::personal::quota::Quota;
 use crate::domain::precedence::Verdict;
 use crate::domain::time::Millis;
+use crate::http::auth::caller::HolderCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::holder::settle::{in_order, settle};
@@ -25,7 +26,7 @@ pub async fn single(
     operation: Operation,
     cx: &RequestContext,
     mut req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let now = cx.now;
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
@@ -50,7 +51,7 @@ pub async fn bulk(
     operation: Operation,
     cx: &RequestContext,
     mut req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let now = cx.now;
     let body = Body::read(&mut req, &cx.ctx, MAX_BULK_BYTES).await?;

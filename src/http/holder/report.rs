@@ -11,6 +11,7 @@ use crate::domain::network::report::{self, Categories, ReportCall};
 use crate::domain::network::reporter::ReporterNetwork;
 use crate::domain::personal::outcome::Outcome;
 use crate::domain::precedence::{Verdict, Weighing};
+use crate::http::auth::caller::HolderCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::holder::operations::MAX_BULK_BYTES;
@@ -25,7 +26,7 @@ use crate::store::{canaries, licenses};
 pub async fn single(
     cx: &RequestContext,
     mut req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let from = from(&req)?;
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
@@ -40,7 +41,7 @@ pub async fn single(
 pub async fn bulk(
     cx: &RequestContext,
     mut req: Request,
-    license: LicenseId,
+    HolderCaller { license }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let from = from(&req)?;
     let body = Body::read(&mut req, &cx.ctx, MAX_BULK_BYTES).await?;

@@ -66,7 +66,7 @@ pub async fn post(
         license: machine.license.clone(),
         licensed_at: weighing.weigher.license.created_at,
         canaries: weighing.canaries,
-        machine: machine.id,
+        machine: machine.machine,
         alerts,
         beyond,
         client: req.headers().get("CF-Connecting-IP")?,

@@ -1,17 +1,16 @@
 //! `POST /v1/usage-metrics`: what CrowdSec's bouncers and engines report of
 //! themselves, taken as the Local API takes it: a bouncer with its feed token
 //! in `X-Api-Key` (its `remediation_components`), an engine with its machine
-//! token (its `log_processors`); 201 without a body. The route proves its
-//! caller itself, after the body: a payload that does not parse is refused
-//! (400) before the token's polls are counted or anything is read, and a key
-//! of a shape never issued before even the body is read. Each report is one
+//! token (its `log_processors`); 201 without a body. The caller is named by its
+//! headers before the body is read (`caller::reporter`) and proved after it: a
+//! payload that does not parse is refused (400) before the token's polls are
+//! counted or anything is read. Each report is one
 //! call to the holder's object, within the token's or machine's poll limit.
 
 use worker::{Request, Response};
 
-use crate::domain::feed::feed_token;
-use crate::domain::usage_metrics::{parse, Reporter, UsageReport, MAX_BODY_BYTES};
-use crate::http::auth::caller::{self, bouncer_refusal, machine_refusal};
+use crate::domain::usage_metrics::{parse, UsageReport, MAX_BODY_BYTES};
+use crate::http::auth::caller::{self, bouncer_refusal, machine_refusal, ReporterCaller};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::Body;
@@ -19,28 +18,13 @@ use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::RecordUsage;
 
-/// Who a report says it comes from, from its headers alone: a bouncer sends
-/// its key in `X-Api-Key`, an engine its token as a bearer; neither is the
-/// Local API's 403, as a bouncer without a key is answered on the stream.
-fn reporter(req: &Request) -> Result<Reporter, ApiError> {
-    let headers = req.headers();
-    if let Some(key) = headers.get("X-Api-Key")? {
-        // A key of a shape never issued costs nothing more than its refusal.
-        if !feed_token::is_well_formed(key.trim()) {
-            return Err(ApiError::AccessForbidden("feed_token_malformed"));
-        }
-        return Ok(Reporter::Bouncer);
-    }
-    match headers.get("Authorization")? {
-        Some(_) => Ok(Reporter::Engine),
-        None => Err(ApiError::AccessForbidden("api_key_missing")),
-    }
-}
-
 /// A report, then its reporter proved and counted, then kept by its holder's
 /// object on the feed token or machine it came with.
-pub async fn post(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
-    let reporter = reporter(&req)?;
+pub async fn post(
+    cx: &RequestContext,
+    mut req: Request,
+    ReporterCaller(reporter): ReporterCaller,
+) -> Result<Reply, ApiError> {
     let body = Body::read_decoded(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
     let report = parse(body.bytes(), reporter).map_err(ApiError::BadRequest)?;
     match report {
@@ -58,7 +42,7 @@ pub async fn post(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiErr
         UsageReport::Engine(report) => {
             let machine = caller::machine(cx, &req).await?;
             let call = RecordUsage::Engine {
-                machine: machine.id,
+                machine: machine.machine,
                 report,
             };
             holder(&cx.env, &machine.license)?

@@ -15,7 +15,7 @@ use crate::domain::access::operator::{
 };
 use crate::domain::net::address::{Listed, PublicIp};
 use crate::domain::page::page_size;
-use crate::http::auth::caller::Operator;
+use crate::http::auth::caller::OperatorCaller;
 use crate::http::auth::operator_key;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
@@ -114,7 +114,7 @@ impl Naming {
 pub async fn create_license(
     cx: &RequestContext,
     mut req: Request,
-    operator: Operator,
+    operator: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
     let (label, note) = json_body::<Naming>(&mut req, &cx.ctx, Naming::SHAPE)
@@ -146,7 +146,7 @@ fn shown(row: &impl Serialize, (field, secret): (&str, &str)) -> Result<Reply, A
 pub async fn relabel(
     cx: &RequestContext,
     mut req: Request,
-    operator: Operator,
+    operator: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
     let license = LicenseId::parse(&cx.id).ok_or(ApiError::NotFound("license"))?;
@@ -208,7 +208,11 @@ struct LicenseChanged {
 
 /// `GET /admin/licenses?q=&cursor=&limit=`: licenses newest first, those whose
 /// label starts with `q` (case-insensitive) if given.
-pub async fn licenses(cx: &RequestContext, req: Request, _: Operator) -> Result<Reply, ApiError> {
+pub async fn licenses(
+    cx: &RequestContext,
+    req: Request,
+    _: OperatorCaller,
+) -> Result<Reply, ApiError> {
     let query = query(&req);
     let limit = page_size(field(&query, "limit")).map_err(ApiError::BadRequest)?;
     let prefix = field(&query, "q")
@@ -229,7 +233,7 @@ pub async fn licenses(cx: &RequestContext, req: Request, _: Operator) -> Result<
 pub async fn revoke_license(
     cx: &RequestContext,
     _: Request,
-    operator: Operator,
+    operator: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
     let license = LicenseId::parse(&cx.id).ok_or(ApiError::NotFound("license"))?;
@@ -259,7 +263,11 @@ struct LimitsView {
 /// `GET /admin/licenses/<id>`: its label, note and times from the directory, and
 /// what its holder's object says in one call: live entries, today's usage against
 /// the limits, its feed tokens and agents, its last change.
-pub async fn license(cx: &RequestContext, _: Request, _: Operator) -> Result<Reply, ApiError> {
+pub async fn license(
+    cx: &RequestContext,
+    _: Request,
+    _: OperatorCaller,
+) -> Result<Reply, ApiError> {
     let env = &cx.env;
     let license = LicenseId::parse(&cx.id).ok_or(ApiError::NotFound("license"))?;
     cx.log.names(&license);
@@ -301,7 +309,7 @@ struct KeyRequest {
 pub async fn create_key(
     cx: &RequestContext,
     mut req: Request,
-    operator: Operator,
+    operator: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     const SHAPE: &str = "{\"name\": \"...\", \"role\": \"read\" or \"admin\"}";
     let asked = json_body::<KeyRequest>(&mut req, &cx.ctx, SHAPE).await?;
@@ -328,7 +336,7 @@ struct KeyList {
 }
 
 /// `GET /admin/keys`: every key standing, then the revoked, never a key itself.
-pub async fn keys(cx: &RequestContext, _: Request, _: Operator) -> Result<Reply, ApiError> {
+pub async fn keys(cx: &RequestContext, _: Request, _: OperatorCaller) -> Result<Reply, ApiError> {
     let keys = directory(&cx.env)?.ask(Keys).await?;
     Reply::json(200, &KeyList { keys })
 }
@@ -337,7 +345,7 @@ pub async fn keys(cx: &RequestContext, _: Request, _: Operator) -> Result<Reply,
 pub async fn revoke_key(
     cx: &RequestContext,
     _: Request,
-    operator: Operator,
+    operator: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     if !is_key_id(&cx.id) {
         return Err(ApiError::NotFound("operator key"));
@@ -354,7 +362,11 @@ pub async fn revoke_key(
 /// `GET /admin/audit?kind=&key=&license=&from=&to=&cursor=&limit=`: the log,
 /// newest first, the rows every filter given lets through (a kind, a key, a
 /// license, a time), with every refusal this isolate counted until now.
-pub async fn audit(cx: &RequestContext, req: Request, _: Operator) -> Result<Reply, ApiError> {
+pub async fn audit(
+    cx: &RequestContext,
+    req: Request,
+    _: OperatorCaller,
+) -> Result<Reply, ApiError> {
     let query = query(&req);
     let limit = page_size(field(&query, "limit")).map_err(ApiError::BadRequest)?;
     let filter = AuditFilter::parse(
@@ -406,7 +418,11 @@ struct HolderEntryView<'a> {
 /// `GET /admin/lookup?ip=<address>[&license=<id>]`: "why is this address listed?"
 /// The allow-list and global-list entries that cover it with the change that
 /// added each (when, how, by which key), and whether that holder lists it.
-pub async fn lookup(cx: &RequestContext, req: Request, _: Operator) -> Result<Reply, ApiError> {
+pub async fn lookup(
+    cx: &RequestContext,
+    req: Request,
+    _: OperatorCaller,
+) -> Result<Reply, ApiError> {
     let env = &cx.env;
     let query = query(&req);
     let ip: IpAddr = field(&query, "ip")

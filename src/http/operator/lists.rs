@@ -12,7 +12,7 @@ use crate::domain::code::Coded;
 use crate::domain::net::address::Listed;
 use crate::domain::network::consensus::Review;
 use crate::domain::operator_lists::list::{EditRequest, EntrySource, ListKind, MAX_IMPORT_BYTES};
-use crate::http::auth::caller::Operator;
+use crate::http::auth::caller::OperatorCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::operator::network;
@@ -37,7 +37,7 @@ pub async fn edit_list(
     kind: ListKind,
     cx: &RequestContext,
     mut req: Request,
-    operator: Operator,
+    operator: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
     let body = Body::read(&mut req, &cx.ctx, MAX_EDIT_BYTES).await?;
@@ -86,7 +86,7 @@ pub async fn replace_list(
     kind: ListKind,
     cx: &RequestContext,
     req: Request,
-    operator: Operator,
+    operator: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
     declared_within(&req, MAX_IMPORT_BYTES)?;
@@ -148,7 +148,7 @@ pub async fn export_list(
     kind: ListKind,
     cx: &RequestContext,
     req: Request,
-    _: Operator,
+    _: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
     let source = export_source(kind, &req)?;
@@ -245,7 +245,7 @@ struct NetworkSettings {
 }
 
 /// `GET /admin/status`: both lists' sizes and published versions, and the number of licenses.
-pub async fn status(cx: &RequestContext, _: Request, _: Operator) -> Result<Reply, ApiError> {
+pub async fn status(cx: &RequestContext, _: Request, _: OperatorCaller) -> Result<Reply, ApiError> {
     let (env, consensus) = (&cx.env, cx.settings.objects.consensus);
     let lists = writer(env)?.ask(Status).await?;
     Reply::json(

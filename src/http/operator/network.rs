@@ -14,7 +14,7 @@ use crate::domain::network::consensus::{shard_of, Consensus, Review};
 use crate::domain::network::report::Category;
 use crate::domain::network::standing::{Kept, Standing};
 use crate::domain::time::UnixTime;
-use crate::http::auth::caller::Operator;
+use crate::http::auth::caller::OperatorCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::Body;
@@ -201,7 +201,11 @@ impl NetworkSetting {
 
 /// `GET /admin/canaries`: the canaries in the import format, `# canaries,
 /// version <v>, <n> entries` first, with their version as `ETag`.
-pub async fn canaries(cx: &RequestContext, req: Request, _: Operator) -> Result<Reply, ApiError> {
+pub async fn canaries(
+    cx: &RequestContext,
+    req: Request,
+    _: OperatorCaller,
+) -> Result<Reply, ApiError> {
     let published = directory(&cx.env)?.ask(Canaries).await?;
     let tag = format!("\"{}\"", published.version);
     let headers = worker::Headers::new();
@@ -232,7 +236,7 @@ struct CanaryEdit {
 pub async fn edit_canaries(
     cx: &RequestContext,
     mut req: Request,
-    operator: Operator,
+    operator: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     const SHAPE: &str = r#"{"add": [...], "remove": [...]}"#;
     let body = Body::read(&mut req, &cx.ctx, MAX_EDIT_BYTES).await?;
@@ -269,7 +273,11 @@ struct PendingList {
 /// `GET /admin/promotions?state=pending&cursor=&limit=`: the promotions waiting
 /// for review, in address order, each with its reporters (licenses, labels,
 /// networks, categories, counts, first and last report).
-pub async fn promotions(cx: &RequestContext, req: Request, _: Operator) -> Result<Reply, ApiError> {
+pub async fn promotions(
+    cx: &RequestContext,
+    req: Request,
+    _: OperatorCaller,
+) -> Result<Reply, ApiError> {
     let url = req.inner().url();
     let query: Vec<(String, String)> = form_urlencoded::parse(form::query_of(&url).as_bytes())
         .into_owned()
@@ -352,7 +360,7 @@ struct ReviewRequest {
 pub async fn review(
     cx: &RequestContext,
     mut req: Request,
-    operator: Operator,
+    operator: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     const SHAPE: &str = r#"{"approve": [...], "reject": [...]}"#;
     let body = Body::read(&mut req, &cx.ctx, MAX_EDIT_BYTES).await?;
