@@ -4,7 +4,7 @@
 
 #![no_main]
 
-use greylist::domain::operator_lists::list::ListEntries;
+use greylist::domain::operator_lists::list::FamilyEntries;
 use std::rc::Rc;
 
 use greylist::domain::operator_lists::snapshot::{Manifest, Shard, Shards};
@@ -24,11 +24,11 @@ fuzz_target!(|data: &[u8]| {
             assert!(shard.contains(first) && shard.contains(last));
         }
     }
-    if let Some(entries) = ListEntries::<u32>::decode(data) {
-        assert_eq!(ListEntries::decode(&entries.encode()), Some(entries));
+    if let Some(entries) = FamilyEntries::<u32>::decode(data) {
+        assert_eq!(FamilyEntries::decode(&entries.encode()), Some(entries));
     }
-    if let Some(entries) = ListEntries::<u128>::decode(data) {
-        assert_eq!(ListEntries::decode(&entries.encode()), Some(entries));
+    if let Some(entries) = FamilyEntries::<u128>::decode(data) {
+        assert_eq!(FamilyEntries::decode(&entries.encode()), Some(entries));
     }
     if let Ok(manifest) = serde_json::from_slice::<Manifest>(data) {
         let _ = manifest.part().shard_of(u32::MAX);

@@ -5,12 +5,12 @@
 pub mod access;
 pub mod code;
 pub mod feed;
+pub mod holder;
 pub mod machines;
 pub mod net;
 pub mod network;
 pub mod operator_lists;
 pub mod page;
-pub mod personal;
 pub mod precedence;
 pub mod settings;
 pub mod time;

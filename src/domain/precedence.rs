@@ -14,17 +14,17 @@
 use std::rc::Rc;
 
 use crate::domain::feed::item::{personal_block, Blocks, FeedBlock};
-use crate::domain::net::address::{GivenIp, Listed, PublicIp};
+use crate::domain::holder::allow_range::AllowRange;
+use crate::domain::holder::list::Operation;
+use crate::domain::holder::list::PersonalOutcome;
+use crate::domain::holder::outcome::HolderOutcome;
+use crate::domain::net::address::{Listed, PublicIp, SubmittedIp};
 use crate::domain::net::family::Addr;
 use crate::domain::net::intervals::{without, Cuts, Intervals, Seek};
 use crate::domain::net::range::Cidr;
 use crate::domain::network::report::ReportOutcome;
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::{covers, Shards};
-use crate::domain::personal::allow_range::AllowRange;
-use crate::domain::personal::holder::Operation;
-use crate::domain::personal::holder::PersonalOutcome;
-use crate::domain::personal::outcome::Outcome;
 
 /// A list that can govern an address for a holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,12 +114,12 @@ impl Governor {
     }
 
     /// What `weighing` comes to for an address this list governs.
-    fn verdict(self, weighing: Weighing, ip: GivenIp) -> Verdict {
+    fn verdict(self, weighing: Weighing, ip: SubmittedIp) -> Verdict {
         let outcome = match self {
-            Self::GlobalAllow => Outcome::AllowListed(ip),
+            Self::GlobalAllow => HolderOutcome::AllowListed(ip),
             Self::GlobalChallenge => match weighing {
-                Weighing::Operation(Operation::Add) => Outcome::AlreadyGlobal(ip),
-                _ => Outcome::ListedGlobal(ip),
+                Weighing::Operation(Operation::Add) => HolderOutcome::AlreadyGlobal(ip),
+                _ => HolderOutcome::ListedGlobal(ip),
             },
             Self::HolderAllow | Self::Personal => {
                 return Verdict::ForObject {
@@ -149,13 +149,16 @@ impl From<Operation> for Weighing {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// Validation refused it: no list was asked.
-    Refused(Outcome),
+    Refused(HolderOutcome),
     /// An operator's list governs it: which, and its answer.
-    Answered(Governor, Outcome),
+    Answered(Governor, HolderOutcome),
     /// The holder's object answers, from the lists it keeps. `global_challenge`:
     /// the global challenge list holds the address, which governs it unless the
     /// holder's allow list does.
-    ForObject { ip: GivenIp, global_challenge: bool },
+    ForObject {
+        ip: SubmittedIp,
+        global_challenge: bool,
+    },
 }
 
 impl Verdict {
@@ -194,7 +197,7 @@ pub struct Holding {
 /// address the global challenge list holds the object's to weigh.
 pub async fn verdict<E>(
     weighing: impl Into<Weighing>,
-    ip: GivenIp,
+    ip: SubmittedIp,
     own_allow_list: bool,
     mut holds: impl AsyncFnMut(ListKind, PublicIp) -> Result<bool, E>,
 ) -> Result<Verdict, E> {
@@ -547,9 +550,9 @@ mod tests {
     use std::task::{Context, Poll, Waker};
 
     use super::*;
+    use crate::domain::holder::list::PersonalOutcome;
     use crate::domain::net::address::Ipv6;
     use crate::domain::operator_lists::snapshot::Shard;
-    use crate::domain::personal::holder::PersonalOutcome;
 
     /// Runs a future that never waits: `verdict`'s lookups here answer at once.
     fn now<T>(future: impl Future<Output = T>) -> T {
@@ -559,7 +562,7 @@ mod tests {
         }
     }
 
-    fn given(text: &str) -> GivenIp {
+    fn given(text: &str) -> SubmittedIp {
         PublicIp::parse(text, Ipv6::On).unwrap()
     }
 
@@ -622,31 +625,31 @@ mod tests {
             (
                 Check,
                 vec![GlobalAllow, GlobalChallenge],
-                answered(GlobalAllow, Outcome::AllowListed(ip.clone())),
+                answered(GlobalAllow, HolderOutcome::AllowListed(ip.clone())),
                 vec![GlobalAllow],
             ),
             (
                 Add,
                 vec![GlobalAllow],
-                answered(GlobalAllow, Outcome::AllowListed(ip.clone())),
+                answered(GlobalAllow, HolderOutcome::AllowListed(ip.clone())),
                 vec![GlobalAllow],
             ),
             (
                 Remove,
                 vec![GlobalAllow, GlobalChallenge],
-                answered(GlobalAllow, Outcome::AllowListed(ip.clone())),
+                answered(GlobalAllow, HolderOutcome::AllowListed(ip.clone())),
                 vec![GlobalAllow],
             ),
             (
                 Check,
                 vec![GlobalChallenge],
-                answered(GlobalChallenge, Outcome::ListedGlobal(ip.clone())),
+                answered(GlobalChallenge, HolderOutcome::ListedGlobal(ip.clone())),
                 vec![GlobalAllow, GlobalChallenge],
             ),
             (
                 Add,
                 vec![GlobalChallenge],
-                answered(GlobalChallenge, Outcome::AlreadyGlobal(ip.clone())),
+                answered(GlobalChallenge, HolderOutcome::AlreadyGlobal(ip.clone())),
                 vec![GlobalAllow, GlobalChallenge],
             ),
             // A removal is the personal list's whatever the global list holds.
@@ -675,7 +678,10 @@ mod tests {
         assert_eq!(
             weigh_for(Add, &[GlobalAllow, GlobalChallenge], true),
             (
-                Verdict::Answered(Governor::GlobalAllow, Outcome::AllowListed(ip.clone())),
+                Verdict::Answered(
+                    Governor::GlobalAllow,
+                    HolderOutcome::AllowListed(ip.clone())
+                ),
                 vec![GlobalAllow]
             )
         );
@@ -706,7 +712,7 @@ mod tests {
         // Without entries the flag keeps the global list's answer in the Worker.
         assert_eq!(
             weigh_for(Check, &[GlobalChallenge], false).0,
-            Verdict::Answered(Governor::GlobalChallenge, Outcome::ListedGlobal(ip))
+            Verdict::Answered(Governor::GlobalChallenge, HolderOutcome::ListedGlobal(ip))
         );
     }
 
@@ -782,7 +788,10 @@ mod tests {
         assert_eq!(
             report(&[GlobalAllow], true),
             (
-                Verdict::Answered(Governor::GlobalAllow, Outcome::AllowListed(ip.clone())),
+                Verdict::Answered(
+                    Governor::GlobalAllow,
+                    HolderOutcome::AllowListed(ip.clone())
+                ),
                 vec![GlobalAllow]
             )
         );
@@ -818,7 +827,7 @@ mod tests {
 
     #[test]
     fn an_ipv6_form_that_carries_an_allowed_ipv4_address_is_allowed_for_every_weighing() {
-        let carrying = GivenIp::from("64:ff9b::6810:101".parse::<PublicIp>().unwrap());
+        let carrying = SubmittedIp::from("64:ff9b::6810:101".parse::<PublicIp>().unwrap());
         let allowed: PublicIp = "104.16.1.1".parse().unwrap();
         for weighing in [
             Weighing::Operation(Operation::Check),
@@ -837,7 +846,7 @@ mod tests {
                 verdict,
                 Verdict::Answered(
                     Governor::GlobalAllow,
-                    Outcome::AllowListed(carrying.clone())
+                    HolderOutcome::AllowListed(carrying.clone())
                 ),
                 "{weighing:?}"
             );
@@ -864,7 +873,7 @@ mod tests {
         let message = |operation, holding: &[Governor]| match weigh(operation, holding).0 {
             Verdict::Answered(_, outcome) | Verdict::Refused(outcome) => outcome.message(),
             Verdict::ForObject { ip, .. } => {
-                Outcome::Personal(ip, PersonalOutcome::Unlisted).message()
+                HolderOutcome::Personal(ip, PersonalOutcome::Unlisted).message()
             }
         };
         assert_eq!(

@@ -5,9 +5,9 @@
 use std::fmt;
 
 use crate::domain::access::license::secrets_match;
+use crate::domain::holder::list::Limits;
 use crate::domain::net::address::{Ipv6, Ipv6Prefix};
 use crate::domain::network::consensus::{Consensus, Review};
-use crate::domain::personal::holder::Limits;
 
 /// Shorter secrets can be guessed: `JWT_SECRET` offline from any issued token,
 /// `ADMIN_TOKEN` online.

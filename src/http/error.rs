@@ -10,7 +10,7 @@ use crate::http::wire::bulk::{BulkError, MAX_ADDRESSES};
 use crate::http::wire::mode::BodyMode;
 use crate::objects::directory::protocol::DirectoryRefusal;
 use crate::objects::holder::protocol::HolderRefusal;
-use crate::objects::operator_lists::protocol::ListsRefusal;
+use crate::objects::operator_lists::protocol::OperatorListsRefusal;
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::protocol::RevocationsRefusal;
 use crate::platform::config::BadSettings;
@@ -254,16 +254,18 @@ impl From<Failure<HolderRefusal>> for ApiError {
     }
 }
 
-/// The lists' writer's refusals, as the operator is told them.
-impl From<Failure<ListsRefusal>> for ApiError {
-    fn from(failure: Failure<ListsRefusal>) -> Self {
+/// The operator lists' object's refusals, as the operator is told them.
+impl From<Failure<OperatorListsRefusal>> for ApiError {
+    fn from(failure: Failure<OperatorListsRefusal>) -> Self {
         match failure {
             Failure::Refused(
-                ListsRefusal::BadEdit(why)
-                | ListsRefusal::BadImport(why)
-                | ListsRefusal::NotPending(why),
+                OperatorListsRefusal::BadEdit(why)
+                | OperatorListsRefusal::BadImport(why)
+                | OperatorListsRefusal::NotPending(why),
             ) => Self::BadRequest(why),
-            Failure::Refused(ListsRefusal::ImportTooLarge(limit)) => Self::PayloadTooLarge(limit),
+            Failure::Refused(OperatorListsRefusal::ImportTooLarge(limit)) => {
+                Self::PayloadTooLarge(limit)
+            }
             Failure::Fault(fault) => fault.into(),
         }
     }
@@ -304,14 +306,16 @@ mod tests {
     #[test]
     fn refusals_are_the_callers_and_faults_are_logged_500s() {
         let fault = || StoreError::Sql(crate::store::sql::SqlError("disk I/O error".to_owned()));
-        let edit: ApiError = Failure::<ListsRefusal>::Fault(fault()).into();
+        let edit: ApiError = Failure::<OperatorListsRefusal>::Fault(fault()).into();
         assert_eq!(
             (edit.status(), edit.detail()),
             (500, Some("SQL: disk I/O error")),
             "a failed save is ours, not a bad request"
         );
-        let refused: ApiError =
-            Failure::Refused(ListsRefusal::BadEdit("\"x\": not an address".to_owned())).into();
+        let refused: ApiError = Failure::Refused(OperatorListsRefusal::BadEdit(
+            "\"x\": not an address".to_owned(),
+        ))
+        .into();
         assert_eq!(
             (refused.status(), refused.message().as_str()),
             (400, "Bad request: \"x\": not an address")

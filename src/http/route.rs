@@ -20,8 +20,8 @@ use super::operator::{console, lists, network as operator_network};
 use super::wire::reply::Reply;
 use crate::domain::access::operator::Access;
 use crate::domain::code::Coded;
+use crate::domain::holder::list::Operation;
 use crate::domain::operator_lists::list::ListKind;
-use crate::domain::personal::holder::Operation;
 
 /// What a handler gives back: a future that borrows the request's context.
 pub type Answer<'a> = LocalBoxFuture<'a, Result<Reply, ApiError>>;

@@ -1,8 +1,8 @@
 //! Hooks for the end-to-end tests, compiled only with the `test-hooks` feature
 //! (`build-test/`): set the service's clock, run a Durable Object's alarm now
-//! rather than when the runtime would, make the lists' writer fail its next
-//! save as a storage fault would, make the writer's sending of its audit rows
-//! to the directory fail as an unreachable directory would, hand the writer a
+//! rather than when the runtime would, make the operator lists' object fail its next
+//! save as a storage fault would, make the operator lists' object's sending of its audit rows
+//! to the directory fail as an unreachable directory would, hand the operator lists' object a
 //! batch of promotions as a report shard would, make the next notice of a
 //! revocation to a holder's object fail as an unreachable object would, and its
 //! filings in the directory as an unreachable directory would; make a holder's
@@ -22,7 +22,7 @@ use crate::objects::holder::protocol::{
     AlarmAt as HolderAlarmAt, Meter as HolderMeter, Panic, PulledElsewhere,
     RunAlarm as RunHolderAlarm, WasmMemory,
 };
-use crate::objects::operator_lists::client::writer;
+use crate::objects::operator_lists::client::operator_lists;
 use crate::objects::operator_lists::protocol::{
     FailForwards, FailNextSave, FailPublications, Promote, RunAlarm as RunListsAlarm, WriterMemory,
     WriterMeter,
@@ -40,7 +40,7 @@ struct SetClock {
     offset_ms: i64,
 }
 
-/// Whether the writer's audit rows, or the revocations' filings, fail to reach
+/// Whether the operator lists' object's audit rows, or the revocations' filings, fail to reach
 /// the directory from now on.
 #[derive(Deserialize)]
 struct Failing {
@@ -64,7 +64,7 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
             )
         }
         (Method::Post, "/__test/lists/alarm") => {
-            let scheduled = writer(env)
+            let scheduled = operator_lists(env)
                 .map_err(|e| e.to_string())?
                 .ask(RunListsAlarm)
                 .await
@@ -72,15 +72,17 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
             Response::from_json(&serde_json::json!({ "wasScheduled": scheduled }))
         }
         (Method::Post, "/__test/lists/fail-publications") => {
-            writer(env)
+            operator_lists(env)
                 .map_err(|e| e.to_string())?
                 .ask(FailPublications)
                 .await
                 .map_err(hook)?;
-            Response::ok("publications fail before their manifest until the writer restarts")
+            Response::ok(
+                "publications fail before their manifest until the operator lists' object restarts",
+            )
         }
         (Method::Post, "/__test/lists/fail-next-save") => {
-            writer(env)
+            operator_lists(env)
                 .map_err(|e| e.to_string())?
                 .ask(FailNextSave)
                 .await
@@ -89,16 +91,16 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
         }
         (Method::Post, "/__test/lists/fail-forwards") => {
             let Failing { failing } = req.json::<Failing>().await?;
-            writer(env)
+            operator_lists(env)
                 .map_err(|e| e.to_string())?
                 .ask(FailForwards(failing))
                 .await
                 .map_err(hook)?;
-            Response::ok("the writer's audit rows reach the directory only once this is false")
+            Response::ok("the operator lists' object's audit rows reach the directory only once this is false")
         }
         (Method::Post, "/__test/lists/promote") => {
             let promote = req.json::<Promote>().await?;
-            let promoted = writer(env)
+            let promoted = operator_lists(env)
                 .map_err(|e| e.to_string())?
                 .ask(promote)
                 .await
@@ -132,16 +134,16 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
             Response::from_json(&waiting)
         }
         (Method::Post, "/__test/reports/alarm") => {
-            // Every report shard's alarm: what decayed, and what waits, told to the writer.
+            // Every report shard's alarm: what decayed, and what waits, told to the operator lists' object.
             for index in 0..crate::domain::network::consensus::SHARDS {
-                crate::objects::network::client::shard(env, index)
+                crate::objects::report_shard::client::report_shard(env, index)
                     .map_err(|e| e.to_string())?
-                    .ask(crate::objects::network::protocol::RunAlarm)
+                    .ask(crate::objects::report_shard::protocol::RunAlarm)
                     .await
                     .map_err(|e| {
                         format!(
                             "report shard {index}: {}",
-                            crate::objects::network::client::fault(e)
+                            crate::objects::report_shard::client::fault(e)
                         )
                     })?;
             }
@@ -156,7 +158,7 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
             Response::from_json(&serde_json::json!({ "pending": pending }))
         }
         (Method::Get, "/__test/memory") if form::query_of(&req.inner().url()) == "writer" => {
-            let bytes = writer(env)
+            let bytes = operator_lists(env)
                 .map_err(|e| e.to_string())?
                 .ask(WriterMemory)
                 .await
@@ -164,13 +166,13 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
             Response::from_json(&serde_json::json!({ "writer": bytes }))
         }
         (Method::Get, "/__test/meter") => {
-            // The Worker's own counts, a holder's (`license=`) and the writer's
+            // The Worker's own counts, a holder's (`license=`) and the operator lists' object's
             // (`writer`, asked only when wanted: asking wakes it).
             let mut readings = vec![meter::reading().map_err(|e| e.to_string())?];
             let url = req.url()?;
             if url.query_pairs().any(|(name, _)| name == "writer") {
                 readings.push(
-                    writer(env)
+                    operator_lists(env)
                         .map_err(|e| e.to_string())?
                         .ask(WriterMeter)
                         .await
@@ -226,7 +228,7 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
             };
             let license = LicenseId::parse(id).ok_or("no such license")?;
             let object = holder(env, &license).map_err(|e| e.to_string())?;
-            // The holder's refusals, where `hook` takes the writer's.
+            // The holder's refusals, where `hook` takes the operator lists' object's.
             let refused = |failure: Failure<_>| worker::Error::RustError(format!("{failure:?}"));
             match (method, name) {
                 (Method::Post, "alarm") => {

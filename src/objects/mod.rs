@@ -1,14 +1,15 @@
-//! The four Durable Objects (a holder's list, the operator's lists' writer, the
-//! operator's directory, the revocations still to tell), each thin: it receives a
+//! The five Durable Objects (a holder's lists, the operator's lists, the
+//! operator's directory, the revocations still to tell, the report shards), each
+//! thin: it receives a
 //! call of its protocol and dispatches it onto the domain's rules and the store's
 //! adapters. Each has a client, the typed way the Worker calls it, and each starts
 //! the same way (`startup`).
 
 pub mod directory;
 pub mod holder;
-pub mod network;
 pub mod operator_lists;
 pub mod protocol;
+pub mod report_shard;
 pub mod revocations;
 pub mod startup;
 

@@ -615,14 +615,16 @@ fn framed_length(buffer: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::holder::list::{ListCall, Operation};
     use crate::domain::net::address::{Ipv6Prefix, PublicIp};
     use crate::domain::operator_lists::list::ListKind;
-    use crate::domain::personal::holder::{Call, Operation};
     use crate::objects::holder::protocol::{HolderCall, HolderRefusal, Perform};
-    use crate::objects::operator_lists::protocol::{ListsCall, ListsRefusal, Replace};
+    use crate::objects::operator_lists::protocol::{
+        OperatorListsCall, OperatorListsRefusal, Replace,
+    };
 
     fn add(ip: &str) -> HolderCall {
-        Perform(vec![Call {
+        Perform(vec![ListCall {
             operation: Operation::Add,
             ip: ip.parse::<PublicIp>().unwrap(),
             prefix: Ipv6Prefix::Net64,
@@ -641,16 +643,16 @@ mod tests {
             decode::<Reply<Vec<u32>, HolderRefusal>>(&ok).unwrap(),
             Reply::Ok(v) if v == [1, 300]
         ));
-        let refused = encode(&Reply::<(), ListsRefusal>::Refused(ListsRefusal::BadEdit(
-            "\"x\": private".to_owned(),
-        )))
+        let refused = encode(&Reply::<(), OperatorListsRefusal>::Refused(
+            OperatorListsRefusal::BadEdit("\"x\": private".to_owned()),
+        ))
         .unwrap();
         assert!(matches!(
-            decode::<Reply<(), ListsRefusal>>(&refused).unwrap(),
-            Reply::Refused(ListsRefusal::BadEdit(why)) if why == "\"x\": private"
+            decode::<Reply<(), OperatorListsRefusal>>(&refused).unwrap(),
+            Reply::Refused(OperatorListsRefusal::BadEdit(why)) if why == "\"x\": private"
         ));
         assert!(
-            decode::<Reply<(), ListsRefusal>>(&refused[..refused.len() - 1]).is_err(),
+            decode::<Reply<(), OperatorListsRefusal>>(&refused[..refused.len() - 1]).is_err(),
             "an answer cut short is no answer"
         );
     }
@@ -712,7 +714,7 @@ mod tests {
         assert!(
             matches!(back, HolderCall::Perform(Perform(calls)) if calls.len() == 1 && calls[0].ip == ip)
         );
-        let upload: ListsCall = Replace {
+        let upload: OperatorListsCall = Replace {
             kind: ListKind::Allow,
             gzip: true,
             ipv6: crate::domain::net::address::Ipv6::On,
@@ -720,8 +722,10 @@ mod tests {
             stamp: None,
         }
         .into();
-        let back: ListsCall = decode(&encode(&upload).unwrap()).unwrap();
-        assert!(matches!(back, ListsCall::Replace(r) if r.by.as_deref() == Some("alice é")));
+        let back: OperatorListsCall = decode(&encode(&upload).unwrap()).unwrap();
+        assert!(
+            matches!(back, OperatorListsCall::Replace(r) if r.by.as_deref() == Some("alice é"))
+        );
     }
 
     #[test]

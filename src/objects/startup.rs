@@ -3,7 +3,7 @@
 //! brought up to date, and whatever the object keeps in memory loaded) once per
 //! instance. A start that fails fails that call, as a logged 500, and the next call
 //! starts again: neither a storage fault nor a bad setting panics an object. What a
-//! start made is kept in a `Started`; the lists' writer keeps its lists' indexes in
+//! start made is kept in a `Started`; the operator lists' object keeps its lists' indexes in
 //! a cell of its own instead, since every change it makes updates them.
 
 use std::cell::RefCell;

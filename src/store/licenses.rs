@@ -24,7 +24,7 @@ const REFUSED_REMEMBERED: usize = 1_000;
 
 thread_local! {
     /// Each license's standing, as this isolate last read it. Workers isolates are single-threaded.
-    static STANDING: Rc<Remembered<Held>> = Rc::new(Remembered::new(REMEMBERED));
+    static STATUSES: Rc<Remembered<LicenseStatus>> = Rc::new(Remembered::new(REMEMBERED));
     /// Whose each feed token presented is, or that it is no one's: a feed polled
     /// with an unknown token costs one KV read a period, not one a poll.
     static FEED_TOKENS: Rc<TokenOwners> = Rc::new(TokenOwners::new(REMEMBERED, REFUSED_REMEMBERED));
@@ -65,7 +65,7 @@ struct LicenseRecord {
 
 /// What every holder request needs of its license's record, remembered by the isolate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Held {
+pub struct LicenseStatus {
     pub active: bool,
     /// When it was issued, which the network's probation counts from.
     pub created_at: UnixTime,
@@ -76,14 +76,14 @@ pub struct Held {
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Standing {
+struct RecordMetadata {
     created_at: u64,
     revoked_at: Option<u64>,
 }
 
 impl LicenseRecord {
-    fn standing(&self) -> Standing {
-        Standing {
+    fn metadata(&self) -> RecordMetadata {
+        RecordMetadata {
             created_at: self.created_at,
             revoked_at: self.revoked_at,
         }
@@ -101,7 +101,7 @@ async fn save(kv: &KvStore, id: &LicenseId, record: &LicenseRecord) -> Result<()
     let text = serde_json::to_string(record)?;
     meter::count(Billable::KvWrite);
     put_text(kv, &record_key(id), &text)?
-        .metadata(record.standing())?
+        .metadata(record.metadata())?
         .execute()
         .await?;
     Ok(())
@@ -179,14 +179,14 @@ async fn key_owner(kv: &impl KvRead, key: &str) -> Result<Option<LicenseId>, Sto
 /// remembers the answer for its own period, so most requests read nothing. A
 /// revocation, or a holder's first allow-list entry, therefore shows within
 /// `Freshness::worst_case_seconds`, in every isolate.
-pub async fn standing(
+pub async fn status(
     env: &Env,
     id: &LicenseId,
     freshness: Freshness,
     now: Millis,
-) -> Result<Held, StoreError> {
-    let standing = STANDING.with(Rc::clone);
-    standing_of(
+) -> Result<LicenseStatus, StoreError> {
+    let standing = STATUSES.with(Rc::clone);
+    status_of(
         &Binding { env, name: BINDING },
         &standing,
         id,
@@ -196,18 +196,18 @@ pub async fn standing(
     .await
 }
 
-async fn standing_of(
+async fn status_of(
     kv: &impl KvRead,
-    remembered: &Remembered<Held>,
+    remembered: &Remembered<LicenseStatus>,
     id: &LicenseId,
     freshness: Freshness,
     now: Millis,
-) -> Result<Held, StoreError> {
+) -> Result<LicenseStatus, StoreError> {
     if let Some(held) = remembered.get(id.as_str(), now, freshness) {
         return Ok(held);
     }
     let record = read_json::<LicenseRecord>(kv, &record_key(id)).await?;
-    let held = Held {
+    let held = LicenseStatus {
         active: record.as_ref().is_some_and(|r| r.revoked_at.is_none()),
         created_at: UnixTime(record.as_ref().map_or(0, |r| r.created_at)),
         allow_list: record.is_some_and(|r| r.allow_list),
@@ -275,7 +275,7 @@ pub async fn issued_page(
         let standing = match key
             .metadata
             .clone()
-            .and_then(|m| serde_json::from_value::<Standing>(m).ok())
+            .and_then(|m| serde_json::from_value::<RecordMetadata>(m).ok())
         {
             Some(standing) => Some(standing),
             None => {
@@ -283,7 +283,7 @@ pub async fn issued_page(
                 kv.get(&key.name)
                     .json::<LicenseRecord>()
                     .await?
-                    .map(|record| record.standing())
+                    .map(|record| record.metadata())
             }
         };
         issued.extend(standing.map(|standing| Issued {
@@ -385,12 +385,22 @@ mod tests {
         .unwrap()
     }
 
-    fn active(kv: &FakeKv, isolate: &Remembered<Held>, freshness: Freshness, at: u64) -> bool {
+    fn active(
+        kv: &FakeKv,
+        isolate: &Remembered<LicenseStatus>,
+        freshness: Freshness,
+        at: u64,
+    ) -> bool {
         held(kv, isolate, freshness, at).active
     }
 
-    fn held(kv: &FakeKv, isolate: &Remembered<Held>, freshness: Freshness, at: u64) -> Held {
-        standing_of(
+    fn held(
+        kv: &FakeKv,
+        isolate: &Remembered<LicenseStatus>,
+        freshness: Freshness,
+        at: u64,
+    ) -> LicenseStatus {
+        status_of(
             kv.at(Millis(at)),
             isolate,
             &license(),
@@ -415,7 +425,7 @@ mod tests {
         );
         kv.write(&record_key(&license()), &record(Some(REVOKED_AT / 1000)));
         let edge_ms = Freshness::EDGE_SECONDS * 1000;
-        let isolates: Vec<(u64, Remembered<Held>)> =
+        let isolates: Vec<(u64, Remembered<LicenseStatus>)> =
             [0, 1, 10_000, edge_ms - 3, edge_ms - 2, edge_ms - 1, edge_ms]
                 .into_iter()
                 .map(|first| (first, Remembered::new(10)))
@@ -446,7 +456,7 @@ mod tests {
         let freshness = Freshness::new(60).unwrap();
         assert_eq!(
             held(&kv, &Remembered::new(10), freshness, 0),
-            Held {
+            LicenseStatus {
                 active: true,
                 created_at: UnixTime(1),
                 allow_list: false

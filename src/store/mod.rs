@@ -8,9 +8,9 @@ pub mod holder;
 pub mod kv;
 pub mod licenses;
 pub mod machines;
-pub mod network;
 pub mod operator_keys;
 pub mod operator_lists;
+pub mod report_shard;
 pub mod revocations;
 pub mod sql;
 

@@ -103,7 +103,7 @@ pub struct Record {
 /// often it is sent, and never one older than the last it wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Forwarded {
-    /// The object that numbered it (`lists`, the lists' writer).
+    /// The object that numbered it (`lists`, the operator lists' object).
     pub from: String,
     pub seq: u64,
     /// When the change was made, in milliseconds since the epoch.
@@ -111,7 +111,7 @@ pub struct Forwarded {
     pub record: Record,
 }
 
-/// Rows the lists' writer sends the directory in one call, at most.
+/// Rows the operator lists' object sends the directory in one call, at most.
 pub const FORWARDED_AT_ONCE: usize = 50;
 /// How long a writer waits before it sends its rows again, after the
 /// directory failed to take them.

@@ -5,7 +5,9 @@ use sha2::{Digest, Sha256};
 
 /// The public name of a license: the token's `sub` and the Durable Object's name.
 /// As text on any wire, read back only in the shape `generate` makes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(try_from = "String", into = "String")]
 pub struct LicenseId(String);
 

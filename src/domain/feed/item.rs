@@ -6,12 +6,12 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::holder::entry::Entry;
 use crate::domain::net::address::{Listed, PublicIp};
 use crate::domain::net::family::Addr;
 use crate::domain::net::ipv6::{PublicIpv6, IPV4_MAPPED};
 use crate::domain::net::range::{Cidr, Ipv4Range, Ipv6Range};
 use crate::domain::operator_lists::snapshot::Shard;
-use crate::domain::personal::entry::Entry;
 use crate::domain::time::UnixTime;
 
 /// One line of a feed: an address or a CIDR block, whose it is, and what the
@@ -60,7 +60,7 @@ impl Source {
     /// that shard has none), else the operator's. So a promoted address inside a
     /// wider block of the operator's is that block, the operator's; and the
     /// promoted intervals leave out what the operator lists too, which is the
-    /// operator's (`ListTables::build_shards`).
+    /// operator's (`OperatorListTables::build_shards`).
     pub fn of_global<A: Addr>(block: Cidr<A>, promoted: Option<&Shard<A>>) -> Self {
         match promoted {
             Some(part) if part.holds_all(block.first(), block.last()) => Self::Promoted,
@@ -509,7 +509,7 @@ mod tests {
 
     /// The global list's blocks, as a feed writes them, each with its label: the
     /// operator's entries and the promoted ones, the promoted part being what the
-    /// operator does not list (as `ListTables::build_shards` builds it).
+    /// operator does not list (as `OperatorListTables::build_shards` builds it).
     fn labelled(operator: &[(u32, u32)], promoted: &[(u32, u32)]) -> Vec<(String, Source)> {
         let part = Shard::of_intervals(combine(promoted, operator, Op::Minus));
         let global = combine(operator, promoted, Op::Union);

@@ -11,17 +11,17 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::domain::machines::credentials::{MachineCounts, MachineSettings};
+use crate::domain::holder::entry::{
+    EntryDetails, Expiry, MAX_COMMENT_CHARS, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
+};
+use crate::domain::holder::list::PersonalOutcome;
+use crate::domain::holder::list::{extend, perform, Limits, ListCall, Operation};
+use crate::domain::machines::credentials::{AlertCounts, MachineSettings};
 use crate::domain::net::address::{Ipv6, Ipv6Prefix, PublicIp};
 use crate::domain::network::report::{
     perform_report, Categories, Category, ReportCall, ReportOutcome, ReportStore,
 };
 use crate::domain::network::reporter::ReporterNetwork;
-use crate::domain::personal::entry::{
-    EntryDetails, Expiry, MAX_COMMENT_CHARS, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
-};
-use crate::domain::personal::holder::PersonalOutcome;
-use crate::domain::personal::holder::{extend, perform, Call, Limits, Operation};
 use crate::domain::precedence::{weigh_then_perform, Holding, Weighing};
 use crate::domain::time::UnixTime;
 
@@ -66,12 +66,12 @@ pub struct DecisionIn {
 /// One element of the array an engine posts: an alert, or something this
 /// service cannot read as one (a field of another type), which it acknowledges.
 #[derive(Debug)]
-pub enum Sent {
+pub enum PostedAlert {
     Alert(AlertIn),
     Unreadable,
 }
 
-impl<'de> Deserialize<'de> for Sent {
+impl<'de> Deserialize<'de> for PostedAlert {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // Any JSON value is an element; only one of the alert's shape is an alert.
         let value = serde_json::Value::deserialize(deserializer)?;
@@ -159,7 +159,7 @@ pub fn skipped(skips: &[Skip], beyond: u64) -> Option<String> {
 
 /// What one alert asks of the holder's lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Asked {
+pub enum ClassifiedAlert {
     /// What a scenario detected: a report of the address in the scenario's
     /// categories, and, when the engine asks for remediation, an add for the
     /// machine's ttl (the scenario as its comment).
@@ -171,13 +171,13 @@ pub enum Asked {
     },
     /// Decisions made on the engine's host: an add of each address for its
     /// duration, and no report (nothing was detected).
-    Decisions(Vec<Decided>),
+    Decisions(Vec<AlertDecision>),
     Ignored(Skip),
 }
 
 /// One decision as an add: the address, for how long, and its scenario as the comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decided {
+pub struct AlertDecision {
     pub ip: PublicIp,
     pub seconds: u64,
     pub scenario: Option<String>,
@@ -186,19 +186,19 @@ pub struct Decided {
 /// Reads the alerts of one request, each in order as what it asks. The caller
 /// keeps at most `MAX_ALERTS` of them; decisions past `MAX_DECISIONS` over the
 /// whole request are left.
-pub fn classify(sent: Vec<Sent>, ipv6: Ipv6) -> Vec<Asked> {
+pub fn classify(sent: Vec<PostedAlert>, ipv6: Ipv6) -> Vec<ClassifiedAlert> {
     let mut decisions_left = MAX_DECISIONS;
     sent.into_iter()
         .map(|sent| match sent {
-            Sent::Alert(alert) => read(alert, ipv6, &mut decisions_left),
-            Sent::Unreadable => Asked::Ignored(Skip::Unreadable),
+            PostedAlert::Alert(alert) => read(alert, ipv6, &mut decisions_left),
+            PostedAlert::Unreadable => ClassifiedAlert::Ignored(Skip::Unreadable),
         })
         .collect()
 }
 
-fn read(alert: AlertIn, ipv6: Ipv6, decisions_left: &mut usize) -> Asked {
+fn read(alert: AlertIn, ipv6: Ipv6, decisions_left: &mut usize) -> ClassifiedAlert {
     if alert.simulated == Some(true) {
-        return Asked::Ignored(Skip::Simulated);
+        return ClassifiedAlert::Ignored(Skip::Simulated);
     }
     let scenario = alert.scenario.as_deref().map(comment);
     match alert.decisions {
@@ -213,27 +213,27 @@ fn read(alert: AlertIn, ipv6: Ipv6, decisions_left: &mut usize) -> Asked {
                 decided.extend(read_decision(decision, ipv6, scenario.as_deref()));
             }
             if decided.is_empty() {
-                Asked::Ignored(Skip::NoDecision)
+                ClassifiedAlert::Ignored(Skip::NoDecision)
             } else {
-                Asked::Decisions(decided)
+                ClassifiedAlert::Decisions(decided)
             }
         }
         _ => {
             let Some(source) = alert.source else {
-                return Asked::Ignored(Skip::Scope);
+                return ClassifiedAlert::Ignored(Skip::Scope);
             };
             if !is_ip_scope(source.scope.as_deref()) {
-                return Asked::Ignored(Skip::Scope);
+                return ClassifiedAlert::Ignored(Skip::Scope);
             }
             let value = source.value.or(source.ip).unwrap_or_default();
             match PublicIp::parse(&value, ipv6) {
-                Ok(given) => Asked::Detection {
+                Ok(given) => ClassifiedAlert::Detection {
                     ip: given.ip,
                     categories: categories_of(alert.scenario.as_deref().unwrap_or_default()),
                     remediation: alert.remediation.unwrap_or(false),
                     scenario,
                 },
-                Err(_) => Asked::Ignored(Skip::NotPublic),
+                Err(_) => ClassifiedAlert::Ignored(Skip::NotPublic),
             }
         }
     }
@@ -246,14 +246,14 @@ fn read_decision(
     decision: DecisionIn,
     ipv6: Ipv6,
     alert_scenario: Option<&str>,
-) -> Option<Decided> {
+) -> Option<AlertDecision> {
     if decision.simulated == Some(true) || !is_ip_scope(decision.scope.as_deref()) {
         return None;
     }
     let ip = PublicIp::parse(decision.value.as_deref()?, ipv6).ok()?.ip;
     let seconds = go_seconds(decision.duration.as_deref()?)?;
     let seconds = u64::try_from(seconds).ok().filter(|&s| s > 0)?;
-    Some(Decided {
+    Some(AlertDecision {
         ip,
         seconds: seconds.clamp(MIN_TTL_SECONDS, MAX_TTL_SECONDS),
         scenario: decision
@@ -429,16 +429,16 @@ pub struct AlertAdd {
 /// What one alert took: whether it reported, and its adds taken (an entry
 /// added, or one listed already given a later expiry).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Taken {
+pub struct AlertTaken {
     pub reported: bool,
     pub added: u32,
 }
 
-impl Taken {
+impl AlertTaken {
     /// The counts of one alert that took this.
-    pub fn counts(self) -> MachineCounts {
+    pub fn counts(self) -> AlertCounts {
         let took = self.reported || self.added > 0;
-        MachineCounts {
+        AlertCounts {
             alerts: 1,
             reported: u64::from(self.reported),
             added: u64::from(self.added),
@@ -462,7 +462,7 @@ pub fn take_alert<S: ReportStore>(
     own_allow: impl Fn(PublicIp) -> bool,
     client: Option<&str>,
     (now, limits): (UnixTime, Limits),
-) -> Result<Taken, S::Error> {
+) -> Result<AlertTaken, S::Error> {
     // A list stronger than the personal list that governs the address takes nothing.
     let reported = match &call.report {
         Some(report) => {
@@ -490,7 +490,7 @@ pub fn take_alert<S: ReportStore>(
             own_allow: own_allow(add.ip),
         };
         let ttl = add.ttl.unwrap_or(settings.ttl);
-        let listing = Call {
+        let listing = ListCall {
             operation: Operation::Add,
             ip: add.ip,
             prefix: add.prefix,
@@ -520,20 +520,23 @@ pub fn take_alert<S: ReportStore>(
         )?;
         added += u32::from(took);
     }
-    Ok(Taken { reported, added })
+    Ok(AlertTaken { reported, added })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::feed::decision::go_duration;
-    use crate::domain::personal::holder::memory::MemoryStore;
-    use crate::domain::personal::holder::ListStore;
+    use crate::domain::holder::list::memory::MemoryStore;
+    use crate::domain::holder::list::ListStore;
 
     const NOW: UnixTime = UnixTime(1_795_262_400);
 
-    fn alerts(json: &str) -> Vec<Asked> {
-        classify(serde_json::from_str::<Vec<Sent>>(json).unwrap(), Ipv6::Off)
+    fn alerts(json: &str) -> Vec<ClassifiedAlert> {
+        classify(
+            serde_json::from_str::<Vec<PostedAlert>>(json).unwrap(),
+            Ipv6::Off,
+        )
     }
 
     fn ip(text: &str) -> PublicIp {
@@ -589,13 +592,13 @@ mod tests {
         assert_eq!(
             asked,
             [
-                Asked::Detection {
+                ClassifiedAlert::Detection {
                     ip: ip("8.8.8.8"),
                     categories: categories("ssh, brute-force"),
                     remediation: true,
                     scenario: Some("crowdsecurity/ssh-bf".to_owned()),
                 },
-                Asked::Detection {
+                ClassifiedAlert::Detection {
                     ip: ip("9.9.9.9"),
                     categories: categories("web"),
                     remediation: false,
@@ -656,12 +659,12 @@ mod tests {
             ("3", Unreadable),
         ] {
             let asked = alerts(&format!("[{alert}]"));
-            assert_eq!(asked, [Asked::Ignored(skip)], "{alert}");
+            assert_eq!(asked, [ClassifiedAlert::Ignored(skip)], "{alert}");
         }
         // With IPV6 on, an IPv6 source is an address like any other.
         let sent = r#"[{"source": {"scope": "Ip", "value": "2a00:1450:4001:80b::200e"}}]"#;
         let v6 = classify(serde_json::from_str(sent).unwrap(), Ipv6::On);
-        assert!(matches!(v6[0], Asked::Detection { .. }), "{v6:?}");
+        assert!(matches!(v6[0], ClassifiedAlert::Detection { .. }), "{v6:?}");
     }
 
     #[test]
@@ -680,7 +683,7 @@ mod tests {
                 {"decisions": [{"scope": "Range", "value": "9.9.9.0/24", "duration": "4h"}]}]"#,
         );
         let manual = Some("manual 'ban' from 'host'".to_owned());
-        let decided = |text, seconds, scenario: &Option<String>| Decided {
+        let decided = |text, seconds, scenario: &Option<String>| AlertDecision {
             ip: ip(text),
             seconds,
             scenario: scenario.clone(),
@@ -688,12 +691,12 @@ mod tests {
         assert_eq!(
             asked,
             [
-                Asked::Decisions(vec![
+                ClassifiedAlert::Decisions(vec![
                     decided("8.8.8.8", 14_400, &manual),
                     decided("8.8.4.4", 60, &Some("mine".to_owned())),
                     decided("1.1.1.1", MAX_TTL_SECONDS, &manual),
                 ]),
-                Asked::Ignored(Skip::NoDecision),
+                ClassifiedAlert::Ignored(Skip::NoDecision),
             ]
         );
     }
@@ -710,12 +713,12 @@ mod tests {
         let counted: Vec<usize> = asked
             .iter()
             .map(|asked| match asked {
-                Asked::Decisions(decided) => decided.len(),
+                ClassifiedAlert::Decisions(decided) => decided.len(),
                 _ => 0,
             })
             .collect();
         assert_eq!(counted, [MAX_DECISIONS - 1, 1, 0]);
-        assert_eq!(asked[2], Asked::Ignored(Skip::NoDecision));
+        assert_eq!(asked[2], ClassifiedAlert::Ignored(Skip::NoDecision));
     }
 
     #[test]
@@ -819,7 +822,7 @@ mod tests {
         let at = (NOW, Limits::default());
         let call = detection("8.8.8.8");
         let allowed = take_alert(&mut store, &call, settings, |_| true, None, at);
-        assert_eq!(allowed.unwrap(), Taken::default());
+        assert_eq!(allowed.unwrap(), AlertTaken::default());
         let mut global = detection("8.8.8.8");
         global.adds[0].global_challenge = true;
         let reported = take(&mut store, &global, settings, at);
@@ -841,11 +844,11 @@ mod tests {
             "the day's reports and additions are used up"
         );
         assert_eq!(
-            Taken::default().counts(),
-            MachineCounts {
+            AlertTaken::default().counts(),
+            AlertCounts {
                 alerts: 1,
                 ignored: 1,
-                ..MachineCounts::default()
+                ..AlertCounts::default()
             }
         );
     }

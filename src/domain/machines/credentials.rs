@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::access::license::{hex, key_digest, random, secrets_match, LicenseId};
-use crate::domain::personal::entry::{MAX_TTL_SECONDS, MIN_TTL_SECONDS};
+use crate::domain::holder::entry::{MAX_TTL_SECONDS, MIN_TTL_SECONDS};
 use crate::domain::usage_metrics::EngineUsage;
 
 /// At most this many machines per holder.
@@ -217,14 +217,14 @@ fn ttl(text: &str) -> Result<u64, String> {
 /// report, the adds they made (an entry added, or its expiry moved later), and
 /// the alerts that changed nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MachineCounts {
+pub struct AlertCounts {
     pub alerts: u64,
     pub reported: u64,
     pub added: u64,
     pub ignored: u64,
 }
 
-impl MachineCounts {
+impl AlertCounts {
     pub fn plus(self, other: Self) -> Self {
         Self {
             alerts: self.alerts + other.alerts,
@@ -247,7 +247,7 @@ pub struct MachineInfo {
     pub last_alert_at: Option<String>,
     /// The scenarios its last login named.
     pub scenarios: Vec<String>,
-    pub counts: MachineCounts,
+    pub counts: AlertCounts,
     pub ttl: u64,
     pub adds: bool,
     /// What its engine last reported of itself (CrowdSec's usage metrics);

@@ -9,7 +9,7 @@
 //! Nothing holds more than the kept alerts, the element being read and, for the
 //! answer, an id per element.
 
-use crate::domain::machines::alert::Sent;
+use crate::domain::machines::alert::PostedAlert;
 
 /// Alerts one request takes; those after them are acknowledged and counted
 /// ignored. The engine sends what it gathered in a second, a handful at most.
@@ -34,7 +34,7 @@ const MAX_ELEMENT_DEPTH: u64 = 126;
 /// The elements kept, and how many the array held in all.
 #[derive(Debug)]
 pub struct Posted {
-    pub kept: Vec<Sent>,
+    pub kept: Vec<PostedAlert>,
     pub total: u64,
 }
 
@@ -199,7 +199,7 @@ impl PostedReader {
         let element =
             |error: serde_json::Error| not_an_array(&format!("element {number}: {error}"));
         if self.keeping {
-            let sent = serde_json::from_slice::<Sent>(&self.element).map_err(element)?;
+            let sent = serde_json::from_slice::<PostedAlert>(&self.element).map_err(element)?;
             posted.kept.push(sent);
         } else if !self.oversized {
             // Refused for what would refuse a kept one (a number out of range, a
@@ -267,8 +267,8 @@ mod tests {
             posted.kept.capacity() <= 2 * MAX_ALERTS,
             "never the whole array"
         );
-        assert!(matches!(posted.kept[0], Sent::Alert(_)));
-        assert!(matches!(posted.kept[1], Sent::Unreadable));
+        assert!(matches!(posted.kept[0], PostedAlert::Alert(_)));
+        assert!(matches!(posted.kept[1], PostedAlert::Unreadable));
         let empty = read_in_sevens(" [ ] ").unwrap();
         assert_eq!((empty.kept.len(), empty.total), (0, 0));
         // Past the hundred as within it: what the parser refuses is refused.

@@ -233,14 +233,14 @@ pub enum PublicIp {
 /// messages show, the trimmed input (for an IPv4-mapped one too, which every
 /// step takes as the IPv4 address it maps).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GivenIp {
+pub struct SubmittedIp {
     pub ip: PublicIp,
     shown: String,
 }
 
 impl PublicIp {
     /// Validation in the order the specification fixes: valid first, then public.
-    pub fn parse(raw: &str, ipv6: Ipv6) -> Result<GivenIp, IpRejection> {
+    pub fn parse(raw: &str, ipv6: Ipv6) -> Result<SubmittedIp, IpRejection> {
         let trimmed = raw.trim_matches(|c: char| c.is_ascii_whitespace());
         if ipv6 == Ipv6::Off || !trimmed.contains(':') {
             return PublicIpv4::parse(trimmed).map(|ip| Self::V4(ip).into());
@@ -250,7 +250,7 @@ impl PublicIp {
             Some(v4) => PublicIpv4::from_addr(v4).map(Self::V4),
             None => PublicIpv6::from_addr(addr).map(Self::V6),
         };
-        ip.map(|ip| GivenIp {
+        ip.map(|ip| SubmittedIp {
             ip,
             shown: trimmed.to_owned(),
         })
@@ -314,7 +314,7 @@ impl From<PublicIpv4> for PublicIp {
 }
 
 /// An address given in its canonical form.
-impl From<PublicIp> for GivenIp {
+impl From<PublicIp> for SubmittedIp {
     fn from(ip: PublicIp) -> Self {
         Self {
             ip,
@@ -323,7 +323,7 @@ impl From<PublicIp> for GivenIp {
     }
 }
 
-impl fmt::Display for GivenIp {
+impl fmt::Display for SubmittedIp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.shown)
     }

@@ -133,7 +133,7 @@ pub fn overlapping<A: Addr>(set: &[(A, A)], (first, last): (A, A)) -> &[(A, A)] 
 /// past the top of the family (`last + 1`), which no integer of its width holds.
 type Point<A> = (A, bool);
 
-/// `combine` of two sets read in order, never held whole: what the writer uses
+/// `combine` of two sets read in order, never held whole: what the operator lists' object uses
 /// on lists of millions of entries.
 pub fn combine_iter<A: Addr>(
     a: impl IntoIterator<Item = (A, A)>,

@@ -6,10 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::code::{serde_by_code, Coded};
+use crate::domain::holder::entry::MAX_COMMENT_CHARS;
+use crate::domain::holder::list::{DailyUsage, Limits, ListStore};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::network::reporter::ReporterNetwork;
-use crate::domain::personal::entry::MAX_COMMENT_CHARS;
-use crate::domain::personal::holder::{DailyUsage, Limits, ListStore};
 use crate::domain::time::UnixTime;
 
 /// What a reported address did, as AbuseIPDB's and CrowdSec's reports name it.
@@ -264,7 +264,7 @@ mod tests {
 
     #[test]
     fn a_report_counts_against_the_days_reports_and_past_them_keeps_nothing() {
-        use crate::domain::personal::holder::memory::MemoryStore;
+        use crate::domain::holder::list::memory::MemoryStore;
         let mut store = MemoryStore::default();
         let limits = Limits {
             reports: 2,

@@ -1,7 +1,7 @@
-//! A list as the writer keeps it in SQLite: cut by address into chunks of at most
+//! A list as the operator lists' object keeps it in SQLite: cut by address into chunks of at most
 //! `CHUNK_ENTRIES` entries, each entry with its provenance (the edit or import that
 //! added it), so that an edit reads and rewrites only the chunks it falls in and a
-//! list of ten million entries is never in the writer's memory whole. A chunk
+//! list of ten million entries is never in the operator lists' object's memory whole. A chunk
 //! holds the entries whose first address runs from its start to the next chunk's.
 
 use crate::domain::net::family::Addr;
@@ -25,15 +25,15 @@ const fn kept_bytes<A: Addr>() -> usize {
 /// edits and imports are given (one a change, from 1) stay far below this one.
 pub const PROMOTED: u64 = u32::MAX as u64;
 
-/// One entry as the writer keeps it.
+/// One entry as the operator lists' object keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct KeptEntry<A = u32> {
+pub struct ChunkEntry<A = u32> {
     pub range: Cidr<A>,
-    /// The edit or import that added it (the writer's `edits` table), or `PROMOTED`.
+    /// The edit or import that added it (the operator lists' object's `edits` table), or `PROMOTED`.
     pub edit: u64,
 }
 
-impl<A> KeptEntry<A> {
+impl<A> ChunkEntry<A> {
     pub fn source(&self) -> EntrySource {
         match self.edit {
             PROMOTED => EntrySource::Promoted,
@@ -42,7 +42,7 @@ impl<A> KeptEntry<A> {
     }
 }
 
-/// What the writer knows of a chunk without reading it: enough to find the chunks
+/// What the operator lists' object knows of a chunk without reading it: enough to find the chunks
 /// an edit falls in, and where a shard may begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkInfo<A = u32> {
@@ -59,7 +59,7 @@ pub struct ChunkInfo<A = u32> {
 }
 
 impl<A: Addr> ChunkInfo<A> {
-    pub fn of(start: A, rev: u64, entries: &[KeptEntry<A>]) -> Self {
+    pub fn of(start: A, rev: u64, entries: &[ChunkEntry<A>]) -> Self {
         Self {
             start,
             rev,
@@ -80,7 +80,7 @@ impl<A: Addr> ChunkInfo<A> {
 }
 
 /// A chunk's entries as stored: the family byte, then each entry in order.
-pub fn encode<A: Addr>(entries: &[KeptEntry<A>]) -> Vec<u8> {
+pub fn encode<A: Addr>(entries: &[ChunkEntry<A>]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(1 + entries.len() * kept_bytes::<A>());
     bytes.push(A::FAMILY);
     for kept in entries {
@@ -92,17 +92,17 @@ pub fn encode<A: Addr>(entries: &[KeptEntry<A>]) -> Vec<u8> {
 }
 
 /// `None` for anything `encode` could not have written for this family.
-pub fn decode<A: Addr>(bytes: &[u8]) -> Option<Vec<KeptEntry<A>>> {
+pub fn decode<A: Addr>(bytes: &[u8]) -> Option<Vec<ChunkEntry<A>>> {
     let (&format, body) = bytes.split_first()?;
     let size = kept_bytes::<A>();
     if format != A::FAMILY || body.len() % size != 0 {
         return None;
     }
-    let entries: Vec<KeptEntry<A>> = body
+    let entries: Vec<ChunkEntry<A>> = body
         .chunks_exact(size)
         .map(|b| {
             let (first, rest) = b.split_at(A::BYTES);
-            Some(KeptEntry {
+            Some(ChunkEntry {
                 range: Cidr::from_parts(A::read_le(first)?, rest[0])?,
                 edit: u64::from(u32::from_le_bytes(rest[1..].try_into().ok()?)),
             })
@@ -120,7 +120,7 @@ pub fn decode<A: Addr>(bytes: &[u8]) -> Option<Vec<KeptEntry<A>>> {
 /// (`promote`); one the edit adds becomes the operator's, which no decay takes,
 /// and counts as added.
 pub fn apply<A: Addr>(
-    entries: &mut Vec<KeptEntry<A>>,
+    entries: &mut Vec<ChunkEntry<A>>,
     add: &[Cidr<A>],
     remove: &[Cidr<A>],
     edit: u64,
@@ -130,7 +130,7 @@ pub fn apply<A: Addr>(
     let removed = before - entries.len();
     let added = merge_in(entries, add, |range, there| match there {
         Some(same) if same.edit != PROMOTED => (same, false),
-        _ => (KeptEntry { range, edit }, true),
+        _ => (ChunkEntry { range, edit }, true),
     });
     Changes { added, removed }
 }
@@ -141,7 +141,7 @@ pub fn apply<A: Addr>(
 /// there stays as it is, the operator's or promoted, and so does the operator's
 /// entry of a range in `remove`. Counts only what changed.
 pub fn promote<A: Addr>(
-    entries: &mut Vec<KeptEntry<A>>,
+    entries: &mut Vec<ChunkEntry<A>>,
     add: &[Cidr<A>],
     remove: &[Cidr<A>],
 ) -> Changes {
@@ -151,7 +151,7 @@ pub fn promote<A: Addr>(
     let added = merge_in(entries, add, |range, there| match there {
         Some(same) => (same, false),
         None => (
-            KeptEntry {
+            ChunkEntry {
                 range,
                 edit: PROMOTED,
             },
@@ -165,9 +165,9 @@ pub fn promote<A: Addr>(
 /// says what a range becomes, given the entry of that range already there if any,
 /// and whether that counts as added. Returns how many did.
 fn merge_in<A: Addr>(
-    entries: &mut Vec<KeptEntry<A>>,
+    entries: &mut Vec<ChunkEntry<A>>,
     add: &[Cidr<A>],
-    keep: impl Fn(Cidr<A>, Option<KeptEntry<A>>) -> (KeptEntry<A>, bool),
+    keep: impl Fn(Cidr<A>, Option<ChunkEntry<A>>) -> (ChunkEntry<A>, bool),
 ) -> usize {
     let mut old = std::mem::take(entries).into_iter().peekable();
     let mut added = 0;
@@ -188,7 +188,7 @@ fn merge_in<A: Addr>(
 /// (at most 129) kept together; one chunk is held at a time.
 pub struct Filling<A = u32> {
     start: A,
-    part: Vec<KeptEntry<A>>,
+    part: Vec<ChunkEntry<A>>,
 }
 
 impl<A: Addr> Filling<A> {
@@ -201,7 +201,7 @@ impl<A: Addr> Filling<A> {
     }
 
     /// Adds the next entry; hands back the chunk it completed, if it did.
-    pub fn push(&mut self, kept: KeptEntry<A>) -> Option<(A, Vec<KeptEntry<A>>)> {
+    pub fn push(&mut self, kept: ChunkEntry<A>) -> Option<(A, Vec<ChunkEntry<A>>)> {
         let full = self.part.len() >= CHUNK_FILL
             && self
                 .part
@@ -217,19 +217,19 @@ impl<A: Addr> Filling<A> {
     }
 
     /// The last chunk, empty when no entry came.
-    pub fn finish(self) -> (A, Vec<KeptEntry<A>>) {
+    pub fn finish(self) -> (A, Vec<ChunkEntry<A>>) {
         (self.start, self.part)
     }
 }
 
 /// The entries of the chunk that starts at `start`, as chunks of at most
 /// `CHUNK_ENTRIES`: itself when they fit, else parts of about `CHUNK_FILL`.
-pub fn cut<A: Addr>(start: A, entries: Vec<KeptEntry<A>>) -> Vec<(A, Vec<KeptEntry<A>>)> {
+pub fn cut<A: Addr>(start: A, entries: Vec<ChunkEntry<A>>) -> Vec<(A, Vec<ChunkEntry<A>>)> {
     if entries.len() <= CHUNK_ENTRIES {
         return vec![(start, entries)];
     }
     let mut filling = Filling::new(start);
-    let mut parts: Vec<(A, Vec<KeptEntry<A>>)> = entries
+    let mut parts: Vec<(A, Vec<ChunkEntry<A>>)> = entries
         .into_iter()
         .filter_map(|kept| filling.push(kept))
         .collect();
@@ -248,8 +248,8 @@ mod tests {
         Ipv4Range::parse(text).unwrap()
     }
 
-    fn kept(text: &str, edit: u64) -> KeptEntry {
-        KeptEntry {
+    fn kept(text: &str, edit: u64) -> ChunkEntry {
+        ChunkEntry {
             range: range(text),
             edit,
         }
@@ -274,7 +274,7 @@ mod tests {
 
     #[test]
     fn an_ipv6_chunk_keeps_its_own_layout_and_is_never_read_as_ipv4() {
-        let kept6 = |text: &str, edit| KeptEntry {
+        let kept6 = |text: &str, edit| ChunkEntry {
             range: Ipv6Range::parse(text).unwrap(),
             edit,
         };
@@ -423,10 +423,10 @@ mod tests {
     #[test]
     fn a_chunk_over_its_bound_is_cut_between_two_first_addresses() {
         // Three entries at each first address: a cut never parts them.
-        let entries: Vec<KeptEntry> = (0..CHUNK_ENTRIES as u32)
+        let entries: Vec<ChunkEntry> = (0..CHUNK_ENTRIES as u32)
             .flat_map(|n| {
                 let first = 0x0800_0000 + (n << 8);
-                [24, 28, 32].map(|prefix| KeptEntry {
+                [24, 28, 32].map(|prefix| ChunkEntry {
                     range: Ipv4Range::from_parts(first, prefix).unwrap(),
                     edit: 1,
                 })
@@ -443,7 +443,7 @@ mod tests {
             assert_eq!(after[0].range.first(), *start);
             assert!(before.last().unwrap().range.first() < *start);
         }
-        let joined: Vec<KeptEntry> = parts.into_iter().flat_map(|(_, part)| part).collect();
+        let joined: Vec<ChunkEntry> = parts.into_iter().flat_map(|(_, part)| part).collect();
         assert_eq!(joined, entries);
         assert_eq!(
             cut(7, entries[..10].to_vec()),
@@ -468,9 +468,9 @@ mod tests {
                 ranges
             };
             let (old, add, remove) = (ranges(old), ranges(add), ranges(remove));
-            let mut model = crate::domain::operator_lists::list::ListEntries::new(old.clone());
+            let mut model = crate::domain::operator_lists::list::FamilyEntries::new(old.clone());
             let expected = model.edit(add.clone(), remove.clone());
-            let mut entries: Vec<KeptEntry> = old.iter().map(|&range| KeptEntry { range, edit: 1 }).collect();
+            let mut entries: Vec<ChunkEntry> = old.iter().map(|&range| ChunkEntry { range, edit: 1 }).collect();
             prop_assert_eq!(apply(&mut entries, &add, &remove, 2), expected);
             prop_assert_eq!(entries.iter().map(|kept| kept.range).collect::<Vec<_>>(), model.as_slice().to_vec());
             for kept in &entries {

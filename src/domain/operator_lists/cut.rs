@@ -1,5 +1,5 @@
 //! Where a version of a list is cut into shards, and which of them it shares with
-//! the version published before it. A shard is a run of the writer's chunks
+//! the version published before it. A shard is a run of the operator lists' object's chunks
 //! (`chunk`); the cuts stay where they were from one version to the next, so an
 //! edit changes the shard it falls in and no other: only that shard is written to
 //! KV, and only that shard is loaded again by the isolates, whatever the size of

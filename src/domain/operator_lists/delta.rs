@@ -58,7 +58,7 @@ impl VersionChange {
 pub enum Piece {
     /// The addresses whose membership changed over the piece's versions.
     Changed(VersionChange),
-    /// Too large a change, or one the writer no longer knows (it restarted with an
+    /// Too large a change, or one the operator lists' object no longer knows (it restarted with an
     /// unpublished change): a cursor before it starts afresh.
     Reset,
 }
@@ -499,7 +499,7 @@ mod tests {
         ) {
             let (from, to) = (from % versions.len(), to % versions.len());
             prop_assume!(from < to);
-            // Each version's pieces as the writer makes them, level by level.
+            // Each version's pieces as the operator lists' object makes them, level by level.
             let mut pieces = std::collections::HashMap::new();
             for v in 1..versions.len() as u64 {
                 for level in levels(v) {

@@ -21,7 +21,7 @@ pub const MAX_EDIT_ENTRIES: usize = 10_000;
 pub const MAX_IMPORT_BYTES: usize = 256 * 1024 * 1024;
 /// The most IPv4 entries a list holds: the isolates hold the global list's
 /// snapshot, 4 bytes an address, 40 MB at this size, within an isolate's 128 MB.
-/// The writer holds a chunk at a time, whatever the size (`chunk`).
+/// The operator lists' object holds a chunk at a time, whatever the size (`chunk`).
 pub const MAX_LIST_ENTRIES: usize = 10_000_000;
 /// The most IPv6 entries a list holds besides: 16 bytes an address, 32 a range,
 /// at most 32 MB in an isolate beside the IPv4 snapshot's 40.
@@ -179,8 +179,8 @@ impl ListKind {
                 self.code()
             ));
         }
-        let parse = |entries: Vec<String>| -> Result<Entries, String> {
-            let mut parsed = Entries::default();
+        let parse = |entries: Vec<String>| -> Result<EntrySet, String> {
+            let mut parsed = EntrySet::default();
             for entry in &entries {
                 let one = self
                     .parse_entry(entry.trim(), ipv6)
@@ -230,20 +230,20 @@ pub struct EditRequest {
 /// the promoted entries to take off, when the request named any.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ParsedEdit {
-    pub add: Entries,
-    pub remove: Entries,
-    pub remove_promoted: Option<Entries>,
+    pub add: EntrySet,
+    pub remove: EntrySet,
+    pub remove_promoted: Option<EntrySet>,
 }
 
-/// Entries of both families, each family apart: the writer keeps each in its own
+/// Entries of both families, each family apart: the operator lists' object keeps each in its own
 /// chunks and the isolates each in its own shards.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Entries {
-    pub v4: ListEntries<u32>,
-    pub v6: ListEntries<u128>,
+pub struct EntrySet {
+    pub v4: FamilyEntries<u32>,
+    pub v6: FamilyEntries<u128>,
 }
 
-impl Entries {
+impl EntrySet {
     fn push(&mut self, entry: ListEntry) {
         match entry {
             ListEntry::V4(range) => self.v4.0.push(range),
@@ -253,8 +253,8 @@ impl Entries {
 
     fn sorted(self) -> Self {
         Self {
-            v4: ListEntries::new(self.v4.0),
-            v6: ListEntries::new(self.v6.0),
+            v4: FamilyEntries::new(self.v4.0),
+            v6: FamilyEntries::new(self.v6.0),
         }
     }
 
@@ -274,7 +274,7 @@ impl Entries {
 }
 
 /// Entries of either family, each family's sorted and without duplicates.
-impl FromIterator<ListEntry> for Entries {
+impl FromIterator<ListEntry> for EntrySet {
     fn from_iter<I: IntoIterator<Item = ListEntry>>(entries: I) -> Self {
         let mut all = Self::default();
         for entry in entries {
@@ -286,9 +286,9 @@ impl FromIterator<ListEntry> for Entries {
 
 /// A list's entries of one family as the operator wrote them, sorted and without duplicates.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListEntries<A = u32>(Vec<Cidr<A>>);
+pub struct FamilyEntries<A = u32>(Vec<Cidr<A>>);
 
-impl<A> Default for ListEntries<A> {
+impl<A> Default for FamilyEntries<A> {
     fn default() -> Self {
         Self(Vec::new())
     }
@@ -308,7 +308,7 @@ impl std::ops::AddAssign for Changes {
     }
 }
 
-impl<A: Addr> ListEntries<A> {
+impl<A: Addr> FamilyEntries<A> {
     pub fn new(mut entries: Vec<Cidr<A>>) -> Self {
         entries.sort_unstable();
         entries.dedup();
@@ -350,7 +350,7 @@ impl<A: Addr> ListEntries<A> {
     }
 
     /// Becomes `new`; the counts say how many entries came and went.
-    pub fn replace(&mut self, new: ListEntries<A>) -> Changes {
+    pub fn replace(&mut self, new: FamilyEntries<A>) -> Changes {
         let (mut old, mut kept) = (self.0.iter().peekable(), 0);
         for entry in &new.0 {
             while old.next_if(|o| *o < entry).is_some() {}
@@ -430,7 +430,7 @@ impl fmt::Display for LineError {
 pub struct Import {
     kind: ListKind,
     ipv6: Ipv6,
-    entries: Entries,
+    entries: EntrySet,
     /// Entries of each family (IPv4, IPv6) read and handed on in runs.
     handed_on: (usize, usize),
     partial: Vec<u8>,
@@ -456,7 +456,7 @@ impl Import {
         Self {
             kind,
             ipv6,
-            entries: Entries::default(),
+            entries: EntrySet::default(),
             handed_on: (0, 0),
             partial: Vec::new(),
             line: 0,
@@ -485,7 +485,7 @@ impl Import {
 
     /// The entries read since the last run, sorted and without duplicates, once
     /// they take `RUN_BYTES`: an import of any size is held a run at a time.
-    pub fn run(&mut self) -> Option<Entries> {
+    pub fn run(&mut self) -> Option<EntrySet> {
         if self.entries.bytes() < RUN_BYTES {
             return None;
         }
@@ -496,7 +496,7 @@ impl Import {
 
     /// The last run (the whole import when it took one), sorted and without
     /// duplicates; nothing is returned when a line is bad.
-    pub fn finish(mut self) -> Result<Entries, LineError> {
+    pub fn finish(mut self) -> Result<EntrySet, LineError> {
         let last = std::mem::take(&mut self.partial);
         if !last.is_empty() {
             self.read_line(&last)?;
@@ -565,13 +565,13 @@ mod tests {
         kind.parse_entry(text, Ipv6::On)
     }
 
-    fn import_with(kind: ListKind, text: &str, ipv6: Ipv6) -> Result<Entries, LineError> {
+    fn import_with(kind: ListKind, text: &str, ipv6: Ipv6) -> Result<EntrySet, LineError> {
         let mut import = Import::new(kind, ipv6);
         import.push(text.as_bytes())?;
         import.finish()
     }
 
-    fn import(kind: ListKind, text: &str) -> Result<ListEntries, LineError> {
+    fn import(kind: ListKind, text: &str) -> Result<FamilyEntries, LineError> {
         import_with(kind, text, Ipv6::Off).map(|entries| entries.v4)
     }
 
@@ -706,7 +706,7 @@ mod tests {
                 .parse_edit(dismissing(&[], &[]), Ipv6::Off)
                 .unwrap()
                 .remove_promoted,
-            Some(Entries::default()),
+            Some(EntrySet::default()),
             "named, even empty"
         );
         assert_eq!(
@@ -741,7 +741,7 @@ mod tests {
 
     #[test]
     fn entries_collected_are_sorted_each_family_apart() {
-        let entries: Entries = [v6("2a00::1"), v4("9.9.9.9"), v4("1.1.1.1"), v4("9.9.9.9")]
+        let entries: EntrySet = [v6("2a00::1"), v4("9.9.9.9"), v4("1.1.1.1"), v4("9.9.9.9")]
             .into_iter()
             .collect();
         assert_eq!(entries.v4.as_slice(), [r("1.1.1.1"), r("9.9.9.9")]);
@@ -765,7 +765,7 @@ mod tests {
 
     #[test]
     fn edits_remove_then_add_and_count_only_changes() {
-        let mut list = ListEntries::new(vec![r("1.1.1.1"), r("2.2.2.0/24")]);
+        let mut list = FamilyEntries::new(vec![r("1.1.1.1"), r("2.2.2.0/24")]);
         let changes = list.edit(
             vec![r("3.3.3.3"), r("1.1.1.1"), r("3.3.3.3")],
             vec![r("2.2.2.0/24"), r("9.9.9.9")],
@@ -790,8 +790,8 @@ mod tests {
 
     #[test]
     fn a_replacement_counts_what_came_and_went() {
-        let mut list = ListEntries::new(vec![r("1.1.1.1"), r("2.2.2.2"), r("3.3.3.0/24")]);
-        let changes = list.replace(ListEntries::new(vec![
+        let mut list = FamilyEntries::new(vec![r("1.1.1.1"), r("2.2.2.2"), r("3.3.3.0/24")]);
+        let changes = list.replace(FamilyEntries::new(vec![
             r("2.2.2.2"),
             r("3.3.3.0/24"),
             r("4.4.4.4"),
@@ -809,7 +809,7 @@ mod tests {
 
     #[test]
     fn storage_encoding_round_trips() {
-        let list = ListEntries::new(vec![
+        let list = FamilyEntries::new(vec![
             r("0.0.0.0/8"),
             r("255.255.255.255"),
             r("1.2.3.4"),
@@ -820,16 +820,16 @@ mod tests {
             4 * 5,
             "five bytes an IPv4 entry, as before"
         );
-        assert_eq!(ListEntries::decode(&list.encode()), Some(list));
-        assert_eq!(ListEntries::<u32>::decode(&[1, 2, 3]), None);
+        assert_eq!(FamilyEntries::decode(&list.encode()), Some(list));
+        assert_eq!(FamilyEntries::<u32>::decode(&[1, 2, 3]), None);
         assert_eq!(
-            ListEntries::<u32>::decode(&[1, 2, 3, 4, 24]),
+            FamilyEntries::<u32>::decode(&[1, 2, 3, 4, 24]),
             None,
             "host bits set"
         );
-        let list6 = ListEntries::new(vec![r6("2a00::/32"), r6("::/0"), r6("ffff::1")]);
+        let list6 = FamilyEntries::new(vec![r6("2a00::/32"), r6("::/0"), r6("ffff::1")]);
         assert_eq!(list6.encode().len(), 3 * 17);
-        assert_eq!(ListEntries::decode(&list6.encode()), Some(list6));
+        assert_eq!(FamilyEntries::decode(&list6.encode()), Some(list6));
     }
 
     #[test]
@@ -842,7 +842,7 @@ mod tests {
         );
         assert_eq!(
             import(ListKind::Global, "").unwrap(),
-            ListEntries::default()
+            FamilyEntries::default()
         );
         assert_eq!(
             import(ListKind::Global, "8.8.8.8").unwrap().len(),

@@ -1,4 +1,4 @@
-//! When the writer publishes a list: an explicit state machine over the list's
+//! When the operator lists' object publishes a list: an explicit state machine over the list's
 //! counters, so that every saved change is published (an alarm stands for every
 //! change not yet published), KV's one write a second to a key is kept, and a
 //! version number is never handed out twice. The object's async loop only does

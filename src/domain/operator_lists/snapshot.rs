@@ -468,14 +468,14 @@ mod tests {
 
     use super::*;
     use crate::domain::net::range::Ipv4Range;
-    use crate::domain::operator_lists::list::ListEntries;
+    use crate::domain::operator_lists::list::FamilyEntries;
 
-    fn entries(list: &[&str]) -> ListEntries {
-        ListEntries::new(list.iter().map(|s| Ipv4Range::parse(s).unwrap()).collect())
+    fn entries(list: &[&str]) -> FamilyEntries {
+        FamilyEntries::new(list.iter().map(|s| Ipv4Range::parse(s).unwrap()).collect())
     }
 
     /// A list cut into shards of `FILL` intervals, as a first version is.
-    fn build(entries: &ListEntries) -> (Vec<u32>, Vec<Shard>) {
+    fn build(entries: &FamilyEntries) -> (Vec<u32>, Vec<Shard>) {
         let merged: Vec<(u32, u32)> = entries.intervals().collect();
         let mut starts = vec![0];
         let mut shards = Vec::new();
@@ -703,7 +703,7 @@ mod tests {
 
     #[test]
     fn an_empty_list_is_one_empty_shard() {
-        let (starts, shards) = build(&ListEntries::default());
+        let (starts, shards) = build(&FamilyEntries::default());
         assert_eq!((starts, shards), (vec![0], vec![Shard::default()]));
     }
 
@@ -712,7 +712,7 @@ mod tests {
         let many: Vec<Ipv4Range> = (0..(SHARD_ENTRIES as u32 * 2 + 7))
             .map(|n| Ipv4Range::from_parts(0x0800_0000 + n * 2, 32).unwrap())
             .collect();
-        let (starts, shards) = build(&ListEntries::new(many));
+        let (starts, shards) = build(&FamilyEntries::new(many));
         assert_eq!(
             shards.len(),
             (SHARD_ENTRIES * 2 + 7).div_ceil(crate::domain::operator_lists::cut::FILL)
@@ -750,7 +750,7 @@ mod tests {
             ranges in proptest::collection::vec(range_strategy(), 0..40),
             probes in proptest::collection::vec(prop_oneof![any::<u32>(), 0u32..64, (u32::MAX - 64)..=u32::MAX], 0..64),
         ) {
-            let (starts, shards) = build(&ListEntries::new(ranges.clone()));
+            let (starts, shards) = build(&FamilyEntries::new(ranges.clone()));
             let shards: Vec<Shard> = shards.iter().map(|s| Shard::decode(&s.encode()).unwrap()).collect();
             let edges = ranges.iter().flat_map(|r| [r.first(), r.last(), r.first().wrapping_sub(1), r.last().wrapping_add(1)]);
             for addr in probes.into_iter().chain(edges) {

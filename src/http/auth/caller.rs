@@ -59,7 +59,7 @@ async fn license_holder(cx: &RequestContext, req: &Request) -> Result<LicenseId,
         .with_borrow_mut(|tokens| tokens.verify(settings.jwt_secret.expose(), &token, now.unix()))
         .map_err(|e| ApiError::Unauthorized(e.code()))?;
     cx.log.names(&license);
-    if licenses::standing(&cx.env, &license, settings.freshness, now)
+    if licenses::status(&cx.env, &license, settings.freshness, now)
         .await?
         .active
     {
@@ -155,7 +155,7 @@ pub async fn machine(cx: &RequestContext, req: &Request) -> Result<MachineCaller
     cx.log.names(&bearer.license);
     limit_polls(env, &format!("machine:{}", bearer.machine_id.as_str())).await?;
     let freshness = settings.freshness;
-    if !licenses::standing(env, &bearer.license, freshness, now)
+    if !licenses::status(env, &bearer.license, freshness, now)
         .await?
         .active
     {
@@ -225,7 +225,7 @@ async fn by_feed_token(
     cx.log.names(&license);
     // The license's standing, as for an access token: a revocation refuses its feed
     // tokens within the same bound, even before its holder's object is told.
-    if !licenses::standing(env, &license, freshness, now)
+    if !licenses::status(env, &license, freshness, now)
         .await?
         .active
     {

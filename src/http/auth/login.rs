@@ -10,7 +10,7 @@ use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{AdmitLogin, HolderRefusal};
+use crate::objects::holder::protocol::{AdmitLicense, HolderRefusal};
 use crate::objects::protocol::Failure;
 use crate::store::licenses;
 
@@ -75,7 +75,7 @@ pub async fn handle(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiE
     cx.log.names(&license);
     // KV's edge may still show the key of a license revoked a moment ago; its
     // holder's object knows at once.
-    match holder(env, &license)?.ask(AdmitLogin).await {
+    match holder(env, &license)?.ask(AdmitLicense).await {
         Ok(()) => {}
         Err(Failure::Refused(HolderRefusal::LicenseRevoked)) => return Err(ApiError::LoginRefused),
         Err(failure) => return Err(failure.into()),

@@ -4,14 +4,14 @@
 use serde::Serialize;
 use worker::Request;
 
+use crate::domain::holder::allow::{AllowCall, AllowEntry, AllowOutcome};
+use crate::domain::holder::allow_range::AllowRange;
+use crate::domain::holder::entry::EntryDetails;
+use crate::domain::holder::list::Operation;
+use crate::domain::holder::outcome::HolderOutcome;
+use crate::domain::holder::quota::Quota;
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::page::{counted, AllowCursor, PageCursor};
-use crate::domain::personal::allow::{AllowCall, AllowEntry, AllowOutcome};
-use crate::domain::personal::allow_range::AllowRange;
-use crate::domain::personal::entry::EntryDetails;
-use crate::domain::personal::holder::Operation;
-use crate::domain::personal::outcome::Outcome;
-use crate::domain::personal::quota::Quota;
 use crate::domain::precedence::global_allow_holds_range;
 use crate::domain::time::UnixTime;
 use crate::http::auth::caller::HolderCaller;
@@ -37,14 +37,14 @@ pub async fn single(
     let raw = body.field("ip").unwrap_or_default();
     let given = match AllowRange::parse(&raw, cx.settings.ipv6) {
         Ok(given) => given,
-        Err(rejection) => return Ok(Reply::Outcome(rejection.into(), None)),
+        Err(rejection) => return Ok(Reply::HolderOutcome(rejection.into(), None)),
     };
     let shown = given.to_string();
     let (env, freshness, now) = (&cx.env, cx.settings.freshness, cx.now);
     let allow = published::intervals(env, ListKind::Allow, freshness, now).await?;
     if global_allow_holds_range((&allow.v4, &allow.v6), given.range) {
-        let outcome = Outcome::Allow(shown, AllowOutcome::GlobalAllowListed);
-        return Ok(Reply::Outcome(outcome, None));
+        let outcome = HolderOutcome::Allow(shown, AllowOutcome::GlobalAllowListed);
+        return Ok(Reply::HolderOutcome(outcome, None));
     }
     let comment = match operation {
         Operation::Add => {
@@ -66,7 +66,10 @@ pub async fn single(
     let quota = answer
         .usage
         .map(|usage| Quota::of(usage, answer.limits, cx.now.unix()));
-    Ok(Reply::Outcome(Outcome::Allow(shown, answer.outcome), quota))
+    Ok(Reply::HolderOutcome(
+        HolderOutcome::Allow(shown, answer.outcome),
+        quota,
+    ))
 }
 
 /// `listAllowlist`: the holder's allow-list entries, newest first, a page at a time.

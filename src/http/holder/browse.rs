@@ -4,10 +4,10 @@ use serde::Serialize;
 use worker::{Context, Request};
 
 use crate::domain::code::Coded;
+use crate::domain::holder::entry::{Entry, HistoryEvent, HistoryKind, Subject};
+use crate::domain::holder::quota::Quota;
 use crate::domain::net::address::{Ipv6, Listed};
 use crate::domain::page::{counted, PageCursor, PageQuery};
-use crate::domain::personal::entry::{Change, Entry, HistoryEvent, Subject};
-use crate::domain::personal::quota::Quota;
 use crate::domain::time::UnixTime;
 use crate::http::auth::caller::HolderCaller;
 use crate::http::context::RequestContext;
@@ -169,7 +169,7 @@ impl<'a> EntryView<'a> {
 #[derive(Serialize)]
 struct ChangeView<'a> {
     at: String,
-    change: Change,
+    change: HistoryKind,
     /// An address, a /64, or an allow-list range, as its text.
     ip: Subject,
     client: Option<&'a str>,

@@ -83,7 +83,7 @@ fn fields(body: &Body) -> Result<Fields, ApiError> {
 /// `POST /api/machines`: a new machine with an optional `name`, its login name
 /// and password made by the service, at most 20 per holder. Its login record
 /// goes to KV first: a record whose machine the holder's object does not keep
-/// admits nothing (`AdmitMachine` refuses it), while a machine kept without its
+/// admits nothing (`RecordMachineLogin` refuses it), while a machine kept without its
 /// record would take one of the twenty with a password nobody has. A refusal
 /// takes the record away again.
 pub async fn create(

@@ -5,18 +5,18 @@
 use serde::Serialize;
 use worker::Request;
 
+use crate::domain::holder::list::Operation;
+use crate::domain::holder::outcome::HolderOutcome;
 use crate::domain::net::address::{Listed, PublicIp};
-use crate::domain::personal::holder::Operation;
-use crate::domain::personal::outcome::Outcome;
 use crate::domain::precedence::Governor;
 use crate::http::auth::caller::HolderCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::reply::Reply;
-use crate::objects::network::client::{fault, shard_for};
-use crate::objects::network::protocol::TallyOf;
 use crate::objects::operator_lists::client::published;
+use crate::objects::report_shard::client::{fault, report_shard_for};
+use crate::objects::report_shard::protocol::TallyOf;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -45,7 +45,7 @@ pub async fn status(
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
     let raw = body.field("ip").unwrap_or_default();
     let given = PublicIp::parse(&raw, settings.ipv6)
-        .map_err(|rejection| ApiError::BadRequest(Outcome::from(rejection).message()))?;
+        .map_err(|rejection| ApiError::BadRequest(HolderOutcome::from(rejection).message()))?;
     let ip = given.ip;
     // Whether the global challenge list answers a check of it: the precedence's
     // to say, whatever the holder's own allow list holds (this is the network's
@@ -61,7 +61,7 @@ pub async fn status(
     let global = checked.await?.governor() == Some(Governor::GlobalChallenge);
     // With IPV6_PREFIX 64, an IPv6 address is reported, and counted, as its /64.
     let subject = Listed::keys(ip, settings.ipv6_prefix).0;
-    let tally = shard_for(env, subject)?
+    let tally = report_shard_for(env, subject)?
         .ask(TallyOf(subject, 0))
         .await
         .map_err(fault)?;

@@ -4,10 +4,10 @@
 use worker::Request;
 
 use crate::domain::access::license::LicenseId;
-use crate::domain::personal::entry::EntryDetails;
-use crate::domain::personal::holder::{Call, Operation};
-use crate::domain::personal::outcome::Outcome;
-use crate::domain::personal::quota::Quota;
+use crate::domain::holder::entry::EntryDetails;
+use crate::domain::holder::list::{ListCall, Operation};
+use crate::domain::holder::outcome::HolderOutcome;
+use crate::domain::holder::quota::Quota;
 use crate::domain::precedence::Verdict;
 use crate::domain::time::Millis;
 use crate::http::auth::caller::HolderCaller;
@@ -42,7 +42,7 @@ pub async fn single(
     };
     let client = req.headers().get("CF-Connecting-IP")?;
     let (mut outcomes, quota) = run(cx, &license, operation, &[ip], details, client).await?;
-    Ok(Reply::Outcome(outcomes.remove(0), quota))
+    Ok(Reply::HolderOutcome(outcomes.remove(0), quota))
 }
 
 /// Many addresses, each answered exactly as the single operation would answer it,
@@ -99,17 +99,17 @@ async fn run(
     ips: &[String],
     details: Result<EntryDetails, ApiError>,
     client: Option<String>,
-) -> Result<(Vec<Outcome>, Option<Quota>), ApiError> {
+) -> Result<(Vec<HolderOutcome>, Option<Quota>), ApiError> {
     let settings = &cx.settings;
     let settled = settle(cx, license, operation.into(), ips, &details).await?;
     let details = details.unwrap_or_default();
-    let calls: Vec<Call> = settled
+    let calls: Vec<ListCall> = settled
         .iter()
         .filter_map(|settled| match settled {
             &Verdict::ForObject {
                 ref ip,
                 global_challenge,
-            } => Some(Call {
+            } => Some(ListCall {
                 operation,
                 ip: ip.ip,
                 prefix: settings.ipv6_prefix,
@@ -130,7 +130,7 @@ async fn run(
             .map(|usage| Quota::of(usage, last.limits, cx.now.unix()))
     });
     let outcomes = in_order(settled, answers, |ip, answer| {
-        Outcome::Personal(ip, answer.outcome)
+        HolderOutcome::Personal(ip, answer.outcome)
     })?;
     Ok((outcomes, quota))
 }

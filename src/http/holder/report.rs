@@ -6,10 +6,10 @@
 use worker::Request;
 
 use crate::domain::access::license::LicenseId;
+use crate::domain::holder::outcome::HolderOutcome;
 use crate::domain::net::address::PublicIp;
 use crate::domain::network::report::{self, Categories, ReportCall};
 use crate::domain::network::reporter::ReporterNetwork;
-use crate::domain::personal::outcome::Outcome;
 use crate::domain::precedence::{Verdict, Weighing};
 use crate::http::auth::caller::HolderCaller;
 use crate::http::context::RequestContext;
@@ -33,7 +33,7 @@ pub async fn single(
     let ip = body.field("ip").unwrap_or_default();
     let details = details(body.field("categories"), body.field("comment"));
     let mut outcomes = run(cx, (license, from), &[ip], details).await?;
-    Ok(Reply::Outcome(outcomes.remove(0), None))
+    Ok(Reply::HolderOutcome(outcomes.remove(0), None))
 }
 
 /// `POST /api/reportIps`: many addresses, as the bulk adds take them, each
@@ -81,7 +81,7 @@ async fn run(
     (license, network): (LicenseId, ReporterNetwork),
     ips: &[String],
     details: Result<(Categories, Option<String>), ApiError>,
-) -> Result<Vec<Outcome>, ApiError> {
+) -> Result<Vec<HolderOutcome>, ApiError> {
     let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
     let settled = settle(cx, &license, Weighing::Report, ips, &details).await?;
     let (categories, comment) = details.unwrap_or_default();
@@ -110,7 +110,7 @@ async fn run(
         Vec::new()
     } else {
         // As the edge authenticated the caller: the isolate remembers it.
-        let licensed_at = licenses::standing(env, &license, settings.freshness, now)
+        let licensed_at = licenses::status(env, &license, settings.freshness, now)
             .await?
             .created_at;
         holder(env, &license)?
@@ -124,6 +124,6 @@ async fn run(
             .await?
     };
     in_order(settled, answers, |ip, answer| {
-        Outcome::Report(ip, answer.outcome)
+        HolderOutcome::Report(ip, answer.outcome)
     })
 }

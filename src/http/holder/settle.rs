@@ -3,8 +3,8 @@
 //! the specified operations and for reports, each weighing the lists its way.
 
 use crate::domain::access::license::LicenseId;
-use crate::domain::net::address::{GivenIp, PublicIp};
-use crate::domain::personal::outcome::Outcome;
+use crate::domain::holder::outcome::HolderOutcome;
+use crate::domain::net::address::{PublicIp, SubmittedIp};
 use crate::domain::precedence::{Verdict, Weighing};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
@@ -18,14 +18,14 @@ use crate::store::{licenses, StoreError};
 /// reports' and the alerts' weighing.
 pub struct Weigher<'a> {
     cx: &'a RequestContext,
-    pub license: licenses::Held,
+    pub license: licenses::LicenseStatus,
 }
 
 impl<'a> Weigher<'a> {
     /// The weighing of `license`'s addresses. As the edge authenticated the
     /// caller, the isolate remembers the license: no read.
     pub async fn of(cx: &'a RequestContext, license: &LicenseId) -> Result<Self, ApiError> {
-        let license = licenses::standing(&cx.env, license, cx.settings.freshness, cx.now).await?;
+        let license = licenses::status(&cx.env, license, cx.settings.freshness, cx.now).await?;
         Ok(Self { cx, license })
     }
 
@@ -33,7 +33,7 @@ impl<'a> Weigher<'a> {
     pub async fn verdict(
         &self,
         weighing: impl Into<Weighing>,
-        ip: GivenIp,
+        ip: SubmittedIp,
     ) -> Result<Verdict, ApiError> {
         let (cx, allow_list) = (self.cx, self.license.allow_list);
         let verdict = published::verdict(
@@ -83,8 +83,8 @@ pub async fn settle<D>(
 pub fn in_order<A>(
     settled: Vec<Verdict>,
     answers: Vec<A>,
-    outcome: impl Fn(GivenIp, A) -> Outcome,
-) -> Result<Vec<Outcome>, ApiError> {
+    outcome: impl Fn(SubmittedIp, A) -> HolderOutcome,
+) -> Result<Vec<HolderOutcome>, ApiError> {
     let asked = settled
         .iter()
         .filter(|settled| matches!(settled, Verdict::ForObject { .. }))

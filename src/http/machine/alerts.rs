@@ -7,13 +7,15 @@
 
 use worker::Request;
 
-use crate::domain::machines::alert::{classify, skipped, AlertAdd, AlertCall, AlertIds, Asked};
+use crate::domain::holder::list::Operation;
+use crate::domain::machines::alert::{
+    classify, skipped, AlertAdd, AlertCall, AlertIds, ClassifiedAlert,
+};
 use crate::domain::machines::posted::{
     Posted, PostedReader, Refused, MAX_BODY_BYTES, MAX_ELEMENTS,
 };
 use crate::domain::net::address::PublicIp;
 use crate::domain::network::report::ReportCall;
-use crate::domain::personal::holder::Operation;
 use crate::domain::precedence::{Verdict, Weighing};
 use crate::http::auth::caller::MachineCaller;
 use crate::http::context::RequestContext;
@@ -54,7 +56,7 @@ pub async fn post(
     let mut alerts = Vec::with_capacity(sent.len());
     let mut skips = Vec::new();
     for asked in classify(sent, settings.ipv6) {
-        if let Asked::Ignored(skip) = asked {
+        if let ClassifiedAlert::Ignored(skip) = asked {
             skips.push(skip);
         }
         alerts.push(weigh(cx, asked, &mut weighing).await?);
@@ -105,13 +107,13 @@ struct Weighed<'a> {
 /// the canaries are weighed before the lists, as a report's are.
 async fn weigh(
     cx: &RequestContext,
-    asked: Asked,
+    asked: ClassifiedAlert,
     weighing: &mut Weighed<'_>,
 ) -> Result<AlertCall, ApiError> {
     let prefix = cx.settings.ipv6_prefix;
     let mut call = AlertCall::default();
     match asked {
-        Asked::Detection {
+        ClassifiedAlert::Detection {
             ip,
             categories,
             remediation,
@@ -153,7 +155,7 @@ async fn weigh(
                 }
             }
         }
-        Asked::Decisions(decided) => {
+        ClassifiedAlert::Decisions(decided) => {
             for decision in decided {
                 if let Verdict::ForObject {
                     global_challenge, ..
@@ -172,7 +174,7 @@ async fn weigh(
                 }
             }
         }
-        Asked::Ignored(_) => {}
+        ClassifiedAlert::Ignored(_) => {}
     }
     Ok(call)
 }

@@ -14,8 +14,8 @@ use crate::http::error::ApiError;
 use crate::http::wire::body::Body;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::AdmitMachine;
 use crate::objects::holder::protocol::HolderRefusal::{LicenseRevoked, MachineRevoked};
+use crate::objects::holder::protocol::RecordMachineLogin;
 use crate::objects::protocol::Failure;
 use crate::store::{licenses, machines};
 
@@ -68,13 +68,13 @@ pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiEr
         return Err(ApiError::MachineLoginRefused);
     }
     cx.log.names(&record.license);
-    if !licenses::standing(env, &record.license, freshness, now)
+    if !licenses::status(env, &record.license, freshness, now)
         .await?
         .active
     {
         return Err(ApiError::MachineLoginRefused);
     }
-    let admit = AdmitMachine {
+    let admit = RecordMachineLogin {
         id: record.id.clone(),
         scenarios: kept_scenarios(&asked.scenarios.unwrap_or_default()),
     };

@@ -29,9 +29,9 @@ use crate::objects::directory::protocol::{
     Audit, CreateKey, CreateLicense, Keys, License, Licenses, Relabel, RevokeKey,
 };
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{self as holder_calls, LicensePicture, SetNetwork, WhyHeld};
-use crate::objects::operator_lists::client::writer;
-use crate::objects::operator_lists::protocol::{self as lists_calls, Covering};
+use crate::objects::holder::protocol::{self as holder_calls, AddressListing, SetNetwork, Summary};
+use crate::objects::operator_lists::client::operator_lists;
+use crate::objects::operator_lists::protocol::{self as operator_lists_calls, Covering};
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::Revoke;
 use crate::store::directory::keys::KeyRow;
@@ -177,7 +177,7 @@ pub async fn relabel(
         }
     };
     let kept = match network {
-        None => holder(env, &license)?.ask(LicensePicture).await?.network,
+        None => holder(env, &license)?.ask(Summary).await?.network,
         // Its audit row goes to the directory with the change, from the holder's object.
         Some(setting) => {
             holder(env, &license)?
@@ -272,7 +272,7 @@ pub async fn license(
     let license = LicenseId::parse(&cx.id).ok_or(ApiError::NotFound("license"))?;
     cx.log.names(&license);
     let row = directory(env)?.ask(License(license.clone())).await?;
-    let holder = holder(env, &license)?.ask(LicensePicture).await?;
+    let holder = holder(env, &license)?.ask(Summary).await?;
     let standing = StandingView::of(
         holder.network,
         &row.created_at,
@@ -434,7 +434,9 @@ pub async fn lookup(
     let license = field(&query, "license")
         .map(|id| LicenseId::parse(id).ok_or(ApiError::NotFound("license")))
         .transpose()?;
-    let lists = writer(env)?.ask(lists_calls::WhyListed(ip)).await?;
+    let lists = operator_lists(env)?
+        .ask(operator_lists_calls::WhyListed(ip))
+        .await?;
     let reports = match PublicIp::from_ip(ip) {
         // With IPV6_PREFIX 64, an IPv6 address is reported, and counted, as its /64.
         Some(public) => {
@@ -442,7 +444,7 @@ pub async fn lookup(
         }
         None => None,
     };
-    let mut held = WhyHeld {
+    let mut held = AddressListing {
         entry: None,
         allowed_by: None,
     };

@@ -1,7 +1,7 @@
 //! The operator API's lists under `/admin/`: the global list, the allow list, and
 //! the service's status. Every handler here runs only after `auth::caller::operator`
-//! has passed for its route; the lists' writer keeps each change's audit row with
-//! the change and sends it to the directory (`object/audit.rs` of the writer).
+//! has passed for its route; the operator lists' object keeps each change's audit row with
+//! the change and sends it to the directory (`object/audit.rs` of the operator lists' object).
 
 use futures_util::stream::{self, StreamExt};
 use serde::Serialize;
@@ -21,7 +21,7 @@ use crate::http::wire::reply::Reply;
 use crate::http::wire::{etag, form};
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::Count;
-use crate::objects::operator_lists::client::writer;
+use crate::objects::operator_lists::client::operator_lists;
 use crate::objects::operator_lists::protocol::{
     Edit, Export, ExportHead, ListsStatus, Replace, Status,
 };
@@ -32,7 +32,7 @@ use crate::platform::memory;
 pub const MAX_EDIT_BYTES: usize = 1024 * 1024;
 
 /// `POST`: `{"add": [...], "remove": [...]}`, and for the global list
-/// `"removePromoted": [...]`, checked and applied by the lists' writer as one change.
+/// `"removePromoted": [...]`, checked and applied by the operator lists' object as one change.
 pub async fn edit_list(
     kind: ListKind,
     cx: &RequestContext,
@@ -58,7 +58,7 @@ pub async fn edit_list(
         .flatten()
         .filter_map(|text| text.trim().parse().ok())
         .collect();
-    let edited = writer(env)?
+    let edited = operator_lists(env)?
         .ask(Edit {
             kind,
             edit: Json(edit),
@@ -80,7 +80,7 @@ struct Replacement {
     version: String,
 }
 
-/// `PUT`: the whole list as text, streamed to the writer, which parses it as it
+/// `PUT`: the whole list as text, streamed to the operator lists' object, which parses it as it
 /// arrives (and counts its limit on the text, however it was sent).
 pub async fn replace_list(
     kind: ListKind,
@@ -91,11 +91,11 @@ pub async fn replace_list(
     let env = &cx.env;
     declared_within(&req, MAX_IMPORT_BYTES)?;
     // Ten million lines are about 140 MB of text, past the request body limit of
-    // most plans, and about a tenth of that gzipped; the writer decompresses it.
+    // most plans, and about a tenth of that gzipped; the operator lists' object decompresses it.
     let gzip = gzipped(&req)?;
     let ipv6 = cx.settings.ipv6;
     let by = Some(operator.actor.name().to_owned());
-    let replaced = writer(env)?
+    let replaced = operator_lists(env)?
         .ask_uploading(
             Replace {
                 kind,
@@ -142,7 +142,7 @@ fn export_source(kind: ListKind, req: &Request) -> Result<EntrySource, ApiError>
 
 /// `GET`: the list in the import format, `# <list> list, version <v>, <n> entries`
 /// first (`# <list> list (promoted), ...` for the promoted entries), streamed from
-/// the writer a page at a time, with its version as `ETag` (`"<v>-promoted"` for
+/// the operator lists' object a page at a time, with its version as `ETag` (`"<v>-promoted"` for
 /// the promoted entries, so that one export's tag never answers for the other).
 pub async fn export_list(
     kind: ListKind,
@@ -165,7 +165,7 @@ pub async fn export_list(
             .ok()
             .filter(|v: &u64| tag(*v) == held)
     });
-    let (head, pages) = writer(env)?
+    let (head, pages) = operator_lists(env)?
         .ask_stream(Export {
             kind,
             known,
@@ -247,7 +247,7 @@ struct NetworkSettings {
 /// `GET /admin/status`: both lists' sizes and published versions, and the number of licenses.
 pub async fn status(cx: &RequestContext, _: Request, _: OperatorCaller) -> Result<Reply, ApiError> {
     let (env, consensus) = (&cx.env, cx.settings.objects.consensus);
-    let lists = writer(env)?.ask(Status).await?;
+    let lists = operator_lists(env)?.ask(Status).await?;
     Reply::json(
         200,
         &ServiceStatus {

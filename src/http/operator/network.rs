@@ -4,6 +4,7 @@
 //! review; a license's standing. Every handler here runs only after
 //! `auth::caller::operator` has passed for its route.
 
+use crate::domain::access::license::LicenseId;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
@@ -22,11 +23,11 @@ use crate::http::wire::reply::Reply;
 use crate::http::wire::{etag, form};
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::{Canaries, EditCanaries, Labels, MAX_LABELS};
-use crate::objects::network::client::{fault as shard_fault, shard, shard_for};
-use crate::objects::network::protocol::{Dismiss, Tallies, TallyOf, MOST_REPORTERS};
-use crate::objects::operator_lists::client::writer;
+use crate::objects::operator_lists::client::operator_lists;
 use crate::objects::operator_lists::protocol::{PendingPromotions, Review as ReviewCall};
-use crate::store::network::lookup::AddressTally;
+use crate::objects::report_shard::client::{fault as shard_fault, report_shard, report_shard_for};
+use crate::objects::report_shard::protocol::{Dismiss, Tallies, TallyOf, MOST_REPORTERS};
+use crate::store::report_shard::lookup::AddressTally;
 
 /// An edit of the canaries, or a review: at most 10 000 entries, with room for
 /// long ranges.
@@ -124,9 +125,10 @@ async fn labels_of(
     cx: &RequestContext,
     tallies: &[AddressTally],
 ) -> Result<HashMap<String, String>, ApiError> {
-    let mut ids: Vec<String> = tallies
+    let mut ids: Vec<LicenseId> = tallies
         .iter()
-        .flat_map(|tally| tally.reporters.iter().map(|r| r.license.clone()))
+        .flat_map(|tally| tally.reporters.iter())
+        .filter_map(|reporter| LicenseId::parse(&reporter.license))
         .collect();
     ids.sort_unstable();
     ids.dedup();
@@ -139,6 +141,7 @@ async fn labels_of(
         .await?
         .into_iter()
         .filter(|(_, label)| !label.is_empty())
+        .map(|(license, label)| (license.into(), label))
         .collect())
 }
 
@@ -147,7 +150,7 @@ pub async fn reports_of(
     cx: &RequestContext,
     subject: Listed,
 ) -> Result<Option<ReportsView>, ApiError> {
-    let tally = shard_for(&cx.env, subject)?
+    let tally = report_shard_for(&cx.env, subject)?
         .ask(TallyOf(subject, MOST_REPORTERS))
         .await
         .map_err(shard_fault)?;
@@ -308,12 +311,12 @@ pub async fn promotions(
                 .map_err(|_| ApiError::from(crate::store::StoreError::UnknownCursor))
         })
         .transpose()?;
-    let page = writer(&cx.env)?
+    let page = operator_lists(&cx.env)?
         .ask(PendingPromotions { after, limit })
         .await?;
     let mut tallies: HashMap<Listed, AddressTally> = HashMap::new();
     for (index, ips) in by_shard(page.pending.iter().map(|queued| queued.ip)) {
-        let answered = shard(&cx.env, index)?
+        let answered = report_shard(&cx.env, index)?
             .ask(Tallies(ips.clone(), REPORTERS_PENDING))
             .await
             .map_err(shard_fault)?;
@@ -385,7 +388,7 @@ pub async fn review(
         .iter()
         .filter_map(|text| text.trim().parse().ok())
         .collect();
-    let reviewed = writer(&cx.env)?
+    let reviewed = operator_lists(&cx.env)?
         .ask(ReviewCall {
             approve: asked.approve,
             reject: asked.reject,
@@ -410,7 +413,7 @@ fn by_shard(ips: impl IntoIterator<Item = Listed>) -> BTreeMap<u32, Vec<Listed>>
 /// promote them again.
 pub async fn dismiss(cx: &RequestContext, ips: Vec<Listed>) -> Result<(), ApiError> {
     for (index, ips) in by_shard(ips) {
-        shard(&cx.env, index)?
+        report_shard(&cx.env, index)?
             .ask(Dismiss(ips))
             .await
             .map_err(shard_fault)?;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::domain::personal::outcome::Outcome;
+use crate::domain::holder::outcome::HolderOutcome;
 use crate::http::wire::form;
 
 /// At most this many addresses in one request.
@@ -77,7 +77,7 @@ impl BulkRequest {
 }
 
 /// How many items got each outcome, by outcome code.
-pub fn counts(outcomes: &[Outcome]) -> BTreeMap<&'static str, usize> {
+pub fn counts(outcomes: &[HolderOutcome]) -> BTreeMap<&'static str, usize> {
     let mut counts = BTreeMap::new();
     for outcome in outcomes {
         *counts.entry(outcome.code()).or_insert(0) += 1;
@@ -88,8 +88,8 @@ pub fn counts(outcomes: &[Outcome]) -> BTreeMap<&'static str, usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::net::address::{GivenIp, PublicIp};
-    use crate::domain::personal::holder::PersonalOutcome;
+    use crate::domain::holder::list::PersonalOutcome;
+    use crate::domain::net::address::{PublicIp, SubmittedIp};
 
     fn ips(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
@@ -160,12 +160,12 @@ mod tests {
 
     #[test]
     fn outcomes_are_counted_by_code() {
-        let ip = || GivenIp::from("8.8.8.8".parse::<PublicIp>().unwrap());
+        let ip = || SubmittedIp::from("8.8.8.8".parse::<PublicIp>().unwrap());
         let outcomes = [
-            Outcome::Personal(ip(), PersonalOutcome::Added),
-            Outcome::Invalid("x".into()),
-            Outcome::Personal(ip(), PersonalOutcome::Added),
-            Outcome::Personal(ip(), PersonalOutcome::LimitReached),
+            HolderOutcome::Personal(ip(), PersonalOutcome::Added),
+            HolderOutcome::Invalid("x".into()),
+            HolderOutcome::Personal(ip(), PersonalOutcome::Added),
+            HolderOutcome::Personal(ip(), PersonalOutcome::LimitReached),
         ];
         assert_eq!(
             counts(&outcomes),

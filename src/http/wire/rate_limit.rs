@@ -1,6 +1,6 @@
 //! The day's quota as IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers).
 
-use crate::domain::personal::quota::Quota;
+use crate::domain::holder::quota::Quota;
 use crate::domain::time::SECONDS_PER_DAY;
 
 /// `RateLimit-Policy` and `RateLimit`.
@@ -20,7 +20,7 @@ pub fn headers(quota: &Quota) -> [(&'static str, String); 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::personal::holder::{DailyUsage, Limits};
+    use crate::domain::holder::list::{DailyUsage, Limits};
     use crate::domain::time::UnixTime;
 
     const NOON: UnixTime = UnixTime(1_795_262_400);

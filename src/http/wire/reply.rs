@@ -4,8 +4,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use worker::Response;
 
-use crate::domain::personal::outcome::Outcome;
-use crate::domain::personal::quota::Quota;
+use crate::domain::holder::outcome::HolderOutcome;
+use crate::domain::holder::quota::Quota;
 use crate::http::error::ApiError;
 use crate::http::wire::mode::{respond, BodyMode};
 use crate::http::wire::{bulk, rate_limit};
@@ -23,9 +23,9 @@ pub struct Listing {
 /// A successful answer of any endpoint.
 pub enum Reply {
     /// A list operation's outcome, with the day's quota when the holder's list answered.
-    Outcome(Outcome, Option<Quota>),
+    HolderOutcome(HolderOutcome, Option<Quota>),
     /// A bulk request's outcomes, in the order of its addresses, and the day's quota after them.
-    Outcomes(Vec<Outcome>, Option<Quota>),
+    Outcomes(Vec<HolderOutcome>, Option<Quota>),
     Listing(Listing),
     /// A JSON answer, written as it was made: a value of a hundred thousand elements
     /// is never held as a tree of `Value`s on its way out.
@@ -50,7 +50,7 @@ impl Reply {
 
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Outcome(outcome, _) => outcome.code(),
+            Self::HolderOutcome(outcome, _) => outcome.code(),
             Self::Outcomes(..)
             | Self::Listing(_)
             | Self::Json(..)
@@ -61,7 +61,7 @@ impl Reply {
 
     pub fn into_response(self, mode: BodyMode) -> worker::Result<Response> {
         match self {
-            Self::Outcome(outcome, quota) => {
+            Self::HolderOutcome(outcome, quota) => {
                 let response = mode.render(&outcome.message())?;
                 let headers = response.headers();
                 headers.set("X-Greylist-Outcome", outcome.code())?;

@@ -156,7 +156,7 @@ impl OperatorDirectory {
         Ok(known)
     }
 
-    /// Rows the lists' writer kept with its changes, each written once, at the
+    /// Rows the operator lists' object kept with its changes, each written once, at the
     /// time of its change, in the one stretch without an await this call is.
     fn record_forwarded(&self, rows: &[Forwarded]) -> Answered<()> {
         let files = self.files();

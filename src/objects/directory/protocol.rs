@@ -37,7 +37,7 @@ calls!(DirectoryProtocol => DirectoryCall {
     Audit => AuditPage,
     EditCanaries => Edited,
     Canaries => Published,
-    Labels => Vec<(String, String)>,
+    Labels => Vec<(LicenseId, String)>,
 });
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -189,7 +189,7 @@ pub struct Canaries;
 /// The labels of these licenses (at most `MAX_LABELS`), as `(license, label)`:
 /// those filed, in no particular order.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Labels(pub Vec<String>);
+pub struct Labels(pub Vec<LicenseId>);
 
 /// Licenses one `Labels` call names at most.
 pub const MAX_LABELS: usize = 1_000;

@@ -14,23 +14,24 @@ use std::cell::{Cell, RefCell};
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    Activity, AdmitLogin, AdmitMachine, AllowPage, AllowPerform, ChangeMachine, CreateFeedToken,
-    CreateMachine, EntryPage, Feed, FeedTokens, History, HolderCall, HolderPicture, HolderProtocol,
-    HolderRefusal, LicensePicture, LiveLookup, Machines, Perform, RecordUsage, Report, Revoke,
-    RevokeFeedToken, RevokeMachine, SetNetwork, TakeAlerts, Usage, WhyHeld, WhyListed,
+    Activity, AddressListing, AdmitLicense, AllowPage, AllowPerform, ChangeMachine,
+    CreateFeedToken, CreateMachine, EntryPage, Feed, FeedTokens, History, HolderCall,
+    HolderProtocol, HolderRefusal, HolderSummary, LiveLookup, Machines, Perform,
+    RecordMachineLogin, RecordUsage, Report, Revoke, RevokeFeedToken, RevokeMachine, SetNetwork,
+    Summary, TakeAlerts, Usage, WhyListed,
 };
+use crate::domain::holder::activity::last_days;
+use crate::domain::holder::allow::AllowSet;
+use crate::domain::holder::entry::Entry;
+use crate::domain::holder::list::{perform, sweep, Limits, ListAnswer, ListStore, Operation};
 use crate::domain::machines::credentials::MachineSettings;
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
-use crate::domain::personal::activity::last_days;
-use crate::domain::personal::allow::AllowSet;
-use crate::domain::personal::entry::Entry;
-use crate::domain::personal::holder::{perform, sweep, Answer, Limits, ListStore, Operation};
 use crate::domain::precedence::{weigh_then_perform, Holding};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::protocol::{receive, refuse, Ask, AskStream, Failure, Received};
 use crate::objects::startup::Started;
 use crate::platform::{clock, config};
-use crate::store::holder::list::SqlListStore;
+use crate::store::holder::list::HolderTables;
 use crate::store::holder::schema::migrate;
 use crate::store::sql::SqlError;
 
@@ -106,14 +107,14 @@ impl DurableObject for HolderList {
         let operators = matches!(
             call,
             HolderCall::Revoke(_)
-                | HolderCall::LicensePicture(_)
+                | HolderCall::Summary(_)
                 | HolderCall::WhyListed(_)
                 | HolderCall::SetNetwork(_)
         );
         if !operators && self.is_revoked()? {
             return refuse::<HolderProtocol>(HolderRefusal::LicenseRevoked);
         }
-        let store = SqlListStore::new(&self.sql);
+        let store = HolderTables::new(&self.sql);
         match call {
             HolderCall::Perform(Perform(calls)) => {
                 Perform::reply(self.perform(&calls, now, ready.limits).await)
@@ -149,10 +150,8 @@ impl DurableObject for HolderList {
             }
             HolderCall::Revoke(Revoke) => Revoke::reply(self.revoke(now).await),
             // A revoked license was refused above.
-            HolderCall::AdmitLogin(AdmitLogin) => AdmitLogin::reply(Ok(())),
-            HolderCall::LicensePicture(LicensePicture) => {
-                LicensePicture::reply(stored(picture(&store, now)))
-            }
+            HolderCall::AdmitLicense(AdmitLicense) => AdmitLicense::reply(Ok(())),
+            HolderCall::Summary(Summary) => Summary::reply(stored(picture(&store, now))),
             HolderCall::SetNetwork(SetNetwork {
                 license,
                 suspended,
@@ -180,8 +179,8 @@ impl DurableObject for HolderList {
             HolderCall::RevokeMachine(RevokeMachine(id)) => {
                 RevokeMachine::reply(stored(store.revoke_machine(&id)))
             }
-            HolderCall::AdmitMachine(AdmitMachine { id, scenarios }) => {
-                AdmitMachine::reply(match store.record_login(&id, &scenarios, now) {
+            HolderCall::RecordMachineLogin(RecordMachineLogin { id, scenarios }) => {
+                RecordMachineLogin::reply(match store.record_login(&id, &scenarios, now) {
                     Ok(true) => Ok(()),
                     Ok(false) => Err(Failure::Refused(HolderRefusal::MachineRevoked)),
                     Err(fault) => Err(fault.into()),
@@ -228,7 +227,7 @@ impl DurableObject for HolderList {
         self.started.get_or_start(|| self.start()).await?;
         self.alarm_at.set(None);
         let more_reports = self.send_reports().await?;
-        let mut store = SqlListStore::new(&self.sql);
+        let mut store = HolderTables::new(&self.sql);
         let now = clock::now().unix();
         let next =
             if more_reports || sweep(&mut store, now, SWEEP_BATCH).map_err(fault)? == SWEEP_BATCH {
@@ -258,10 +257,10 @@ impl HolderList {
     /// day's limits apply item by item in the order given.
     async fn perform(
         &self,
-        calls: &[crate::domain::personal::holder::Call],
+        calls: &[crate::domain::holder::list::ListCall],
         now: UnixTime,
         limits: Limits,
-    ) -> Answered<Vec<Answer>> {
+    ) -> Answered<Vec<ListAnswer>> {
         let answers = self.weigh_and_perform(calls, now, limits)?;
         // Adds and removes may leave something to sweep (an expiring entry, history); checks never do.
         let next = calls
@@ -286,11 +285,11 @@ impl HolderList {
     /// outlives it, and nothing runs in between.
     fn weigh_and_perform(
         &self,
-        calls: &[crate::domain::personal::holder::Call],
+        calls: &[crate::domain::holder::list::ListCall],
         now: UnixTime,
         limits: Limits,
-    ) -> Answered<Vec<Answer>> {
-        let mut store = SqlListStore::new(&self.sql);
+    ) -> Answered<Vec<ListAnswer>> {
+        let mut store = HolderTables::new(&self.sql);
         let allow = self.allow_set()?;
         let answers = calls.iter().map(|call| {
             let holding = Holding {
@@ -302,7 +301,7 @@ impl HolderList {
                 holding,
                 |list| {
                     let outcome = list.object_outcome(call.operation.into())?;
-                    Some(Answer {
+                    Some(ListAnswer {
                         outcome,
                         usage: None,
                         limits,
@@ -315,10 +314,10 @@ impl HolderList {
     }
 
     /// The live entry that lists `ip`, and the allow-list entry that holds it.
-    fn why_held(&self, ip: PublicIp, now: UnixTime) -> Answered<WhyHeld> {
-        let store = SqlListStore::new(&self.sql);
+    fn why_held(&self, ip: PublicIp, now: UnixTime) -> Answered<AddressListing> {
+        let store = HolderTables::new(&self.sql);
         let allowing = self.allow_set()?.holding(ip);
-        Ok(WhyHeld {
+        Ok(AddressListing {
             entry: holding(&store, ip, now)?,
             allowed_by: match allowing {
                 Some(range) => store.allow_entry(range)?,
@@ -331,7 +330,7 @@ impl HolderList {
         if let Some(revoked) = self.revoked.get() {
             return Ok(revoked);
         }
-        let revoked = SqlListStore::new(&self.sql).is_revoked().map_err(fault)?;
+        let revoked = HolderTables::new(&self.sql).is_revoked().map_err(fault)?;
         self.revoked.set(Some(revoked));
         Ok(revoked)
     }
@@ -363,10 +362,10 @@ fn fault(error: SqlError) -> worker::Error {
 }
 
 fn picture(
-    store: &SqlListStore<&SqlStorage>,
+    store: &HolderTables<&SqlStorage>,
     now: UnixTime,
-) -> std::result::Result<HolderPicture, SqlError> {
-    Ok(HolderPicture {
+) -> std::result::Result<HolderSummary, SqlError> {
+    Ok(HolderSummary {
         entries: store.live_entries(now)?,
         today: store.usage()?.on(now.utc_day()),
         feed_tokens: store.feed_tokens(now)?,
@@ -379,7 +378,7 @@ fn picture(
 /// A bouncer's or engine's report, kept on its feed token or machine in one
 /// visit; refused as its pulls or alerts are once that is revoked.
 fn record_usage(
-    store: &SqlListStore<&SqlStorage>,
+    store: &HolderTables<&SqlStorage>,
     call: RecordUsage,
     now: UnixTime,
 ) -> Answered<()> {
@@ -402,7 +401,7 @@ fn record_usage(
 
 /// The live entry that lists `ip`, under whichever of its keys it is listed.
 fn holding(
-    store: &SqlListStore<&SqlStorage>,
+    store: &HolderTables<&SqlStorage>,
     ip: PublicIp,
     now: UnixTime,
 ) -> std::result::Result<Option<Entry>, SqlError> {

@@ -9,9 +9,13 @@ use crate::domain::access::license::LicenseId;
 use crate::domain::feed::decision::{DecisionType, Pull};
 use crate::domain::feed::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
 use crate::domain::feed::item::{FeedHead, FeedRecord};
+use crate::domain::holder::activity::ActivityDay;
+use crate::domain::holder::allow::{AllowAnswer, AllowCall, AllowEntry};
+use crate::domain::holder::entry::{Entry, HistoryEvent};
+use crate::domain::holder::list::{DailyUsage, ListAnswer, ListCall};
 use crate::domain::machines::alert::AlertCall;
 use crate::domain::machines::credentials::{
-    MachineChange, MachineCounts, MachineId, MachineInfo, NewMachineRecord,
+    AlertCounts, MachineChange, MachineId, MachineInfo, NewMachineRecord,
 };
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::net::intervals::Intervals;
@@ -20,10 +24,6 @@ use crate::domain::network::reporter::ReporterNetwork;
 use crate::domain::network::standing::Kept;
 use crate::domain::operator_lists::delta::{AllowMoves, VersionChange};
 use crate::domain::page::{AllowCursor, EntryCursor, HistoryCursor, Page, PageQuery};
-use crate::domain::personal::activity::ActivityDay;
-use crate::domain::personal::allow::{AllowAnswer, AllowCall, AllowEntry};
-use crate::domain::personal::entry::{Entry, HistoryEvent};
-use crate::domain::personal::holder::{Answer, Call, DailyUsage};
 use crate::domain::time::UnixTime;
 use crate::domain::usage_metrics::{BouncerReport, EngineReport};
 use crate::objects::calls;
@@ -37,7 +37,7 @@ impl Protocol for HolderProtocol {
 }
 
 calls!(HolderProtocol => HolderCall {
-    Perform => Vec<Answer>,
+    Perform => Vec<ListAnswer>,
     AllowPerform => AllowAnswer,
     Report => Vec<ReportAnswer>,
     EntryPage => Page<Entry, EntryCursor>,
@@ -50,16 +50,16 @@ calls!(HolderProtocol => HolderCall {
     RevokeFeedToken => Option<String>,
     LiveLookup => (DecisionType, Option<Entry>, OwnAllow),
     Revoke => (),
-    AdmitLogin => (),
-    LicensePicture => HolderPicture,
+    AdmitLicense => (),
+    Summary => HolderSummary,
     SetNetwork => Kept,
-    WhyListed => WhyHeld,
+    WhyListed => AddressListing,
     CreateMachine => (),
     Machines => Vec<MachineInfo>,
     ChangeMachine => Option<MachineInfo>,
     RevokeMachine => Option<MachineId>,
-    AdmitMachine => (),
-    TakeAlerts => AlertsTaken,
+    RecordMachineLogin => (),
+    TakeAlerts => AlertsAnswer,
     RecordUsage => (),
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
@@ -95,7 +95,7 @@ pub enum HolderRefusal {
 
 /// Runs the list operations in order, in one visit: one answer per call.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Perform(pub Vec<Call>);
+pub struct Perform(pub Vec<ListCall>);
 
 /// One operation of the holder's allow list. The license is named so that the
 /// object can tell its record whether the holder has entries.
@@ -239,16 +239,16 @@ pub struct Revoke;
 /// Whether the license may log in: refused once it is revoked, which this object
 /// knows at once, however long KV's caches still show the license's key.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct AdmitLogin;
+pub struct AdmitLicense;
 
 /// What the operator's page of one license shows of its holder. Answered for a
 /// revoked license too: the operator sees what it held.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct LicensePicture;
+pub struct Summary;
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HolderPicture {
+pub struct HolderSummary {
     /// Live personal entries.
     pub entries: u64,
     /// Today's usage (UTC).
@@ -272,7 +272,7 @@ pub struct HolderPicture {
 pub struct WhyListed(pub PublicIp);
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct WhyHeld {
+pub struct AddressListing {
     pub entry: Option<Entry>,
     pub allowed_by: Option<AllowEntry>,
 }
@@ -302,7 +302,7 @@ pub struct RevokeMachine(pub String);
 /// is), which this object knows at once, however long KV's caches still show
 /// its login record. Records the login and the scenarios it named.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct AdmitMachine {
+pub struct RecordMachineLogin {
     pub id: String,
     pub scenarios: Vec<String>,
 }
@@ -331,9 +331,9 @@ pub struct TakeAlerts {
 /// What a request's alerts came to, and the number of its first alert at its
 /// machine's: each alert's id is its number.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct AlertsTaken {
+pub struct AlertsAnswer {
     pub first: u64,
-    pub counts: MachineCounts,
+    pub counts: AlertCounts,
 }
 
 /// What one of the holder's bouncers or engines reports of itself (CrowdSec's

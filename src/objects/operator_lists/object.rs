@@ -18,21 +18,21 @@ use std::time::Duration;
 use worker::{console_error, durable_object, DurableObject, Env, Request, Response, Result, State};
 
 use super::protocol::{
-    Edit, Export, ListsCall, ListsProtocol, ListsRefusal, PendingPromotions, Promote,
-    PublishedManifest, Replace, Review, Status, WhyListed,
+    Edit, Export, OperatorListsCall, OperatorListsProtocol, OperatorListsRefusal,
+    PendingPromotions, Promote, PublishedManifest, Replace, Review, Status, WhyListed,
 };
 use crate::domain::code::Coded;
 use crate::domain::net::address::Ipv6;
 use crate::domain::net::range::Ipv4Range;
 use crate::domain::network::consensus::Review as ReviewSetting;
 use crate::domain::operator_lists::chunk::{ChunkInfo, PROMOTED};
-use crate::domain::operator_lists::list::{Changes, ListEntries, ListEntry, ListKind};
+use crate::domain::operator_lists::list::{Changes, FamilyEntries, ListEntry, ListKind};
 use crate::objects::protocol::{receive, Ask, AskStream, Failure, Json, Received};
 use crate::platform::meter::{self, Billable};
 use crate::platform::{clock, config};
 use crate::store::operator_lists::edits::Source;
 use crate::store::operator_lists::snapshots::binding;
-use crate::store::operator_lists::tables::{ListTables, StoredPublication};
+use crate::store::operator_lists::tables::{OperatorListTables, PublicationState};
 use crate::store::sql::{DurableSql, SqlError, Transactional};
 use crate::store::{for_each_key, StoreError};
 
@@ -44,12 +44,12 @@ mod publishing;
 mod review;
 
 /// What a call comes to: its answer, or the refusal or fault that stops it.
-type Answered<T> = std::result::Result<T, Failure<ListsRefusal>>;
+type Answered<T> = std::result::Result<T, Failure<OperatorListsRefusal>>;
 
 /// One list as the object holds it: the index of its chunks, never its entries.
 struct List {
     chunks: Chunks,
-    stored: StoredPublication,
+    stored: PublicationState,
     publishing: bool,
 }
 
@@ -62,7 +62,7 @@ struct Chunks {
 
 impl Chunks {
     fn read(
-        tables: &ListTables<&DurableSql>,
+        tables: &OperatorListTables<&DurableSql>,
         kind: ListKind,
     ) -> std::result::Result<Self, SqlError> {
         Ok(Self {
@@ -149,7 +149,7 @@ impl DurableObject for OperatorLists {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         clock::adopt(&req)?;
-        let call = match receive::<ListsProtocol>(&mut req).await? {
+        let call = match receive::<OperatorListsProtocol>(&mut req).await? {
             Received::Call(call) => call,
             Received::OtherShape(answer) => return Ok(answer),
         };
@@ -168,8 +168,8 @@ impl DurableObject for OperatorLists {
             }
         }
         match call {
-            ListsCall::Status(Status) => Status::reply(self.status()),
-            ListsCall::Edit(Edit {
+            OperatorListsCall::Status(Status) => Status::reply(self.status()),
+            OperatorListsCall::Edit(Edit {
                 kind,
                 edit,
                 ipv6,
@@ -190,13 +190,13 @@ impl DurableObject for OperatorLists {
                 self.forward_audit_now().await;
                 Edit::reply(answer)
             }
-            // Answered once saved: the alarm publishes it, as the writer's spacing allows.
-            ListsCall::Promote(promote) => Promote::reply(self.promote(promote).await),
-            ListsCall::PendingPromotions(page) => {
+            // Answered once saved: the alarm publishes it, as the operator lists' object's spacing allows.
+            OperatorListsCall::Promote(promote) => Promote::reply(self.promote(promote).await),
+            OperatorListsCall::PendingPromotions(page) => {
                 PendingPromotions::reply(self.pending_promotions(page))
             }
-            ListsCall::Review(review) => Review::reply(self.review(review).await),
-            ListsCall::Replace(Replace {
+            OperatorListsCall::Review(review) => Review::reply(self.review(review).await),
+            OperatorListsCall::Replace(Replace {
                 kind,
                 gzip,
                 ipv6,
@@ -208,8 +208,8 @@ impl DurableObject for OperatorLists {
                 self.forward_audit_now().await;
                 Replace::reply(replaced)
             }
-            ListsCall::WhyListed(WhyListed(ip)) => WhyListed::reply(self.why_listed(ip)),
-            ListsCall::Export(Export {
+            OperatorListsCall::WhyListed(WhyListed(ip)) => WhyListed::reply(self.why_listed(ip)),
+            OperatorListsCall::Export(Export {
                 kind,
                 known,
                 source,
@@ -220,41 +220,46 @@ impl DurableObject for OperatorLists {
                 Export::reply(Ok(self.export(kind, known, source)))
             }
             // For an isolate whose KV read of the manifest came before the first one was written.
-            ListsCall::PublishedManifest(PublishedManifest(kind)) => PublishedManifest::reply(
-                self.with_list(kind, |list| list.stored.manifest.clone().map(Json))
-                    .ok_or_else(|| {
-                        StoreError::Corrupt(format!("the {} list is not published", kind.code()))
+            OperatorListsCall::PublishedManifest(PublishedManifest(kind)) => {
+                PublishedManifest::reply(
+                    self.with_list(kind, |list| list.stored.manifest.clone().map(Json))
+                        .ok_or_else(|| {
+                            StoreError::Corrupt(format!(
+                                "the {} list is not published",
+                                kind.code()
+                            ))
                             .into()
-                    }),
-            ),
+                        }),
+                )
+            }
             #[cfg(feature = "test-hooks")]
-            ListsCall::RunAlarm(super::protocol::RunAlarm) => {
+            OperatorListsCall::RunAlarm(super::protocol::RunAlarm) => {
                 let scheduled = self.state.storage().get_alarm().await?.is_some();
                 DurableObject::alarm(self).await?;
                 super::protocol::RunAlarm::reply(Ok(scheduled))
             }
             #[cfg(feature = "test-hooks")]
-            ListsCall::FailNextSave(super::protocol::FailNextSave) => {
+            OperatorListsCall::FailNextSave(super::protocol::FailNextSave) => {
                 self.fail_next_save.set(true);
                 super::protocol::FailNextSave::reply(Ok(()))
             }
             #[cfg(feature = "test-hooks")]
-            ListsCall::WriterMemory(super::protocol::WriterMemory) => {
+            OperatorListsCall::WriterMemory(super::protocol::WriterMemory) => {
                 super::protocol::WriterMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
             }
             #[cfg(feature = "test-hooks")]
-            ListsCall::WriterMeter(super::protocol::WriterMeter) => {
+            OperatorListsCall::WriterMeter(super::protocol::WriterMeter) => {
                 super::protocol::WriterMeter::reply(
                     crate::platform::meter::reading().map_err(Failure::from),
                 )
             }
             #[cfg(feature = "test-hooks")]
-            ListsCall::FailPublications(super::protocol::FailPublications) => {
+            OperatorListsCall::FailPublications(super::protocol::FailPublications) => {
                 self.failing_publications.set(true);
                 super::protocol::FailPublications::reply(Ok(()))
             }
             #[cfg(feature = "test-hooks")]
-            ListsCall::FailForwards(super::protocol::FailForwards(failing)) => {
+            OperatorListsCall::FailForwards(super::protocol::FailForwards(failing)) => {
                 self.failing_forwards.set(failing);
                 super::protocol::FailForwards::reply(Ok(()))
             }
@@ -282,8 +287,8 @@ impl DurableObject for OperatorLists {
 }
 
 impl OperatorLists {
-    fn tables(&self) -> ListTables<&DurableSql> {
-        ListTables::new(&self.sql)
+    fn tables(&self) -> OperatorListTables<&DurableSql> {
+        OperatorListTables::new(&self.sql)
     }
 
     fn with_list<T>(&self, kind: ListKind, f: impl FnOnce(&List) -> T) -> T {
@@ -310,7 +315,7 @@ impl OperatorLists {
         }
         let tables = self.tables();
         tables.migrate().map_err(fault)?;
-        let stored: HashMap<ListKind, StoredPublication> =
+        let stored: HashMap<ListKind, PublicationState> =
             tables.publications().map_err(fault)?.into_iter().collect();
         let mut legacy = Vec::new();
         for kind in ListKind::ALL
@@ -429,7 +434,7 @@ impl OperatorLists {
     /// Reads both lists' chunk indexes and publications again into the lists held.
     fn reindex(&self) -> std::result::Result<(), SqlError> {
         let tables = self.tables();
-        let stored: HashMap<ListKind, StoredPublication> =
+        let stored: HashMap<ListKind, PublicationState> =
             tables.publications()?.into_iter().collect();
         for &kind in ListKind::ALL {
             let chunks = Chunks::read(&tables, kind)?;
@@ -462,7 +467,7 @@ fn fault(error: SqlError) -> worker::Error {
 
 /// The list as the service kept it in KV before this object: the allow list as one
 /// text value, the global list as one key per address.
-async fn legacy_entries(env: &Env, kind: ListKind) -> Result<ListEntries> {
+async fn legacy_entries(env: &Env, kind: ListKind) -> Result<FamilyEntries> {
     let kv = env.kv(binding(kind))?;
     let mut entries = Vec::new();
     match kind {
@@ -486,5 +491,5 @@ async fn legacy_entries(env: &Env, kind: ListKind) -> Result<ListEntries> {
             .await?;
         }
     }
-    Ok(ListEntries::new(entries))
+    Ok(FamilyEntries::new(entries))
 }

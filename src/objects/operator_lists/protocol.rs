@@ -1,4 +1,4 @@
-//! The calls the lists' writer takes, each with its answer, and its refusals.
+//! The calls the operator lists' object takes, each with its answer, and its refusals.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,14 +10,14 @@ use crate::objects::calls;
 use crate::objects::protocol::{Json, Protocol};
 use crate::store::operator_lists::review::Queued;
 
-pub enum ListsProtocol {}
+pub enum OperatorListsProtocol {}
 
-impl Protocol for ListsProtocol {
-    type Call = ListsCall;
-    type Refusal = ListsRefusal;
+impl Protocol for OperatorListsProtocol {
+    type Call = OperatorListsCall;
+    type Refusal = OperatorListsRefusal;
 }
 
-calls!(ListsProtocol => ListsCall {
+calls!(OperatorListsProtocol => OperatorListsCall {
     Edit => Json<Edited>,
     Promote => Promoted,
     Replace => Replaced,
@@ -42,10 +42,10 @@ calls!(ListsProtocol => ListsCall {
     Export => (ExportHead, ListEntry),
 });
 
-/// What the writer refuses: the operator's input, named.
+/// What the operator lists' object refuses: the operator's input, named.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ListsRefusal {
+pub enum OperatorListsRefusal {
     /// An entry of an edit is not one the list takes; the message names it.
     BadEdit(String),
     /// A line of an import is not an entry; the message names it by number.
@@ -70,7 +70,7 @@ pub struct Edit {
     /// The acting operator key's name, kept with the change.
     #[serde(default)]
     pub by: Option<String>,
-    /// Who acted and from where: the writer keeps the change's audit row with
+    /// Who acted and from where: the operator lists' object keeps the change's audit row with
     /// it, in the same transaction, and sends it to the directory. None from a
     /// Worker that writes the row itself, as one from before did.
     #[serde(default)]
@@ -94,7 +94,7 @@ pub struct Edited {
 /// shard: each entry an IPv4 address, an IPv6 address or a /64, as text. The
 /// shards batch them, as promotions are rare and each batch is a change the
 /// writer saves and publishes; it answers once saved, and the publication follows
-/// at the writer's usual spacing (at most one a second, by its alarm).
+/// at the operator lists' object's usual spacing (at most one a second, by its alarm).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Promote {
     pub add: Vec<String>,
@@ -212,7 +212,7 @@ pub struct SizeAt {
     pub entries: usize,
 }
 
-/// A list's current manifest, for an isolate that found none in KV: the writer
+/// A list's current manifest, for an isolate that found none in KV: the operator lists' object
 /// publishes first if it never did.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct PublishedManifest(pub ListKind);
@@ -256,19 +256,19 @@ pub struct FailNextSave;
 #[derive(Debug, Serialize, Deserialize)]
 pub struct FailPublications;
 
-/// Makes every call that sends the writer's audit rows to the directory fail, as
+/// Makes every call that sends the operator lists' object's audit rows to the directory fail, as
 /// an unreachable directory would, or no longer (test build only).
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct FailForwards(pub bool);
 
-/// The writer's WebAssembly linear memory, in bytes: the high-water mark of what
+/// The operator lists' object's WebAssembly linear memory, in bytes: the high-water mark of what
 /// its Rust side ever held at once (test build only).
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WriterMemory;
 
-/// The billable calls the writer's isolate made (test build only).
+/// The billable calls the operator lists' object's isolate made (test build only).
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WriterMeter;
@@ -292,7 +292,7 @@ pub struct Covering {
     /// The edit or import that added it, by its number; 0 for a promoted entry.
     pub change: u64,
     /// `edit`, `import`, `taken-over` or `promoted`; none for an entry older than
-    /// the writer's record of changes.
+    /// the operator lists' object's record of changes.
     pub source: Option<String>,
     pub added_at: Option<String>,
     /// The operator key that made the change.

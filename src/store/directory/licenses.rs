@@ -1,6 +1,7 @@
 //! The licenses the directory files: each with its label, note and times,
 //! searched by a label's prefix a bounded page at a time, and their count.
 
+use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::folded;
 use crate::domain::time::UnixTime;
 use serde::{Deserialize, Serialize};
@@ -89,12 +90,12 @@ impl<S: Sql> Directory<S> {
     }
     /// The labels of the licenses named that are filed, as `(license, label)`:
     /// one lookup by the licenses' unique index each.
-    pub fn labels(&self, ids: &[String]) -> Result<Vec<(String, String)>, SqlError> {
+    pub fn labels(&self, ids: &[LicenseId]) -> Result<Vec<(LicenseId, String)>, SqlError> {
         let mut labels = Vec::with_capacity(ids.len());
         for id in ids {
             let rows = self.sql.query(
                 "SELECT label FROM licenses WHERE id = ?1",
-                &[Value::text(id)],
+                &[Value::text(id.as_str())],
             )?;
             if let Some(row) = rows.first() {
                 labels.push((id.clone(), row.text(0)?));

@@ -3,16 +3,16 @@
 //! and the history rows of its changes, whose subject is the range.
 
 use crate::domain::code::Coded;
+use crate::domain::holder::allow::{AllowEntry, AllowSet, AllowStore};
+use crate::domain::holder::allow_range::AllowRange;
+use crate::domain::holder::entry::{HistoryKind, Subject};
 use crate::domain::net::address::Listed;
 use crate::domain::net::intervals::{combine, Op};
 use crate::domain::net::ipv6::IPV4_MAPPED;
 use crate::domain::operator_lists::delta::VersionChange;
 use crate::domain::page::{AllowCursor, Page, PageQuery};
-use crate::domain::personal::allow::{AllowEntry, AllowSet, AllowStore};
-use crate::domain::personal::allow_range::AllowRange;
-use crate::domain::personal::entry::{Change, Subject};
 use crate::domain::time::UnixTime;
-use crate::store::holder::list::SqlListStore;
+use crate::store::holder::list::HolderTables;
 use crate::store::holder::rows::{address, address_of, ip_of, live, subject_of};
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
@@ -35,7 +35,7 @@ fn allow_entry_of(row: &Row) -> Result<Option<AllowEntry>, SqlError> {
     }))
 }
 
-impl<S: Sql> SqlListStore<S> {
+impl<S: Sql> HolderTables<S> {
     /// Every range of the allow list, for the object to hold in memory: at most
     /// its bound of rows, read once per instance.
     pub fn allow_set(&self) -> Result<AllowSet, SqlError> {
@@ -162,9 +162,9 @@ impl<S: Sql> SqlListStore<S> {
                 let Some(Subject::Allow(range)) = subject_of(row.blob(2)?) else {
                     continue;
                 };
-                match Change::from_code(&row.text(1)?) {
-                    Some(Change::AllowAdded) => before.remove(range),
-                    Some(Change::AllowRemoved) => before.insert(range),
+                match HistoryKind::from_code(&row.text(1)?) {
+                    Some(HistoryKind::AllowAdded) => before.remove(range),
+                    Some(HistoryKind::AllowRemoved) => before.insert(range),
                     _ => {}
                 }
             }
@@ -235,7 +235,7 @@ impl<S: Sql> SqlListStore<S> {
     }
 }
 
-impl<S: Sql> AllowStore for SqlListStore<S> {
+impl<S: Sql> AllowStore for HolderTables<S> {
     fn insert_allow(&mut self, entry: &AllowEntry) -> Result<(), SqlError> {
         let (first, _) = entry.range.span();
         self.sql().execute(
@@ -303,10 +303,10 @@ impl<S: Sql> AllowStore for SqlListStore<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::holder::allow::{perform_allow, AllowCall, AllowOutcome};
+    use crate::domain::holder::entry::HistoryKind;
+    use crate::domain::holder::list::{Limits, ListStore, Operation};
     use crate::domain::net::address::{Ipv6, Listed};
-    use crate::domain::personal::allow::{perform_allow, AllowCall, AllowOutcome};
-    use crate::domain::personal::entry::Change;
-    use crate::domain::personal::holder::{Limits, ListStore, Operation};
     use crate::store::holder::rule_tests::{apply, sql_store, Inspected, NOON};
 
     fn range(text: &str) -> AllowRange {
@@ -320,7 +320,7 @@ mod tests {
             apply(&mut store, Operation::Add, ip, None, NOON);
         }
         store
-            .insert(&crate::domain::personal::entry::Entry {
+            .insert(&crate::domain::holder::entry::Entry {
                 ip: "2a00:1450:1::/64".parse::<Listed>().unwrap(),
                 added_at: NOON,
                 expires_at: None,
@@ -328,7 +328,7 @@ mod tests {
             })
             .unwrap();
         let mut set = store.allow_set().unwrap();
-        let mut add = |store: &mut SqlListStore<_>, text| {
+        let mut add = |store: &mut HolderTables<_>, text| {
             perform_allow(
                 store,
                 &mut set,
@@ -375,7 +375,7 @@ mod tests {
         // The set read back is the set kept.
         assert_eq!(store.allow_set().unwrap(), set);
         let history = store.all_history();
-        let subjects: Vec<(Change, String)> = history
+        let subjects: Vec<(HistoryKind, String)> = history
             .iter()
             .skip(4)
             .map(|e| (e.change, e.ip.to_string()))
@@ -383,13 +383,13 @@ mod tests {
         assert_eq!(
             subjects,
             [
-                (Change::Removed, "45.67.89.1".into()),
-                (Change::Removed, "45.67.89.255".into()),
-                (Change::AllowAdded, "45.67.89.0/24".into()),
-                (Change::AllowAdded, "2a00:1450:1::9".into()),
-                (Change::Removed, "2a00:1450:1::/64".into()),
-                (Change::Removed, "2a00:1450:1::5".into()),
-                (Change::AllowAdded, "2a00:1450:1::/64".into()),
+                (HistoryKind::Removed, "45.67.89.1".into()),
+                (HistoryKind::Removed, "45.67.89.255".into()),
+                (HistoryKind::AllowAdded, "45.67.89.0/24".into()),
+                (HistoryKind::AllowAdded, "2a00:1450:1::9".into()),
+                (HistoryKind::Removed, "2a00:1450:1::/64".into()),
+                (HistoryKind::Removed, "2a00:1450:1::5".into()),
+                (HistoryKind::AllowAdded, "2a00:1450:1::/64".into()),
             ]
         );
         let page = store

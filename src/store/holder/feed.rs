@@ -10,11 +10,11 @@
 use crate::domain::code::Coded;
 use crate::domain::feed::decision::{Position, Pull, PullPlan};
 use crate::domain::feed::item::{FeedHead, FeedRecord};
+use crate::domain::holder::entry::{Entry, HistoryKind};
 use crate::domain::net::address::{Key, Listed, PublicIp};
 use crate::domain::net::intervals::overlapping;
 use crate::domain::operator_lists::delta::AllowMoves;
-use crate::domain::personal::entry::{Change, Entry};
-use crate::store::holder::list::{entries, SqlListStore, ENTRY_COLUMNS};
+use crate::store::holder::list::{entries, HolderTables, ENTRY_COLUMNS};
 use crate::store::holder::rows::{address_value, ip_of, live};
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
@@ -24,10 +24,10 @@ use crate::domain::time::UnixTime;
 /// an entry's expiry (a bouncer takes the entry again with its new duration).
 fn listing_changes() -> String {
     [
-        Change::Added,
-        Change::Extended,
-        Change::Removed,
-        Change::Expired,
+        HistoryKind::Added,
+        HistoryKind::Extended,
+        HistoryKind::Removed,
+        HistoryKind::Expired,
     ]
     .map(|c| format!("'{}'", c.code()))
     .join(", ")
@@ -65,7 +65,7 @@ enum Step {
 
 /// A feed's personal part, read on demand.
 pub struct FeedPages<S: Sql> {
-    store: SqlListStore<S>,
+    store: HolderTables<S>,
     now: UnixTime,
     page: usize,
     /// The changes read are those after the cursor up to the newest when the feed began,
@@ -82,7 +82,7 @@ pub struct FeedPages<S: Sql> {
 /// the changes after `since` while the history still holds every one of them
 /// (with the entries `moves` names), the whole list otherwise.
 pub fn open<S: Sql>(
-    store: SqlListStore<S>,
+    store: HolderTables<S>,
     (since, moves): (Option<u64>, AllowMoves),
     known: Option<u64>,
     now: UnixTime,
@@ -103,7 +103,7 @@ pub fn open<S: Sql>(
 /// (`stored`): the plan, so that the caller moves the position once the answer
 /// is read, and the personal part.
 pub fn open_pull<S: Sql>(
-    store: SqlListStore<S>,
+    store: HolderTables<S>,
     (pull, moves): (Pull, AllowMoves),
     stored: Option<Position>,
     now: UnixTime,
@@ -128,7 +128,7 @@ fn remembered((oldest, newest): (u64, u64), since: u64) -> bool {
 
 /// The head of a feed that answers as `plan` says, and its pages.
 fn begin<S: Sql>(
-    store: SqlListStore<S>,
+    store: HolderTables<S>,
     (plan, changes): (PullPlan, u64),
     moves: AllowMoves,
     now: UnixTime,
@@ -177,7 +177,7 @@ const PROBE_BATCH: usize = 100;
 /// Which of `entries` the list holds live at `now`: a delta of the global list
 /// leaves those alone, since the firewall holds them as the holder's own entries.
 pub fn listed<S: Sql>(
-    store: &SqlListStore<S>,
+    store: &HolderTables<S>,
     entries: &[Listed],
     now: UnixTime,
 ) -> Result<Vec<Listed>, SqlError> {
@@ -220,7 +220,7 @@ fn last_address(rows: &[Row]) -> Result<Option<Key>, SqlError> {
 
 impl<S: Sql> FeedPages<S> {
     /// The store the pages read, to record where the pull left its token once read.
-    pub fn store(&self) -> &SqlListStore<S> {
+    pub fn store(&self) -> &HolderTables<S> {
         &self.store
     }
 
@@ -295,7 +295,7 @@ impl<S: Sql> FeedPages<S> {
                 "(e.ip IS NULL OR (SELECT first.change FROM history first WHERE first.ip = h.ip
                      AND first.id > ?5 AND first.id <= ?3 AND first.change IN ({codes})
                      ORDER BY first.id LIMIT 1) <> '{added}')",
-                added = Change::Added.code()
+                added = HistoryKind::Added.code()
             )
         };
         let mut args = vec![
@@ -522,16 +522,16 @@ impl Moved {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::holder::entry::Expiry;
+    use crate::domain::holder::list::{sweep, Operation};
     use crate::domain::net::address::PublicIp;
     use crate::domain::net::ipv4::PublicIpv4;
-    use crate::domain::personal::entry::Expiry;
-    use crate::domain::personal::holder::{sweep, Operation};
     use crate::store::holder::rule_tests::{apply, sql_store, NOON};
     use crate::store::sql::native::NativeSql;
 
     /// Every record of a feed read in pages of `page`, and its head.
     fn read(
-        store: &SqlListStore<NativeSql>,
+        store: &HolderTables<NativeSql>,
         since: Option<u64>,
         at: UnixTime,
         page: usize,
@@ -540,12 +540,12 @@ mod tests {
     }
 
     fn read_moved(
-        store: &SqlListStore<NativeSql>,
+        store: &HolderTables<NativeSql>,
         since: (Option<u64>, AllowMoves),
         at: UnixTime,
         page: usize,
     ) -> (FeedHead, Vec<String>) {
-        let shared = SqlListStore::new(store.sql());
+        let shared = HolderTables::new(store.sql());
         let (head, mut pages) = open(shared, since, None, at, page).unwrap();
         let mut records = Vec::new();
         while let Some(part) = pages.next_page().unwrap() {
@@ -609,7 +609,7 @@ mod tests {
         for text in ["2a00:1450::5", "2a00:1450::9", "8.8.8.8"] {
             apply(&mut store, Operation::Add, text, None, NOON);
         }
-        let net64 = crate::domain::personal::holder::Call {
+        let net64 = crate::domain::holder::list::ListCall {
             prefix: crate::domain::net::address::Ipv6Prefix::Net64,
             ip: "2a00:1451::7".parse().unwrap(),
             operation: Operation::Add,
@@ -617,7 +617,7 @@ mod tests {
             client: None,
             global_challenge: false,
         };
-        crate::domain::personal::holder::perform(
+        crate::domain::holder::list::perform(
             &mut store,
             &net64,
             NOON,
@@ -723,8 +723,8 @@ mod tests {
 
     #[test]
     fn an_entry_listed_before_the_window_whose_expiry_changed_is_dropped_then_listed_again() {
+        use crate::domain::holder::list::extend;
         use crate::domain::net::address::Ipv6Prefix;
-        use crate::domain::personal::holder::extend;
         use crate::store::holder::rule_tests::NO_LIMITS;
         let mut store = sql_store();
         let hour = Some(Expiry::After(3600));
@@ -734,7 +734,7 @@ mod tests {
         // After the cursor (the four adds): 8.8.8.1's expiry moved later, 8.8.8.2
         // removed and added again, 8.8.8.5 added then moved, 9.9.9.1 moved and
         // held by the allow list now.
-        let later = |store: &mut SqlListStore<NativeSql>, text: &str, at: UnixTime| {
+        let later = |store: &mut HolderTables<NativeSql>, text: &str, at: UnixTime| {
             let ip = text.parse().unwrap();
             let until = NOON.plus(4 * 3600);
             let moved = extend(store, ip, Ipv6Prefix::Whole, until, (None, NO_LIMITS), at);
@@ -771,11 +771,11 @@ mod tests {
     fn a_feed_reads_the_changes_up_to_its_start_only() {
         let sql = NativeSql::new();
         crate::store::holder::schema::migrate(&sql).unwrap();
-        let mut store = SqlListStore::new(&sql);
+        let mut store = HolderTables::new(&sql);
         apply(&mut store, Operation::Add, "8.8.8.1", None, NOON);
         apply(&mut store, Operation::Add, "8.8.8.2", None, NOON);
         let (head, mut pages) = open(
-            SqlListStore::new(&sql),
+            HolderTables::new(&sql),
             (Some(0), AllowMoves::default()),
             None,
             NOON,
@@ -811,7 +811,7 @@ mod tests {
                 NOON,
             );
         }
-        let shared = || SqlListStore::new(store.sql());
+        let shared = || HolderTables::new(store.sql());
         let (head, mut pages) =
             open(shared(), (None, AllowMoves::default()), Some(5), NOON, 10).unwrap();
         assert_eq!(head, FeedHead::Unchanged { changes: 5 });

@@ -10,7 +10,7 @@ use crate::domain::feed::feed_token::{
 };
 use crate::domain::feed::item::FeedVersion;
 use crate::domain::time::UnixTime;
-use crate::store::holder::list::SqlListStore;
+use crate::store::holder::list::HolderTables;
 use crate::store::holder::usage_metrics::{bouncer_usage, BOUNCER_COLUMNS};
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
@@ -27,7 +27,7 @@ fn coded<T: Coded>(row: &Row, column: usize, what: &str) -> Result<T, SqlError> 
     T::from_code(&code).ok_or_else(|| SqlError(format!("a feed token of {what} {code:?}")))
 }
 
-impl<S: Sql> SqlListStore<S> {
+impl<S: Sql> HolderTables<S> {
     /// Records a new token, unless the holder has the most it may.
     pub fn create_feed_token(
         &self,
@@ -194,7 +194,7 @@ mod tests {
         }
     }
 
-    fn written<S: Sql>(store: &SqlListStore<S>) -> u64 {
+    fn written<S: Sql>(store: &HolderTables<S>) -> u64 {
         store
             .sql()
             .query(
@@ -301,7 +301,7 @@ mod tests {
         )
         .unwrap();
         migrate(&sql).unwrap();
-        let store = SqlListStore::new(sql);
+        let store = HolderTables::new(sql);
         let listed = store.feed_tokens(NOON).unwrap();
         assert_eq!(
             (listed[0].scope, listed[0].decision_type),

@@ -1,14 +1,14 @@
 //! One holder's personal list in its Durable Object's SQLite database: its
-//! entries, their history and the day's counters, as `SqlListStore` keeps them
+//! entries, their history and the day's counters, as `HolderTables` keeps them
 //! for the rules (`ListStore`). How a row keeps an address is `rows`; the schema
 //! is `schema`.
 
 use crate::domain::code::Coded;
+use crate::domain::holder::activity::{ActivityDay, ACTIVITY_DAYS};
+use crate::domain::holder::entry::{Entry, HistoryEvent, HistoryKind};
+use crate::domain::holder::list::{DailyUsage, ListStore, MAX_HISTORY_ROWS};
 use crate::domain::net::address::Listed;
 use crate::domain::page::{prefix_ranges, EntryCursor, HistoryCursor, Page, PageQuery};
-use crate::domain::personal::activity::{ActivityDay, ACTIVITY_DAYS};
-use crate::domain::personal::entry::{Change, Entry, HistoryEvent};
-use crate::domain::personal::holder::{DailyUsage, ListStore, MAX_HISTORY_ROWS};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::store::holder::rows::{address_value, ip_of, ip_value, live, subject_of, subject_value};
 use crate::store::sql::{Row, Sql, SqlError, Value};
@@ -57,11 +57,11 @@ pub(super) fn entries(rows: Vec<Row>) -> Result<Vec<Entry>, SqlError> {
 
 /// The personal list in the holder's database, behind the same `ListStore` trait
 /// the rules are tested with.
-pub struct SqlListStore<S: Sql> {
+pub struct HolderTables<S: Sql> {
     sql: S,
 }
 
-impl<S: Sql> SqlListStore<S> {
+impl<S: Sql> HolderTables<S> {
     pub fn new(sql: S) -> Self {
         Self { sql }
     }
@@ -197,7 +197,7 @@ impl<S: Sql> SqlListStore<S> {
         for row in &page.rows {
             // A change this code does not know is stored data it never wrote: the read fails.
             let (id, code) = (row.int(0)?, row.text(2)?);
-            let change = Change::from_code(&code)
+            let change = HistoryKind::from_code(&code)
                 .ok_or_else(|| SqlError(format!("history row {id}: unknown change {code:?}")))?;
             // An address that is no longer public is left out.
             if let Some(ip) = subject_of(row.blob(3)?) {
@@ -294,7 +294,7 @@ impl<S: Sql> SqlListStore<S> {
     }
 }
 
-impl<S: Sql> ListStore for SqlListStore<S> {
+impl<S: Sql> ListStore for HolderTables<S> {
     type Error = SqlError;
 
     fn entry(&self, ip: Listed) -> Result<Option<Entry>, SqlError> {
@@ -407,8 +407,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::domain::personal::entry::Expiry;
-    use crate::domain::personal::holder::{sweep, Operation};
+    use crate::domain::holder::entry::Expiry;
+    use crate::domain::holder::list::{sweep, Operation};
     use crate::store::holder::rule_tests::{apply, listed_ip as ip, sql_store, NOON};
     use crate::store::sql::native::NativeSql;
 
@@ -482,7 +482,7 @@ mod tests {
             limit: 5,
             prefix: None,
         };
-        let total = |store: &SqlListStore<NativeSql>| store.history(&everything).unwrap().total;
+        let total = |store: &HolderTables<NativeSql>| store.history(&everything).unwrap().total;
         assert_eq!(total(&store), 0);
         for n in 0..30 {
             apply(
@@ -538,7 +538,7 @@ mod tests {
         assert_eq!(page.total, 3);
         assert_eq!(
             page.rows.iter().map(|e| e.change).collect::<Vec<_>>(),
-            [Change::Added, Change::Removed]
+            [HistoryKind::Added, HistoryKind::Removed]
         );
         let rest = store
             .history(&PageQuery {
@@ -584,7 +584,7 @@ mod tests {
         for at in [NOON, NOON.plus(59), NOON.plus(60), NOON.plus(61)] {
             let listed = store.list(&query(None, 10, None), at).unwrap().total == 1;
             let (_, mut feed) = crate::store::holder::feed::open(
-                SqlListStore::new(store.sql()),
+                HolderTables::new(store.sql()),
                 (None, Default::default()),
                 None,
                 at,

@@ -3,11 +3,11 @@
 //! last logged in and alerted, the scenarios its last login named, and counts.
 
 use crate::domain::machines::credentials::{
-    MachineChange, MachineCounts, MachineId, MachineInfo, MachineSettings, NewMachineRecord,
+    AlertCounts, MachineChange, MachineId, MachineInfo, MachineSettings, NewMachineRecord,
     MAX_PER_HOLDER as MAX_MACHINES,
 };
 use crate::domain::time::UnixTime;
-use crate::store::holder::list::SqlListStore;
+use crate::store::holder::list::HolderTables;
 use crate::store::holder::usage_metrics::{engine_usage, ENGINE_COLUMNS};
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
@@ -42,7 +42,7 @@ fn info_of(row: &Row) -> Result<MachineInfo, SqlError> {
         last_login_at: at(row, 4)?,
         last_alert_at: at(row, 5)?,
         scenarios,
-        counts: MachineCounts {
+        counts: AlertCounts {
             alerts: row.int(7)?,
             reported: row.int(8)?,
             added: row.int(9)?,
@@ -54,7 +54,7 @@ fn info_of(row: &Row) -> Result<MachineInfo, SqlError> {
     })
 }
 
-impl<S: Sql> SqlListStore<S> {
+impl<S: Sql> HolderTables<S> {
     /// Records a new machine with `settings`, unless the holder has the most it may.
     pub fn create_machine(
         &self,
@@ -183,7 +183,7 @@ impl<S: Sql> SqlListStore<S> {
     pub fn record_alerts(
         &self,
         id: &str,
-        counts: MachineCounts,
+        counts: AlertCounts,
         now: UnixTime,
     ) -> Result<(), SqlError> {
         self.sql().execute(
@@ -244,7 +244,7 @@ mod tests {
                 last_login_at: None,
                 last_alert_at: None,
                 scenarios: Vec::new(),
-                counts: MachineCounts::default(),
+                counts: AlertCounts::default(),
                 ttl: 14_400,
                 adds: true,
                 usage: None,
@@ -268,7 +268,7 @@ mod tests {
         assert!(store.record_login(&id, &scenarios, NOON.plus(1)).unwrap());
         let unknown = "mc_0000000000000000";
         assert!(!store.record_login(unknown, &[], NOON).unwrap());
-        let counts = MachineCounts {
+        let counts = AlertCounts {
             alerts: 3,
             reported: 2,
             added: 1,

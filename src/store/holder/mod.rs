@@ -1,5 +1,5 @@
 //! A holder's object's SQLite database: its schema (`schema`), how its rows keep
-//! an address (`rows`), and one `SqlListStore` whose methods live in
+//! an address (`rows`), and one `HolderTables` whose methods live in
 //! these files by what they keep: the list, its history and counters (`list`), the
 //! holder's allow list (`allow`), the feed's reads and deltas (`feed`), the
 //! feed tokens with their positions (`feed_tokens`), the reports kept until

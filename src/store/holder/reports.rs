@@ -8,11 +8,11 @@ use crate::domain::access::license::LicenseId;
 use crate::domain::network::report::{Categories, Outgoing, ReportStore};
 use crate::domain::network::standing::Kept;
 use crate::domain::time::UnixTime;
-use crate::store::holder::list::SqlListStore;
+use crate::store::holder::list::HolderTables;
 use crate::store::holder::rows::ip_of;
 use crate::store::sql::{Sql, SqlError, Value};
 
-impl<S: Sql> ReportStore for SqlListStore<S> {
+impl<S: Sql> ReportStore for HolderTables<S> {
     fn keep_report(&mut self, report: &Outgoing) -> Result<(), SqlError> {
         let network = report.network.map(|network| network.to_string());
         self.sql().execute(
@@ -42,7 +42,7 @@ pub struct StandingKept {
 /// Who changes a standing's audit row names for a canary's report.
 const BY_A_CANARY: &str = "a canary's report";
 
-impl<S: Sql> SqlListStore<S> {
+impl<S: Sql> HolderTables<S> {
     /// At most `limit` of the reports kept, oldest first, each with its row's
     /// number: what the alarm sends next.
     pub fn kept_reports(&self, limit: usize) -> Result<Vec<(u64, Outgoing)>, SqlError> {
@@ -240,10 +240,10 @@ impl<S: Sql> SqlListStore<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::holder::list::{Limits, ListStore};
     use crate::domain::net::address::{Ipv6Prefix, Listed};
     use crate::domain::network::report::{perform_report, ReportCall, ReportOutcome};
     use crate::domain::network::reporter::ReporterNetwork;
-    use crate::domain::personal::holder::{Limits, ListStore};
     use crate::store::holder::rule_tests::{sql_store, NOON};
     use crate::store::holder::schema::MIGRATIONS;
     use crate::store::sql::native::NativeSql;
@@ -377,7 +377,7 @@ mod tests {
         )
         .unwrap();
         crate::store::holder::schema::migrate(&sql).unwrap();
-        let store = SqlListStore::new(&sql);
+        let store = HolderTables::new(&sql);
         let kept = store.kept_reports(10).unwrap();
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].1.network, None);

@@ -5,9 +5,9 @@
 
 use std::net::Ipv4Addr;
 
+use crate::domain::holder::allow_range::AllowRange;
+use crate::domain::holder::entry::Subject;
 use crate::domain::net::address::Listed;
-use crate::domain::personal::allow_range::AllowRange;
-use crate::domain::personal::entry::Subject;
 use crate::store::sql::{SqlError, Value};
 
 /// `Entry::is_live` for the rows of a query, on the expiry column named: `?1` is the time.

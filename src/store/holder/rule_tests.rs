@@ -1,21 +1,21 @@
 //! The holder's rules (`domain::holder`), each test run twice: against
-//! `MemoryStore`, the model, and against `SqlListStore` on a real SQLite, running
+//! `MemoryStore`, the model, and against `HolderTables` on a real SQLite, running
 //! the statements the Durable Object runs in production.
 
 use std::fmt::Debug;
 
 use crate::domain::code::Coded;
-use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
-use crate::domain::net::ipv4::PublicIpv4;
-use crate::domain::personal::entry::{Change, Entry, EntryDetails, Expiry, HistoryEvent};
-use crate::domain::personal::holder::memory::MemoryStore;
-use crate::domain::personal::holder::PersonalOutcome as P;
-use crate::domain::personal::holder::{
-    extend, perform, sweep, Answer, Call, DailyUsage, Limits, ListStore, Operation,
+use crate::domain::holder::entry::{Entry, EntryDetails, Expiry, HistoryEvent, HistoryKind};
+use crate::domain::holder::list::memory::MemoryStore;
+use crate::domain::holder::list::PersonalOutcome as P;
+use crate::domain::holder::list::{
+    extend, perform, sweep, DailyUsage, Limits, ListAnswer, ListCall, ListStore, Operation,
     MAX_HISTORY_ROWS,
 };
+use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
+use crate::domain::net::ipv4::PublicIpv4;
 use crate::domain::time::UnixTime;
-use crate::store::holder::list::SqlListStore;
+use crate::store::holder::list::HolderTables;
 use crate::store::holder::rows::{ip_of, subject_of};
 use crate::store::holder::schema::migrate;
 use crate::store::sql::native::NativeSql;
@@ -64,21 +64,21 @@ pub fn listed_ip(text: &str) -> Listed {
     text.parse().unwrap()
 }
 
-pub fn sql_store() -> SqlListStore<NativeSql> {
+pub fn sql_store() -> HolderTables<NativeSql> {
     let sql = NativeSql::new();
     migrate(&sql).unwrap();
-    SqlListStore::new(sql)
+    HolderTables::new(sql)
 }
 
 /// One operation on `text`, with `expiry` and no comment, at `at`, within no limits.
 pub fn apply(
-    store: &mut SqlListStore<impl Sql>,
+    store: &mut HolderTables<impl Sql>,
     operation: Operation,
     text: &str,
     expiry: Option<Expiry>,
     at: UnixTime,
 ) {
-    let call = Call {
+    let call = ListCall {
         operation,
         ip: text.parse().unwrap(),
         prefix: Ipv6Prefix::Whole,
@@ -92,7 +92,7 @@ pub fn apply(
     perform(store, &call, at, NO_LIMITS).unwrap();
 }
 
-impl<S: Sql> Inspected for SqlListStore<S> {
+impl<S: Sql> Inspected for HolderTables<S> {
     fn all_entries(&self) -> Vec<Entry> {
         let mut all = Vec::new();
         for row in self
@@ -117,7 +117,7 @@ impl<S: Sql> Inspected for SqlListStore<S> {
         rows.iter()
             .map(|row| HistoryEvent {
                 at: UnixTime(row.int(0).unwrap()),
-                change: Change::from_code(&row.text(1).unwrap()).unwrap(),
+                change: HistoryKind::from_code(&row.text(1).unwrap()).unwrap(),
                 ip: subject_of(row.blob(2).unwrap()).unwrap(),
                 client: row.opt_text(3).unwrap(),
             })
@@ -145,8 +145,8 @@ fn nth(n: u32) -> Listed {
     Listed::Ip(nth_address(n))
 }
 
-fn call(operation: Operation, n: u8) -> Call {
-    Call {
+fn call(operation: Operation, n: u8) -> ListCall {
+    ListCall {
         operation,
         ip: address(n),
         prefix: Ipv6Prefix::Whole,
@@ -156,7 +156,7 @@ fn call(operation: Operation, n: u8) -> Call {
     }
 }
 
-fn run_call(store: &mut impl Inspected, call: &Call, now: UnixTime) -> Answer {
+fn run_call(store: &mut impl Inspected, call: &ListCall, now: UnixTime) -> ListAnswer {
     perform(store, call, now, LIMITS).unwrap()
 }
 
@@ -307,7 +307,7 @@ fn the_list_holds_at_most_its_bound_expired_entries_counted_until_swept<S: Inspe
         ..LIMITS
     };
     let add = |store: &mut S, n: u8, expiry: Option<Expiry>, at: UnixTime| {
-        let call = Call {
+        let call = ListCall {
             details: EntryDetails {
                 expiry,
                 comment: None,
@@ -392,7 +392,7 @@ fn details_are_stored_with_the_entry<S: Inspected>(fresh: fn() -> S) {
     };
     run_call(
         &mut store,
-        &Call {
+        &ListCall {
             details: details.clone(),
             ..call(Add, 1)
         },
@@ -406,7 +406,7 @@ fn details_are_stored_with_the_entry<S: Inspected>(fresh: fn() -> S) {
 }
 
 fn an_expired_entry_is_gone_for_every_operation_at_its_second<S: Inspected>(fresh: fn() -> S) {
-    let expiring = Call {
+    let expiring = ListCall {
         details: EntryDetails {
             expiry: Some(Expiry::At(NOON.plus(60))),
             comment: None,
@@ -426,13 +426,13 @@ fn an_expired_entry_is_gone_for_every_operation_at_its_second<S: Inspected>(fres
         assert!(store
             .all_history()
             .iter()
-            .any(|e| e.change == Change::Expired && e.at == NOON.plus(60)));
+            .any(|e| e.change == HistoryKind::Expired && e.at == NOON.plus(60)));
     }
 }
 
 fn re_adding_a_listed_address_leaves_its_entry_as_it_was<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
-    let first = Call {
+    let first = ListCall {
         details: EntryDetails {
             expiry: Some(Expiry::After(600)),
             comment: Some("first".into()),
@@ -440,7 +440,7 @@ fn re_adding_a_listed_address_leaves_its_entry_as_it_was<S: Inspected>(fresh: fn
         ..call(Add, 1)
     };
     run_call(&mut store, &first, NOON);
-    let again = Call {
+    let again = ListCall {
         details: EntryDetails {
             expiry: Some(Expiry::After(9_999)),
             comment: Some("again".into()),
@@ -467,8 +467,8 @@ fn history_records_changes_and_refusals_with_the_client<S: Inspected>(fresh: fn(
     run(&mut store, Add, 1, NOON);
     run(&mut store, Remove, 1, NOON);
     let history = store.all_history();
-    let changes: Vec<Change> = history.iter().map(|e| e.change).collect();
-    use Change::{Added, LimitRefused, Removed};
+    let changes: Vec<HistoryKind> = history.iter().map(|e| e.change).collect();
+    use HistoryKind::{Added, LimitRefused, Removed};
     assert_eq!(changes, [Added, Added, Added, LimitRefused, Removed]);
     assert!(history
         .iter()
@@ -489,7 +489,7 @@ fn refusals_are_counted_but_only_the_days_first_is_recorded<S: Inspected>(fresh:
     let refusals = |history: &[HistoryEvent]| {
         history
             .iter()
-            .filter(|e| e.change == Change::LimitRefused)
+            .filter(|e| e.change == HistoryKind::LimitRefused)
             .count()
     };
     let history = store.all_history();
@@ -524,7 +524,7 @@ fn the_history_keeps_only_the_newest_rows<S: Inspected>(fresh: fn() -> S) {
     for n in 0..MAX_HISTORY_ROWS as u32 + 10 {
         perform(
             &mut store,
-            &Call {
+            &ListCall {
                 ip: nth_address(n),
                 prefix: Ipv6Prefix::Whole,
                 ..call(Add, 1)
@@ -592,7 +592,7 @@ fn entries_sharing_one_expiry_are_swept_completely_in_bounded_batches<S: Inspect
     let history = store.all_history();
     assert!(history
         .iter()
-        .all(|e| e.change == Change::Expired && e.at == expires_at));
+        .all(|e| e.change == HistoryKind::Expired && e.at == expires_at));
     assert_eq!(history.len(), ENTRIES as usize);
 }
 
@@ -630,7 +630,7 @@ fn a_sweep_takes_the_earliest_expiries_first<S: Inspected>(fresh: fn() -> S) {
 /// an expiry ends one at its second, the history names it, the limits hold.
 fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Inspected>(fresh: fn() -> S) {
     let mut store = fresh();
-    let v6 = |text: &str, operation| Call {
+    let v6 = |text: &str, operation| ListCall {
         operation,
         ip: text.parse().unwrap(),
         prefix: Ipv6Prefix::Whole,
@@ -679,12 +679,12 @@ fn ipv6_entries_follow_the_same_rules_as_ipv4_ones<S: Inspected>(fresh: fn() -> 
     assert!(store
         .all_history()
         .iter()
-        .any(|e| e.change == Change::Expired && e.ip.to_string() == a));
+        .any(|e| e.change == HistoryKind::Expired && e.ip.to_string() == a));
 }
 
 /// One operation on `text` under `prefix`, within no limits.
 fn under(store: &mut impl Inspected, prefix: Ipv6Prefix, text: &str, operation: Operation) -> P {
-    let call = Call {
+    let call = ListCall {
         operation,
         ip: text.parse().unwrap(),
         prefix,
@@ -823,7 +823,7 @@ fn an_extension_moves_an_expiry_later_by_a_minute_or_more_never_earlier<S: Inspe
     let last = store.all_history().pop().unwrap();
     assert_eq!(
         (last.change, last.at, last.client.as_deref()),
-        (Change::Extended, NOON.plus(10), Some("192.0.2.7"))
+        (HistoryKind::Extended, NOON.plus(10), Some("192.0.2.7"))
     );
     assert_eq!(
         usage(&store).added,

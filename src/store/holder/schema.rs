@@ -184,11 +184,11 @@ pub fn migrate(sql: &impl Sql) -> Result<(), SqlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::holder::entry::{Entry, HistoryEvent, HistoryKind};
+    use crate::domain::holder::list::{DailyUsage, ListStore, Operation};
     use crate::domain::page::PageQuery;
-    use crate::domain::personal::entry::{Change, Entry, HistoryEvent};
-    use crate::domain::personal::holder::{DailyUsage, ListStore, Operation};
     use crate::domain::time::UnixTime;
-    use crate::store::holder::list::SqlListStore;
+    use crate::store::holder::list::HolderTables;
     use crate::store::holder::rule_tests::{listed_ip as ip, NOON};
     use crate::store::sql::native::NativeSql;
     use crate::store::sql::Value;
@@ -203,7 +203,7 @@ mod tests {
         )
         .unwrap();
         migrate(&sql).unwrap();
-        let store = SqlListStore::new(sql);
+        let store = HolderTables::new(sql);
         assert_eq!(
             store.usage().unwrap(),
             DailyUsage {
@@ -239,7 +239,7 @@ mod tests {
         )
         .unwrap();
         migrate(&sql).unwrap();
-        let mut store = SqlListStore::new(&sql);
+        let mut store = HolderTables::new(&sql);
         assert!(store.entry(ip("8.8.8.8")).unwrap().is_some());
         let usage = store.usage().unwrap();
         assert_eq!((usage.added, usage.allow_changes), (1, 0));
@@ -253,9 +253,9 @@ mod tests {
         assert!(!store.published_allow_flag().unwrap());
         // The new table takes entries, and a removal of the old entry counts as ever.
         let mut set = store.allow_set().unwrap();
-        let call = crate::domain::personal::allow::AllowCall {
+        let call = crate::domain::holder::allow::AllowCall {
             operation: Operation::Add,
-            range: crate::domain::personal::allow_range::AllowRange::parse(
+            range: crate::domain::holder::allow_range::AllowRange::parse(
                 "8.8.8.0/24",
                 crate::domain::net::address::Ipv6::Off,
             )
@@ -264,12 +264,12 @@ mod tests {
             comment: None,
             client: None,
         };
-        let answer = crate::domain::personal::allow::perform_allow(
+        let answer = crate::domain::holder::allow::perform_allow(
             &mut store,
             &mut set,
             &call,
             NOON,
-            crate::domain::personal::holder::Limits::default(),
+            crate::domain::holder::list::Limits::default(),
         )
         .unwrap();
         assert_eq!(answer.usage.unwrap().removed, 1);
@@ -304,7 +304,7 @@ mod tests {
         )
         .unwrap();
         migrate(&sql).unwrap();
-        let store = SqlListStore::new(&sql);
+        let store = HolderTables::new(&sql);
         let entry = store.entry(ip("8.8.8.8")).unwrap().unwrap();
         assert_eq!(entry.expires_at, Some(NOON.plus(600)));
         assert_eq!(store.kept_reports(10).unwrap().len(), 1);
@@ -342,7 +342,7 @@ mod tests {
             .map(|row| row.text(0).unwrap())
             .collect();
         assert!(!columns.contains(&"digest".to_owned()), "{columns:?}");
-        let store = SqlListStore::new(&sql);
+        let store = HolderTables::new(&sql);
         let machines = store.machines().unwrap();
         assert_eq!(machines.len(), 1);
         assert_eq!(machines[0].machine_id, "engine-1");
@@ -372,7 +372,7 @@ mod tests {
         .unwrap();
         migrate(&sql).unwrap();
         migrate(&sql).unwrap();
-        let mut store = SqlListStore::new(sql);
+        let mut store = HolderTables::new(sql);
         assert_eq!(
             store.entry(ip("8.8.8.8")).unwrap().map(|e| e.added_at),
             Some(UnixTime(5))
@@ -474,12 +474,12 @@ mod tests {
         }
         sql.execute("DELETE FROM history", &[]).unwrap();
         migrate(&sql).unwrap();
-        let mut store = SqlListStore::new(sql);
+        let mut store = HolderTables::new(sql);
         assert_eq!(store.changes().unwrap(), (4, 3));
         store
             .record(&HistoryEvent {
                 at: UnixTime(9),
-                change: Change::Added,
+                change: HistoryKind::Added,
                 ip: ip("8.8.8.8").into(),
                 client: None,
             })

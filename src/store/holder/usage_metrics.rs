@@ -9,7 +9,7 @@ use crate::domain::time::UnixTime;
 use crate::domain::usage_metrics::{
     first_day, usage_days, BouncerReport, BouncerUsage, Dropped, EngineReport, EngineUsage,
 };
-use crate::store::holder::list::SqlListStore;
+use crate::store::holder::list::HolderTables;
 use crate::store::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
 
 /// The columns of a feed token's last report, in `bouncer_usage`'s order.
@@ -65,7 +65,7 @@ pub(super) fn engine_usage(row: &Row, first: usize) -> Result<Option<EngineUsage
     }))
 }
 
-impl<S: Sql> SqlListStore<S> {
+impl<S: Sql> HolderTables<S> {
     /// Records a bouncer's report on feed token `id`: its last report, and what
     /// it dropped added to today's; `false` when there is no such token (it was
     /// revoked). The token's days past the window go in the same visit, a range
@@ -189,7 +189,7 @@ mod tests {
 
     const TOKEN: &str = "ft_0000000000000001";
 
-    fn token(store: &SqlListStore<NativeSql>, id: &str) {
+    fn token(store: &HolderTables<NativeSql>, id: &str) {
         let record = NewFeedTokenRecord {
             id: id.to_owned(),
             digest: format!("d-{id}"),
@@ -211,7 +211,7 @@ mod tests {
         }
     }
 
-    fn rows(store: &SqlListStore<NativeSql>) -> u64 {
+    fn rows(store: &HolderTables<NativeSql>) -> u64 {
         store
             .sql()
             .query("SELECT count(*) FROM usage_days", &[])
@@ -347,7 +347,7 @@ mod tests {
         )
         .unwrap();
         migrate(&sql).unwrap();
-        let store = SqlListStore::new(sql);
+        let store = HolderTables::new(sql);
         let listed = store.feed_tokens(NOON).unwrap();
         assert_eq!(
             (

@@ -1,4 +1,4 @@
-//! The writer's lists in SQLite, a chunk a row (`chunk`): the chunks an edit or
+//! The operator lists' object's lists in SQLite, a chunk a row (`chunk`): the chunks an edit or
 //! a promotion falls in read and rewritten, and how a family's addresses are
 //! filed in their columns (`Column`). An import's runs are `imports`, the edit
 //! log `edits`, the publications' shards `shards`. Nothing here holds more than
@@ -9,10 +9,10 @@
 
 use crate::domain::code::Coded;
 use crate::domain::net::range::Cidr;
-use crate::domain::operator_lists::chunk::{self, ChunkInfo, Filling, KeptEntry};
-use crate::domain::operator_lists::list::{Changes, ListEntries, ListKind};
+use crate::domain::operator_lists::chunk::{self, ChunkEntry, ChunkInfo, Filling};
+use crate::domain::operator_lists::list::{Changes, FamilyEntries, ListKind};
 use crate::domain::operator_lists::snapshot::Sharded;
-use crate::store::operator_lists::tables::ListTables;
+use crate::store::operator_lists::tables::OperatorListTables;
 use crate::store::sql::{Row, Sql, SqlError, Value};
 
 pub(super) const LIVE: u64 = 1;
@@ -75,7 +75,7 @@ fn required<A>(value: Option<A>) -> Result<A, SqlError> {
     value.ok_or_else(|| SqlError("a chunk with no start".to_owned()))
 }
 
-impl<S: Sql> ListTables<S> {
+impl<S: Sql> OperatorListTables<S> {
     /// The list's live chunks of one family, in address order.
     pub fn chunk_index<A: Column>(&self, kind: ListKind) -> Result<Vec<ChunkInfo<A>>, SqlError> {
         let rows = self.sql.query(
@@ -102,7 +102,7 @@ impl<S: Sql> ListTables<S> {
         &self,
         kind: ListKind,
         info: &ChunkInfo<A>,
-    ) -> Result<Vec<KeptEntry<A>>, SqlError> {
+    ) -> Result<Vec<ChunkEntry<A>>, SqlError> {
         let rows = self.sql.query(
             "SELECT data FROM chunks WHERE kind = ?1 AND start = ?2 AND rev = ?3",
             &[
@@ -125,7 +125,7 @@ impl<S: Sql> ListTables<S> {
     pub(super) fn write_chunk<A: Column>(
         &self,
         kind: ListKind,
-        (start, entries): (A, &[KeptEntry<A>]),
+        (start, entries): (A, &[ChunkEntry<A>]),
         rev: u64,
         state: u64,
     ) -> Result<ChunkInfo<A>, SqlError> {
@@ -166,11 +166,11 @@ impl<S: Sql> ListTables<S> {
     }
 
     /// Replaces the list's chunks by `entries`, as written by `id`: what an
-    /// earlier version of the writer kept, taken over.
+    /// earlier version of the operator lists' object kept, taken over.
     pub fn install(
         &self,
         kind: ListKind,
-        entries: &ListEntries,
+        entries: &FamilyEntries,
         id: u64,
     ) -> Result<Vec<ChunkInfo>, SqlError> {
         self.sql.execute(
@@ -180,7 +180,7 @@ impl<S: Sql> ListTables<S> {
         let mut filling = Filling::new(0);
         let mut index = Vec::new();
         for &range in entries.as_slice() {
-            if let Some((start, part)) = filling.push(KeptEntry { range, edit: id }) {
+            if let Some((start, part)) = filling.push(ChunkEntry { range, edit: id }) {
                 index.push(self.write_chunk(kind, (start, &part), id, LIVE)?);
             }
         }
@@ -197,7 +197,7 @@ impl<S: Sql> ListTables<S> {
         &self,
         kind: ListKind,
         index: &[ChunkInfo<A>],
-        (add, remove): (&ListEntries<A>, &ListEntries<A>),
+        (add, remove): (&FamilyEntries<A>, &FamilyEntries<A>),
         id: u64,
     ) -> Result<(Changes, Vec<ChunkInfo<A>>), SqlError> {
         self.change(kind, index, (add, remove), id, |entries, add, remove| {
@@ -213,7 +213,7 @@ impl<S: Sql> ListTables<S> {
         &self,
         kind: ListKind,
         index: &[ChunkInfo<A>],
-        (add, remove): (&ListEntries<A>, &ListEntries<A>),
+        (add, remove): (&FamilyEntries<A>, &FamilyEntries<A>),
         rev: u64,
     ) -> Result<(Changes, Vec<ChunkInfo<A>>), SqlError> {
         self.change(kind, index, (add, remove), rev, chunk::promote)
@@ -225,9 +225,9 @@ impl<S: Sql> ListTables<S> {
         &self,
         kind: ListKind,
         index: &[ChunkInfo<A>],
-        (add, remove): (&ListEntries<A>, &ListEntries<A>),
+        (add, remove): (&FamilyEntries<A>, &FamilyEntries<A>),
         rev: u64,
-        apply: impl Fn(&mut Vec<KeptEntry<A>>, &[Cidr<A>], &[Cidr<A>]) -> Changes,
+        apply: impl Fn(&mut Vec<ChunkEntry<A>>, &[Cidr<A>], &[Cidr<A>]) -> Changes,
     ) -> Result<(Changes, Vec<ChunkInfo<A>>), SqlError> {
         if index.is_empty() {
             let mut entries = Vec::new();
@@ -301,7 +301,7 @@ mod tests {
         // Enough into the first chunk to split it, and some out of the fourth.
         let add = spread(33_000, 2, 1);
         let remove =
-            ListEntries::new(list.as_slice()[3 * CHUNK_FILL..3 * CHUNK_FILL + 10].to_vec());
+            FamilyEntries::new(list.as_slice()[3 * CHUNK_FILL..3 * CHUNK_FILL + 10].to_vec());
         let (changes, after) = tables.edit(KIND, &index, (&add, &remove), 2).unwrap();
         let mut model = list.clone();
         assert_eq!(
@@ -340,7 +340,7 @@ mod tests {
         let index = tables.install(KIND, &list, 1).unwrap();
         let add = spread(33_000, 2, 1);
         let failed: Result<(), SqlError> = tables.sql.atomically(|| {
-            tables.edit(KIND, &index, (&add, &ListEntries::default()), 2)?;
+            tables.edit(KIND, &index, (&add, &FamilyEntries::default()), 2)?;
             Err(SqlError("a fault after the writes".to_owned()))
         });
         assert!(failed.is_err());
@@ -360,9 +360,9 @@ mod tests {
             .map(|n| Cidr::from_parts(0x2a00 << 112 | n << 64, 64).unwrap())
             .collect();
         many.push(ipv6("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"));
-        let many = ListEntries::new(many);
+        let many = FamilyEntries::new(many);
         let (changes, index) = tables
-            .edit(KIND, &none, (&many, &ListEntries::default()), 2)
+            .edit(KIND, &none, (&many, &FamilyEntries::default()), 2)
             .unwrap();
         assert_eq!(changes.added, many.len());
         assert!(index.len() > 1, "cut into chunks");
@@ -413,9 +413,9 @@ mod tests {
         assert_eq!(held, many.intervals().collect::<Vec<_>>());
 
         // One more address: the change is that address, in its family alone.
-        let one = ListEntries::new(vec![ipv6("2a00:1450::1")]);
+        let one = FamilyEntries::new(vec![ipv6("2a00:1450::1")]);
         let (_, after) = tables
-            .edit(KIND, &index, (&one, &ListEntries::default()), 3)
+            .edit(KIND, &index, (&one, &FamilyEntries::default()), 3)
             .unwrap();
         let next = cut::plan(
             2,
@@ -444,9 +444,9 @@ mod tests {
             Ipv4Range::from_parts(0x0800_0001, 32).unwrap(),
             Ipv4Range::from_parts(0x0800_0000 + 4 * 3 * CHUNK_FILL as u32 + 1, 32).unwrap(),
         ];
-        let promoted = ListEntries::new(vec![new[0], new[1], list.as_slice()[7]]);
+        let promoted = FamilyEntries::new(vec![new[0], new[1], list.as_slice()[7]]);
         let (changes, after) = tables
-            .promote(KIND, &index, (&promoted, &ListEntries::default()), 2)
+            .promote(KIND, &index, (&promoted, &FamilyEntries::default()), 2)
             .unwrap();
         assert_eq!(
             changes,
@@ -470,7 +470,7 @@ mod tests {
 
         // An edit that removes them changes nothing; the reports' decay removes them.
         let (changes, edited) = tables
-            .edit(KIND, &after, (&ListEntries::default(), &promoted), 3)
+            .edit(KIND, &after, (&FamilyEntries::default(), &promoted), 3)
             .unwrap();
         assert_eq!(
             changes,
@@ -482,7 +482,7 @@ mod tests {
         );
         assert_eq!(from_source(&tables, &edited, EntrySource::Promoted), new);
         let (changes, decayed) = tables
-            .promote(KIND, &edited, (&ListEntries::default(), &promoted), 4)
+            .promote(KIND, &edited, (&FamilyEntries::default(), &promoted), 4)
             .unwrap();
         assert_eq!(
             changes,
@@ -504,15 +504,15 @@ mod tests {
         let index = tables.install(KIND, &list, 1).unwrap();
         let promoted = spread(3, 4, 2);
         let (_, index) = tables
-            .promote(KIND, &index, (&promoted, &ListEntries::default()), 2)
+            .promote(KIND, &index, (&promoted, &FamilyEntries::default()), 2)
             .unwrap();
-        let dismissed = ListEntries::new(promoted.as_slice()[..1].to_vec());
+        let dismissed = FamilyEntries::new(promoted.as_slice()[..1].to_vec());
         let (gone, index) = tables
-            .promote(KIND, &index, (&ListEntries::default(), &dismissed), 3)
+            .promote(KIND, &index, (&FamilyEntries::default(), &dismissed), 3)
             .unwrap();
         let add = spread(1, 4, 1);
         let (changes, index) = tables
-            .edit(KIND, &index, (&add, &ListEntries::default()), 3)
+            .edit(KIND, &index, (&add, &FamilyEntries::default()), 3)
             .unwrap();
         assert_eq!((gone.removed, changes.added), (1, 1));
         tables.forget_replaced_chunks().unwrap();
@@ -535,9 +535,9 @@ mod tests {
     #[test]
     fn a_first_promotion_of_a_family_without_chunks_writes_its_first() {
         let tables = tables();
-        let one = ListEntries::new(vec![ipv6("2a00:1450::/64")]);
+        let one = FamilyEntries::new(vec![ipv6("2a00:1450::/64")]);
         let (changes, index) = tables
-            .promote::<u128>(KIND, &[], (&one, &ListEntries::default()), 5)
+            .promote::<u128>(KIND, &[], (&one, &FamilyEntries::default()), 5)
             .unwrap();
         assert_eq!(changes.added, 1);
         assert_eq!((index.len(), index[0].promoted, index[0].rev), (1, 1, 5));

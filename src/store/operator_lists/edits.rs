@@ -8,7 +8,7 @@ use crate::domain::operator_lists::chunk::{ChunkInfo, PROMOTED};
 use crate::domain::operator_lists::list::Changes;
 use crate::domain::operator_lists::list::ListKind;
 use crate::store::operator_lists::chunks::Column;
-use crate::store::operator_lists::tables::ListTables;
+use crate::store::operator_lists::tables::OperatorListTables;
 use crate::store::sql::{Sql, SqlError, Value};
 
 /// Where an edit or import came from, as the `edits` table records it.
@@ -16,7 +16,7 @@ use crate::store::sql::{Sql, SqlError, Value};
 pub enum Source {
     Edit,
     Import,
-    /// Entries an earlier version of the writer kept, taken over as they were.
+    /// Entries an earlier version of the operator lists' object kept, taken over as they were.
     TakenOver,
     /// A batch of promotions and their decays from the holders' report shards.
     Promoted,
@@ -46,7 +46,7 @@ pub struct Provenance {
     pub by: Option<String>,
 }
 
-impl<S: Sql> ListTables<S> {
+impl<S: Sql> OperatorListTables<S> {
     /// Records edit or import `id`: when, of which list, from where and by whom,
     /// what it changed, and the list's size after it.
     pub fn record_edit(
@@ -164,8 +164,8 @@ mod tests {
     use crate::domain::net::range::Ipv4Range;
 
     use crate::domain::operator_lists::list::Changes;
-    use crate::domain::operator_lists::list::ListEntries;
-    use crate::store::operator_lists::tables::StoredPublication;
+    use crate::domain::operator_lists::list::FamilyEntries;
+    use crate::store::operator_lists::tables::PublicationState;
     use crate::store::operator_lists::test_tables::*;
 
     #[test]
@@ -212,9 +212,9 @@ mod tests {
         let list = spread(150_000, 4, 0);
         let index = tables.install(KIND, &list, 1).unwrap();
         let wide = Ipv4Range::from_parts(0x0800_0000, 8).unwrap();
-        let add = ListEntries::new(vec![wide]);
+        let add = FamilyEntries::new(vec![wide]);
         let (_, index) = tables
-            .edit(KIND, &index, (&add, &ListEntries::default()), 2)
+            .edit(KIND, &index, (&add, &FamilyEntries::default()), 2)
             .unwrap();
         let changes = Changes {
             added: 1,
@@ -264,9 +264,9 @@ mod tests {
             .record_edit(7, KIND, (0, None), (Source::Edit, Changes::default()), 0)
             .unwrap();
         assert_eq!(tables.last_edit().unwrap(), 7);
-        let counted = StoredPublication {
+        let counted = PublicationState {
             rev: 9,
-            ..StoredPublication::default()
+            ..PublicationState::default()
         };
         tables.save_publication(KIND, &counted).unwrap();
         assert_eq!(tables.last_edit().unwrap(), 9);
@@ -281,7 +281,7 @@ mod tests {
             .promote(
                 KIND,
                 &index,
-                (&ListEntries::new(vec![wide]), &ListEntries::default()),
+                (&FamilyEntries::new(vec![wide]), &FamilyEntries::default()),
                 2,
             )
             .unwrap();

@@ -7,23 +7,23 @@ use std::collections::BinaryHeap;
 
 use crate::domain::net::family::Addr;
 use crate::domain::net::range::Cidr;
-use crate::domain::operator_lists::chunk::{ChunkInfo, Filling, KeptEntry, PROMOTED};
-use crate::domain::operator_lists::list::{Changes, EntrySource, ListEntries, ListKind};
+use crate::domain::operator_lists::chunk::{ChunkEntry, ChunkInfo, Filling, PROMOTED};
+use crate::domain::operator_lists::list::{Changes, EntrySource, FamilyEntries, ListKind};
 use crate::store::operator_lists::chunks::{Column, STAGED};
-use crate::store::operator_lists::tables::ListTables;
+use crate::store::operator_lists::tables::OperatorListTables;
 use crate::store::sql::{Sql, SqlError, Value};
 
 /// Entries in one stored part of an import's run.
 const RUN_PART_ENTRIES: usize = 65_536;
 
-impl<S: Sql> ListTables<S> {
+impl<S: Sql> OperatorListTables<S> {
     /// Stores run `run` of import `import`: a part of its entries of one family,
     /// sorted. The runs of one import are numbered across both families.
     pub fn stage_run<A: Addr>(
         &self,
         import: u64,
         run: usize,
-        entries: &ListEntries<A>,
+        entries: &FamilyEntries<A>,
     ) -> Result<(), SqlError> {
         for (part, slice) in entries.as_slice().chunks(RUN_PART_ENTRIES).enumerate() {
             self.sql.execute(
@@ -32,7 +32,7 @@ impl<S: Sql> ListTables<S> {
                     Value::int(import),
                     Value::int(run as u64),
                     Value::int(part as u64),
-                    Value::Blob(ListEntries::new(slice.to_vec()).encode()),
+                    Value::Blob(FamilyEntries::new(slice.to_vec()).encode()),
                 ],
             )?;
         }
@@ -54,7 +54,7 @@ impl<S: Sql> ListTables<S> {
         )?;
         rows.first()
             .map(|row| {
-                let entries = ListEntries::decode(row.blob(0)?)
+                let entries = FamilyEntries::decode(row.blob(0)?)
                     .ok_or_else(|| SqlError("a run of an import does not decode".to_owned()))?;
                 Ok(entries.as_slice().to_vec())
             })
@@ -115,7 +115,7 @@ impl<S: Sql> ListTables<S> {
                     _ => import,
                 }
             };
-            if let Some((start, part)) = filling.push(KeptEntry { range, edit }) {
+            if let Some((start, part)) = filling.push(ChunkEntry { range, edit }) {
                 self.write_chunk(kind, (start, &part), import, STAGED)?;
             }
         }
@@ -198,7 +198,7 @@ impl<A: Addr> RunCursor<A> {
 
     fn next<S: Sql>(
         &mut self,
-        tables: &ListTables<S>,
+        tables: &OperatorListTables<S>,
         import: u64,
     ) -> Result<Option<Cidr<A>>, SqlError> {
         loop {
@@ -233,7 +233,7 @@ impl<'a, A: Column> PromotedEntries<'a, A> {
 
     fn next<S: Sql>(
         &mut self,
-        tables: &ListTables<S>,
+        tables: &OperatorListTables<S>,
         kind: ListKind,
     ) -> Result<Option<Cidr<A>>, SqlError> {
         loop {
@@ -258,7 +258,7 @@ impl<'a, A: Column> PromotedEntries<'a, A> {
 struct OldEntries<'a, A> {
     index: &'a [ChunkInfo<A>],
     next_chunk: usize,
-    held: std::iter::Peekable<std::vec::IntoIter<KeptEntry<A>>>,
+    held: std::iter::Peekable<std::vec::IntoIter<ChunkEntry<A>>>,
 }
 
 impl<'a, A: Column> OldEntries<'a, A> {
@@ -273,7 +273,7 @@ impl<'a, A: Column> OldEntries<'a, A> {
     /// The provenance of `range` if the list held it; ranges are asked in order.
     fn find<S: Sql>(
         &mut self,
-        tables: &ListTables<S>,
+        tables: &OperatorListTables<S>,
         kind: ListKind,
         range: Cidr<A>,
     ) -> Result<Option<u64>, SqlError> {
@@ -302,7 +302,7 @@ mod tests {
     fn an_import_merges_its_runs_beside_the_list_and_swaps_in_at_once() {
         let tables = tables();
         let range = |s: &str| Ipv4Range::parse(s).unwrap();
-        let entries = |list: &[&str]| ListEntries::new(list.iter().map(|s| range(s)).collect());
+        let entries = |list: &[&str]| FamilyEntries::new(list.iter().map(|s| range(s)).collect());
         let index = tables
             .install(KIND, &entries(&["1.1.1.1", "2.2.2.2"]), 1)
             .unwrap();
@@ -358,7 +358,7 @@ mod tests {
     fn an_import_replaces_each_family_and_leaves_a_list_without_ipv6_without_ipv6_chunks() {
         let tables = tables();
         let v4 = |list: &[&str]| {
-            ListEntries::new(list.iter().map(|s| Ipv4Range::parse(s).unwrap()).collect())
+            FamilyEntries::new(list.iter().map(|s| Ipv4Range::parse(s).unwrap()).collect())
         };
         let index = tables.install(KIND, &v4(&["1.1.1.1"]), 1).unwrap();
         tables.stage_run(5, 0, &v4(&["2.2.2.2"])).unwrap();
@@ -373,7 +373,7 @@ mod tests {
             .stage_run(
                 7,
                 1,
-                &ListEntries::new(vec![ipv6("2a00::/32"), ipv6("2600::1")]),
+                &FamilyEntries::new(vec![ipv6("2a00::/32"), ipv6("2600::1")]),
             )
             .unwrap();
         assert_eq!(tables.merge_runs(KIND, 7, &[0], &index).unwrap().0, 0);
@@ -398,7 +398,7 @@ mod tests {
     fn an_import_keeps_the_promoted_entries_and_takes_over_those_it_lists() {
         let tables = tables();
         let range = |s: &str| Ipv4Range::parse(s).unwrap();
-        let entries = |list: &[&str]| ListEntries::new(list.iter().map(|s| range(s)).collect());
+        let entries = |list: &[&str]| FamilyEntries::new(list.iter().map(|s| range(s)).collect());
         let index = tables
             .install(KIND, &entries(&["1.1.1.1", "2.2.2.2"]), 1)
             .unwrap();
@@ -408,7 +408,7 @@ mod tests {
                 &index,
                 (
                     &entries(&["3.3.3.3", "5.5.5.5", "6.6.6.6"]),
-                    &ListEntries::default(),
+                    &FamilyEntries::default(),
                 ),
                 2,
             )
@@ -461,12 +461,12 @@ mod tests {
         // Every chunk gets promoted addresses between the operator's.
         let promoted = spread(1_500, 400, 2);
         let (_, index) = tables
-            .promote(KIND, &index, (&promoted, &ListEntries::default()), 2)
+            .promote(KIND, &index, (&promoted, &FamilyEntries::default()), 2)
             .unwrap();
         assert!(index.iter().all(|info| info.promoted > 0));
         // The import: every other address of the list, and every other promoted one.
-        let halves = |entries: &ListEntries| {
-            ListEntries::new(entries.as_slice().iter().copied().step_by(2).collect())
+        let halves = |entries: &FamilyEntries| {
+            FamilyEntries::new(entries.as_slice().iter().copied().step_by(2).collect())
         };
         let (operator, taken) = (halves(&list), halves(&promoted));
         tables.stage_run(5, 0, &operator).unwrap();
@@ -498,7 +498,7 @@ mod tests {
             after.iter().map(|info| info.promoted).sum::<usize>(),
             left.len()
         );
-        let all: Vec<KeptEntry> = read_all(&tables, &after);
+        let all: Vec<ChunkEntry> = read_all(&tables, &after);
         assert!(all.windows(2).all(|w| w[0].range < w[1].range));
     }
 }

@@ -1,5 +1,5 @@
-//! The operator's lists where they are kept: the writer's SQLite database (one
-//! `ListTables` whose methods live in these files by what they keep: `tables`,
+//! The operator's lists where they are kept: the operator lists' object's SQLite database (one
+//! `OperatorListTables` whose methods live in these files by what they keep: `tables`,
 //! its schema and publications; `chunks`, the lists' entries a chunk at a time;
 //! `imports`, an import's runs; `edits`, the edit log; `shards`, each
 //! publication's shards), and the snapshots it

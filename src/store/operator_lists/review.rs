@@ -1,11 +1,11 @@
-//! The promotions waiting for the operator's review, in the writer's database:
+//! The promotions waiting for the operator's review, in the operator lists' object's database:
 //! each address or /64 whose reports made the network's consensus while
 //! `PROMOTION_REVIEW` is on, with when it was queued, until the operator approves
 //! or rejects it, or its consensus is lost.
 
 use serde::{Deserialize, Serialize};
 
-use super::tables::ListTables;
+use super::tables::OperatorListTables;
 use crate::domain::net::address::Listed;
 use crate::domain::time::UnixTime;
 use crate::store::sql::{Sql, SqlError, Value};
@@ -17,7 +17,7 @@ pub struct Queued {
     pub queued_at: UnixTime,
 }
 
-impl<S: Sql> ListTables<S> {
+impl<S: Sql> OperatorListTables<S> {
     /// Queues a promotion; one queued already keeps its time. Answers whether it is new.
     pub fn queue(&self, ip: Listed, now: UnixTime) -> Result<bool, SqlError> {
         Ok(self.sql.execute(
@@ -79,7 +79,7 @@ mod tests {
 
     #[test]
     fn promotions_wait_in_address_order_until_taken_off() {
-        let tables = ListTables::new(NativeSql::new());
+        let tables = OperatorListTables::new(NativeSql::new());
         tables.migrate().unwrap();
         let ip = |text: &str| text.parse::<Listed>().unwrap();
         for (n, text) in ["9.9.9.9", "8.8.8.8", "2a00:1450:4001:81b::/64"]

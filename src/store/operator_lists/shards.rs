@@ -1,4 +1,4 @@
-//! The snapshot's shards as the writer builds and keeps them: built from the
+//! The snapshot's shards as the operator lists' object builds and keeps them: built from the
 //! chunks at each publication, stored a part of `SHARD_PART_BYTES` a row until
 //! KV has them, and read back for the snapshot's size.
 
@@ -14,7 +14,7 @@ use crate::domain::operator_lists::delta::MAX_DELTA_INTERVALS;
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::{promoted_key, Manifest, Shard};
 use crate::store::operator_lists::chunks::Column;
-use crate::store::operator_lists::tables::ListTables;
+use crate::store::operator_lists::tables::OperatorListTables;
 use crate::store::sql::{Sql, SqlError, Value};
 
 /// Bytes of a shard in one stored row: SQLite rows here hold at most 2 MB.
@@ -29,7 +29,7 @@ pub struct Built<A> {
     pub promoted: Vec<usize>,
 }
 
-impl<S: Sql> ListTables<S> {
+impl<S: Sql> OperatorListTables<S> {
     /// Builds and keeps the shards of one family `plan` writes, from the chunks of
     /// `index`, each with its promoted part where it holds promoted entries, and
     /// answers what changed since `before` (whose shards this table kept): `None`
@@ -199,13 +199,13 @@ mod tests {
     use crate::domain::net::range::Ipv4Range;
 
     use crate::domain::operator_lists::cut::{self, Published};
-    use crate::domain::operator_lists::list::ListEntries;
+    use crate::domain::operator_lists::list::FamilyEntries;
 
     use crate::store::operator_lists::test_tables::*;
     use crate::store::sql::native::NativeSql;
 
     /// The intervals of every shard a manifest names, in order, as kept here.
-    fn published(tables: &ListTables<NativeSql>, manifest: &Manifest) -> Intervals {
+    fn published(tables: &OperatorListTables<NativeSql>, manifest: &Manifest) -> Intervals {
         (0..manifest.part::<u32>().len())
             .flat_map(|index| {
                 let bytes = tables
@@ -238,11 +238,11 @@ mod tests {
         let old: Intervals = list.intervals().collect();
         assert_eq!(published(&tables, &v1), old);
 
-        let add = ListEntries::new(vec![
+        let add = FamilyEntries::new(vec![
             Ipv4Range::parse("8.0.0.2").unwrap(),
             Ipv4Range::parse("8.0.0.0/30").unwrap(),
         ]);
-        let remove = ListEntries::new(vec![Ipv4Range::parse("8.0.0.1").unwrap()]);
+        let remove = FamilyEntries::new(vec![Ipv4Range::parse("8.0.0.1").unwrap()]);
         let (_, after) = tables.edit(KIND, &index, (&add, &remove), 2).unwrap();
         list.edit(add.as_slice().to_vec(), remove.as_slice().to_vec());
         let second = cut::plan(
@@ -266,7 +266,7 @@ mod tests {
     /// The intervals of the promoted part of shard `index` that `manifest`
     /// names, as kept here; `None` when it has none.
     fn promoted_part(
-        tables: &ListTables<NativeSql>,
+        tables: &OperatorListTables<NativeSql>,
         manifest: &Manifest,
         index: usize,
     ) -> Option<Intervals> {
@@ -286,13 +286,13 @@ mod tests {
         list.edit(spread(300_000, 4, 1).as_slice().to_vec(), vec![]);
         let index = tables.install(KIND, &list, 1).unwrap();
         // Beside the operator's 8.0.0.0-1, 8.0.0.8-9 and 8.0.0.12; past the list's end.
-        let promoted = ListEntries::new(
+        let promoted = FamilyEntries::new(
             ["8.0.0.2", "8.0.0.8/30", "8.0.0.12", "9.0.0.0/24"]
                 .map(ip)
                 .to_vec(),
         );
         let (_, index) = tables
-            .promote(KIND, &index, (&promoted, &ListEntries::default()), 2)
+            .promote(KIND, &index, (&promoted, &FamilyEntries::default()), 2)
             .unwrap();
         let first = cut::plan(1, &index, None);
         let last = first.starts.len() - 1;
@@ -323,9 +323,9 @@ mod tests {
 
         // The /24 decays: its shard is written again, without a promoted part,
         // and the old one's goes with it; the first shard keeps its own.
-        let decayed = ListEntries::new(vec![ip("9.0.0.0/24")]);
+        let decayed = FamilyEntries::new(vec![ip("9.0.0.0/24")]);
         let (_, index) = tables
-            .promote(KIND, &index, (&ListEntries::default(), &decayed), 3)
+            .promote(KIND, &index, (&FamilyEntries::default(), &decayed), 3)
             .unwrap();
         let second = cut::plan(
             2,

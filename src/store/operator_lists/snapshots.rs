@@ -36,7 +36,7 @@ pub fn binding(kind: ListKind) -> &'static str {
 pub trait ListSource {
     type Kv: KvRead;
     fn kv(&self, kind: ListKind) -> Result<Self::Kv, StoreError>;
-    /// The manifest when KV has none yet: the writer publishes first if it never did.
+    /// The manifest when KV has none yet: the operator lists' object publishes first if it never did.
     async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError>;
 }
 
@@ -60,7 +60,7 @@ pub fn published(
 
 /// What one isolate holds of the published lists.
 #[derive(Default)]
-pub struct IsolateLists {
+pub struct OperatorListSnapshots {
     lists: RefCell<HashMap<ListKind, Rc<Version>>>,
     /// A newer version being loaded: the requests that find it share its loads.
     loading: RefCell<HashMap<ListKind, Rc<Version>>>,
@@ -71,7 +71,7 @@ pub struct IsolateLists {
 
 thread_local! {
     /// Workers isolates are single-threaded.
-    static HELD: Rc<IsolateLists> = Rc::new(IsolateLists::default());
+    static HELD: Rc<OperatorListSnapshots> = Rc::new(OperatorListSnapshots::default());
 }
 
 /// Composed changes an isolate keeps at most.
@@ -343,9 +343,9 @@ impl<K: KvRead> PromotedParts<K> {
     }
 }
 
-impl IsolateLists {
+impl OperatorListSnapshots {
     /// What this isolate holds.
-    pub fn isolate() -> Rc<IsolateLists> {
+    pub fn isolate() -> Rc<OperatorListSnapshots> {
         HELD.with(Rc::clone)
     }
 
@@ -573,9 +573,9 @@ impl IsolateLists {
     }
 }
 
-/// The current manifest. When KV has none yet (the writer never ran, or this
+/// The current manifest. When KV has none yet (the operator lists' object never ran, or this
 /// location read the key before it was first written and KV remembers that for
-/// its edge period), the writer is asked: it publishes first if it never did,
+/// its edge period), the operator lists' object is asked: it publishes first if it never did,
 /// taking over what an earlier version of the service kept in KV.
 async fn read_manifest(source: &impl ListSource, kind: ListKind) -> Result<Manifest, StoreError> {
     match read_json::<Manifest>(&source.kv(kind)?, MANIFEST_KEY).await? {
@@ -590,7 +590,7 @@ mod tests {
 
     use super::*;
     use crate::domain::net::range::{Cidr, Ipv4Range};
-    use crate::domain::operator_lists::list::ListEntries;
+    use crate::domain::operator_lists::list::FamilyEntries;
     use crate::domain::operator_lists::snapshot::Ipv6Shards;
     use std::net::Ipv4Addr;
 
@@ -601,7 +601,7 @@ mod tests {
 
     const PUBLISHED_AT: u64 = 1_795_262_400_000;
 
-    /// Both lists in fake KV namespaces; the writer is never asked in these tests.
+    /// Both lists in fake KV namespaces; the operator lists' object is never asked in these tests.
     #[derive(Default)]
     struct Fake {
         global: Rc<FakeKv>,
@@ -626,13 +626,13 @@ mod tests {
         }
     }
 
-    /// Writes a version as the writer does: its shards, then its manifest. IPv6
+    /// Writes a version as the operator lists' object does: its shards, then its manifest. IPv6
     /// entries make a shard of their own, named in the manifest's IPv6 part.
     fn publish(kv: &FakeKv, version: u64, entries: &[&str]) {
-        let list = ListEntries::new(entries.iter().filter_map(|e| Ipv4Range::parse(e)).collect());
+        let list = FamilyEntries::new(entries.iter().filter_map(|e| Ipv4Range::parse(e)).collect());
         let shard = Shard::of_intervals(list.intervals().collect());
         kv.write(&shard_key(version, 0), &shard.encode());
-        let list6 = ListEntries::new(entries.iter().filter_map(|e| Cidr::parse(e)).collect());
+        let list6 = FamilyEntries::new(entries.iter().filter_map(|e| Cidr::parse(e)).collect());
         let mut ipv6 = Ipv6Shards::default();
         if !list6.is_empty() {
             let key = u128::shard_key(version, 0);
@@ -664,7 +664,7 @@ mod tests {
         let fake = Fake::default();
         let top = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff";
         publish(&fake.global, 1, &["8.8.8.8", "2a00:1450::/32", top]);
-        let (held, freshness) = (IsolateLists::default(), Freshness::new(0).unwrap());
+        let (held, freshness) = (OperatorListSnapshots::default(), Freshness::new(0).unwrap());
         let at = PUBLISHED_AT;
         for ip in [
             "8.8.8.8",
@@ -694,7 +694,7 @@ mod tests {
     fn a_request_reads_each_manifest_once_however_many_addresses_it_asks_about() {
         let fake = Fake::default();
         publish(&fake.global, 1, &["8.8.8.8", "200.1.1.1"]);
-        let (held, every_time) = (IsolateLists::default(), Freshness::new(0).unwrap());
+        let (held, every_time) = (OperatorListSnapshots::default(), Freshness::new(0).unwrap());
         assert!(listed(&fake, &held, every_time, PUBLISHED_AT, "8.8.8.8"));
         let reads = fake.global.reads.get();
         for n in 0..100 {
@@ -714,14 +714,20 @@ mod tests {
         );
     }
 
-    fn listed(fake: &Fake, held: &IsolateLists, freshness: Freshness, at: u64, ip: &str) -> bool {
+    fn listed(
+        fake: &Fake,
+        held: &OperatorListSnapshots,
+        freshness: Freshness,
+        at: u64,
+        ip: &str,
+    ) -> bool {
         answers(fake, held, ListKind::Global, (freshness, at), ip)
     }
 
     /// Whether `kind` holds `ip`, as `held` answers at `at`.
     fn answers(
         fake: &Fake,
-        held: &IsolateLists,
+        held: &OperatorListSnapshots,
         kind: ListKind,
         (freshness, at): (Freshness, u64),
         ip: &str,
@@ -741,7 +747,7 @@ mod tests {
         assert!(
             !listed(
                 &fake,
-                &IsolateLists::default(),
+                &OperatorListSnapshots::default(),
                 freshness,
                 PUBLISHED_AT - 1,
                 "9.9.9.9"
@@ -750,9 +756,9 @@ mod tests {
         );
         publish(&fake.global, 2, &["8.8.8.8", "9.9.9.9"]);
         let edge_ms = Freshness::EDGE_SECONDS * 1000;
-        let isolates: Vec<(u64, IsolateLists)> = [0, 1, 10_000, edge_ms - 2, edge_ms - 1]
+        let isolates: Vec<(u64, OperatorListSnapshots)> = [0, 1, 10_000, edge_ms - 2, edge_ms - 1]
             .into_iter()
-            .map(|first| (first, IsolateLists::default()))
+            .map(|first| (first, OperatorListSnapshots::default()))
             .collect();
         let mut asked: Vec<(u64, usize)> = isolates
             .iter()
@@ -795,7 +801,7 @@ mod tests {
     fn an_isolate_holds_a_version_and_reads_its_manifest_once_per_period() {
         let fake = Fake::default();
         publish(&fake.global, 1, &["8.8.8.8", "198.51.99.0/24"]);
-        let held = IsolateLists::default();
+        let held = OperatorListSnapshots::default();
         let freshness = Freshness::new(60).unwrap();
         for (after, ip, expected) in [
             (0, "8.8.8.8", true),
@@ -820,7 +826,7 @@ mod tests {
         let fake = Fake::default();
         publish(&fake.global, 1, &["8.8.8.8", "198.51.99.0/24"]);
         fake.global.at(Millis(PUBLISHED_AT));
-        let held = IsolateLists::default();
+        let held = OperatorListSnapshots::default();
         let freshness = Freshness::new(0).unwrap();
         fake.global.slow.set(true);
         let mut checks: Vec<_> = (0..8)
@@ -896,7 +902,7 @@ mod tests {
             MANIFEST_KEY,
             &version(1, [shard_key(1, 0), shard_key(1, 1)]),
         );
-        let (held, every_time) = (IsolateLists::default(), Freshness::new(0).unwrap());
+        let (held, every_time) = (OperatorListSnapshots::default(), Freshness::new(0).unwrap());
         assert!(listed(&fake, &held, every_time, PUBLISHED_AT, "8.8.8.8"));
         assert!(listed(&fake, &held, every_time, PUBLISHED_AT, "200.1.1.1"));
         fake.global.write(&shard_key(2, 1), &shard("200.1.1.2"));
@@ -954,7 +960,7 @@ mod tests {
             MANIFEST_KEY,
             &manifest(1, [shard_key(1, 0), shard_key(1, 1)]),
         );
-        let held = IsolateLists::default();
+        let held = OperatorListSnapshots::default();
         let every_time = Freshness::new(0).unwrap();
         // The labels of global blocks, as a feed reading the list at `at` gives them.
         let labels = |at: u64, blocks: &[&str]| -> Vec<Source> {
@@ -1040,7 +1046,7 @@ mod tests {
         };
         fake.global
             .write(MANIFEST_KEY, &serde_json::to_vec(&manifest).unwrap());
-        let held = IsolateLists::default();
+        let held = OperatorListSnapshots::default();
         let answer = held.contains(
             &fake,
             ListKind::Global,

@@ -1,4 +1,4 @@
-//! The lists' writer's SQLite database: each list's entries (compact rows of five
+//! The operator lists' object's SQLite database: each list's entries (compact rows of five
 //! bytes an entry), its publication state, the pieces of its recent changes, the
 //! versions it published when, and the versions whose shards wait to be deleted
 //! from KV.
@@ -6,7 +6,7 @@
 use crate::domain::access::audit::{Action, Forwarded, Record, Stamp};
 use crate::domain::code::Coded;
 use crate::domain::operator_lists::delta::Piece;
-use crate::domain::operator_lists::list::{ListEntries, ListKind};
+use crate::domain::operator_lists::list::{FamilyEntries, ListKind};
 use crate::domain::operator_lists::publication::Publication;
 use crate::domain::operator_lists::snapshot::Manifest;
 use crate::store::sql::{Row, Sql, SqlError, Value, MAX_EXACT_INTEGER};
@@ -26,7 +26,7 @@ const FORWARDED_FROM: &str = "lists";
 /// keeps the lists in chunks with their provenance (`chunks`), the edits
 /// that made them, the runs of imports under way, the shards the publications
 /// built, and the last edit each published version includes; the whole lists of
-/// the `entries` table are taken over into chunks by the writer when it loads.
+/// the `entries` table are taken over into chunks by the operator lists' object when it loads.
 const MIGRATIONS: [&str; 9] = [
     "
     CREATE TABLE IF NOT EXISTS lists (
@@ -109,7 +109,7 @@ const MIGRATIONS: [&str; 9] = [
 
 /// A list's publication as stored: its state, and what its published version is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct StoredPublication {
+pub struct PublicationState {
     pub publication: Publication,
     /// The last edit the published version includes: a chunk written later changed.
     pub rev: u64,
@@ -130,11 +130,11 @@ pub struct PieceKey {
     pub level: u8,
 }
 
-pub struct ListTables<S: Sql> {
+pub struct OperatorListTables<S: Sql> {
     pub(super) sql: S,
 }
 
-impl<S: Sql> ListTables<S> {
+impl<S: Sql> OperatorListTables<S> {
     pub fn new(sql: S) -> Self {
         Self { sql }
     }
@@ -212,7 +212,7 @@ impl<S: Sql> ListTables<S> {
     }
 
     /// Every list stored, with its publication.
-    pub fn publications(&self) -> Result<Vec<(ListKind, StoredPublication)>, SqlError> {
+    pub fn publications(&self) -> Result<Vec<(ListKind, PublicationState)>, SqlError> {
         let rows = self.sql.query(
             "SELECT kind, version, reserved, saved, published, published_at_ms, manifest, rev FROM lists",
             &[],
@@ -220,8 +220,8 @@ impl<S: Sql> ListTables<S> {
         rows.iter().map(stored_of).collect()
     }
 
-    /// A list as an earlier version of the writer kept it: whole, in rows of entries.
-    pub fn entries(&self, kind: ListKind) -> Result<ListEntries, SqlError> {
+    /// A list as an earlier version of the operator lists' object kept it: whole, in rows of entries.
+    pub fn entries(&self, kind: ListKind) -> Result<FamilyEntries, SqlError> {
         let mut bytes = Vec::new();
         for row in self.sql.query(
             "SELECT data FROM entries WHERE kind = ?1 ORDER BY n",
@@ -229,7 +229,7 @@ impl<S: Sql> ListTables<S> {
         )? {
             bytes.extend_from_slice(row.blob(0)?);
         }
-        ListEntries::decode(&bytes).ok_or_else(|| {
+        FamilyEntries::decode(&bytes).ok_or_else(|| {
             SqlError(format!(
                 "stored entries of the {} list do not decode",
                 kind.code()
@@ -237,7 +237,7 @@ impl<S: Sql> ListTables<S> {
         })
     }
 
-    /// Forgets a list kept whole by an earlier version of the writer, once taken over.
+    /// Forgets a list kept whole by an earlier version of the operator lists' object, once taken over.
     pub fn forget_entries(&self, kind: ListKind) -> Result<(), SqlError> {
         self.sql.execute(
             "DELETE FROM entries WHERE kind = ?1",
@@ -249,7 +249,7 @@ impl<S: Sql> ListTables<S> {
     pub fn save_publication(
         &self,
         kind: ListKind,
-        stored: &StoredPublication,
+        stored: &PublicationState,
     ) -> Result<(), SqlError> {
         let manifest = stored
             .manifest
@@ -297,7 +297,7 @@ impl<S: Sql> ListTables<S> {
         Ok(())
     }
 
-    /// A stored piece of changes, if the writer still has it.
+    /// A stored piece of changes, if the operator lists' object still has it.
     pub fn piece(&self, kind: ListKind, key: PieceKey) -> Result<Option<Piece>, SqlError> {
         let rows = self.sql.query(
             "SELECT data FROM pieces WHERE kind = ?1 AND version = ?2 AND level = ?3 ORDER BY part",
@@ -465,14 +465,14 @@ fn kind_of(row: &Row, column: usize) -> Result<ListKind, SqlError> {
         .ok_or_else(|| SqlError(format!("a list this writer never kept: {code:?}")))
 }
 
-fn stored_of(row: &Row) -> Result<(ListKind, StoredPublication), SqlError> {
+fn stored_of(row: &Row) -> Result<(ListKind, PublicationState), SqlError> {
     let manifest = match row.opt_text(6)? {
         Some(text) => Some(
             serde_json::from_str(&text).map_err(|e| SqlError(format!("stored manifest: {e}")))?,
         ),
         None => None,
     };
-    let stored = StoredPublication {
+    let stored = PublicationState {
         publication: Publication {
             version: row.int(1)?,
             reserved: row.int(2)?,
@@ -493,8 +493,8 @@ mod tests {
     use crate::domain::operator_lists::delta::VersionChange;
     use crate::store::sql::native::NativeSql;
 
-    fn tables() -> ListTables<NativeSql> {
-        let tables = ListTables::new(NativeSql::new());
+    fn tables() -> OperatorListTables<NativeSql> {
+        let tables = OperatorListTables::new(NativeSql::new());
         tables.migrate().unwrap();
         tables
     }
@@ -549,7 +549,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        let tables = ListTables::new(sql);
+        let tables = OperatorListTables::new(sql);
         tables.migrate().unwrap();
         assert_eq!(tables.last_edit().unwrap(), 5, "the edits made before stay");
         assert!(tables.audit_kept(10).unwrap().is_empty());
@@ -570,7 +570,7 @@ mod tests {
             deltas_from: 1,
             ipv6: Default::default(),
         };
-        let stored = StoredPublication {
+        let stored = PublicationState {
             publication: Publication {
                 version: 3,
                 reserved: 4,
@@ -583,19 +583,19 @@ mod tests {
         };
         tables.save_publication(ListKind::Global, &stored).unwrap();
         tables
-            .save_publication(ListKind::Allow, &StoredPublication::default())
+            .save_publication(ListKind::Allow, &PublicationState::default())
             .unwrap();
         let mut read = tables.publications().unwrap();
         read.sort_by_key(|(kind, _)| kind.code());
         assert_eq!(
             read,
             [
-                (ListKind::Allow, StoredPublication::default()),
+                (ListKind::Allow, PublicationState::default()),
                 (ListKind::Global, stored)
             ]
         );
-        // As the writer before chunks kept a list: its entries, five bytes each, in rows.
-        let many = ListEntries::new(
+        // As the operator lists' object before chunks kept a list: its entries, five bytes each, in rows.
+        let many = FamilyEntries::new(
             (0..450_000u32)
                 .map(|n| Ipv4Range::from_parts(0x0800_0000 + n, 32).unwrap())
                 .collect(),
@@ -613,7 +613,7 @@ mod tests {
         tables.forget_entries(ListKind::Global).unwrap();
         assert_eq!(
             tables.entries(ListKind::Global).unwrap(),
-            ListEntries::default()
+            FamilyEntries::default()
         );
     }
 
@@ -626,7 +626,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        let tables = ListTables::new(sql);
+        let tables = OperatorListTables::new(sql);
         tables.migrate().unwrap();
         let (_, stored) = tables.publications().unwrap().remove(0);
         assert_eq!(
@@ -732,7 +732,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        let tables = ListTables::new(sql);
+        let tables = OperatorListTables::new(sql);
         tables.migrate().unwrap();
         let due: Vec<(ListKind, String)> = tables
             .retired_before(81, 10)

@@ -3,29 +3,29 @@
 
 use crate::domain::net::range::Cidr;
 use crate::domain::net::range::Ipv4Range;
-use crate::domain::operator_lists::chunk::{ChunkInfo, KeptEntry};
-use crate::domain::operator_lists::list::{EntrySource, ListEntries, ListKind};
-use crate::store::operator_lists::tables::ListTables;
+use crate::domain::operator_lists::chunk::{ChunkEntry, ChunkInfo};
+use crate::domain::operator_lists::list::{EntrySource, FamilyEntries, ListKind};
+use crate::store::operator_lists::tables::OperatorListTables;
 use crate::store::sql::native::NativeSql;
 
 pub const KIND: ListKind = ListKind::Global;
 
-pub fn tables() -> ListTables<NativeSql> {
-    let tables = ListTables::new(NativeSql::new());
+pub fn tables() -> OperatorListTables<NativeSql> {
+    let tables = OperatorListTables::new(NativeSql::new());
     tables.migrate().unwrap();
     tables
 }
 
 /// `count` single addresses `step` apart from 8.0.0.0, plus `offset`.
-pub fn spread(count: u32, step: u32, offset: u32) -> ListEntries {
-    ListEntries::new(
+pub fn spread(count: u32, step: u32, offset: u32) -> FamilyEntries {
+    FamilyEntries::new(
         (0..count)
             .map(|n| Ipv4Range::from_parts(0x0800_0000 + n * step + offset, 32).unwrap())
             .collect(),
     )
 }
 
-pub fn read_all(tables: &ListTables<NativeSql>, index: &[ChunkInfo]) -> Vec<KeptEntry> {
+pub fn read_all(tables: &OperatorListTables<NativeSql>, index: &[ChunkInfo]) -> Vec<ChunkEntry> {
     index
         .iter()
         .flat_map(|info| tables.chunk(KIND, info).unwrap())
@@ -38,7 +38,7 @@ pub fn ipv6(text: &str) -> Cidr<u128> {
 
 /// The entries of these chunks from `source`.
 pub fn from_source(
-    tables: &ListTables<NativeSql>,
+    tables: &OperatorListTables<NativeSql>,
     index: &[ChunkInfo],
     source: EntrySource,
 ) -> Vec<Ipv4Range> {

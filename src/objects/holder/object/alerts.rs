@@ -4,13 +4,13 @@
 
 use super::reports::REPORT_GATHER_SECONDS;
 use super::{Answered, HolderList};
+use crate::domain::holder::list::Limits;
 use crate::domain::machines::alert::take_alert;
-use crate::domain::machines::credentials::MachineCounts;
-use crate::domain::personal::holder::Limits;
+use crate::domain::machines::credentials::AlertCounts;
 use crate::domain::time::UnixTime;
-use crate::objects::holder::protocol::{AlertsTaken, HolderRefusal, TakeAlerts};
+use crate::objects::holder::protocol::{AlertsAnswer, HolderRefusal, TakeAlerts};
 use crate::objects::protocol::Failure;
-use crate::store::holder::list::SqlListStore;
+use crate::store::holder::list::HolderTables;
 
 impl HolderList {
     /// A request's alerts from one machine: each applied in order (`take_alert`:
@@ -25,9 +25,9 @@ impl HolderList {
         call: TakeAlerts,
         now: UnixTime,
         limits: Limits,
-    ) -> Answered<AlertsTaken> {
+    ) -> Answered<AlertsAnswer> {
         let taken = self.apply_alerts(&call, now, limits)?;
-        let caught = self.catch(&SqlListStore::new(&self.sql), &call.canaries, now)?;
+        let caught = self.catch(&HolderTables::new(&self.sql), &call.canaries, now)?;
         if caught || taken.counts.reported > 0 || taken.counts.added > 0 {
             self.schedule_sweep(now.plus(REPORT_GATHER_SECONDS))
                 .await
@@ -40,17 +40,17 @@ impl HolderList {
         call: &TakeAlerts,
         now: UnixTime,
         limits: Limits,
-    ) -> Answered<AlertsTaken> {
-        let mut store = SqlListStore::new(&self.sql);
+    ) -> Answered<AlertsAnswer> {
+        let mut store = HolderTables::new(&self.sql);
         let Some(machine) = store.machine_state(&call.machine)? else {
             return Err(Failure::Refused(HolderRefusal::MachineRevoked));
         };
         store.know_license(&call.license, call.licensed_at)?;
         // Those past the number a request takes are acknowledged and change nothing.
-        let mut counts = MachineCounts {
+        let mut counts = AlertCounts {
             alerts: call.beyond,
             ignored: call.beyond,
-            ..MachineCounts::default()
+            ..AlertCounts::default()
         };
         {
             let allow = self.allow_set()?;
@@ -69,7 +69,7 @@ impl HolderList {
             }
         }
         store.record_alerts(&call.machine, counts, now)?;
-        Ok(AlertsTaken {
+        Ok(AlertsAnswer {
             first: machine.alerts + 1,
             counts,
         })

@@ -3,21 +3,21 @@
 //! holder has entries.
 
 use super::{Answered, HolderList};
-use crate::domain::personal::allow::{perform_allow, AllowAnswer, AllowSet};
-use crate::domain::personal::holder::{Limits, Operation};
+use crate::domain::holder::allow::{perform_allow, AllowAnswer, AllowSet};
+use crate::domain::holder::list::{Limits, Operation};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::holder::protocol::AllowPerform;
 use crate::objects::protocol::Failure;
 use crate::objects::revocations::client::revocations;
 use crate::objects::revocations::protocol::MarkAllowList;
-use crate::store::holder::list::SqlListStore;
+use crate::store::holder::list::HolderTables;
 use crate::store::StoreError;
 
 impl HolderList {
     /// The holder's allow list, read once per instance and kept equal to its rows.
     pub(super) fn allow_set(&self) -> Answered<std::cell::Ref<'_, AllowSet>> {
         if self.allow.borrow().is_none() {
-            let set = SqlListStore::new(&self.sql).allow_set()?;
+            let set = HolderTables::new(&self.sql).allow_set()?;
             *self.allow.borrow_mut() = Some(set);
         }
         Ok(std::cell::Ref::map(self.allow.borrow(), |set| {
@@ -35,7 +35,7 @@ impl HolderList {
         now: UnixTime,
         limits: Limits,
     ) -> Answered<AllowAnswer> {
-        let mut store = SqlListStore::new(&self.sql);
+        let mut store = HolderTables::new(&self.sql);
         let mut set = self.allow_set()?.clone();
         let answer = perform_allow(&mut store, &mut set, &call, now, limits);
         // A fault may have left some of the change written: the rows are read again.

@@ -9,18 +9,18 @@ use super::{Answered, HolderList, SWEEP_BATCH};
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::PullClient;
 use crate::domain::feed::item::{FeedHead, FeedRecord, FeedVersion};
+use crate::domain::holder::allow::AllowSet;
+use crate::domain::holder::entry::Entry;
+use crate::domain::holder::list::{sweep, ListStore};
 use crate::domain::net::address::Listed;
 use crate::domain::operator_lists::delta::{AllowMoves, VersionChange};
-use crate::domain::personal::allow::AllowSet;
-use crate::domain::personal::entry::Entry;
-use crate::domain::personal::holder::{sweep, ListStore};
 use crate::domain::time::UnixTime;
 use crate::objects::holder::protocol::{Feed, FeedStart, HolderRefusal, LiveLookup, OwnAllow};
 use crate::objects::protocol::{Failure, Streamed, StreamedOutcome};
 use crate::store::holder::feed as holder_feed;
 use crate::store::holder::feed::FeedPages;
 use crate::store::holder::feed_tokens::TokenState;
-use crate::store::holder::list::SqlListStore;
+use crate::store::holder::list::HolderTables;
 use crate::store::sql::SqlError;
 use crate::store::StoreError;
 
@@ -34,12 +34,12 @@ impl HolderList {
         now: UnixTime,
         page: usize,
     ) -> StreamedOutcome<FeedStart, FeedRecord, HolderRefusal> {
-        let store = SqlListStore::new(self.sql.clone());
+        let store = HolderTables::new(self.sql.clone());
         let token = match &feed.token {
             Some(id) => Some((id.clone(), self.token(&store, id)?)),
             None => None,
         };
-        let mut sweeping = SqlListStore::new(&self.sql);
+        let mut sweeping = HolderTables::new(&self.sql);
         if sweep(&mut sweeping, now, SWEEP_BATCH)? == SWEEP_BATCH {
             self.schedule_sweep(now)
                 .await
@@ -85,7 +85,7 @@ impl HolderList {
                         },
                         renewed_at: now,
                     };
-                    SqlListStore::new(&self.sql).record_pull(
+                    HolderTables::new(&self.sql).record_pull(
                         &id,
                         &state,
                         &PullClient::new(None, "elsewhere"),
@@ -170,7 +170,7 @@ impl HolderList {
     /// The feed token a request came with, as it stands; refused when revoked.
     fn token<S: crate::store::sql::Sql>(
         &self,
-        store: &SqlListStore<S>,
+        store: &HolderTables<S>,
         id: &str,
     ) -> Answered<TokenState> {
         store
@@ -183,7 +183,7 @@ impl HolderList {
         lookup: &LiveLookup,
         now: UnixTime,
     ) -> Answered<(DecisionType, Option<Entry>, OwnAllow)> {
-        let store = SqlListStore::new(&self.sql);
+        let store = HolderTables::new(&self.sql);
         let state = self.token(&store, &lookup.token)?;
         store.record_pull(&lookup.token, &state, &lookup.client, None, now)?;
         let (v4, v6) = self.allow_set()?.intervals();
@@ -213,7 +213,7 @@ struct Finish {
 impl Finish {
     fn record<S: crate::store::sql::Sql>(
         &self,
-        store: &SqlListStore<S>,
+        store: &HolderTables<S>,
     ) -> std::result::Result<(), SqlError> {
         store.record_pull(&self.id, &self.state, &self.client, self.position, self.now)
     }

@@ -11,20 +11,20 @@ use worker::{Result, SqlStorage};
 use super::{fault, Answered, HolderList};
 use crate::domain::access::audit::{Stamp, FORWARDED_AT_ONCE};
 use crate::domain::access::license::LicenseId;
+use crate::domain::holder::list::Limits;
 use crate::domain::net::address::PublicIp;
 use crate::domain::network::consensus::{shard_of, SHARDS};
 use crate::domain::network::report::{perform_report, Outgoing, ReportAnswer, ReportOutcome};
 use crate::domain::network::standing::Kept;
-use crate::domain::personal::holder::Limits;
 use crate::domain::precedence::{weigh_then_perform, Holding, Weighing};
 use crate::domain::time::UnixTime;
 use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::RecordForwarded;
 use crate::objects::holder::protocol::Report;
-use crate::objects::network::client::{fault as shard_fault, shard};
-use crate::objects::network::protocol::{Count, Forget, ReportsProtocol, SetStanding};
 use crate::objects::protocol::{Ask, Failure};
-use crate::store::holder::list::SqlListStore;
+use crate::objects::report_shard::client::{fault as shard_fault, report_shard};
+use crate::objects::report_shard::protocol::{Count, Forget, ReportShardProtocol, SetStanding};
+use crate::store::holder::list::HolderTables;
 use crate::store::sql::SqlError;
 
 /// Reports one alarm sends on at most, a call per shard they fall in; when more
@@ -40,14 +40,14 @@ impl HolderList {
     /// report shard that the license's reports stop counting. A shard that is not
     /// told fails the call, and the revocations' object tells this one again.
     pub(super) async fn revoke(&self, now: UnixTime) -> Answered<()> {
-        let store = SqlListStore::new(&self.sql);
+        let store = HolderTables::new(&self.sql);
         store.revoke(now)?;
         self.revoked.set(Some(true));
         store.forget_reports(None)?;
         if let Some((license, _)) = store.license()? {
             for index in 0..SHARDS {
-                shard(&self.env, index)?
-                    .ask(Forget(license.as_str().to_owned()))
+                report_shard(&self.env, index)?
+                    .ask(Forget(license.clone()))
                     .await
                     .map_err(shard_fault)?;
             }
@@ -72,7 +72,7 @@ impl HolderList {
         now: UnixTime,
         limits: Limits,
     ) -> Answered<Vec<ReportAnswer>> {
-        let mut store = SqlListStore::new(&self.sql);
+        let mut store = HolderTables::new(&self.sql);
         store.know_license(&license, licensed_at)?;
         let answers = {
             let allow = self.allow_set()?;
@@ -111,7 +111,7 @@ impl HolderList {
     /// first canary is the one it shows). Answers whether that changed its standing.
     pub(super) fn catch(
         &self,
-        store: &SqlListStore<&SqlStorage>,
+        store: &HolderTables<&SqlStorage>,
         canaries: &[PublicIp],
         now: UnixTime,
     ) -> std::result::Result<bool, SqlError> {
@@ -130,7 +130,7 @@ impl HolderList {
         by: &Stamp,
         now: UnixTime,
     ) -> Answered<Kept> {
-        let store = SqlListStore::new(&self.sql);
+        let store = HolderTables::new(&self.sql);
         let kept = store.network_standing()?.standing.set(suspended, now);
         if store.change_network_standing(kept, Some(by))? {
             self.schedule_sweep(now)
@@ -162,7 +162,7 @@ impl HolderList {
     /// shards what counts, the directory its audit row (numbered by the change,
     /// so that it writes each once however often it is sent).
     async fn tell_standing(&self) -> Result<()> {
-        let store = SqlListStore::new(&self.sql);
+        let store = HolderTables::new(&self.sql);
         let kept = store.network_standing().map_err(fault)?;
         let Some((license, _)) = store.license().map_err(fault)? else {
             return Ok(());
@@ -170,7 +170,7 @@ impl HolderList {
         if kept.told < kept.version {
             for index in 0..SHARDS {
                 let call = SetStanding {
-                    license: license.as_str().to_owned(),
+                    license: license.clone(),
                     suspended: kept.standing.suspended,
                 };
                 self.ask_shard(index, call).await?;
@@ -183,7 +183,7 @@ impl HolderList {
     /// them (each written once, however often it is sent).
     async fn forward_standing_audit(
         &self,
-        store: &SqlListStore<&SqlStorage>,
+        store: &HolderTables<&SqlStorage>,
         license: &LicenseId,
     ) -> Result<()> {
         let rows = store
@@ -200,8 +200,12 @@ impl HolderList {
         store.network_audit_sent(last).map_err(fault)
     }
     /// Report shard `index`'s answer to `call`; a fault names the shard.
-    async fn ask_shard<C: Ask<ReportsProtocol>>(&self, index: u32, call: C) -> Result<C::Answer> {
-        shard(&self.env, index)
+    async fn ask_shard<C: Ask<ReportShardProtocol>>(
+        &self,
+        index: u32,
+        call: C,
+    ) -> Result<C::Answer> {
+        report_shard(&self.env, index)
             .map_err(|e| worker::Error::RustError(e.to_string()))?
             .ask(call)
             .await
@@ -210,7 +214,7 @@ impl HolderList {
             })
     }
     async fn send_batch(&self) -> Result<bool> {
-        let store = SqlListStore::new(&self.sql);
+        let store = HolderTables::new(&self.sql);
         let Some((license, licensed_at)) = store.license().map_err(fault)? else {
             return Ok(false);
         };
@@ -227,7 +231,7 @@ impl HolderList {
         }
         for (index, reports) in by_shard {
             let count = Count {
-                license: license.as_str().to_owned(),
+                license: license.clone(),
                 licensed_at,
                 reports,
             };

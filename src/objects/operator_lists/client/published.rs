@@ -1,5 +1,5 @@
 //! The operator's lists as this isolate holds their published snapshots (read
-//! from KV, asked of the writer only for a first manifest KV does not have yet):
+//! from KV, asked of the operator lists' object only for a first manifest KV does not have yet):
 //! whether a list holds an address, the lists whole as intervals or shards, what
 //! changed between two versions, and the precedence's verdict over them.
 
@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use worker::Env;
 
-use crate::domain::net::address::{GivenIp, PublicIp};
+use crate::domain::net::address::{PublicIp, SubmittedIp};
 use crate::domain::net::intervals::Intervals;
 use crate::domain::operator_lists::delta::VersionChange;
 use crate::domain::operator_lists::list::ListKind;
@@ -16,16 +16,16 @@ use crate::domain::operator_lists::snapshot::{Manifest, Shards};
 use crate::domain::precedence::{self, Verdict, Weighing};
 use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
-use crate::objects::operator_lists::client::writer;
+use crate::objects::operator_lists::client::operator_lists;
 use crate::objects::operator_lists::protocol::PublishedManifest;
 use crate::objects::protocol::Failure;
 use crate::store::kv::Binding;
 use crate::store::operator_lists::snapshots::{
-    binding, IsolateLists, ListSource, PromotedParts, Versioned,
+    binding, ListSource, OperatorListSnapshots, PromotedParts, Versioned,
 };
 use crate::store::StoreError;
 
-/// The lists of a deployment: KV, and the writer behind it.
+/// The lists of a deployment: KV, and the operator lists' object behind it.
 pub struct Deployed<'a>(pub &'a Env);
 
 impl ListSource for Deployed<'_> {
@@ -41,14 +41,14 @@ impl ListSource for Deployed<'_> {
     }
 
     async fn first_manifest(&self, kind: ListKind) -> Result<Manifest, StoreError> {
-        writer(self.0)?
+        operator_lists(self.0)?
             .ask(PublishedManifest(kind))
             .await
             .map(|manifest| manifest.0)
             .map_err(|failure| match failure {
                 Failure::Fault(fault) => fault,
                 Failure::Refused(refusal) => StoreError::Corrupt(format!(
-                    "the lists' writer refused its manifest: {refusal:?}"
+                    "the operator lists' object refused its manifest: {refusal:?}"
                 )),
             })
     }
@@ -62,7 +62,7 @@ pub async fn contains(
     freshness: Freshness,
     now: Millis,
 ) -> Result<bool, StoreError> {
-    IsolateLists::isolate()
+    OperatorListSnapshots::isolate()
         .contains(&Deployed(env), kind, addr, freshness, now)
         .await
 }
@@ -74,7 +74,7 @@ pub async fn intervals(
     freshness: Freshness,
     now: Millis,
 ) -> Result<Versioned<Rc<Intervals>, Rc<Intervals<u128>>>, StoreError> {
-    IsolateLists::isolate()
+    OperatorListSnapshots::isolate()
         .intervals(&Deployed(env), kind, freshness, now)
         .await
 }
@@ -91,13 +91,13 @@ pub async fn shards(
     freshness: Freshness,
     now: Millis,
 ) -> Result<(Versioned<Shards, Shards<u128>>, Promoted), StoreError> {
-    IsolateLists::isolate()
+    OperatorListSnapshots::isolate()
         .shards(&Deployed(env), kind, freshness, now)
         .await
 }
 
 /// The addresses of each family whose membership in the list changed between two
-/// versions, when the published pieces say (`IsolateLists::changes`).
+/// versions, when the published pieces say (`OperatorListSnapshots::changes`).
 pub async fn changes(
     env: &Env,
     kind: ListKind,
@@ -105,7 +105,7 @@ pub async fn changes(
     freshness: Freshness,
     now: Millis,
 ) -> Result<Option<Rc<VersionChange>>, StoreError> {
-    IsolateLists::isolate()
+    OperatorListSnapshots::isolate()
         .changes(&Deployed(env), kind, span, freshness, now)
         .await
 }
@@ -116,7 +116,7 @@ pub async fn changes(
 pub async fn verdict(
     env: &Env,
     weighing: impl Into<Weighing>,
-    ip: GivenIp,
+    ip: SubmittedIp,
     own_allow_list: bool,
     freshness: Freshness,
     now: Millis,

@@ -19,7 +19,7 @@ use crate::objects::operator_lists::protocol::{
     Covering, CoveringEntries, ExportHead, ListStatus, ListsStatus, SizeAt,
 };
 use crate::objects::protocol::Streamed;
-use crate::store::operator_lists::tables::ListTables;
+use crate::store::operator_lists::tables::OperatorListTables;
 use crate::store::sql::SqlError;
 
 /// Changes whose list sizes a status shows: the operator page's chart of them.
@@ -130,7 +130,7 @@ impl OperatorLists {
         let sql = self.sql.clone();
         let pages = stream::iter(ExportPage::all(chunks, source)).map(move |page| {
             let _reading = &reading;
-            let tables = ListTables::new(&sql);
+            let tables = OperatorListTables::new(&sql);
             Ok(match page {
                 ExportPage::V4(info) => tables
                     .chunk(kind, &info)?

@@ -12,15 +12,15 @@ use crate::domain::access::audit::{Action, Record, Stamp};
 use crate::domain::code::Coded;
 use crate::domain::net::address::Ipv6;
 use crate::domain::operator_lists::list::{
-    Changes, EditRequest, Entries, Import, ListKind, ParsedEdit, MAX_IMPORT_BYTES,
+    Changes, EditRequest, EntrySet, Import, ListKind, ParsedEdit, MAX_IMPORT_BYTES,
     MAX_IPV6_LIST_ENTRIES, MAX_LIST_ENTRIES,
 };
-use crate::objects::operator_lists::protocol::{Edited, ListsRefusal, Replaced};
+use crate::objects::operator_lists::protocol::{Edited, OperatorListsRefusal, Replaced};
 use crate::objects::protocol::Failure;
 use crate::platform::clock;
 use crate::platform::stream::{gunzip, Chunks as BodyChunks};
 use crate::store::operator_lists::edits::Source;
-use crate::store::operator_lists::tables::{ListTables, StoredPublication};
+use crate::store::operator_lists::tables::{OperatorListTables, PublicationState};
 use crate::store::sql::{DurableSql, SqlError, Transactional};
 use crate::store::StoreError;
 
@@ -36,9 +36,9 @@ impl Runs {
     /// when it holds any (an IPv4 run always, as a list always has an IPv4 chunk).
     fn stage(
         &mut self,
-        tables: &ListTables<&DurableSql>,
+        tables: &OperatorListTables<&DurableSql>,
         import: u64,
-        run: &crate::domain::operator_lists::list::Entries,
+        run: &crate::domain::operator_lists::list::EntrySet,
     ) -> std::result::Result<(), SqlError> {
         let next = self.v4.len() + self.v6.len();
         tables.stage_run(import, next, &run.v4)?;
@@ -54,14 +54,14 @@ impl Runs {
 /// How a change treats the entries of the chunks it falls in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Way {
-    /// The operator's edit (`ListTables::edit`).
+    /// The operator's edit (`OperatorListTables::edit`).
     Edit,
     /// Promotions and their decays, or the operator's dismissal of promoted
-    /// entries (`ListTables::promote`).
+    /// entries (`OperatorListTables::promote`).
     Promote,
 }
 
-/// Who made a change, as the writer is told: whether IPv6 entries are taken, the
+/// Who made a change, as the operator lists' object is told: whether IPv6 entries are taken, the
 /// acting key's name (kept with the change), and who acted from where (its audit row).
 pub(super) type Who<'a> = (Ipv6, Option<&'a str>, Option<&'a Stamp>);
 
@@ -83,10 +83,10 @@ fn audit_row(
 /// Applies a change of both families, numbered `id`, to the chunks it falls in:
 /// what changed, and the list's chunks after it.
 pub(super) fn change_chunks(
-    tables: &ListTables<&DurableSql>,
+    tables: &OperatorListTables<&DurableSql>,
     kind: ListKind,
     chunks: &Chunks,
-    (add, remove): (&Entries, &Entries),
+    (add, remove): (&EntrySet, &EntrySet),
     (way, id): (Way, u64),
 ) -> std::result::Result<(Changes, Chunks), SqlError> {
     let (mut changes, v4) = match way {
@@ -117,7 +117,7 @@ impl OperatorLists {
         (id, source, changes): (u64, Source, Changes),
         (by, audit): (Option<&str>, Option<&Record>),
         chunks: &Chunks,
-    ) -> std::result::Result<StoredPublication, SqlError> {
+    ) -> std::result::Result<PublicationState, SqlError> {
         let tables = self.tables();
         let mut stored = self.with_list(kind, |list| list.stored.clone());
         stored.publication.saved_one();
@@ -137,7 +137,7 @@ impl OperatorLists {
         &self,
         kind: ListKind,
         chunks: Chunks,
-        stored: StoredPublication,
+        stored: PublicationState,
     ) -> Answered<u64> {
         let change = stored.publication.saved;
         self.with_list_mut(kind, |list| {
@@ -170,7 +170,7 @@ impl OperatorLists {
             remove_promoted,
         } = kind
             .parse_edit(edit, ipv6)
-            .map_err(|why| Failure::Refused(ListsRefusal::BadEdit(why)))?;
+            .map_err(|why| Failure::Refused(OperatorListsRefusal::BadEdit(why)))?;
         let (chunks, saved) = self.with_list(kind, |list| {
             (list.chunks.clone(), list.stored.publication.saved)
         });
@@ -185,14 +185,14 @@ impl OperatorLists {
         };
         if let Some(most) = full {
             let why = format!("a list holds at most {most}; replace it whole with PUT");
-            return Err(Failure::Refused(ListsRefusal::BadEdit(why)));
+            return Err(Failure::Refused(OperatorListsRefusal::BadEdit(why)));
         }
         let asked = remove_promoted.is_some();
         let dismiss = remove_promoted.unwrap_or_default();
         let id = self.next_edit();
         let tables = self.tables();
         let edited = self.sql.atomically(|| {
-            let none = Entries::default();
+            let none = EntrySet::default();
             let (dismissed, chunks) = change_chunks(
                 &tables,
                 kind,
@@ -320,7 +320,7 @@ impl OperatorLists {
         (body, gzip): (Option<worker::web_sys::ReadableStream>, bool),
         ipv6: Ipv6,
     ) -> Answered<(usize, Changes)> {
-        let bad = |why: String| Failure::Refused(ListsRefusal::BadImport(why));
+        let bad = |why: String| Failure::Refused(OperatorListsRefusal::BadImport(why));
         let broke_off = if gzip {
             "the body is not gzip, or broke off"
         } else {
@@ -340,7 +340,7 @@ impl OperatorLists {
             while let Some(chunk) = chunks.next().await.map_err(|_| bad(broke_off.to_owned()))? {
                 total += chunk.length() as usize;
                 if total > MAX_IMPORT_BYTES {
-                    return Err(Failure::Refused(ListsRefusal::ImportTooLarge(
+                    return Err(Failure::Refused(OperatorListsRefusal::ImportTooLarge(
                         MAX_IMPORT_BYTES,
                     )));
                 }

@@ -1,6 +1,6 @@
 //! The entries the holders' reports promote to the global list. A report shard
 //! sends, in batches, the addresses whose consensus it saw form and those whose
-//! reports it let decay; the writer keeps them in the global list's chunks marked
+//! reports it let decay; the operator lists' object keeps them in the global list's chunks marked
 //! promoted (`chunk::PROMOTED`), published like any other entry but apart from the
 //! operator's own: an edit or an import never removes one, the operator's export
 //! leaves them out, and the operator takes one off by name (`removePromoted`).
@@ -17,7 +17,7 @@ use crate::domain::net::ipv6::PublicIpv6;
 use crate::domain::net::range::{Cidr, Ipv4Range, Ipv6Range};
 use crate::domain::network::consensus::Review;
 use crate::domain::operator_lists::list::{
-    Changes, Entries, ListEntries, ListEntry, ListKind, MAX_IPV6_LIST_ENTRIES, MAX_LIST_ENTRIES,
+    Changes, EntrySet, FamilyEntries, ListEntry, ListKind, MAX_IPV6_LIST_ENTRIES, MAX_LIST_ENTRIES,
 };
 use crate::objects::operator_lists::protocol::{Promote, Promoted};
 use crate::platform::clock;
@@ -127,7 +127,7 @@ impl OperatorLists {
     }
 
     /// Adds promoted entries to the global list and lets promoted ones go, as
-    /// one change, with `also` (what else the change does in the writer's
+    /// one change, with `also` (what else the change does in the operator lists' object's
     /// database) and its audit row, in one transaction; answers what it changed,
     /// and the promotions refused for a family at its bound.
     pub(super) async fn change_promoted(
@@ -144,8 +144,8 @@ impl OperatorLists {
             self.or_reload(also())?;
             return Ok(answer);
         }
-        let mut add: Entries = add.into_iter().collect();
-        let remove: Entries = remove.into_iter().collect();
+        let mut add: EntrySet = add.into_iter().collect();
+        let remove: EntrySet = remove.into_iter().collect();
         let chunks = self.with_list(kind, |list| list.chunks.clone());
         // Promoted entries count towards the list's bounds as the operator's do: the
         // isolates hold them in the snapshot like any other. A family at its bound
@@ -153,11 +153,11 @@ impl OperatorLists {
         let (v4, v6) = chunks.sizes();
         if v4 + add.v4.len() > MAX_LIST_ENTRIES {
             answer.refused += add.v4.len();
-            add.v4 = ListEntries::default();
+            add.v4 = FamilyEntries::default();
         }
         if v6 + add.v6.len() > MAX_IPV6_LIST_ENTRIES {
             answer.refused += add.v6.len();
-            add.v6 = ListEntries::default();
+            add.v6 = FamilyEntries::default();
         }
         // A number of its own, so that the publication sees the chunks it rewrites as changed.
         let id = self.next_edit();

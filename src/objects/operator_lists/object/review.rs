@@ -12,7 +12,7 @@ use crate::domain::net::address::{Ipv6, Listed};
 use crate::domain::network::consensus::Review as ReviewSetting;
 use crate::domain::operator_lists::list::{ListEntry, ListKind};
 use crate::objects::operator_lists::protocol::{
-    ListsRefusal, PendingPage, PendingPromotions, Review, Reviewed,
+    OperatorListsRefusal, PendingPage, PendingPromotions, Review, Reviewed,
 };
 use crate::objects::protocol::Failure;
 
@@ -52,7 +52,7 @@ impl OperatorLists {
                 .iter()
                 .map(|text| {
                     let not_pending = || {
-                        Failure::Refused(ListsRefusal::NotPending(format!(
+                        Failure::Refused(OperatorListsRefusal::NotPending(format!(
                             "{text} is not a promotion waiting for review"
                         )))
                     };
@@ -68,7 +68,7 @@ impl OperatorLists {
         // Approved and rejected at once would promote it and make its shard forget
         // the consensus that lets it go: never both.
         if let Some(both) = approved.iter().find(|ip| rejected.contains(ip)) {
-            return Err(Failure::Refused(ListsRefusal::NotPending(format!(
+            return Err(Failure::Refused(OperatorListsRefusal::NotPending(format!(
                 "{both} is named to approve and to reject"
             ))));
         }

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::domain::personal::holder::{DailyUsage, Limits};
+use crate::domain::holder::list::{DailyUsage, Limits};
 use crate::domain::time::UnixTime;
 
 /// One daily limit and how much of it today has used.

@@ -7,7 +7,7 @@
 use crate::domain::net::address::Listed;
 use crate::domain::network::consensus::{Consensus, Voices, Vote};
 use crate::domain::time::UnixTime;
-use crate::store::network::tally::Tally;
+use crate::store::report_shard::tally::Tally;
 use crate::store::sql::{Sql, SqlError, Value};
 
 /// A vote that counts towards reaching the consensus at `?4`, as SQL: within
@@ -125,7 +125,7 @@ impl<S: Sql> Tally<S> {
         })
     }
     /// Weighs an address with no consensus: when its votes make one now, it is
-    /// recorded, the writer is to be told, and it is weighed again when its
+    /// recorded, the operator lists' object is to be told, and it is weighed again when its
     /// reports would stop making it.
     pub(super) fn reach(
         &self,

@@ -1,5 +1,6 @@
 //! The calls a report shard takes. It refuses nothing.
 
+use crate::domain::access::license::LicenseId;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::net::address::Listed;
@@ -7,16 +8,16 @@ use crate::domain::network::report::Outgoing;
 use crate::domain::time::UnixTime;
 use crate::objects::calls;
 use crate::objects::protocol::Protocol;
-use crate::store::network::lookup::AddressTally;
+use crate::store::report_shard::lookup::AddressTally;
 
-pub enum ReportsProtocol {}
+pub enum ReportShardProtocol {}
 
-impl Protocol for ReportsProtocol {
-    type Call = ReportsCall;
+impl Protocol for ReportShardProtocol {
+    type Call = ReportShardCall;
     type Refusal = NoRefusal;
 }
 
-calls!(ReportsProtocol => ReportsCall {
+calls!(ReportShardProtocol => ReportShardCall {
     Count => Vec<Listed>,
     Forget => (),
     SetStanding => (),
@@ -35,7 +36,7 @@ pub enum NoRefusal {}
 /// whose consensus the batch completed.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Count {
-    pub license: String,
+    pub license: LicenseId,
     /// When the license was issued, which its probation counts from.
     pub licensed_at: UnixTime,
     pub reports: Vec<Outgoing>,
@@ -45,13 +46,13 @@ pub struct Count {
 /// reports are kept, and count only while it is not suspended.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SetStanding {
-    pub license: String,
+    pub license: LicenseId,
     pub suspended: bool,
 }
 
 /// The license is revoked: its reports stop counting.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Forget(pub String);
+pub struct Forget(pub LicenseId);
 
 /// Reporters a tally names at most, the most recent first.
 pub const MOST_REPORTERS: u64 = 100;
@@ -74,7 +75,7 @@ pub const MOST_TALLIES: usize = 100;
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Dismiss(pub Vec<Listed>);
 
-/// Runs the alarm now: decays, and tells the writer what is pending (test build only).
+/// Runs the alarm now: decays, and tells the operator lists' object what is pending (test build only).
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RunAlarm;

@@ -5,11 +5,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::code::{serde_by_code, Coded};
+use crate::domain::holder::allow_range::AllowRange;
+use crate::domain::holder::entry::{HistoryEvent, HistoryKind};
+use crate::domain::holder::list::{refuse_change, DailyUsage, Limits, ListStore, Operation};
 use crate::domain::net::address::PublicIp;
 use crate::domain::net::intervals::{union_of_sorted, Intervals};
-use crate::domain::personal::allow_range::AllowRange;
-use crate::domain::personal::entry::{Change, HistoryEvent};
-use crate::domain::personal::holder::{refuse_change, DailyUsage, Limits, ListStore, Operation};
 use crate::domain::time::UnixTime;
 
 /// The ranges of one holder's allow list, as its object holds them in memory
@@ -198,7 +198,7 @@ pub fn perform_allow<S: AllowStore>(
         ip: range.into(),
         client: call.client.clone(),
     };
-    let refused = event(Change::LimitRefused);
+    let refused = event(HistoryKind::LimitRefused);
     let (outcome, usage) = match call.operation {
         Operation::Check => {
             let outcome = if set.holds(range) {
@@ -232,7 +232,7 @@ pub fn perform_allow<S: AllowStore>(
                         added_at: now,
                         comment: call.comment.clone(),
                     })?;
-                    store.record(&event(Change::AllowAdded))?;
+                    store.record(&event(HistoryKind::AllowAdded))?;
                     usage.allow_changes += 1;
                     store.save_usage(usage)?;
                     set.insert(range);
@@ -250,7 +250,7 @@ pub fn perform_allow<S: AllowStore>(
                 AllowOutcome::LimitReached
             } else {
                 store.delete_allow(range)?;
-                store.record(&event(Change::AllowRemoved))?;
+                store.record(&event(HistoryKind::AllowRemoved))?;
                 usage.allow_changes += 1;
                 store.save_usage(usage)?;
                 set.remove(range);
@@ -269,10 +269,10 @@ pub fn perform_allow<S: AllowStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::holder::entry::{Entry, Subject};
+    use crate::domain::holder::list::memory::MemoryStore;
     use crate::domain::net::address::Ipv6;
     use crate::domain::net::address::Listed;
-    use crate::domain::personal::entry::{Entry, Subject};
-    use crate::domain::personal::holder::memory::MemoryStore;
 
     const NOW: UnixTime = UnixTime(1_795_262_400);
 
@@ -326,7 +326,7 @@ mod tests {
         assert_eq!((usage.removed, usage.allow_changes), (2, 1));
         let left: Vec<String> = store.entries.keys().map(|ip| ip.to_string()).collect();
         assert_eq!(left, ["45.67.90.1"]);
-        let removed: Vec<(Change, String)> = store
+        let removed: Vec<(HistoryKind, String)> = store
             .history
             .iter()
             .map(|e| (e.change, e.ip.to_string()))
@@ -334,9 +334,9 @@ mod tests {
         assert_eq!(
             removed,
             [
-                (Change::Removed, "45.67.89.1".to_owned()),
-                (Change::Removed, "45.67.89.2".to_owned()),
-                (Change::AllowAdded, "45.67.89.0/24".to_owned()),
+                (HistoryKind::Removed, "45.67.89.1".to_owned()),
+                (HistoryKind::Removed, "45.67.89.2".to_owned()),
+                (HistoryKind::AllowAdded, "45.67.89.0/24".to_owned()),
             ]
         );
         // Inside an entry is already on the list; the check says so too.
@@ -374,7 +374,10 @@ mod tests {
         assert!(set.is_empty());
         assert_eq!(
             store.history.last().map(|e| (e.change, e.ip)),
-            Some((Change::AllowRemoved, Subject::Allow(range("45.67.89.0/24"))))
+            Some((
+                HistoryKind::AllowRemoved,
+                Subject::Allow(range("45.67.89.0/24"))
+            ))
         );
     }
 

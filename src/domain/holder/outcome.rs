@@ -1,11 +1,11 @@
 //! Every answer a list operation can give, and its specified text.
 
 use crate::domain::code::Coded;
-use crate::domain::net::address::{GivenIp, PublicIp};
+use crate::domain::holder::allow::AllowOutcome;
+use crate::domain::holder::list::PersonalOutcome;
+use crate::domain::net::address::{PublicIp, SubmittedIp};
 use crate::domain::net::ipv4::IpRejection;
 use crate::domain::network::report::ReportOutcome;
-use crate::domain::personal::allow::AllowOutcome;
-use crate::domain::personal::holder::PersonalOutcome;
 
 /// The specification's text for a change a limit refused.
 const LIMIT: &str = "Sorry, but you have reached the maximum limit";
@@ -17,20 +17,20 @@ fn global_allow_listed(ip: &dyn std::fmt::Display) -> String {
 
 /// The result of a list operation that got past authentication.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum HolderOutcome {
     Invalid(String),
     Private(String),
-    AllowListed(GivenIp),
-    ListedGlobal(GivenIp),
-    AlreadyGlobal(GivenIp),
-    Personal(GivenIp, PersonalOutcome),
+    AllowListed(SubmittedIp),
+    ListedGlobal(SubmittedIp),
+    AlreadyGlobal(SubmittedIp),
+    Personal(SubmittedIp, PersonalOutcome),
     /// An operation of the holder's allow list, on the range as given.
     Allow(String, AllowOutcome),
     /// A report of an attacker.
-    Report(GivenIp, ReportOutcome),
+    Report(SubmittedIp, ReportOutcome),
 }
 
-impl Outcome {
+impl HolderOutcome {
     /// The `result` text, byte for byte as the specification and its settled decisions give it.
     pub fn message(&self) -> String {
         use PersonalOutcome as P;
@@ -114,7 +114,7 @@ impl Outcome {
     }
 }
 
-impl From<IpRejection> for Outcome {
+impl From<IpRejection> for HolderOutcome {
     fn from(rejection: IpRejection) -> Self {
         match rejection {
             IpRejection::Invalid(text) => Self::Invalid(text),
@@ -130,7 +130,7 @@ mod tests {
     use crate::domain::net::ipv4::PublicIpv4;
     use PersonalOutcome as P;
 
-    fn ip() -> GivenIp {
+    fn ip() -> SubmittedIp {
         PublicIp::parse("8.8.8.8", Ipv6::Off).unwrap()
     }
 
@@ -138,67 +138,67 @@ mod tests {
     fn every_message_is_the_specified_text() {
         let table = [
             (
-                Outcome::from(PublicIpv4::parse("999.1.1.1").unwrap_err()),
+                HolderOutcome::from(PublicIpv4::parse("999.1.1.1").unwrap_err()),
                 "[999.1.1.1] is invalid",
             ),
             (
-                Outcome::from(PublicIpv4::parse("").unwrap_err()),
+                HolderOutcome::from(PublicIpv4::parse("").unwrap_err()),
                 "[] is invalid",
             ),
             (
-                Outcome::from(PublicIpv4::parse("10.1.2.3").unwrap_err()),
+                HolderOutcome::from(PublicIpv4::parse("10.1.2.3").unwrap_err()),
                 "[10.1.2.3] is private",
             ),
             (
-                Outcome::AllowListed(ip()),
+                HolderOutcome::AllowListed(ip()),
                 "[8.8.8.8] is on the global allow list, no action was taken",
             ),
             (
-                Outcome::ListedGlobal(ip()),
+                HolderOutcome::ListedGlobal(ip()),
                 "[8.8.8.8] is on global greylist",
             ),
             (
-                Outcome::AlreadyGlobal(ip()),
+                HolderOutcome::AlreadyGlobal(ip()),
                 "[8.8.8.8] is already on global greylist",
             ),
             (
-                Outcome::Personal(ip(), P::Unlisted),
+                HolderOutcome::Personal(ip(), P::Unlisted),
                 "[8.8.8.8] is currently not on global greylist",
             ),
             (
-                Outcome::Personal(ip(), P::Listed),
+                HolderOutcome::Personal(ip(), P::Listed),
                 "[8.8.8.8] is currently on your personal greylist",
             ),
             (
-                Outcome::Personal(ip(), P::Added),
+                HolderOutcome::Personal(ip(), P::Added),
                 "[8.8.8.8] has been added to greylist",
             ),
             (
-                Outcome::Personal(ip(), P::AlreadyListed),
+                HolderOutcome::Personal(ip(), P::AlreadyListed),
                 "[8.8.8.8] is already on your greylist",
             ),
             (
-                Outcome::Personal(ip(), P::Removed),
+                HolderOutcome::Personal(ip(), P::Removed),
                 "[8.8.8.8] has been removed from greylist",
             ),
             (
-                Outcome::Personal(ip(), P::NothingToRemove),
+                HolderOutcome::Personal(ip(), P::NothingToRemove),
                 "[8.8.8.8] is not on greylist",
             ),
             (
-                Outcome::Personal(ip(), P::LimitReached),
+                HolderOutcome::Personal(ip(), P::LimitReached),
                 "Sorry, but you have reached the maximum limit",
             ),
             (
-                Outcome::Personal(ip(), P::OwnAllowListed),
+                HolderOutcome::Personal(ip(), P::OwnAllowListed),
                 "[8.8.8.8] is on your allow list, no action was taken",
             ),
             (
-                Outcome::Personal(ip(), P::ListedGlobal),
+                HolderOutcome::Personal(ip(), P::ListedGlobal),
                 "[8.8.8.8] is on global greylist",
             ),
             (
-                Outcome::Personal(ip(), P::AlreadyGlobal),
+                HolderOutcome::Personal(ip(), P::AlreadyGlobal),
                 "[8.8.8.8] is already on global greylist",
             ),
         ];
@@ -210,15 +210,15 @@ mod tests {
     #[test]
     fn every_report_message_is_the_issued_text() {
         assert_eq!(
-            Outcome::Report(ip(), ReportOutcome::Reported).message(),
+            HolderOutcome::Report(ip(), ReportOutcome::Reported).message(),
             "[8.8.8.8] has been reported"
         );
         assert_eq!(
-            Outcome::Report(ip(), ReportOutcome::OwnAllowListed).message(),
+            HolderOutcome::Report(ip(), ReportOutcome::OwnAllowListed).message(),
             "[8.8.8.8] is on your allow list, no action was taken"
         );
         assert_eq!(
-            Outcome::Report(ip(), ReportOutcome::LimitReached).message(),
+            HolderOutcome::Report(ip(), ReportOutcome::LimitReached).message(),
             "Sorry, but you have reached the maximum limit"
         );
     }
@@ -254,7 +254,10 @@ mod tests {
             ),
         ];
         for (outcome, text) in table {
-            assert_eq!(Outcome::Allow(given.to_owned(), outcome).message(), text);
+            assert_eq!(
+                HolderOutcome::Allow(given.to_owned(), outcome).message(),
+                text
+            );
         }
     }
 
@@ -263,23 +266,23 @@ mod tests {
         let on = |text: &str| PublicIp::parse(text, Ipv6::On);
         let table = [
             (
-                Outcome::from(on("2001:db8::1").unwrap_err()),
+                HolderOutcome::from(on("2001:db8::1").unwrap_err()),
                 "[2001:db8::1] is private",
             ),
             (
-                Outcome::from(on("fe80::1%eth0").unwrap_err()),
+                HolderOutcome::from(on("fe80::1%eth0").unwrap_err()),
                 "[fe80::1%eth0] is invalid",
             ),
             (
-                Outcome::Personal(on("2a00:1450:4001:80b::200e").unwrap(), P::Added),
+                HolderOutcome::Personal(on("2a00:1450:4001:80b::200e").unwrap(), P::Added),
                 "[2a00:1450:4001:80b::200e] has been added to greylist",
             ),
             (
-                Outcome::Personal(on("2A00:1450:4001:80B:0::200E").unwrap(), P::Listed),
+                HolderOutcome::Personal(on("2A00:1450:4001:80B:0::200E").unwrap(), P::Listed),
                 "[2A00:1450:4001:80B:0::200E] is currently on your personal greylist",
             ),
             (
-                Outcome::ListedGlobal(on("::ffff:8.8.8.8").unwrap()),
+                HolderOutcome::ListedGlobal(on("::ffff:8.8.8.8").unwrap()),
                 "[::ffff:8.8.8.8] is on global greylist",
             ),
         ];

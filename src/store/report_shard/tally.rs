@@ -32,7 +32,7 @@ const MIGRATIONS: [&str; 4] = [
         ip BLOB PRIMARY KEY, reached_at INTEGER NOT NULL, last_report_at INTEGER NOT NULL
     ) WITHOUT ROWID;
     CREATE TABLE forgotten (license TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;",
-    // What the lists' writer is still to be told: an address to promote (1) or to
+    // What the operator lists' object is still to be told: an address to promote (1) or to
     // let go of (0), sent in batches by the alarm; and the consensus by its last
     // report, so that the alarm finds what decays in order.
     "CREATE TABLE pending (ip BLOB PRIMARY KEY, promote INTEGER NOT NULL) WITHOUT ROWID;
@@ -224,7 +224,7 @@ impl<S: Sql> Tally<S> {
     }
 
     /// Weighs at most `limit` of the addresses due by `now`: a promotion whose
-    /// reports no longer make it goes to what the writer is to let go of, one
+    /// reports no longer make it goes to what the operator lists' object is to let go of, one
     /// they still make is weighed again when they would stop, and an address
     /// without one whose votes now make it (a license come of age, or
     /// reinstated) is promoted. Answers how many were weighed.
@@ -270,7 +270,7 @@ impl<S: Sql> Tally<S> {
         Ok(rows.len())
     }
 
-    /// At most `limit` changes the writer is still to be told: each address, and
+    /// At most `limit` changes the operator lists' object is still to be told: each address, and
     /// whether it is promoted (else let go of).
     pub fn pending(&self, limit: u64) -> Result<Vec<(Listed, bool)>, SqlError> {
         let rows = self.sql.query(
@@ -287,7 +287,7 @@ impl<S: Sql> Tally<S> {
         Ok(pending)
     }
 
-    /// Forgets the changes the writer took.
+    /// Forgets the changes the operator lists' object took.
     pub fn sent(&self, changes: &[(Listed, bool)]) -> Result<(), SqlError> {
         for &(ip, promote) in changes {
             self.sql.execute(
@@ -298,7 +298,7 @@ impl<S: Sql> Tally<S> {
         Ok(())
     }
 
-    /// When the alarm is next due: at once while the writer is to be told
+    /// When the alarm is next due: at once while the operator lists' object is to be told
     /// something, else at the earliest recheck, if any.
     pub fn next_due(&self, now: UnixTime) -> Result<Option<UnixTime>, SqlError> {
         if !self
@@ -387,9 +387,9 @@ mod tests {
     use crate::domain::network::report::Categories;
     use crate::domain::network::reporter::ReporterNetwork;
     use crate::domain::network::standing::Standing;
-    use crate::store::network::votes::LICENSES_COUNTING;
-    use crate::store::network::votes::NETWORKS_OF_THEIR_OWN;
-    use crate::store::network::votes::NEXT_NETWORK;
+    use crate::store::report_shard::votes::LICENSES_COUNTING;
+    use crate::store::report_shard::votes::NETWORKS_OF_THEIR_OWN;
+    use crate::store::report_shard::votes::NEXT_NETWORK;
     use crate::store::sql::native::NativeSql;
     use crate::store::sql::Row;
 
@@ -671,7 +671,7 @@ mod tests {
         assert_eq!(
             tally.next_due(NOW).unwrap(),
             Some(NOW),
-            "the writer is to be told"
+            "the operator lists' object is to be told"
         );
         tally.sent(&[(ip, false)]).unwrap();
         assert_eq!(tally.next_due(NOW).unwrap(), None);

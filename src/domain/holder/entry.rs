@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::code::{serde_by_code, Coded};
+use crate::domain::holder::allow_range::AllowRange;
 use crate::domain::net::address::{Ipv6, Listed};
-use crate::domain::personal::allow_range::AllowRange;
 use crate::domain::time::UnixTime;
 
 pub const MIN_TTL_SECONDS: u64 = 60;
@@ -100,7 +100,7 @@ impl EntryDetails {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
+pub enum HistoryKind {
     Added,
     Removed,
     Expired,
@@ -112,7 +112,7 @@ pub enum Change {
     AllowRemoved,
 }
 
-impl Coded for Change {
+impl Coded for HistoryKind {
     const ALL: &'static [Self] = &[
         Self::Added,
         Self::Removed,
@@ -136,13 +136,13 @@ impl Coded for Change {
     }
 }
 
-serde_by_code!(Change);
+serde_by_code!(HistoryKind);
 
 /// One line of a holder's history: what changed, when, and from which client address.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistoryEvent {
     pub at: UnixTime,
-    pub change: Change,
+    pub change: HistoryKind,
     pub ip: Subject,
     pub client: Option<String>,
 }
@@ -299,22 +299,22 @@ mod tests {
 
     #[test]
     fn a_change_is_its_code_in_storage_and_in_json_and_nothing_else_parses() {
-        for &change in Change::ALL {
-            assert_eq!(Change::from_code(change.code()), Some(change));
+        for &change in HistoryKind::ALL {
+            assert_eq!(HistoryKind::from_code(change.code()), Some(change));
             assert_eq!(serde_json::to_value(change).unwrap(), change.code());
             assert_eq!(
-                serde_json::from_value::<Change>(change.code().into()).unwrap(),
+                serde_json::from_value::<HistoryKind>(change.code().into()).unwrap(),
                 change
             );
         }
         assert_eq!(
-            serde_json::to_value(Change::LimitRefused).unwrap(),
+            serde_json::to_value(HistoryKind::LimitRefused).unwrap(),
             "limit_refused"
         );
-        assert!(serde_json::from_value::<Change>("LimitRefused".into()).is_err());
-        assert_eq!(Change::from_code("refused"), None);
+        assert!(serde_json::from_value::<HistoryKind>("LimitRefused".into()).is_err());
+        assert_eq!(HistoryKind::from_code("refused"), None);
         assert_eq!(
-            serde_json::to_value(crate::domain::personal::holder::Operation::Remove).unwrap(),
+            serde_json::to_value(crate::domain::holder::list::Operation::Remove).unwrap(),
             "remove"
         );
     }

@@ -2,7 +2,7 @@
 
 use worker::Env;
 
-use super::protocol::{NoRefusal, ReportsProtocol};
+use super::protocol::{NoRefusal, ReportShardProtocol};
 use crate::domain::net::address::Listed;
 use crate::domain::network::consensus::shard_of;
 use crate::objects::protocol::{Failure, Object};
@@ -12,13 +12,13 @@ use crate::store::StoreError;
 pub const BINDING: &str = "REPORTS";
 
 /// The shard numbered `index`.
-pub fn shard(env: &Env, index: u32) -> Result<Object<ReportsProtocol>, StoreError> {
+pub fn report_shard(env: &Env, index: u32) -> Result<Object<ReportShardProtocol>, StoreError> {
     Object::named(env, BINDING, &format!("shard-{index}"))
 }
 
 /// The shard that counts the reports of `ip`.
-pub fn shard_for(env: &Env, ip: Listed) -> Result<Object<ReportsProtocol>, StoreError> {
-    shard(env, shard_of(&ip.key()))
+pub fn report_shard_for(env: &Env, ip: Listed) -> Result<Object<ReportShardProtocol>, StoreError> {
+    report_shard(env, shard_of(&ip.key()))
 }
 
 /// A shard's failure, which is always a fault: it refuses nothing.

@@ -10,8 +10,8 @@ use crate::domain::network::report::Categories;
 use crate::domain::network::reporter::ReporterNetwork;
 use crate::domain::network::standing::Standing;
 use crate::domain::time::UnixTime;
-use crate::store::network::tally::Tally;
-use crate::store::network::votes::VOICES;
+use crate::store::report_shard::tally::Tally;
+use crate::store::report_shard::votes::VOICES;
 use crate::store::sql::{Sql, SqlError, Value};
 
 /// One license's reports of an address, as the operator's lookup shows them.

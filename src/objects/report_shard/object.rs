@@ -4,36 +4,36 @@
 //! It sets its own alarm: `BATCH_SECONDS` after a count reached a consensus, and
 //! for the next address to weigh again (a promotion whose reports would stop
 //! making it, a license coming of age, a standing changed). The alarm weighs what
-//! is due and tells the lists' writer, in one batch, the addresses whose consensus
+//! is due and tells the operator lists' object, in one batch, the addresses whose consensus
 //! was reached (promotions) or lost since: a batch at most every
-//! `BATCH_SECONDS` a shard, so that the writer's versions come at a bounded rate.
+//! `BATCH_SECONDS` a shard, so that the operator lists' object's versions come at a bounded rate.
 
 use std::cell::Cell;
 
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
 use super::protocol::{
-    Count, Dismiss, Forget, ReportsCall, ReportsProtocol, SetStanding, Tallies, TallyOf,
+    Count, Dismiss, Forget, ReportShardCall, ReportShardProtocol, SetStanding, Tallies, TallyOf,
     MOST_REPORTERS, MOST_TALLIES,
 };
 use crate::domain::network::consensus::Consensus;
 use crate::domain::time::UnixTime;
-use crate::objects::operator_lists::client::writer;
+use crate::objects::operator_lists::client::operator_lists;
 use crate::objects::operator_lists::protocol::Promote;
 use crate::objects::protocol::{receive, Ask, Failure, Received};
 use crate::objects::startup::Started;
 use crate::platform::{clock, config};
-use crate::store::network::tally::Tally;
+use crate::store::report_shard::tally::Tally;
 use crate::store::sql::SqlError;
 
 fn stored(error: SqlError) -> worker::Error {
     worker::Error::RustError(format!("report shard: {error}"))
 }
 
-/// Seconds a shard gathers promotions before it tells the writer: the reports
+/// Seconds a shard gathers promotions before it tells the operator lists' object: the reports
 /// that complete a consensus meanwhile go in the same batch.
 const BATCH_SECONDS: u64 = 5;
-/// Changes one batch tells the writer at most; more go in the next, at once.
+/// Changes one batch tells the operator lists' object at most; more go in the next, at once.
 const BATCH: u64 = 1_000;
 /// Addresses one alarm weighs again at most; more are weighed by the next, at once.
 const RECHECKS: u64 = 200;
@@ -62,7 +62,7 @@ impl DurableObject for ReportShard {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         clock::adopt(&req)?;
-        let call = match receive::<ReportsProtocol>(&mut req).await? {
+        let call = match receive::<ReportShardProtocol>(&mut req).await? {
             Received::Call(call) => call,
             Received::OtherShape(answer) => return Ok(answer),
         };
@@ -70,12 +70,13 @@ impl DurableObject for ReportShard {
         let now = clock::now().unix();
         let tally = Tally::new(&self.sql);
         match call {
-            ReportsCall::Count(Count {
+            ReportShardCall::Count(Count {
                 license,
                 licensed_at,
                 reports,
             }) => {
-                let reached = tally.count((&license, licensed_at), &reports, consensus, now);
+                let reached =
+                    tally.count((license.as_str(), licensed_at), &reports, consensus, now);
                 if reached.as_ref().is_ok_and(|reached| !reached.is_empty()) {
                     self.schedule(now.plus(BATCH_SECONDS)).await?;
                 } else {
@@ -84,37 +85,37 @@ impl DurableObject for ReportShard {
                 }
                 Count::reply(reached.map_err(Failure::from))
             }
-            ReportsCall::Dismiss(Dismiss(ips)) => Dismiss::reply(
+            ReportShardCall::Dismiss(Dismiss(ips)) => Dismiss::reply(
                 ips.into_iter()
                     .try_for_each(|ip| tally.dismiss(ip, now))
                     .map_err(Failure::from),
             ),
             #[cfg(feature = "test-hooks")]
-            ReportsCall::RunAlarm(super::protocol::RunAlarm) => {
+            ReportShardCall::RunAlarm(super::protocol::RunAlarm) => {
                 self.state.storage().delete_alarm().await?;
                 DurableObject::alarm(self).await?;
                 super::protocol::RunAlarm::reply(Ok(()))
             }
-            ReportsCall::Forget(Forget(license)) => {
-                let forgotten = tally.forget(&license, now);
+            ReportShardCall::Forget(Forget(license)) => {
+                let forgotten = tally.forget(license.as_str(), now);
                 if forgotten.is_ok() {
                     self.schedule_next(&tally, now).await?;
                 }
                 Forget::reply(forgotten.map_err(Failure::from))
             }
-            ReportsCall::SetStanding(SetStanding { license, suspended }) => {
-                let set = tally.set_standing(&license, suspended, now);
+            ReportShardCall::SetStanding(SetStanding { license, suspended }) => {
+                let set = tally.set_standing(license.as_str(), suspended, now);
                 if set.is_ok() {
                     self.schedule_next(&tally, now).await?;
                 }
                 SetStanding::reply(set.map(drop).map_err(Failure::from))
             }
-            ReportsCall::TallyOf(TallyOf(ip, shown)) => TallyOf::reply(
+            ReportShardCall::TallyOf(TallyOf(ip, shown)) => TallyOf::reply(
                 tally
                     .of(ip, consensus, now, shown.min(MOST_REPORTERS))
                     .map_err(Failure::from),
             ),
-            ReportsCall::Tallies(Tallies(ips, shown)) => Tallies::reply(
+            ReportShardCall::Tallies(Tallies(ips, shown)) => Tallies::reply(
                 ips.into_iter()
                     .take(MOST_TALLIES)
                     .map(|ip| tally.of(ip, consensus, now, shown.min(MOST_REPORTERS)))
@@ -152,7 +153,7 @@ impl ReportShard {
     }
 
     /// Sets the alarm for what is next due, no earlier than a batch's gathering
-    /// from now: what waits for the writer goes in one batch.
+    /// from now: what waits for the operator lists' object goes in one batch.
     async fn schedule_next(&self, tally: &Tally<&SqlStorage>, now: UnixTime) -> Result<()> {
         if let Some(at) = tally.next_due(now).map_err(stored)? {
             self.schedule(at.max(now.plus(BATCH_SECONDS))).await?;
@@ -161,7 +162,7 @@ impl ReportShard {
     }
 
     /// Weighs again what is due (a batch of it); a batch of the pending changes
-    /// goes to the writer, and is forgotten once it took them. The next alarm: at
+    /// goes to the operator lists' object, and is forgotten once it took them. The next alarm: at
     /// once while more is due or waits, else at the next address to weigh.
     async fn tell_writer(&self, consensus: Consensus) -> Result<()> {
         let now = clock::now().unix();
@@ -180,11 +181,13 @@ impl ReportShard {
                     (add, remove)
                 },
             );
-            writer(&self.env)
+            operator_lists(&self.env)
                 .map_err(|e| worker::Error::RustError(e.to_string()))?
                 .ask(Promote { add, remove })
                 .await
-                .map_err(|e| worker::Error::RustError(format!("the lists' writer: {e:?}")))?;
+                .map_err(|e| {
+                    worker::Error::RustError(format!("the operator lists' object: {e:?}"))
+                })?;
             tally.sent(&pending).map_err(stored)?;
         }
         let next = if weighed as u64 == RECHECKS {

@@ -4,8 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::code::{serde_by_code, Coded};
+use crate::domain::holder::entry::{
+    Entry, EntryDetails, HistoryEvent, HistoryKind, MIN_TTL_SECONDS,
+};
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
-use crate::domain::personal::entry::{Change, Entry, EntryDetails, HistoryEvent, MIN_TTL_SECONDS};
 use crate::domain::time::UnixTime;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +94,7 @@ impl DailyUsage {
 
 /// One list operation as the worker hands it to the holder's object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Call {
+pub struct ListCall {
     pub operation: Operation,
     pub ip: PublicIp,
     /// Whether an IPv6 address is listed as itself or as its /64.
@@ -166,7 +168,7 @@ serde_by_code!(PersonalOutcome);
 /// The object's answer: the outcome, the day's usage after it (for add and
 /// remove; a check reads none) and the limits it ran under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Answer {
+pub struct ListAnswer {
     pub outcome: PersonalOutcome,
     pub usage: Option<DailyUsage>,
     pub limits: Limits,
@@ -197,10 +199,10 @@ pub trait ListStore {
 /// day's refusal count (and the history, for the day's first refusal).
 pub fn perform<S: ListStore>(
     store: &mut S,
-    call: &Call,
+    call: &ListCall,
     now: UnixTime,
     limits: Limits,
-) -> Result<Answer, S::Error> {
+) -> Result<ListAnswer, S::Error> {
     // An IPv6 address may be listed as itself and as its /64 (listed under each
     // setting of IPV6_PREFIX): both are found, and a remove takes both.
     let mut found = Vec::with_capacity(2);
@@ -242,10 +244,10 @@ pub fn perform<S: ListStore>(
             let outcome = if listed {
                 PersonalOutcome::AlreadyListed
             } else if usage.added >= limits.additions {
-                let refused = event(Change::LimitRefused);
+                let refused = event(HistoryKind::LimitRefused);
                 refuse(store, &mut usage, &refused, PersonalOutcome::LimitReached)?
             } else if store.size()? >= u64::from(limits.entries) {
-                let refused = event(Change::LimitRefused);
+                let refused = event(HistoryKind::LimitRefused);
                 refuse(store, &mut usage, &refused, PersonalOutcome::ListFull)?
             } else {
                 let details = call.details.clone();
@@ -255,7 +257,7 @@ pub fn perform<S: ListStore>(
                     expires_at: details.expiry.map(|e| e.at(now)),
                     comment: details.comment,
                 })?;
-                store.record(&event(Change::Added))?;
+                store.record(&event(HistoryKind::Added))?;
                 usage.added += 1;
                 store.save_usage(usage)?;
                 PersonalOutcome::Added
@@ -267,12 +269,12 @@ pub fn perform<S: ListStore>(
             let outcome = if !listed {
                 PersonalOutcome::NothingToRemove
             } else if usage.removed >= limits.removals {
-                let refused = event(Change::LimitRefused);
+                let refused = event(HistoryKind::LimitRefused);
                 refuse(store, &mut usage, &refused, PersonalOutcome::LimitReached)?
             } else {
                 for &key in &found {
                     store.delete(key)?;
-                    store.record(&event_of(key, Change::Removed))?;
+                    store.record(&event_of(key, HistoryKind::Removed))?;
                 }
                 usage.removed += 1;
                 store.save_usage(usage)?;
@@ -281,7 +283,7 @@ pub fn perform<S: ListStore>(
             (outcome, Some(usage))
         }
     };
-    Ok(Answer {
+    Ok(ListAnswer {
         outcome,
         usage,
         limits,
@@ -324,7 +326,7 @@ pub fn extend<S: ListStore>(
             store.save_usage(usage)?;
             store.record(&HistoryEvent {
                 at: now,
-                change: Change::Extended,
+                change: HistoryKind::Extended,
                 ip: key.into(),
                 client: client.map(str::to_owned),
             })?;
@@ -371,7 +373,7 @@ fn expire<S: ListStore>(store: &mut S, entry: &Entry, now: UnixTime) -> Result<(
     store.delete(entry.ip)?;
     store.record(&HistoryEvent {
         at: entry.expires_at.unwrap_or(now),
-        change: Change::Expired,
+        change: HistoryKind::Expired,
         ip: entry.ip.into(),
         client: None,
     })
@@ -398,8 +400,8 @@ pub mod memory {
     use std::convert::Infallible;
 
     use super::*;
-    use crate::domain::personal::allow::{AllowEntry, AllowStore};
-    use crate::domain::personal::allow_range::AllowRange;
+    use crate::domain::holder::allow::{AllowEntry, AllowStore};
+    use crate::domain::holder::allow_range::AllowRange;
 
     /// An in-memory store for the native tests of the rules.
     #[derive(Debug, Default)]
@@ -509,7 +511,7 @@ pub mod memory {
                 self.entries.remove(&ip);
                 self.record(&HistoryEvent {
                     at: now,
-                    change: Change::Removed,
+                    change: HistoryKind::Removed,
                     ip: ip.into(),
                     client: client.map(str::to_owned),
                 })?;

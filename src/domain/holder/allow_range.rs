@@ -24,12 +24,12 @@ pub enum AllowRange {
 
 /// A range as a request gave it: the range acted on and the text the messages show.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GivenRange {
+pub struct SubmittedRange {
     pub range: AllowRange,
     shown: String,
 }
 
-impl fmt::Display for GivenRange {
+impl fmt::Display for SubmittedRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.shown)
     }
@@ -39,10 +39,10 @@ impl AllowRange {
     /// An address (as the list operations take it) or `address/n` without host
     /// bits: invalid when malformed, wider than allowed or with host bits set;
     /// private when any address of it is not public.
-    pub fn parse(raw: &str, ipv6: Ipv6) -> Result<GivenRange, IpRejection> {
+    pub fn parse(raw: &str, ipv6: Ipv6) -> Result<SubmittedRange, IpRejection> {
         let trimmed = raw.trim_matches(|c: char| c.is_ascii_whitespace());
         let Some((_, _)) = trimmed.split_once('/') else {
-            return PublicIp::parse(trimmed, ipv6).map(|given| GivenRange {
+            return PublicIp::parse(trimmed, ipv6).map(|given| SubmittedRange {
                 range: Self::of_ip(given.ip),
                 shown: given.to_string(),
             });
@@ -76,7 +76,7 @@ impl AllowRange {
         if private {
             return Err(IpRejection::Private(trimmed.to_owned()));
         }
-        Ok(GivenRange {
+        Ok(SubmittedRange {
             range,
             shown: trimmed.to_owned(),
         })
