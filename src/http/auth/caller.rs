@@ -23,7 +23,8 @@ use crate::http::auth::credentials::{bearer, feed_token};
 use crate::http::auth::operator_key;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
-use crate::store::{licenses, machines};
+use crate::store::licenses::{self, LicenseStatus};
+use crate::store::machines;
 
 thread_local! {
     static TOKENS: RefCell<VerifiedTokens> = RefCell::new(VerifiedTokens::default());
@@ -41,29 +42,23 @@ fn bearer_token(req: &Request) -> Result<Option<String>, ApiError> {
 /// A license holder, by an access token.
 pub struct HolderCaller {
     pub license: LicenseId,
+    /// The license as the isolate remembers it, read once to prove the caller:
+    /// what the handler weighs the holder's addresses by.
+    pub status: LicenseStatus,
 }
 
 /// A license holder with a valid access token whose license is still active;
 /// the request's log line names it from here on.
 pub async fn holder(cx: &RequestContext, req: &Request) -> Result<HolderCaller, ApiError> {
-    let license = license_holder(cx, req).await?;
-    Ok(HolderCaller { license })
-}
-
-/// The license of a valid access token whose license is still active; the
-/// request's log line names it from here on.
-async fn license_holder(cx: &RequestContext, req: &Request) -> Result<LicenseId, ApiError> {
     let token = bearer_token(req)?.ok_or(ApiError::Unauthorized("token_missing"))?;
     let (settings, now) = (&cx.settings, cx.now);
     let license = TOKENS
         .with_borrow_mut(|tokens| tokens.verify(settings.jwt_secret.expose(), &token, now.unix()))
         .map_err(|e| ApiError::Unauthorized(e.code()))?;
     cx.log.names(&license);
-    if licenses::status(&cx.env, &license, settings.freshness, now)
-        .await?
-        .active
-    {
-        Ok(license)
+    let status = licenses::status(&cx.env, &license, settings.freshness, now).await?;
+    if status.active {
+        Ok(HolderCaller { license, status })
     } else {
         Err(ApiError::Unauthorized("license_revoked"))
     }
@@ -83,7 +78,7 @@ pub struct FeedCaller {
 pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedCaller, ApiError> {
     let header = req.headers().get("Authorization")?.unwrap_or_default();
     let Some(token) = feed_token(&header) else {
-        let license = license_holder(cx, req).await?;
+        let license = holder(cx, req).await?.license;
         limit_polls(&cx.env, &format!("license:{}", license.as_str())).await?;
         return Ok(FeedCaller {
             license,
@@ -139,6 +134,8 @@ pub struct MachineCaller {
     /// The machine's id at its holder's: its row in the holder's object (not
     /// the name it logs in with, CrowdSec's `machine_id`).
     pub machine: String,
+    /// The license as the isolate remembers it, read once to prove the caller.
+    pub status: LicenseStatus,
 }
 
 /// Who calls a machine route: a machine's token (a holder's fails its
@@ -155,10 +152,8 @@ pub async fn machine(cx: &RequestContext, req: &Request) -> Result<MachineCaller
     cx.log.names(&bearer.license);
     limit_polls(env, &format!("machine:{}", bearer.machine_id.as_str())).await?;
     let freshness = settings.freshness;
-    if !licenses::status(env, &bearer.license, freshness, now)
-        .await?
-        .active
-    {
+    let status = licenses::status(env, &bearer.license, freshness, now).await?;
+    if !status.active {
         return Err(ApiError::MachineUnauthorized("license_revoked"));
     }
     match machines::login(env, &bearer.machine_id, freshness, now).await? {
@@ -168,6 +163,7 @@ pub async fn machine(cx: &RequestContext, req: &Request) -> Result<MachineCaller
     Ok(MachineCaller {
         license: bearer.license,
         machine: bearer.id,
+        status,
     })
 }
 

@@ -515,7 +515,7 @@ fn requested(body: &Body) -> Result<(Scope, DecisionType), ApiError> {
 pub async fn create_token(
     cx: &RequestContext,
     mut req: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let (env, license) = (&cx.env, &license);
     let (scope, decision) = requested(&Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?)?;
@@ -549,7 +549,7 @@ pub async fn create_token(
 pub async fn list_tokens(
     cx: &RequestContext,
     _: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     Reply::json(
         200,
@@ -563,7 +563,7 @@ pub async fn list_tokens(
 pub async fn revoke_token(
     cx: &RequestContext,
     _: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let (env, license, id) = (&cx.env, &license, cx.id.as_str());
     if !feed_token::is_id(id) {

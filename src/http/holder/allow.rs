@@ -31,7 +31,7 @@ pub async fn single(
     operation: Operation,
     cx: &RequestContext,
     mut req: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
     let raw = body.field("ip").unwrap_or_default();
@@ -76,7 +76,7 @@ pub async fn single(
 pub async fn list(
     cx: &RequestContext,
     req: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let query = page_query::<AllowCursor>(req, &cx.ctx, false).await?;
     let page = holder(&cx.env, &license)?.ask(AllowPage(query)).await?;

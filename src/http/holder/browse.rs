@@ -41,7 +41,7 @@ pub(super) async fn page_query<C: PageCursor>(
 pub async fn list(
     cx: &RequestContext,
     req: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let page = holder(&cx.env, &license)?
         .ask(EntryPage(page_query(req, &cx.ctx, true).await?))
@@ -68,7 +68,7 @@ struct QuotaView {
 pub async fn quota(
     cx: &RequestContext,
     _: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let usage = holder(&cx.env, &license)?.ask(Usage).await?;
     let settings = &cx.settings;
@@ -99,7 +99,7 @@ struct ActivityView {
 pub async fn activity(
     cx: &RequestContext,
     _: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let days = holder(&cx.env, &license)?.ask(Activity).await?;
     let days = days
@@ -119,7 +119,7 @@ pub async fn activity(
 pub async fn history(
     cx: &RequestContext,
     req: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let page = holder(&cx.env, &license)?
         .ask(History(page_query(req, &cx.ctx, false).await?))

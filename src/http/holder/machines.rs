@@ -89,7 +89,7 @@ fn fields(body: &Body) -> Result<Fields, ApiError> {
 pub async fn create(
     cx: &RequestContext,
     mut req: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
@@ -130,7 +130,7 @@ pub async fn create(
 pub async fn list(
     cx: &RequestContext,
     _: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     Reply::json(
         200,
@@ -145,7 +145,7 @@ pub async fn list(
 pub async fn change(
     cx: &RequestContext,
     mut req: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let id = cx.id.as_str();
     if !credentials::is_id(id) {
@@ -177,7 +177,7 @@ pub async fn change(
 pub async fn revoke(
     cx: &RequestContext,
     _: Request,
-    HolderCaller { license }: HolderCaller,
+    HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let (env, id) = (&cx.env, cx.id.as_str());
     if !credentials::is_id(id) {

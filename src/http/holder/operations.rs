@@ -3,7 +3,6 @@
 
 use worker::Request;
 
-use crate::domain::access::license::LicenseId;
 use crate::domain::holder::entry::EntryDetails;
 use crate::domain::holder::list::{ListCall, Operation};
 use crate::domain::holder::outcome::HolderOutcome;
@@ -26,7 +25,7 @@ pub async fn single(
     operation: Operation,
     cx: &RequestContext,
     mut req: Request,
-    HolderCaller { license }: HolderCaller,
+    holder: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let now = cx.now;
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
@@ -41,7 +40,7 @@ pub async fn single(
         Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
     };
     let client = req.headers().get("CF-Connecting-IP")?;
-    let (mut outcomes, quota) = run(cx, &license, operation, &[ip], details, client).await?;
+    let (mut outcomes, quota) = run(cx, &holder, operation, &[ip], details, client).await?;
     Ok(Reply::HolderOutcome(outcomes.remove(0), quota))
 }
 
@@ -51,7 +50,7 @@ pub async fn bulk(
     operation: Operation,
     cx: &RequestContext,
     mut req: Request,
-    HolderCaller { license }: HolderCaller,
+    holder: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let now = cx.now;
     let body = Body::read(&mut req, &cx.ctx, MAX_BULK_BYTES).await?;
@@ -66,7 +65,7 @@ pub async fn bulk(
         Operation::Check | Operation::Remove => Ok(EntryDetails::default()),
     };
     let client = req.headers().get("CF-Connecting-IP")?;
-    let (outcomes, quota) = run(cx, &license, operation, &request.ips, details, client).await?;
+    let (outcomes, quota) = run(cx, &holder, operation, &request.ips, details, client).await?;
     Ok(Reply::Outcomes(outcomes, quota))
 }
 
@@ -94,14 +93,14 @@ fn details(
 /// address, in order, and the day's quota when the personal list answered.
 async fn run(
     cx: &RequestContext,
-    license: &LicenseId,
+    caller: &HolderCaller,
     operation: Operation,
     ips: &[String],
     details: Result<EntryDetails, ApiError>,
     client: Option<String>,
 ) -> Result<(Vec<HolderOutcome>, Option<Quota>), ApiError> {
     let settings = &cx.settings;
-    let settled = settle(cx, license, operation.into(), ips, &details).await?;
+    let settled = settle(cx, caller.status, operation.into(), ips, &details).await?;
     let details = details.unwrap_or_default();
     let calls: Vec<ListCall> = settled
         .iter()
@@ -123,7 +122,9 @@ async fn run(
     let answers = if calls.is_empty() {
         Vec::new()
     } else {
-        holder(&cx.env, license)?.ask(Perform(calls)).await?
+        holder(&cx.env, &caller.license)?
+            .ask(Perform(calls))
+            .await?
     };
     let quota = answers.last().and_then(|last| {
         last.usage

@@ -5,7 +5,6 @@
 
 use worker::Request;
 
-use crate::domain::access::license::LicenseId;
 use crate::domain::holder::outcome::HolderOutcome;
 use crate::domain::net::address::PublicIp;
 use crate::domain::network::report::{self, Categories, ReportCall};
@@ -20,19 +19,19 @@ use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::Report;
-use crate::store::{canaries, licenses};
+use crate::store::canaries;
 
 /// `POST /api/reportIp`: fields `ip`, optional `categories` and `comment`.
 pub async fn single(
     cx: &RequestContext,
     mut req: Request,
-    HolderCaller { license }: HolderCaller,
+    caller: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let from = from(&req)?;
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
     let ip = body.field("ip").unwrap_or_default();
     let details = details(body.field("categories"), body.field("comment"));
-    let mut outcomes = run(cx, (license, from), &[ip], details).await?;
+    let mut outcomes = run(cx, (caller, from), &[ip], details).await?;
     Ok(Reply::HolderOutcome(outcomes.remove(0), None))
 }
 
@@ -41,13 +40,13 @@ pub async fn single(
 pub async fn bulk(
     cx: &RequestContext,
     mut req: Request,
-    HolderCaller { license }: HolderCaller,
+    caller: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let from = from(&req)?;
     let body = Body::read(&mut req, &cx.ctx, MAX_BULK_BYTES).await?;
     let request = body.bulk()?;
     let details = details(request.categories, request.comment);
-    let outcomes = run(cx, (license, from), &request.ips, details).await?;
+    let outcomes = run(cx, (caller, from), &request.ips, details).await?;
     Ok(Reply::Outcomes(outcomes, None))
 }
 
@@ -78,12 +77,12 @@ fn from(req: &Request) -> Result<ReporterNetwork, ApiError> {
 /// the answer says so.
 async fn run(
     cx: &RequestContext,
-    (license, network): (LicenseId, ReporterNetwork),
+    (caller, network): (HolderCaller, ReporterNetwork),
     ips: &[String],
     details: Result<(Categories, Option<String>), ApiError>,
 ) -> Result<Vec<HolderOutcome>, ApiError> {
     let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
-    let settled = settle(cx, &license, Weighing::Report, ips, &details).await?;
+    let settled = settle(cx, caller.status, Weighing::Report, ips, &details).await?;
     let (categories, comment) = details.unwrap_or_default();
     let public: Vec<PublicIp> = settled.iter().filter_map(Verdict::public_ip).collect();
     let canaries = match public.is_empty() {
@@ -109,14 +108,10 @@ async fn run(
     let answers = if calls.is_empty() && canaries.is_empty() {
         Vec::new()
     } else {
-        // As the edge authenticated the caller: the isolate remembers it.
-        let licensed_at = licenses::status(env, &license, settings.freshness, now)
-            .await?
-            .created_at;
-        holder(env, &license)?
+        holder(env, &caller.license)?
             .ask(Report {
-                license,
-                licensed_at,
+                license: caller.license,
+                licensed_at: caller.status.created_at,
                 network,
                 calls,
                 canaries,

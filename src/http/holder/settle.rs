@@ -2,14 +2,14 @@
 //! asked, and the outcomes put back in the request's order after: the same for
 //! the specified operations and for reports, each weighing the lists its way.
 
-use crate::domain::access::license::LicenseId;
 use crate::domain::holder::outcome::HolderOutcome;
 use crate::domain::net::address::{PublicIp, SubmittedIp};
 use crate::domain::precedence::{Verdict, Weighing};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::objects::operator_lists::client::published;
-use crate::store::{licenses, StoreError};
+use crate::store::licenses::LicenseStatus;
+use crate::store::StoreError;
 
 /// How the Worker weighs a holder's addresses: the license as the isolate
 /// remembers it (whether the holder has allow-list entries, when it was
@@ -18,15 +18,13 @@ use crate::store::{licenses, StoreError};
 /// reports' and the alerts' weighing.
 pub struct Weigher<'a> {
     cx: &'a RequestContext,
-    pub license: licenses::LicenseStatus,
+    license: LicenseStatus,
 }
 
 impl<'a> Weigher<'a> {
-    /// The weighing of `license`'s addresses. As the edge authenticated the
-    /// caller, the isolate remembers the license: no read.
-    pub async fn of(cx: &'a RequestContext, license: &LicenseId) -> Result<Self, ApiError> {
-        let license = licenses::status(&cx.env, license, cx.settings.freshness, cx.now).await?;
-        Ok(Self { cx, license })
+    /// The weighing of the addresses of a license as the caller's proof read it.
+    pub fn new(cx: &'a RequestContext, license: LicenseStatus) -> Self {
+        Self { cx, license }
     }
 
     /// Which list governs `ip` for `weighing` (`precedence::verdict`).
@@ -54,12 +52,12 @@ impl<'a> Weigher<'a> {
 /// once an address has passed validation, as they always have.
 pub async fn settle<D>(
     cx: &RequestContext,
-    license: &LicenseId,
+    license: LicenseStatus,
     weighing: Weighing,
     ips: &[String],
     details: &Result<D, ApiError>,
 ) -> Result<Vec<Verdict>, ApiError> {
-    let weigher = Weigher::of(cx, license).await?;
+    let weigher = Weigher::new(cx, license);
     let mut settled = Vec::with_capacity(ips.len());
     for raw in ips {
         let ip = match PublicIp::parse(raw, cx.settings.ipv6) {

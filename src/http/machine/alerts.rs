@@ -48,7 +48,7 @@ pub async fn post(
         return Reply::json(201, &Vec::<String>::new());
     }
     let beyond = total - sent.len() as u64;
-    let weigher = Weigher::of(cx, &machine.license).await?;
+    let weigher = Weigher::new(cx, machine.status);
     let mut weighing = Weighed {
         weigher,
         canaries: Vec::new(),
@@ -66,7 +66,7 @@ pub async fn post(
     }
     let call = TakeAlerts {
         license: machine.license.clone(),
-        licensed_at: weighing.weigher.license.created_at,
+        licensed_at: machine.status.created_at,
         canaries: weighing.canaries,
         machine: machine.machine,
         alerts,
