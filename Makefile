@@ -327,10 +327,11 @@ lint: $(WASM_TARGET)
 	cargo clippy --lib --tests --features test-hooks --quiet -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown --no-default-features --features edge --quiet -- -D warnings
 
-# The rules and stores natively, the check that no module imports from a layer above its own,
-# the check that the name of the calls' shape covers every source that can shape them
-# (build.rs), and the check that docs/architecture.md names every source file and no
-# file that is gone.
+# The rules and stores natively, the check that no module imports from a layer above its own
+# and no two files import each other, the check that the name of the calls' shape covers
+# every source that can shape them (build.rs), and the checks that the docs tell the
+# truth (docs/architecture.md names every source file and no file that is gone; no text
+# names a file, a count of Durable Objects or a module's bound the code does not have).
 unit:
 	cargo test --lib --test layers --test call_shape --test docs
 

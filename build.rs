@@ -51,7 +51,7 @@ fn main() {
 /// file left out besides.
 pub const LEFT_OUT: [&str; 4] = ["http", "object", "client", "startup"];
 
-/// Whether a source, by its path under `src/` (`http/routes.rs`), can shape a
+/// Whether a source, by its path under `src/` (`http/route.rs`), can shape a
 /// call or an answer between the Worker and its objects.
 pub fn shapes_the_calls(path: &str) -> bool {
     let module = path.strip_suffix(".rs").unwrap_or(path);

@@ -6,10 +6,16 @@
 //! count. Every `src/…` path the document names that ends in `.rs` must be a file
 //! under `src/`; a pattern (`src/domain/*.rs`) or a folder (`src/domain/`) is not a
 //! file's name and is not checked.
+//!
+//! And the text a newcomer reads tells the truth and stays so: the README, the
+//! docs, `build.rs` and every comment in `src/` name no file that is not there,
+//! no count of Durable Objects but the one `wrangler.toml` binds, and no bound of
+//! the modules' size but the Makefile's; the README stays at most 250 lines.
+//! `bench/README.md` and the Makefile's comments are dated logs, and are not read.
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const DOCUMENT: &str = "docs/architecture.md";
 
@@ -109,4 +115,418 @@ fn the_check_reads_a_path_as_a_whole_name() {
     .map(String::from)
     .collect();
     assert_eq!(named(text), expected);
+}
+
+/// The README's length at most: what the service is, the prerequisites, the
+/// two commands, the curl tour and where to read next; the rest is in docs/.
+const README_LINES: usize = 250;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every file under `dir` whose name ends in `ext`, as paths.
+fn files_under(dir: &Path, ext: &str, found: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_under(&path, ext, found);
+        } else if path.to_string_lossy().ends_with(ext) {
+            found.push(path);
+        }
+    }
+}
+
+/// The texts a reader reads, each with its path from the root: the README, the
+/// docs, `build.rs`, and the comments of every source file (one line each, with
+/// its comment marks taken off and its line number kept).
+fn texts(root: &Path) -> Vec<(String, String)> {
+    let mut read = vec![root.join("README.md"), root.join("build.rs")];
+    files_under(&root.join("docs"), ".md", &mut read);
+    let mut sources = Vec::new();
+    files_under(&root.join("src"), ".rs", &mut sources);
+    let relative = |path: &Path| {
+        path.strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut found: Vec<(String, String)> = read
+        .iter()
+        .filter(|path| path.is_file())
+        .map(|path| (relative(path), fs::read_to_string(path).unwrap()))
+        .collect();
+    for path in sources {
+        let text = fs::read_to_string(&path).unwrap();
+        let comments: Vec<&str> = text
+            .lines()
+            .map(|line| match line.find("//") {
+                Some(at) => line[at..].trim_start_matches('/').trim_start_matches('!'),
+                None => "",
+            })
+            .collect();
+        found.push((relative(&path), comments.join("\n")));
+    }
+    found
+}
+
+/// The file names a text gives: whole names ending in `.rs` (`route.rs`,
+/// `src/http/route.rs`), and paths from a top folder of the repository with a
+/// file's extension (`docs/api.md`, `bench/run.mjs`), without a pattern's
+/// (`src/domain/*.rs`) or an address's (`https://…`).
+fn file_names(text: &str) -> Vec<(String, usize)> {
+    const TOP: [&str; 8] = [
+        "src/", "tests/", "docs/", "bench/", "deploy/", "public/", "contrib/", "fuzz/",
+    ];
+    const EXTENSIONS: [&str; 9] = [
+        ".rs", ".md", ".mjs", ".cjs", ".sh", ".toml", ".json", ".html", ".js",
+    ];
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        let Some(start) = rest.find(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        else {
+            break;
+        };
+        let start = at + start;
+        if text[..start].chars().next_back().is_some_and(in_path) {
+            at = start + 1;
+            continue;
+        }
+        let name: String = text[start..].chars().take_while(|&c| in_path(c)).collect();
+        at = start + name.len().max(1);
+        let name = name.trim_end_matches('.');
+        let after = text[start + name.len()..].chars().next();
+        let pattern = matches!(after, Some('*' | '<' | '{')) || text[..start].ends_with("://");
+        let line = text[..start].matches('\n').count() + 1;
+        if pattern || name.starts_with('.') {
+            continue;
+        }
+        let from_top = TOP.iter().any(|top| name.starts_with(top))
+            && EXTENSIONS.iter().any(|ext| name.ends_with(ext));
+        if name.ends_with(".rs") || from_top {
+            found.push((name.to_owned(), line));
+        }
+    }
+    found
+}
+
+/// Whether a name a text at `from` gives is a file: from the root, from
+/// `src/`, from the text's folder or one above it, or, for a source file's
+/// bare or partial name (`object/audit.rs`), as the end of some file's path.
+fn is_there(root: &Path, from: &str, name: &str, every: &[String]) -> bool {
+    if root.join(name).is_file() || root.join("src").join(name).is_file() {
+        return true;
+    }
+    let mut folder = Path::new(from).parent();
+    while let Some(dir) = folder {
+        if root.join(dir).join(name).is_file() {
+            return true;
+        }
+        folder = dir.parent();
+    }
+    name.ends_with(".rs") && every.iter().any(|path| path.ends_with(&format!("/{name}")))
+}
+
+/// Every file of the repository a name may end, past what builds and installs write.
+fn every_file(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(root).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if [
+            "target",
+            "build",
+            "build-test",
+            "node_modules",
+            ".git",
+            ".tools",
+        ]
+        .contains(&name.as_str())
+        {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            let mut files = Vec::new();
+            files_under(&path, "", &mut files);
+            found.extend(
+                files
+                    .iter()
+                    .map(|f| f.strip_prefix(root).unwrap().to_string_lossy().into_owned()),
+            );
+        }
+    }
+    found
+}
+
+#[test]
+fn every_file_a_text_names_is_there() {
+    let root = root();
+    let every = every_file(root);
+    let mut missing = Vec::new();
+    for (from, text) in texts(root) {
+        for (name, line) in file_names(&text) {
+            if !is_there(root, &from, &name, &every) {
+                missing.push(format!("  {from}:{line} names {name}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "texts that name a file that is not there:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// A count as a text writes it: in figures, or in words up to twenty.
+fn count(word: &str) -> Option<usize> {
+    const WORDS: [&str; 21] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    word.parse()
+        .ok()
+        .or_else(|| WORDS.iter().position(|w| *w == word))
+}
+
+/// The counts of Durable Objects a text gives, each with the words that give
+/// it: "the five Durable Objects", "its five kinds of SQLite-backed Durable
+/// Objects", "five Durable Object classes"; "one Durable Object per holder" and
+/// "a fifth Durable Object" count nothing.
+fn object_counts(text: &str) -> Vec<(usize, String)> {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+                .to_lowercase()
+        })
+        .collect();
+    let mut found = Vec::new();
+    for i in 1..words.len().saturating_sub(1) {
+        if words[i] != "durable" {
+            continue;
+        }
+        let (next, then) = (&words[i + 1], words.get(i + 2));
+        let said = words[i.saturating_sub(5)..(i + 3).min(words.len())].join(" ");
+        if next == "object" && then.is_some_and(|w| w == "classes") {
+            if let Some(n) = count(&words[i - 1]) {
+                found.push((n, said));
+            }
+            continue;
+        }
+        if next != "objects" {
+            continue;
+        }
+        let mut j = i - 1;
+        if words[j] == "sqlite-backed" && j > 0 {
+            j -= 1;
+        }
+        let kinds = j >= 2 && words[j] == "of" && words[j - 1] == "kinds";
+        if kinds {
+            j -= 2;
+        }
+        let Some(n) = count(&words[j]) else { continue };
+        let determined = j > 0 && ["the", "its", "with", "all"].contains(&words[j - 1].as_str());
+        if kinds || determined {
+            found.push((n, said));
+        }
+    }
+    found
+}
+
+/// The Durable Objects `wrangler.toml` binds, and the classes the code defines.
+fn objects_bound(root: &Path) -> (usize, usize) {
+    let toml = fs::read_to_string(root.join("wrangler.toml")).unwrap();
+    let bound = toml
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#') && line.contains("class_name ="))
+        .count();
+    let mut sources = Vec::new();
+    files_under(&root.join("src/objects"), ".rs", &mut sources);
+    let classes = sources
+        .iter()
+        .map(|path| {
+            fs::read_to_string(path)
+                .unwrap()
+                .matches("#[durable_object")
+                .count()
+        })
+        .sum();
+    (bound, classes)
+}
+
+#[test]
+fn every_count_of_durable_objects_is_the_count_there_is() {
+    let root = root();
+    let (bound, classes) = objects_bound(root);
+    assert_eq!(
+        bound, classes,
+        "wrangler.toml binds {bound}, the code defines {classes}"
+    );
+    let mut wrong = Vec::new();
+    let mut counted = 0;
+    for (from, text) in texts(root) {
+        for (n, said) in object_counts(&text) {
+            counted += 1;
+            if n != bound {
+                wrong.push(format!("  {from}: \"{said}\""));
+            }
+        }
+    }
+    assert!(
+        counted > 0,
+        "no text counts the Durable Objects: the check reads nothing"
+    );
+    assert!(
+        wrong.is_empty(),
+        "texts that count the Durable Objects otherwise than the {bound} wrangler.toml binds:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The modules' bounds, as the Makefile sets them: `(EDGE_GZIP_KIB, OBJECTS_GZIP_KIB)`.
+fn bounds(root: &Path) -> (u64, u64) {
+    let makefile = fs::read_to_string(root.join("Makefile")).unwrap();
+    let bound = |name: &str| {
+        makefile
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} := ")))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or_else(|| panic!("the Makefile sets no {name}"))
+    };
+    (bound("EDGE_GZIP_KIB"), bound("OBJECTS_GZIP_KIB"))
+}
+
+/// The first number in `text` within a few characters of its start.
+fn number_after(text: &str) -> Option<u64> {
+    let start = text.find(|c: char| c.is_ascii_digit())?;
+    if start > 6 || text[..start].contains(|c: char| c.is_alphabetic() && c != 'a' && c != 't') {
+        return None;
+    }
+    text[start..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The bounds a text gives: after `EDGE_GZIP_KIB` or `OBJECTS_GZIP_KIB`, each
+/// its own, and after "grows past" or "grew past", either.
+fn bounds_given(text: &str) -> Vec<(Option<&'static str>, u64, usize)> {
+    let mut found = Vec::new();
+    for (name, key) in [
+        (Some("EDGE_GZIP_KIB"), "EDGE_GZIP_KIB"),
+        (Some("OBJECTS_GZIP_KIB"), "OBJECTS_GZIP_KIB"),
+        (None, "grows past "),
+        (None, "grew past "),
+    ] {
+        for (at, _) in text.match_indices(key) {
+            let after = text[at + key.len()..].trim_start_matches(['`', ' ', '(', '=', ':']);
+            if let Some(n) = number_after(after) {
+                found.push((name, n, text[..at].matches('\n').count() + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_bound_of_the_modules_a_text_gives_is_the_makefiles() {
+    let root = root();
+    let (edge, objects) = bounds(root);
+    let mut wrong = Vec::new();
+    for (from, text) in texts(root) {
+        for (name, n, line) in bounds_given(&text) {
+            let right = match name {
+                Some("EDGE_GZIP_KIB") => n == edge,
+                Some(_) => n == objects,
+                None => n == edge || n == objects,
+            };
+            if !right {
+                wrong.push(format!("  {from}:{line}: {} {n}", name.unwrap_or("past")));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "texts that give the modules another bound than the Makefile's ({edge} and {objects} KiB):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_readme_is_short() {
+    let lines = fs::read_to_string(root().join("README.md"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(
+        lines <= README_LINES,
+        "README.md is {lines} lines: at most {README_LINES}; move the rest to docs/"
+    );
+}
+
+#[test]
+fn the_truth_checks_read_what_they_are_meant_to() {
+    let names: Vec<String> = file_names(
+        "See `src/http/route.rs`, object/audit.rs and docs/api.md#x; not src/domain/*.rs, \
+         https://x.io/a.rs, nor bench/floor/src/lib.rs's tail, nor sum.rs.",
+    )
+    .into_iter()
+    .map(|(name, _)| name)
+    .collect();
+    assert_eq!(
+        names,
+        [
+            "src/http/route.rs",
+            "object/audit.rs",
+            "docs/api.md",
+            "bench/floor/src/lib.rs",
+            "sum.rs"
+        ]
+    );
+    let counts: Vec<usize> = object_counts(
+        "the four Durable\n  Objects; its 5 kinds of SQLite-backed Durable Objects; \
+         six Durable Object classes; one Durable Object per holder; a fifth Durable \
+         Object class; 12 Durable Object requests",
+    )
+    .into_iter()
+    .map(|(n, _)| n)
+    .collect();
+    assert_eq!(counts, [4, 5, 6]);
+    let given: Vec<(Option<&str>, u64)> = bounds_given(
+        "deploy-check fails when it grows past 515; `EDGE_GZIP_KIB` (431 KiB gzipped), \
+         OBJECTS_GZIP_KIB := 378; 399.3 KiB gzipped before",
+    )
+    .into_iter()
+    .map(|(name, n, _)| (name, n))
+    .collect();
+    assert_eq!(
+        given,
+        [
+            (Some("EDGE_GZIP_KIB"), 431),
+            (Some("OBJECTS_GZIP_KIB"), 378),
+            (None, 515)
+        ]
+    );
 }

@@ -210,7 +210,7 @@ impl Server {
     /// alarm it sets for a moment soon falls in the real past and fires at once,
     /// as the alarms of a server on the real clock fire in their own time, while
     /// its day starts again no sooner than 23.5 hours from now. For examples that
-    /// wait, as a newcomer would, for what alarms do (the README's network).
+    /// wait, as a newcomer would, for what alarms do (docs/api.md's walkthrough of the network).
     pub fn behind_the_real_clock(&self) {
         assert!(
             !self.shared.load(Ordering::SeqCst),
