@@ -5,7 +5,9 @@
 //! path in `src/` (in `use` lines and in code) and fails on one that points up.
 //! Within a layer too, no file imports one that imports it back, however long
 //! the way round: every path (`crate::`, `super::`, `self::`) of the code that
-//! ships (tests left out) is followed to the file that defines it.
+//! ships (tests left out) is followed to the file that defines it. And a file
+//! holds one job: no store file passes 600 lines before its tests, no object's
+//! dispatch 500.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -428,4 +430,57 @@ fn the_circle_check_follows_every_form_of_a_path_and_leaves_tests_out() {
         ],
         "{found:#?}"
     );
+}
+
+/// Lines a store file holds at most before its tests, and an object's dispatch
+/// file (`objects/*/object.rs`): past them a file holds more than one job, and
+/// is split by what it keeps, as `store/holder/` is.
+const STORE_LINES: usize = 600;
+const DISPATCH_LINES: usize = 500;
+
+/// The lines of a source before its tests (`#[cfg(test)] mod tests`).
+fn lines_before_tests(text: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .windows(2)
+        .position(|pair| pair[0].trim() == "#[cfg(test)]" && pair[1].starts_with("mod tests"))
+        .unwrap_or(lines.len())
+}
+
+#[test]
+fn no_store_file_nor_objects_dispatch_holds_more_than_one_job() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    let mut long = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(root.join("src")).unwrap().to_path_buf();
+        let name = relative.to_string_lossy().replace('\\', "/");
+        let stem = name.rsplit('/').next().unwrap_or_default();
+        // Files of tests alone (`rule_tests.rs`, `test_tables.rs`) hold no job of their own.
+        if stem.ends_with("_tests.rs") || stem.starts_with("test_") {
+            continue;
+        }
+        let bound = if name.starts_with("store/") {
+            STORE_LINES
+        } else if name.starts_with("objects/") && name.ends_with("/object.rs") {
+            DISPATCH_LINES
+        } else {
+            continue;
+        };
+        let lines = lines_before_tests(&fs::read_to_string(&file).unwrap());
+        if lines > bound {
+            long.push(format!(
+                "  src/{name}: {lines} lines before its tests (at most {bound})"
+            ));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "files that hold more than one job; split each by what it keeps:\n{}",
+        long.join("\n")
+    );
+    let text = "fn a() {}\n#[cfg(test)]\nmod tests {\n}\n";
+    assert_eq!(lines_before_tests(text), 1);
+    assert_eq!(lines_before_tests("fn a() {}\nfn b() {}\n"), 2);
 }
