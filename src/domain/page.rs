@@ -328,7 +328,11 @@ mod tests {
                 added_at: 5,
                 ip: Key::from_bytes(&bytes).unwrap(),
             };
-            assert_eq!(EntryCursor::decode(&v6.encode()), Some(v6), "{ip}");
+            assert_eq!(
+                EntryCursor::decode(&v6.encode()),
+                Some(v6),
+                "an IPv6 entry's cursor reads back as that entry: {ip}"
+            );
         }
         assert!(
             EntryCursor::decode("5.8080808/64").is_none(),

@@ -664,7 +664,7 @@ mod tests {
             assert_eq!(
                 weigh(operation, &holding),
                 (expected, asked),
-                "{operation:?} of an address on {holding:?}"
+                "the first list of the precedence that holds it answers, and no later one is asked: {operation:?} of an address on {holding:?}"
             );
         }
     }
@@ -741,7 +741,7 @@ mod tests {
             assert_eq!(
                 governor_in_object(operation, holding).object_outcome(operation.into()),
                 expected,
-                "{operation:?}, global {global}, own allow list {own}"
+                "in the object the holder's allow list answers over the global list: {operation:?}, global {global}, own allow list {own}"
             );
         }
     }
@@ -848,7 +848,7 @@ mod tests {
                     Governor::GlobalAllow,
                     HolderOutcome::AllowListed(carrying.clone())
                 ),
-                "{weighing:?}"
+                "{weighing:?}: an IPv6 form carrying an allowed IPv4 address is allowed"
             );
         }
         // The global challenge list holds only what it holds: the form is itself there.

@@ -406,7 +406,10 @@ mod tests {
         assert_eq!(refusals, RequestLog::Refusals);
         assert!(parse(&[("REQUEST_LOG", "none")]).is_err());
         assert!(RequestLog::All.writes(200));
-        assert!(!refusals.writes(200) && !refusals.writes(304));
+        assert!(
+            !refusals.writes(200) && !refusals.writes(304),
+            "REQUEST_LOG=refusals writes no line for an answer that is no refusal"
+        );
         assert!(refusals.writes(400) && refusals.writes(429) && refusals.writes(500));
         assert_eq!(
             parse(&[("PAGE_ENTRIES", "0")]).unwrap_err(),

@@ -113,6 +113,22 @@ pub struct BouncerReport {
     pub dropped: Dropped,
 }
 
+impl BouncerReport {
+    /// This report and a `later` one as one: the later's description, what
+    /// both dropped and over both windows.
+    pub fn then(self, later: Self) -> Self {
+        let window_seconds = match (self.window_seconds, later.window_seconds) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => a.or(b),
+        };
+        Self {
+            dropped: self.dropped.plus(later.dropped),
+            window_seconds,
+            ..later
+        }
+    }
+}
+
 /// What an engine's report comes to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EngineReport {
@@ -309,6 +325,28 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn two_reports_gathered_are_the_later_one_with_what_both_dropped_over_both_windows() {
+        let report = |version: &str, window, packets, bytes| BouncerReport {
+            version: Some(version.to_owned()),
+            window_seconds: window,
+            dropped: Dropped { packets, bytes },
+            ..BouncerReport::default()
+        };
+        let gathered = report("0.0.30", Some(20), 3, 300).then(report("0.0.31", Some(40), 4, 400));
+        assert_eq!(
+            gathered,
+            report("0.0.31", Some(60), 7, 700),
+            "gathered reports lost a count or kept the older description"
+        );
+        assert_eq!(
+            report("a", None, 1, 1)
+                .then(report("b", Some(5), 1, 1))
+                .window_seconds,
+            Some(5)
+        );
+    }
+
     /// The body crowdsec-firewall-bouncer 0.0.30 posts (go-cs-bouncer's
     /// `MetricsProvider` and the bouncer's updater, as Go's `encoding/json`
     /// writes `models.AllMetrics`: `log_processors` null, `name` left out).
@@ -343,7 +381,8 @@ mod tests {
 
     #[test]
     fn the_firewall_bouncers_report_comes_to_its_type_version_start_and_drops() {
-        let report = parsed(firewall_bouncer_0_0_30(), Reporter::Bouncer).unwrap();
+        let report = parsed(firewall_bouncer_0_0_30(), Reporter::Bouncer)
+            .expect("a report is read whatever fields it carries beside those read");
         assert_eq!(
             report,
             UsageReport::Bouncer(BouncerReport {
@@ -392,7 +431,9 @@ mod tests {
             "lapi": {"whatever": true},
             "remediation_components": [{"type": "custom", "extra": [1, 2], "metrics": null}]
         });
-        let UsageReport::Bouncer(report) = parsed(body, Reporter::Bouncer).unwrap() else {
+        let UsageReport::Bouncer(report) = parsed(body, Reporter::Bouncer)
+            .expect("a report is read whatever fields it carries beside those read")
+        else {
             panic!("a bouncer's report");
         };
         assert_eq!(

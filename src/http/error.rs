@@ -333,7 +333,8 @@ mod tests {
                 .into();
         assert_eq!(
             (refused.status(), refused.code(), refused.detail()),
-            (503, "upgrading", Some("a call of shape"))
+            (503, "upgrading", Some("a call of shape")),
+            "another build's refusal is told as an upgrade to try again, not as a fault"
         );
         assert_eq!(
             refused.message(),

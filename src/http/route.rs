@@ -539,7 +539,12 @@ mod tests {
         for route in operators {
             let method = route.method.code();
             let stated = &doc["paths"][route.path][method.to_lowercase()]["x-operator-access"];
-            assert_eq!(stated, access(route), "{method} {}", route.path);
+            assert_eq!(
+                stated,
+                access(route),
+                "the OpenAPI document states the access the table gives: {method} {}",
+                route.path
+            );
         }
     }
 
@@ -573,7 +578,11 @@ mod tests {
             stated.sort_unstable();
             let mut table = schemes(route).to_vec();
             table.sort_unstable();
-            assert_eq!(stated, table, "{method} {}", route.path);
+            assert_eq!(
+                stated, table,
+                "{method} {}: the OpenAPI document states other callers than the route's row",
+                route.path
+            );
         }
     }
 

@@ -684,7 +684,10 @@ mod tests {
         assert!(one_frame(longer).is_err(), "more after it");
         assert!(one_frame(Vec::new()).is_err());
         assert!(delivered_whole(3, 3).is_ok());
-        assert!(delivered_whole(3, 2).is_err(), "a page missing");
+        assert!(
+            delivered_whole(3, 2).is_err(),
+            "a stream short of an item is refused: a page missing"
+        );
         assert!(delivered_whole(2, 3).is_err());
     }
 
@@ -732,7 +735,10 @@ mod tests {
     fn a_call_of_another_build_is_refused_before_it_is_read() {
         assert_eq!(of_this_build(Some(BUILD)), Ok(()));
         assert_eq!(BUILD.len(), 16);
-        assert!(of_this_build(Some("0123456789abcdef")).is_err());
+        assert!(
+            of_this_build(Some("0123456789abcdef")).is_err(),
+            "a call of another build's shape is refused"
+        );
         assert!(of_this_build(None).is_err(), "a call that does not say");
         // A call whose body carries it names the shape alone; one from a build
         // before calls named it in their path says nothing there.

@@ -2,7 +2,9 @@
 //! JavaScript value, so a caller can stop before anything over its limit is
 //! copied into the Worker's memory.
 
-use worker::js_sys::{Array, Function, Reflect, Uint8Array};
+#[cfg(feature = "objects")]
+use worker::js_sys::{Array, Function};
+use worker::js_sys::{Reflect, Uint8Array};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::web_sys::{ReadableStream, ReadableStreamDefaultReader};
@@ -11,6 +13,10 @@ pub struct Chunks(ReadableStreamDefaultReader);
 
 /// `body` decompressed as it is read, by the runtime's own `DecompressionStream`:
 /// nothing of it is held here, and a malformed stream breaks off where it goes wrong.
+/// For the operator's import only, whose parser bounds what it reads: the
+/// runtime inflates as fast as it is fed, so a body whose caller is not yet
+/// proved is inflated by `http/wire/gzip.rs` instead.
+#[cfg(feature = "objects")]
 pub fn gunzip(body: ReadableStream) -> worker::Result<ReadableStream> {
     let global = worker::js_sys::global();
     let decompression: Function =

@@ -333,7 +333,7 @@ mod tests {
         let refused = table
             .edit((&one, &[]), Ipv6::Off, NOW)
             .unwrap()
-            .unwrap_err();
+            .expect_err("an edit past the ten thousand canaries is refused whole");
         assert!(refused.contains("10001"), "{refused}");
         assert_eq!(table.published().unwrap().entries.len(), MAX_CANARIES);
         // One out, one in: still at the bound.

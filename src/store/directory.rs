@@ -93,7 +93,10 @@ mod tests {
         directory.migrate().unwrap();
         assert_eq!(directory.license(&id(1)).unwrap().unwrap().label, "Acme");
         assert!(directory.record_forwarded(&forwarded(1, "one")).unwrap());
-        assert!(!directory.record_forwarded(&forwarded(1, "one")).unwrap());
+        assert!(
+            !directory.record_forwarded(&forwarded(1, "one")).unwrap(),
+            "a row forwarded again is not written twice"
+        );
     }
 
     #[test]
@@ -121,7 +124,11 @@ mod tests {
             .sql
             .execute("UPDATE license_count SET licenses = 1000 WHERE id = 0", &[])
             .unwrap();
-        assert_eq!(directory.count().unwrap(), 1000);
+        assert_eq!(
+            directory.count().unwrap(),
+            1000,
+            "the licenses' number is read from the counter's row, not counted"
+        );
     }
 
     #[test]

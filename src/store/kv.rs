@@ -245,7 +245,7 @@ mod tests {
             assert_eq!(
                 remembered.get("k", Millis(1_000), freshness),
                 Some(7),
-                "{budget}"
+                "CACHE_SECONDS={budget}: a value read stands in for the rest of its moment"
             );
             assert_eq!(
                 remembered.get("k", Millis(1_000 + last_ms), freshness),

@@ -333,6 +333,20 @@ pub async fn feed_token_owner(
     .await
 }
 
+/// The owner of a feed token as this isolate remembers it (`Some(None)` for a
+/// token it remembers refused), or `None` when knowing it costs a KV read.
+pub fn remembered_feed_token_owner(
+    digest: &str,
+    freshness: Freshness,
+    now: Millis,
+) -> Option<Option<FeedTokenOwner>> {
+    FEED_TOKENS.with(|owners| {
+        [&owners.known, &owners.refused]
+            .into_iter()
+            .find_map(|remembered| remembered.get(digest, now, freshness))
+    })
+}
+
 async fn owner_of(
     kv: &impl KvRead,
     owners: &TokenOwners,

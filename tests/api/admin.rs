@@ -266,7 +266,11 @@ fn the_admin_token_is_rotated_with_no_moment_that_refuses_both() {
         200,
         "the token in use"
     );
-    assert_eq!(status(&rotating, NEXT), 200, "the next one, beside it");
+    assert_eq!(
+        status(&rotating, NEXT),
+        200,
+        "the next token opens beside the one in use"
+    );
     assert_eq!(status(&rotating, &NEXT[1..]), 401);
     assert_eq!(
         status(&Server::shared(), NEXT),

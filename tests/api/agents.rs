@@ -495,7 +495,11 @@ fn an_allow_list_edit_reaches_a_delta_as_what_it_hides_and_shows() {
     assert_eq!(answer["reset"], Value::Null, "{answer}");
     let (deleted, new) = (values(&answer["deleted"]), values(&answer["new"]));
     assert_eq!(deleted.len(), 8, "{deleted:?}");
-    assert_eq!(new, ["49.0.0.1", "49.0.0.2", "47.0.0.0/16"]);
+    assert_eq!(
+        new,
+        ["49.0.0.1", "49.0.0.2", "47.0.0.0/16"],
+        "the holder's entries the allow list let go come back in the delta"
+    );
     assert_eq!(answer["new"][0]["comment"], "scanner", "{answer}");
     for value in &deleted {
         held.remove(value);
@@ -689,7 +693,10 @@ fn a_feed_token_reads_what_its_scope_allows() {
     };
     let form = Some("application/x-www-form-urlencoded");
     let (personal, scope) = create(None, "");
-    assert_eq!(scope, "personal", "the default");
+    assert_eq!(
+        scope, "personal",
+        "a token is personal unless all is asked (the default)"
+    );
     let (also_personal, _) = create(form, "scope=personal");
     let (all, scope) = create(form, "scope=all");
     assert_eq!(scope, "all");
@@ -700,7 +707,11 @@ fn a_feed_token_reads_what_its_scope_allows() {
     for token in [&personal, &also_personal] {
         assert_eq!(feed(token, "").status, 200);
         let refused = feed(token, "scope=all");
-        assert_eq!(refused.status, 403, "{}", refused.body);
+        assert_eq!(
+            refused.status, 403,
+            "a personal token is refused the scope=all feed: {}",
+            refused.body
+        );
         assert!(
             refused
                 .body

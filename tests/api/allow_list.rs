@@ -158,15 +158,18 @@ fn the_holders_allow_list_is_under_the_global_allow_list_and_over_the_global_cha
     let before = quota(&app);
     assert_eq!(
         app.check("78.78.1.5"),
-        "[78.78.1.5] is on your allow list, no action was taken"
+        "[78.78.1.5] is on your allow list, no action was taken",
+        "the holder's allow list answers over the global challenge list"
     );
     assert_eq!(
         app.add("78.78.1.5"),
-        "[78.78.1.5] is on your allow list, no action was taken"
+        "[78.78.1.5] is on your allow list, no action was taken",
+        "the holder's allow list answers over the global challenge list"
     );
     assert_eq!(
         app.add("78.78.3.5"),
-        "[78.78.3.5] is on your allow list, no action was taken"
+        "[78.78.3.5] is on your allow list, no action was taken",
+        "the holder's allow list answers an add of what it holds"
     );
     assert_eq!(app.remove("78.78.3.5"), "[78.78.3.5] is not on greylist");
     assert_eq!(
@@ -212,7 +215,11 @@ fn an_allow_list_entry_takes_away_the_personal_entries_it_covers_as_the_days_rem
     let after = quota(&app);
     assert_eq!(after["removals"]["used"], 2, "{after}");
     assert_eq!(after["additions"], before["additions"]);
-    assert_eq!(app.remove("78.78.10.1"), "[78.78.10.1] is not on greylist");
+    assert_eq!(
+        app.remove("78.78.10.1"),
+        "[78.78.10.1] is not on greylist",
+        "the allow list entry took the personal entry it covers away"
+    );
     assert_eq!(
         app.check("78.78.10.5"),
         "[78.78.10.5] is on your allow list, no action was taken",
@@ -282,6 +289,52 @@ fn bulk_operations_answer_each_allowed_address_as_the_single_ones_do() {
             "[45.68.2.1] has been added to greylist"
         ]
     );
+}
+
+#[test]
+fn every_bulk_operation_answers_each_allowed_address_as_its_single_one_does() {
+    let app = TestApp::new();
+    add(&app, "45.68.3.0/24");
+    for (bulk, single, body) in [
+        (
+            "/api/addIpsToGreylist",
+            "/api/addIpToGreylist",
+            "45.68.3.1\n45.68.4.1\n",
+        ),
+        (
+            "/api/deleteIpsFromGreylist",
+            "/api/deleteIpFromGreylist",
+            "45.68.3.1\n45.68.4.2\n",
+        ),
+        ("/api/reportIps", "/api/reportIp", "45.68.3.1\n45.68.4.3\n"),
+    ] {
+        let alone = app.form(single, &[("ip", "45.68.3.1")], Mode::Json);
+        assert_eq!(alone.status, 200, "{single}: {}", alone.body);
+        let alone = alone.result();
+        // A remove is not refused for the allow list: there is nothing to take.
+        if bulk != "/api/deleteIpsFromGreylist" {
+            assert!(alone.contains("allow list"), "{single}: {alone}");
+        }
+        let resp = app.bulk(bulk, "text/plain", body, Mode::Json);
+        assert_eq!(resp.status, 200, "{bulk}: {}", resp.body);
+        let answer = resp.json();
+        let results: Vec<&str> = answer["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["result"].as_str().unwrap())
+            .collect();
+        assert_eq!(results.len(), 2, "{bulk}: {answer}");
+        assert_eq!(
+            results[0], alone,
+            "{bulk} answered an allowed address otherwise than {single}"
+        );
+        assert!(
+            !results[1].contains("allow list"),
+            "{bulk} took an address the holder does not allow as allowed: {}",
+            results[1]
+        );
+    }
 }
 
 #[test]
@@ -360,7 +413,11 @@ fn the_allow_list_holds_at_most_its_entries_and_changes_a_day_and_an_add_its_rem
         "[45.72.2.3] has been added to your allow list"
     );
     // Four changes made: a fifth is refused, an add or a remove alike; a check is not one.
-    assert_eq!(remove(&app, "45.72.2.3"), limit);
+    assert_eq!(
+        remove(&app, "45.72.2.3"),
+        limit,
+        "past the day's allow-list changes a remove is refused as an add is"
+    );
     assert_eq!(
         check(&app, "45.72.2.3"),
         "[45.72.2.3] is on your allow list"
@@ -422,6 +479,7 @@ fn an_allow_list_changed_while_its_flag_is_told_ends_told_as_it_stands() {
     // stronger than the global list.
     assert_eq!(
         app.check("78.78.9.5"),
-        "[78.78.9.5] is on your allow list, no action was taken"
+        "[78.78.9.5] is on your allow list, no action was taken",
+        "an entry added while the last one's removal was told leaves the record saying the list has entries"
     );
 }

@@ -57,11 +57,29 @@ fn the_whole_feed_in_every_format_leaves_out_what_the_holder_allows() {
     assert_eq!(text.status, 200);
     let lines: Vec<&str> = text.body.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(lines, ["79.2.0.0/25", "79.3.0.9", "79.4.0.1"]);
-    let ipset = app.feed("scope=all&format=ipset&list=edge").body;
-    assert!(
-        !ipset.contains("79.1.0.5") && ipset.contains("add edge 79.2.0.0/25"),
-        "{ipset}"
-    );
+    // Every appliance's file: what the holder allows is in none of them, and
+    // the /24 it allows half of is there as the other half.
+    for (format, kept) in [
+        ("ipset", "add edge 79.2.0.0/25"),
+        ("nftables", "79.2.0.0/25"),
+        ("mikrotik", "address=79.2.0.0/25"),
+    ] {
+        let file = app
+            .feed(&format!("scope=all&format={format}&list=edge"))
+            .body;
+        for allowed in ["79.1.0.5", "79.1.0.6", "79.2.0.0/24", "79.2.0.128"] {
+            assert!(
+                !file.contains(allowed),
+                "the {format} file carries {allowed}, which the holder allows: {file}"
+            );
+        }
+        for listed in [kept, "79.3.0.9", "79.4.0.1"] {
+            assert!(
+                file.contains(listed),
+                "the {format} file lacks {listed}: {file}"
+            );
+        }
+    }
     // Another holder's feed is as the global list has it.
     let theirs = values(&other.feed_json("scope=all&format=json")["entries"]);
     assert_eq!(theirs, ["79.1.0.5", "79.1.0.6", "79.2.0.0/24", "79.3.0.9"]);
@@ -92,7 +110,8 @@ fn a_delta_drops_the_global_entries_an_allow_entry_covers_and_brings_them_back_a
     let (deleted, new) = delta(&mut held);
     assert_eq!(
         BTreeSet::from_iter(deleted),
-        BTreeSet::from(["79.1.0.5", "79.1.0.6", "79.2.0.0/24"].map(String::from))
+        BTreeSet::from(["79.1.0.5", "79.1.0.6", "79.2.0.0/24"].map(String::from)),
+        "the delta does not delete the global entries a new allow entry covers"
     );
     assert_eq!(new, ["79.2.0.128/25"], "the rest of the /24");
     assert_eq!(
@@ -146,7 +165,8 @@ fn crowdsecs_stream_deletes_what_the_holder_allows_and_live_mode_answers_null() 
     let answer = pull(&server, &key, "");
     assert_eq!(
         (values(&answer["deleted"]), values(&answer["new"])),
-        (vec!["79.1.0.5".to_owned()], vec![])
+        (vec!["79.1.0.5".to_owned()], vec![]),
+        "the stream does not delete what the holder now allows"
     );
     let live = |ip: &str| {
         let resp = send(

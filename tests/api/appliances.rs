@@ -52,7 +52,10 @@ pub(super) fn in_namespace(body: &str, script: &str) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "{script}: {text}\n{body}");
+    assert!(
+        out.status.success(),
+        "the appliance could not load the feed's file: {script}: {text}\n{body}"
+    );
     text
 }
 
@@ -128,7 +131,8 @@ fn a_routeros_script_replaces_its_list_and_keeps_each_comment_inside_its_quotes(
     assert_eq!(
         *commented,
         "/ip firewall address-list add list=\"edge-1\" address=23.94.30.2 \
-         comment=\"x\\\" ; /system reboot ; :put \\\"\\$y_/ip firewall filter remove 0\""
+         comment=\"x\\\" ; /system reboot ; :put \\\"\\$y_/ip firewall filter remove 0\"",
+        "a comment stays inside its RouterOS quotes"
     );
     // Every line is a comment or an address-list command: nothing broke out.
     assert!(lines

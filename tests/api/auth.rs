@@ -7,7 +7,11 @@ use greylist::domain::time::UnixTime;
 use crate::helpers::{send, Encoding, Mode, Resp, Server, TestApp, JWT_SECRET, UNAUTHORIZED};
 
 fn assert_unauthorized(resp: &Resp) {
-    assert_eq!(resp.status, 401, "{}", resp.body);
+    assert_eq!(
+        resp.status, 401,
+        "the caller is refused as unauthorized: {}",
+        resp.body
+    );
     assert_eq!(resp.header("WWW-Authenticate"), Some("Bearer"));
     assert_eq!(resp.json(), serde_json::json!({ "result": UNAUTHORIZED }));
 }

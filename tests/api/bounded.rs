@@ -160,7 +160,7 @@ fn a_feed_and_a_list_read_hold_no_more_for_ten_times_the_entries() {
         ] {
             assert!(
                 large <= 2 * small.max(FLOOR_KIB),
-                "{name}: {part} grew {large} KiB for {} entries, {small} KiB for {N}",
+                "{name}: {part} held more than twice as much for ten times the entries: it grew {large} KiB for {} entries, {small} KiB for {N}",
                 10 * N
             );
         }
@@ -206,7 +206,7 @@ fn a_global_feed_reads_the_shards_held_and_copies_none_of_them() {
     );
     assert!(
         large <= 2 * small.max(FLOOR_KIB),
-        "the Worker grew {large} KiB for 400 000 global entries, {small} KiB for 40 000"
+        "a scope=all feed held more than twice as much for ten times the global list: the Worker grew {large} KiB for 400 000 global entries, {small} KiB for 40 000"
     );
 }
 
@@ -244,7 +244,11 @@ fn an_engines_post_of_the_most_elements_holds_its_first_hundred_and_one_more_is_
     println!("the Worker grew {grown} KiB for {FLOOD_ELEMENTS} elements");
     let one_more = serde_json::Value::Array(vec![json!(0); FLOOD_ELEMENTS + 1]);
     let refused = post_alerts(&server, &engine, &one_more);
-    assert_eq!(refused.status, 413, "{}", refused.body);
+    assert_eq!(
+        refused.status, 413,
+        "a post of one element past the most a post holds is refused 413: {}",
+        refused.body
+    );
     let most = format!("Payload too large: at most {FLOOD_ELEMENTS} alerts a request");
     assert_eq!(refused.json(), json!({ "message": most }));
     assert!(

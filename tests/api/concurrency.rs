@@ -74,7 +74,7 @@ fn concurrent_adds_across_the_limit_add_exactly_the_limit() {
             .filter(|a| a.ends_with("has been added to greylist"))
             .count(),
         3,
-        "{answers:?}"
+        "adds at once take exactly the day's limit, no more: {answers:?}"
     );
     assert_eq!(count(&answers, LIMIT), 61);
     let listed = ips

@@ -87,7 +87,7 @@ fn licenses_carry_a_label_and_a_note_and_are_found_by_label_newest_first() {
     assert_eq!(
         ids(&search(&brand.to_uppercase(), "")),
         newest_first,
-        "case-insensitive, newest first"
+        "a label prefix is found in any case, newest first"
     );
     let first = search(&brand.to_lowercase(), "&limit=2");
     assert_eq!(ids(&first), newest_first[..2]);
@@ -161,7 +161,11 @@ fn a_licenses_whole_picture_shows_its_entries_usage_agents_and_last_change() {
     let server = &app.server;
     let picture = || {
         let resp = server.admin("GET", &format!("/admin/licenses/{}", app.license), None);
-        assert_eq!(resp.status, 200, "{}", resp.body);
+        assert_eq!(
+            resp.status, 200,
+            "the operator is shown a license's picture, revoked or not: {}",
+            resp.body
+        );
         resp.json()
     };
     let fresh = picture();
@@ -303,7 +307,7 @@ fn every_admin_route_enforces_the_roles_the_route_table_gives_it() {
             } else {
                 assert_eq!(
                     resp.status, 403,
-                    "{name} ({role}) {method} {path}: {}",
+                    "a caller is refused what its role does not allow: {name} ({role}) {method} {path}: {}",
                     resp.body
                 );
                 let expected = if access == "root" {
@@ -314,7 +318,7 @@ fn every_admin_route_enforces_the_roles_the_route_table_gives_it() {
                 assert_eq!(
                     resp.json(),
                     json!({ "message": expected }),
-                    "{method} {path}"
+                    "the refusal names what the route needs: {method} {path}"
                 );
             }
         }
@@ -542,7 +546,8 @@ fn every_operator_change_and_every_refusal_is_in_the_audit_log() {
             row("refused", "-", "GET /admin/status", "401", 2),
             row("license.revoked", "ADMIN_TOKEN", &license, "", 1),
             row("key.revoked", "ADMIN_TOKEN", &key_id, "\"deputy\"", 1),
-        ]
+        ],
+        "every operator change and every refusal is an audit row, in order"
     );
     let keys: Vec<&Value> = rows.iter().rev().map(|r| &r["key"]).collect();
     let (none, deputy_key, reader_key) = (Value::Null, json!(key_id), json!(reader_id));
@@ -765,11 +770,13 @@ fn lookup_says_which_entries_cover_an_address_and_which_change_added_them() {
             &json!("11.203.0.0/24"),
             &json!("import"),
             &json!("ADMIN_TOKEN")
-        )
+        ),
+        "a lookup names the change that added each entry and who made it"
     );
     assert_eq!(
         (&address["entry"], &address["source"], &address["by"]),
-        (&json!("11.203.0.5"), &json!("edit"), &json!("alice"))
+        (&json!("11.203.0.5"), &json!("edit"), &json!("alice")),
+        "a lookup names the change that added each entry and who made it"
     );
     assert!(address["addedAt"].as_str().unwrap() >= range["addedAt"].as_str().unwrap());
     assert_eq!(found["allow"], json!([]));
@@ -896,7 +903,8 @@ fn licenses_issued_before_the_directory_are_taken_over_with_their_times() {
                 &json!("2023-11-14T22:16:40Z")
             ),
             (old, "", "2023-11-14T22:13:20Z", &Value::Null),
-        ]
+        ],
+        "the directory files every license KV held before it, with its times"
     );
     assert_eq!(server.status()["licenses"], 3);
     let relabel = server.admin(
@@ -918,7 +926,11 @@ fn licenses_issued_before_the_directory_are_taken_over_with_their_times() {
     );
     let server = server.restart_from();
     let picture = server.admin("GET", &format!("/admin/licenses/{late}"), None);
-    assert_eq!(picture.status, 200, "{}", picture.body);
+    assert_eq!(
+        picture.status, 200,
+        "a license only in KV is filed once the operator names it: {}",
+        picture.body
+    );
     assert_eq!(picture.json()["createdAt"], "2023-11-14T22:18:20Z");
     assert_eq!(server.status()["licenses"], 4);
 }

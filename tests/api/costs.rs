@@ -79,7 +79,11 @@ fn storage_free_answers_make_no_billable_call_and_a_check_makes_one() {
             "rowsRead",
             "rowsWritten",
         ] {
-            assert_eq!(count(&spent, field), 0, "{ip}: {field} in {spent}");
+            assert_eq!(
+                count(&spent, field),
+                0,
+                "an answer that needs no storage spends nothing billable: {ip}: {field} in {spent}"
+            );
         }
     }
     let add = spent(&app, || {
@@ -125,7 +129,11 @@ fn only_a_holder_with_allow_list_entries_pays_an_object_call_for_what_the_global
             assert_eq!(app.check("57.62.1.1"), global);
         }
     });
-    assert_eq!(count(&with, "durableObjectRequests"), 5, "{with}");
+    assert_eq!(
+        count(&with, "durableObjectRequests"),
+        5,
+        "a holder with allow-list entries has its object weigh each check: {with}"
+    );
     assert_eq!(
         count(&with, "rowsRead"),
         0,
@@ -160,7 +168,11 @@ fn an_add_writes_seven_rows_and_a_bulk_add_as_many_per_address_in_one_object_req
         );
     });
     assert_eq!(count(&add, "durableObjectRequests"), 1, "{add}");
-    assert_eq!(count(&add, "rowsWritten"), ROWS_PER_ADD, "{add}");
+    assert_eq!(
+        count(&add, "rowsWritten"),
+        ROWS_PER_ADD,
+        "an add writes its seven rows and no more: {add}"
+    );
     assert_eq!(count(&add, "kvWrites"), 0, "{add}");
     let again = spent(&app, || {
         assert_eq!(
@@ -171,7 +183,7 @@ fn an_add_writes_seven_rows_and_a_bulk_add_as_many_per_address_in_one_object_req
     assert_eq!(
         count(&again, "rowsWritten"),
         0,
-        "an add that changes nothing: {again}"
+        "an add that changes nothing writes no row: {again}"
     );
     let body: String = (0..100).map(|n| format!("57.63.0.{n}\n")).collect();
     let bulk = spent(&app, || {

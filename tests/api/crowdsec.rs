@@ -96,7 +96,7 @@ impl Bouncer {
         ) {
             Ok(calls) => line(&calls).unwrap(),
             Err(calls) => panic!(
-                "no call {call:?}; calls: {calls:?}\nbouncer: {}",
+                "the bouncer was never called with {call:?}; calls: {calls:?}\nbouncer: {}",
                 fs::read_to_string(&self.log).unwrap_or_default()
             ),
         }
@@ -180,7 +180,9 @@ fn debians_custom_bouncer_enforces_the_greylist_and_follows_every_change() {
             && matches!((at("del 45.91.0.0/16 "), at("add 45.91.0.0/16 ")), (Some(d), Some(a)) if d < a)
     };
     if let Err(calls) = poll(WITHIN, EVERY, || bouncer.calls(), |calls| renewed(calls)) {
-        panic!("no renewal: {calls:?}");
+        panic!(
+            "three days on, what stands is not deleted and added again for a fresh timeout: {calls:?}"
+        );
     }
     // Three days on, the holder's access token has long expired: it logs in again.
     let token = server.login(&app.license_key).json()["accessToken"]

@@ -132,7 +132,8 @@ fn startup_holds_every_entry_then_each_pull_only_what_changed_since_the_tokens_l
     // Startup again: everything, whatever the position.
     assert_eq!(
         values(&pull(&app.server, &key, "startup=true").json(), "new").len(),
-        2
+        2,
+        "startup=true answers every entry, whatever the token's position"
     );
 }
 
@@ -148,14 +149,19 @@ fn an_entry_that_expires_is_deleted_at_the_next_pull_and_standing_ones_are_annou
     let expired = pull(&server, &key, "").json();
     assert_eq!(
         (values(&expired, "deleted"), values(&expired, "new")),
-        (vec!["23.94.8.1".to_owned()], vec![])
+        (vec!["23.94.8.1".to_owned()], vec![]),
+        "an entry that expired is in the next pull's deleted"
     );
     assert_eq!(pull(&server, &key, "").body, NOTHING_NEW);
     // Three days on, a pull deletes and announces everything again, before a
     // bouncer's week runs out: one that keeps what it has takes it anew.
     server.advance(3 * 86_400);
     let renewed = pull(&server, &key, "").json();
-    assert_eq!(values(&renewed, "deleted"), vec!["23.94.8.2".to_owned()]);
+    assert_eq!(
+        values(&renewed, "deleted"),
+        vec!["23.94.8.2".to_owned()],
+        "three days on, a pull deletes each standing entry to announce it again"
+    );
     assert_eq!(values(&renewed, "new"), vec!["23.94.8.2".to_owned()]);
     assert_eq!(renewed["new"][0]["duration"], "168h0m0s");
     assert_eq!(pull(&server, &key, "").body, NOTHING_NEW);
@@ -226,7 +232,11 @@ fn the_global_and_allow_lists_changes_reach_a_token_of_scope_all_as_changes() {
         200
     );
     let changed = pull(&server, &all, "").json();
-    assert_eq!(values(&changed, "new"), vec!["45.79.0.0/24".to_owned()]);
+    assert_eq!(
+        values(&changed, "new"),
+        vec!["45.79.0.0/24".to_owned()],
+        "the next pull carries only the global list's change"
+    );
     assert_eq!(values(&changed, "deleted"), vec!["45.78.1.1".to_owned()]);
     assert_eq!(pull(&server, &all, "").body, NOTHING_NEW);
     // The allow list takes a personal entry and splits a global range.
@@ -280,7 +290,11 @@ fn a_token_two_bouncers_pull_at_once_is_told_so_with_a_409_not_a_fault() {
     );
     assert_eq!(armed.status, 200, "{}", armed.body);
     let shared = pull_at(&server, "GET", "/v1/decisions/stream", Some(&key));
-    assert_eq!(shared.status, 409, "{}", shared.body);
+    assert_eq!(
+        shared.status, 409,
+        "a pull whose position another pull moved is told so, not answered as a fault: {}",
+        shared.body
+    );
     assert_eq!(
         shared.json(),
         json!({ "message": "Conflict: another pull of this feed token moved its position while this one was answered: give each bouncer a feed token of its own" })
@@ -327,7 +341,11 @@ fn filters_and_the_tokens_decision_type_shape_what_a_bouncer_gets() {
     // A deletion carries no comment: it goes out to a bouncer that filters by one.
     app.remove("23.94.10.1");
     let gone = pull(&server, &captcha, "scenarios_containing=ssh").json();
-    assert_eq!(values(&gone, "deleted"), vec!["23.94.10.1".to_owned()]);
+    assert_eq!(
+        values(&gone, "deleted"),
+        vec!["23.94.10.1".to_owned()],
+        "a deletion passes a scenario filter, carrying no comment"
+    );
     let refused = send(
         "POST",
         &format!("{}/api/feedTokens", server.base),
@@ -348,7 +366,11 @@ fn a_key_missing_unknown_or_revoked_is_the_local_apis_403_and_every_error_has_a_
     let app = TestApp::new();
     let (id, key) = app.feed_token(json!({}));
     let forbidden = |resp: Resp| {
-        assert_eq!(resp.status, 403, "{}", resp.body);
+        assert_eq!(
+            resp.status, 403,
+            "a bouncer without a good key is answered the Local API's access forbidden: {}",
+            resp.body
+        );
         assert_eq!(resp.json(), json!({ "message": "access forbidden" }));
     };
     forbidden(pull_at(&app.server, "GET", "/v1/decisions/stream", None));
@@ -433,11 +455,19 @@ fn live_mode_answers_the_decisions_on_one_address_or_exactly_null() {
             &format!("/v1/decisions?ip={ip}"),
             Some(&key),
         );
-        assert_eq!(resp.status, 200, "{}", resp.body);
+        assert_eq!(
+            resp.status, 200,
+            "live mode answers every address it is asked about: {}",
+            resp.body
+        );
         resp
     };
     for unlisted in ["23.94.11.2", "10.0.0.1", "2a00:1450:4001::1", "::1"] {
-        assert_eq!(live(unlisted).body, "null", "{unlisted}");
+        assert_eq!(
+            live(unlisted).body,
+            "null",
+            "live mode answers exactly null for an address nothing covers: {unlisted}"
+        );
     }
     // An IPv4 address mapped into IPv6 is that address.
     assert_eq!(live("::ffff:23.94.11.1").json()[0]["value"], "23.94.11.1");

@@ -149,7 +149,7 @@ fn with_request_log_refusals_only_refused_and_failed_requests_write_their_line()
     );
     assert!(
         !lines.iter().any(|l| l.contains("\"status\":200")),
-        "no line for the login or the check: {lines:?}"
+        "REQUEST_LOG=refusals wrote a line for the login or the check: {lines:?}"
     );
 }
 

@@ -175,11 +175,11 @@ fn wait_for(namespace: &Namespace, bouncer: &Bouncer, addresses: &[&str], holds:
         || namespace.set(),
         as_asked,
     ) {
-        panic!(
-            "the set should {}hold {addresses:?}:\n{set}\nbouncer:\n{}",
-            if holds { "" } else { "not " },
-            fs::read_to_string(&bouncer.log).unwrap_or_default()
-        );
+        let log = fs::read_to_string(&bouncer.log).unwrap_or_default();
+        if holds {
+            panic!("the set should hold {addresses:?}:\n{set}\nbouncer:\n{log}");
+        }
+        panic!("the bouncer's set should no longer hold {addresses:?}:\n{set}\nbouncer:\n{log}");
     }
 }
 

@@ -116,7 +116,12 @@ fn made_up_keys_from_many_clients_reach_no_object_while_a_revocation_goes_throug
     // Every refusal is in the log, counted on the rows of its client.
     let rows = refusal_rows(&server);
     let counted: u64 = rows.iter().map(|row| row["count"].as_u64().unwrap()).sum();
-    assert_eq!(counted, refusals, "in {} rows", rows.len());
+    assert_eq!(
+        counted,
+        refusals,
+        "every refused call is counted in the audit log, in {} rows",
+        rows.len()
+    );
     server.kill();
 }
 
@@ -180,7 +185,11 @@ fn a_revoked_operator_key_is_refused_within_cache_seconds_without_the_directory(
     // The isolate keeps what it read for CACHE_SECONDS - 30 seconds.
     server.advance(31);
     let refused = from(&server, "198.18.9.2", &key);
-    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert_eq!(
+        refused.status, 401,
+        "the revoked key is refused once the copy it was read into is old: {}",
+        refused.body
+    );
     let rows = refusal_rows(&server);
     assert_eq!(
         (&rows[0]["actor"], &rows[0]["key"]),
@@ -188,4 +197,49 @@ fn a_revoked_operator_key_is_refused_within_cache_seconds_without_the_directory(
         "refused under its name"
     );
     server.kill();
+}
+
+/// The KV reads made since the runtime started.
+fn kv_reads(server: &Server) -> u64 {
+    let resp = send("GET", &format!("{}/__test/meter", server.base), &[], None);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()["counts"]["kvReads"].as_u64().unwrap()
+}
+
+#[test]
+fn made_up_feed_tokens_from_one_client_are_counted_before_their_kv_read() {
+    let server = Server::own(&[]);
+    let poll = |client: &str, n: u64| {
+        send(
+            "GET",
+            &format!("{}/api/greylistFeed", server.base),
+            &[
+                ("Authorization", format!("Bearer glf_{n:064x}")),
+                ("CF-Connecting-IP", client.to_owned()),
+            ],
+            None,
+        )
+    };
+    // Each made-up token has a poll budget of its own: only its client's counts.
+    // The limit counts per fixed 60-second window, and the flood may straddle two.
+    let limited = (0..1_300u64).find(|&n| poll("198.18.20.1", n).status == 429);
+    let answered = limited.expect("1 300 made-up feed tokens from one client, and none limited");
+    assert!(
+        (600..=1200).contains(&answered),
+        "limited after {answered} made-up feed tokens, not after 600 in a window"
+    );
+    let before = kv_reads(&server);
+    for n in 0..50 {
+        assert_eq!(poll("198.18.20.1", 10_000 + n).status, 429);
+    }
+    assert_eq!(
+        kv_reads(&server) - before,
+        0,
+        "a made-up feed token past its client's limit cost a KV read"
+    );
+    assert_eq!(
+        poll("198.18.20.2", 20_000).status,
+        401,
+        "another client is counted on its own"
+    );
 }

@@ -7,7 +7,9 @@ use std::thread;
 
 use serde_json::json;
 
-use crate::helpers::{gzip, kv_put_local, send, unique_ip, Resp, Server, TestApp, ADMIN_TOKEN};
+use crate::helpers::{
+    gzip, kv_put_local, send, unique_ip, Encoding, Mode, Resp, Server, TestApp, ADMIN_TOKEN,
+};
 
 /// The entries of an export, without its header line.
 fn entries_of(export: &Resp) -> Vec<String> {
@@ -94,11 +96,13 @@ fn the_allow_list_beats_the_global_list() {
     let app = TestApp::new();
     assert_eq!(
         app.check("59.59.59.59"),
-        "[59.59.59.59] is on the global allow list, no action was taken"
+        "[59.59.59.59] is on the global allow list, no action was taken",
+        "the global allow list answers a check over the global list"
     );
     assert_eq!(
         app.add("59.59.59.59"),
-        "[59.59.59.59] is on the global allow list, no action was taken"
+        "[59.59.59.59] is on the global allow list, no action was taken",
+        "the global allow list answers an add over the global list"
     );
     assert_eq!(
         app.check("59.59.60.1"),
@@ -372,7 +376,7 @@ fn a_whole_list_is_replaced_from_text_exported_and_refused_for_a_bad_line() {
                 >= status["globalList"]["snapshotBytes"]
                     .as_u64()
                     .unwrap_or(u64::MAX),
-        "{status}"
+        "the isolate's memory is not whole 64 KiB pages holding the snapshot: {status}"
     );
     assert!(
         status["globalList"]["publishedAt"]
@@ -504,7 +508,19 @@ fn requests_that_meet_a_new_version_together_all_answer() {
                 .map(|_| {
                     scope.spawn(|| {
                         start.wait();
-                        app.check("64.64.64.64")
+                        // Its status and body when it was not answered, so that the
+                        // assertion below names why.
+                        let resp = app.call(
+                            "/api/checkIpOnGreylist",
+                            "64.64.64.64",
+                            Encoding::Multipart,
+                            Mode::Json,
+                        );
+                        if resp.status == 200 {
+                            resp.result()
+                        } else {
+                            format!("{}: {}", resp.status, resp.body)
+                        }
                     })
                 })
                 .collect();
@@ -514,7 +530,7 @@ fn requests_that_meet_a_new_version_together_all_answer() {
             answers
                 .iter()
                 .all(|a| a == "[64.64.64.64] is on global greylist"),
-            "version {variant}: {answers:?}"
+            "each of the checks that met the new version at once was answered: version {variant}: {answers:?}"
         );
     }
 }
@@ -548,7 +564,11 @@ fn an_import_sent_gzipped_is_read_as_its_text_and_other_encodings_are_refused() 
         text.len()
     );
     let resp = put_encoded(&server, "gzip", &gzipped);
-    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(
+        resp.status, 200,
+        "a gzipped import is taken, unzipped to its text: {}",
+        resp.body
+    );
     assert_eq!(resp.json()["entries"], 50_000, "{}", resp.body);
     let export = server.admin("GET", "/admin/global-list", None);
     assert_eq!(entries_of(&export), text.lines().collect::<Vec<_>>());
@@ -598,7 +618,11 @@ fn an_edit_of_a_large_list_writes_the_one_shard_it_falls_in() {
     assert_eq!(app.check(&last), on_global(&last));
 
     assert_eq!(server.edit_global_list(&[&first], &[]).status, 200);
-    assert_eq!(shards(&server), (json!(3), json!(1)));
+    assert_eq!(
+        shards(&server),
+        (json!(3), json!(1)),
+        "an edit writes only the shard it falls in"
+    );
     assert_eq!(app.check(&first), on_global(&first));
     assert_eq!(app.check(&last), on_global(&last), "through the shard kept");
     server.kill();
@@ -663,7 +687,11 @@ fn an_export_under_way_reads_the_list_it_began_with_whatever_lands_meanwhile() {
     );
     let body = String::from_utf8(dechunk(&raw[head_end + 4..])).unwrap();
     let entries: Vec<&str> = body.lines().filter(|line| !line.starts_with('#')).collect();
-    assert_eq!(entries.len(), 1_000_000);
+    assert_eq!(
+        entries.len(),
+        1_000_000,
+        "an export keeps every chunk of the list it began with"
+    );
     assert_eq!(entries.last(), Some(&last.as_str()));
     assert!(!body.contains(&format!("\n{added}\n")));
     // Then the chunks it read are gone at the next change, and the list is the edited one.
@@ -712,6 +740,6 @@ fn the_writer_holds_as_much_for_an_import_of_4_800_000_entries_as_for_1_200_000(
     );
     assert!(
         large < small * 1.5 + 4.0,
-        "{large:.1} MiB against {small:.1} MiB"
+        "the writer held more for four times the import: {large:.1} MiB against {small:.1} MiB"
     );
 }

@@ -117,7 +117,11 @@ fn a_scenario_filter_of_more_than_32_words_or_a_longer_word_is_a_400_with_a_mess
         };
         assert_eq!(pull(&words(32)).status, 200, "{parameter}");
         let many = pull(&words(33));
-        assert_eq!(many.status, 400, "{parameter}: {}", many.body);
+        assert_eq!(
+            many.status, 400,
+            "{parameter}: a 33rd word is refused: {}",
+            many.body
+        );
         let message = format!("Bad request: {parameter} takes at most 32 words, not 33");
         assert_eq!(many.json(), json!({ "message": message }));
         assert_eq!(pull(&"s".repeat(64)).status, 200);
@@ -135,7 +139,11 @@ fn an_appliance_list_name_starts_with_a_letter_and_is_no_nft_keyword_in_every_fo
     for format in ["text", "json", "mikrotik", "nftables", "ipset"] {
         for name in ["timeout", "-exist", "1abc", "set", "_x", "flush", "Timeout"] {
             let resp = app.feed(&format!("format={format}&list={name}"));
-            assert_eq!(resp.status, 400, "{format} {name}: {}", resp.body);
+            assert_eq!(
+                resp.status, 400,
+                "{format} {name}: a list name not of the rule is a 400: {}",
+                resp.body
+            );
             assert_eq!(
                 resp.body,
                 format!("Bad request: list is {rule}, not \"{name}\""),
@@ -166,7 +174,11 @@ fn ipv6_forms_carrying_an_ipv4_address_are_public_only_as_that_address_is() {
         "feff::1",
     ] {
         let answer = format!("[{private}] is private");
-        assert_eq!(app.check(private), answer);
+        assert_eq!(
+            app.check(private),
+            answer,
+            "{private}: private, by the IPv4 address it carries or its block"
+        );
         assert_eq!(app.add(private), answer);
         assert_eq!(app.remove(private), answer);
     }
@@ -198,7 +210,8 @@ fn an_ipv4_mapped_address_is_answered_as_given_and_acted_on_as_its_ipv4_address(
     let app = TestApp::on(&server);
     assert_eq!(
         app.check("::ffff:8.8.4.4"),
-        "[::ffff:8.8.4.4] is currently not on global greylist"
+        "[::ffff:8.8.4.4] is currently not on global greylist",
+        "the answer names the address as it was given"
     );
     assert_eq!(
         app.add(" ::ffff:8.8.4.4\t"),
@@ -239,7 +252,11 @@ fn head_on_the_decision_stream_is_refused_at_once_after_a_revocation_as_get_is()
         None,
     );
     assert_eq!(revoked.status, 204);
-    assert_eq!((head(&key), get(&key)), (403, 403), "a revoked feed token");
+    assert_eq!(
+        (head(&key), get(&key)),
+        (403, 403),
+        "HEAD and GET refuse a revoked feed token at once"
+    );
 
     let other = TestApp::on(&server);
     let (_, key) = other.feed_token(json!({}));

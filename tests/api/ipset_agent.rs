@@ -126,8 +126,14 @@ impl Agent {
     /// Both sets' members, sorted, each checked to hold its own family only.
     fn both(&self) -> Vec<String> {
         let (v4, v6) = (self.members(SET), self.members(SET6));
-        assert!(v4.iter().all(|m| !m.contains(':')), "{v4:?}");
-        assert!(v6.iter().all(|m| m.contains(':')), "{v6:?}");
+        assert!(
+            v4.iter().all(|m| !m.contains(':')),
+            "the IPv4 set holds IPv4 alone: {v4:?}"
+        );
+        assert!(
+            v6.iter().all(|m| m.contains(':')),
+            "the IPv6 set holds IPv6 alone: {v6:?}"
+        );
         let mut all: Vec<String> = v4.into_iter().chain(v6).collect();
         all.sort();
         all

@@ -53,9 +53,10 @@ fn off_every_ipv6_form_answers_is_invalid_as_the_specification_has_it() {
     let app = TestApp::new();
     for form in FORMS {
         let invalid = format!("[{form}] is invalid");
-        assert_eq!(app.check(form), invalid);
-        assert_eq!(app.add(form), invalid);
-        assert_eq!(app.remove(form), invalid);
+        let off = "with IPv6 off, every IPv6 form answers is invalid";
+        assert_eq!(app.check(form), invalid, "{off}: a check");
+        assert_eq!(app.add(form), invalid, "{off}: an add");
+        assert_eq!(app.remove(form), invalid, "{off}: a remove");
     }
     let bulk = app.bulk(
         "/api/addIpsToGreylist",
@@ -100,7 +101,11 @@ fn on_the_three_operations_answer_ipv6_in_the_specified_shapes() {
         "ff02::1",
         "2002:808:808::1",
     ] {
-        assert_eq!(app.add(private), format!("[{private}] is private"));
+        assert_eq!(
+            app.add(private),
+            format!("[{private}] is private"),
+            "an address of a private IPv6 block is refused as private"
+        );
     }
     for invalid in [
         "fe80::1%eth0",
@@ -115,11 +120,13 @@ fn on_the_three_operations_answer_ipv6_in_the_specified_shapes() {
     // it as given, as every message does.
     assert_eq!(
         app.add("::ffff:8.8.4.4"),
-        "[::ffff:8.8.4.4] has been added to greylist"
+        "[::ffff:8.8.4.4] has been added to greylist",
+        "an IPv4-mapped address is added as the IPv4 address it maps"
     );
     assert_eq!(
         app.check("8.8.4.4"),
-        "[8.8.4.4] is currently on your personal greylist"
+        "[8.8.4.4] is currently on your personal greylist",
+        "an IPv4-mapped address is added as the IPv4 address it maps"
     );
     assert_eq!(app.add("::ffff:10.0.0.1"), "[::ffff:10.0.0.1] is private");
     assert_eq!(
@@ -190,7 +197,11 @@ fn on_bulk_changes_the_list_and_history_take_both_families() {
         }
     }
     seen.sort();
-    assert_eq!(seen, [B, A, "8.8.4.4"]);
+    assert_eq!(
+        seen,
+        [B, A, "8.8.4.4"],
+        "a page at a time through IPv6 cursors, the list is read whole"
+    );
     let history = app.history();
     let addresses: Vec<&str> = history["entries"]
         .as_array()
@@ -248,7 +259,12 @@ fn on_the_feed_and_the_decision_stream_carry_ipv6_and_its_deletion() {
     );
     // Live mode looks the one address up.
     let live = live_decisions(&app.server, &key, A);
-    assert_eq!(live.json()[0]["value"], A, "{}", live.body);
+    assert_eq!(
+        live.json()[0]["value"],
+        A,
+        "live mode finds a listed IPv6 address: {}",
+        live.body
+    );
     app.remove(A);
     let changes = pull("startup=false");
     assert_eq!(changes["deleted"][0]["value"], A, "{changes}");
@@ -341,7 +357,7 @@ fn with_ipv6_prefix_64_an_add_lists_the_64_and_every_address_in_it_answers_as_li
     assert_eq!(
         app.check(other),
         format!("[{other}] is currently on your personal greylist"),
-        "the message shows the address as given"
+        "every address in the listed /64 answers as listed, shown as given"
     );
     assert_eq!(
         app.add(other),
@@ -411,11 +427,13 @@ fn on_the_global_list_and_the_allow_list_take_ipv6_prefixes_that_answer_check_an
     ] {
         assert_eq!(
             app.check(inside),
-            format!("[{inside}] is on global greylist")
+            format!("[{inside}] is on global greylist"),
+            "a check finds an IPv6 address inside a global IPv6 prefix"
         );
         assert_eq!(
             app.add(inside),
-            format!("[{inside}] is already on global greylist")
+            format!("[{inside}] is already on global greylist"),
+            "an add finds an IPv6 address inside a global IPv6 prefix"
         );
     }
     for outside in [
@@ -529,7 +547,11 @@ fn on_one_import_takes_drop_and_dropv6_and_exports_both_families_as_it_reads() {
 fn off_an_import_refuses_its_first_ipv6_line_as_before_and_changes_nothing() {
     let server = Server::shared();
     let refused = server.replace_list("global-list", "63.10.16.0/20\n2607:d100::/32 ; SBL347495\n");
-    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        refused.status, 400,
+        "with IPv6 off, an import refuses an IPv6 line: {}",
+        refused.body
+    );
     let message = refused.json()["message"].as_str().unwrap().to_owned();
     assert!(
         message.contains("line 2")
@@ -537,7 +559,11 @@ fn off_an_import_refuses_its_first_ipv6_line_as_before_and_changes_nothing() {
         "{message}"
     );
     let edit = server.edit_allow_list(&["2607:d100::/32"], &[]);
-    assert_eq!(edit.status, 400, "{}", edit.body);
+    assert_eq!(
+        edit.status, 400,
+        "with IPv6 off, an edit refuses an IPv6 entry: {}",
+        edit.body
+    );
 }
 
 #[test]
@@ -555,7 +581,9 @@ fn on_feeds_carry_the_global_ipv6_blocks_without_what_the_allow_list_holds() {
         lines
             .iter()
             .position(|l| *l == line)
-            .unwrap_or_else(|| panic!("{line} in {text}"))
+            .unwrap_or_else(|| {
+                panic!("the feed carries the global blocks as the allow list cuts them, {line} missing: {text}")
+            })
     };
     let order = [
         "8.8.4.4",
@@ -601,10 +629,16 @@ fn on_feeds_carry_the_global_ipv6_blocks_without_what_the_allow_list_holds() {
         "2a0b:4140:8000::/33",
         "2a0b:4140:5::1",
     ] {
-        assert!(deleted.iter().any(|v| v == gone), "{gone} deleted: {delta}");
+        assert!(
+            deleted.iter().any(|v| v == gone),
+            "a delta tells the blocks that went, {gone} among them: {delta}"
+        );
     }
     for added in ["2a06:5280::/29", "58.58.0.0/16"] {
-        assert!(new.iter().any(|v| v == added), "{added} new: {delta}");
+        assert!(
+            new.iter().any(|v| v == added),
+            "a delta tells the blocks that came, {added} among them: {delta}"
+        );
     }
     assert!(!new.iter().any(|v| v.starts_with("2a0b:4140")), "{delta}");
     let cursor = delta["cursor"].as_str().unwrap().to_owned();
@@ -669,7 +703,10 @@ fn on_feeds_carry_the_global_ipv6_blocks_without_what_the_allow_list_holds() {
     assert_eq!(changes["new"], json!([]), "{changes}");
     let live = |ip: &str| live_decisions(&server, &key, ip).body;
     let inside: Value = serde_json::from_str(&live("2a0b:4140:8000::1")).unwrap();
-    assert_eq!(inside[0]["value"], "2a0b:4140:8000::/33", "{inside}");
+    assert_eq!(
+        inside[0]["value"], "2a0b:4140:8000::/33",
+        "live mode answers the global IPv6 block past the allow list's hole: {inside}"
+    );
     let inside: Value = serde_json::from_str(&live("57.57.200.1")).unwrap();
     assert_eq!(
         inside[0]["value"], "57.57.128.0/17",

@@ -13,7 +13,11 @@ fn additions_stop_at_the_daily_limit_without_changing_the_list() {
             format!("[5.5.5.{n}] has been added to greylist")
         );
     }
-    assert_eq!(app.add("5.5.5.4"), LIMIT);
+    assert_eq!(
+        app.add("5.5.5.4"),
+        LIMIT,
+        "an add past the day's limit is refused"
+    );
     assert_eq!(
         app.check("5.5.5.4"),
         "[5.5.5.4] is currently not on global greylist"
@@ -180,7 +184,7 @@ fn the_daily_counters_start_again_at_midnight_utc_and_not_before() {
     assert_eq!(
         app.add("5.6.7.4"),
         "[5.6.7.4] has been added to greylist",
-        "a new UTC day"
+        "a new UTC day starts the daily counters again"
     );
     let quota = app.get("/api/quota").json();
     assert_eq!(

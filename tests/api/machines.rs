@@ -352,7 +352,11 @@ fn a_machine_logs_in_as_crowdsecs_local_api_answers_and_is_refused_otherwise() {
         )
     };
     let too_large = gzipped_login(&big);
-    assert_eq!(too_large.status, 413, "{}", too_large.body);
+    assert_eq!(
+        too_large.status, 413,
+        "a gzipped login past 64 KiB once decoded is refused 413: {}",
+        too_large.body
+    );
     assert!(too_large.json()["message"].is_string());
     // A long list of scenarios is kept bounded, and the login taken.
     let many: Vec<String> = (0..300).map(|n| format!("crowdsecurity/s{n}")).collect();
@@ -445,11 +449,19 @@ fn machine_tokens_and_access_tokens_never_open_each_others_routes() {
         send(method, &format!("{}{path}", server.base), &[header], None).status
     };
     let bearer = || ("Authorization", format!("Bearer {}", machine.token));
-    assert_eq!(status("POST", "/api/checkIpOnGreylist", bearer()), 401);
-    assert_eq!(status("GET", "/api/machines", bearer()), 401);
-    assert_eq!(status("GET", "/api/quota", bearer()), 401);
-    assert_eq!(status("GET", "/api/greylistFeed", bearer()), 401);
-    assert_eq!(status("GET", "/admin/licenses", bearer()), 401);
+    for (method, path) in [
+        ("POST", "/api/checkIpOnGreylist"),
+        ("GET", "/api/machines"),
+        ("GET", "/api/quota"),
+        ("GET", "/api/greylistFeed"),
+        ("GET", "/admin/licenses"),
+    ] {
+        assert_eq!(
+            status(method, path, bearer()),
+            401,
+            "{path}: a machine's token opens no holder's or operator's route"
+        );
+    }
     let stream = "/v1/decisions/stream?startup=true";
     assert_eq!(status("GET", stream, bearer()), 403);
     let key = ("X-Api-Key", machine.token.clone());
@@ -501,7 +513,10 @@ fn an_alert_reports_and_adds_for_the_machines_ttl_and_a_repeat_moves_the_expiry_
     let extended = entry(&app, "86.1.0.1").unwrap();
     // A firewall reading changes since its cursor gets the entry with its new expiry.
     let delta = app.feed_json(&format!("format=json&since={cursor}"));
-    assert_eq!(delta["new"][0]["value"], "86.1.0.1", "{delta}");
+    assert_eq!(
+        delta["new"][0]["value"], "86.1.0.1",
+        "the extended entry is in the delta since the cursor: {delta}"
+    );
     assert_eq!(
         delta["new"][0]["expiresAt"], extended["expiresAt"],
         "{delta}"
@@ -519,7 +534,10 @@ fn an_alert_reports_and_adds_for_the_machines_ttl_and_a_repeat_moves_the_expiry_
     set(json!({ "ttl": 600 }));
     alert_of(&server, &machine, "86.1.0.1", SSH_BF);
     let standing = entry(&app, "86.1.0.1").unwrap();
-    assert_eq!(standing["expiresAt"], extended["expiresAt"]);
+    assert_eq!(
+        standing["expiresAt"], extended["expiresAt"],
+        "a shorter ttl never shortens the expiry that stands"
+    );
     // Adds off: reports only.
     set(json!({ "adds": false }));
     alert_of(&server, &machine, "86.1.0.2", "crowdsecurity/http-probing");
@@ -568,7 +586,8 @@ fn alerts_for_private_allowed_simulated_or_other_scopes_change_nothing() {
     // The one on the global list is reported and, being listed there, not added.
     assert_eq!(
         counts(&app, &machine),
-        json!({ "alerts": 9, "reported": 1, "added": 0, "ignored": 8 })
+        json!({ "alerts": 9, "reported": 1, "added": 0, "ignored": 8 }),
+        "only the alert on the global list is reported, none added, the rest ignored"
     );
     // The request's log line tells the operator why, where the engine hears nothing:
     // those the edge let go of by reason (the allow-listed ones are weighed, not skipped).
@@ -578,7 +597,7 @@ fn alerts_for_private_allowed_simulated_or_other_scopes_change_nothing() {
     let log = server.log_once(|l| line(l) && l.contains(why));
     assert!(
         log.lines().any(|l| line(l) && l.contains(why)),
-        "{}",
+        "no alerts line tells why the alerts came to nothing:\n{}",
         log.lines()
             .filter(|l| line(l))
             .collect::<Vec<_>>()
@@ -701,7 +720,11 @@ fn gzipped_alerts_are_taken_and_a_body_over_64_mebibytes_is_refused_with_413() {
     assert_eq!(too_large.as_deref(), Some("HTTP/1.1 413 Payload Too Large"));
     // Read as it streams: a body that is no array is refused at its first byte.
     let not_json = status((b'x', 1 << 20));
-    assert_eq!(not_json.as_deref(), Some("HTTP/1.1 400 Bad Request"));
+    assert_eq!(
+        not_json.as_deref(),
+        Some("HTTP/1.1 400 Bad Request"),
+        "a body that is no array is refused at its first byte, before it ends"
+    );
     let not_an_array = post_alerts(&server, &machine, &json!({ "scenario": "x" }));
     assert_eq!(not_an_array.status, 400, "{}", not_an_array.body);
     let alerts = counts(&app, &machine)["alerts"].clone();
@@ -735,6 +758,11 @@ fn an_engines_cache_past_a_mebibyte_is_acknowledged_whole_and_its_first_mebibyte
         .count();
     assert!((40..100).contains(&taken), "{taken}");
     let answer = post_alerts(&server, &machine, &json!(batch));
+    assert_eq!(
+        answer.status, 201,
+        "a cache of 3 MB is acknowledged whole, not refused for its size: {}",
+        answer.body
+    );
     let expected: Vec<String> = (1..=150).map(|n| n.to_string()).collect();
     assert_eq!(ids(&answer), expected, "every alert acknowledged");
     assert_eq!(
@@ -769,7 +797,8 @@ fn each_half_of_an_alert_stops_at_its_daily_limit_and_an_expired_token_is_refuse
     assert_eq!(ids(&post_alerts(&server, &machine, &batch)).len(), 3);
     assert_eq!(
         counts(&app, &machine),
-        json!({ "alerts": 3, "reported": 2, "added": 1, "ignored": 1 })
+        json!({ "alerts": 3, "reported": 2, "added": 1, "ignored": 1 }),
+        "two reports and one addition a day, the rest of each half refused"
     );
     assert!(entry(&app, "86.6.0.1").is_some());
     assert_eq!(entry(&app, "86.6.0.2"), None, "the day's one addition");
@@ -790,7 +819,10 @@ fn a_revoked_machine_is_refused_at_its_next_login_and_by_its_alerts() {
     let path = format!("/api/machines/{}", machine.id);
     assert_eq!(holder_call(&app, "DELETE", &path, None).status, 204);
     let relogin = login(&server, &machine.machine_id, &machine.password);
-    assert_eq!(relogin.status, 401);
+    assert_eq!(
+        relogin.status, 401,
+        "a machine revoked by its holder logs in no more"
+    );
     let refused = alert_of(&server, &machine, "86.7.0.1", SSH_BF);
     assert_eq!(refused.status, 401, "{}", refused.body);
     assert!(refused.json()["message"].is_string());
@@ -840,6 +872,57 @@ fn the_heartbeat_writes_nothing_and_an_alerts_request_is_one_object_call() {
     });
     assert_eq!(count(&posted, "durableObjectRequests"), 1, "{posted}");
     assert_eq!(count(&posted, "kvWrites"), 0, "{posted}");
+}
+
+#[test]
+fn no_one_without_its_password_can_lock_a_machine_out() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    let machine = machine(&app, "web-1");
+    // 150 wrong passwords for its name, each from a client of its own: past the
+    // 100 a minute the machine's logins are counted to.
+    for n in 0..150 {
+        let body = json!({ "machine_id": machine.machine_id, "password": "wrong" });
+        let refused = send(
+            "POST",
+            &format!("{}/v1/watchers/login", server.base),
+            &[
+                ("Content-Type", "application/json".to_owned()),
+                ("CF-Connecting-IP", format!("198.18.30.{n}")),
+            ],
+            Some(body.to_string().as_bytes()),
+        );
+        assert_eq!(refused.status, 401, "{}", refused.body);
+    }
+    let logged_in = login(&server, &machine.machine_id, &machine.password);
+    assert_eq!(
+        logged_in.status, 200,
+        "wrong passwords from others locked the machine out: {}",
+        logged_in.body
+    );
+}
+
+#[test]
+fn a_holder_at_twenty_machines_is_refused_without_a_kv_write() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    for n in 0..20 {
+        let named = json!({ "name": format!("m{n}") });
+        let made = holder_call(&app, "POST", "/api/machines", Some(named));
+        assert_eq!(made.status, 201, "{}", made.body);
+    }
+    let refused = spent(&app, || {
+        for _ in 0..5 {
+            let more = holder_call(&app, "POST", "/api/machines", None);
+            assert_eq!(more.status, 409, "{}", more.body);
+        }
+    });
+    assert_eq!(
+        count(&refused, "kvWrites"),
+        0,
+        "a refused machine wrote its login record first: {refused}"
+    );
+    assert_eq!(count(&refused, "durableObjectRequests"), 5, "{refused}");
 }
 
 #[test]

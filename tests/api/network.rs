@@ -93,7 +93,8 @@ fn one_network_with_any_number_of_licenses_promotes_nothing_and_four_networks_do
     for reporter in seen["reporters"].as_array().unwrap() {
         assert_eq!(
             (&reporter["network"], &reporter["standing"]),
-            (&json!("203.0.113.0/24"), &json!("counting"))
+            (&json!("203.0.113.0/24"), &json!("counting")),
+            "the lookup names each reporter's network and standing"
         );
     }
     // The same through IPv6: four /64s of one /48 are one network.
@@ -212,7 +213,11 @@ fn a_planted_canary_costs_its_planter_the_vote_and_reveals_nothing() {
             "{mode:?}"
         );
     }
-    assert_eq!(quota(planter), json!(before.as_u64().unwrap() + 4));
+    assert_eq!(
+        quota(planter),
+        json!(before.as_u64().unwrap() + 4),
+        "a canary's report is counted against the day's reports as any other"
+    );
     settle(&server, &apps[..1]);
     assert!(
         !global(&apps[5], "82.3.0.1"),
@@ -239,11 +244,16 @@ fn a_planted_canary_costs_its_planter_the_vote_and_reveals_nothing() {
     // A holder's view of the canary is that of any address it reported, and
     // of the others it reported as before: nothing says it was caught.
     assert_eq!(status(planter, "82.3.9.5"), status(planter, "82.3.7.5"));
-    assert_eq!(status(&apps[5], "82.3.9.5")["holders"], 1);
+    assert_eq!(
+        status(&apps[5], "82.3.9.5")["holders"],
+        1,
+        "a holder's status counts every license that reported it, whatever its standing"
+    );
     assert_eq!(status(planter, "82.3.6.1"), alone);
     assert_eq!(
         last_audit(&server, "license.network"),
-        "network: suspended, reported the canary 82.3.9.5"
+        "network: suspended, reported the canary 82.3.9.5",
+        "a canary's suspension is an audit row the directory keeps"
     );
     // Reinstated: its reports count again, and the promotion is back.
     let reinstated = set_network(&server, planter, "counting");
@@ -277,7 +287,11 @@ fn a_planted_canary_costs_its_planter_the_vote_and_reveals_nothing() {
         "[82.3.8.1] is on the global allow list, no action was taken"
     );
     server.run_holder_alarm(&other.license);
-    assert_eq!(license(&server, other)["network"]["standing"], "suspended");
+    assert_eq!(
+        license(&server, other)["network"]["standing"],
+        "suspended",
+        "a canary the global allow list also holds still catches its reporter"
+    );
     // Suspended by hand, and back.
     let third = &apps[2];
     assert_eq!(
@@ -332,7 +346,11 @@ fn the_canaries_are_an_operator_list_of_at_most_ten_thousand_entries() {
         "/admin/canaries",
         Some(json!({ "add": ["82.4.9.9"] })),
     );
-    assert_eq!(past.status, 400, "{}", past.body);
+    assert_eq!(
+        past.status, 400,
+        "an edit past the ten thousand canaries is refused whole: {}",
+        past.body
+    );
     assert!(past.body.contains("10000"), "{}", past.body);
     assert!(server
         .admin("GET", "/admin/canaries", None)
@@ -363,7 +381,8 @@ fn a_license_on_probation_reports_and_counts_once_it_is_old_enough() {
     let seen = reports(&server, "82.5.0.1");
     assert_eq!(
         (&seen["licenses"], &seen["reporters"][0]["standing"]),
-        (&json!(0), &json!("probation"))
+        (&json!(0), &json!("probation")),
+        "a license on probation counts for nothing yet"
     );
     // Of age within the window: their reports count, with no new one.
     server.advance(86_400);
@@ -449,7 +468,11 @@ fn under_review_a_consensus_waits_for_the_operator() {
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert!(refused.body.contains("82.6.0.9"), "{}", refused.body);
     let twice = review(&server, &["82.6.0.1"], &["82.6.0.1"]);
-    assert_eq!(twice.status, 400, "{}", twice.body);
+    assert_eq!(
+        twice.status, 400,
+        "a review naming an address both to approve and to reject is refused whole: {}",
+        twice.body
+    );
     assert!(
         twice.body.contains("to approve and to reject"),
         "{}",
@@ -514,7 +537,8 @@ fn every_form_of_a_globally_allowed_address_is_allowed_and_never_promoted() {
     for app in &apps[..4] {
         assert_eq!(
             report_own(app, &[("ip", "64:ff9b::6810:101")]),
-            "[64:ff9b::6810:101] is on the global allow list, no action was taken"
+            "[64:ff9b::6810:101] is on the global allow list, no action was taken",
+            "an IPv6 form carrying an allowed IPv4 address is allowed for a report"
         );
     }
     settle(&server, &apps[..4]);
@@ -531,7 +555,7 @@ fn every_form_of_a_globally_allowed_address_is_allowed_and_never_promoted() {
     assert_eq!(
         (&batch["allowed"], &batch["added"]),
         (&json!(1), &json!(1)),
-        "{batch}"
+        "the writer weighs a promoted IPv6 address as the IPv4 address it carries: {batch}"
     );
     // Not carrying an allowed address, the form is itself, and is promoted as itself.
     reported_by(&server, &apps[..4], "64:ff9b::5206:1");

@@ -179,7 +179,11 @@ fn the_runtime_fires_a_holders_alarm_which_sends_its_reports_on() {
     // Past the next whole second, room for the runtime's own retry of an alarm.
     let within = Duration::from_secs(5);
     let reports = lookup_until(&server, "81.10.0.1", within, |reports| !reports.is_null());
-    assert_eq!(reports["licenses"], json!(1), "{reports}");
+    assert_eq!(
+        reports["licenses"],
+        json!(1),
+        "the runtime fired no alarm that sent the report on: {reports}"
+    );
 }
 
 #[test]
@@ -224,7 +228,10 @@ fn distinct_licenses_make_the_consensus_and_one_license_counts_once() {
         report_own(&apps[0], &[("ip", "81.3.0.1"), ("categories", "ssh")]);
     }
     let once = reports_of(&server, &all, "81.3.0.1", |r| !r.is_null());
-    assert_eq!(once["licenses"], 1, "{once}");
+    assert_eq!(
+        once["licenses"], 1,
+        "one license's four reports counted as more than one license: {once}"
+    );
     assert_eq!(once["reporters"][0]["reports"], 4);
     assert_eq!(once["consensusSince"], Value::Null);
     // Three licenses do not make it; the fourth does.
@@ -234,7 +241,8 @@ fn distinct_licenses_make_the_consensus_and_one_license_counts_once() {
     let three = reports_of(&server, &all, "81.3.0.1", |r| r["licenses"] == 3);
     assert_eq!(
         (three["licenses"].clone(), three["consensusSince"].clone()),
-        (json!(3), Value::Null)
+        (json!(3), Value::Null),
+        "three licenses made the consensus, or were not counted as three"
     );
     report_own(&apps[3], &[("ip", "81.3.0.1"), ("categories", "scan")]);
     let four = reports_of(&server, &all, "81.3.0.1", |r| r["licenses"] == 4);
@@ -271,15 +279,29 @@ fn a_revoked_licenses_reports_stop_counting_sent_or_not() {
     let revoked = server.admin("DELETE", &format!("/admin/licenses/{}", a.license), None);
     assert_eq!(revoked.status, 204, "{}", revoked.body);
     let after = reports_of(&server, &[&b], "81.4.0.1", |r| r["licenses"] == 1);
-    assert_eq!(after["licenses"], 1, "{after}");
+    assert_eq!(
+        after["licenses"], 1,
+        "a revoked license's sent reports still count: {after}"
+    );
     assert_eq!(after["reporters"][0]["license"], b.license.as_str());
-    // Kept and not yet sent: a revocation drops it.
-    let c = TestApp::on(&server);
+    // Kept and not yet sent: a revocation drops it, so the alarm that sends
+    // what a holder's object keeps sends nothing of it, as it sends another's.
+    let (c, d) = (TestApp::on(&server), TestApp::on(&server));
     report(&c, &[("ip", "81.4.0.2")]);
+    report(&d, &[("ip", "81.4.0.3")]);
     let gone = server.admin("DELETE", &format!("/admin/licenses/{}", c.license), None);
     assert_eq!(gone.status, 204);
-    let none = reports_of(&server, &[], "81.4.0.2", |_| true);
-    assert!(none.is_null() || none["licenses"] == 0, "{none}");
+    let sent = reports_of(&server, &[&d], "81.4.0.3", |r| r["licenses"] == 1);
+    assert_eq!(
+        sent["licenses"], 1,
+        "the holder's alarm sends what it kept: {sent}"
+    );
+    let counted = |r: &Value| !r.is_null() && r["licenses"] != 0;
+    let none = reports_of(&server, &[&c], "81.4.0.2", counted);
+    assert!(
+        !counted(&none),
+        "a revoked license's report, kept and not yet sent, was sent: {none}"
+    );
 }
 
 #[test]
@@ -300,14 +322,20 @@ fn sixty_four_reports_of_one_address_from_sixteen_licenses_at_once_are_counted_e
     });
     let all: Vec<&TestApp> = apps.iter().collect();
     let counted = reports_of(&server, &all, "81.5.0.1", |r| r["licenses"] == 16);
-    assert_eq!(counted["licenses"], 16, "{counted}");
+    assert_eq!(
+        counted["licenses"], 16,
+        "licenses' reports sent at once were not all counted: {counted}"
+    );
     let reports: u64 = counted["reporters"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| r["reports"].as_u64().unwrap())
         .sum();
-    assert_eq!(reports, 64, "{counted}");
+    assert_eq!(
+        reports, 64,
+        "reports sent at once were not all counted: {counted}"
+    );
     assert!(counted["consensusSince"].is_string());
 }
 
@@ -316,6 +344,27 @@ fn network_status(app: &TestApp, ip: &str) -> Value {
     let resp = app.form("/api/networkStatus", &[("ip", ip)], Mode::Json);
     assert_eq!(resp.status, 200, "{ip}: {}", resp.body);
     resp.json()
+}
+
+#[test]
+fn a_holders_network_lookups_past_120_a_minute_are_refused_before_the_shard() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    let lookup = || app.form("/api/networkStatus", &[("ip", "81.11.0.1")], Mode::Json);
+    // The limit counts per fixed 60-second window, and the loop may straddle two.
+    let limited = (0..300).find(|_| lookup().status == 429);
+    let answered = limited.expect("300 lookups of one license in a row, and none refused with 429");
+    assert!(
+        (120..=240).contains(&answered),
+        "refused after {answered} lookups, not after 120 in a window"
+    );
+    let other = TestApp::on(&server);
+    let theirs = other.form("/api/networkStatus", &[("ip", "81.11.0.1")], Mode::Json);
+    assert_eq!(
+        theirs.status, 200,
+        "another license looks up on: {}",
+        theirs.body
+    );
 }
 
 /// Reports `ip` from each of `apps`, each from its own network, and sends them
@@ -424,7 +473,7 @@ fn four_licenses_promote_an_address_which_decays_once_their_reports_stop() {
     assert_eq!(
         (&status["global"], &status["promoted"], &status["holders"]),
         (&json!(true), &json!(false), &json!(0)),
-        "{status}"
+        "the operator's own entry is never told as promoted: {status}"
     );
 }
 
@@ -485,7 +534,8 @@ fn the_json_feed_and_crowdsecs_decisions_say_which_global_entries_were_promoted(
     let whole = holder.feed_json("scope=all&format=json");
     assert_eq!(
         by_value(&whole["entries"], "81.9.0.5"),
-        &entry("81.9.0.5", Some("promoted"))
+        &entry("81.9.0.5", Some("promoted")),
+        "the promoted entry does not say so in the JSON feed"
     );
     for own in ["81.9.0.1", "81.9.1.0/24"] {
         assert_eq!(by_value(&whole["entries"], own), &entry(own, None), "{own}");
@@ -571,7 +621,11 @@ fn the_operator_takes_a_promotion_off_and_only_new_reports_bring_it_back() {
         "the global allow list is never promoted over"
     );
     let promoted = server.admin("GET", "/admin/global-list?source=promoted", None);
-    assert!(!promoted.body.contains("81.8.1.1"), "{}", promoted.body);
+    assert!(
+        !promoted.body.contains("81.8.1.1"),
+        "an address the global allow list holds was promoted: {}",
+        promoted.body
+    );
     let taken = server.admin(
         "POST",
         "/admin/global-list",

@@ -98,7 +98,11 @@ fn a_login_asks_the_holders_object_so_a_key_record_kv_still_shows_logs_nothing_i
     );
     let restarted = server.restart_from();
     let login = restarted.login(&app.license_key);
-    assert_eq!(login.status, 401, "{}", login.body);
+    assert_eq!(
+        login.status, 401,
+        "a revoked license's key logs in no more, whatever KV's edge still holds: {}",
+        login.body
+    );
     restarted.kill();
 }
 

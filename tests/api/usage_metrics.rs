@@ -111,7 +111,8 @@ fn refused(resp: &Resp, status: u16) -> String {
 
 #[test]
 fn a_firewall_bouncers_report_is_kept_on_its_token_and_shown_in_the_licenses_picture() {
-    let app = TestApp::new();
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
     let (id, key) = app.feed_token(json!({ "scope": "all" }));
     assert_eq!(
         token_row(&app, &id)["usage"],
@@ -124,6 +125,9 @@ fn a_firewall_bouncers_report_is_kept_on_its_token_and_shown_in_the_licenses_pic
         &firewall_bouncer_report([80, 16], [5_120, 1_024]),
     );
     assert_eq!((first.status, first.body.as_str()), (201, ""));
+    // The next a minute later, as a bouncer sends them (one within the minute
+    // would wait for the minute's end: the next test).
+    server.advance(60);
     let second = report(
         &app.server,
         &key,
@@ -198,6 +202,11 @@ fn unknown_fields_are_ignored_and_a_body_that_does_not_parse_is_400_whatever_the
         for key in [key.clone(), made_up_key()] {
             let key = [("X-Api-Key", key)];
             let answer = report_with(&app.server, &key, body);
+            assert_eq!(
+                answer.status, 400,
+                "a body that does not parse is refused before its key is looked up: {}",
+                answer.body
+            );
             let message = refused(&answer, 400);
             assert!(
                 message.starts_with("Bad request: the body"),
@@ -254,7 +263,13 @@ fn a_report_is_bounded_in_size() {
         ("Content-Encoding", "gzip".to_owned()),
     ];
     let large = gzip(large.to_string().as_bytes());
-    let message = refused(&report_with(&app.server, &gzipped, &large), 413);
+    let answer = report_with(&app.server, &gzipped, &large);
+    assert_eq!(
+        answer.status, 413,
+        "a report past its bound is refused: {}",
+        answer.body
+    );
+    let message = refused(&answer, 413);
     assert!(message.contains("256 KiB"), "{message}");
     // Sent without a length, it is refused as it passes the bound, before it ends.
     let headers = [
@@ -269,6 +284,58 @@ fn a_report_is_bounded_in_size() {
         Duration::from_secs(20),
     );
     assert_eq!(status.as_deref(), Some("HTTP/1.1 413 Payload Too Large"));
+}
+
+#[test]
+fn gzip_bombs_with_made_up_credentials_are_refused_at_the_limit_and_the_service_answers_on() {
+    let server = Server::own(&[]);
+    // 32 MiB of zeros gzipped into about 32 KB: under the limit as sent.
+    let bomb = gzip(&vec![b' '; 32 << 20]);
+    assert!(bomb.len() < 256 << 10, "{} bytes", bomb.len());
+    for credential in [
+        ("X-Api-Key", made_up_key()),
+        ("Authorization", "Bearer made-up".to_owned()),
+    ] {
+        for _ in 0..5 {
+            let headers = [credential.clone(), ("Content-Encoding", "gzip".to_owned())];
+            let answer = report_with(&server, &headers, &bomb);
+            assert_eq!(
+                answer.status, 413,
+                "a gzip bomb was inflated past the limit of a report: {}",
+                answer.body
+            );
+        }
+    }
+    let app = TestApp::on(&server);
+    let (_, key) = app.feed_token(json!({}));
+    let body = firewall_bouncer_report([1, 0], [60, 0]);
+    assert_eq!(report(&server, &key, &body).status, 201, "answers on");
+}
+
+#[test]
+fn a_flood_of_reports_from_one_client_is_refused_with_429_before_its_body_is_read() {
+    let server = Server::own(&[]);
+    let from = |client: &str| {
+        let headers = [
+            ("X-Api-Key", made_up_key()),
+            ("CF-Connecting-IP", client.to_owned()),
+        ];
+        report_with(&server, &headers, b"{]")
+    };
+    // Bodies that do not parse, with a key of the right shape: each is read
+    // before the key is proved, so its client is counted first. The limit
+    // counts per fixed 60-second window, and the flood may straddle two.
+    let limited = (0..1_300).find(|_| from("198.18.40.1").status == 429);
+    let answered = limited.expect("1 300 reports from one client, and none refused with 429");
+    assert!(
+        (600..=1200).contains(&answered),
+        "refused after {answered} reports, not after 600 in a window"
+    );
+    assert_eq!(
+        from("198.18.40.2").status,
+        400,
+        "another client is counted on its own"
+    );
 }
 
 #[test]
@@ -288,7 +355,11 @@ fn reports_share_the_tokens_poll_limit_refused_bodies_do_not_and_each_is_one_obj
     // against the 120 pulls a minute.
     let key_header = [("X-Api-Key", key.clone())];
     for _ in 0..250 {
-        assert_eq!(report_with(&server, &key_header, b"{]").status, 400);
+        assert_eq!(
+            report_with(&server, &key_header, b"{]").status,
+            400,
+            "a body that does not parse is refused before it is counted"
+        );
     }
     assert_eq!(
         report(&server, &key, &body).status,
@@ -309,6 +380,88 @@ fn reports_share_the_tokens_poll_limit_refused_bodies_do_not_and_each_is_one_obj
         None,
     );
     assert_eq!(stream.status, 429, "the same limit as the token's pulls");
+}
+
+/// What a feed token's bouncer dropped today, as its holder sees it.
+fn dropped_today(app: &TestApp, id: &str) -> Value {
+    let usage = token_row(app, id)["usage"].clone();
+    usage["days"][29]["packets"].clone()
+}
+
+#[test]
+fn reports_within_a_minute_are_one_write_the_first_at_once_the_rest_at_the_minutes_end() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    let (id, key) = app.feed_token(json!({}));
+    // At a minute's first second, so that the reports below share it.
+    server.advance(60 - server.now() % 60);
+    let minute_ends = server.now() - server.now() % 60 + 60;
+    assert_eq!(
+        report(&server, &key, &firewall_bouncer_report([2, 0], [120, 0])).status,
+        201
+    );
+    assert_eq!(
+        dropped_today(&app, &id),
+        2,
+        "the minute's first report is not shown at once"
+    );
+    let more = firewall_bouncer_report([3, 1], [300, 100]);
+    let gathered = spent(&app, || {
+        for _ in 0..4 {
+            assert_eq!(report(&server, &key, &more).status, 201);
+        }
+    });
+    assert_eq!(
+        count(&gathered, "rowsWritten"),
+        0,
+        "reports after the minute's first were each written: {gathered}"
+    );
+    assert_eq!(dropped_today(&app, &id), 2, "gathered, not yet written");
+    // The alarm the object set for the minute's end writes them as one.
+    let alarm = server.holder_alarm_at(&app.license);
+    assert!(
+        alarm.is_some_and(|at| at <= minute_ends),
+        "no alarm set for the minute's end ({minute_ends}): {alarm:?}"
+    );
+    server.advance(60);
+    let written = spent(&app, || server.run_holder_alarm(&app.license));
+    assert!(count(&written, "rowsWritten") > 0, "{written}");
+    assert_eq!(
+        dropped_today(&app, &id),
+        2 + 4 * 4,
+        "what the gathered reports dropped was lost"
+    );
+}
+
+#[test]
+fn a_holder_whose_bouncers_only_report_has_its_usage_days_cut_by_its_own_alarm() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    let (_, key) = app.feed_token(json!({}));
+    let body = firewall_bouncer_report([2, 0], [120, 0]);
+    assert_eq!(report(&server, &key, &body).status, 201);
+    // Nothing else: no entry, no history. The report set the daily alarm.
+    let daily = server.holder_alarm_at(&app.license);
+    assert!(
+        daily.is_some_and(|at| at <= server.now() + 86_400),
+        "a holder whose only activity is usage reports has no alarm: {daily:?}"
+    );
+    server.advance(86_400);
+    server.run_holder_alarm(&app.license);
+    assert!(
+        server.holder_alarm_at(&app.license).is_some(),
+        "the daily alarm stopped while usage days were kept"
+    );
+    // Past the window, the alarm cuts the day's row; nothing else is written.
+    server.advance(31 * 86_400);
+    let cut = spent(&app, || server.run_holder_alarm(&app.license));
+    assert_eq!(
+        count(&cut, "rowsWritten"),
+        1,
+        "the alarm did not cut the usage day past the window: {cut}"
+    );
+    let again = spent(&app, || server.run_holder_alarm(&app.license));
+    assert_eq!(count(&again, "rowsWritten"), 0, "{again}");
 }
 
 /// A machine of `app`'s, logged in: its id and its token.

@@ -396,8 +396,11 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
 
   /** Waits for `text` in `selector`, then checks nothing was inserted as markup anywhere. */
   async function shownAsText(page, selector, text) {
-    await page.locator(selector, { hasText: text }).first().waitFor();
-    assert.ok((await page.locator(selector).allInnerTexts()).some((shown) => shown.includes(text)), `${selector} shows ${text}`);
+    // Polled rather than waited for, so that markup inserted as such fails by the
+    // assertion below (what the breaks name), never by a locator's time-out.
+    const shows = async () => (await page.locator(selector).allInnerTexts()).some((shown) => shown.includes(text));
+    for (const until = Date.now() + 15_000; !(await shows()) && Date.now() < until;) await page.waitForTimeout(100);
+    assert.ok(await shows(), `${selector} never showed as text what it was given: ${text}`);
     await page.waitForTimeout(200);
     assert.equal(await page.locator("img.xss, script:not([src]), svg[onload]").count(), 0, `no element made from ${selector}`);
     assert.equal(await page.evaluate(() => window.__xss), undefined, `nothing ran from ${selector}`);
@@ -615,7 +618,8 @@ describe("operator page", () => {
     await page.locator("#status-rows tr", { hasText: "Global list" }).locator("td:nth-child(2)", { hasText: /^2$/ }).waitFor();
     // What the answering isolate holds, beside the snapshot's size.
     assert.match(await text(page, "#isolate-memory"),
-      /^The isolate that answered holds [1-9]\d*\.\d MiB of WebAssembly memory, of the 128 MB an isolate has for everything; the global list's snapshot takes \d+\.\d MiB in each isolate that has loaded all of it\.$/);
+      /^The isolate that answered holds [1-9]\d*\.\d MiB of WebAssembly memory, of the 128 MB an isolate has for everything; the global list's snapshot takes \d+\.\d MiB in each isolate that has loaded all of it\.$/,
+      "the overview names the WebAssembly memory of the isolate that answered");
     // The global list's size after its last change leads the chart's table, and the chart names it.
     await page.getByText("The same as a table").click();
     await page.locator("#sizes-rows tr").first().locator("td:nth-child(2)", { hasText: /^2$/ }).waitFor();
@@ -681,6 +685,16 @@ describe("operator console", () => {
     return paths.sort();
   }
 
+  /** Whether `locator` comes to show within ten seconds: polled, so that a view
+   *  that never comes fails by the assertion naming it, not by a time-out. */
+  async function comesToShow(locator) {
+    for (const until = Date.now() + 10_000; Date.now() < until;) {
+      if (await locator.first().isVisible()) return true;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return locator.first().isVisible();
+  }
+
   test("every view has an address, a link in the nav and the focus on its heading; back and forward move between them; each loads only what it shows", async () => {
     // A license of its own for the licenses' view to show, whichever tests ran before.
     await admin("POST", "/admin/licenses", { label: "Views Ltd" });
@@ -695,7 +709,7 @@ describe("operator console", () => {
       ["Overview", "#/", "overview-title", ["/admin/status"]],
     ]) {
       const paths = await asked(page, loads, () => goTo(page, name));
-      assert.deepEqual(paths, loads, `${name} loads only what it shows`);
+      assert.deepEqual(paths, loads, `${name} asks for what it shows and nothing more`);
       assert.equal(await page.evaluate(() => location.hash), hash);
       assert.equal(await page.evaluate(() => document.activeElement.id), heading, `${name}: the focus on its heading`);
       assert.equal(await page.locator("#views a[aria-current=page]").innerText(), name);
@@ -710,18 +724,19 @@ describe("operator console", () => {
     assert.equal(await page.evaluate(() => location.hash), "#/licenses?q=no+such+label+at+all");
     await goTo(page, "Lookup");
     await page.goBack();
-    await page.locator("#licenses-result", { hasText: "No license's label starts with" }).waitFor();
+    const searched = page.locator("#licenses-result", { hasText: "No license's label starts with" });
+    assert.ok(await comesToShow(searched), "back shows the view its address names, with its search");
     assert.equal(await page.getByLabel("Find by label").inputValue(), "no such label at all");
     await page.goBack();
-    await page.locator("#license-rows tr").first().waitFor();
+    assert.ok(await comesToShow(page.locator("#license-rows tr")), "back shows the view its address names");
     assert.equal(await page.getByLabel("Find by label").inputValue(), "", "the search before it");
     assert.equal(await page.evaluate(() => document.activeElement.id), "licenses-title");
     await page.goBack();
-    await page.locator("#overview-title:focus").waitFor();
+    assert.ok(await comesToShow(page.locator("#overview-title:focus")), "back shows the view its address names");
     await page.goForward();
-    await page.locator("#licenses-title:focus").waitFor();
+    assert.ok(await comesToShow(page.locator("#licenses-title:focus")), "forward shows the view its address names");
     await page.goForward();
-    await page.locator("#licenses-result", { hasText: "No license's label starts with" }).waitFor();
+    assert.ok(await comesToShow(searched), "forward shows the view its address names, with its search");
     // The keyboard alone: the nav's links in tab order, each opening its view.
     await page.locator("#views a").first().focus();
     await page.keyboard.press("Tab");
@@ -904,7 +919,8 @@ describe("operator console", () => {
     const colleague = await operatorPage(DESKTOP, "light", false, ADMIN_TOKEN, shared);
     await colleague.locator("#audit-rows tr", { hasText: "License created" }).waitFor();
     assert.equal(await colleague.locator("#audit-filters").getByLabel("License", { exact: true }).inputValue(), license);
-    assert.equal(await colleague.locator("#audit-filters").getByLabel("Before", { exact: true }).inputValue(), local(ahead));
+    assert.equal(await colleague.locator("#audit-filters").getByLabel("Before", { exact: true }).inputValue(), local(ahead),
+      "the address a colleague opens keeps the Before time");
     await colleague.getByRole("link", { name: "Clear" }).click();
     await colleague.locator("#audit-rows tr", { hasText: "Refused" }).first().waitFor();
     assert.deepEqual(page.errors, []);

@@ -326,7 +326,10 @@ mod tests {
             let client = ["a", "b", "c"][n as usize % 3];
             let key = (n % 2 == 0).then_some("key_1");
             let told = tally.refused(client.into(), refused(2_000 + n, client, key));
-            assert!(told.is_empty(), "{n}");
+            assert!(
+                told.is_empty(),
+                "{n}: a refusal within the minute is counted, not told at once"
+            );
         }
         // The first of the next minute tells everything counted, oldest first.
         let told = tally.refused("d".into(), refused(60_000, "d", None));

@@ -242,7 +242,8 @@ mod tests {
         assert_eq!(key(Role::Read).may(Access::Read), Ok(()));
         assert_eq!(
             key(Role::Read).may(Access::Change),
-            Err(Denied::ReadOnly("alice".into()))
+            Err(Denied::ReadOnly("alice".into())),
+            "a read key may change nothing"
         );
         assert_eq!(key(Role::Admin).may(Access::Change), Ok(()));
         for role in [Role::Read, Role::Admin] {
@@ -276,11 +277,19 @@ mod tests {
                 role: Role::Read
             })
         );
-        assert_eq!(known.caller("d0"), Err(Some(&key("key_0", true))));
+        assert_eq!(
+            known.caller("d0"),
+            Err(Some(&key("key_0", true))),
+            "a revoked key names no caller, only its refusal"
+        );
         assert_eq!(known.caller("made-up"), Err(None));
         assert!(!known.revoke("key_0"), "revoked already");
         assert!(known.revoke("key_1"));
-        assert_eq!(known.caller("d1"), Err(Some(&key("key_1", true))));
+        assert_eq!(
+            known.caller("d1"),
+            Err(Some(&key("key_1", true))),
+            "a revoked key names no caller, only its refusal"
+        );
         let json = serde_json::to_string(&known).unwrap();
         assert_eq!(serde_json::from_str::<KnownKeys>(&json).unwrap(), known);
     }

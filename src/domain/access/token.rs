@@ -355,7 +355,8 @@ mod tests {
         assert_eq!(tokens.verify(secret, &token, last), Ok(license()));
         assert_eq!(
             tokens.verify(secret, &token, last.plus(1)),
-            Err(TokenError::Expired)
+            Err(TokenError::Expired),
+            "a remembered token is refused from the second its exp names on"
         );
         assert_eq!(
             tokens.verify(secret, &token, NOW),
@@ -389,7 +390,11 @@ mod tests {
         assert_eq!(expires_at, NOW.plus(3600));
         assert_eq!(key.verify(&token, NOW), Ok(machine()));
         assert_eq!(key.verify(&token, NOW.plus(3600 - 1)), Ok(machine()));
-        assert_eq!(key.verify(&token, expires_at), Err(TokenError::Expired));
+        assert_eq!(
+            key.verify(&token, expires_at),
+            Err(TokenError::Expired),
+            "a machine's token is refused from the second its exp names on"
+        );
     }
 
     #[test]
@@ -400,7 +405,8 @@ mod tests {
         let holder_token = holders.issue(&license(), NOW, 3600);
         assert_eq!(
             holders.verify(&machine_token, NOW),
-            Err(TokenError::Unverified)
+            Err(TokenError::Unverified),
+            "a machine's token never passes for a holder's access token"
         );
         let mut remembered = VerifiedTokens::default();
         assert_eq!(

@@ -440,7 +440,11 @@ mod tests {
             "2a00:1450:4001:80b::c0",
             "2a00:1450:4001:80b::40",
         ] {
-            assert_ne!(decision_id(&net), decision_id(&v6(inside)), "{inside}");
+            assert_ne!(
+                decision_id(&net),
+                decision_id(&v6(inside)),
+                "a /64 and an address in it never share an id: {inside}"
+            );
         }
     }
 
@@ -573,7 +577,10 @@ mod tests {
             scopes: Some(vec!["ip".into()]),
             ..Filter::default()
         };
-        assert!(ips.admits(&p) && !ips.admits(&g));
+        assert!(
+            ips.admits(&p) && !ips.admits(&g),
+            "scopes=ip admits the address and leaves out the range"
+        );
         let global_only = Filter {
             origins: Some(vec!["greylist-global".into()]),
             ..Filter::default()

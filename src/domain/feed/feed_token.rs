@@ -231,7 +231,11 @@ mod tests {
     fn a_token_reads_its_scope_and_one_made_before_scopes_reads_everything() {
         let before: FeedTokenOwner =
             serde_json::from_str(r#"{"license":"lic_0","id":"ft_0"}"#).unwrap();
-        assert_eq!(before.scope, Scope::All);
+        assert_eq!(
+            before.scope,
+            Scope::All,
+            "a token stored without a scope reads everything, as it could then"
+        );
         let personal: FeedTokenOwner =
             serde_json::from_str(r#"{"license":"lic_0","id":"ft_0","scope":"personal"}"#).unwrap();
         assert_eq!(personal.scope, Scope::Personal);

@@ -494,7 +494,8 @@ mod tests {
         };
         assert_eq!(
             (first.text(), first.source, first.expires_at),
-            ("45.3.0.1".into(), Source::Personal, None)
+            ("45.3.0.1".into(), Source::Personal, None),
+            "an entry the global list also holds goes out without its expiry"
         );
         let Next::Item(second) = merge.step() else {
             panic!("an item")
@@ -537,7 +538,8 @@ mod tests {
                 label("45.3.0.4/31", Source::Promoted),
                 // Listed by the operator and promoted: the operator's.
                 label("45.3.0.6", Source::Operator),
-            ]
+            ],
+            "the blocks wholly promoted are labelled promoted, the rest the operator's"
         );
         assert_eq!(
             labelled(&[interval("45.3.0.5")], &[interval("45.3.0.4")]),
@@ -575,7 +577,12 @@ mod tests {
             for (text, source) in labelled(&operator, &promoted) {
                 let block = Ipv4Range::parse(&text).unwrap();
                 let expected = (block.first()..=block.last()).all(|addr| covers(&only, addr));
-                prop_assert_eq!(source == Source::Promoted, expected, "{}", text);
+                prop_assert_eq!(
+                    source == Source::Promoted,
+                    expected,
+                    "{}: its label disagrees with what the reports alone hold",
+                    text
+                );
             }
         }
     }
@@ -616,7 +623,7 @@ mod tests {
                     "2a00:1:2:3::5 p",
                     "2a00:1:2:4:: p"
                 ],
-                "pages of {page}"
+                "pages of {page}: a holder's /64 comes before its first address"
             );
             assert_eq!(
                 merged_with(personal[1..].to_vec(), vec![v6("2a00:1:2:3::1")], page),
@@ -657,7 +664,8 @@ mod tests {
                 ("2a00:1:2:3:4::/80".to_owned(), None),
                 ("2a00:1:2:4::/64".to_owned(), Some(UnixTime(99))),
                 ("2a00:1:2:5::1".to_owned(), None),
-            ]
+            ],
+            "a holder's /64 that holds a global block stands as long as the block"
         );
     }
 

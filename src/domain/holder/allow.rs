@@ -325,7 +325,11 @@ mod tests {
         let usage = added.usage.unwrap();
         assert_eq!((usage.removed, usage.allow_changes), (2, 1));
         let left: Vec<String> = store.entries.keys().map(|ip| ip.to_string()).collect();
-        assert_eq!(left, ["45.67.90.1"]);
+        assert_eq!(
+            left,
+            ["45.67.90.1"],
+            "the covered personal entries are gone once the allow entry is added"
+        );
         let removed: Vec<(HistoryKind, String)> = store
             .history
             .iter()
@@ -397,7 +401,8 @@ mod tests {
         assert_eq!(run(Operation::Add, "1.1.1.1"), AllowOutcome::LimitReached);
         assert_eq!(
             run(Operation::Remove, "8.8.4.4"),
-            AllowOutcome::LimitReached
+            AllowOutcome::LimitReached,
+            "past the day's allow-list changes a remove is refused as an add is"
         );
         assert_eq!(run(Operation::Check, "8.8.4.4"), AllowOutcome::Listed);
         // The next day counts afresh.

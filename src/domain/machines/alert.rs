@@ -659,7 +659,11 @@ mod tests {
             ("3", Unreadable),
         ] {
             let asked = alerts(&format!("[{alert}]"));
-            assert_eq!(asked, [ClassifiedAlert::Ignored(skip)], "{alert}");
+            assert_eq!(
+                asked,
+                [ClassifiedAlert::Ignored(skip)],
+                "{alert}: asks nothing, ignored for its reason"
+            );
         }
         // With IPV6 on, an IPv6 source is an address like any other.
         let sent = r#"[{"source": {"scope": "Ip", "value": "2a00:1450:4001:80b::200e"}}]"#;
@@ -822,7 +826,11 @@ mod tests {
         let at = (NOW, Limits::default());
         let call = detection("8.8.8.8");
         let allowed = take_alert(&mut store, &call, settings, |_| true, None, at);
-        assert_eq!(allowed.unwrap(), AlertTaken::default());
+        assert_eq!(
+            allowed.unwrap(),
+            AlertTaken::default(),
+            "an address on the holder's allow list is neither reported nor added"
+        );
         let mut global = detection("8.8.8.8");
         global.adds[0].global_challenge = true;
         let reported = take(&mut store, &global, settings, at);

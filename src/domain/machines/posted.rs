@@ -4,8 +4,8 @@
 //! refused for its size alone, short of what a Worker may read
 //! (`MAX_BODY_BYTES`, `MAX_ELEMENTS`). The elements are told apart as the bytes
 //! come; the first `MAX_ALERTS` that end within the body's first
-//! `MAX_KEPT_BYTES` are kept, and every later one is parsed to be checked,
-//! counted, and let go (one past `MAX_ELEMENT_BYTES` only followed to its end).
+//! `MAX_KEPT_BYTES` are kept, and every later one is checked against JSON's
+//! grammar without being built, counted, and let go (one past `MAX_ELEMENT_BYTES` only followed to its end).
 //! Nothing holds more than the kept alerts, the element being read and, for the
 //! answer, an id per element.
 
@@ -202,9 +202,10 @@ impl PostedReader {
             let sent = serde_json::from_slice::<PostedAlert>(&self.element).map_err(element)?;
             posted.kept.push(sent);
         } else if !self.oversized {
-            // Refused for what would refuse a kept one (a number out of range, a
-            // lone surrogate, nesting past the parser's limit), and dropped.
-            serde_json::from_slice::<serde_json::Value>(&self.element).map_err(element)?;
+            // Checked against JSON's grammar and dropped, never built: an element
+            // the hundred do not keep costs a scan of its bytes, not a tree of
+            // values (nesting was checked as it streamed, in `ends_element`).
+            serde_json::from_slice::<serde::de::IgnoredAny>(&self.element).map_err(element)?;
         }
         self.element.clear();
         self.oversized = false;
@@ -260,7 +261,8 @@ mod tests {
             1 => r#"{"scenario":[1,{"a":"],\\\"["}]}"#.to_owned(),
             _ => "\"x\"".to_owned(),
         }));
-        let posted = read_in_sevens(&format!(" [ {} ]\n", elements.join(" ,\n"))).unwrap();
+        let posted = read_in_sevens(&format!(" [ {} ]\n", elements.join(" ,\n")))
+            .expect("a post whose strings hold escaped quotes and brackets is read whole");
         assert_eq!(posted.total, 250);
         assert_eq!(posted.kept.len(), MAX_ALERTS);
         assert!(
@@ -271,22 +273,28 @@ mod tests {
         assert!(matches!(posted.kept[1], PostedAlert::Unreadable));
         let empty = read_in_sevens(" [ ] ").unwrap();
         assert_eq!((empty.kept.len(), empty.total), (0, 0));
-        // Past the hundred as within it: what the parser refuses is refused.
+        // Past the hundred as within it: what JSON's grammar refuses is refused.
         let past = |element: &str| format!("[{}{element}]", "0,".repeat(MAX_ALERTS + 5));
         let too_deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
-        for malformed in [
-            "1e400",
-            r#""\ud800""#,
-            &too_deep,
-            r#"{"a":[1e400]}"#,
-            "{]}",
-            "1 2",
-        ] {
+        for malformed in [&too_deep, "{]}", "1 2", "[1,]", r#"{"a" 1}"#, "tru"] {
             let within = format!("[{malformed}]");
             assert!(read_in_sevens(&within).is_err(), "{malformed}");
             assert!(
                 read_in_sevens(&past(malformed)).is_err(),
-                "past: {malformed}"
+                "an element past the hundred that JSON's grammar refuses was taken: {malformed}"
+            );
+        }
+        // Past the hundred an element is scanned, never built: a number no f64
+        // holds and a lone surrogate, which building refuses within the hundred,
+        // are only counted there.
+        for unbuildable in ["1e400", r#""\ud800""#, r#"{"a":[1e400]}"#] {
+            let within = format!("[{unbuildable}]");
+            assert!(read_in_sevens(&within).is_err(), "{unbuildable}");
+            let counted = read_in_sevens(&past(unbuildable)).map(|posted| posted.total);
+            assert_eq!(
+                counted,
+                Ok(MAX_ALERTS as u64 + 6),
+                "an element past the hundred was built to be checked: {unbuildable}"
             );
         }
         for not_an_array in [
@@ -337,7 +345,11 @@ mod tests {
         let most = format!("[{}0]", "0,".repeat(MAX_ELEMENTS as usize - 1));
         assert_eq!(read_in_sevens(&most).unwrap().total, MAX_ELEMENTS);
         let past = format!("[{}0]", "0,".repeat(MAX_ELEMENTS as usize));
-        assert_eq!(read_in_sevens(&past).unwrap_err(), Refused::TooManyElements);
+        assert_eq!(
+            read_in_sevens(&past)
+                .expect_err("an array of one element past the most a post holds is refused"),
+            Refused::TooManyElements
+        );
         // At the depth serde_json stops at, within a kept element, a checked one
         // and one too large to parse alike.
         for depth in 120..=130 {
@@ -350,7 +362,11 @@ mod tests {
             ] {
                 let body = format!("[{element}]");
                 let whole = serde_json::from_str::<Vec<Value>>(&body).is_ok();
-                assert_eq!(read_in_sevens(&body).is_ok(), whole, "{depth} deep");
+                assert_eq!(
+                    read_in_sevens(&body).is_ok(),
+                    whole,
+                    "{depth} deep, an element is taken as a parse of the whole array takes it"
+                );
             }
         }
     }

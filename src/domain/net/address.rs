@@ -396,7 +396,8 @@ mod tests {
         ] {
             assert_eq!(
                 PublicIp::parse(text, Ipv6::Off),
-                Err(IpRejection::Invalid(text.trim().to_owned()))
+                Err(IpRejection::Invalid(text.trim().to_owned())),
+                "with IPv6 off, every IPv6 form is invalid as the IPv4 rules have it"
             );
         }
     }
@@ -440,8 +441,13 @@ mod tests {
 
     #[test]
     fn an_ipv4_mapped_address_is_the_ipv4_address_it_maps_shown_as_given() {
-        let (ip, shown) = on(" ::ffff:8.8.8.8\t").unwrap();
-        assert_eq!(ip, on("8.8.8.8").unwrap().0);
+        let (ip, shown) =
+            on(" ::ffff:8.8.8.8\t").expect("an IPv4-mapped address is taken as the IPv4 it maps");
+        assert_eq!(
+            ip,
+            on("8.8.8.8").unwrap().0,
+            "an IPv4-mapped address is taken as the IPv4 it maps"
+        );
         assert_eq!(shown, "::ffff:8.8.8.8", "the caller's text");
         assert_eq!(on("::FFFF:808:808").unwrap(), (ip, "::FFFF:808:808".into()));
         assert_eq!(
@@ -454,14 +460,21 @@ mod tests {
     fn a_form_carrying_an_ipv4_address_is_public_as_that_address_and_stays_ipv6() {
         let (ip, shown) = on("64:ff9b::8.8.8.8").unwrap();
         assert_eq!(ip.to_string(), "64:ff9b::808:808", "IPv6 still");
-        assert_eq!(shown, "64:ff9b::8.8.8.8");
+        assert_eq!(
+            shown, "64:ff9b::8.8.8.8",
+            "the address is shown as it was given"
+        );
         for private in [
             "64:ff9b::10.0.0.1",
             "::10.0.0.1",
             "::ffff:0:10.0.0.1",
             "fec0::1",
         ] {
-            assert_eq!(on(private), Err(IpRejection::Private(private.into())));
+            assert_eq!(
+                on(private),
+                Err(IpRejection::Private(private.into())),
+                "{private} is private, by the IPv4 address it carries or its block"
+            );
         }
     }
 

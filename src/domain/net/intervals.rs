@@ -283,7 +283,11 @@ mod tests {
     #[test]
     fn an_interval_that_meets_the_span_at_either_end_overlaps_it() {
         let set = [(5u32, 10), (20, 30)];
-        assert_eq!(overlapping(&set, (10, 19)), &[(5, 10)]);
+        assert_eq!(
+            overlapping(&set, (10, 19)),
+            &[(5, 10)],
+            "an interval ending where the span begins meets it"
+        );
         assert_eq!(overlapping(&set, (0, 5)), &[(5, 10)]);
         assert_eq!(overlapping(&set, (11, 19)), &[] as &[(u32, u32)]);
         assert_eq!(overlapping(&set, (10, 20)), &set);
@@ -336,7 +340,7 @@ mod tests {
             prop_assert_eq!(&lazy, &combine(&a, &b, Op::Minus));
             let both: Cuts = Rc::from([Rc::new(b.clone()), Rc::new(c.clone())]);
             let lazy: Intervals = without(a.iter().copied(), both).collect();
-            prop_assert_eq!(&lazy, &combine(&a, &combine(&b, &c, Op::Union), Op::Minus));
+            prop_assert_eq!(&lazy, &combine(&a, &combine(&b, &c, Op::Union), Op::Minus), "read lazily without two lists, a set is cut by each of them");
             let none: Intervals = without(a.iter().copied(), Rc::from([])).collect();
             prop_assert_eq!(&none, &a);
             for addr in probes.into_iter().chain(a.iter().map(|&(first, _)| first)) {

@@ -226,7 +226,7 @@ mod tests {
             "::ffff:0:c0a8:0/112",
             "64:ff9b::ffff:ffff",
         ] {
-            assert!(private(text), "{text}");
+            assert!(private(text), "{text} holds no public address");
         }
         for text in [
             "2001::/16",

@@ -316,11 +316,17 @@ mod tests {
             .map(|n| vote(from(&format!("198.51.{n}.7")), 0))
             .collect();
         assert!(reached(consensus, &apart));
-        assert!(!reached(consensus, &apart[..3]), "three licenses");
+        assert!(
+            !reached(consensus, &apart[..3]),
+            "three licenses never make the consensus"
+        );
         let together: Vec<Vote> = (1..=4)
             .map(|n| vote(from(&format!("198.51.100.{n}")), 0))
             .collect();
-        assert!(!reached(consensus, &together), "four licenses, one /24");
+        assert!(
+            !reached(consensus, &together),
+            "four licenses from one /24 are one network, never a consensus"
+        );
         let v6: Vec<Vote> = (1..=4)
             .map(|n| vote(from(&format!("2001:db8:7:{n}::1")), 0))
             .collect();
@@ -332,7 +338,7 @@ mod tests {
         assert!(reached(off, &together), "PROMOTION_NETWORKS 1 turns it off");
         assert!(
             !reached(off, &together[..3]),
-            "three licenses, the network rule off"
+            "three licenses never make the consensus, the network rule off"
         );
         let none = Consensus {
             holders: 0,
@@ -347,7 +353,10 @@ mod tests {
             ((4, 4), (4, 1), (0, 0))
         );
         // Reports kept before networks were: each a network of its own.
-        assert!(reached(consensus, &[vote(None, 0); 4]));
+        assert!(
+            reached(consensus, &[vote(None, 0); 4]),
+            "reports kept before networks count as a network each"
+        );
         // Two networks of three: not enough with networks 3, enough with 2.
         let mixed = [
             vote(from("203.0.113.1"), 0),
@@ -393,7 +402,10 @@ mod tests {
         );
         votes[2].planted = false;
         votes[1].licensed_at = NOW.minus(86_399);
-        assert!(!reached(consensus, &votes), "a license on probation");
+        assert!(
+            !reached(consensus, &votes),
+            "a license on probation counts for nothing yet"
+        );
         assert!(
             consensus.reached(ok(&votes), NOW.plus(1)).unwrap(),
             "counts once it is old enough, its report still within the window"
@@ -448,7 +460,11 @@ mod tests {
             .collect();
         let kept = |votes: &[Vote], now| consensus.kept_until(ok(votes), now).unwrap();
         // The fourth newest is what it needs: kept until 1 000 seconds after it.
-        assert_eq!(kept(&votes, NOW), Some(NOW.minus(40).plus(1_000)));
+        assert_eq!(
+            kept(&votes, NOW),
+            Some(NOW.minus(40).plus(1_000)),
+            "a promotion is kept as long after the vote that makes it, not the newest"
+        );
         // Past that, the next one down is 500 seconds old and already gone by then.
         assert_eq!(kept(&votes, NOW.minus(40).plus(1_000)), None);
         let mut suspended = votes.clone();

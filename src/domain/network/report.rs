@@ -309,9 +309,16 @@ mod tests {
         };
         let answer = perform_report(&mut store, &canary, from, (now.plus(86_400), limits)).unwrap();
         assert_eq!(answer.outcome, ReportOutcome::Reported);
-        assert_eq!(answer.usage.unwrap().reported, 2);
+        assert_eq!(
+            answer.usage.unwrap().reported,
+            2,
+            "a canary's report is counted against the day's reports as any other"
+        );
         assert_eq!(store.reports.len(), 4);
-        assert!(store.reports[3].canary && !store.reports[2].canary);
+        assert!(
+            store.reports[3].canary && !store.reports[2].canary,
+            "a canary's report is kept as any report, marked planted"
+        );
         let past = perform_report(&mut store, &canary, from, (now.plus(86_400), limits)).unwrap();
         assert_eq!(past.outcome, ReportOutcome::LimitReached);
         // With IPV6_PREFIX 64, an IPv6 address counts as its /64.

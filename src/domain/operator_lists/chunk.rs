@@ -290,8 +290,16 @@ mod tests {
             "21 bytes an entry"
         );
         assert_eq!(decode(&bytes), Some(entries.clone()));
-        assert_eq!(decode::<u32>(&bytes), None, "another family");
-        assert_eq!(decode::<u128>(&encode::<u32>(&[])), None);
+        assert_eq!(
+            decode::<u32>(&bytes),
+            None,
+            "a chunk of another family is never read: an IPv6 chunk as IPv4"
+        );
+        assert_eq!(
+            decode::<u128>(&encode::<u32>(&[])),
+            None,
+            "a chunk of another family is never read: an IPv4 chunk as IPv6"
+        );
         assert_eq!(decode::<u128>(&bytes[..bytes.len() - 1]), None, "cut short");
         let info = ChunkInfo::of(0u128, 5, &entries);
         assert_eq!(

@@ -394,8 +394,16 @@ mod tests {
             v6: vec![(0, 0), (5, 7), (u128::MAX, u128::MAX)],
         });
         let bytes = both.encode();
-        assert_eq!((bytes[0], bytes.len()), (3, 1 + 4 + 8 + 3 * 32));
-        assert_eq!(Piece::decode(&bytes), Some(both.clone()));
+        assert_eq!(
+            (bytes[0], bytes.len()),
+            (3, 1 + 4 + 8 + 3 * 32),
+            "a piece carries its whole IPv6 part beside the IPv4 one"
+        );
+        assert_eq!(
+            Piece::decode(&bytes),
+            Some(both.clone()),
+            "a piece carries its whole IPv6 part beside the IPv4 one"
+        );
         assert_eq!(Piece::decode(&bytes[..bytes.len() - 1]), None, "cut short");
         assert_eq!(Piece::decode(&bytes[..7]), None, "cut in its IPv4 part");
         let ipv6_only = Piece::Changed(VersionChange {
@@ -445,7 +453,8 @@ mod tests {
         let mapped = 0xffff_u128 << 32;
         assert_eq!(
             moves.hidden6,
-            [(0, mapped - 1), (mapped + (1 << 32), u128::MAX)]
+            [(0, mapped - 1), (mapped + (1 << 32), u128::MAX)],
+            "an IPv6 move leaves out the IPv4-mapped addresses"
         );
         assert!(moves.shown6.is_empty() && moves.hidden.is_empty());
         assert_eq!(moves.len(), 2);

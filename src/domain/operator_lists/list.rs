@@ -599,7 +599,11 @@ mod tests {
         assert_eq!(global("2a00:1450::/32"), Ok(v6("2a00:1450::/32")));
         assert_eq!(global("2a06:5280::/29"), Ok(v6("2a06:5280::/29")));
         assert_eq!(global("2A00:1450:4001::1"), Ok(v6("2a00:1450:4001::1")));
-        assert_eq!(global("2a00::/28").unwrap_err(), "wider than /29");
+        assert_eq!(
+            global("2a00::/28"),
+            Err("wider than /29".to_owned()),
+            "the global list refuses an IPv6 range wider than a /29"
+        );
         assert_eq!(global("2001:db8::/48").unwrap_err(), "private");
         assert_eq!(global("fe80::1").unwrap_err(), "private");
         assert_eq!(

@@ -86,7 +86,7 @@ pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedCalle
             may_read: Scope::All,
         });
     };
-    let (license, owner) = by_feed_token(cx, &token).await?;
+    let (license, owner) = by_feed_token(cx, req, &token).await?;
     Ok(FeedCaller {
         license,
         token: Some(owner.id),
@@ -111,7 +111,7 @@ pub async fn bouncer(cx: &RequestContext, req: &Request) -> Result<BouncerCaller
     if !feed_token::is_token(key) {
         return Err(ApiError::AccessForbidden("api_key_missing"));
     }
-    let (license, owner) = by_feed_token(cx, key).await.map_err(bouncer_refusal)?;
+    let (license, owner) = by_feed_token(cx, req, key).await.map_err(bouncer_refusal)?;
     Ok(BouncerCaller {
         license,
         token: owner.id,
@@ -202,6 +202,7 @@ pub fn machine_refusal(error: ApiError) -> ApiError {
 /// The license and record of a feed token, while both stand.
 async fn by_feed_token(
     cx: &RequestContext,
+    req: &Request,
     token: &str,
 ) -> Result<(LicenseId, FeedTokenOwner), ApiError> {
     let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
@@ -212,6 +213,11 @@ async fn by_feed_token(
     let digest = feed_token::digest(token);
     // Before anything is read: a flood of polls, or of made-up tokens, costs only the refusal.
     limit_polls(env, &format!("token:{digest}")).await?;
+    // A token this isolate does not remember costs a KV read: each made-up one
+    // has a poll budget of its own, so its client is counted first.
+    if licenses::remembered_feed_token_owner(&digest, freshness, now).is_none() {
+        count_client(env, req).await?;
+    }
     let owner = licenses::feed_token_owner(env, &digest, freshness, now)
         .await?
         .ok_or(ApiError::Unauthorized("feed_token_unknown"))?;
@@ -237,6 +243,13 @@ const FEED_LIMITER: &str = "FEED_LIMITER";
 /// their first pull fails).
 const FEED_LIMIT_PERIOD_SECONDS: u32 = 60;
 
+/// A holder's lookup of what the network says of an address, counted per
+/// license with the feeds' polls: each is a call to a report shard that every
+/// holder's reports share, so one holder's loop must not hold it up.
+pub async fn count_network_lookup(env: &Env, license: &LicenseId) -> Result<(), ApiError> {
+    limit_polls(env, &format!("network:{}", license.as_str())).await
+}
+
 async fn limit_polls(env: &Env, key: &str) -> Result<(), ApiError> {
     if env
         .rate_limiter(FEED_LIMITER)?
@@ -247,6 +260,27 @@ async fn limit_polls(env: &Env, key: &str) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::TooManyRequests(FEED_LIMIT_PERIOD_SECONDS))
+    }
+}
+
+/// The rate-limiting binding that counts, per client address (an IPv6 one by
+/// its /64), the requests whose credential costs a read to prove (a feed token
+/// the isolate does not remember) or whose body is read before it is proved (a
+/// usage report), and its period (`wrangler.toml`).
+const CLIENT_LIMITER: &str = "CLIENT_LIMITER";
+const CLIENT_LIMIT_PERIOD_SECONDS: u32 = 60;
+
+/// One such request counted against its client's budget, before anything is
+/// read; 429 past it.
+pub async fn count_client(env: &Env, req: &Request) -> Result<(), ApiError> {
+    let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
+    let counted = env
+        .rate_limiter(CLIENT_LIMITER)?
+        .limit(client_bucket(&client))
+        .await?;
+    match counted.success {
+        true => Ok(()),
+        false => Err(ApiError::TooManyRequests(CLIENT_LIMIT_PERIOD_SECONDS)),
     }
 }
 

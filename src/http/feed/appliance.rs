@@ -379,7 +379,11 @@ mod tests {
             "auto-merge",
             "xt",
         ] {
-            assert_eq!(ListName::parse(bad), None, "{bad:?}");
+            assert_eq!(
+                ListName::parse(bad),
+                None,
+                "{bad:?} is refused as a list name"
+            );
         }
         assert_eq!(ListName::parse(&"a".repeat(31)).unwrap().as_str().len(), 31);
         let keywords: Vec<&str> = NFT_KEYWORDS.split_ascii_whitespace().collect();
@@ -500,7 +504,7 @@ mod tests {
             "add element inet greylist edge_1 { 8.8.8.8 timeout 3600s, 45.1.1.0/24, 45.2.0.1 }\n\
              add element inet greylist edge_16 { 2a00:1450:4001:80b::200e timeout 60s, 2606:4700::1111 }\n\
              # end of feed, 5 entries\n"
-        ), "{nft}");
+        ), "each family's entries go into a set of their own: {nft}");
         let kept = render_with(Appliance::Nftables, &ipv6_items(), Ipv6::Off);
         assert!(
             kept.contains(&format!(
@@ -518,7 +522,10 @@ mod tests {
             ),
             "{ipset}"
         );
-        assert!(ipset.contains("add edge_16 2a00:1450:4001:80b::200e timeout 60 -exist\n"));
+        assert!(
+            ipset.contains("add edge_16 2a00:1450:4001:80b::200e timeout 60 -exist\n"),
+            "each family's entries go into a set of their own: {ipset}"
+        );
         assert!(!render(Appliance::Mikrotik, &items()).contains("ipv6"));
     }
 
@@ -547,7 +554,7 @@ mod tests {
         assert!(nft.ends_with(
             "add element inet greylist edge_16 { 2a00:1450:4001:80b::/64, 2a00:1450:4001:80c::, \
              2a00:1450:4001:80d::1, 2a00:1450:4001:80e:: }\n# end of feed, 4 entries\n"
-        ), "{nft}");
+        ), "a /64 is written in place of the addresses inside it: {nft}");
     }
 
     #[test]
@@ -582,7 +589,7 @@ mod tests {
                 "add element inet greylist edge_16 { 2a00:1450::/32, 2a00:1451::, 2a00:1452::1 }\n\
              # end of feed, 3 entries\n"
             ),
-            "{nft}"
+            "a global IPv6 block is written in place of the entries inside it: {nft}"
         );
         let routeros = render_with(Appliance::Mikrotik, &items, Ipv6::On);
         assert!(routeros
@@ -602,7 +609,7 @@ mod tests {
                 "add element inet greylist edge_16 { 2a00:1453::/64, 2a00:1453:0:1::/64 }\n\
                  # end of feed, 2 entries\n"
             ),
-            "{nft}"
+            "a holder's /64 is written in place of the global entries inside it: {nft}"
         );
     }
 }

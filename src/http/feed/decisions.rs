@@ -331,7 +331,8 @@ mod tests {
             let more: Vec<String> = (0..33).map(|n| format!("w{n}")).collect();
             assert_eq!(
                 asked(parameter, &more),
-                Err(format!("{parameter} takes at most 32 words, not 33"))
+                Err(format!("{parameter} takes at most 32 words, not 33")),
+                "a 33rd word is refused"
             );
             assert!(asked(parameter, &["x".repeat(64)]).is_ok());
             assert_eq!(

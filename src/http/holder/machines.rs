@@ -81,11 +81,12 @@ fn fields(body: &Body) -> Result<Fields, ApiError> {
 }
 
 /// `POST /api/machines`: a new machine with an optional `name`, its login name
-/// and password made by the service, at most 20 per holder. Its login record
-/// goes to KV first: a record whose machine the holder's object does not keep
-/// admits nothing (`RecordMachineLogin` refuses it), while a machine kept without its
-/// record would take one of the twenty with a password nobody has. A refusal
-/// takes the record away again.
+/// and password made by the service, at most 20 per holder. The holder's
+/// object takes its slot first, so a holder at the twenty is refused without a
+/// KV write; its login record goes to KV next, and a write that fails gives the
+/// slot back (a machine kept without its record would take one of the twenty
+/// with a password nobody has). A record whose machine the holder's object
+/// does not keep admits nothing (`RecordMachineLogin` refuses it).
 pub async fn create(
     cx: &RequestContext,
     mut req: Request,
@@ -106,10 +107,11 @@ pub async fn create(
         id: new.id.clone(),
         digest: password_digest(&new.password),
     };
-    machines::save(env, &new.machine_id, &login).await?;
-    if let Err(failure) = holder(env, &license)?.ask(CreateMachine(record)).await {
-        machines::forget(env, &new.machine_id).await?;
-        return Err(failure.into());
+    let object = holder(env, &license)?;
+    object.ask(CreateMachine(record)).await?;
+    if let Err(fault) = machines::save(env, &new.machine_id, &login).await {
+        object.ask(RevokeMachine(new.id.clone())).await?;
+        return Err(fault.into());
     }
     let settings = MachineSettings::default();
     Reply::json(

@@ -9,7 +9,7 @@ use crate::domain::holder::list::Operation;
 use crate::domain::holder::outcome::HolderOutcome;
 use crate::domain::net::address::{Listed, PublicIp};
 use crate::domain::precedence::Governor;
-use crate::http::auth::caller::HolderCaller;
+use crate::http::auth::caller::{count_network_lookup, HolderCaller};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
@@ -35,13 +35,15 @@ struct StandingView {
 }
 
 /// `POST /api/networkStatus`: field `ip`. An address that is not public is
-/// refused with the specified operations' message.
+/// refused with the specified operations' message; past 120 lookups a minute
+/// per license, 429 before the shard is asked.
 pub async fn status(
     cx: &RequestContext,
     mut req: Request,
-    _: HolderCaller,
+    caller: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
+    count_network_lookup(env, &caller.license).await?;
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
     let raw = body.field("ip").unwrap_or_default();
     let given = PublicIp::parse(&raw, settings.ipv6)

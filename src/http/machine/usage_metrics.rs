@@ -4,7 +4,8 @@
 //! token (its `log_processors`); 201 without a body. The caller is named by its
 //! headers before the body is read (`caller::reporter`) and proved after it: a
 //! payload that does not parse is refused (400) before the token's polls are
-//! counted or anything is read. Each report is one
+//! counted or anything is read, and the client is counted before the body is
+//! read (`caller::count_client`), which is inflated only up to its limit. Each report is one
 //! call to the holder's object, within the token's or machine's poll limit.
 
 use worker::{Request, Response};
@@ -25,6 +26,8 @@ pub async fn post(
     mut req: Request,
     ReporterCaller(reporter): ReporterCaller,
 ) -> Result<Reply, ApiError> {
+    // The body is read before its reporter is proved: counted per client first.
+    caller::count_client(&cx.env, &req).await?;
     let body = Body::read_decoded(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
     let report = parse(body.bytes(), reporter).map_err(ApiError::BadRequest)?;
     match report {

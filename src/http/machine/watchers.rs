@@ -41,9 +41,10 @@ struct WatcherToken {
 const MAX_LOGIN_BYTES: usize = 64 * 1024;
 /// A login, in the order that makes a refusal cheapest: counted per client
 /// first, then the name's shape (no read for a name the service never made),
-/// counted per machine, the login record (KV, remembered by the isolate; none
-/// read at all for a machine the isolate saw revoked), the password against its
-/// digest, the license's standing, and last the holder's object, which refuses
+/// the login record (KV, remembered by the isolate; none read at all for a
+/// machine the isolate saw revoked), the password against its digest, then
+/// counted per machine (so no one who lacks the password can lock it out),
+/// the license's standing, and last the holder's object, which refuses
 /// a revoked machine at once and records the login and its scenarios. Every
 /// refusal is the Local API's 401, whatever its reason.
 pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
@@ -59,7 +60,6 @@ pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiEr
         .map(str::trim)
         .and_then(MachineId::parse)
         .ok_or(ApiError::MachineLoginRefused)?;
-    count_login(env, format!("machine:{}", machine_id.as_str())).await?;
     let record = machines::login(env, &machine_id, freshness, now)
         .await?
         .ok_or(ApiError::MachineLoginRefused)?;
@@ -67,6 +67,9 @@ pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiEr
     if !password_matches(&password, &record.digest) {
         return Err(ApiError::MachineLoginRefused);
     }
+    // Counted once its password is proved: a client who knows only the name
+    // spends its own budget, never the machine's.
+    count_login(env, format!("machine:{}", machine_id.as_str())).await?;
     cx.log.names(&record.license);
     if !licenses::status(env, &record.license, freshness, now)
         .await?

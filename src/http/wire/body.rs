@@ -9,7 +9,8 @@ use worker::{Context, Request};
 use crate::http::error::ApiError;
 use crate::http::wire::bulk::{BulkError, BulkRequest};
 use crate::http::wire::form;
-use crate::platform::stream::{append, gunzip, Chunks};
+use crate::http::wire::gzip::Gunzip;
+use crate::platform::stream::{append, Chunks};
 
 /// The limit of every body a holder or a login sends: a form with one address.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -27,22 +28,22 @@ pub fn declared_within(req: &Request, limit: usize) -> Result<Option<u64>, ApiEr
 }
 
 const UNREADABLE: &str = "the request body could not be read";
-const NOT_GZIP: &str = "the request body is not gzip, or broke off";
 
 /// The chunks of a body given to `take` as they come, until they pass `limit`:
 /// then 413 at once, and the rest is read and dropped after the answer, never
 /// copied here; so is it when `take` refuses a chunk. Cancelling the stream
 /// instead makes `wrangler dev`'s proxy lose the next request or exit
-/// (cloudflare/workers-sdk#15709, #15447).
+/// (cloudflare/workers-sdk#15709, #15447). What is drained is the bytes that
+/// came, as they came: a gzip body is inflated here (`Gunzip`), never by the
+/// stream, so a refused one is not inflated at all.
 async fn each_chunk(
     chunks: Chunks,
     ctx: &Context,
     limit: usize,
-    unreadable: &str,
     take: &mut dyn FnMut(&Uint8Array) -> Result<(), ApiError>,
 ) -> Result<(), ApiError> {
     let mut read = 0;
-    let broken = |_| ApiError::BadRequest(unreadable.to_owned());
+    let broken = |_| ApiError::BadRequest(UNREADABLE.to_owned());
     while let Some(chunk) = chunks.next().await.map_err(broken)? {
         read += chunk.length() as usize;
         let taken = match read > limit {
@@ -57,43 +58,6 @@ async fn each_chunk(
     Ok(())
 }
 
-/// The chunks of a body copied in, until they pass `limit` (`each_chunk`).
-async fn gather(
-    chunks: Chunks,
-    ctx: &Context,
-    limit: usize,
-    unreadable: &str,
-) -> Result<Vec<u8>, ApiError> {
-    let mut bytes = Vec::new();
-    each_chunk(chunks, ctx, limit, unreadable, &mut |chunk| {
-        append(&mut bytes, chunk);
-        Ok(())
-    })
-    .await?;
-    Ok(bytes)
-}
-
-/// A body's chunks as the route reads them: gunzipped when `gzipped` said it is
-/// gzip (as CrowdSec's engines send one over 5 KB), by the runtime's own
-/// `DecompressionStream`, so that a small body that decompresses to gigabytes
-/// is counted as it streams; 413 when its declared length is over `limit`.
-/// `None` for a request without a body.
-fn decoded_chunks(
-    req: &Request,
-    gzip: bool,
-    limit: usize,
-) -> Result<Option<(Chunks, &'static str)>, ApiError> {
-    // Gzip's frame adds a few bytes at most to what it carries.
-    declared_within(req, limit)?;
-    let Some(body) = req.inner().body() else {
-        return Ok(None);
-    };
-    Ok(Some(match gzip {
-        true => (Chunks::of(gunzip(body)?), NOT_GZIP),
-        false => (Chunks::of(body), UNREADABLE),
-    }))
-}
-
 /// Whether the body says it is gzip; 415 for an encoding other than none.
 pub fn gzipped(req: &Request) -> Result<bool, ApiError> {
     let coding = req.headers().get("Content-Encoding")?.unwrap_or_default();
@@ -104,26 +68,42 @@ pub fn gzipped(req: &Request) -> Result<bool, ApiError> {
     }
 }
 
-/// A body given to `take` a piece at a time as it streams in, decoded as
-/// `decoded_chunks` says, never held whole: for a route whose body may be far
-/// larger than what it keeps of it. 413 once the decoded bytes pass `limit`;
-/// what `take` refuses is the answer.
+/// A body given to `take` a piece at a time as it streams in, gunzipped when
+/// its `Content-Encoding` says it is gzip (as CrowdSec's engines send one over
+/// 5 KB), never held whole. 413 once its bytes pass `limit`, as sent (by its
+/// declared length, before anything is read) or as inflated (the inflating
+/// stops there); what `take` refuses is the answer.
 pub async fn stream_decoded(
     req: &Request,
     ctx: &Context,
     limit: usize,
     mut take: impl FnMut(&[u8]) -> Result<(), ApiError>,
 ) -> Result<(), ApiError> {
-    let Some((chunks, unreadable)) = decoded_chunks(req, gzipped(req)?, limit)? else {
+    let gzip = gzipped(req)?;
+    // Gzip's frame adds a few bytes at most to what it carries.
+    declared_within(req, limit)?;
+    let Some(body) = req.inner().body() else {
         return Ok(());
     };
     let mut piece = Vec::new();
-    each_chunk(chunks, ctx, limit, unreadable, &mut |chunk| {
+    let mut inflated = 0;
+    let mut gunzip = gzip.then(Gunzip::default);
+    each_chunk(Chunks::of(body), ctx, limit, &mut |chunk| {
         piece.clear();
         append(&mut piece, chunk);
-        take(&piece)
+        match &mut gunzip {
+            None => take(&piece),
+            Some(gunzip) => gunzip.push(&piece, &mut |out| {
+                inflated += out.len();
+                match inflated > limit {
+                    true => Err(ApiError::PayloadTooLarge(limit)),
+                    false => take(out),
+                }
+            }),
+        }
     })
-    .await
+    .await?;
+    gunzip.map_or(Ok(()), Gunzip::finish)
 }
 
 /// A request body read whole, with the content type that says how to parse it.
@@ -152,18 +132,22 @@ impl Body {
                 bytes,
             });
         }
-        let bytes = match req.inner().body() {
-            Some(body) => gather(Chunks::of(body), ctx, limit, UNREADABLE).await?,
-            None => Vec::new(),
-        };
+        let mut bytes = Vec::new();
+        if let Some(body) = req.inner().body() {
+            each_chunk(Chunks::of(body), ctx, limit, &mut |chunk| {
+                append(&mut bytes, chunk);
+                Ok(())
+            })
+            .await?;
+        }
         Ok(Self {
             content_type,
             bytes,
         })
     }
 
-    /// `read`, for a route that takes its body gzipped too (`decoded_chunks`),
-    /// refused with 413 once the decompressed bytes pass `limit`.
+    /// `read`, for a route that takes its body gzipped too (`stream_decoded`),
+    /// refused with 413 once the inflated bytes pass `limit`.
     pub async fn read_decoded(
         req: &mut Request,
         ctx: &Context,
@@ -173,10 +157,12 @@ impl Body {
             return Self::read(req, ctx, limit).await;
         }
         let content_type = req.headers().get("Content-Type")?.unwrap_or_default();
-        let bytes = match decoded_chunks(req, true, limit)? {
-            Some((chunks, unreadable)) => gather(chunks, ctx, limit, unreadable).await?,
-            None => Vec::new(),
-        };
+        let mut bytes = Vec::new();
+        stream_decoded(req, ctx, limit, |piece| {
+            bytes.extend_from_slice(piece);
+            Ok(())
+        })
+        .await?;
         Ok(Self {
             content_type,
             bytes,

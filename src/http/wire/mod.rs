@@ -6,6 +6,7 @@ pub mod body;
 pub mod bulk;
 pub mod etag;
 pub mod form;
+pub mod gzip;
 pub mod mode;
 pub mod rate_limit;
 pub mod reply;

@@ -6,8 +6,9 @@
 //! Here: the object, its start, the dispatch of each call, the list's
 //! operations and the alarm. The reports and the license's standing in the
 //! network are in `object/reports.rs`, a CrowdSec engine's alerts in
-//! `object/alerts.rs`, the holder's allow list in `object/allow.rs`, and the
-//! feed's part and a bouncer's live lookup in `object/feed.rs`.
+//! `object/alerts.rs`, the holder's allow list in `object/allow.rs`, the
+//! feed's part and a bouncer's live lookup in `object/feed.rs`, and the usage
+//! reports of its bouncers and engines in `object/usage.rs`.
 
 use std::cell::{Cell, RefCell};
 
@@ -42,6 +43,9 @@ mod alerts;
 mod allow;
 mod feed;
 mod reports;
+mod usage;
+
+use usage::{GatheredUsage, UsageReporter};
 
 /// What a call comes to: its answer, or the refusal or fault that stops it.
 type Answered<T> = std::result::Result<T, Failure<HolderRefusal>>;
@@ -70,6 +74,8 @@ pub struct HolderList {
     allow: RefCell<Option<AllowSet>>,
     /// Whether reports are on their way to the shards.
     sending: Cell<bool>,
+    /// Usage reports past the first of their minute, not yet written.
+    usage: GatheredUsage,
     /// Whether the next pull told to ask again is followed by another (`PulledElsewhere`).
     #[cfg(feature = "test-hooks")]
     pulled_elsewhere: Cell<bool>,
@@ -87,6 +93,7 @@ impl DurableObject for HolderList {
             revoked: Cell::new(None),
             allow: RefCell::new(None),
             sending: Cell::new(false),
+            usage: GatheredUsage::default(),
             #[cfg(feature = "test-hooks")]
             pulled_elsewhere: Cell::new(false),
         }
@@ -111,6 +118,10 @@ impl DurableObject for HolderList {
                 | HolderCall::WhyListed(_)
                 | HolderCall::SetNetwork(_)
         );
+        // The runtime runs a revoked holder's alarm too: so does the tests' hook.
+        #[cfg(feature = "test-hooks")]
+        let operators =
+            operators || matches!(call, HolderCall::RunAlarm(_) | HolderCall::AlarmAt(_));
         if !operators && self.is_revoked()? {
             return refuse::<HolderProtocol>(HolderRefusal::LicenseRevoked);
         }
@@ -146,6 +157,7 @@ impl DurableObject for HolderList {
             HolderCall::FeedTokens(FeedTokens) => FeedTokens::reply(stored(store.feed_tokens(now))),
             HolderCall::LiveLookup(lookup) => LiveLookup::reply(self.lookup(&lookup, now)),
             HolderCall::RevokeFeedToken(RevokeFeedToken(id)) => {
+                self.usage.forget(&UsageReporter::Token(id.clone()));
                 RevokeFeedToken::reply(stored(store.revoke_feed_token(&id)))
             }
             HolderCall::Revoke(Revoke) => Revoke::reply(self.revoke(now).await),
@@ -177,6 +189,7 @@ impl DurableObject for HolderList {
                 ChangeMachine::reply(stored(store.change_machine(&id, &change)))
             }
             HolderCall::RevokeMachine(RevokeMachine(id)) => {
+                self.usage.forget(&UsageReporter::Machine(id.clone()));
                 RevokeMachine::reply(stored(store.revoke_machine(&id)))
             }
             HolderCall::RecordMachineLogin(RecordMachineLogin { id, scenarios }) => {
@@ -189,7 +202,7 @@ impl DurableObject for HolderList {
             HolderCall::TakeAlerts(call) => {
                 TakeAlerts::reply(self.take_alerts(call, now, ready.limits).await)
             }
-            HolderCall::RecordUsage(call) => RecordUsage::reply(record_usage(&store, call, now)),
+            HolderCall::RecordUsage(call) => RecordUsage::reply(self.record_usage(call, now).await),
             #[cfg(feature = "test-hooks")]
             HolderCall::WasmMemory(super::protocol::WasmMemory) => {
                 super::protocol::WasmMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
@@ -227,8 +240,9 @@ impl DurableObject for HolderList {
         self.started.get_or_start(|| self.start()).await?;
         self.alarm_at.set(None);
         let more_reports = self.send_reports().await?;
-        let mut store = HolderTables::new(&self.sql);
         let now = clock::now().unix();
+        self.write_gathered_usage(now)?;
+        let mut store = HolderTables::new(&self.sql);
         let next =
             if more_reports || sweep(&mut store, now, SWEEP_BATCH).map_err(fault)? == SWEEP_BATCH {
                 Some(now)
@@ -373,30 +387,6 @@ fn picture(
         machines: store.machines()?,
         network: store.network_standing()?.standing,
     })
-}
-
-/// A bouncer's or engine's report, kept on its feed token or machine in one
-/// visit; refused as its pulls or alerts are once that is revoked.
-fn record_usage(
-    store: &HolderTables<&SqlStorage>,
-    call: RecordUsage,
-    now: UnixTime,
-) -> Answered<()> {
-    let (kept, refusal) = match call {
-        RecordUsage::Bouncer { token, report } => (
-            store.record_bouncer_usage(&token, &report, now)?,
-            HolderRefusal::FeedTokenRevoked,
-        ),
-        RecordUsage::Engine { machine, report } => (
-            store.record_engine_usage(&machine, &report, now)?,
-            HolderRefusal::MachineRevoked,
-        ),
-    };
-    if kept {
-        Ok(())
-    } else {
-        Err(Failure::Refused(refusal))
-    }
 }
 
 /// The live entry that lists `ip`, under whichever of its keys it is listed.

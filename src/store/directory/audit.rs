@@ -189,7 +189,10 @@ mod tests {
     fn a_forwarded_row_is_written_once_at_its_changes_time_and_none_older_than_the_last() {
         let directory = directory();
         assert!(directory.record_forwarded(&forwarded(1, "one")).unwrap());
-        assert!(!directory.record_forwarded(&forwarded(1, "one")).unwrap());
+        assert!(
+            !directory.record_forwarded(&forwarded(1, "one")).unwrap(),
+            "a row forwarded again is not written twice"
+        );
         assert!(directory.record_forwarded(&forwarded(3, "three")).unwrap());
         assert!(
             !directory.record_forwarded(&forwarded(2, "two")).unwrap(),
@@ -233,7 +236,11 @@ mod tests {
             .audit(&EVERYTHING, None, 10, Millis(200_000))
             .unwrap();
         let counts: Vec<u64> = rows.iter().map(|row| row.count).collect();
-        assert_eq!((counts, next), (vec![1, 1, 1, 2], None));
+        assert_eq!(
+            (counts, next),
+            (vec![1, 1, 1, 2], None),
+            "a refusal merges into the last row only from its address within a minute"
+        );
     }
 
     #[test]
@@ -277,7 +284,11 @@ mod tests {
                 .int(0)
                 .unwrap()
         };
-        assert_eq!((count(0), count(1)), (1, most), "the change stands");
+        assert_eq!(
+            (count(0), count(1)),
+            (1, most),
+            "the refusals keep at most their rows of the kind, and the change stands"
+        );
         for n in 0..most {
             directory.record(&created, Millis(now.0 + n)).unwrap();
         }

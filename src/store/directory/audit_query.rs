@@ -205,7 +205,8 @@ mod tests {
         );
         assert_eq!(
             shown(filter(None, Some("ADMIN_TOKEN"), None)),
-            ["4000", "1000"]
+            ["4000", "1000"],
+            "the admin token's changes alone, none of a key's"
         );
         assert_eq!(shown(filter(None, None, Some(L1))), ["2000", "1000"]);
         let between = AuditFilter {
@@ -258,7 +259,10 @@ mod tests {
             for cursor in [None, Some(&after)] {
                 let mut query = AuditQuery::of(&filter, cursor);
                 let plan = directory.sql.plan(&query.rows(10), &query.args);
-                assert!(plan.contains(index), "{filter:?}: {plan}");
+                assert!(
+                    plan.contains(index),
+                    "{filter:?}: not read by its own index: {plan}"
+                );
                 if query.within.is_empty() {
                     assert!(!plan.contains("TEMP B-TREE"), "{filter:?}: {plan}");
                 }

@@ -280,7 +280,11 @@ mod tests {
                 .unwrap();
         }
         let (page, next) = directory.licenses(Some("aCmE"), None, 2).unwrap();
-        assert_eq!(labels(&page), ["ACME Labs", "acme corp"]);
+        assert_eq!(
+            labels(&page),
+            ["ACME Labs", "acme corp"],
+            "a label prefix is found in any case, newest first"
+        );
         let (rest, end) = directory.licenses(Some("acme"), next.as_ref(), 2).unwrap();
         assert_eq!((labels(&rest), end), (vec!["Acme GmbH"], None));
         assert_eq!(
@@ -327,7 +331,7 @@ mod tests {
             found.is_empty(),
             "the one match is past the first searched rows"
         );
-        let next = next.expect("the search goes on");
+        let next = next.expect("a search past its bounded rows goes on from a cursor");
         assert_eq!(next.created_at, total - SEARCHED_ROWS);
         let (found, end) = directory.licenses(Some("rare"), Some(&next), 10).unwrap();
         assert_eq!((labels(&found), end), (vec!["rare"], None));

@@ -346,10 +346,13 @@ mod tests {
         let added = add(&mut store, "45.67.89.0/24");
         assert_eq!(added.outcome, AllowOutcome::Added);
         assert_eq!(added.usage.unwrap().removed, 2);
-        assert!(store
-            .entry("45.67.89.1".parse().unwrap())
-            .unwrap()
-            .is_none());
+        assert!(
+            store
+                .entry("45.67.89.1".parse().unwrap())
+                .unwrap()
+                .is_none(),
+            "a covered live entry is gone once the allow range is added"
+        );
         assert!(store
             .entry("45.67.90.1".parse().unwrap())
             .unwrap()

@@ -762,7 +762,7 @@ mod tests {
                     "-8.8.8.1", "-8.8.8.2", "-9.9.9.1", "+8.8.8.1", "+8.8.8.2", "+8.8.8.5",
                     "+9.9.9.1",
                 ],
-                "pages of {page}"
+                "pages of {page}: a moved expiry goes in deleted and new, the allowed once"
             );
         }
     }

@@ -279,7 +279,11 @@ mod tests {
         // Nothing new, within the minute: no row written.
         assert_eq!(pull(None, 10).position, Some(at(3)));
         assert_eq!(pull(Some(at(3)), 20).position, Some(at(3)));
-        assert_eq!(written(&store), NOON.0);
+        assert_eq!(
+            written(&store),
+            NOON.0,
+            "a pull that moved nothing, within the minute, writes no row"
+        );
         // The position moved: written at once, and it stays through a touch.
         assert_eq!(pull(Some(at(5)), 30).position, Some(at(5)));
         assert_eq!(written(&store), NOON.0 + 30);

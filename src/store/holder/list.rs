@@ -257,8 +257,13 @@ impl<S: Sql> HolderTables<S> {
             .map(|row| row.opt_int(0))
             .transpose()?
             .flatten();
-        let has_history = self.count("SELECT EXISTS (SELECT 1 FROM history)", &[])? > 0;
-        let daily = has_history.then(|| now.plus(SECONDS_PER_DAY));
+        // Every day while there is anything a day's tidying cuts: history, or
+        // usage days (a holder whose bouncers only report has nothing else).
+        let to_tidy = self.count(
+            "SELECT EXISTS (SELECT 1 FROM history) OR EXISTS (SELECT 1 FROM usage_days)",
+            &[],
+        )? > 0;
+        let daily = to_tidy.then(|| now.plus(SECONDS_PER_DAY));
         Ok(match (next_expiry.map(UnixTime), daily) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -596,7 +601,7 @@ mod tests {
             assert_eq!(
                 (listed, fed, due),
                 (entry.is_live(at), entry.is_live(at), !entry.is_live(at)),
-                "at +{}",
+                "the list, the feed and the sweep agree with the entry's liveness at +{} s",
                 at.0 - NOON.0
             );
         }
@@ -650,7 +655,11 @@ mod tests {
             .iter()
             .map(|r| (r.day, r.added, r.removed, r.expired))
             .collect();
-        assert_eq!(counts, [(day, 3, 1, 2), (day + 1, 1, 0, 0)]);
+        assert_eq!(
+            counts,
+            [(day, 3, 1, 2), (day + 1, 1, 0, 0)],
+            "each expiry is counted on the day it expired, met or swept"
+        );
         assert_eq!(
             store.usage().unwrap().day,
             day + 1,

@@ -271,7 +271,11 @@ mod tests {
             first[0].1.categories,
             Categories::parse("scan, ssh").unwrap()
         );
-        assert_eq!(first[0].1.network, Some(from));
+        assert_eq!(
+            first[0].1.network,
+            Some(from),
+            "a kept report holds the network it came from"
+        );
         store.forget_reports(Some(first[1].0)).unwrap();
         let rest = store.kept_reports(10).unwrap();
         assert_eq!(rest.len(), 1);

@@ -226,7 +226,11 @@ fn addition_limit_allows_exactly_the_limit_and_refuses_without_change<S: Inspect
     for n in 1..=3 {
         assert_eq!(run(&mut store, Add, n, NOON), P::Added);
     }
-    assert_eq!(run(&mut store, Add, 4, NOON), P::LimitReached);
+    assert_eq!(
+        run(&mut store, Add, 4, NOON),
+        P::LimitReached,
+        "an add past the day's limit is refused"
+    );
     assert_eq!(run(&mut store, Check, 4, NOON), P::Unlisted);
     assert_eq!(usage(&store).added, 3);
     assert_eq!(
@@ -267,7 +271,11 @@ fn counters_reset_at_midnight_utc_and_not_before<S: Inspected>(fresh: fn() -> S)
         run(&mut store, Add, n, NOON);
     }
     assert_eq!(run(&mut store, Add, 4, last_second), P::LimitReached);
-    assert_eq!(run(&mut store, Add, 4, midnight), P::Added);
+    assert_eq!(
+        run(&mut store, Add, 4, midnight),
+        P::Added,
+        "a new UTC day starts the daily counters again"
+    );
     assert_eq!(
         usage(&store),
         DailyUsage {
@@ -319,7 +327,11 @@ fn the_list_holds_at_most_its_bound_expired_entries_counted_until_swept<S: Inspe
     assert_eq!(add(&mut store, 1, None, NOON), P::Added);
     assert_eq!(add(&mut store, 2, Some(Expiry::After(60)), NOON), P::Added);
     assert_eq!(store.size().unwrap(), 2);
-    assert_eq!(add(&mut store, 3, None, NOON), P::ListFull);
+    assert_eq!(
+        add(&mut store, 3, None, NOON),
+        P::ListFull,
+        "an add past the list's bound is refused as full"
+    );
     assert_eq!(store.all_entries().len(), 2, "a full list changes nothing");
     assert_eq!(
         (usage(&store).added, usage(&store).refused),
@@ -535,7 +547,11 @@ fn the_history_keeps_only_the_newest_rows<S: Inspected>(fresh: fn() -> S) {
         .unwrap();
     }
     let history = store.all_history();
-    assert_eq!(history.len() as u64, MAX_HISTORY_ROWS);
+    assert_eq!(
+        history.len() as u64,
+        MAX_HISTORY_ROWS,
+        "the history is cut to its bound of rows"
+    );
     assert_eq!(history[0].ip, nth(10).into(), "the oldest went first");
     assert_eq!(
         history.last().unwrap().ip,
@@ -572,7 +588,10 @@ fn entries_sharing_one_expiry_are_swept_completely_in_bounded_batches<S: Inspect
     let mut sweeps = Vec::new();
     loop {
         let swept = sweep(&mut store, expires_at, BATCH).unwrap();
-        assert!(swept <= BATCH);
+        assert!(
+            swept <= BATCH,
+            "a sweep removes at most one batch: {swept} swept"
+        );
         sweeps.push(swept);
         if swept < BATCH {
             break;
@@ -696,10 +715,10 @@ fn under(store: &mut impl Inspected, prefix: Ipv6Prefix, text: &str, operation: 
 }
 
 /// Runs each step in turn, expecting its outcome.
-fn steps(store: &mut impl Inspected, steps: &[(Ipv6Prefix, &str, Operation, P)]) {
+fn steps(store: &mut impl Inspected, what: &str, steps: &[(Ipv6Prefix, &str, Operation, P)]) {
     for &(prefix, text, operation, expected) in steps {
         let outcome = under(store, prefix, text, operation);
-        assert_eq!(outcome, expected, "{prefix:?} {operation:?} {text}");
+        assert_eq!(outcome, expected, "{what}: {prefix:?} {operation:?} {text}");
     }
 }
 
@@ -718,6 +737,7 @@ fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Inspected>(fresh: fn() 
     let mut store = fresh();
     steps(
         &mut store,
+        "with a /64 prefix, an add lists the /64 that any address in it finds",
         &[
             (Net64, "2a00:1450:4001:80b::200e", Add, P::Added),
             (Net64, "2a00:1450:4001:80b::1", Add, P::AlreadyListed),
@@ -725,13 +745,21 @@ fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Inspected>(fresh: fn() 
             (Net64, "2a00:1450:4001:80c::1", Check, P::Unlisted),
         ],
     );
-    assert_eq!(listed(&store), ["2a00:1450:4001:80b::/64"]);
+    assert_eq!(
+        listed(&store),
+        ["2a00:1450:4001:80b::/64"],
+        "with a /64 prefix, an add lists the /64 that any address in it finds"
+    );
     assert_eq!(usage(&store).added, 1);
     steps(
         &mut store,
+        "a remove of any address in a listed /64 takes the /64",
         &[(Net64, "2a00:1450:4001:80b::9", Remove, P::Removed)],
     );
-    assert!(listed(&store).is_empty());
+    assert!(
+        listed(&store).is_empty(),
+        "a remove of any address in a listed /64 takes the /64"
+    );
     let history: Vec<String> = store
         .all_history()
         .iter()
@@ -744,6 +772,7 @@ fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Inspected>(fresh: fn() 
     // A change of the setting hides nothing: what either listed, the other finds.
     steps(
         &mut store,
+        "a change of the prefix setting hides nothing",
         &[
             (Net64, "2a00:1450:4001:80b::1", Add, P::Added),
             (Whole, "2a00:1450:4001:80b::2", Check, P::Listed),
@@ -755,10 +784,14 @@ fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Inspected>(fresh: fn() 
             (Net64, "2a00:1450:4001:80d::5", Remove, P::Removed),
         ],
     );
-    assert!(listed(&store).is_empty());
+    assert!(
+        listed(&store).is_empty(),
+        "a change of the prefix setting hides nothing"
+    );
     // Both an address and its /64 listed: both are found, and one remove takes both.
     steps(
         &mut store,
+        "an address and its /64 are listed apart",
         &[
             (Whole, "2a00:1450:4001:80e::5", Add, P::Added),
             (Net64, "2a00:1450:4001:80e::6", Add, P::Added),
@@ -768,9 +801,13 @@ fn a_64_is_one_entry_whatever_address_in_it_was_given<S: Inspected>(fresh: fn() 
     let removed_before = usage(&store).removed;
     steps(
         &mut store,
+        "one remove takes an address and its /64 both",
         &[(Net64, "2a00:1450:4001:80e::5", Remove, P::Removed)],
     );
-    assert!(listed(&store).is_empty());
+    assert!(
+        listed(&store).is_empty(),
+        "one remove takes an address and its /64 both"
+    );
     assert_eq!(usage(&store).removed, removed_before + 1, "one remove");
     let last_two: Vec<String> = store
         .all_history()

@@ -341,7 +341,10 @@ mod tests {
             .iter()
             .map(|row| row.text(0).unwrap())
             .collect();
-        assert!(!columns.contains(&"digest".to_owned()), "{columns:?}");
+        assert!(
+            !columns.contains(&"digest".to_owned()),
+            "the machines keep no password digest after the migration: {columns:?}"
+        );
         let store = HolderTables::new(&sql);
         let machines = store.machines().unwrap();
         assert_eq!(machines.len(), 1);

@@ -257,7 +257,11 @@ mod tests {
         let today = &usage.days[USAGE_DAYS as usize - 1];
         assert_eq!((today.packets, today.bytes), (4, 240));
         let yesterday = &usage.days[USAGE_DAYS as usize - 2];
-        assert_eq!((yesterday.packets, yesterday.bytes), (96, 6_144));
+        assert_eq!(
+            (yesterday.packets, yesterday.bytes),
+            (96, 6_144),
+            "a day's reports are added up"
+        );
         assert_eq!(
             listed[1].usage, None,
             "another token's bouncer reported nothing"
@@ -287,9 +291,12 @@ mod tests {
         assert_eq!(rows(&store), USAGE_DAYS - 10);
         assert!(store.revoke_feed_token(TOKEN).unwrap().is_some());
         assert_eq!(rows(&store), 0, "gone with the token");
-        assert!(!store
-            .record_bouncer_usage(TOKEN, &report(1, 1), last)
-            .unwrap());
+        assert!(
+            !store
+                .record_bouncer_usage(TOKEN, &report(1, 1), last)
+                .unwrap(),
+            "a revoked token's report is refused"
+        );
         assert_eq!(rows(&store), 0, "a revoked token's report keeps nothing");
     }
 
@@ -325,7 +332,10 @@ mod tests {
             })
         );
         let unknown = "mc_0000000000000000";
-        assert!(!store.record_engine_usage(unknown, &report, NOON).unwrap());
+        assert!(
+            !store.record_engine_usage(unknown, &report, NOON).unwrap(),
+            "a report of no machine of the holder's is refused"
+        );
     }
 
     #[test]

@@ -197,7 +197,8 @@ mod tests {
             .unwrap();
         assert_eq!(
             tables.sizes(KIND, 30).unwrap(),
-            [(1000, 10), (2000, 15), (3000, 12)]
+            [(1000, 10), (2000, 15), (3000, 12)],
+            "the list's sizes after each change, oldest first"
         );
         assert_eq!(
             tables.sizes(KIND, 2).unwrap(),
@@ -241,7 +242,8 @@ mod tests {
             [
                 (wide, by_alice.clone()),
                 (Ipv4Range::from_parts(address, 32).unwrap(), installed)
-            ]
+            ],
+            "every entry covering the address, wherever its chunk starts, comes with the change that added it and who made it"
         );
         assert_eq!(
             tables.covering(KIND, &index, address + 1).unwrap(),

@@ -365,7 +365,10 @@ mod tests {
         tables.merge_runs(KIND, 5, &[0], &index).unwrap();
         tables.merge_runs::<u128>(KIND, 5, &[], &[]).unwrap();
         tables.swap_in(KIND, 5, 6).unwrap();
-        assert!(tables.chunk_index::<u128>(KIND).unwrap().is_empty());
+        assert!(
+            tables.chunk_index::<u128>(KIND).unwrap().is_empty(),
+            "a list without IPv6 entries has no IPv6 chunk"
+        );
 
         let index: Vec<ChunkInfo> = tables.chunk_index(KIND).unwrap();
         tables.stage_run(7, 0, &v4(&[])).unwrap();

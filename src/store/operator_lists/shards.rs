@@ -345,7 +345,11 @@ mod tests {
         assert_eq!(built.change, Some(vec![interval("9.0.0.0/24")]));
         let mut v2 = second.manifest(2);
         v2.promoted = Some(second.promoted(&built.promoted));
-        assert_eq!(v2.promoted, Some(vec![0]));
+        assert_eq!(
+            v2.promoted,
+            Some(vec![0]),
+            "the first shard, not written again, keeps the promoted part it had"
+        );
         assert_eq!(
             promoted_part(&tables, &v2, 0),
             promoted_part(&tables, &v1, 0),

@@ -704,7 +704,7 @@ mod tests {
         assert_eq!(
             fake.global.reads.get(),
             reads,
-            "its moment's manifest answers"
+            "a request's addresses are answered from one manifest read of its moment"
         );
         listed(&fake, &held, every_time, PUBLISHED_AT + 1, "8.8.8.8");
         assert_eq!(

@@ -712,7 +712,7 @@ mod tests {
         assert_eq!(
             tables.retired_before(101, 1).unwrap(),
             due[..1],
-            "at most the limit"
+            "at most the limit of retired shards is due at once"
         );
         assert_eq!(
             due.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),

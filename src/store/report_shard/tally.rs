@@ -448,11 +448,16 @@ mod tests {
             vec![]
         );
         let seen = tally.of(ip, consensus, NOW, 10).unwrap();
-        assert_eq!((seen.licenses, seen.networks), (4, 3));
+        assert_eq!(
+            (seen.licenses, seen.networks),
+            (4, 3),
+            "a license counts once however many reports it sent"
+        );
         // A license that moves to a network of its own counts with it.
         assert_eq!(
             count(&tally, "lic_d", &[report("8.8.8.8", "scan", NOW, 4)]),
-            vec![ip]
+            vec![ip],
+            "a license counts with the network of its latest report"
         );
         assert_eq!(
             count(&tally, "lic_f", &[report("8.8.8.8", "ssh", NOW, 5)]),
@@ -504,7 +509,8 @@ mod tests {
         for license in ["a", "b", "c", "d", "e", "f"] {
             assert_eq!(
                 count(&tally, license, &[report("9.9.9.9", "ssh", NOW, 7)]),
-                vec![]
+                vec![],
+                "licenses of one network count as one network: never a consensus"
             );
         }
         let seen = tally
@@ -512,7 +518,8 @@ mod tests {
             .unwrap();
         assert_eq!(
             (seen.licenses, seen.networks, seen.reached_at),
-            (6, 1, None)
+            (6, 1, None),
+            "licenses of one network count as one network in the lookup"
         );
     }
 
@@ -568,7 +575,7 @@ mod tests {
             let plan = tally.sql.plan(networks, &args);
             assert!(
                 plan.contains("INDEX reports_by_network (ip=? AND network"),
-                "{plan}"
+                "the networks are counted by reports_by_network, one range a network: {plan}"
             );
         }
         let plan = tally.sql.plan(LICENSES_COUNTING, &args);
@@ -685,11 +692,23 @@ mod tests {
         let later = NOW.plus(86_400);
         four_report(&tally, "8.8.4.4", consensus, later);
         let keep = consensus.keeps_for();
-        assert_eq!(tally.recheck(consensus, NOW.plus(keep), 10).unwrap(), 1);
+        assert_eq!(
+            tally.recheck(consensus, NOW.plus(keep), 10).unwrap(),
+            1,
+            "a promotion is weighed again once its keep is over"
+        );
         assert_eq!(tally.pending(10).unwrap(), vec![], "still made");
-        assert_eq!(tally.next_due(NOW).unwrap(), Some(later.plus(keep)));
+        assert_eq!(
+            tally.next_due(NOW).unwrap(),
+            Some(later.plus(keep)),
+            "reports that still make it move the recheck to a keep after them"
+        );
         tally.recheck(consensus, later.plus(keep), 10).unwrap();
-        assert_eq!(tally.pending(10).unwrap(), vec![(ip, false)]);
+        assert_eq!(
+            tally.pending(10).unwrap(),
+            vec![(ip, false)],
+            "a promotion decays a keep after the reports that make it"
+        );
     }
 
     #[test]
@@ -705,7 +724,11 @@ mod tests {
         );
         assert_eq!(tally.next_due(NOW).unwrap(), Some(NOW), "weighed at once");
         tally.recheck(consensus, NOW, 10).unwrap();
-        assert_eq!(tally.pending(10).unwrap(), vec![(ip, false)]);
+        assert_eq!(
+            tally.pending(10).unwrap(),
+            vec![(ip, false)],
+            "a suspended license's reports count for nothing: its promotion is let go"
+        );
         tally.sent(&[(ip, false)]).unwrap();
         let seen = tally.of(ip, consensus, NOW, 10).unwrap();
         let b = seen.reporters.iter().find(|r| r.license == "b").unwrap();
@@ -731,9 +754,16 @@ mod tests {
         // Revoked: its reports are gone, and the promotion with them.
         tally.forget("c", NOW.plus(2)).unwrap();
         tally.recheck(consensus, NOW.plus(2), 10).unwrap();
-        assert_eq!(tally.pending(10).unwrap(), vec![(ip, false)]);
+        assert_eq!(
+            tally.pending(10).unwrap(),
+            vec![(ip, false)],
+            "a revoked license's promotion is weighed again at once and let go"
+        );
         let seen = tally.of(ip, consensus, NOW.plus(2), 10).unwrap();
-        assert!(seen.reporters.iter().all(|r| r.license != "c"));
+        assert!(
+            seen.reporters.iter().all(|r| r.license != "c"),
+            "a revoked license's reports are gone from the tally"
+        );
         assert_eq!(
             tally
                 .count(
@@ -779,7 +809,11 @@ mod tests {
         assert_eq!(reached, vec![], "on probation");
         let seen = tally.of(ip, consensus, NOW, 10).unwrap();
         let d = seen.reporters.iter().find(|r| r.license == "d").unwrap();
-        assert_eq!((d.standing, seen.licenses), (Standing::Probation, 3));
+        assert_eq!(
+            (d.standing, seen.licenses),
+            (Standing::Probation, 3),
+            "a license on probation counts for nothing yet"
+        );
         let of_age = young.plus(3_600);
         assert_eq!(tally.next_due(NOW).unwrap(), Some(of_age));
         tally.recheck(consensus, of_age, 10).unwrap();
@@ -871,7 +905,8 @@ mod tests {
             .unwrap();
         assert_eq!(
             tally.of(ip, consensus, NOW.plus(1), 10).unwrap().licenses,
-            3
+            3,
+            "a planted vote stays planted whatever the license reports later"
         );
         // Suspended licenses are reported_by too: a holder learns no standing.
         tally.set_standing("a", true, NOW.plus(1)).unwrap();
@@ -981,7 +1016,11 @@ mod tests {
         tally.migrate().unwrap();
         let consensus = Consensus::default();
         // Weighed at once: the four old reports, each a network of its own, still make it.
-        assert_eq!(tally.next_due(NOW).unwrap(), Some(UnixTime(0)));
+        assert_eq!(
+            tally.next_due(NOW).unwrap(),
+            Some(UnixTime(0)),
+            "a shard upgraded from before networks weighs its standing promotions at once"
+        );
         tally.recheck(consensus, NOW, 10).unwrap();
         assert_eq!(
             tally.pending(10).unwrap(),
@@ -1082,11 +1121,11 @@ mod tests {
                 }
                 let by_index = tally.reaches(ip, consensus, NOW).unwrap();
                 let by_rule = consensus.reached(tally.votes(ip), NOW).unwrap();
-                prop_assert_eq!(by_index, by_rule);
+                prop_assert_eq!(by_index, by_rule, "counted by index, the consensus strays from the rule weighing every vote");
                 // And the lookup's counts, in one pass, as the rule counts them.
                 let seen = tally.of(ip, consensus, NOW, 0).unwrap();
                 let voices = consensus.voices(tally.votes(ip), NOW).unwrap();
-                prop_assert_eq!((seen.licenses, seen.networks), (voices.licenses(), voices.networks()));
+                prop_assert_eq!((seen.licenses, seen.networks), (voices.licenses(), voices.networks()), "counted in one pass, the lookup strays from the rule weighing every vote");
             }
         }
     }

@@ -256,7 +256,8 @@ mod tests {
         let range = |text: &str| Ipv6Range::parse(text).unwrap();
         assert_eq!(
             carried(range("64:ff9b::6810:101")),
-            Ipv4Range::parse("104.16.1.1")
+            Ipv4Range::parse("104.16.1.1"),
+            "a promoted IPv6 address is weighed as the IPv4 address it carries"
         );
         assert_eq!(
             carried(range("::ffff:0:6810:101")),
