@@ -530,3 +530,68 @@ fn the_truth_checks_read_what_they_are_meant_to() {
         ]
     );
 }
+
+/// A `Fails:` text that names no assertion: a bare number or status, an
+/// identifier (a test's or a function's name), or text its own `Test:` lines
+/// carry (cargo prints a test's name whether it passes or not).
+fn says_no_assertion(fails: &str, tests: &[&str]) -> Option<&'static str> {
+    let words = fails.split_whitespace().count();
+    if fails.chars().all(|c| !c.is_alphabetic()) {
+        return Some("a number, not an assertion's message");
+    }
+    if words < 2 {
+        return Some("one word: an identifier or a fragment, not an assertion's message");
+    }
+    if tests
+        .iter()
+        .any(|test| test.contains(fails) || test.contains(&fails.replace(' ', "_")))
+    {
+        return Some("its own Test line carries it, so a passing run prints it too");
+    }
+    None
+}
+
+#[test]
+fn every_break_names_the_assertion_message_its_tests_fail_with() {
+    assert_eq!(
+        says_no_assertion("413", &[]),
+        Some("a number, not an assertion's message")
+    );
+    assert!(says_no_assertion("a refused report was written", &[]).is_none());
+    assert!(says_no_assertion("entries_by_expiry", &[]).is_some());
+    assert!(says_no_assertion(
+        "a page of ten",
+        &["cargo test --lib x::a_page_of_ten_is_shown"]
+    )
+    .is_some());
+    let mut patches = Vec::new();
+    files_under(&root().join("tests/breaks"), "patch", &mut patches);
+    assert!(patches.len() > 200, "{} patches", patches.len());
+    let mut wrong = Vec::new();
+    for patch in &patches {
+        let text = fs::read_to_string(patch).unwrap();
+        let header = text.split("\ndiff --git").next().unwrap_or_default();
+        let field = |name: &str| -> Vec<&str> {
+            header
+                .lines()
+                .filter_map(|line| line.strip_prefix(name))
+                .map(str::trim)
+                .collect()
+        };
+        let (tests, fails) = (field("Test:"), field("Fails:"));
+        let name = patch.file_name().unwrap().to_string_lossy().into_owned();
+        if fails.is_empty() {
+            wrong.push(format!("{name}: no Fails line"));
+        }
+        for text in fails {
+            if let Some(why) = says_no_assertion(text, &tests) {
+                wrong.push(format!("{name}: Fails: {text}: {why}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "breaks whose Fails names no assertion message:\n{}",
+        wrong.join("\n")
+    );
+}
