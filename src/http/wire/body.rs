@@ -30,16 +30,19 @@ pub fn declared_within(req: &Request, limit: usize) -> Result<Option<u64>, ApiEr
 const UNREADABLE: &str = "the request body could not be read";
 
 /// The chunks of a body given to `take` as they come, until they pass `limit`:
-/// then 413 at once, and the rest is read and dropped after the answer, never
-/// copied here; so is it when `take` refuses a chunk. Cancelling the stream
-/// instead makes `wrangler dev`'s proxy lose the next request or exit
-/// (cloudflare/workers-sdk#15709, #15447). What is drained is the bytes that
-/// came, as they came: a gzip body is inflated here (`Gunzip`), never by the
-/// stream, so a refused one is not inflated at all.
+/// then 413, and the rest is read and dropped, never copied here; so is it when
+/// `take` refuses a chunk. Cancelling the stream instead makes `wrangler dev`'s
+/// proxy lose the next request or exit (cloudflare/workers-sdk#15709, #15447),
+/// and so does an answer sent before the body is read: a body whose `declared`
+/// length is within the limit is read to its end before the answer (at most
+/// `limit` bytes more), one without is read after it. What is drained is the
+/// bytes that came, as they came: a gzip body is inflated here (`Gunzip`),
+/// never by the stream, so a refused one is not inflated any further.
 async fn each_chunk(
     chunks: Chunks,
     ctx: &Context,
     limit: usize,
+    declared: Option<u64>,
     take: &mut dyn FnMut(&Uint8Array) -> Result<(), ApiError>,
 ) -> Result<(), ApiError> {
     let mut read = 0;
@@ -51,7 +54,10 @@ async fn each_chunk(
             false => take(&chunk),
         };
         if let Err(refused) = taken {
-            ctx.wait_until(chunks.discard());
+            match declared {
+                Some(_) => chunks.discard().await,
+                None => ctx.wait_until(chunks.discard()),
+            }
             return Err(refused);
         }
     }
@@ -81,14 +87,14 @@ pub async fn stream_decoded(
 ) -> Result<(), ApiError> {
     let gzip = gzipped(req)?;
     // Gzip's frame adds a few bytes at most to what it carries.
-    declared_within(req, limit)?;
+    let declared = declared_within(req, limit)?;
     let Some(body) = req.inner().body() else {
         return Ok(());
     };
     let mut piece = Vec::new();
     let mut inflated = 0;
     let mut gunzip = gzip.then(Gunzip::default);
-    each_chunk(Chunks::of(body), ctx, limit, &mut |chunk| {
+    each_chunk(Chunks::of(body), ctx, limit, declared, &mut |chunk| {
         piece.clear();
         append(&mut piece, chunk);
         match &mut gunzip {
@@ -134,7 +140,7 @@ impl Body {
         }
         let mut bytes = Vec::new();
         if let Some(body) = req.inner().body() {
-            each_chunk(Chunks::of(body), ctx, limit, &mut |chunk| {
+            each_chunk(Chunks::of(body), ctx, limit, None, &mut |chunk| {
                 append(&mut bytes, chunk);
                 Ok(())
             })
