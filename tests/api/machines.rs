@@ -892,7 +892,11 @@ fn no_one_without_its_password_can_lock_a_machine_out() {
             ],
             Some(body.to_string().as_bytes()),
         );
-        assert_eq!(refused.status, 401, "{}", refused.body);
+        assert_eq!(
+            refused.status, 401,
+            "a wrong password from another client was counted against the machine: {}",
+            refused.body
+        );
     }
     let logged_in = login(&server, &machine.machine_id, &machine.password);
     assert_eq!(

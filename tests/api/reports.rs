@@ -244,6 +244,13 @@ fn distinct_licenses_make_the_consensus_and_one_license_counts_once() {
         (json!(3), Value::Null),
         "three licenses made the consensus, or were not counted as three"
     );
+    // Nor do the shards' alarms, which tell the writer what reached it.
+    server.run_report_shards();
+    assert_eq!(
+        apps[3].check("81.3.0.1"),
+        "[81.3.0.1] is currently not on global greylist",
+        "three licenses put the address on the global list"
+    );
     report_own(&apps[3], &[("ip", "81.3.0.1"), ("categories", "scan")]);
     let four = reports_of(&server, &all, "81.3.0.1", |r| r["licenses"] == 4);
     assert_eq!(
