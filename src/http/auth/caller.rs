@@ -236,12 +236,23 @@ async fn by_feed_token(
     Ok((license, owner))
 }
 
-/// The rate-limiting binding that counts feed polls per token.
+/// The period of every rate-limiting binding (`wrangler.toml`), which the
+/// binding cannot say: what a 429 tells the client to wait.
+const LIMIT_PERIOD_SECONDS: u32 = 60;
+
+/// One call counted against `key`'s budget in the rate-limiting binding
+/// `binding`; 429 past it.
+pub async fn count_in(env: &Env, binding: &str, key: String) -> Result<(), ApiError> {
+    match env.rate_limiter(binding)?.limit(key).await?.success {
+        true => Ok(()),
+        false => Err(ApiError::TooManyRequests(LIMIT_PERIOD_SECONDS)),
+    }
+}
+
+/// The rate-limiting binding that counts feed polls per token: 120 polls a
+/// minute leave room for a poll every second, which CrowdSec's bouncers may be
+/// set to (they give up for good when their first pull fails).
 const FEED_LIMITER: &str = "FEED_LIMITER";
-/// Its period (`wrangler.toml`): 120 polls a minute leave room for a poll every
-/// second, which CrowdSec's bouncers may be set to (they give up for good when
-/// their first pull fails).
-const FEED_LIMIT_PERIOD_SECONDS: u32 = 60;
 
 /// A holder's lookup of what the network says of an address, counted per
 /// license with the feeds' polls: each is a call to a report shard that every
@@ -251,37 +262,20 @@ pub async fn count_network_lookup(env: &Env, license: &LicenseId) -> Result<(), 
 }
 
 async fn limit_polls(env: &Env, key: &str) -> Result<(), ApiError> {
-    if env
-        .rate_limiter(FEED_LIMITER)?
-        .limit(key.to_owned())
-        .await?
-        .success
-    {
-        Ok(())
-    } else {
-        Err(ApiError::TooManyRequests(FEED_LIMIT_PERIOD_SECONDS))
-    }
+    count_in(env, FEED_LIMITER, key.to_owned()).await
 }
 
 /// The rate-limiting binding that counts, per client address (an IPv6 one by
 /// its /64), the requests whose credential costs a read to prove (a feed token
 /// the isolate does not remember) or whose body is read before it is proved (a
-/// usage report), and its period (`wrangler.toml`).
+/// usage report).
 const CLIENT_LIMITER: &str = "CLIENT_LIMITER";
-const CLIENT_LIMIT_PERIOD_SECONDS: u32 = 60;
 
 /// One such request counted against its client's budget, before anything is
 /// read; 429 past it.
 pub async fn count_client(env: &Env, req: &Request) -> Result<(), ApiError> {
     let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
-    let counted = env
-        .rate_limiter(CLIENT_LIMITER)?
-        .limit(client_bucket(&client))
-        .await?;
-    match counted.success {
-        true => Ok(()),
-        false => Err(ApiError::TooManyRequests(CLIENT_LIMIT_PERIOD_SECONDS)),
-    }
+    count_in(env, CLIENT_LIMITER, client_bucket(&client)).await
 }
 
 /// An operator who may call the route asked for, and from where.
@@ -307,9 +301,8 @@ impl OperatorCaller {
 /// The longest path an audit row keeps of a refused call.
 const LOGGED_PATH_CHARS: usize = 200;
 /// The rate-limiting binding that counts operator calls made without
-/// `ADMIN_TOKEN`, per client address, and its period (`wrangler.toml`).
+/// `ADMIN_TOKEN`, per client address.
 const OPERATOR_LIMITER: &str = "OPERATOR_LIMITER";
-const OPERATOR_LIMIT_PERIOD_SECONDS: u32 = 60;
 
 /// The operator, proven by `ADMIN_TOKEN` (or `ADMIN_TOKEN_NEXT` while it is
 /// rotated), which opens every route without a lookup; or by a named operator
@@ -336,13 +329,8 @@ pub async fn operator(
         });
     }
     // Before anything is read: a flood of made-up keys costs only the refusal.
-    let counted = env
-        .rate_limiter(OPERATOR_LIMITER)?
-        .limit(client_bucket(client.as_deref().unwrap_or_default()))
-        .await?;
-    if !counted.success {
-        return Err(ApiError::TooManyRequests(OPERATOR_LIMIT_PERIOD_SECONDS));
-    }
+    let bucket = client_bucket(client.as_deref().unwrap_or_default());
+    count_in(env, OPERATOR_LIMITER, bucket).await?;
     let path: String = req.path().chars().take(LOGGED_PATH_CHARS).collect();
     let call = format!("{} {path}", req.method().as_ref());
     let actor = operator_key::check(cx, token.as_deref(), access, (call, client.clone())).await?;

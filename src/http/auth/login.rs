@@ -5,6 +5,7 @@ use worker::{Env, Request};
 
 use crate::domain::access::token::TokenKey;
 use crate::domain::net::address::client_bucket;
+use crate::http::auth::caller::count_in;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
@@ -30,8 +31,6 @@ struct LoginAnswer {
 
 /// The rate-limiting binding that counts logins, holders' and machines' alike.
 const LIMITER: &str = "LOGIN_LIMITER";
-/// The binding's period (`wrangler.toml`); the binding cannot say how much of it is left.
-const LIMIT_PERIOD_SECONDS: u32 = 60;
 
 /// One login counted against its client's budget, holders' and machines' alike:
 /// the client's address, an IPv6 one by its /64, whose 2^64 addresses it may
@@ -44,11 +43,7 @@ pub async fn count_client_login(env: &Env, req: &Request) -> Result<(), ApiError
 /// One login counted against `key`'s budget (a client's, or a machine's name);
 /// 429 past it.
 pub async fn count_login(env: &Env, key: String) -> Result<(), ApiError> {
-    if env.rate_limiter(LIMITER)?.limit(key).await?.success {
-        Ok(())
-    } else {
-        Err(ApiError::TooManyRequests(LIMIT_PERIOD_SECONDS))
-    }
+    count_in(env, LIMITER, key).await
 }
 
 pub async fn handle(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
