@@ -1,6 +1,6 @@
 //! The greylist service, in layers that point one way: `domain` (the rules and
 //! values) ← `platform` (the runtime's clock, settings, streams) and `store` (KV
-//! and SQLite adapters) ← `objects` (the five Durable Objects and their typed
+//! and SQLite adapters) ← `objects` (the six Durable Objects and their typed
 //! protocols) ← `http` (routes, wire formats, the one error mapping) ← this entry
 //! point. `tests/layers.rs` fails when a module imports from a layer above its
 //! own, or when two files import each other.

@@ -3,6 +3,7 @@
 //! list governs an address for a holder is `precedence`, above them all.
 
 pub mod access;
+pub mod cloudflare;
 pub mod code;
 pub mod feed;
 pub mod holder;

@@ -55,6 +55,8 @@ pub enum ApiError {
     Forbidden(String),
     /// A fault on our side (storage, configuration); the detail is logged, never shown.
     Internal(String),
+    /// A feature the operator has not set up (the detail names the setting).
+    Unavailable(String),
     /// The service's two Workers are between a deployment's two steps, and the
     /// objects refused this edge's call; the detail is logged, never shown.
     Upgrading(String),
@@ -81,7 +83,7 @@ impl ApiError {
             Self::Conflict(_) => 409,
             Self::Forbidden(_) | Self::AccessForbidden(_) => 403,
             Self::Internal(_) => 500,
-            Self::Upgrading(_) => 503,
+            Self::Upgrading(_) | Self::Unavailable(_) => 503,
         }
     }
 
@@ -126,6 +128,7 @@ impl ApiError {
             Self::Internal(_) => {
                 "Internal error: the request could not be completed, try again later".to_owned()
             }
+            Self::Unavailable(detail) => format!("Service unavailable: {detail}"),
             Self::Upgrading(_) => format!(
                 "Service unavailable: the service is being upgraded, try again in {UPGRADE_RETRY_SECONDS} seconds"
             ),
@@ -154,6 +157,7 @@ impl ApiError {
             Self::Forbidden(_) => "forbidden",
             Self::Internal(_) => "internal_error",
             Self::Upgrading(_) => "upgrading",
+            Self::Unavailable(_) => "unavailable",
         }
     }
 

@@ -14,7 +14,7 @@ use super::auth::login;
 use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed::{decisions, handlers as feed};
-use super::holder::{allow, browse, machines, network, operations, report};
+use super::holder::{allow, browse, cloudflare, machines, network, operations, report};
 use super::machine::{alerts, heartbeat, usage_metrics, watchers};
 use super::operator::{console, lists, network as operator_network};
 use super::wire::reply::Reply;
@@ -184,6 +184,10 @@ pub static ROUTES: &[Route] = &[
     row("/api/machines", Get, "list_machines", with!(Holder, |cx, req, who| machines::list(cx, req, who))),
     row("/api/machines/{id}", Patch, "change_machine", with!(Holder, |cx, req, who| machines::change(cx, req, who))),
     row("/api/machines/{id}", Delete, "revoke_machine", with!(Holder, |cx, req, who| machines::revoke(cx, req, who))),
+    // The holder's own Cloudflare edge: a list kept in sync, and the zone's rule that challenges it.
+    row("/api/cloudflare", Put, "connect_cloudflare", with!(Holder, |cx, req, who| cloudflare::connect(cx, req, who))),
+    row("/api/cloudflare", Get, "cloudflare_status", with!(Holder, |cx, req, who| cloudflare::status(cx, req, who))),
+    row("/api/cloudflare", Delete, "disconnect_cloudflare", with!(Holder, |cx, req, who| cloudflare::disconnect(cx, req, who))),
     // CrowdSec's bouncers.
     row("/v1/decisions/stream", Get, "decision_stream", with!(Bouncer, |cx, req, who| decisions::stream(cx, req, who))),
     row("/v1/decisions/stream", Head, "decision_stream_head", with!(Bouncer, |cx, req, who| decisions::stream_head(cx, req, who))),

@@ -1,10 +1,12 @@
-//! The five Durable Objects (a holder's lists, the operator's lists, the
-//! operator's directory, the revocations still to tell, the report shards), each
+//! The six Durable Objects (a holder's lists, the operator's lists, the
+//! operator's directory, the revocations still to tell, the report shards, the
+//! turns of a Cloudflare account's bulk operations), each
 //! thin: it receives a
 //! call of its protocol and dispatches it onto the domain's rules and the store's
 //! adapters. Each has a client, the typed way the Worker calls it, and each starts
 //! the same way (`startup`).
 
+pub mod cloudflare_account;
 pub mod directory;
 pub mod holder;
 pub mod operator_lists;

@@ -3,6 +3,7 @@
 //! SQLite databases of the Durable Objects.
 
 pub mod canaries;
+pub mod cloudflare_account;
 pub mod directory;
 pub mod holder;
 pub mod kv;

@@ -8,6 +8,7 @@ mod allow_list_feeds;
 mod appliances;
 mod auth;
 mod bounded;
+mod cloudflare;
 mod concurrency;
 mod console;
 mod costs;

@@ -16,11 +16,12 @@ use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlS
 
 use super::protocol::{
     Activity, AddressListing, AdmitLicense, AllowPage, AllowPerform, ChangeMachine,
-    CreateFeedToken, CreateMachine, EntryPage, Feed, FeedTokens, History, HolderCall,
-    HolderProtocol, HolderRefusal, HolderSummary, LiveLookup, Machines, Perform,
-    RecordMachineLogin, RecordUsage, Report, Revoke, RevokeFeedToken, RevokeMachine, SetNetwork,
-    Summary, TakeAlerts, Usage, WhyListed,
+    CloudflareConnect, CloudflareDisconnect, CloudflareState, CreateFeedToken, CreateMachine,
+    EntryPage, Feed, FeedTokens, History, HolderCall, HolderProtocol, HolderRefusal, HolderSummary,
+    LiveLookup, Machines, Perform, RecordMachineLogin, RecordUsage, Report, Revoke,
+    RevokeFeedToken, RevokeMachine, SetNetwork, Summary, TakeAlerts, Usage, WhyListed,
 };
+use crate::domain::cloudflare::link::Link;
 use crate::domain::holder::activity::last_days;
 use crate::domain::holder::allow::AllowSet;
 use crate::domain::holder::entry::Entry;
@@ -41,6 +42,7 @@ use crate::store::sql::SqlError;
 const SWEEP_BATCH: usize = 1_000;
 mod alerts;
 mod allow;
+mod cloudflare;
 mod feed;
 mod reports;
 mod usage;
@@ -76,6 +78,8 @@ pub struct HolderList {
     sending: Cell<bool>,
     /// Usage reports past the first of their minute, not yet written.
     usage: GatheredUsage,
+    /// The holder's Cloudflare link, once read: every change of it is made here.
+    cloudflare: RefCell<Option<Option<Link>>>,
     /// Whether the next pull told to ask again is followed by another (`PulledElsewhere`).
     #[cfg(feature = "test-hooks")]
     pulled_elsewhere: Cell<bool>,
@@ -94,6 +98,7 @@ impl DurableObject for HolderList {
             allow: RefCell::new(None),
             sending: Cell::new(false),
             usage: GatheredUsage::default(),
+            cloudflare: RefCell::new(None),
             #[cfg(feature = "test-hooks")]
             pulled_elsewhere: Cell::new(false),
         }
@@ -203,6 +208,15 @@ impl DurableObject for HolderList {
                 TakeAlerts::reply(self.take_alerts(call, now, ready.limits).await)
             }
             HolderCall::RecordUsage(call) => RecordUsage::reply(self.record_usage(call, now).await),
+            HolderCall::CloudflareConnect(CloudflareConnect { license, connect }) => {
+                CloudflareConnect::reply(self.cloudflare_connect(&license, connect, now).await)
+            }
+            HolderCall::CloudflareState(CloudflareState) => {
+                CloudflareState::reply(self.cloudflare_status())
+            }
+            HolderCall::CloudflareDisconnect(CloudflareDisconnect { delete_list }) => {
+                CloudflareDisconnect::reply(self.cloudflare_disconnect(delete_list).await)
+            }
             #[cfg(feature = "test-hooks")]
             HolderCall::WasmMemory(super::protocol::WasmMemory) => {
                 super::protocol::WasmMemory::reply(Ok(crate::platform::memory::wasm_bytes()))
@@ -243,12 +257,20 @@ impl DurableObject for HolderList {
         let now = clock::now().unix();
         self.write_gathered_usage(now)?;
         let mut store = HolderTables::new(&self.sql);
-        let next =
-            if more_reports || sweep(&mut store, now, SWEEP_BATCH).map_err(fault)? == SWEEP_BATCH {
-                Some(now)
-            } else {
-                store.tidy(now).map_err(fault)?
-            };
+        let swept = sweep(&mut store, now, SWEEP_BATCH).map_err(fault)?;
+        let next = if more_reports || swept == SWEEP_BATCH {
+            Some(now)
+        } else {
+            store.tidy(now).map_err(fault)?
+        };
+        if swept > 0 {
+            self.cloudflare_changed(now).await.map_err(failure)?;
+        }
+        let pushed = self.cloudflare_sync(now).await.map_err(failure)?;
+        let next = match (next, pushed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         if let Some(at) = next {
             self.schedule_sweep(at).await?;
         }
@@ -290,6 +312,7 @@ impl HolderList {
             self.schedule_sweep(next)
                 .await
                 .map_err(|e| Failure::Fault(e.into()))?;
+            self.cloudflare_changed(now).await?;
         }
         Ok(answers)
     }
@@ -369,6 +392,11 @@ impl HolderList {
 /// What the store read or wrote, as an answer: its faults are the object's.
 fn stored<T>(result: std::result::Result<T, SqlError>) -> Answered<T> {
     result.map_err(Failure::from)
+}
+
+/// A call's failure, as the alarm returns it.
+fn failure(failure: Failure<HolderRefusal>) -> worker::Error {
+    worker::Error::RustError(format!("holder: {failure:?}"))
 }
 
 fn fault(error: SqlError) -> worker::Error {

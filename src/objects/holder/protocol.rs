@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::access::audit::Stamp;
 use crate::domain::access::license::LicenseId;
+use crate::domain::cloudflare::connection::Connect;
+use crate::domain::cloudflare::link::{ConnectRefusal, Status as CloudflareStatus};
 use crate::domain::feed::decision::{DecisionType, Pull};
 use crate::domain::feed::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
 use crate::domain::feed::item::{FeedHead, FeedRecord};
@@ -61,6 +63,9 @@ calls!(HolderProtocol => HolderCall {
     RecordMachineLogin => (),
     TakeAlerts => AlertsAnswer,
     RecordUsage => (),
+    CloudflareConnect => Result<CloudflareStatus, ConnectRefusal>,
+    CloudflareState => CloudflareStatus,
+    CloudflareDisconnect => Result<CloudflareStatus, ConnectRefusal>,
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
     #[cfg(feature = "test-hooks")]
@@ -387,3 +392,21 @@ pub struct Panic;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct PulledElsewhere;
+
+/// Connects the holder's Cloudflare account: the token checked, the list found
+/// or made, the zone's rule found or made; answered with the status, or why not.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CloudflareConnect {
+    pub license: LicenseId,
+    pub connect: Connect,
+}
+
+/// How the holder's Cloudflare connection stands.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CloudflareState;
+
+/// Stops the sync and forgets the token; with `delete_list`, the list goes too.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CloudflareDisconnect {
+    pub delete_list: bool,
+}

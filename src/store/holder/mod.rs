@@ -4,11 +4,13 @@
 //! holder's allow list (`allow`), the feed's reads and deltas (`feed`), the
 //! feed tokens with their positions (`feed_tokens`), the reports kept until
 //! they are sent on (`reports`), the holder's CrowdSec engines (`machines`),
-//! and what its bouncers and engines report of themselves (`usage_metrics`).
+//! what its bouncers and engines report of themselves (`usage_metrics`),
+//! and its Cloudflare connection with the items put in its list (`cloudflare`).
 //! `rule_tests` runs the holder's rules against it and against the in-memory
 //! store alike.
 
 pub mod allow;
+pub mod cloudflare;
 pub mod feed;
 pub mod feed_tokens;
 pub mod list;

@@ -7,7 +7,7 @@ use crate::store::sql::{Sql, SqlError};
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-pub(super) const MIGRATIONS: [&str; 14] = [
+pub(super) const MIGRATIONS: [&str; 15] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -174,6 +174,13 @@ pub(super) const MIGRATIONS: [&str; 14] = [
         seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, detail TEXT NOT NULL,
         actor TEXT, actor_key TEXT, client TEXT
     );",
+    // The holder's own Cloudflare edge: the link with its sync's state (JSON, whose
+    // fields default) and the sealed token apart, and the items put in its list.
+    "CREATE TABLE cloudflare (
+        id INTEGER PRIMARY KEY CHECK (id = 0), link TEXT NOT NULL, token BLOB
+    );
+    CREATE TABLE cloudflare_items (item TEXT PRIMARY KEY, id TEXT) WITHOUT ROWID;
+    CREATE INDEX cloudflare_items_by_id ON cloudflare_items (id);",
 ];
 
 /// Brings the holder's schema to the newest version.

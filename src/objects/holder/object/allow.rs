@@ -45,6 +45,7 @@ impl HolderList {
             self.schedule_sweep(now.plus(SECONDS_PER_DAY))
                 .await
                 .map_err(|e| Failure::Fault(e.into()))?;
+            self.cloudflare_changed(now).await?;
         }
         // The flag as the list stands now, and again after each telling: while one
         // waits on the revocations' object, another operation may change the list

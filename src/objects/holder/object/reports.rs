@@ -43,6 +43,9 @@ impl HolderList {
         let store = HolderTables::new(&self.sql);
         store.revoke(now)?;
         self.revoked.set(Some(true));
+        // Its Cloudflare sync stops, and its token is erased.
+        store.forget_cloudflare()?;
+        *self.cloudflare.borrow_mut() = Some(None);
         store.forget_reports(None)?;
         if let Some((license, _)) = store.license()? {
             for index in 0..SHARDS {

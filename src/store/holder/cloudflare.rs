@@ -1,0 +1,213 @@
+//! A holder's Cloudflare connection in its object's database: one row for the
+//! link and how its sync stands (the sync's state as JSON, whose fields default,
+//! so that older records read), and one row per item put in the list, with
+//! Cloudflare's id for it once a page of the list told it.
+
+use crate::domain::cloudflare::item::ItemText;
+use crate::domain::cloudflare::link::{Link, SyncState};
+use crate::domain::cloudflare::push::PutItem;
+use crate::domain::net::address::Listed;
+use crate::domain::time::UnixTime;
+use crate::store::holder::list::HolderTables;
+use crate::store::holder::rows::{ip_of, live};
+use crate::store::sql::{Sql, SqlError, Value};
+
+fn json<T: serde::Serialize>(value: &T) -> Result<String, SqlError> {
+    serde_json::to_string(value).map_err(|e| SqlError(format!("a Cloudflare link: {e}")))
+}
+
+impl<S: Sql> HolderTables<S> {
+    /// The holder's connection, if they have one.
+    pub fn cloudflare_link(&self) -> Result<Option<Link>, SqlError> {
+        let rows = self
+            .sql()
+            .query("SELECT link, token FROM cloudflare WHERE id = 0", &[])?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let mut link: Link = serde_json::from_str(&row.text(0)?)
+            .map_err(|e| SqlError(format!("a Cloudflare link: {e}")))?;
+        link.token = row.opt_blob(1)?.unwrap_or_default().to_vec();
+        Ok(Some(link))
+    }
+
+    /// Keeps `link`, the token in a column of its own (never in the JSON).
+    pub fn save_cloudflare_link(&self, link: &Link) -> Result<(), SqlError> {
+        let mut shown = link.clone();
+        shown.token = Vec::new();
+        self.sql().execute(
+            "INSERT INTO cloudflare (id, link, token) VALUES (0, ?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET link = excluded.link, token = excluded.token",
+            &[Value::text(json(&shown)?), Value::Blob(link.token.clone())],
+        )?;
+        Ok(())
+    }
+
+    /// Only the sync's state changed.
+    pub fn save_cloudflare_sync(&self, sync: &SyncState) -> Result<(), SqlError> {
+        self.sql().execute(
+            "UPDATE cloudflare SET link = json_set(link, '$.sync', json(?1)) WHERE id = 0",
+            &[Value::text(json(sync)?)],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets the connection, its token and what was put in its list.
+    pub fn forget_cloudflare(&self) -> Result<(), SqlError> {
+        self.sql().execute("DELETE FROM cloudflare", &[])?;
+        self.sql().execute("DELETE FROM cloudflare_items", &[])?;
+        Ok(())
+    }
+
+    /// Every item put in the list (at most the list's cap).
+    pub fn cloudflare_items(&self) -> Result<Vec<PutItem>, SqlError> {
+        self.sql()
+            .query("SELECT item, id FROM cloudflare_items", &[])?
+            .iter()
+            .map(|row| {
+                Ok(PutItem {
+                    item: ItemText(row.text(0)?),
+                    id: row.opt_text(1)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Items Cloudflare added: their ids come with the next reading of the list.
+    pub fn cloudflare_added(&self, items: &[String]) -> Result<(), SqlError> {
+        for item in items {
+            self.sql().execute(
+                "INSERT INTO cloudflare_items (item, id) VALUES (?1, NULL) ON CONFLICT (item) DO NOTHING",
+                &[Value::text(item.as_str())],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Items Cloudflare removed, by their ids.
+    pub fn cloudflare_removed(&self, ids: &[String]) -> Result<(), SqlError> {
+        for id in ids {
+            self.sql().execute(
+                "DELETE FROM cloudflare_items WHERE id = ?1",
+                &[Value::text(id.as_str())],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// What a whole reading of the list found: each item with its id, and
+    /// nothing else (an item deleted by hand is no longer put; one added by hand
+    /// is, so that it goes unless wanted).
+    pub fn cloudflare_found(&self, found: &[PutItem]) -> Result<(), SqlError> {
+        self.sql().execute("DELETE FROM cloudflare_items", &[])?;
+        for item in found {
+            self.sql().execute(
+                "INSERT INTO cloudflare_items (item, id) VALUES (?1, ?2)
+                 ON CONFLICT (item) DO UPDATE SET id = excluded.id",
+                &[
+                    Value::text(item.item.0.as_str()),
+                    Value::opt_text(item.id.as_deref()),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A page of the live entries in address order, after `after` (a key).
+    pub fn entries_by_address(
+        &self,
+        after: Option<&[u8]>,
+        limit: usize,
+        now: UnixTime,
+    ) -> Result<Vec<(Listed, UnixTime, Vec<u8>)>, SqlError> {
+        let rows = self.sql().query(
+            &format!(
+                "SELECT ip, added_at FROM entries WHERE {} AND ip > ?2 ORDER BY ip LIMIT ?3",
+                live("expires_at")
+            ),
+            &[
+                Value::int(now.0),
+                Value::Blob(after.unwrap_or_default().to_vec()),
+                Value::int(limit as u64),
+            ],
+        )?;
+        let mut page = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let key = row.blob(0)?.to_vec();
+            if let Some(listed) = ip_of(&key) {
+                page.push((listed, UnixTime(row.int(1)?), key));
+            }
+        }
+        Ok(page)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::cloudflare::connection::{AccountId, ListName};
+    use crate::domain::feed::feed_token::Scope;
+    use crate::store::holder::schema::migrate;
+    use crate::store::sql::native::NativeSql;
+
+    fn link() -> Link {
+        Link {
+            account: AccountId::parse("0123456789abcdef0123456789abcdef").unwrap(),
+            list_name: ListName::parse("greylist").unwrap(),
+            list_id: "l".repeat(32),
+            zone: None,
+            rule_id: None,
+            token: vec![1, 2, 3],
+            token_last_four: "abcd".to_owned(),
+            scope: Scope::Personal,
+            max_items: 10,
+            connected_at: UnixTime(5),
+            sync: SyncState::default(),
+        }
+    }
+
+    #[test]
+    fn a_link_is_kept_with_its_sealed_token_apart_and_forgotten_whole() {
+        let sql = NativeSql::new();
+        migrate(&sql).unwrap();
+        let store = HolderTables::new(&sql);
+        assert_eq!(store.cloudflare_link().unwrap(), None);
+        store.save_cloudflare_link(&link()).unwrap();
+        let kept = sql.query("SELECT link FROM cloudflare", &[]).unwrap();
+        assert!(
+            !kept[0].text(0).unwrap().contains("[1,2,3]"),
+            "the token is not in the JSON"
+        );
+        let sync = SyncState {
+            dirty: true,
+            items: 3,
+            ..SyncState::default()
+        };
+        store.save_cloudflare_sync(&sync).unwrap();
+        assert_eq!(
+            store.cloudflare_link().unwrap(),
+            Some(Link { sync, ..link() })
+        );
+        store.cloudflare_added(&["1.1.1.1".to_owned()]).unwrap();
+        store
+            .cloudflare_found(&[PutItem {
+                item: ItemText("1.1.1.1".to_owned()),
+                id: Some("i1".to_owned()),
+            }])
+            .unwrap();
+        assert_eq!(
+            store.cloudflare_items().unwrap()[0].id.as_deref(),
+            Some("i1")
+        );
+        store.cloudflare_removed(&["i1".to_owned()]).unwrap();
+        assert!(store.cloudflare_items().unwrap().is_empty());
+        store.forget_cloudflare().unwrap();
+        assert_eq!(store.cloudflare_link().unwrap(), None);
+    }
+
+    #[test]
+    fn a_sync_state_of_an_older_shape_reads_with_defaults() {
+        let sync: SyncState = serde_json::from_str(r#"{"dirty":true}"#).unwrap();
+        assert!(sync.dirty && !sync.stopped && sync.pending.is_none());
+    }
+}
