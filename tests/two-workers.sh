@@ -22,7 +22,7 @@ serve() {
   shift
   NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--require $PWD/tests/node-code-cache.cjs" \
   GREYLIST_CODE_CACHE=$PWD/target/tmp/node-code-cache \
-  setsid node_modules/.bin/wrangler dev -c "$edge" -c build/objects/wrangler.json --ip 127.0.0.1 --port "$port" \
+  setsid node_modules/.bin/wrangler dev -c "$edge" -c "${OBJECTS_CONFIG:-build/objects/wrangler.json}" --ip 127.0.0.1 --port "$port" \
     --inspector-port "$(free_port)" --persist-to "$state/data" --show-interactive-dev-session=false "$@" \
     > "$state/wrangler.log" 2>&1 &
   server=$!

@@ -736,3 +736,26 @@ fn a_revoked_license_stops_its_sync_and_its_token_is_erased() {
         "a revoked license's sync calls nothing"
     );
 }
+
+#[test]
+fn without_its_key_the_sync_is_off_and_says_which_setting_and_the_service_goes_on() {
+    // The shared server has no CLOUDFLARE_TOKEN_KEY.
+    let app = TestApp::new();
+    let resp = cloudflare(
+        &app,
+        "PUT",
+        "",
+        Some(json!({"accountId": fresh_id(), "apiToken": "any-token"})),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.body);
+    assert!(
+        resp.body.contains("CLOUDFLARE_TOKEN_KEY"),
+        "names the setting: {}",
+        resp.body
+    );
+    assert_eq!(cloudflare(&app, "GET", "", None).json()["connected"], false);
+    assert_eq!(
+        app.add("81.2.69.173"),
+        "[81.2.69.173] has been added to greylist"
+    );
+}
