@@ -207,7 +207,11 @@ mod tests {
     fn two_hundred_fifty_six_consecutive_addresses_are_one_slash_24() {
         let entries: Vec<(String, u64)> = (0..256).map(|i| (format!("89.160.20.{i}"), i)).collect();
         let entries: Vec<(&str, u64)> = entries.iter().map(|(ip, at)| (ip.as_str(), *at)).collect();
-        assert_eq!(select(&entries, 10), (vec!["89.160.20.0/24".to_owned()], 0));
+        assert_eq!(
+            select(&entries, 10),
+            (vec!["89.160.20.0/24".to_owned()], 0),
+            "256 consecutive addresses are one /24"
+        );
     }
 
     #[test]
