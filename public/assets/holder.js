@@ -1,8 +1,9 @@
 // The license holder's page: log in with the license key, then the quota,
 // the last 30 days, check, add, bulk changes, reports of attackers, the list,
 // the allow list, the history, feed tokens with who pulls with them and what
-// their bouncers report they dropped, and the holder's CrowdSec engines
-// (machines) with what their alerts came to.
+// their bouncers report they dropped, the holder's CrowdSec engines
+// (machines) with what their alerts came to, and their Cloudflare edge (the
+// list kept in sync: its status, last push and last error, in Cloudflare's words).
 import { ApiError, Session, login } from "./api.js";
 import { $, Page } from "./page.js";
 import { activityChart, bouncerUsage, engineUsage } from "./chart.js";
@@ -52,6 +53,7 @@ function refreshAll() {
   loadHistory(false);
   loadTokens();
   loadMachines();
+  loadCloudflare();
 }
 
 $("login-form").addEventListener("submit", (event) => {
@@ -381,6 +383,65 @@ async function revokeMachine(button, machineId, id) {
     await session.call(`/api/machines/${encodeURIComponent(id)}`, { method: "DELETE" });
     await loadMachines();
     say($("machines-result"), `Machine ${machineId} revoked.`, "ok");
+  }));
+}
+
+/** The connection's status as rows of a definition list. */
+function cloudflareStatus(status) {
+  const row = (term, ...value) => [el("dt", {}, term), el("dd", {}, ...value)];
+  const push = status.lastPush;
+  const error = status.lastError;
+  return el("dl", { class: "facts" },
+    row("State", status.state),
+    row("Account", el("code", {}, status.accountId)),
+    row("List", el("code", {}, status.listName), ` (${status.items} items${status.leftOut ? `, ${status.leftOut} left out by the cap of ${status.maxItems}` : ""})`),
+    status.zoneId ? row("Zone rule", el("code", {}, status.ruleId ?? "none"), " in zone ", el("code", {}, status.zoneId)) : null,
+    row("Token", "…", el("code", {}, status.tokenEndsWith)),
+    row("Last push", push ? [when(push.at), `: ${push.added} added, ${push.removed} removed, ${push.status}`] : "None yet"),
+    status.pending ? row("Running", `${status.pending.kind} of ${status.pending.items} items since `, when(status.pending.since)) : null,
+    row("Last error", error ? [when(error.at), ": ", error.code ? `Cloudflare error ${error.code}: ` : "", error.message] : "None"),
+    status.nextAttempt && error ? row("Next attempt", when(status.nextAttempt)) : null);
+}
+
+async function loadCloudflare() {
+  await view.guard($("cloudflare-result"), async () => {
+    const status = await session.call("/api/cloudflare");
+    if (!status.connected) {
+      show($("cloudflare-status"));
+      say($("cloudflare-result"), "Not connected.");
+      return;
+    }
+    show($("cloudflare-status"), cloudflareStatus(status),
+      el("button", { type: "button", class: "danger", onclick: (e) => disconnectCloudflare(e.currentTarget) }, "Disconnect"));
+    say($("cloudflare-result"), "");
+  });
+}
+
+$("cloudflare-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const form = event.currentTarget;
+  const body = {
+    accountId: form.accountId.value.trim(),
+    apiToken: form.apiToken.value.trim(),
+    listName: form.listName.value.trim(),
+    maxItems: Number(form.maxItems.value),
+    takeOver: form.takeOver.checked,
+  };
+  if (form.zoneId.value.trim()) body.zoneId = form.zoneId.value.trim();
+  busy(event.submitter, () => view.guard($("cloudflare-result"), async () => {
+    await session.call("/api/cloudflare", { method: "PUT", body });
+    form.apiToken.value = "";
+    await loadCloudflare();
+    say($("cloudflare-result"), "Connected: the list follows your challenge list from now on.", "ok");
+  }));
+});
+
+async function disconnectCloudflare(button) {
+  if (!(await confirmAction("Stop keeping your Cloudflare list in sync? The list stays in your account as it is, and the token is forgotten.", "Disconnect"))) return;
+  await busy(button, () => view.guard($("cloudflare-result"), async () => {
+    await session.call("/api/cloudflare", { method: "DELETE" });
+    await loadCloudflare();
+    say($("cloudflare-result"), "Disconnected: the token is forgotten.", "ok");
   }));
 }
 

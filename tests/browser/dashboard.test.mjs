@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
   ADDRESS, ADMIN_TOKEN, AXE, DESKTOP, LONGEST_IPV6, PHONE,
-  addOne, admin, base, goTo, holderPage, open, operatorPage, reportUsage, serviceNow, start, stop, text,
+  addOne, admin, base, goTo, holderPage, open, operatorPage, reportUsage, serviceNow, standIn, start, stop, text,
 } from "./service.mjs";
 
 before(start);
@@ -366,6 +366,45 @@ describe("holder page", () => {
     await page.locator("#machines-result", { hasText: "revoked" }).waitFor();
     const again = await fetch(`${base}/v1/watchers/login`, { method: "POST", body: JSON.stringify({ machine_id: machineId, password }) });
     assert.equal(again.status, 401);
+  });
+
+  test("the Cloudflare edge is connected, shows its status and last push, a refusal in Cloudflare's words, and is disconnected", async () => {
+    const { license, licenseKey } = await admin("POST", "/admin/licenses");
+    const account = "b".repeat(24) + String(lastIp + 10_000_000).padStart(8, "0");
+    const token = `browser-cloudflare-${account}`;
+    await standIn("POST", "tokens", { token, accounts: [account], zones: [] });
+    const page = await holderPage(licenseKey);
+    await page.locator("#cloudflare-result", { hasText: "Not connected." }).waitFor();
+    const form = page.locator("#cloudflare-form");
+    // A token Cloudflare refuses: its own words, and nothing kept.
+    await form.getByLabel("Account ID").fill(account);
+    await form.getByLabel("API token").fill("not-a-token-cloudflare-knows");
+    await form.getByRole("button", { name: "Connect" }).click();
+    await page.locator("#cloudflare-result", { hasText: "Invalid access token" }).waitFor();
+    await form.getByLabel("API token").fill(token);
+    await form.getByRole("button", { name: "Connect" }).click();
+    await page.locator("#cloudflare-result", { hasText: "Connected" }).waitFor();
+    const status = page.locator("#cloudflare-status");
+    assert.match(await status.innerText(), new RegExp(`State\\s+syncing[\\s\\S]*${account}[\\s\\S]*greylist[\\s\\S]*…${token.slice(-4)}`));
+    assert.ok(!(await page.content()).includes(token), "the token is never on the page");
+    assert.equal(await form.getByLabel("API token").inputValue(), "", "the token field is emptied");
+    // An add reaches the list: the holder's alarm, run by the test hook (the clock is hours ahead).
+    const ip = uniqueIp();
+    await addOne(page, ip, "");
+    const session = await page.evaluate(() => JSON.parse(sessionStorage.getItem("greylist.holder")).token);
+    const state = async () => (await fetch(`${base}/api/cloudflare`, { headers: { Authorization: `Bearer ${session}` } }).then((r) => r.json())).state;
+    for (let i = 0; i < 80 && (await state()) !== "in sync"; i++) {
+      await fetch(`${base}/__test/holders/${license}/alarm`, { method: "POST", body: "" });
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    assert.deepEqual((await standIn("GET", `accounts/${account}`)).lists[0].items, [ip]);
+    await page.reload();
+    await status.locator("dd", { hasText: "1 added, 0 removed, completed" }).waitFor();
+    assert.match(await status.innerText(), /State\s+in sync/);
+    await page.getByRole("button", { name: "Disconnect" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Disconnect" }).click();
+    await page.locator("#cloudflare-result", { hasText: "Disconnected" }).waitFor();
+    assert.equal(await status.innerText(), "");
   });
 
   test("the last 30 days are drawn as bars, with the same counts in a table", async () => {

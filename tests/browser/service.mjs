@@ -51,6 +51,7 @@ function freePort() {
  *  its clock to the next 06:00 UTC, and launches chromium. */
 export async function start() {
   state = mkdtempSync(join(tmpdir(), "greylist-browser-"));
+  await startCloudflare();
   const [port, inspector] = [await freePort(), await freePort()];
   base = `http://127.0.0.1:${port}`;
   server = spawn(join(ROOT, "node_modules/.bin/wrangler"), [
@@ -59,6 +60,8 @@ export async function start() {
     "--var", "JWT_SECRET:browser-jwt-secret-0123456789abcdef0123", "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`, "--var", "CACHE_SECONDS:0", "--var", "IPV6:on",
     // The network's promotions wait for the operator, whose console approves them.
     "--var", "PROMOTION_REVIEW:on",
+    // The holder's Cloudflare edge, against the tests' stand-in of Cloudflare's API.
+    "--var", `CLOUDFLARE_API:${cloudflare}/client/v4`, "--var", "CLOUDFLARE_TOKEN_KEY:browser-cloudflare-token-key-0123456789abcdef",
     "--config", testConfiguration(),
   ], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: {
     ...process.env,
@@ -93,10 +96,31 @@ export async function start() {
   mkdirSync(SCREENSHOTS, { recursive: true });
 }
 
+/** The stand-in of Cloudflare's API (tests/cloudflare/stand-in.mjs): its base URL. */
+export let cloudflare;
+let standInProcess;
+
+async function startCloudflare() {
+  standInProcess = spawn(process.execPath, [join(ROOT, "tests/cloudflare/stand-in.mjs")], { stdio: ["pipe", "pipe", "inherit"] });
+  const line = await new Promise((resolve, reject) => {
+    standInProcess.stdout.once("data", (chunk) => resolve(String(chunk)));
+    standInProcess.once("exit", () => reject(new Error("the Cloudflare stand-in did not start")));
+  });
+  cloudflare = `http://127.0.0.1:${line.match(/listening (\d+)/)[1]}`;
+}
+
+/** One of the stand-in's control routes. */
+export async function standIn(method, path, body) {
+  const response = await fetch(`${cloudflare}/__standin/${path}`, { method, body: body && JSON.stringify(body) });
+  assert.equal(response.status, 200, await response.clone().text());
+  return response.json();
+}
+
 /** Stops chromium and the server, and removes their files. */
 export async function stop() {
   await browser?.close();
   if (server) process.kill(-server.pid, "SIGKILL");
+  standInProcess?.kill();
   rmSync(state, { recursive: true, force: true });
   if (config) rmSync(config, { recursive: true, force: true });
 }

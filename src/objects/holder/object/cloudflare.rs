@@ -353,8 +353,8 @@ impl HolderList {
                         operation_id: pending.operation_id,
                         status: operation.status,
                     });
-                    // The next difference, if any, goes as soon as pushes may follow.
-                    sync.due = Some(now.max(pending.since.plus(PUSH_SPACING_SECONDS)));
+                    // Compared again at once: the next difference waits for the spacing.
+                    sync.due = Some(now);
                 }
                 "failed" => {
                     sync.pending = None;
@@ -397,6 +397,14 @@ impl HolderList {
         sync.left_out = left_out;
         let put = store.cloudflare_items()?;
         let step = next_step(&wanted, &put);
+        let spaced = sync.last_sent.map(|sent| sent.plus(PUSH_SPACING_SECONDS));
+        if let Some(at) =
+            spaced.filter(|at| *at > now && matches!(step, Step::Add(_) | Step::Remove(_)))
+        {
+            // At most one push every PUSH_SPACING_SECONDS: this one waits its turn.
+            sync.due = Some(at);
+            return Ok(Ok(()));
+        }
         if matches!(step, Step::Add(_) | Step::Remove(_))
             && !self.take_turn(link, now.plus(TURN_SECONDS)).await?
         {
