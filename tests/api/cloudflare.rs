@@ -208,10 +208,14 @@ fn add_all(app: &TestApp, ips: &[String]) {
 
 /// Waits (at most 40 s: a push goes within 30 s of a change) until the list is `wanted`.
 fn list_becomes(account: &str, wanted: &[&str]) -> Vec<String> {
+    list_becomes_within(account, wanted, Duration::from_secs(40))
+}
+
+fn list_becomes_within(account: &str, wanted: &[&str], within: Duration) -> Vec<String> {
     let mut wanted: Vec<String> = wanted.iter().map(|s| (*s).to_owned()).collect();
     wanted.sort();
     poll(
-        Duration::from_secs(40),
+        within,
         Duration::from_millis(500),
         || stand_in().items(account, "greylist"),
         |items| *items == wanted,
@@ -779,4 +783,62 @@ fn without_its_key_the_sync_is_off_and_says_which_setting_and_the_service_goes_o
         app.add("81.2.69.173"),
         "[81.2.69.173] has been added to greylist"
     );
+}
+
+#[test]
+fn an_account_that_holds_no_more_gets_the_newest_entries_that_fit() {
+    let app = TestApp::on(&server());
+    let (account, zone) = (fresh_id(), fresh_id());
+    let token = stand_in().token(&account, &zone);
+    // The account holds two items across its lists: the third addition fails there.
+    stand_in().control("POST", "cap", Some(json!({"account": account, "cap": 2})));
+    for ip in ["89.160.20.130", "89.160.20.132", "89.160.20.134"] {
+        app.add(ip);
+        std::thread::sleep(Duration::from_millis(1100));
+    }
+    connect(&app, json!({"accountId": account, "apiToken": token}));
+    let items = poll(
+        Duration::from_secs(60),
+        Duration::from_millis(500),
+        || stand_in().items(&account, "greylist"),
+        |items| items.len() == 2,
+    )
+    .unwrap_or_else(|items| panic!("the account's two items never filled: {items:?}"));
+    assert_eq!(
+        items,
+        ["89.160.20.132", "89.160.20.134"],
+        "the newest entries that the account holds"
+    );
+    let status = in_sync(&app);
+    assert_eq!(status["accountRefusedAt"], 3, "{status}");
+    assert_eq!(status["leftOut"], 1, "{status}");
+    stand_in().assert_no_violations(&account, &zone);
+}
+
+#[test]
+fn a_large_list_taken_over_is_read_a_few_pages_an_alarm_and_emptied_in_bounded_operations() {
+    let app = TestApp::on(&server());
+    let (account, zone) = (fresh_id(), fresh_id());
+    let token = stand_in().token(&account, &zone);
+    // 20 001 items: 41 pages of 500, more than one alarm reads (40).
+    stand_in().control(
+        "POST",
+        "fill",
+        Some(json!({"account": account, "name": "greylist", "count": 20_001})),
+    );
+    app.add("81.2.69.175");
+    connect(
+        &app,
+        json!({"accountId": account, "apiToken": token, "takeOver": true}),
+    );
+    list_becomes_within(&account, &["81.2.69.175"], Duration::from_secs(90));
+    let read = "GET /accounts/{account_id}/rules/lists/{list_id}/items";
+    assert_eq!(stand_in().calls(&account, read), 41, "each page read once");
+    assert_eq!(
+        stand_in().calls(&account, DELETE_ITEMS),
+        3,
+        "20 001 removals in operations of at most 10 000"
+    );
+    assert_eq!(stand_in().account(&account)["refusedWhilePending"], 0);
+    stand_in().assert_no_violations(&account, &zone);
 }

@@ -12,7 +12,7 @@
 // requests, a bulk operation that fails. Every call is counted per account.
 //
 // Control routes (not Cloudflare's), under /__standin/: POST tokens, POST faults,
-// POST operation-failure, POST cap, GET accounts/<id>, GET zones/<id>, and GET
+// POST operation-failure, POST cap, POST fill (a list of someone else's items), GET accounts/<id>, GET zones/<id>, and GET
 // violations/<id> (an account's or a zone's, so that tests running at once see
 // their own).
 //
@@ -411,6 +411,21 @@ function control(method, path, body) {
   }
   if (method === "POST" && path === "operation-failure") {
     account(body.account).failNext = body.error;
+    return [200, {}];
+  }
+  if (method === "POST" && path === "fill") {
+    // A list of someone else's items: `count` addresses from 45.0.0.1 on.
+    const acc = account(body.account);
+    acc.cap = Math.max(acc.cap, itemsIn(acc) + body.count);
+    let list = [...acc.lists.values()].find((l) => l.name === body.name);
+    if (!list) {
+      list = { id: id32(), name: body.name, kind: "ip", items: new Map(), created_on: now(), modified_on: now() };
+      acc.lists.set(list.id, list);
+    }
+    for (let n = 1; n <= body.count; n++) {
+      const id = id32();
+      list.items.set(id, { id, ip: `45.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`, comment: "someone else's", created_on: now(), modified_on: now() });
+    }
     return [200, {}];
   }
   if (method === "POST" && path === "cap") {

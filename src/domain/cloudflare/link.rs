@@ -46,6 +46,14 @@ pub struct SyncState {
     pub left_out: u64,
     /// When the list's items were last read whole from Cloudflare.
     pub compared_at: Option<UnixTime>,
+    /// A reading of the list's items is under way, a few pages an alarm; the
+    /// cursor of its next page.
+    pub reading: bool,
+    pub read_after: Option<String>,
+    /// A total of items in the list that Cloudflare refused for the account's
+    /// cap (its items across all its lists): the list grows towards it by halves
+    /// (`push::room`). Forgotten at each full comparison, when room may have come.
+    pub refused_at: Option<u64>,
 }
 
 /// A bulk operation Cloudflare runs: one at a time per account.
@@ -106,6 +114,8 @@ pub struct Status {
     pub state: Option<String>,
     pub items: u64,
     pub left_out: u64,
+    /// A total of items Cloudflare refused for the account's cap, if it did.
+    pub account_refused_at: Option<u64>,
     pub last_push: Option<PushShown>,
     pub pending: Option<PendingShown>,
     pub last_error: Option<ErrorShown>,
@@ -163,6 +173,7 @@ impl Link {
             state: Some(state.to_owned()),
             items: sync.items,
             left_out: sync.left_out,
+            account_refused_at: sync.refused_at,
             last_push: sync.last_push.as_ref().map(|push| PushShown {
                 at: push.at.to_rfc3339(),
                 added: push.added,

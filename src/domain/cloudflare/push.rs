@@ -73,6 +73,20 @@ pub fn next_step(wanted: &HashSet<ItemText>, put: &[PutItem]) -> Step {
     Step::Add(additions)
 }
 
+/// Cloudflare's words when an addition passes the account's cap.
+pub const AT_CAPACITY: &str = "maximum number of items";
+
+/// How many items the list may hold: `max`, and, once Cloudflare refused a
+/// total (`refused_at`) for the account's cap, halfway from the `put` items
+/// towards it, so that the list fills what the account takes in a few pushes.
+pub fn room(max: u64, put: u64, refused_at: Option<u64>) -> u64 {
+    match refused_at {
+        None => max,
+        Some(refused) if refused <= put + 1 => max.min(put),
+        Some(refused) => max.min(put + (refused - put) / 2),
+    }
+}
+
 /// When a push may go after a change at `now`: after the burst's gathering, and
 /// no sooner than `PUSH_SPACING_SECONDS` after the last one was sent.
 pub fn push_due(now: UnixTime, last_sent: Option<UnixTime>) -> UnixTime {
@@ -131,6 +145,19 @@ mod tests {
     fn an_unwanted_item_without_an_id_is_looked_up_first() {
         let wanted = HashSet::new();
         assert_eq!(next_step(&wanted, &[put("1.1.1.1", None)]), Step::LearnIds);
+    }
+
+    #[test]
+    fn a_refused_total_is_approached_by_halves_and_never_reached() {
+        assert_eq!(room(10, 0, None), 10);
+        assert_eq!(room(10, 0, Some(3)), 1, "three refused: one goes");
+        assert_eq!(room(10, 1, Some(3)), 2);
+        assert_eq!(
+            room(10, 2, Some(3)),
+            2,
+            "one short of what was refused: full"
+        );
+        assert_eq!(room(4, 0, Some(100)), 4, "the holder's own cap still holds");
     }
 
     #[test]

@@ -80,6 +80,8 @@ pub struct HolderList {
     usage: GatheredUsage,
     /// The holder's Cloudflare link, once read: every change of it is made here.
     cloudflare: RefCell<Option<Option<Link>>>,
+    /// The items a reading of the holder's Cloudflare list saw so far, as hashes.
+    seen: RefCell<Option<std::collections::HashSet<u64>>>,
     /// Whether the next pull told to ask again is followed by another (`PulledElsewhere`).
     #[cfg(feature = "test-hooks")]
     pulled_elsewhere: Cell<bool>,
@@ -99,6 +101,7 @@ impl DurableObject for HolderList {
             sending: Cell::new(false),
             usage: GatheredUsage::default(),
             cloudflare: RefCell::new(None),
+            seen: RefCell::new(None),
             #[cfg(feature = "test-hooks")]
             pulled_elsewhere: Cell::new(false),
         }

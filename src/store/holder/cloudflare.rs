@@ -95,21 +95,61 @@ impl<S: Sql> HolderTables<S> {
         Ok(())
     }
 
-    /// What a whole reading of the list found: each item with its id, and
-    /// nothing else (an item deleted by hand is no longer put; one added by hand
-    /// is, so that it goes unless wanted).
-    pub fn cloudflare_found(&self, found: &[PutItem]) -> Result<(), SqlError> {
+    /// Forgets what was put: another list's items are read before the first push.
+    pub fn cloudflare_forget_items(&self) -> Result<(), SqlError> {
         self.sql().execute("DELETE FROM cloudflare_items", &[])?;
+        Ok(())
+    }
+
+    /// A page a reading of the list found, compared with what is put: a row is
+    /// written only for an item not put yet (added by hand) or of another id, so
+    /// that an hourly reading of a list that did not change writes nothing.
+    pub fn cloudflare_found(&self, found: &[PutItem]) -> Result<(), SqlError> {
         for item in found {
-            self.sql().execute(
-                "INSERT INTO cloudflare_items (item, id) VALUES (?1, ?2)
-                 ON CONFLICT (item) DO UPDATE SET id = excluded.id",
-                &[
-                    Value::text(item.item.0.as_str()),
-                    Value::opt_text(item.id.as_deref()),
-                ],
+            let kept = self.sql().query(
+                "SELECT id FROM cloudflare_items WHERE item = ?1",
+                &[Value::text(item.item.0.as_str())],
             )?;
+            let same = match kept.first() {
+                Some(row) => row.opt_text(0)? == item.id,
+                None => false,
+            };
+            if !same {
+                self.sql().execute(
+                    "INSERT INTO cloudflare_items (item, id) VALUES (?1, ?2)
+                     ON CONFLICT (item) DO UPDATE SET id = excluded.id",
+                    &[
+                        Value::text(item.item.0.as_str()),
+                        Value::opt_text(item.id.as_deref()),
+                    ],
+                )?;
+            }
         }
+        Ok(())
+    }
+
+    /// A page of the items put, in their order, after `after`.
+    pub fn cloudflare_items_after(
+        &self,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, SqlError> {
+        self.sql()
+            .query(
+                "SELECT item FROM cloudflare_items WHERE item > ?1 ORDER BY item LIMIT ?2",
+                &[Value::text(after), Value::int(limit as u64)],
+            )?
+            .iter()
+            .map(|row| row.text(0))
+            .collect()
+    }
+
+    /// An item put that the list no longer holds (deleted by hand).
+    pub fn cloudflare_gone(&self, item: &str) -> Result<(), SqlError> {
+        self.sql().execute(
+            "DELETE FROM cloudflare_items WHERE item = ?1",
+            &[Value::text(item)],
+        )?;
         Ok(())
     }
 
@@ -188,17 +228,34 @@ mod tests {
             store.cloudflare_link().unwrap(),
             Some(Link { sync, ..link() })
         );
-        store.cloudflare_added(&["1.1.1.1".to_owned()]).unwrap();
         store
-            .cloudflare_found(&[PutItem {
-                item: ItemText("1.1.1.1".to_owned()),
-                id: Some("i1".to_owned()),
-            }])
+            .cloudflare_added(&["1.1.1.1".to_owned(), "2.2.2.2".to_owned()])
             .unwrap();
+        let before = sql
+            .query("SELECT count(*) FROM cloudflare_items", &[])
+            .unwrap();
+        assert_eq!(before[0].int(0).unwrap(), 2);
+        let found = [PutItem {
+            item: ItemText("1.1.1.1".to_owned()),
+            id: Some("i1".to_owned()),
+        }];
+        store.cloudflare_found(&found).unwrap();
         assert_eq!(
-            store.cloudflare_items().unwrap()[0].id.as_deref(),
-            Some("i1")
+            store.cloudflare_items_after("", 10).unwrap(),
+            ["1.1.1.1", "2.2.2.2"]
         );
+        store.cloudflare_gone("2.2.2.2").unwrap();
+        let put = store.cloudflare_items().unwrap();
+        assert_eq!(put.len(), 1);
+        assert_eq!(put[0].id.as_deref(), Some("i1"));
+        let changes = || {
+            sql.query("SELECT total_changes()", &[]).unwrap()[0]
+                .int(0)
+                .unwrap()
+        };
+        let before = changes();
+        store.cloudflare_found(&found).unwrap();
+        assert_eq!(changes(), before, "a page as put writes nothing");
         store.cloudflare_removed(&["i1".to_owned()]).unwrap();
         assert!(store.cloudflare_items().unwrap().is_empty());
         store.forget_cloudflare().unwrap();

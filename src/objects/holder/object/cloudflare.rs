@@ -15,8 +15,8 @@ use crate::domain::cloudflare::link::{
     CloudflareError, ConnectRefusal, LastPush, Link, Pending, PushKind, Status, SyncState,
 };
 use crate::domain::cloudflare::push::{
-    next_step, push_due, retry_seconds, PutItem, Step, FULL_COMPARISON_SECONDS, ITEMS_PAGE,
-    POLL_SECONDS, PUSH_SPACING_SECONDS,
+    next_step, push_due, retry_seconds, room, PutItem, Step, AT_CAPACITY, FULL_COMPARISON_SECONDS,
+    ITEMS_PAGE, POLL_SECONDS, PUSH_SPACING_SECONDS,
 };
 use crate::domain::cloudflare::seal::{SealingKey, NONCE_BYTES};
 use crate::domain::net::address::Listed;
@@ -37,6 +37,10 @@ const TURN_SECONDS: u64 = 120;
 /// A turn another license holds is asked for again this soon.
 const TURN_WAIT_SECONDS: u64 = 2;
 
+/// Pages of the list one alarm reads at most: 20 000 items, in 40 of the 50
+/// subrequests a free plan's invocation may make (a paid plan's 1 000 leave room).
+const PAGES_PER_ALARM: usize = 40;
+
 /// Entries read at once while the items are built.
 const ENTRIES_PAGE: usize = 1_000;
 
@@ -48,6 +52,12 @@ impl ApiFailure {
             message: self.message,
         }
     }
+}
+
+/// An item as a reading remembers it: eight bytes, whatever the list's size.
+fn seen_hash(item: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(item)
 }
 
 /// The account's object refuses nothing: its failure is a fault.
@@ -199,7 +209,8 @@ impl HolderList {
             }
         } else {
             // Another list: what it holds is read whole before the first push.
-            HolderTables::new(&self.sql).cloudflare_found(&[])?;
+            HolderTables::new(&self.sql).cloudflare_forget_items()?;
+            *self.seen.borrow_mut() = None;
         }
         let link = Link {
             token: key.seal(&connect.token, nonce),
@@ -357,6 +368,13 @@ impl HolderList {
                     sync.due = Some(now);
                 }
                 "failed" => {
+                    let error = operation.error.clone().unwrap_or_default();
+                    if pending.kind == PushKind::Add && error.contains(AT_CAPACITY) {
+                        // The account holds no more: the list grows towards this by halves.
+                        let put = store.cloudflare_items()?.len() as u64;
+                        sync.refused_at = Some(put + pending.items.len() as u64);
+                        sync.dirty = true;
+                    }
                     sync.pending = None;
                     sync.last_push = Some(LastPush {
                         at: now,
@@ -378,24 +396,33 @@ impl HolderList {
             }
             return Ok(Ok(()));
         }
-        if sync
-            .compared_at
-            .is_none_or(|at| at.plus(FULL_COMPARISON_SECONDS) <= now)
+        if sync.reading
+            || sync
+                .compared_at
+                .is_none_or(|at| at.plus(FULL_COMPARISON_SECONDS) <= now)
         {
-            if let Err(failure) = self.read_whole_list(api, link).await? {
-                return Ok(Err(failure));
+            match self.read_list(api, link, sync).await? {
+                Err(failure) => return Ok(Err(failure)),
+                Ok(false) => {
+                    // The platform's subrequests are counted per alarm: the next goes on at once.
+                    sync.due = Some(now);
+                    return Ok(Ok(()));
+                }
+                Ok(true) => {}
             }
             sync.compared_at = Some(now);
+            sync.refused_at = None;
             sync.dirty = true;
         }
         if !sync.dirty {
             sync.due = sync.compared_at.map(|at| at.plus(FULL_COMPARISON_SECONDS));
             return Ok(Ok(()));
         }
-        let (wanted, left_out) = self.wanted_items(link.max_items as usize, now)?;
+        let put = store.cloudflare_items()?;
+        let room = room(u64::from(link.max_items), put.len() as u64, sync.refused_at);
+        let (wanted, left_out) = self.wanted_items(room as usize, now)?;
         sync.items = wanted.len() as u64;
         sync.left_out = left_out;
-        let put = store.cloudflare_items()?;
         let step = next_step(&wanted, &put);
         let spaced = sync.last_sent.map(|sent| sent.plus(PUSH_SPACING_SECONDS));
         if let Some(at) =
@@ -456,35 +483,70 @@ impl HolderList {
         }
     }
 
-    /// The list's items as Cloudflare holds them, page by page: what is put from now on.
-    async fn read_whole_list(
+    /// The next pages of the list's items as Cloudflare holds them, at most
+    /// `PAGES_PER_ALARM`, each compared with what is put (a row written only for
+    /// a difference); the items seen kept in memory as hashes, so that at the end
+    /// what is put but was not seen (deleted by hand) is forgotten. An instance
+    /// evicted midway starts the reading again. Answers whether it is done.
+    async fn read_list(
         &self,
         api: &CloudflareApi<'_>,
         link: &Link,
-    ) -> Answered<Result<(), ApiFailure>> {
-        let mut found = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
+        sync: &mut SyncState,
+    ) -> Answered<Result<bool, ApiFailure>> {
+        let store = HolderTables::new(&self.sql);
+        if !sync.reading || self.seen.borrow().is_none() {
+            *self.seen.borrow_mut() = Some(HashSet::new());
+            sync.reading = true;
+            sync.read_after = None;
+        }
+        for _ in 0..PAGES_PER_ALARM {
             let page = api
-                .items_page(&link.account, &link.list_id, cursor.as_deref(), ITEMS_PAGE)
+                .items_page(
+                    &link.account,
+                    &link.list_id,
+                    sync.read_after.as_deref(),
+                    ITEMS_PAGE,
+                )
                 .await;
             let (items, after) = match page {
                 Ok(page) => page,
                 Err(failure) => return Ok(Err(failure)),
             };
-            found.extend(items.into_iter().filter_map(|item| {
-                Some(PutItem {
-                    item: ItemText(item.ip?),
-                    id: Some(item.id),
+            let found: Vec<PutItem> = items
+                .into_iter()
+                .filter_map(|item| {
+                    Some(PutItem {
+                        item: ItemText(item.ip?),
+                        id: Some(item.id),
+                    })
                 })
-            }));
-            match after {
-                Some(after) => cursor = Some(after),
-                None => break,
+                .collect();
+            store.cloudflare_found(&found)?;
+            if let Some(seen) = self.seen.borrow_mut().as_mut() {
+                seen.extend(found.iter().map(|put| seen_hash(&put.item.0)));
+            }
+            sync.read_after = after;
+            if sync.read_after.is_none() {
+                let seen = self.seen.borrow_mut().take().unwrap_or_default();
+                let mut after = String::new();
+                loop {
+                    let page = store.cloudflare_items_after(&after, ENTRIES_PAGE)?;
+                    for item in &page {
+                        if !seen.contains(&seen_hash(item)) {
+                            store.cloudflare_gone(item)?;
+                        }
+                    }
+                    match page.last() {
+                        Some(last) if page.len() == ENTRIES_PAGE => after = last.clone(),
+                        _ => break,
+                    }
+                }
+                sync.reading = false;
+                return Ok(Ok(true));
             }
         }
-        HolderTables::new(&self.sql).cloudflare_found(&found)?;
-        Ok(Ok(()))
+        Ok(Ok(false))
     }
 
     /// The items the holder challenges, the most relevant `max`, and how many the cap left out.
