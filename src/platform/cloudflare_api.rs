@@ -86,6 +86,9 @@ pub struct ListInfo {
     pub kind: String,
     #[serde(default)]
     pub num_items: u64,
+    /// When its items last changed, by anyone: a reading is needed only when it moved.
+    #[serde(default)]
+    pub modified_on: Option<String>,
 }
 
 /// An item of a list, with Cloudflare's id for it.
@@ -246,6 +249,11 @@ impl<'a> CloudflareApi<'a> {
             Some(body),
         )
         .await
+    }
+
+    pub async fn list(&self, account: &AccountId, list: &str) -> Answer<ListInfo> {
+        let path = format!("accounts/{}/rules/lists/{list}", account.as_str());
+        self.result("GET", &path, None).await
     }
 
     pub async fn delete_list(&self, account: &AccountId, list: &str) -> Answer<Value> {

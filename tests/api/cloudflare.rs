@@ -687,6 +687,30 @@ fn a_list_emptied_by_hand_is_filled_again_by_the_next_full_comparison() {
     app.add("81.2.69.167");
     app.add("81.2.69.169");
     list_becomes(&account, &["81.2.69.167", "81.2.69.169"]);
+    in_sync(&app);
+    // An hour on, a list nobody changed costs one look, and no page of its items.
+    let pages = "GET /accounts/{account_id}/rules/lists/{list_id}/items";
+    let look = "GET /accounts/{account_id}/rules/lists/{list_id}";
+    let (read, looked) = (
+        stand_in().calls(&account, pages),
+        stand_in().calls(&account, look),
+    );
+    server.advance(3_600);
+    poll(
+        Duration::from_secs(10),
+        Duration::from_millis(200),
+        || {
+            server.run_holder_alarm(&app.license);
+            stand_in().calls(&account, look)
+        },
+        |calls| *calls > looked,
+    )
+    .unwrap_or_else(|_| panic!("no hourly look at the list"));
+    assert_eq!(
+        stand_in().calls(&account, pages),
+        read,
+        "an hourly look at a list nobody changed reads no page of it"
+    );
     delete_by_hand(&account, &token);
     assert!(stand_in().items(&account, "greylist").is_empty());
     // An hour on, the alarm's full comparison finds the list emptied and puts it right.

@@ -46,6 +46,10 @@ pub struct SyncState {
     pub left_out: u64,
     /// When the list's items were last read whole from Cloudflare.
     pub compared_at: Option<UnixTime>,
+    /// The list's `modified_on` as Cloudflare said it after the last change this
+    /// service made or read: the hourly comparison reads the items only when
+    /// it moved (someone changed the list by hand).
+    pub list_modified_on: Option<String>,
     /// A reading of the list's items is under way, a few pages an alarm; the
     /// cursor of its next page.
     pub reading: bool,

@@ -73,6 +73,14 @@ impl<S: Sql> HolderTables<S> {
             .collect()
     }
 
+    /// How many items are put.
+    pub fn cloudflare_count(&self) -> Result<u64, SqlError> {
+        let rows = self
+            .sql()
+            .query("SELECT count(*) FROM cloudflare_items", &[])?;
+        rows.first().map_or(Ok(0), |row| row.int(0))
+    }
+
     /// Items Cloudflare added: their ids come with the next reading of the list.
     pub fn cloudflare_added(&self, items: &[String]) -> Result<(), SqlError> {
         for item in items {

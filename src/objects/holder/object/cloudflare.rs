@@ -357,6 +357,11 @@ impl HolderList {
                     sync.pending = None;
                     sync.attempts = 0;
                     sync.last_error = None;
+                    // What the list says now is this service's doing: a later move is someone else's.
+                    match api.list(&link.account, &link.list_id).await {
+                        Ok(list) => sync.list_modified_on = list.modified_on,
+                        Err(failure) => return Ok(Err(failure)),
+                    }
                     sync.last_push = Some(LastPush {
                         at: now,
                         added,
@@ -396,11 +401,30 @@ impl HolderList {
             }
             return Ok(Ok(()));
         }
-        if sync.reading
-            || sync
+        if !sync.reading
+            && sync
                 .compared_at
-                .is_none_or(|at| at.plus(FULL_COMPARISON_SECONDS) <= now)
+                .is_some_and(|at| at.plus(FULL_COMPARISON_SECONDS) <= now)
         {
+            // The hourly look: one call, and the pages only if the list moved since.
+            let list = match api.list(&link.account, &link.list_id).await {
+                Ok(list) => list,
+                Err(failure) => return Ok(Err(failure)),
+            };
+            // Its time is to the second: a count that differs shows a change made within it.
+            let put = HolderTables::new(&self.sql).cloudflare_count()?;
+            if list.modified_on.is_some()
+                && list.modified_on == sync.list_modified_on
+                && list.num_items == put
+            {
+                sync.compared_at = Some(now);
+                sync.refused_at = None;
+            } else {
+                sync.compared_at = None;
+                sync.list_modified_on = list.modified_on;
+            }
+        }
+        if sync.reading || sync.compared_at.is_none() {
             match self.read_list(api, link, sync).await? {
                 Err(failure) => return Ok(Err(failure)),
                 Ok(false) => {
