@@ -822,7 +822,7 @@ fn an_account_that_holds_no_more_gets_the_newest_entries_that_fit() {
     }
     connect(&app, json!({"accountId": account, "apiToken": token}));
     let items = poll(
-        Duration::from_secs(60),
+        Duration::from_secs(45),
         Duration::from_millis(500),
         || stand_in().items(&account, "greylist"),
         |items| items.len() == 2,
