@@ -576,7 +576,8 @@ impl HolderList {
     /// The items the holder challenges, the most relevant `max`, and how many the cap left out.
     fn wanted_items(&self, max: usize, now: UnixTime) -> Answered<(HashSet<ItemText>, u64)> {
         let store = HolderTables::new(&self.sql);
-        let allow = self.allow_set()?.clone();
+        // Borrowed, not copied: nothing here waits, and nothing here changes it.
+        let allow = self.allow_set()?;
         let mut selection = Selection::new(max);
         let mut after: Option<Vec<u8>> = None;
         loop {
