@@ -82,7 +82,6 @@ pub struct Settings {
     /// make it `ADMIN_TOKEN` and unset this, with no moment that refuses both.
     pub admin_token_next: Option<Secret>,
     pub token_lifetime_seconds: u64,
-    pub freshness: Freshness,
     pub objects: ObjectSettings,
     /// Whether new IPv6 input is taken (`IPV6`).
     pub ipv6: Ipv6,
@@ -102,6 +101,9 @@ pub struct ObjectSettings {
     /// How holders' reports make the network's consensus (`PROMOTION_*`,
     /// `DELIST_AFTER_SECONDS`).
     pub consensus: Consensus,
+    /// How long the operator's lists' snapshots are held (`CACHE_SECONDS`): the
+    /// holders' objects read them too, for their Cloudflare lists.
+    pub freshness: Freshness,
 }
 
 /// Which requests write their one log line. Each line is one Workers Logs bills
@@ -152,19 +154,6 @@ impl Settings {
                 60..=MAX_TOKEN_LIFETIME_SECONDS,
             )?
             .unwrap_or(DEFAULT_TOKEN_LIFETIME_SECONDS),
-            freshness: match var("CACHE_SECONDS") {
-                None => Freshness {
-                    budget: DEFAULT_CACHE_SECONDS,
-                },
-                Some(text) => text
-                    .trim()
-                    .parse()
-                    .ok()
-                    .and_then(Freshness::new)
-                    .ok_or_else(|| {
-                        out_of_bounds("CACHE_SECONDS", &text, 0..=PROPAGATION_BOUND_SECONDS)
-                    })?,
-            },
             objects: ObjectSettings::parse(&var)?,
             ipv6: either(
                 "IPV6",
@@ -217,6 +206,19 @@ impl ObjectSettings {
                 }
             },
             consensus: consensus(var)?,
+            freshness: match var("CACHE_SECONDS") {
+                None => Freshness {
+                    budget: DEFAULT_CACHE_SECONDS,
+                },
+                Some(text) => text
+                    .trim()
+                    .parse()
+                    .ok()
+                    .and_then(Freshness::new)
+                    .ok_or_else(|| {
+                        out_of_bounds("CACHE_SECONDS", &text, 0..=PROPAGATION_BOUND_SECONDS)
+                    })?,
+            },
         })
     }
 }
@@ -342,7 +344,7 @@ mod tests {
     fn absent_settings_take_their_defaults() {
         let settings = parse(&[]).unwrap();
         assert_eq!(
-            (settings.token_lifetime_seconds, settings.freshness),
+            (settings.token_lifetime_seconds, settings.objects.freshness),
             (3600, Freshness::new(60).unwrap())
         );
         assert_eq!(
@@ -556,6 +558,7 @@ mod tests {
         assert_eq!(
             parse(&[("CACHE_SECONDS", "0")])
                 .unwrap()
+                .objects
                 .freshness
                 .isolate_seconds(),
             0
@@ -611,9 +614,9 @@ mod tests {
         )
         .unwrap();
         assert!(
-            settings.freshness.worst_case_seconds() <= PROPAGATION_BOUND_SECONDS,
+            settings.objects.freshness.worst_case_seconds() <= PROPAGATION_BOUND_SECONDS,
             "{:?}",
-            settings.freshness
+            settings.objects.freshness
         );
     }
 

@@ -56,7 +56,7 @@ pub async fn holder(cx: &RequestContext, req: &Request) -> Result<HolderCaller, 
         .with_borrow_mut(|tokens| tokens.verify(settings.jwt_secret.expose(), &token, now.unix()))
         .map_err(|e| ApiError::Unauthorized(e.code()))?;
     cx.log.names(&license);
-    let status = licenses::status(&cx.env, &license, settings.freshness, now).await?;
+    let status = licenses::status(&cx.env, &license, settings.objects.freshness, now).await?;
     if status.active {
         Ok(HolderCaller { license, status })
     } else {
@@ -151,7 +151,7 @@ pub async fn machine(cx: &RequestContext, req: &Request) -> Result<MachineCaller
         .map_err(|e| ApiError::MachineUnauthorized(e.code()))?;
     cx.log.names(&bearer.license);
     limit_polls(env, &format!("machine:{}", bearer.machine_id.as_str())).await?;
-    let freshness = settings.freshness;
+    let freshness = settings.objects.freshness;
     let status = licenses::status(env, &bearer.license, freshness, now).await?;
     if !status.active {
         return Err(ApiError::MachineUnauthorized("license_revoked"));
@@ -205,7 +205,7 @@ async fn by_feed_token(
     req: &Request,
     token: &str,
 ) -> Result<(LicenseId, FeedTokenOwner), ApiError> {
-    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
+    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.objects.freshness);
     // A token of a shape never issued costs nothing more than its refusal.
     if !feed_token::is_well_formed(token) {
         return Err(ApiError::Unauthorized("feed_token_malformed"));

@@ -57,7 +57,7 @@ pub async fn check(
 /// The keys as KV and this isolate's memory say; before the directory first
 /// published them (an upgrade's first key check), as it publishes them now.
 async fn known_keys(cx: &RequestContext) -> Result<Rc<KnownKeys>, ApiError> {
-    let (env, freshness, now) = (&cx.env, cx.settings.freshness, cx.now);
+    let (env, freshness, now) = (&cx.env, cx.settings.objects.freshness, cx.now);
     if let Some(known) = operator_keys::known(env, freshness, now).await? {
         return Ok(known);
     }

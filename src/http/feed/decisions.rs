@@ -127,7 +127,7 @@ pub async fn stream(
             since: Some(position),
         };
         let lists = operator_lists.lists();
-        changes = operator_changes(env, &since, lists, settings.freshness, now).await?;
+        changes = operator_changes(env, &since, lists, settings.objects.freshness, now).await?;
         pull.from = Some(OperatorFrom {
             position,
             known: changes.is_some(),

@@ -67,7 +67,7 @@ pub async fn feed(
             "this feed token reads the personal list only (scope personal); create one of scope all to read the global list too".to_owned(),
         ));
     }
-    let freshness = settings.freshness;
+    let freshness = settings.objects.freshness;
     // The feed leaves out what the allow list holds; only the JSON feed labels
     // the promoted blocks.
     let VersionedLists {
@@ -269,7 +269,7 @@ pub(super) async fn operator_lists(
     cx: &RequestContext,
     scope: Scope,
 ) -> Result<VersionedLists, ApiError> {
-    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
+    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.objects.freshness);
     let allow = published::intervals(env, ListKind::Allow, freshness, now).await?;
     let (global, promoted) = match scope {
         Scope::All => {

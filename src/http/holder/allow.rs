@@ -40,7 +40,7 @@ pub async fn single(
         Err(rejection) => return Ok(Reply::HolderOutcome(rejection.into(), None)),
     };
     let shown = given.to_string();
-    let (env, freshness, now) = (&cx.env, cx.settings.freshness, cx.now);
+    let (env, freshness, now) = (&cx.env, cx.settings.objects.freshness, cx.now);
     let allow = published::intervals(env, ListKind::Allow, freshness, now).await?;
     if global_allow_holds_range((&allow.v4, &allow.v6), given.range) {
         let outcome = HolderOutcome::Allow(shown, AllowOutcome::GlobalAllowListed);

@@ -57,7 +57,7 @@ pub async fn status(
         Operation::Check,
         given.clone(),
         false,
-        settings.freshness,
+        settings.objects.freshness,
         now,
     );
     let global = checked.await?.governor() == Some(Governor::GlobalChallenge);

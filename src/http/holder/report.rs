@@ -88,7 +88,7 @@ async fn run(
     let canaries = match public.is_empty() {
         true => Vec::new(),
         false => {
-            let known = canaries::known(env, settings.freshness, now).await?;
+            let known = canaries::known(env, settings.objects.freshness, now).await?;
             public.into_iter().filter(|&ip| known.holds(ip)).collect()
         }
     };

@@ -39,7 +39,7 @@ impl<'a> Weigher<'a> {
             weighing,
             ip,
             allow_list,
-            cx.settings.freshness,
+            cx.settings.objects.freshness,
             cx.now,
         );
         Ok(verdict.await?)

@@ -119,7 +119,7 @@ async fn weigh(
             remediation,
             scenario,
         } => {
-            let canary = canaries::known(&cx.env, cx.settings.freshness, cx.now)
+            let canary = canaries::known(&cx.env, cx.settings.objects.freshness, cx.now)
                 .await?
                 .holds(ip);
             if canary && !weighing.canaries.contains(&ip) {

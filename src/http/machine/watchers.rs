@@ -48,7 +48,7 @@ const MAX_LOGIN_BYTES: usize = 64 * 1024;
 /// a revoked machine at once and records the login and its scenarios. Every
 /// refusal is the Local API's 401, whatever its reason.
 pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
-    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.freshness);
+    let (env, now, freshness) = (&cx.env, cx.now, cx.settings.objects.freshness);
     count_client_login(env, &req).await?;
     // CrowdSec's engines from 1.7 gzip a body over 5 KB, and a login lists every
     // scenario installed.
