@@ -407,6 +407,13 @@ impl<A: Addr> Shards<A> {
         }
     }
 
+    /// The shard that covers `addr`, if there is any.
+    pub fn holding(&self, addr: A) -> Option<&Shard<A>> {
+        self.shards
+            .get(shard_of(&self.starts, addr))
+            .map(Rc::as_ref)
+    }
+
     /// The intervals from the first that ends at or after `low`, in order; the
     /// cursor holds the shards, so a feed's stream can own it.
     pub fn read_from(&self, low: A) -> ShardCursor<A> {

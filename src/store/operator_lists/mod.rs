@@ -4,12 +4,13 @@
 //! `imports`, an import's runs; `edits`, the edit log; `shards`, each
 //! publication's shards), and the snapshots it
 //! publishes to KV as each isolate reads and holds them (`snapshots`, loaded once
-//! per isolate through `shared_load`); and the promotions waiting for the
+//! per isolate through `shared_load`, and the global list's `promoted_parts`); and the promotions waiting for the
 //! operator's review (`review`).
 
 pub mod chunks;
 pub mod edits;
 pub mod imports;
+pub mod promoted_parts;
 pub mod review;
 pub mod shards;
 pub mod shared_load;

@@ -1,6 +1,6 @@
 //! The operator's lists as an isolate holds them: the published snapshots, read
-//! from KV, lookups answered from memory, and the global list's promoted parts,
-//! read only by the feeds that say which blocks were promoted.
+//! from KV, and lookups answered from memory; the global list's promoted parts
+//! are read through `promoted_parts`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -9,7 +9,6 @@ use std::net::IpAddr;
 use std::rc::Rc;
 
 use crate::domain::code::Coded;
-use crate::domain::feed::item::{FeedBlock, FeedItem, Source};
 use crate::domain::net::family::Addr;
 use crate::domain::net::intervals::Intervals;
 use crate::domain::operator_lists::delta::{self, Piece, VersionChange, MAX_DELTA_INTERVALS};
@@ -20,6 +19,7 @@ use crate::domain::settings::Freshness;
 use crate::domain::time::Millis;
 use crate::platform::log;
 use crate::store::kv::{is_fresh, read_json, KvRead};
+use crate::store::operator_lists::promoted_parts::PromotedParts;
 use crate::store::operator_lists::shared_load::SharedLoad;
 use crate::store::StoreError;
 
@@ -87,7 +87,7 @@ pub fn piece_key(version: u64, level: u8) -> String {
 
 /// One version of a list, each family's shards loaded as lookups need them.
 pub struct Version {
-    manifest: Manifest,
+    pub(super) manifest: Manifest,
     /// When the manifest was last read.
     checked: Cell<Millis>,
     v4: Loaded<u32>,
@@ -215,7 +215,7 @@ impl Version {
     /// The promoted part of shard `index`, `None` when the manifest names none:
     /// no read is made for a shard without one. A feed asks once a block, so
     /// the part held is answered without naming its key.
-    async fn promoted<A: HeldFamily>(
+    pub(super) async fn promoted<A: HeldFamily>(
         &self,
         kv: &impl KvRead,
         kind: ListKind,
@@ -297,52 +297,6 @@ impl<A: HeldFamily> Loaded<A> {
     }
 }
 
-/// The promoted parts of the shards of one version of the global list, read
-/// from KV the first time a feed reaches a block of their shard, then held with
-/// the version (and the versions after it that share the shard): what the JSON
-/// feed and CrowdSec's decisions read to say which global blocks were promoted.
-/// Always the version the feed's shards are of.
-#[derive(Clone)]
-pub struct PromotedParts<K> {
-    version: Rc<Version>,
-    kv: K,
-    kind: ListKind,
-}
-
-impl<K: KvRead> PromotedParts<K> {
-    /// The promoted part of the shard of family `A` that holds `addr`, `None`
-    /// when it has none.
-    async fn holding<A: HeldFamily>(&self, addr: A) -> Result<Option<Rc<Shard<A>>>, StoreError> {
-        let part = self.version.manifest.part::<A>();
-        if part.is_empty() {
-            return Ok(None);
-        }
-        self.version
-            .promoted::<A>(&self.kv, self.kind, part.shard_of(addr))
-            .await
-    }
-
-    /// Marks `item` promoted when it is a global block every address of which
-    /// the holders' reports promoted (`Source::of_global`): a block never
-    /// reaches across two shards, so the one part of the shard it begins in says.
-    pub async fn label(&self, item: &mut FeedItem) -> Result<(), StoreError> {
-        if item.source != Source::Operator {
-            return Ok(());
-        }
-        item.source = match item.block {
-            FeedBlock::V4(range) => {
-                Source::of_global(range, self.holding(range.first()).await?.as_deref())
-            }
-            FeedBlock::V6Range(range) => {
-                Source::of_global(range, self.holding(range.first()).await?.as_deref())
-            }
-            // Only a holder's entry is written as an address or a /64 of its own.
-            FeedBlock::V6(_) | FeedBlock::V6Net64(_) => return Ok(()),
-        };
-        Ok(())
-    }
-}
-
 impl OperatorListSnapshots {
     /// What this isolate holds.
     pub fn isolate() -> Rc<OperatorListSnapshots> {
@@ -420,6 +374,21 @@ impl OperatorListSnapshots {
                 kind,
             };
             Ok((shards, promoted))
+        })
+        .await
+    }
+
+    /// The list's version as the isolate holds it: no I/O until its manifest is
+    /// due to be read again.
+    pub async fn version(
+        &self,
+        source: &impl ListSource,
+        kind: ListKind,
+        freshness: Freshness,
+        now: Millis,
+    ) -> Result<u64, StoreError> {
+        self.answer(source, kind, freshness, now, |version| async move {
+            Ok(version.manifest.version)
         })
         .await
     }
@@ -589,6 +558,7 @@ mod tests {
     use futures_util::FutureExt;
 
     use super::*;
+    use crate::domain::feed::item::{FeedBlock, FeedItem, Source};
     use crate::domain::net::range::{Cidr, Ipv4Range};
     use crate::domain::operator_lists::list::FamilyEntries;
     use crate::domain::operator_lists::snapshot::Ipv6Shards;
@@ -1009,6 +979,24 @@ mod tests {
             Source::Personal,
             "never a promoted personal entry"
         );
+        // All the parts at once, as a holder's Cloudflare list ranks the blocks:
+        // an empty one where a shard has none.
+        let (parts, parts6) = held
+            .shards(&fake, ListKind::Global, every_time, Millis(PUBLISHED_AT))
+            .now_or_never()
+            .unwrap()
+            .unwrap()
+            .1
+            .whole()
+            .now_or_never()
+            .unwrap()
+            .unwrap();
+        let promoted = |ip: &str| {
+            let ip = u32::from(ip.parse::<Ipv4Addr>().unwrap());
+            parts.holding(ip).is_some_and(|part| part.contains(ip))
+        };
+        assert!(promoted("8.8.10.7") && !promoted("8.8.8.7") && !promoted("200.1.1.1"));
+        assert!(parts6.holding(1).is_none(), "no IPv6 shard, no part");
 
         // Version 2 shares the first shard, whose promoted part is gone from KV:
         // only the copy the isolate holds can still label its blocks.

@@ -20,8 +20,9 @@ use crate::objects::operator_lists::client::operator_lists;
 use crate::objects::operator_lists::protocol::PublishedManifest;
 use crate::objects::protocol::Failure;
 use crate::store::kv::Binding;
+use crate::store::operator_lists::promoted_parts::PromotedParts;
 use crate::store::operator_lists::snapshots::{
-    binding, ListSource, OperatorListSnapshots, PromotedParts, Versioned,
+    binding, ListSource, OperatorListSnapshots, Versioned,
 };
 use crate::store::StoreError;
 
@@ -76,6 +77,18 @@ pub async fn intervals(
 ) -> Result<Versioned<Rc<Intervals>, Rc<Intervals<u128>>>, StoreError> {
     OperatorListSnapshots::isolate()
         .intervals(&Deployed(env), kind, freshness, now)
+        .await
+}
+
+/// The list's version as this isolate holds it.
+pub async fn version(
+    env: &Env,
+    kind: ListKind,
+    freshness: Freshness,
+    now: Millis,
+) -> Result<u64, StoreError> {
+    OperatorListSnapshots::isolate()
+        .version(&Deployed(env), kind, freshness, now)
         .await
 }
 
