@@ -115,6 +115,13 @@ impl StandIn {
         self.account(account)["calls"][call].as_u64().unwrap_or(0)
     }
 
+    /// Every call made on `account`, of any kind.
+    fn all_calls(&self, account: &str) -> u64 {
+        self.account(account)["calls"]
+            .as_object()
+            .map_or(0, |calls| calls.values().filter_map(Value::as_u64).sum())
+    }
+
     /// What the service sent to `account` and `zone` that does not fit
     /// Cloudflare's schema (or what the stand-in answered that does not): nothing, ever.
     fn assert_no_violations(&self, account: &str, zone: &str) {
@@ -864,5 +871,135 @@ fn a_large_list_taken_over_is_read_a_few_pages_an_alarm_and_emptied_in_bounded_o
         "20 001 removals in operations of at most 10 000"
     );
     assert_eq!(stand_in().account(&account)["refusedWhilePending"], 0);
+    stand_in().assert_no_violations(&account, &zone);
+}
+
+/// How often a connected holder's object looks at the operator's lists' versions
+/// (`OPERATOR_LOOK_SECONDS`).
+const OPERATOR_LOOK_SECONDS: u64 = 180;
+
+/// Moves `server`'s clock past the next look at the operator's lists, and runs
+/// the holder's alarm until the list is `wanted`.
+fn after_a_look(server: &Server, app: &TestApp, account: &str, wanted: &[&str]) {
+    server.advance(OPERATOR_LOOK_SECONDS);
+    let mut wanted: Vec<String> = wanted.iter().map(|s| (*s).to_owned()).collect();
+    wanted.sort();
+    poll(
+        Duration::from_secs(30),
+        Duration::from_millis(500),
+        || {
+            server.run_holder_alarm(&app.license);
+            stand_in().items(account, "greylist")
+        },
+        |items| *items == wanted,
+    )
+    .unwrap_or_else(|items| panic!("after a look, the list came to {items:?}, not {wanted:?}"));
+}
+
+#[test]
+fn with_the_scope_all_the_global_blocks_go_too_without_either_allow_list_and_follow_each_change() {
+    let api = format!("{}/client/v4", stand_in().base);
+    let server = Server::own(&[
+        ("CLOUDFLARE_API", api.as_str()),
+        ("CLOUDFLARE_TOKEN_KEY", TOKEN_KEY),
+    ]);
+    server.on_the_real_clock();
+    assert_eq!(
+        server.edit_global_list(&["89.160.20.0/24"], &[]).status,
+        200
+    );
+    assert_eq!(server.promote(&["81.2.69.200"], &[])["added"], 1);
+    let app = TestApp::on(&server);
+    let (account, zone) = (fresh_id(), fresh_id());
+    let token = stand_in().token(&account, &zone);
+    app.add("81.2.69.167");
+    connect(
+        &app,
+        json!({"accountId": account, "apiToken": token, "scope": "all"}),
+    );
+    list_becomes(&account, &["81.2.69.167", "81.2.69.200", "89.160.20.0/24"]);
+    // The holder's own allow list cuts a global block at once, as their own change.
+    let resp = app.form(
+        "/api/addIpToAllowlist",
+        &[("ip", "89.160.20.1")],
+        Mode::Json,
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    list_becomes(
+        &account,
+        &[
+            "81.2.69.167",
+            "81.2.69.200",
+            "89.160.20.0",
+            "89.160.20.2/31",
+            "89.160.20.4/30",
+            "89.160.20.8/29",
+            "89.160.20.16/28",
+            "89.160.20.32/27",
+            "89.160.20.64/26",
+            "89.160.20.128/25",
+        ],
+    );
+    in_sync(&app);
+    // A look that finds the operator's lists as they were costs Cloudflare nothing.
+    let calls = stand_in().all_calls(&account);
+    server.advance(OPERATOR_LOOK_SECONDS);
+    server.run_holder_alarm(&app.license);
+    assert_eq!(
+        stand_in().all_calls(&account),
+        calls,
+        "a look at unchanged lists calls Cloudflare"
+    );
+    // The operator's changes reach the list at the next look.
+    assert_eq!(server.edit_allow_list(&["89.160.20.0/25"], &[]).status, 200);
+    assert_eq!(server.edit_global_list(&["5.9.0.0/16"], &[]).status, 200);
+    after_a_look(
+        &server,
+        &app,
+        &account,
+        &[
+            "5.9.0.0/16",
+            "81.2.69.167",
+            "81.2.69.200",
+            "89.160.20.128/25",
+        ],
+    );
+    stand_in().assert_no_violations(&account, &zone);
+}
+
+#[test]
+fn a_list_too_small_for_all_keeps_the_holders_own_then_the_promoted_then_the_operators() {
+    let api = format!("{}/client/v4", stand_in().base);
+    let server = Server::own(&[
+        ("CLOUDFLARE_API", api.as_str()),
+        ("CLOUDFLARE_TOKEN_KEY", TOKEN_KEY),
+    ]);
+    server.on_the_real_clock();
+    assert_eq!(server.edit_global_list(&["5.9.0.0/16"], &[]).status, 200);
+    assert_eq!(server.promote(&["89.160.20.9"], &[])["added"], 1);
+    let app = TestApp::on(&server);
+    let (account, zone) = (fresh_id(), fresh_id());
+    let token = stand_in().token(&account, &zone);
+    app.add("81.2.69.10");
+    app.add("81.2.69.20");
+    connect(
+        &app,
+        json!({"accountId": account, "apiToken": token, "scope": "all", "maxItems": 3}),
+    );
+    list_becomes(&account, &["81.2.69.10", "81.2.69.20", "89.160.20.9"]);
+    let status = in_sync(&app);
+    assert_eq!(
+        (status["items"].clone(), status["leftOut"].clone()),
+        (json!(3), json!(1)),
+        "the operator's block left out"
+    );
+    // The promotion decays: the operator's block takes its place at the next look.
+    assert_eq!(server.promote(&[], &["89.160.20.9"])["removed"], 1);
+    after_a_look(
+        &server,
+        &app,
+        &account,
+        &["5.9.0.0/16", "81.2.69.10", "81.2.69.20"],
+    );
     stand_in().assert_no_violations(&account, &zone);
 }

@@ -58,6 +58,17 @@ pub struct SyncState {
     /// cap (its items across all its lists): the list grows towards it by halves
     /// (`push::room`). Forgotten at each full comparison, when room may have come.
     pub refused_at: Option<u64>,
+    /// The versions of the operator's lists the last comparison weighed: a
+    /// look that finds others makes the list dirty.
+    pub weighed: Option<OperatorVersions>,
+}
+
+/// Versions of the operator's published lists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorVersions {
+    /// The global challenge list's; 0 for a list of the personal scope, which does not hold it.
+    pub global: u64,
+    pub allow: u64,
 }
 
 /// A bulk operation Cloudflare runs: one at a time per account.

@@ -19,6 +19,11 @@ pub const POLL_SECONDS: u64 = 1;
 /// The list is compared whole with what Cloudflare holds at least this often, so
 /// that an item changed by hand is put right.
 pub const FULL_COMPARISON_SECONDS: u64 = 3_600;
+/// The operator's lists' versions are looked at this often by each connected
+/// holder's object: with the isolate's hold on a snapshot (`CACHE_SECONDS`, at
+/// most 60) and a push's gathering, a change of the global list or the allow
+/// list reaches the holder's Cloudflare list within 5 minutes.
+pub const OPERATOR_LOOK_SECONDS: u64 = 180;
 /// Items Cloudflare gives in one page of a list (its most).
 pub const ITEMS_PAGE: usize = 500;
 /// Items one bulk operation adds or removes at most; the rest go in the next.

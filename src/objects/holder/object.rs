@@ -29,6 +29,7 @@ use crate::domain::holder::list::{perform, sweep, Limits, ListAnswer, ListStore,
 use crate::domain::machines::credentials::MachineSettings;
 use crate::domain::net::address::{Ipv6Prefix, Listed, PublicIp};
 use crate::domain::precedence::{weigh_then_perform, Holding};
+use crate::domain::settings::Freshness;
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 use crate::objects::protocol::{receive, refuse, Ask, AskStream, Failure, Received};
 use crate::objects::startup::Started;
@@ -58,6 +59,8 @@ struct Ready {
     limits: Limits,
     /// Records in one page of a feed.
     page: usize,
+    /// How long the operator's lists' snapshots are held (the Cloudflare list weighs them).
+    freshness: Freshness,
 }
 
 #[durable_object(alarm)]
@@ -82,6 +85,10 @@ pub struct HolderList {
     cloudflare: RefCell<Option<Option<Link>>>,
     /// The items a reading of the holder's Cloudflare list saw so far, as hashes.
     seen: RefCell<Option<std::collections::HashSet<u64>>>,
+    /// When the operator's lists' versions were last looked at for that list;
+    /// kept in memory only, so that a look that finds nothing writes nothing
+    /// (an instance evicted looks again at once).
+    operator_look: Cell<Option<UnixTime>>,
     /// Whether the next pull told to ask again is followed by another (`PulledElsewhere`).
     #[cfg(feature = "test-hooks")]
     pulled_elsewhere: Cell<bool>,
@@ -102,6 +109,7 @@ impl DurableObject for HolderList {
             usage: GatheredUsage::default(),
             cloudflare: RefCell::new(None),
             seen: RefCell::new(None),
+            operator_look: Cell::new(None),
             #[cfg(feature = "test-hooks")]
             pulled_elsewhere: Cell::new(false),
         }
@@ -289,6 +297,7 @@ impl HolderList {
         Ok(Ready {
             limits: settings.limits,
             page: settings.page_entries,
+            freshness: settings.freshness,
         })
     }
 

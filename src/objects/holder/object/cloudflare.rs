@@ -5,27 +5,36 @@
 //! refused token stopping the sync until the holder gives one that works.
 
 use std::collections::HashSet;
+use std::rc::Rc;
 
 use super::{Answered, HolderList};
 use crate::domain::access::license::{random, LicenseId};
 use crate::domain::cloudflare::connection::Connect;
-use crate::domain::cloudflare::item::ItemText;
-use crate::domain::cloudflare::item::Selection;
+use crate::domain::cloudflare::item::{ItemText, Relevance, Selection, Span, Tier};
 use crate::domain::cloudflare::link::{
-    CloudflareError, ConnectRefusal, LastPush, Link, Pending, PushKind, Status, SyncState,
+    CloudflareError, ConnectRefusal, LastPush, Link, OperatorVersions, Pending, PushKind, Status,
+    SyncState,
 };
 use crate::domain::cloudflare::push::{
     next_step, push_due, retry_seconds, room, PutItem, Step, AT_CAPACITY, FULL_COMPARISON_SECONDS,
-    ITEMS_PAGE, POLL_SECONDS, PUSH_SPACING_SECONDS,
+    ITEMS_PAGE, OPERATOR_LOOK_SECONDS, POLL_SECONDS, PUSH_SPACING_SECONDS,
 };
 use crate::domain::cloudflare::seal::{SealingKey, NONCE_BYTES};
-use crate::domain::net::address::Listed;
+use crate::domain::feed::feed_token::Scope;
+use crate::domain::feed::item::{personal_block, FeedBlock, Source};
+use crate::domain::operator_lists::list::ListKind;
+use crate::domain::operator_lists::snapshot::Shards;
+use crate::domain::precedence::PublishedLists;
+use crate::domain::settings::Freshness;
 use crate::domain::time::UnixTime;
 use crate::objects::cloudflare_account::client::cloudflare_account;
 use crate::objects::cloudflare_account::protocol::{EndTurn, NoRefusal, TakeTurn};
+use crate::objects::operator_lists::client::published;
 use crate::objects::protocol::Failure;
+use crate::platform::clock;
 use crate::platform::cloudflare_api::{challenge_rule, ApiFailure, CloudflareApi, DEFAULT_BASE};
 use crate::store::holder::list::HolderTables;
+use crate::store::operator_lists::snapshots::Versioned;
 use crate::store::StoreError;
 
 /// Why a sync stops when the token cannot be opened.
@@ -275,11 +284,17 @@ impl HolderList {
 
     /// The sync's step the alarm runs; answers when the next is due.
     pub(super) async fn cloudflare_sync(&self, now: UnixTime) -> Answered<Option<UnixTime>> {
-        let Some(link) = self.cloudflare_link()? else {
+        let Some(mut link) = self.cloudflare_link()? else {
             return Ok(None);
         };
-        if link.sync.stopped || link.sync.due.is_none_or(|due| due > now) {
-            return Ok(link.sync.due.filter(|_| !link.sync.stopped));
+        if link.sync.stopped {
+            return Ok(None);
+        }
+        let next_look = self.look_at_operator_lists(&mut link, now).await?;
+        if link.sync.due.is_none_or(|due| due > now) {
+            return Ok(Some(
+                link.sync.due.map_or(next_look, |due| due.min(next_look)),
+            ));
         }
         let mut sync = link.sync.clone();
         let outcome = match self.sealing_key().and_then(|key| key.open(&link.token)) {
@@ -316,10 +331,57 @@ impl HolderList {
             return Ok(None);
         };
         current.sync = sync;
-        let due = current.sync.due;
+        let due = match current.sync.due {
+            _ if current.sync.stopped => None,
+            Some(due) => Some(due.min(next_look)),
+            None => Some(next_look),
+        };
         HolderTables::new(&self.sql).save_cloudflare_sync(&current.sync)?;
         *self.cloudflare.borrow_mut() = Some(Some(current));
         Ok(due)
+    }
+
+    /// Every `OPERATOR_LOOK_SECONDS`, the versions of the operator's lists the
+    /// holder's list weighs (the allow list; the global list too for the scope
+    /// `all`), as this isolate holds them: one that moved since the last
+    /// comparison makes the list dirty. Answers when the next look is due.
+    async fn look_at_operator_lists(&self, link: &mut Link, now: UnixTime) -> Answered<UnixTime> {
+        if let Some(at) = self
+            .operator_look
+            .get()
+            .map(|at| at.plus(OPERATOR_LOOK_SECONDS))
+            .filter(|at| *at > now)
+        {
+            return Ok(at);
+        }
+        self.operator_look.set(Some(now));
+        if !link.sync.dirty && link.sync.weighed != Some(self.operator_versions(link.scope).await?)
+        {
+            self.cloudflare_changed(now).await?;
+            if let Some(changed) = self.cloudflare_link()? {
+                *link = changed;
+            }
+        }
+        Ok(now.plus(OPERATOR_LOOK_SECONDS))
+    }
+
+    /// How long the operator's lists' snapshots are held.
+    async fn freshness(&self) -> Answered<Freshness> {
+        let ready = self.started.get_or_start(|| self.start()).await;
+        Ok(ready.map_err(fault)?.freshness)
+    }
+
+    /// The versions of the operator's lists a list of `scope` weighs.
+    async fn operator_versions(&self, scope: Scope) -> Answered<OperatorVersions> {
+        let (freshness, now) = (self.freshness().await?, clock::now());
+        let version = |kind| published::version(&self.env, kind, freshness, now);
+        Ok(OperatorVersions {
+            global: match scope {
+                Scope::All => version(ListKind::Global).await.map_err(Failure::Fault)?,
+                Scope::Personal => 0,
+            },
+            allow: version(ListKind::Allow).await.map_err(Failure::Fault)?,
+        })
     }
 
     /// One step: a pending operation polled, else the list read whole when due,
@@ -376,7 +438,7 @@ impl HolderList {
                     let error = operation.error.clone().unwrap_or_default();
                     if pending.kind == PushKind::Add && error.contains(AT_CAPACITY) {
                         // The account holds no more: the list grows towards this by halves.
-                        let put = store.cloudflare_items()?.len() as u64;
+                        let put = store.cloudflare_count()?;
                         sync.refused_at = Some(put + pending.items.len() as u64);
                         sync.dirty = true;
                     }
@@ -442,11 +504,16 @@ impl HolderList {
             sync.due = sync.compared_at.map(|at| at.plus(FULL_COMPARISON_SECONDS));
             return Ok(Ok(()));
         }
+        let room = room(
+            u64::from(link.max_items),
+            store.cloudflare_count()?,
+            sync.refused_at,
+        );
+        let (wanted, left_out, weighed) = self.wanted_items(link.scope, room as usize, now).await?;
         let put = store.cloudflare_items()?;
-        let room = room(u64::from(link.max_items), put.len() as u64, sync.refused_at);
-        let (wanted, left_out) = self.wanted_items(room as usize, now)?;
         sync.items = wanted.len() as u64;
         sync.left_out = left_out;
+        sync.weighed = Some(weighed);
         let step = next_step(&wanted, &put);
         let spaced = sync.last_sent.map(|sent| sent.plus(PUSH_SPACING_SECONDS));
         if let Some(at) =
@@ -573,23 +640,62 @@ impl HolderList {
         Ok(Ok(false))
     }
 
-    /// The items the holder challenges, the most relevant `max`, and how many the cap left out.
-    fn wanted_items(&self, max: usize, now: UnixTime) -> Answered<(HashSet<ItemText>, u64)> {
-        let store = HolderTables::new(&self.sql);
-        // Borrowed, not copied: nothing here waits, and nothing here changes it.
-        let allow = self.allow_set()?;
+    /// The items the holder challenges, the most relevant `max`, how many the
+    /// cap left out, and the versions of the operator's lists weighed: the
+    /// holder's live entries and, for the scope `all`, the global list's blocks,
+    /// both without what either allow list holds, as a feed weighs them.
+    async fn wanted_items(
+        &self,
+        scope: Scope,
+        max: usize,
+        now: UnixTime,
+    ) -> Answered<(HashSet<ItemText>, u64, OperatorVersions)> {
+        let (freshness, millis) = (self.freshness().await?, clock::now());
+        let allow = published::intervals(&self.env, ListKind::Allow, freshness, millis)
+            .await
+            .map_err(Failure::Fault)?;
+        let (global, promoted) = match scope {
+            Scope::All => {
+                let (global, promoted) =
+                    published::shards(&self.env, ListKind::Global, freshness, millis)
+                        .await
+                        .map_err(Failure::Fault)?;
+                (global, promoted.whole().await.map_err(Failure::Fault)?)
+            }
+            Scope::Personal => (Versioned::default(), Default::default()),
+        };
+        let weighed = OperatorVersions {
+            global: global.version,
+            allow: allow.version,
+        };
+        // From here nothing waits: the entries read are the holder's of this moment.
+        let own = {
+            let (v4, v6) = self.allow_set()?.intervals();
+            (Rc::new(v4), Rc::new(v6))
+        };
+        let lists =
+            PublishedLists::with_own_allow((global.v4, global.v6), (allow.v4, allow.v6), own);
+        let mut blocks = lists.challenged_blocks().peekable();
         let mut selection = Selection::new(max);
+        let push_block = |selection: &mut Selection, block: FeedBlock| {
+            selection.push(
+                Span::of_block(block),
+                Relevance::global(tier_of(block, &promoted)),
+            )
+        };
+        let store = HolderTables::new(&self.sql);
         let mut after: Option<Vec<u8>> = None;
         loop {
             let page = store.entries_by_address(after.as_deref(), ENTRIES_PAGE, now)?;
             let full = page.len() == ENTRIES_PAGE;
             for (listed, added_at, key) in page {
-                let allowed = match listed {
-                    Listed::Ip(ip) => allow.holds_ip(ip),
-                    Listed::Net64(_) => false,
-                };
-                if !allowed {
-                    selection.push(listed, added_at);
+                // The global blocks before it first: each family goes in address order.
+                let place = personal_block(listed).place();
+                while let Some(block) = blocks.next_if(|block| block.place() < place) {
+                    push_block(&mut selection, block);
+                }
+                if lists.challenges_entry(listed) {
+                    selection.push(Span::of_entry(listed), Relevance::own(added_at));
                 }
                 after = Some(key);
             }
@@ -597,11 +703,29 @@ impl HolderList {
                 break;
             }
         }
+        for block in blocks {
+            push_block(&mut selection, block);
+        }
         let (items, left_out) = selection.finish();
         Ok((
             items.into_iter().map(|ranked| ranked.item).collect(),
             left_out,
+            weighed,
         ))
+    }
+}
+
+/// Whose a global block is: the network's when every address of it was
+/// promoted, else the operator's (`Source::of_global`).
+fn tier_of(block: FeedBlock, (promoted, promoted6): &(Shards, Shards<u128>)) -> Tier {
+    let source = match block {
+        FeedBlock::V4(range) => Source::of_global(range, promoted.holding(range.first())),
+        FeedBlock::V6Range(range) => Source::of_global(range, promoted6.holding(range.first())),
+        FeedBlock::V6(_) | FeedBlock::V6Net64(_) => Source::Operator,
+    };
+    match source {
+        Source::Promoted => Tier::Promoted,
+        Source::Operator | Source::Personal => Tier::Operator,
     }
 }
 
