@@ -3,8 +3,8 @@
 //! its schema and publications; `chunks`, the lists' entries a chunk at a time;
 //! `imports`, an import's runs; `edits`, the edit log; `shards`, each
 //! publication's shards), and the snapshots it
-//! publishes to KV as each isolate reads and holds them (`snapshots`, loaded once
-//! per isolate through `shared_load`, and the global list's `promoted_parts`); and the promotions waiting for the
+//! publishes to KV as each isolate reads and holds them (`snapshots`, each `version`
+//! loaded once per isolate through `shared_load`, and the global list's `promoted_parts`); and the promotions waiting for the
 //! operator's review (`review`).
 
 pub mod chunks;
@@ -18,3 +18,4 @@ pub mod snapshots;
 pub mod tables;
 #[cfg(test)]
 mod test_tables;
+pub mod version;

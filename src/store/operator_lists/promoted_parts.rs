@@ -8,7 +8,7 @@ use crate::domain::feed::item::{FeedBlock, FeedItem, Source};
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::{Shard, Shards};
 use crate::store::kv::KvRead;
-use crate::store::operator_lists::snapshots::{HeldFamily, Version};
+use crate::store::operator_lists::version::{HeldFamily, Version};
 use crate::store::StoreError;
 
 /// The promoted parts of the shards of one version of the global list, read
