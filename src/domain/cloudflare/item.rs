@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::feed::item::{Blocks, FeedBlock};
 use crate::domain::net::address::{Listed, PublicIp};
 use crate::domain::net::family::Addr;
+use crate::domain::net::ipv6::IPV4_MAPPED;
 use crate::domain::net::range::Cidr;
 use crate::domain::time::UnixTime;
 
@@ -117,10 +118,11 @@ struct Run<A> {
     members: Vec<Member<A>>,
 }
 
-/// Ranks an item: the more relevant first, then the lower address first (the
-/// family, IPv4 before IPv6, then the first address); the heap keeps the
-/// lowest rank on top to drop it.
-type Rank = (Relevance, Reverse<(bool, u128)>, Reverse<ItemText>);
+/// A block as the heap keeps it, in 48 bytes (its text is made once it is
+/// kept for good): its rank, the more relevant first, then the lower address
+/// first (its place: the first address, an IPv4 one IPv4-mapped, so that IPv4
+/// ranks before IPv6), and its prefix. The heap keeps the lowest on top to drop it.
+type Rank = (Relevance, Reverse<u128>, u8);
 
 /// Builds the items from entries given in address order within each family
 /// (as their keys sort), keeping the `max` most relevant; counts what it leaves out.
@@ -189,12 +191,11 @@ impl Selection {
 
     fn keep<A: Addr + Into<u128>>(&mut self, block: Cidr<A>, relevance: Relevance) {
         self.items += 1;
-        let place = (A::BITS == 128, block.first().into());
-        let rank = (
-            relevance,
-            Reverse(place),
-            Reverse(ItemText(block.to_string())),
-        );
+        let place = match A::BITS {
+            128 => block.first().into(),
+            _ => IPV4_MAPPED.0 | block.first().into(),
+        };
+        let rank = (relevance, Reverse(place), block.prefix());
         if self.kept.len() < self.max {
             self.kept.push(Reverse(rank));
         } else if self
@@ -220,10 +221,24 @@ impl Selection {
             .kept
             .into_sorted_vec()
             .into_iter()
-            .map(|Reverse((relevance, _, Reverse(item)))| Ranked { item, relevance })
+            .map(|Reverse((relevance, Reverse(place), prefix))| Ranked {
+                item: item_text(place, prefix),
+                relevance,
+            })
             .collect();
         (items, left_out)
     }
+}
+
+/// A kept block's text, from its place and prefix.
+fn item_text(place: u128, prefix: u8) -> ItemText {
+    let text = if place >> 32 == IPV4_MAPPED.0 >> 32 {
+        Cidr::<u32>::from_parts(place as u32, prefix).map(|v4| v4.to_string())
+    } else {
+        Cidr::<u128>::from_parts(place, prefix).map(|v6| v6.to_string())
+    };
+    // A place and prefix `keep` took from a block: always one again.
+    ItemText(text.unwrap_or_default())
 }
 
 /// `member` added to the run it touches, or a new run begun with it: answers the

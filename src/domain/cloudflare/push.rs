@@ -3,8 +3,6 @@
 //! (they make room), one bulk operation at a time; changes gathered so that a
 //! burst is one push; a refused or failed call tried again later.
 
-use std::collections::HashSet;
-
 use serde::{Deserialize, Serialize};
 
 use super::item::ItemText;
@@ -49,33 +47,73 @@ pub enum Step {
 }
 
 /// The next step from what is wanted and what was put: removals first, at most
-/// `ITEMS_PER_OPERATION` at a time.
-pub fn next_step(wanted: &HashSet<ItemText>, put: &[PutItem]) -> Step {
-    let put_items: HashSet<&ItemText> = put.iter().map(|p| &p.item).collect();
-    let unwanted: Vec<&PutItem> = put.iter().filter(|p| !wanted.contains(&p.item)).collect();
-    if !unwanted.is_empty() {
-        if unwanted.iter().any(|p| p.id.is_none()) {
-            return Step::LearnIds;
+/// `ITEMS_PER_OPERATION` at a time. The items put are read a page at a time,
+/// both they and the items wanted in their text's order (SQLite's `ORDER BY`
+/// on a text column is bytewise, as `str`'s order is), so that what this holds
+/// is the items wanted and one operation's items, never the list put besides.
+pub struct Difference<'a> {
+    wanted: &'a [ItemText],
+    /// The first item wanted not yet met among the items put.
+    next: usize,
+    removals: Vec<PutItem>,
+    /// An unwanted item put whose id is not known yet.
+    unknown_id: bool,
+    additions: Vec<ItemText>,
+}
+
+impl<'a> Difference<'a> {
+    /// `wanted`: sorted, each once.
+    pub fn new(wanted: &'a [ItemText]) -> Self {
+        Self {
+            wanted,
+            next: 0,
+            removals: Vec::new(),
+            unknown_id: false,
+            additions: Vec::new(),
         }
-        return Step::Remove(
-            unwanted
-                .into_iter()
-                .take(ITEMS_PER_OPERATION)
-                .cloned()
-                .collect(),
-        );
     }
-    let mut additions: Vec<ItemText> = wanted
-        .iter()
-        .filter(|item| !put_items.contains(item))
-        .cloned()
-        .collect();
-    if additions.is_empty() {
-        return Step::Done;
+
+    /// The next page of the items put, in order, after the pages before it.
+    pub fn put(&mut self, page: impl IntoIterator<Item = PutItem>) {
+        for put in page {
+            self.wanted_before(Some(&put.item));
+            if self.wanted.get(self.next) == Some(&put.item) {
+                self.next += 1;
+            } else if put.id.is_none() {
+                self.unknown_id = true;
+            } else if self.removals.len() < ITEMS_PER_OPERATION {
+                self.removals.push(put);
+            }
+        }
     }
-    additions.sort();
-    additions.truncate(ITEMS_PER_OPERATION);
-    Step::Add(additions)
+
+    /// The items wanted before `item` (all that are left, for `None`): not put.
+    fn wanted_before(&mut self, item: Option<&ItemText>) {
+        while let Some(wanted) = self
+            .wanted
+            .get(self.next)
+            .filter(|wanted| item.is_none_or(|item| *wanted < item))
+        {
+            if self.additions.len() < ITEMS_PER_OPERATION {
+                self.additions.push(wanted.clone());
+            }
+            self.next += 1;
+        }
+    }
+
+    /// The step, once every page was read.
+    pub fn finish(mut self) -> Step {
+        self.wanted_before(None);
+        if self.unknown_id {
+            Step::LearnIds
+        } else if !self.removals.is_empty() {
+            Step::Remove(self.removals)
+        } else if !self.additions.is_empty() {
+            Step::Add(self.additions)
+        } else {
+            Step::Done
+        }
+    }
 }
 
 /// Cloudflare's words when an addition passes the account's cap.
@@ -127,29 +165,78 @@ mod tests {
         }
     }
 
+    /// The step for `wanted` and `put`, the items put read in pages of `page`.
+    fn step(wanted: &[&str], mut put: Vec<PutItem>, page: usize) -> Step {
+        let mut wanted: Vec<ItemText> = wanted.iter().map(|text| item(text)).collect();
+        wanted.sort();
+        put.sort_by(|a, b| a.item.cmp(&b.item));
+        let mut difference = Difference::new(&wanted);
+        for chunk in put.chunks(page) {
+            difference.put(chunk.to_vec());
+        }
+        difference.finish()
+    }
+
     #[test]
     fn removals_go_first_then_additions_then_nothing() {
-        let wanted: HashSet<ItemText> = [item("1.1.1.1"), item("2.2.2.2")].into();
+        let wanted = ["1.1.1.1", "2.2.2.2"];
         let stale = put("3.3.3.3", Some("id3"));
         let kept = put("1.1.1.1", Some("id1"));
-        assert_eq!(
-            next_step(&wanted, &[kept.clone(), stale.clone()]),
-            Step::Remove(vec![stale])
-        );
-        assert_eq!(
-            next_step(&wanted, std::slice::from_ref(&kept)),
-            Step::Add(vec![item("2.2.2.2")])
-        );
-        assert_eq!(
-            next_step(&wanted, &[kept, put("2.2.2.2", None)]),
-            Step::Done
-        );
+        for page in [1, 2, 10] {
+            assert_eq!(
+                step(&wanted, vec![kept.clone(), stale.clone()], page),
+                Step::Remove(vec![stale.clone()])
+            );
+            assert_eq!(
+                step(&wanted, vec![kept.clone()], page),
+                Step::Add(vec![item("2.2.2.2")])
+            );
+            assert_eq!(
+                step(&wanted, vec![kept.clone(), put("2.2.2.2", None)], page),
+                Step::Done
+            );
+        }
     }
 
     #[test]
     fn an_unwanted_item_without_an_id_is_looked_up_first() {
-        let wanted = HashSet::new();
-        assert_eq!(next_step(&wanted, &[put("1.1.1.1", None)]), Step::LearnIds);
+        assert_eq!(
+            step(
+                &[],
+                vec![put("1.1.1.1", None), put("2.2.2.2", Some("id2"))],
+                1
+            ),
+            Step::LearnIds
+        );
+    }
+
+    #[test]
+    fn whatever_the_pages_an_operation_takes_at_most_its_share_in_order() {
+        let wanted: Vec<String> = (0..2 * ITEMS_PER_OPERATION + 10)
+            .map(|n| format!("10.{}.{}.{}", n >> 16, (n >> 8) & 255, n & 255))
+            .collect();
+        let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+        // Every other item wanted is put already: the rest go, the first in order.
+        let put: Vec<PutItem> = wanted
+            .iter()
+            .step_by(2)
+            .map(|text| PutItem {
+                item: item(text),
+                id: Some(format!("id-{text}")),
+            })
+            .collect();
+        let Step::Add(additions) = step(&wanted, put.clone(), 333) else {
+            panic!("additions")
+        };
+        let mut missing: Vec<ItemText> =
+            wanted.iter().skip(1).step_by(2).map(|t| item(t)).collect();
+        missing.sort();
+        missing.truncate(ITEMS_PER_OPERATION);
+        assert_eq!(
+            additions, missing,
+            "the first items not put, in order, an operation's worth"
+        );
+        assert_eq!(step(&wanted, put, 7), Step::Add(additions));
     }
 
     #[test]

@@ -59,20 +59,6 @@ impl<S: Sql> HolderTables<S> {
         Ok(())
     }
 
-    /// Every item put in the list (at most the list's cap).
-    pub fn cloudflare_items(&self) -> Result<Vec<PutItem>, SqlError> {
-        self.sql()
-            .query("SELECT item, id FROM cloudflare_items", &[])?
-            .iter()
-            .map(|row| {
-                Ok(PutItem {
-                    item: ItemText(row.text(0)?),
-                    id: row.opt_text(1)?,
-                })
-            })
-            .collect()
-    }
-
     /// How many items are put.
     pub fn cloudflare_count(&self) -> Result<u64, SqlError> {
         let rows = self
@@ -136,19 +122,24 @@ impl<S: Sql> HolderTables<S> {
         Ok(())
     }
 
-    /// A page of the items put, in their order, after `after`.
+    /// A page of the items put, in their text's order (bytewise, as `str`'s), after `after`.
     pub fn cloudflare_items_after(
         &self,
         after: &str,
         limit: usize,
-    ) -> Result<Vec<String>, SqlError> {
+    ) -> Result<Vec<PutItem>, SqlError> {
         self.sql()
             .query(
-                "SELECT item FROM cloudflare_items WHERE item > ?1 ORDER BY item LIMIT ?2",
+                "SELECT item, id FROM cloudflare_items WHERE item > ?1 ORDER BY item LIMIT ?2",
                 &[Value::text(after), Value::int(limit as u64)],
             )?
             .iter()
-            .map(|row| row.text(0))
+            .map(|row| {
+                Ok(PutItem {
+                    item: ItemText(row.text(0)?),
+                    id: row.opt_text(1)?,
+                })
+            })
             .collect()
     }
 
@@ -248,14 +239,24 @@ mod tests {
             id: Some("i1".to_owned()),
         }];
         store.cloudflare_found(&found).unwrap();
+        let items = |after: &str| -> Vec<(String, Option<String>)> {
+            let page = store.cloudflare_items_after(after, 10).unwrap();
+            page.into_iter().map(|put| (put.item.0, put.id)).collect()
+        };
         assert_eq!(
-            store.cloudflare_items_after("", 10).unwrap(),
-            ["1.1.1.1", "2.2.2.2"]
+            items(""),
+            [
+                ("1.1.1.1".to_owned(), Some("i1".to_owned())),
+                ("2.2.2.2".to_owned(), None)
+            ]
+        );
+        assert_eq!(
+            items("1.1.1.1"),
+            [("2.2.2.2".to_owned(), None)],
+            "a page after an item"
         );
         store.cloudflare_gone("2.2.2.2").unwrap();
-        let put = store.cloudflare_items().unwrap();
-        assert_eq!(put.len(), 1);
-        assert_eq!(put[0].id.as_deref(), Some("i1"));
+        assert_eq!(items("").len(), 1);
         let changes = || {
             sql.query("SELECT total_changes()", &[]).unwrap()[0]
                 .int(0)
@@ -265,7 +266,7 @@ mod tests {
         store.cloudflare_found(&found).unwrap();
         assert_eq!(changes(), before, "a page as put writes nothing");
         store.cloudflare_removed(&["i1".to_owned()]).unwrap();
-        assert!(store.cloudflare_items().unwrap().is_empty());
+        assert!(items("").is_empty());
         store.forget_cloudflare().unwrap();
         assert_eq!(store.cloudflare_link().unwrap(), None);
     }

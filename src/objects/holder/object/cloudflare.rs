@@ -16,7 +16,7 @@ use crate::domain::cloudflare::link::{
     SyncState,
 };
 use crate::domain::cloudflare::push::{
-    next_step, push_due, retry_seconds, room, PutItem, Step, AT_CAPACITY, FULL_COMPARISON_SECONDS,
+    push_due, retry_seconds, room, Difference, PutItem, Step, AT_CAPACITY, FULL_COMPARISON_SECONDS,
     ITEMS_PAGE, OPERATOR_LOOK_SECONDS, POLL_SECONDS, PUSH_SPACING_SECONDS,
 };
 use crate::domain::cloudflare::seal::{SealingKey, NONCE_BYTES};
@@ -510,11 +510,24 @@ impl HolderList {
             sync.refused_at,
         );
         let (wanted, left_out, weighed) = self.wanted_items(link.scope, room as usize, now).await?;
-        let put = store.cloudflare_items()?;
         sync.items = wanted.len() as u64;
         sync.left_out = left_out;
         sync.weighed = Some(weighed);
-        let step = next_step(&wanted, &put);
+        // The items put, a page at a time: the list put is never held beside the items wanted.
+        let mut difference = Difference::new(&wanted);
+        let mut after = String::new();
+        loop {
+            let page = store.cloudflare_items_after(&after, ENTRIES_PAGE)?;
+            let full = page.len() == ENTRIES_PAGE;
+            if let Some(last) = page.last() {
+                after.clone_from(&last.item.0);
+            }
+            difference.put(page);
+            if !full {
+                break;
+            }
+        }
+        let step = difference.finish();
         let spaced = sync.last_sent.map(|sent| sent.plus(PUSH_SPACING_SECONDS));
         if let Some(at) =
             spaced.filter(|at| *at > now && matches!(step, Step::Add(_) | Step::Remove(_)))
@@ -623,13 +636,13 @@ impl HolderList {
                 let mut after = String::new();
                 loop {
                     let page = store.cloudflare_items_after(&after, ENTRIES_PAGE)?;
-                    for item in &page {
-                        if !seen.contains(&seen_hash(item)) {
-                            store.cloudflare_gone(item)?;
+                    for put in &page {
+                        if !seen.contains(&seen_hash(&put.item.0)) {
+                            store.cloudflare_gone(&put.item.0)?;
                         }
                     }
                     match page.last() {
-                        Some(last) if page.len() == ENTRIES_PAGE => after = last.clone(),
+                        Some(last) if page.len() == ENTRIES_PAGE => after.clone_from(&last.item.0),
                         _ => break,
                     }
                 }
@@ -640,8 +653,8 @@ impl HolderList {
         Ok(Ok(false))
     }
 
-    /// The items the holder challenges, the most relevant `max`, how many the
-    /// cap left out, and the versions of the operator's lists weighed: the
+    /// The items the holder challenges, the most relevant `max` in their text's
+    /// order, how many the cap left out, and the versions of the operator's lists weighed: the
     /// holder's live entries and, for the scope `all`, the global list's blocks,
     /// both without what either allow list holds, as a feed weighs them.
     async fn wanted_items(
@@ -649,7 +662,7 @@ impl HolderList {
         scope: Scope,
         max: usize,
         now: UnixTime,
-    ) -> Answered<(HashSet<ItemText>, u64, OperatorVersions)> {
+    ) -> Answered<(Vec<ItemText>, u64, OperatorVersions)> {
         let (freshness, millis) = (self.freshness().await?, clock::now());
         let allow = published::intervals(&self.env, ListKind::Allow, freshness, millis)
             .await
@@ -707,11 +720,10 @@ impl HolderList {
             push_block(&mut selection, block);
         }
         let (items, left_out) = selection.finish();
-        Ok((
-            items.into_iter().map(|ranked| ranked.item).collect(),
-            left_out,
-            weighed,
-        ))
+        // In their text's order, as the items put are read (`Difference`).
+        let mut items: Vec<ItemText> = items.into_iter().map(|ranked| ranked.item).collect();
+        items.sort_unstable();
+        Ok((items, left_out, weighed))
     }
 }
 
