@@ -13,6 +13,7 @@
 //   allow-list   a holder's own allow list: checks and adds with 1000 ranges, and the delta after allow-listing a /16
 //   reports      the network's reports: reports/s beside adds, the time to global, the calls of 1000 promotions
 //   machines     CrowdSec engines' alerts: alerts/s in batches of 1 and 50, an alert's and a heartbeat's calls
+//   cloudflare   a holder's own Cloudflare list: Cloudflare calls per change and a day at 10 000 holders against its limits, the memory of comparing 500 000 items
 //   ten-million  the global list at BENCH_TEN_MILLION entries
 //   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
 //   eight-feeds  one agent, then eight, pulling a BENCH_EIGHT_FEEDS-entry global list whole across an edit: resident memory
@@ -41,11 +42,12 @@ import { sideBySide } from "./side-by-side.mjs";
 import { allowList, allowListLines } from "./allow-list.mjs";
 import { reports, reportsLines } from "./reports.mjs";
 import { machines, machinesLines } from "./machines.mjs";
+import { cloudflare, cloudflareLines } from "./cloudflare.mjs";
 import { breakdown, breakdownLines, moduleSize } from "./size.mjs";
 import { coldStarts } from "./cold-start.mjs";
 import { logCost, profile, profileLines } from "./profile.mjs";
 
-const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "ten-million", "ipv6-million", "eight-feeds", "module", "profile"];
+const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "cloudflare", "ten-million", "ipv6-million", "eight-feeds", "module", "profile"];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
 const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
@@ -127,6 +129,7 @@ try {
   await section("allow-list", async () => (results.allowList = await allowList(state)));
   await section("reports", async () => (results.reports = await reports(state)));
   await section("machines", async () => (results.machines = await machines(state)));
+  await section("cloudflare", async () => (results.cloudflare = await cloudflare(state)));
   await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
   await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
   await section("eight-feeds", async () => (results.eightFeeds = await eightFeeds(join(state, "eight-feeds"))));
@@ -407,6 +410,7 @@ function print(results) {
   if (results.allowList) lines.push(...allowListLines(results.allowList), "");
   if (results.reports) lines.push(...reportsLines(results.reports), "");
   if (results.machines) lines.push(...machinesLines(results.machines), "");
+  if (results.cloudflare) lines.push(...cloudflareLines(results.cloudflare), "");
   if (results.eightFeeds) lines.push(...eightFeedsLines(results.eightFeeds), "");
   if (results.module) lines.push(...breakdownLines(results.module), "");
   if (results.profile) lines.push(...profileLines(results.profile), "");

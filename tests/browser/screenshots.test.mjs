@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   DESKTOP, LONGEST_IPV6, PHONE, SCREENSHOTS,
-  addOne, admin, advanceClock, base, goTo, holderPage, operatorPage, reportUsage, serviceNow, start, stop,
+  addOne, admin, advanceClock, base, goTo, holderPage, operatorPage, reportUsage, serviceNow, standIn, start, stop,
 } from "./service.mjs";
 
 before(start);
@@ -75,6 +75,25 @@ async function plausibleService() {
   return acme;
 }
 
+/** The holder's Cloudflare account connected (on the tests' stand-in), the
+ *  global list too, a zone challenging it, and the list in sync: the holder's
+ *  alarm run by the test hook, since the clock is days ahead of the runtime's. */
+async function connectCloudflare({ license, licenseKey }) {
+  const [account, zone, apiToken] = ["5e8a1c7b2d9f4e6a8b3c1d0e7f2a9b4c", "0c4d8e2f6a1b3c5d7e9f1a2b4c6d8e0f", "acme-lists-and-waf-edit-7Qx2"];
+  await standIn("POST", "tokens", { token: apiToken, accounts: [account], zones: [zone] });
+  const token = await accessToken(licenseKey);
+  const call = (method, body) => fetch(`${base}/api/cloudflare`, {
+    method, headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" }, body: body && JSON.stringify(body),
+  });
+  const put = await call("PUT", { accountId: account, apiToken, zoneId: zone, scope: "all" });
+  assert.equal(put.status, 200, await put.text());
+  for (let i = 0; i < 80 && (await call("GET").then((r) => r.json())).state !== "in sync"; i++) {
+    await fetch(`${base}/__test/holders/${license}/alarm`, { method: "POST", body: "" });
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  assert.equal((await call("GET").then((r) => r.json())).state, "in sync");
+}
+
 /** Fails when `page` scrolls sideways. */
 async function fitsItsWidth(page, what) {
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -89,6 +108,9 @@ test("screenshots at desktop and phone width, one of each console view, and noth
       await addOne(holder, "91.92.240.17", "seen probing SSH");
       await addOne(holder, "178.128.94.12", "credential stuffing on the shop's login", "After 7 days");
       await addOne(holder, LONGEST_IPV6, "IPv6 scanner");
+      await connectCloudflare(acme);
+      await holder.reload();
+      await holder.locator("#cloudflare-status dd", { hasText: "in sync" }).waitFor();
     }
     await holder.locator("#list-rows tr").nth(2).waitFor();
     await holder.locator("#history-rows tr").nth(2).waitFor();

@@ -12,7 +12,7 @@
 // requests, a bulk operation that fails. Every call is counted per account.
 //
 // Control routes (not Cloudflare's), under /__standin/: POST tokens, POST faults,
-// POST operation-failure, POST cap, POST fill (a list of someone else's items), GET accounts/<id>, GET zones/<id>, and GET
+// POST operation-failure, POST cap, POST fill (a list of someone else's items, optionally from `first` `step` apart), GET accounts/<id>, GET zones/<id>, and GET
 // violations/<id> (an account's or a zone's, so that tests running at once see
 // their own).
 //
@@ -414,7 +414,8 @@ function control(method, path, body) {
     return [200, {}];
   }
   if (method === "POST" && path === "fill") {
-    // A list of someone else's items: `count` addresses from 45.0.0.1 on.
+    // A list of someone else's items: `count` addresses from 45.0.0.1 on, or
+    // from `first` (an IPv4 address as its integer) `step` apart.
     const acc = account(body.account);
     acc.cap = Math.max(acc.cap, itemsIn(acc) + body.count);
     let list = [...acc.lists.values()].find((l) => l.name === body.name);
@@ -424,7 +425,9 @@ function control(method, path, body) {
     }
     for (let n = 1; n <= body.count; n++) {
       const id = id32();
-      list.items.set(id, { id, ip: `45.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`, comment: "someone else's", created_on: now(), modified_on: now() });
+      const address = (body.first ?? 45 * 2 ** 24) + (body.step ?? 1) * n;
+      const ip = `${address >>> 24}.${(address >>> 16) & 255}.${(address >>> 8) & 255}.${address & 255}`;
+      list.items.set(id, { id, ip, comment: "someone else's", created_on: now(), modified_on: now() });
     }
     return [200, {}];
   }
