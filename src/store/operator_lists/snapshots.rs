@@ -346,10 +346,10 @@ mod tests {
 
     use super::*;
     use crate::domain::feed::item::{FeedBlock, FeedItem, Source};
-    use crate::domain::operator_lists::snapshot::{Shard, Sharded};
     use crate::domain::net::range::{Cidr, Ipv4Range};
     use crate::domain::operator_lists::list::FamilyEntries;
     use crate::domain::operator_lists::snapshot::Ipv6Shards;
+    use crate::domain::operator_lists::snapshot::{Shard, Sharded};
     use std::net::Ipv4Addr;
 
     fn shard_key(version: u64, index: usize) -> String {
