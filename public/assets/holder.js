@@ -396,6 +396,7 @@ function cloudflareStatus(status) {
     row("Account", el("code", {}, status.accountId)),
     row("List", el("code", {}, status.listName), ` (${status.items} items${status.leftOut ? `, ${status.leftOut} left out by the cap of ${status.maxItems}` : ""})`),
     status.zoneId ? row("Zone rule", el("code", {}, status.ruleId ?? "none"), " in zone ", el("code", {}, status.zoneId)) : null,
+    row("Holds", status.scope === "all" ? "your list and the global list" : "your list only"),
     row("Token", "…", el("code", {}, status.tokenEndsWith)),
     row("Last push", push ? [when(push.at), `: ${push.added} added, ${push.removed} removed, ${push.status}`] : "None yet"),
     status.pending ? row("Running", `${status.pending.kind} of ${status.pending.items} items since `, when(status.pending.since)) : null,
@@ -424,6 +425,7 @@ $("cloudflare-form").addEventListener("submit", (event) => {
     accountId: form.accountId.value.trim(),
     apiToken: form.apiToken.value.trim(),
     listName: form.listName.value.trim(),
+    scope: form.scope.value,
     maxItems: Number(form.maxItems.value),
     takeOver: form.takeOver.checked,
   };

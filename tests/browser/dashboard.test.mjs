@@ -386,6 +386,7 @@ describe("holder page", () => {
     await page.locator("#cloudflare-result", { hasText: "Connected" }).waitFor();
     const status = page.locator("#cloudflare-status");
     assert.match(await status.innerText(), new RegExp(`State\\s+syncing[\\s\\S]*${account}[\\s\\S]*greylist[\\s\\S]*…${token.slice(-4)}`));
+    assert.match(await status.innerText(), /Holds\s+your list only/, "the scope the form left as it was");
     assert.ok(!(await page.content()).includes(token), "the token is never on the page");
     assert.equal(await form.getByLabel("API token").inputValue(), "", "the token field is emptied");
     // An add reaches the list: the holder's alarm, run by the test hook (the clock is hours ahead).
@@ -405,6 +406,16 @@ describe("holder page", () => {
     await page.getByRole("dialog").getByRole("button", { name: "Disconnect" }).click();
     await page.locator("#cloudflare-result", { hasText: "Disconnected" }).waitFor();
     assert.equal(await status.innerText(), "");
+    // Connected again to hold the global list too: the scope is what the form chose
+    // (the list it left holds items no connection put there now: taken over; the
+    // page was loaded again since the form was filled).
+    await form.getByLabel("Account ID").fill(account);
+    await form.getByLabel("API token").fill(token);
+    await form.getByLabel("What it holds").selectOption("all");
+    await form.getByLabel("Take over a list of that name").check();
+    await form.getByRole("button", { name: "Connect" }).click();
+    await status.locator("dd", { hasText: "your list and the global list" }).waitFor();
+    assert.equal((await fetch(`${base}/api/cloudflare`, { headers: { Authorization: `Bearer ${session}` } }).then((r) => r.json())).scope, "all");
   });
 
   test("the last 30 days are drawn as bars, with the same counts in a table", async () => {

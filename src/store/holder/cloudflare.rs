@@ -275,5 +275,9 @@ mod tests {
     fn a_sync_state_of_an_older_shape_reads_with_defaults() {
         let sync: SyncState = serde_json::from_str(r#"{"dirty":true}"#).unwrap();
         assert!(sync.dirty && !sync.stopped && sync.pending.is_none());
+        assert_eq!(
+            sync.weighed, None,
+            "no versions weighed yet: the next look makes the list dirty and weighs them"
+        );
     }
 }
