@@ -140,12 +140,7 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                     .map_err(|e| e.to_string())?
                     .ask(crate::objects::report_shard::protocol::RunAlarm)
                     .await
-                    .map_err(|e| {
-                        format!(
-                            "report shard {index}: {}",
-                            crate::objects::report_shard::client::fault(e)
-                        )
-                    })?;
+                    .map_err(|e| format!("report shard {index}: {}", e.into_fault()))?;
             }
             Response::ok("told")
         }

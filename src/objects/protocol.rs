@@ -127,6 +127,21 @@ pub enum Failure<R> {
     Fault(StoreError),
 }
 
+/// The refusal of an object that refuses nothing (a report shard, a Cloudflare
+/// account's turns): no value has it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub enum NoRefusal {}
+
+impl Failure<NoRefusal> {
+    /// The failure of an object that refuses nothing: always a fault.
+    pub fn into_fault(self) -> StoreError {
+        match self {
+            Self::Fault(fault) => fault,
+            Self::Refused(never) => match never {},
+        }
+    }
+}
+
 impl<R, E: Into<StoreError>> From<E> for Failure<R> {
     fn from(error: E) -> Self {
         Self::Fault(error.into())

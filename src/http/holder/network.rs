@@ -15,7 +15,8 @@ use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::reply::Reply;
 use crate::objects::operator_lists::client::published;
-use crate::objects::report_shard::client::{fault, report_shard_for};
+use crate::objects::protocol::Failure;
+use crate::objects::report_shard::client::report_shard_for;
 use crate::objects::report_shard::protocol::TallyOf;
 
 #[derive(Serialize)]
@@ -66,7 +67,7 @@ pub async fn status(
     let tally = report_shard_for(env, subject)?
         .ask(TallyOf(subject, 0))
         .await
-        .map_err(fault)?;
+        .map_err(Failure::into_fault)?;
     Reply::json(
         200,
         &StandingView {

@@ -25,7 +25,8 @@ use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::{Canaries, EditCanaries, Labels, MAX_LABELS};
 use crate::objects::operator_lists::client::operator_lists;
 use crate::objects::operator_lists::protocol::{PendingPromotions, Review as ReviewCall};
-use crate::objects::report_shard::client::{fault as shard_fault, report_shard, report_shard_for};
+use crate::objects::protocol::Failure;
+use crate::objects::report_shard::client::{report_shard, report_shard_for};
 use crate::objects::report_shard::protocol::{Dismiss, Tallies, TallyOf, MOST_REPORTERS};
 use crate::store::report_shard::lookup::AddressTally;
 
@@ -153,7 +154,7 @@ pub async fn reports_of(
     let tally = report_shard_for(&cx.env, subject)?
         .ask(TallyOf(subject, MOST_REPORTERS))
         .await
-        .map_err(shard_fault)?;
+        .map_err(Failure::into_fault)?;
     if tally.reporters.is_empty() {
         return Ok(None);
     }
@@ -319,7 +320,7 @@ pub async fn promotions(
         let answered = report_shard(&cx.env, index)?
             .ask(Tallies(ips.clone(), REPORTERS_PENDING))
             .await
-            .map_err(shard_fault)?;
+            .map_err(Failure::into_fault)?;
         tallies.extend(ips.into_iter().zip(answered));
     }
     let all: Vec<AddressTally> = tallies.values().cloned().collect();
@@ -416,7 +417,7 @@ pub async fn dismiss(cx: &RequestContext, ips: Vec<Listed>) -> Result<(), ApiErr
         report_shard(&cx.env, index)?
             .ask(Dismiss(ips))
             .await
-            .map_err(shard_fault)?;
+            .map_err(Failure::into_fault)?;
     }
     Ok(())
 }

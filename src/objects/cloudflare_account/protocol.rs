@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::access::license::LicenseId;
 use crate::domain::time::UnixTime;
 use crate::objects::calls;
-use crate::objects::protocol::Protocol;
+use crate::objects::protocol::{NoRefusal, Protocol};
 
 pub enum CloudflareAccountProtocol {}
 
@@ -19,10 +19,6 @@ calls!(CloudflareAccountProtocol => CloudflareAccountCall {
     TakeTurn => bool,
     EndTurn => (),
 });
-
-/// This object refuses nothing.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub enum NoRefusal {}
 
 /// The account's turn for `license` until `until` (or longer, asked again):
 /// answered whether it has it. A turn another license holds, unexpired, is not given.

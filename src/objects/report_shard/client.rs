@@ -2,10 +2,10 @@
 
 use worker::Env;
 
-use super::protocol::{NoRefusal, ReportShardProtocol};
+use super::protocol::ReportShardProtocol;
 use crate::domain::net::address::Listed;
 use crate::domain::network::consensus::shard_of;
-use crate::objects::protocol::{Failure, Object};
+use crate::objects::protocol::Object;
 use crate::store::StoreError;
 
 /// The Durable Object binding of the report shards.
@@ -19,12 +19,4 @@ pub fn report_shard(env: &Env, index: u32) -> Result<Object<ReportShardProtocol>
 /// The shard that counts the reports of `ip`.
 pub fn report_shard_for(env: &Env, ip: Listed) -> Result<Object<ReportShardProtocol>, StoreError> {
     report_shard(env, shard_of(&ip.key()))
-}
-
-/// A shard's failure, which is always a fault: it refuses nothing.
-pub fn fault(failure: Failure<NoRefusal>) -> StoreError {
-    match failure {
-        Failure::Fault(fault) => fault,
-        Failure::Refused(never) => match never {},
-    }
 }

@@ -7,7 +7,7 @@ use crate::domain::net::address::Listed;
 use crate::domain::network::report::Outgoing;
 use crate::domain::time::UnixTime;
 use crate::objects::calls;
-use crate::objects::protocol::Protocol;
+use crate::objects::protocol::{NoRefusal, Protocol};
 use crate::store::report_shard::lookup::AddressTally;
 
 pub enum ReportShardProtocol {}
@@ -27,10 +27,6 @@ calls!(ReportShardProtocol => ReportShardCall {
     #[cfg(feature = "test-hooks")]
     RunAlarm => (),
 });
-
-/// This object refuses nothing.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub enum NoRefusal {}
 
 /// A batch of one license's reports of addresses of this shard; answers those
 /// whose consensus the batch completed.

@@ -28,7 +28,7 @@ use crate::domain::precedence::PublishedLists;
 use crate::domain::settings::Freshness;
 use crate::domain::time::UnixTime;
 use crate::objects::cloudflare_account::client::cloudflare_account;
-use crate::objects::cloudflare_account::protocol::{EndTurn, NoRefusal, TakeTurn};
+use crate::objects::cloudflare_account::protocol::{EndTurn, TakeTurn};
 use crate::objects::operator_lists::client::published;
 use crate::objects::protocol::Failure;
 use crate::platform::clock;
@@ -70,13 +70,6 @@ fn seen_hash(item: &str) -> u64 {
 }
 
 /// The account's object refuses nothing: its failure is a fault.
-fn turn_fault(failure: Failure<NoRefusal>) -> StoreError {
-    match failure {
-        Failure::Fault(fault) => fault,
-        Failure::Refused(never) => match never {},
-    }
-}
-
 impl HolderList {
     /// The account's turn for this holder's license until `until`: whether it has it.
     async fn take_turn(&self, link: &Link, until: UnixTime) -> Answered<bool> {
@@ -86,7 +79,7 @@ impl HolderList {
         Ok(cloudflare_account(&self.env, &link.account)?
             .ask(TakeTurn { license, until })
             .await
-            .map_err(turn_fault)?)
+            .map_err(Failure::into_fault)?)
     }
 
     async fn end_turn(&self, link: &Link) -> Answered<()> {
@@ -94,7 +87,7 @@ impl HolderList {
             cloudflare_account(&self.env, &link.account)?
                 .ask(EndTurn(license))
                 .await
-                .map_err(turn_fault)?;
+                .map_err(Failure::into_fault)?;
         }
         Ok(())
     }

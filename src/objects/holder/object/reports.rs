@@ -22,7 +22,7 @@ use crate::objects::directory::client::directory;
 use crate::objects::directory::protocol::RecordForwarded;
 use crate::objects::holder::protocol::Report;
 use crate::objects::protocol::{Ask, Failure};
-use crate::objects::report_shard::client::{fault as shard_fault, report_shard};
+use crate::objects::report_shard::client::report_shard;
 use crate::objects::report_shard::protocol::{Count, Forget, ReportShardProtocol, SetStanding};
 use crate::store::holder::list::HolderTables;
 use crate::store::sql::SqlError;
@@ -52,7 +52,7 @@ impl HolderList {
                 report_shard(&self.env, index)?
                     .ask(Forget(license.clone()))
                     .await
-                    .map_err(shard_fault)?;
+                    .map_err(Failure::into_fault)?;
             }
         }
         Ok(())
@@ -213,7 +213,7 @@ impl HolderList {
             .ask(call)
             .await
             .map_err(|e| {
-                worker::Error::RustError(format!("report shard {index}: {}", shard_fault(e)))
+                worker::Error::RustError(format!("report shard {index}: {}", e.into_fault()))
             })
     }
     async fn send_batch(&self) -> Result<bool> {
