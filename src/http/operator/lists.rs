@@ -16,7 +16,7 @@ use crate::http::auth::caller::OperatorCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::operator::network;
-use crate::http::wire::body::{declared_within, gzipped, Body};
+use crate::http::wire::body::{coding, declared_within, Body};
 use crate::http::wire::reply::Reply;
 use crate::http::wire::{etag, form};
 use crate::objects::directory::client::directory;
@@ -89,10 +89,10 @@ pub async fn replace_list(
     operator: OperatorCaller,
 ) -> Result<Reply, ApiError> {
     let env = &cx.env;
-    declared_within(&req, MAX_IMPORT_BYTES)?;
+    let declared = declared_within(&req, MAX_IMPORT_BYTES)?;
     // Ten million lines are about 140 MB of text, past the request body limit of
     // most plans, and about a tenth of that gzipped; the operator lists' object decompresses it.
-    let gzip = gzipped(&req)?;
+    let gzip = coding(&req, &cx.ctx, declared).await?;
     let ipv6 = cx.settings.ipv6;
     let by = Some(operator.actor.name().to_owned());
     let replaced = operator_lists(env)?

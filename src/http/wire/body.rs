@@ -64,8 +64,27 @@ async fn each_chunk(
     Ok(())
 }
 
+/// Whether the body says it is gzip; 415 for an encoding other than none, the
+/// body drained first as any refused body is (`each_chunk`): answered unread, a
+/// body of more than a few kilobytes had `wrangler dev`'s proxy reset the
+/// connection before the answer reached the client.
+pub async fn coding(req: &Request, ctx: &Context, declared: Option<u64>) -> Result<bool, ApiError> {
+    let refused = match gzipped(req) {
+        Err(refused @ ApiError::UnsupportedEncoding(_)) => refused,
+        other => return other,
+    };
+    if let Some(body) = req.inner().body() {
+        let chunks = Chunks::of(body);
+        match declared {
+            Some(_) => chunks.discard().await,
+            None => ctx.wait_until(chunks.discard()),
+        }
+    }
+    Err(refused)
+}
+
 /// Whether the body says it is gzip; 415 for an encoding other than none.
-pub fn gzipped(req: &Request) -> Result<bool, ApiError> {
+fn gzipped(req: &Request) -> Result<bool, ApiError> {
     let coding = req.headers().get("Content-Encoding")?.unwrap_or_default();
     match coding.trim() {
         "" | "identity" => Ok(false),
@@ -85,9 +104,9 @@ pub async fn stream_decoded(
     limit: usize,
     mut take: impl FnMut(&[u8]) -> Result<(), ApiError>,
 ) -> Result<(), ApiError> {
-    let gzip = gzipped(req)?;
     // Gzip's frame adds a few bytes at most to what it carries.
     let declared = declared_within(req, limit)?;
+    let gzip = coding(req, ctx, declared).await?;
     let Some(body) = req.inner().body() else {
         return Ok(());
     };
@@ -159,7 +178,7 @@ impl Body {
         ctx: &Context,
         limit: usize,
     ) -> Result<Self, ApiError> {
-        if !gzipped(req)? {
+        if !coding(req, ctx, declared_within(req, limit)?).await? {
             return Self::read(req, ctx, limit).await;
         }
         let content_type = req.headers().get("Content-Type")?.unwrap_or_default();
