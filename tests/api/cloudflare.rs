@@ -167,6 +167,18 @@ fn server() -> Arc<Server> {
         .clone()
 }
 
+/// A server of the test's own, its clock to be moved, on the real clock: for a
+/// test that moves time or edits the operator's lists.
+fn own_server() -> Arc<Server> {
+    let api = format!("{}/client/v4", stand_in().base);
+    let server = Server::own(&[
+        ("CLOUDFLARE_API", api.as_str()),
+        ("CLOUDFLARE_TOKEN_KEY", TOKEN_KEY),
+    ]);
+    server.on_the_real_clock();
+    server
+}
+
 fn cloudflare(
     app: &TestApp,
     method: &str,
@@ -681,12 +693,7 @@ fn delete_by_hand(account: &str, token: &str) {
 
 #[test]
 fn a_list_emptied_by_hand_is_filled_again_by_the_next_full_comparison() {
-    let api = format!("{}/client/v4", stand_in().base);
-    let server = Server::own(&[
-        ("CLOUDFLARE_API", api.as_str()),
-        ("CLOUDFLARE_TOKEN_KEY", TOKEN_KEY),
-    ]);
-    server.on_the_real_clock();
+    let server = own_server();
     let app = TestApp::on(&server);
     let (account, zone) = (fresh_id(), fresh_id());
     let token = stand_in().token(&account, &zone);
@@ -898,12 +905,7 @@ fn after_a_look(server: &Server, app: &TestApp, account: &str, wanted: &[&str]) 
 
 #[test]
 fn with_the_scope_all_the_global_blocks_go_too_without_either_allow_list_and_follow_each_change() {
-    let api = format!("{}/client/v4", stand_in().base);
-    let server = Server::own(&[
-        ("CLOUDFLARE_API", api.as_str()),
-        ("CLOUDFLARE_TOKEN_KEY", TOKEN_KEY),
-    ]);
-    server.on_the_real_clock();
+    let server = own_server();
     assert_eq!(
         server.edit_global_list(&["89.160.20.0/24"], &[]).status,
         200
@@ -969,12 +971,7 @@ fn with_the_scope_all_the_global_blocks_go_too_without_either_allow_list_and_fol
 
 #[test]
 fn a_list_too_small_for_all_keeps_the_holders_own_then_the_promoted_then_the_operators() {
-    let api = format!("{}/client/v4", stand_in().base);
-    let server = Server::own(&[
-        ("CLOUDFLARE_API", api.as_str()),
-        ("CLOUDFLARE_TOKEN_KEY", TOKEN_KEY),
-    ]);
-    server.on_the_real_clock();
+    let server = own_server();
     assert_eq!(server.edit_global_list(&["5.9.0.0/16"], &[]).status, 200);
     assert_eq!(server.promote(&["89.160.20.9"], &[])["added"], 1);
     let app = TestApp::on(&server);
