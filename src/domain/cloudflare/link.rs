@@ -63,6 +63,19 @@ pub struct SyncState {
     pub weighed: Option<OperatorVersions>,
 }
 
+impl SyncState {
+    /// When the alarm must run for this sync: at its next step, or at the next
+    /// look at the operator's lists (`next_look`) if that comes first; never
+    /// while it is stopped.
+    pub fn wakes_at(&self, next_look: UnixTime) -> Option<UnixTime> {
+        match self.due {
+            _ if self.stopped => None,
+            Some(due) => Some(due.min(next_look)),
+            None => Some(next_look),
+        }
+    }
+}
+
 /// Versions of the operator's published lists.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperatorVersions {
@@ -227,4 +240,27 @@ pub enum ConnectRefusal {
     NotAnIpList,
     /// A list of that name holds items the holder did not put there.
     Taken { items: u64 },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sync_wakes_at_its_next_step_or_look_and_never_while_stopped() {
+        let sync = |due: Option<u64>, stopped| SyncState {
+            due: due.map(UnixTime),
+            stopped,
+            ..SyncState::default()
+        };
+        let look = UnixTime(180);
+        assert_eq!(sync(Some(5), false).wakes_at(look), Some(UnixTime(5)));
+        assert_eq!(sync(Some(900), false).wakes_at(look), Some(look));
+        assert_eq!(sync(None, false).wakes_at(look), Some(look));
+        assert_eq!(
+            sync(Some(5), true).wakes_at(look),
+            None,
+            "stopped: no alarm"
+        );
+    }
 }

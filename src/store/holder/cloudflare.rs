@@ -122,12 +122,29 @@ impl<S: Sql> HolderTables<S> {
         Ok(())
     }
 
-    /// A page of the items put, in their text's order (bytewise, as `str`'s), after `after`.
-    pub fn cloudflare_items_after(
+    /// Every item put, in their text's order (bytewise, as `str`'s), a page of
+    /// `limit` at a time given to `each`, which may forget items of its page.
+    pub fn cloudflare_items_by_page(
         &self,
-        after: &str,
         limit: usize,
-    ) -> Result<Vec<PutItem>, SqlError> {
+        mut each: impl FnMut(Vec<PutItem>) -> Result<(), SqlError>,
+    ) -> Result<(), SqlError> {
+        let mut after = String::new();
+        loop {
+            let page = self.cloudflare_items_after(&after, limit)?;
+            let full = page.len() == limit;
+            if let Some(last) = page.last() {
+                after.clone_from(&last.item.0);
+            }
+            each(page)?;
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A page of the items put, in their text's order, after `after`.
+    fn cloudflare_items_after(&self, after: &str, limit: usize) -> Result<Vec<PutItem>, SqlError> {
         self.sql()
             .query(
                 "SELECT item, id FROM cloudflare_items WHERE item > ?1 ORDER BY item LIMIT ?2",
@@ -255,8 +272,18 @@ mod tests {
             [("2.2.2.2".to_owned(), None)],
             "a page after an item"
         );
-        store.cloudflare_gone("2.2.2.2").unwrap();
-        assert_eq!(items("").len(), 1);
+        // Paged one at a time, each page may forget its items: every one is still met once.
+        let mut met = Vec::new();
+        store
+            .cloudflare_items_by_page(1, |page| {
+                met.extend(page.iter().map(|put| put.item.0.clone()));
+                page.iter()
+                    .filter(|put| put.id.is_none())
+                    .try_for_each(|put| store.cloudflare_gone(&put.item.0))
+            })
+            .unwrap();
+        assert_eq!(met, ["1.1.1.1", "2.2.2.2"]);
+        assert_eq!(items("").len(), 1, "the item without an id forgotten");
         let changes = || {
             sql.query("SELECT total_changes()", &[]).unwrap()[0]
                 .int(0)

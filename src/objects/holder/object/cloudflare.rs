@@ -69,7 +69,6 @@ fn seen_hash(item: &str) -> u64 {
     BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(item)
 }
 
-/// The account's object refuses nothing: its failure is a fault.
 impl HolderList {
     /// The account's turn for this holder's license until `until`: whether it has it.
     async fn take_turn(&self, link: &Link, until: UnixTime) -> Answered<bool> {
@@ -285,9 +284,7 @@ impl HolderList {
         }
         let next_look = self.look_at_operator_lists(&mut link, now).await?;
         if link.sync.due.is_none_or(|due| due > now) {
-            return Ok(Some(
-                link.sync.due.map_or(next_look, |due| due.min(next_look)),
-            ));
+            return Ok(link.sync.wakes_at(next_look));
         }
         let mut sync = link.sync.clone();
         let outcome = match self.sealing_key().and_then(|key| key.open(&link.token)) {
@@ -324,11 +321,7 @@ impl HolderList {
             return Ok(None);
         };
         current.sync = sync;
-        let due = match current.sync.due {
-            _ if current.sync.stopped => None,
-            Some(due) => Some(due.min(next_look)),
-            None => Some(next_look),
-        };
+        let due = current.sync.wakes_at(next_look);
         HolderTables::new(&self.sql).save_cloudflare_sync(&current.sync)?;
         *self.cloudflare.borrow_mut() = Some(Some(current));
         Ok(due)
@@ -508,18 +501,10 @@ impl HolderList {
         sync.weighed = Some(weighed);
         // The items put, a page at a time: the list put is never held beside the items wanted.
         let mut difference = Difference::new(&wanted);
-        let mut after = String::new();
-        loop {
-            let page = store.cloudflare_items_after(&after, ENTRIES_PAGE)?;
-            let full = page.len() == ENTRIES_PAGE;
-            if let Some(last) = page.last() {
-                after.clone_from(&last.item.0);
-            }
+        store.cloudflare_items_by_page(ENTRIES_PAGE, |page| {
             difference.put(page);
-            if !full {
-                break;
-            }
-        }
+            Ok(())
+        })?;
         let step = difference.finish();
         let spaced = sync.last_sent.map(|sent| sent.plus(PUSH_SPACING_SECONDS));
         if let Some(at) =
@@ -626,19 +611,11 @@ impl HolderList {
             sync.read_after = after;
             if sync.read_after.is_none() {
                 let seen = self.seen.borrow_mut().take().unwrap_or_default();
-                let mut after = String::new();
-                loop {
-                    let page = store.cloudflare_items_after(&after, ENTRIES_PAGE)?;
-                    for put in &page {
-                        if !seen.contains(&seen_hash(&put.item.0)) {
-                            store.cloudflare_gone(&put.item.0)?;
-                        }
-                    }
-                    match page.last() {
-                        Some(last) if page.len() == ENTRIES_PAGE => after.clone_from(&last.item.0),
-                        _ => break,
-                    }
-                }
+                store.cloudflare_items_by_page(ENTRIES_PAGE, |page| {
+                    page.iter()
+                        .filter(|put| !seen.contains(&seen_hash(&put.item.0)))
+                        .try_for_each(|put| store.cloudflare_gone(&put.item.0))
+                })?;
                 sync.reading = false;
                 return Ok(Ok(true));
             }
