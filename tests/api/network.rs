@@ -2,9 +2,9 @@
 //! distinct networks, last only while their reporters report, fall when the
 //! licenses behind them are revoked or suspended (by the operator, or by a report
 //! of a canary, whose answer is any report's), wait for licenses on probation and,
-//! under review, for the operator; and one test that promotes and lets go with
-//! no test hook running a shard's alarm. Each test reports addresses of its own
-//! /16 in 82.0.0.0/8, which no other test uses.
+//! under review, for the operator (the shards' own alarms promoting and letting
+//! go, with no test hook, are in alarms.rs). Each test reports addresses of its
+//! own /16 in 82.0.0.0/8, which no other test uses.
 
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ fn reports(server: &Server, ip: &str) -> Value {
     resp.json()["reports"].clone()
 }
 
-fn global(app: &TestApp, ip: &str) -> bool {
+pub fn global(app: &TestApp, ip: &str) -> bool {
     let answer = app.check(ip);
     assert!(
         answer == format!("[{ip}] is on global greylist")
@@ -562,46 +562,5 @@ fn every_form_of_a_globally_allowed_address_is_allowed_and_never_promoted() {
     assert_eq!(
         apps[4].check("64:ff9b::5206:1"),
         "[64:ff9b::5206:1] is on global greylist"
-    );
-}
-
-/// No test hook runs an alarm here: the holders' objects send their reports, the
-/// shards promote and let go, and the writer publishes, each by the alarm it set
-/// itself, on the real clock. The consensus's window and delay are their least,
-/// 60 s: promoted within seconds of the fourth report, gone 60 s after it.
-#[test]
-fn the_shards_own_alarms_promote_and_let_go() {
-    let server = Server::own(&[
-        ("PROMOTION_WINDOW_SECONDS", "60"),
-        ("DELIST_AFTER_SECONDS", "60"),
-    ]);
-    server.on_the_real_clock();
-    let apps: Vec<TestApp> = (0..5).map(|_| TestApp::on(&server)).collect();
-    for app in &apps[..4] {
-        assert_eq!(
-            report_own(app, &[("ip", "82.7.0.1")]),
-            "[82.7.0.1] has been reported"
-        );
-    }
-    let reported = std::time::Instant::now();
-    let every = Duration::from_millis(500);
-    let promoted = poll(
-        Duration::from_secs(30),
-        every,
-        || global(&apps[4], "82.7.0.1"),
-        |&g| g,
-    );
-    assert_eq!(promoted, Ok(true), "promoted by the shard's own alarm");
-    let decayed = poll(
-        Duration::from_secs(120),
-        every,
-        || global(&apps[4], "82.7.0.1"),
-        |&g| !g,
-    );
-    assert_eq!(decayed, Ok(false), "let go by the shard's own alarm");
-    assert!(
-        reported.elapsed() >= Duration::from_secs(59),
-        "not before the reports stop counting: {:?}",
-        reported.elapsed()
     );
 }
