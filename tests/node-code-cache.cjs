@@ -1,7 +1,7 @@
 // Preloaded (`node --require`) into every `wrangler dev` the tests start: V8's
 // compiled code of wrangler's and Miniflare's bundles (16 MB of JavaScript) is kept
 // in GREYLIST_CODE_CACHE and reused by the next start, which then skips most of a
-// quarter second of compiling. The e2e suite starts some 80 servers on two cores.
+// quarter second of compiling. The e2e suite starts some 150 servers on two cores.
 // Node 22.1 and later do this themselves (`module.enableCompileCache`); Node 20
 // needs the CommonJS loader's compile step wrapped, as v8-compile-cache does.
 "use strict";

@@ -3,6 +3,7 @@
 
 mod admin;
 mod agents;
+mod alarms;
 mod allow_list;
 mod allow_list_feeds;
 mod appliances;

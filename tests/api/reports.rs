@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{poll, send, Mode, Server, TestApp};
 
-fn report(app: &TestApp, fields: &[(&str, &str)]) -> String {
+pub fn report(app: &TestApp, fields: &[(&str, &str)]) -> String {
     let resp = app.form("/api/reportIp", fields, Mode::Json);
     assert_eq!(resp.status, 200, "{fields:?}: {}", resp.body);
     resp.result()
@@ -41,7 +41,7 @@ fn reports_of(
 
 /// The operator's lookup of `ip`'s reports once `until` holds of them, or as they
 /// are after `within`.
-fn lookup_until(
+pub fn lookup_until(
     server: &Server,
     ip: &str,
     within: Duration,
@@ -161,28 +161,6 @@ fn a_holders_reports_are_sent_on_at_the_next_whole_second_together() {
     assert!(
         (before + 1..=after + 1).contains(&at),
         "the alarm at {at}, reports made from {before} to {after}"
-    );
-}
-
-/// The runtime itself fires a holder's object's alarm: nothing here runs it, and
-/// the report reaches its shard by the next whole second. The other tests run
-/// alarms through a test hook, which calls the object's own code past the
-/// runtime, on servers whose clock runs hours ahead of the real one, where no
-/// alarm falls while a test runs: none of them sees the runtime fire one. This
-/// one runs on a server of its own, put on the real clock.
-#[test]
-fn the_runtime_fires_a_holders_alarm_which_sends_its_reports_on() {
-    let server = Server::own(&[]);
-    server.on_the_real_clock();
-    let app = TestApp::on(&server);
-    report(&app, &[("ip", "81.10.0.1")]);
-    // Past the next whole second, room for the runtime's own retry of an alarm.
-    let within = Duration::from_secs(5);
-    let reports = lookup_until(&server, "81.10.0.1", within, |reports| !reports.is_null());
-    assert_eq!(
-        reports["licenses"],
-        json!(1),
-        "the runtime fired no alarm that sent the report on: {reports}"
     );
 }
 
