@@ -1,9 +1,12 @@
-// The license holder's page: log in with the license key, then the quota,
-// the last 30 days, check, add, bulk changes, reports of attackers, the list,
-// the allow list, the history, feed tokens with who pulls with them and what
-// their bouncers report they dropped, the holder's CrowdSec engines
-// (machines) with what their alerts came to, and their Cloudflare edge (the
-// list kept in sync: its status, last push and last error, in Cloudflare's words).
+// The license holder's page: log in with the license key, then views with
+// addresses of their own under #/: the overview (the quota, the last 30 days,
+// check an address), the list (add, bulk changes, the list itself), the allow
+// list, reports of attackers, feed tokens with who pulls with them and what
+// their bouncers report they dropped, the holder's CrowdSec engines (machines)
+// with what their alerts came to, their Cloudflare edge (the list kept in
+// sync: its status, last push and last error, in Cloudflare's words) and the
+// history. Links, back and forward move between views; each loads only what
+// it shows, and focus moves to its heading.
 import { ApiError, Session, login } from "./api.js";
 import { $, Page } from "./page.js";
 import { activityChart, bouncerUsage, engineUsage } from "./chart.js";
@@ -12,7 +15,7 @@ import { busy, confirmAction, el, fill, lines, say, secretBox, show, when } from
 const session = new Session("greylist.holder");
 const view = new Page(session, "license-key", () => {
   show($("who"), "License ", el("code", {}, licenseOf(session.token)));
-  refreshAll();
+  route();
 });
 /** The bulk routes take at most this many addresses a request. */
 const BULK_MAX = 1000;
@@ -45,16 +48,37 @@ function takeIpv6() {
   }
 }
 
-function refreshAll() {
-  loadActivity();
-  loadQuota();
-  loadList(false);
-  loadAllow(false);
-  loadHistory(false);
-  loadTokens();
-  loadMachines();
-  loadCloudflare();
+/** Whether the service takes IPv6, asked once a session: the address fields of every view say so. */
+let ipv6Asked = null;
+function knowIpv6() {
+  ipv6Asked ??= session.call("/api/quota")
+    .then((quota) => { if (quota.ipv6) takeIpv6(); })
+    .catch((error) => { ipv6Asked = null; throw error; });
+  return ipv6Asked;
 }
+
+// ---------------------------------------------------------------------------
+// Views and their addresses.
+
+/** Each view: its title, its heading (which takes the focus) and what it loads when shown. */
+const VIEWS = {
+  overview: { title: "Overview", heading: "quota-title", nav: "overview", show: () => Promise.all([loadQuota(), loadActivity()]) },
+  list: { title: "Your challenge list", heading: "add-title", nav: "list", show: () => Promise.all([view.guard($("list-result"), knowIpv6), loadList(false)]) },
+  allow: { title: "Your allow list", heading: "allow-title", nav: "allow", show: () => loadAllow(false) },
+  report: { title: "Report an attacker", heading: "report-title", nav: "report", show: () => view.guard($("report-result"), knowIpv6) },
+  feeds: { title: "Feed tokens", heading: "tokens-title", nav: "feeds", show: () => loadTokens() },
+  engines: { title: "CrowdSec engines", heading: "machines-title", nav: "engines", show: () => loadMachines() },
+  cloudflare: { title: "Your Cloudflare edge", heading: "cloudflare-title", nav: "cloudflare", show: () => loadCloudflare() },
+  history: { title: "History", heading: "history-title", nav: "history", show: () => loadHistory(false) },
+};
+
+/** The view an address names (`#/feeds`); any other address is the overview. */
+function parseAddress(hash) {
+  const name = hash.replace(/^#\/?/, "").split(/[/?]/)[0];
+  return { view: Object.hasOwn(VIEWS, name) ? name : "overview" };
+}
+
+const route = view.views(VIEWS, parseAddress, "Greylist");
 
 $("login-form").addEventListener("submit", (event) => {
   event.preventDefault();
@@ -77,6 +101,7 @@ async function loadQuota() {
   await view.guard($("quota-result"), async () => {
     const quota = await session.call("/api/quota");
     if (quota.ipv6) takeIpv6();
+    ipv6Asked ??= Promise.resolve();
     const line = (name, allowance) => [
       el("dt", {}, name),
       el("dd", {}, `${allowance.used} used, ${allowance.left} left of ${allowance.limit} `,
@@ -118,9 +143,12 @@ $("add-form").addEventListener("submit", (event) => {
   }));
 });
 
-/** After a change the quota, list, history and activity all moved. */
+/**
+ * After a change the list moved (the quota, history and activity did too, and
+ * their views load them again when shown).
+ */
 function afterChange() {
-  return Promise.all([loadQuota(), loadList(false), loadHistory(false), loadActivity()]);
+  return loadList(false);
 }
 
 async function loadActivity() {
@@ -225,12 +253,13 @@ const loadAllow = view.pagedTable({
 
 /**
  * An add to or removal from the allow list. An added range takes the challenge
- * list's entries inside it away as the day's removals, so everything moved.
+ * list's entries inside it away as the day's removals: the list's view shows
+ * that when it is shown.
  */
 async function changeAllowList(path, fields) {
   const answer = await post(path, fields);
   // The allow list's own count would overwrite the answer if it came later.
-  await Promise.all([loadAllow(false), afterChange()]);
+  await loadAllow(false);
   say($("allow-result"), answer.result);
 }
 
@@ -296,7 +325,7 @@ async function loadTokens() {
       el("td", {}, decisionLabel[token.decisionType] ?? token.decisionType),
       el("td", {}, when(token.createdAt)),
       el("td", {}, lastPull(token)),
-      el("td", { class: "mono" }, token.userAgent ?? "—"),
+      el("td", { class: "agent" }, token.userAgent ?? "—"),
       el("td", {}, bouncerUsage(token.usage)),
       el("td", {}, el("button", { type: "button", class: "danger", "aria-label": `Revoke ${token.id}`, onclick: (e) => revokeToken(e.currentTarget, token.id) }, "Revoke")))));
     $("token-table").hidden = feedTokens.length === 0;

@@ -81,23 +81,7 @@ function navigate(hash) {
 }
 
 /** Shows the view the address names, moves the focus to its heading and loads what it shows. */
-function route() {
-  const at = parseAddress(location.hash);
-  const shown = VIEWS[at.view];
-  for (const node of document.querySelectorAll("div.view")) node.hidden = node.dataset.view !== at.view;
-  for (const link of document.querySelectorAll("#views a")) {
-    if (link.dataset.nav === shown.nav) link.setAttribute("aria-current", "page");
-    else link.removeAttribute("aria-current");
-  }
-  document.title = `${shown.title} — Greylist operator`;
-  $(shown.heading).focus();
-  return shown.show(at);
-}
-
-// Back, forward and every link within the console; nothing while logged out.
-window.addEventListener("hashchange", () => {
-  if (!$("app").hidden) route();
-});
+const route = view.views(VIEWS, parseAddress, "Greylist operator");
 
 // ---------------------------------------------------------------------------
 // The overview: the lists' status, the global list's size, the network.

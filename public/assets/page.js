@@ -59,6 +59,33 @@ export class Page {
     return load;
   }
 
+  /**
+   * Views with addresses of their own under `#/`: `views` gives each its title,
+   * the heading that takes the focus, the link of `#views` it marks as the
+   * current page and what it loads when shown (`show(at)`); `parse(hash)` names
+   * the view an address shows, as `{ view, … }`. Back, forward and every link
+   * move between them, nothing while logged out. Returns `route()`, which shows
+   * the view the address names now.
+   */
+  views(views, parse, pageTitle) {
+    const route = () => {
+      const at = parse(location.hash);
+      const shown = views[at.view];
+      for (const node of document.querySelectorAll("div.view")) node.hidden = node.dataset.view !== at.view;
+      for (const link of document.querySelectorAll("#views a")) {
+        if (link.dataset.nav === shown.nav) link.setAttribute("aria-current", "page");
+        else link.removeAttribute("aria-current");
+      }
+      document.title = `${shown.title} — ${pageTitle}`;
+      $(shown.heading).focus();
+      return shown.show(at);
+    };
+    window.addEventListener("hashchange", () => {
+      if (!$("app").hidden) route();
+    });
+    return route;
+  }
+
   /** Shows the app when the tab still holds a token, else the login. */
   start() {
     if (this.session.token) this.showApp();

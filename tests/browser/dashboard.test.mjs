@@ -1,15 +1,16 @@
 // The dashboard in a real browser: Debian's chromium driven by playwright-core,
 // against the test build under `wrangler dev` (tests/browser/service.mjs). Run by
 // `make browser`.
-import { after, before, describe, test } from "node:test";
+import { after, afterEach, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  ADDRESS, ADMIN_TOKEN, AXE, DESKTOP, LONGEST_IPV6, PHONE,
-  addOne, admin, base, goTo, holderPage, open, operatorPage, reportUsage, serviceNow, standIn, start, stop, text,
+  ADDRESS, ADMIN_TOKEN, AXE, DESKTOP, LONGEST_IPV6, PHONE, closePages,
+  addOne, admin, base, goTo, holderPage, onView, open, operatorPage, reportUsage, serviceNow, standIn, start, stop, text,
 } from "./service.mjs";
 
 before(start);
+afterEach(closePages);
 after(stop);
 
 let lastIp = 0;
@@ -23,12 +24,40 @@ const listRow = (page, ip) => page.locator("#list-rows tr", { hasText: ip });
 
 /** Checks, adds or removes `ip` (`button` names which) through the allow list's form; resolves to its answer. */
 async function allowForm(page, button, ip, comment = "") {
+  await onView(page, "Allow list");
   const form = page.locator("#allow-form");
   await form.getByLabel("Address or range").fill(ip);
   await form.getByLabel("Comment").fill(comment);
   await form.getByRole("button", { name: button, exact: true }).click();
   await page.locator("#allow-result", { hasText: ip }).waitFor();
   return text(page, "#allow-result");
+}
+
+/** The API paths under `under` the page asks for while `work` runs, once the
+ *  `expected` ones are answered and a moment more has passed for any other. */
+async function asked(page, expected, work, under = "/admin/") {
+  const paths = [];
+  const seen = (request) => {
+    const url = new URL(request.url());
+    if (url.pathname.startsWith(under) && url.pathname !== under) paths.push(url.pathname);
+  };
+  page.on("request", seen);
+  const answered = expected.map((path) => page.waitForResponse((response) => new URL(response.url()).pathname === path));
+  await work();
+  await Promise.all(answered);
+  await page.waitForTimeout(300);
+  page.off("request", seen);
+  return paths.sort();
+}
+
+/** Whether `locator` comes to show within ten seconds: polled, so that a view
+ *  that never comes fails by the assertion naming it, not by a time-out. */
+async function comesToShow(locator) {
+  for (const until = Date.now() + 10_000; Date.now() < until;) {
+    if (await locator.first().isVisible()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return locator.first().isVisible();
 }
 
 describe("holder page", () => {
@@ -45,6 +74,7 @@ describe("holder page", () => {
     const expires = await row.locator("td").nth(3).locator("time").getAttribute("datetime");
     const hoursLeft = (Date.parse(expires) - serviceNow()) / 3_600_000;
     assert.ok(hoursLeft > 23.9 && hoursLeft <= 24, `expires in a day: ${expires}`);
+    await onView(page, "Overview");
     await page.locator("#quota", { hasText: "1 used, 5999 left" }).waitFor();
 
     await page.getByLabel(ADDRESS).first().fill(ip);
@@ -52,11 +82,13 @@ describe("holder page", () => {
     await page.locator("#check-result", { hasText: ip }).waitFor();
     assert.equal(await text(page, "#check-result"), `[${ip}] is currently on your personal greylist`);
 
+    await onView(page, "Your list");
     await page.getByRole("button", { name: `Remove ${ip}` }).click();
     await page.locator("#list-result", { hasText: "removed" }).waitFor();
     assert.equal(await text(page, "#list-result"), `[${ip}] has been removed from greylist`);
     await row.waitFor({ state: "detached" });
 
+    await onView(page, "History");
     const history = page.locator("#history-rows tr", { hasText: ip });
     await history.nth(1).waitFor();
     assert.deepEqual(await history.locator("td:nth-child(2)").allInnerTexts(), ["removed", "added"]);
@@ -79,13 +111,18 @@ describe("holder page", () => {
     assert.equal(await addOne(page, "45.67.90.1", "soon allowed"), "[45.67.90.1] has been added to greylist");
     await listRow(page, "45.67.90.1").waitFor();
     assert.equal(await allowForm(page, "Add", "45.67.90.0/24"), "[45.67.90.0/24] has been added to your allow list");
-    await listRow(page, "45.67.90.1").waitFor({ state: "detached" });
+    await onView(page, "Your list");
+    await page.locator("#list-result", { hasText: "0 addresses" }).waitFor();
+    assert.equal(await listRow(page, "45.67.90.1").count(), 0);
+    await onView(page, "Overview");
     await page.locator("#quota", { hasText: /Removals\s*1 used/ }).waitFor();
 
+    await onView(page, "Allow list");
     await row.getByRole("button", { name: `Remove ${range} from your allow list` }).click();
     await page.locator("#allow-result", { hasText: "removed" }).waitFor();
     assert.equal(await text(page, "#allow-result"), `[${range}] has been removed from your allow list`);
     await row.waitFor({ state: "detached" });
+    await onView(page, "History");
     const history = page.locator("#history-rows tr", { hasText: range });
     await history.nth(1).waitFor();
     assert.deepEqual(await history.locator("td:nth-child(2)").allInnerTexts(), ["no longer allowed", "allowed"]);
@@ -105,15 +142,74 @@ describe("holder page", () => {
     await listRow(page, "2a00:1450:4001:80b::200e").waitFor();
     assert.equal(await addOne(page, LONGEST_IPV6, "longest"), `[${LONGEST_IPV6}] has been added to greylist`);
     await listRow(page, LONGEST_IPV6).waitFor();
+    // Neither the page nor the list and the history within their own scrolling boxes
+    // scroll sideways, each measured in its view.
+    const sideways = (rows) => page.evaluate((rows) => {
+      const wrap = document.querySelector(`.table-wrap:has(#${rows})`);
+      return [document.documentElement.scrollWidth - window.innerWidth, wrap.scrollWidth - wrap.clientWidth, wrap.clientWidth];
+    }, rows);
+    const list = await sideways("list-rows");
+    await onView(page, "History");
     await page.locator("#history-rows tr", { hasText: LONGEST_IPV6 }).first().waitFor();
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    assert.ok(overflow <= 0, `the phone page scrolls sideways by ${overflow}px`);
-    // Nor do the list and the history within their own scrolling boxes.
-    const tables = await page.evaluate(() => [...document.querySelectorAll(".table-wrap:has(#list-rows), .table-wrap:has(#history-rows)")]
-      .map((wrap) => wrap.scrollWidth - wrap.clientWidth));
-    assert.equal(tables.length, 2);
-    assert.ok(tables.every((wider) => wider <= 0), `a table scrolls sideways: ${tables}`);
+    const history = await sideways("history-rows");
+    for (const [[page, table, width], name] of [[list, "list"], [history, "history"]]) {
+      assert.ok(page <= 0, `the phone page of the ${name} scrolls sideways by ${page}px`);
+      assert.ok(width > 0 && table <= 0, `the ${name} scrolls sideways by ${table}px in a box ${width}px wide`);
+    }
     assert.deepEqual(page.errors, []);
+  });
+
+  test("every view has an address, a link in the nav and the focus on its heading; back and forward move between them; a fresh link opens its view; each loads only what it shows", async () => {
+    const { licenseKey } = await admin("POST", "/admin/licenses");
+    const page = await holderPage(licenseKey);
+    assert.equal(await page.evaluate(() => document.activeElement.id), "quota-title", "the overview's heading takes the focus");
+    for (const [name, hash, heading, title, loads] of [
+      ["Your list", "#/list", "add-title", "Your challenge list", ["/api/listGreylist"]],
+      ["Allow list", "#/allow", "allow-title", "Your allow list", ["/api/listAllowlist"]],
+      ["Report", "#/report", "report-title", "Report an attacker", []],
+      ["Feeds", "#/feeds", "tokens-title", "Feed tokens", ["/api/feedTokens"]],
+      ["Engines", "#/engines", "machines-title", "CrowdSec engines", ["/api/machines"]],
+      ["Cloudflare", "#/cloudflare", "cloudflare-title", "Your Cloudflare edge", ["/api/cloudflare"]],
+      ["History", "#/history", "history-title", "History", ["/api/greylistHistory"]],
+      ["Overview", "#/", "quota-title", "Overview", ["/api/activity", "/api/quota"]],
+    ]) {
+      const paths = await asked(page, loads, () => goTo(page, name), "/api/");
+      assert.deepEqual(paths, loads, `${name} asks for what it shows and nothing more`);
+      assert.equal(await page.evaluate(() => location.hash), hash);
+      assert.equal(await page.evaluate(() => document.activeElement.id), heading, `${name}: the focus on its heading`);
+      assert.equal(await page.locator("#views a[aria-current=page]").innerText(), name);
+      assert.equal(await page.title(), `${title} — Greylist`);
+      assert.equal(await page.locator("div.view:not([hidden])").count(), 1, "one view at a time");
+    }
+    // Back and forward: the views in the order they were opened.
+    await goTo(page, "Feeds");
+    await goTo(page, "History");
+    await page.goBack();
+    assert.ok(await comesToShow(page.locator("#tokens-title:focus")), "back shows the view its address names");
+    await page.goBack();
+    assert.ok(await comesToShow(page.locator("#quota-title:focus")), "back shows the view its address names");
+    await page.goForward();
+    assert.ok(await comesToShow(page.locator("#tokens-title:focus")), "forward shows the view its address names");
+    assert.equal(await page.evaluate(() => location.hash), "#/feeds");
+    // The keyboard alone: the nav's links in tab order, each opening its view.
+    await page.locator("#views a").first().focus();
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Enter");
+    await page.locator("#add-title:focus").waitFor();
+    // An address opened fresh lands on its view once logged in, and on it again
+    // after a reload while the tab holds the session.
+    const linked = await open("/#/engines");
+    await linked.getByLabel("License key", { exact: true }).fill(licenseKey);
+    await linked.getByRole("button", { name: "Log in" }).click();
+    assert.ok(await comesToShow(linked.locator("#machines-title:focus")), "a fresh link opens its view");
+    assert.ok(await comesToShow(linked.locator("#machines-result", { hasText: "No machines yet." })));
+    await linked.reload();
+    assert.ok(await comesToShow(linked.locator("#machines-title:focus")), "a reload stays on its view");
+    // Any other address is the overview.
+    await linked.evaluate(() => { location.hash = "#/no-such-view"; });
+    assert.ok(await comesToShow(linked.locator("#quota-title:focus")), "an unknown address shows the overview");
+    assert.deepEqual(page.errors, []);
+    assert.deepEqual(linked.errors, []);
   });
 
   test("a wrong key shows the service's refusal", async () => {
@@ -157,21 +253,23 @@ describe("holder page", () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey);
     const [a, b] = [uniqueIp(), uniqueIp()];
+    await onView(page, "Your list");
     await page.getByLabel("Addresses, one a line").fill(`${a}\n\n${b}\n${a}\n300.1.1.1\n`);
     await page.getByRole("button", { name: "Add all" }).click();
     await page.locator("#bulk-result", { hasText: "answered" }).waitFor();
     const results = await page.locator("#bulk-table tbody tr td:nth-child(2)").allInnerTexts();
     assert.deepEqual(results.slice(0, 3), [`[${a}] has been added to greylist`, `[${b}] has been added to greylist`, `[${a}] is already on your greylist`]);
     assert.equal(results.length, 4);
-    await page.locator("#quota", { hasText: "2 used" }).waitFor();
     await listRow(page, b).waitFor();
+    await onView(page, "Overview");
+    await page.locator("#quota", { hasText: "2 used" }).waitFor();
   });
 
   test("an attacker is reported with its categories and a comment, and the challenge list does not gain it", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey);
-    await page.locator("#list-result", { hasText: "0 addresses" }).waitFor();
     const ip = "45.67.100.1";
+    await onView(page, "Report");
     const form = page.locator("#report-form");
     await form.getByLabel("Address", { exact: true }).fill(ip);
     await form.getByRole("checkbox", { name: "SSH", exact: true }).check();
@@ -183,9 +281,10 @@ describe("holder page", () => {
 
     // A report changes nothing on the holder's lists: the list, loaded again, is still empty, and nothing was added today.
     const again = await holderPage(licenseKey);
+    assert.match(await text(again, "#quota"), /Additions\s+0 used/);
+    await onView(again, "Your list");
     await again.locator("#list-result", { hasText: "0 addresses" }).waitFor();
     assert.equal(await listRow(again, ip).count(), 0);
-    assert.match(await text(again, "#quota"), /Additions\s+0 used/);
     assert.deepEqual(page.errors, []);
     assert.deepEqual(again.errors, []);
   });
@@ -270,6 +369,7 @@ describe("holder page", () => {
   test("feed tokens are created (shown once) with what they read, listed and revoked", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey);
+    await onView(page, "Feeds");
     const pull = (token, query = "") => fetch(`${base}/api/greylistFeed${query}`, { headers: { Authorization: `Bearer ${token}` } });
     await page.getByLabel("What it reads").selectOption("all");
     await page.getByRole("button", { name: "Create a feed token" }).click();
@@ -301,6 +401,7 @@ describe("holder page", () => {
   test("a bouncer's pull shows on its token: when, what it read, its client, what its decisions say, and what it reports it dropped", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     let page = await holderPage(licenseKey);
+    await onView(page, "Feeds");
     await page.getByLabel("What it reads").selectOption("all");
     await page.getByLabel("CrowdSec decisions").selectOption("captcha");
     await page.getByRole("button", { name: "Create a feed token" }).click();
@@ -317,6 +418,7 @@ describe("holder page", () => {
     // Its usage metrics, as the firewall bouncer 0.0.30 sends them every 15 minutes.
     await reportUsage(token);
     page = await holderPage(licenseKey);
+    await onView(page, "Feeds");
     await page.locator("#token-rows tr", { hasText: agent }).waitFor();
     const cells = await page.locator("#token-rows tr").first().locator("td").allInnerTexts();
     assert.equal(cells[2], "Challenge");
@@ -332,6 +434,7 @@ describe("holder page", () => {
   test("a CrowdSec engine's machine is made with its credentials file shown once, counts its alert, reports only when told, and is revoked", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     let page = await holderPage(licenseKey);
+    await onView(page, "Engines");
     await page.locator("#machine-name").fill("web-1");
     await page.getByRole("button", { name: "Make a machine" }).click();
     const shown = page.locator("#machine-new input");
@@ -354,8 +457,10 @@ describe("holder page", () => {
     const posted = await fetch(`${base}/v1/alerts`, { method: "POST", headers: { Authorization: `Bearer ${login.token}` }, body: JSON.stringify([alert]) });
     assert.deepEqual(await posted.json(), ["1"]);
     page = await holderPage(licenseKey);
-    await page.locator("#machine-rows tr", { hasText: "1 reported, 1 added, 0 ignored" }).waitFor();
+    await onView(page, "Your list");
     await listRow(page, ip).waitFor();
+    await onView(page, "Engines");
+    await page.locator("#machine-rows tr", { hasText: "1 reported, 1 added, 0 ignored" }).waitFor();
     // Report only, then revoked after a confirmation: its next login is refused.
     await page.getByLabel("What the alerts of web-1 do").selectOption("off");
     await page.locator("#machines-result", { hasText: "Saved." }).waitFor();
@@ -374,6 +479,7 @@ describe("holder page", () => {
     const token = `browser-cloudflare-${account}`;
     await standIn("POST", "tokens", { token, accounts: [account], zones: [] });
     const page = await holderPage(licenseKey);
+    await onView(page, "Cloudflare");
     await page.locator("#cloudflare-result", { hasText: "Not connected." }).waitFor();
     const form = page.locator("#cloudflare-form");
     // A token Cloudflare refuses: its own words, and nothing kept.
@@ -399,6 +505,8 @@ describe("holder page", () => {
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     assert.deepEqual((await standIn("GET", `accounts/${account}`)).lists[0].items, [ip]);
+    // A fresh load of the view's own address shows that view again.
+    await onView(page, "Cloudflare");
     await page.reload();
     await status.locator("dd", { hasText: "1 added, 0 removed, completed" }).waitFor();
     assert.match(await status.innerText(), /State\s+in sync/);
@@ -426,6 +534,7 @@ describe("holder page", () => {
     await addOne(page, two, "second");
     await listRow(page, one).getByRole("button", { name: `Remove ${one}` }).click();
     await page.locator("#list-result", { hasText: "removed" }).waitFor();
+    await onView(page, "Overview");
     await page.locator("#activity-chart svg.chart rect.bar.removed").waitFor();
     assert.equal(await page.locator("#activity-chart svg.chart g").count(), 30, "a bar a day");
     const label = await page.locator("#activity-chart svg.chart").getAttribute("aria-label");
@@ -470,10 +579,12 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await page.locator("#check-form").getByRole("button", { name: "Check" }).click();
     await shownAsText(page, "#check-result", `[${markup(1)}] is invalid`);
 
-    await page.getByLabel(ADDRESS).nth(1).fill(markup(2));
+    await onView(page, "Your list");
+    await page.locator("#add-form").getByLabel(ADDRESS).fill(markup(2));
     await page.locator("#add-form").getByRole("button", { name: "Add", exact: true }).click();
     await shownAsText(page, "#add-result", `[${markup(2)}] is invalid`);
 
+    await onView(page, "Report");
     await page.locator("#report-form").getByLabel("Address", { exact: true }).fill(markup(18));
     await page.locator("#report-form").getByRole("button", { name: "Report", exact: true }).click();
     await shownAsText(page, "#report-result", `[${markup(18)}] is invalid`);
@@ -484,12 +595,15 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     await allowForm(page, "Add", uniqueIp(), markup(16));
     await shownAsText(page, "#allow-rows", markup(16));
 
+    await onView(page, "Your list");
     await page.getByLabel("Addresses, one a line").fill(`${uniqueIp()}\n${tight(12)}`);
     await page.getByRole("button", { name: "Add all" }).click();
     await shownAsText(page, "#bulk-table", `[${tight(12)}] is invalid`);
 
-    await shownAsText(page, "#history-rows", ip);
     await shownAsText(page, "#list-result", "address");
+    await onView(page, "History");
+    await shownAsText(page, "#history-rows", ip);
+    await onView(page, "Feeds");
     await page.getByRole("button", { name: "Create a feed token" }).click();
     await page.locator("#token-new input").waitFor();
     await shownAsText(page, "#token-rows", "ft_");
@@ -509,8 +623,10 @@ describe("text from a user or the API is shown as text, never run (the CSP turne
     });
     assert.equal(added.status, 200);
     const again = await holderPage(licenseKey, DESKTOP, "light", true);
+    await onView(again, "Feeds");
     await shownAsText(again, "#token-rows", markup(4));
     for (const n of [19, 20, 21]) await shownAsText(again, "#token-rows", markup(n));
+    await onView(again, "History");
     await shownAsText(again, "#history-rows", markup(13));
     assert.deepEqual(again.errors, []);
     assert.deepEqual(page.errors, []);
@@ -723,33 +839,6 @@ describe("operator page", () => {
 });
 
 describe("operator console", () => {
-  /** The API paths under /admin/ the page asks for while `work` runs, once the
-   *  `expected` ones are answered and a moment more has passed for any other. */
-  async function asked(page, expected, work) {
-    const paths = [];
-    const seen = (request) => {
-      const url = new URL(request.url());
-      if (url.pathname.startsWith("/admin/") && url.pathname !== "/admin/") paths.push(url.pathname);
-    };
-    page.on("request", seen);
-    const answered = expected.map((path) => page.waitForResponse((response) => new URL(response.url()).pathname === path));
-    await work();
-    await Promise.all(answered);
-    await page.waitForTimeout(300);
-    page.off("request", seen);
-    return paths.sort();
-  }
-
-  /** Whether `locator` comes to show within ten seconds: polled, so that a view
-   *  that never comes fails by the assertion naming it, not by a time-out. */
-  async function comesToShow(locator) {
-    for (const until = Date.now() + 10_000; Date.now() < until;) {
-      if (await locator.first().isVisible()) return true;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    return locator.first().isVisible();
-  }
-
   test("every view has an address, a link in the nav and the focus on its heading; back and forward move between them; each loads only what it shows", async () => {
     // A license of its own for the licenses' view to show, whichever tests ran before.
     await admin("POST", "/admin/licenses", { label: "Views Ltd" });
@@ -1069,12 +1158,27 @@ describe("both pages", () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     for (const colorScheme of ["light", "dark"]) {
       const loggedOut = [await open("/", DESKTOP, colorScheme), await open("/admin/", DESKTOP, colorScheme)];
+      for (const page of loggedOut) {
+        assert.deepEqual(await violations(page), [], `${page.url()} (${colorScheme})`);
+      }
+      // Every view of the holder's page, as it shows once loaded, with rows in its tables.
       const holder = await holderPage(licenseKey, DESKTOP, colorScheme);
       await addOne(holder, uniqueIp(), "for the accessibility check");
-      await holder.locator("#list-rows tr").first().waitFor();
       await allowForm(holder, "Add", uniqueIp(), "for the accessibility check");
-      for (const page of [...loggedOut, holder]) {
-        assert.deepEqual(await violations(page), [], `${page.url()} (${colorScheme})`);
+      const shown = {
+        Overview: "#activity-chart svg",
+        "Your list": "#list-rows tr",
+        "Allow list": "#allow-rows tr",
+        Report: "#report-form",
+        Feeds: "#tokens-result:not(:empty)",
+        Engines: "#machines-result:not(:empty)",
+        Cloudflare: "#cloudflare-result:not(:empty)",
+        History: "#history-rows tr",
+      };
+      for (const [name, selector] of Object.entries(shown)) {
+        await onView(holder, name);
+        await holder.locator(selector).first().waitFor();
+        assert.deepEqual(await violations(holder), [], `the holder's ${name} (${colorScheme})`);
       }
       // Every view of the console, as it shows once loaded: a license's picture and a lookup's answer too.
       const operator = await operatorPage(DESKTOP, colorScheme);

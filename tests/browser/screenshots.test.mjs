@@ -1,16 +1,17 @@
 // The screenshots in docs/, made from data a customer could have (no test's
 // payloads, on a service of their own), at desktop and phone width, light and dark:
-// the holder's page, and each view of the operator's console; and no page or view
+// each view of the holder's page and of the operator's console; and no page or view
 // wider than a phone. Run by `make browser`; `make screenshots` copies them into docs/.
-import { after, before, test } from "node:test";
+import { after, afterEach, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
-  DESKTOP, LONGEST_IPV6, PHONE, SCREENSHOTS,
-  addOne, admin, advanceClock, base, goTo, holderPage, operatorPage, reportUsage, serviceNow, standIn, start, stop,
+  DESKTOP, LONGEST_IPV6, PHONE, SCREENSHOTS, closePages,
+  addOne, admin, advanceClock, base, goTo, holderPage, onView, operatorPage, reportUsage, serviceNow, standIn, start, stop,
 } from "./service.mjs";
 
 before(start);
+afterEach(closePages);
 after(stop);
 
 const DAY = 86_400_000;
@@ -54,7 +55,13 @@ async function plausibleService() {
   assert.equal(pulled.status, 200);
   // The week moved the clock past the access token's lifetime (an hour): the
   // holder logs in again, or its call is refused with a 401 in plain text.
-  const machine = await holderCall(await accessToken(acme.licenseKey), "/api/machines", { name: "web-1" });
+  const again = await accessToken(acme.licenseKey);
+  const machine = await holderCall(again, "/api/machines", { name: "web-1" });
+  // The office's own range on the holder's allow list.
+  const allowed = await fetch(`${base}/api/addIpToAllowlist?result_mode=json`, {
+    method: "POST", headers: { Authorization: `Bearer ${again}` }, body: new URLSearchParams({ ip: "85.214.132.0/24", comment: "Berlin office" }),
+  }).then((r) => r.json());
+  assert.equal(allowed.result, "[85.214.132.0/24] has been added to your allow list");
   const engine = await fetch(`${base}/v1/watchers/login`, {
     method: "POST", body: JSON.stringify({ machine_id: machine.machineId, password: machine.password, scenarios: ["crowdsecurity/ssh-bf"] }),
   }).then((r) => r.json());
@@ -100,29 +107,38 @@ async function fitsItsWidth(page, what) {
   assert.ok(overflow <= 0, `${what} scrolls sideways by ${overflow}px`);
 }
 
-test("screenshots at desktop and phone width, one of each console view, and nothing wider than a phone", async () => {
+test("screenshots at desktop and phone width, one of each holder view and each console view, and nothing wider than a phone", async () => {
   const acme = await plausibleService();
   for (const [name, viewport] of [["desktop", DESKTOP], ["phone", PHONE]]) {
+    // Each view of the holder's page, as its link opens it, once what it shows has loaded.
     const holder = await holderPage(acme.licenseKey, viewport);
     if (name === "desktop") {
       await addOne(holder, "91.92.240.17", "seen probing SSH");
       await addOne(holder, "178.128.94.12", "credential stuffing on the shop's login", "After 7 days");
       await addOne(holder, LONGEST_IPV6, "IPv6 scanner");
       await connectCloudflare(acme);
-      await holder.reload();
-      await holder.locator("#cloudflare-status dd", { hasText: "in sync" }).waitFor();
     }
-    await holder.locator("#list-rows tr").nth(2).waitFor();
-    await holder.locator("#history-rows tr").nth(2).waitFor();
-    await holder.locator("#token-rows svg.chart").waitFor();
-    await holder.screenshot({ path: join(SCREENSHOTS, `holder-${name}.png`), fullPage: true });
-    await fitsItsWidth(holder, `the holder's page at ${name} width`);
+    const holderViews = [
+      ["overview", "Overview", async () => holder.locator("#activity-chart svg.chart rect.bar.added").waitFor()],
+      ["list", "Your list", async () => holder.locator("#list-rows tr").nth(2).waitFor()],
+      ["allow", "Allow list", async () => holder.locator("#allow-rows tr").first().waitFor()],
+      ["report", "Report", async () => holder.locator("#report-form").waitFor()],
+      ["feeds", "Feeds", async () => holder.locator("#token-rows svg.chart").waitFor()],
+      ["engines", "Engines", async () => holder.locator("#machine-rows tr").first().waitFor()],
+      ["cloudflare", "Cloudflare", async () => holder.locator("#cloudflare-status dd", { hasText: "in sync" }).waitFor()],
+      ["history", "History", async () => holder.locator("#history-rows tr").nth(2).waitFor()],
+    ];
+    for (const [file, link, loaded] of holderViews) {
+      await onView(holder, link);
+      await loaded();
+      await holder.screenshot({ path: join(SCREENSHOTS, `holder-${file}-${name}.png`), fullPage: true });
+      await fitsItsWidth(holder, `the holder's ${link} at ${name} width`);
+    }
     if (name === "desktop") {
       const dark = await holderPage(acme.licenseKey, viewport, "dark");
       await dark.locator("#activity-chart svg.chart rect.bar.added").waitFor();
-      await dark.screenshot({ path: join(SCREENSHOTS, "holder-dark.png"), fullPage: true });
+      await dark.screenshot({ path: join(SCREENSHOTS, "holder-overview-dark.png"), fullPage: true });
     }
-
     // Each view of the console, as its address opens it, once what it shows has loaded.
     const operator = await operatorPage(viewport);
     const views = [

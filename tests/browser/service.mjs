@@ -140,11 +140,24 @@ export const ADDRESS = /^IP(v4)? address$/;
 /** The longest canonical IPv6 text, 39 characters: what a phone must show without scrolling sideways. */
 export const LONGEST_IPV6 = "2a00:1450:4001:80b:1234:5678:9abc:def0";
 
+/** Every context `open` made that is not closed yet. */
+const contexts = [];
+
+/**
+ * Closes every page `open` made: run after each test. Left open, the pages of
+ * thirty tests kept their connections to the server, and a page load of the
+ * last test in the suite once waited 30 s and failed.
+ */
+export async function closePages() {
+  await Promise.all(contexts.splice(0).map((context) => context.close()));
+}
+
 /** A page with a fresh context; `dialogs` collects every alert, confirm or prompt it opened. */
 /** `bypassCSP` turns the page's Content-Security-Policy off, so that a test of what
  *  the page inserts fails on markup run as HTML even where the policy would block it. */
 export async function open(path, viewport = DESKTOP, colorScheme = "light", bypassCSP = false) {
   const context = await browser.newContext({ viewport, colorScheme, bypassCSP });
+  contexts.push(context);
   const page = await context.newPage();
   page.dialogs = [];
   page.on("dialog", (dialog) => {
@@ -175,11 +188,17 @@ export async function operatorPage(viewport, colorScheme, bypassCSP, token = ADM
   return page;
 }
 
-/** Follows the console's link to the view `name` ("Licenses", "Audit log"): its heading takes the focus. */
+/** Follows a page's link to the view `name` ("Licenses", "Feeds"): its heading takes the focus. */
 export async function goTo(page, name) {
   await page.locator("#views").getByRole("link", { name, exact: true }).click();
   await page.waitForFunction((name) => document.querySelector("#views a[aria-current=page]")?.textContent === name
     && document.activeElement?.matches("div.view:not([hidden]) h2"), name);
+}
+
+/** The holder page's view `name` ("Your list", "Feeds"), followed to from its link unless it is shown already. */
+export async function onView(page, name) {
+  const current = await page.locator("#views a[aria-current=page]").textContent();
+  if (current !== name) await goTo(page, name);
 }
 
 /** Moves the service's clock `ms` further ahead (the test build's hook), and `serviceNow` with it. */
@@ -191,8 +210,9 @@ export async function advanceClock(ms) {
 
 export const text = (page, selector) => page.locator(selector).innerText();
 
-/** Adds `ip` through the "Add an address" form (the allow list's form has a Comment and an Add of its own). */
+/** Adds `ip` through the list view's "Add an address" form (the allow list's form has a Comment and an Add of its own). */
 export async function addOne(page, ip, comment, ttlLabel = "Never") {
+  await onView(page, "Your list");
   const form = page.locator("#add-form");
   await form.getByLabel(ADDRESS).fill(ip);
   await form.getByLabel("Expires").selectOption({ label: ttlLabel });
