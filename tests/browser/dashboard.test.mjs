@@ -201,7 +201,7 @@ describe("holder page", () => {
     const linked = await open("/#/engines");
     await linked.getByLabel("License key", { exact: true }).fill(licenseKey);
     await linked.getByRole("button", { name: "Log in" }).click();
-    assert.ok(await comesToShow(linked.locator("#machines-title:focus")), "a fresh link opens its view");
+    assert.ok(await comesToShow(linked.locator("#machines-title:focus")), "a fresh link lands on the view it names");
     assert.ok(await comesToShow(linked.locator("#machines-result", { hasText: "No machines yet." })));
     await linked.reload();
     assert.ok(await comesToShow(linked.locator("#machines-title:focus")), "a reload stays on its view");
