@@ -107,6 +107,20 @@ async function fitsItsWidth(page, what) {
   assert.ok(overflow <= 0, `${what} scrolls sideways by ${overflow}px`);
 }
 
+/**
+ * Each view of `page` (`views`: its file name, its link and what shows once it
+ * has loaded), opened from its link: a screenshot of it as
+ * `<prefix>-<file>-<width>.png`, and no sideways scrolling.
+ */
+async function eachView(page, prefix, width, views) {
+  for (const [file, link, loaded] of views) {
+    await onView(page, link);
+    await page.locator(loaded).first().waitFor();
+    await page.screenshot({ path: join(SCREENSHOTS, `${prefix}-${file}-${width}.png`), fullPage: true });
+    await fitsItsWidth(page, `the ${prefix}'s ${link} at ${width} width`);
+  }
+}
+
 test("screenshots at desktop and phone width, one of each holder view and each console view, and nothing wider than a phone", async () => {
   const acme = await plausibleService();
   for (const [name, viewport] of [["desktop", DESKTOP], ["phone", PHONE]]) {
@@ -118,22 +132,16 @@ test("screenshots at desktop and phone width, one of each holder view and each c
       await addOne(holder, LONGEST_IPV6, "IPv6 scanner");
       await connectCloudflare(acme);
     }
-    const holderViews = [
-      ["overview", "Overview", async () => holder.locator("#activity-chart svg.chart rect.bar.added").waitFor()],
-      ["list", "Your list", async () => holder.locator("#list-rows tr").nth(2).waitFor()],
-      ["allow", "Allow list", async () => holder.locator("#allow-rows tr").first().waitFor()],
-      ["report", "Report", async () => holder.locator("#report-form").waitFor()],
-      ["feeds", "Feeds", async () => holder.locator("#token-rows svg.chart").waitFor()],
-      ["engines", "Engines", async () => holder.locator("#machine-rows tr").first().waitFor()],
-      ["cloudflare", "Cloudflare", async () => holder.locator("#cloudflare-status dd", { hasText: "in sync" }).waitFor()],
-      ["history", "History", async () => holder.locator("#history-rows tr").nth(2).waitFor()],
-    ];
-    for (const [file, link, loaded] of holderViews) {
-      await onView(holder, link);
-      await loaded();
-      await holder.screenshot({ path: join(SCREENSHOTS, `holder-${file}-${name}.png`), fullPage: true });
-      await fitsItsWidth(holder, `the holder's ${link} at ${name} width`);
-    }
+    await eachView(holder, `holder`, name, [
+      ["overview", "Overview", "#activity-chart svg.chart rect.bar.added"],
+      ["list", "Your list", "#list-rows tr >> nth=2"],
+      ["allow", "Allow list", "#allow-rows tr"],
+      ["report", "Report", "#report-form"],
+      ["feeds", "Feeds", "#token-rows svg.chart"],
+      ["engines", "Engines", "#machine-rows tr"],
+      ["cloudflare", "Cloudflare", "#cloudflare-status dd:has-text('in sync')"],
+      ["history", "History", "#history-rows tr >> nth=2"],
+    ]);
     if (name === "desktop") {
       const dark = await holderPage(acme.licenseKey, viewport, "dark");
       await dark.locator("#activity-chart svg.chart rect.bar.added").waitFor();
@@ -141,19 +149,13 @@ test("screenshots at desktop and phone width, one of each holder view and each c
     }
     // Each view of the console, as its address opens it, once what it shows has loaded.
     const operator = await operatorPage(viewport);
-    const views = [
-      ["overview", "Overview", async () => operator.locator("#sizes-chart svg.chart").waitFor()],
-      ["licenses", "Licenses", async () => operator.locator("#license-rows tr").nth(2).waitFor()],
-      ["lists", "Lists", async () => operator.locator("#promoted-count:not(:empty)").waitFor()],
-      ["keys", "Operator keys", async () => operator.locator("#key-rows tr").nth(1).waitFor()],
-      ["audit", "Audit log", async () => operator.locator("#audit-rows tr").nth(4).waitFor()],
-    ];
-    for (const [file, link, loaded] of views) {
-      await goTo(operator, link);
-      await loaded();
-      await operator.screenshot({ path: join(SCREENSHOTS, `console-${file}-${name}.png`), fullPage: true });
-      await fitsItsWidth(operator, `the console's ${link} at ${name} width`);
-    }
+    await eachView(operator, "console", name, [
+      ["overview", "Overview", "#sizes-chart svg.chart"],
+      ["licenses", "Licenses", "#license-rows tr >> nth=2"],
+      ["lists", "Lists", "#promoted-count:not(:empty)"],
+      ["keys", "Operator keys", "#key-rows tr >> nth=1"],
+      ["audit", "Audit log", "#audit-rows tr >> nth=4"],
+    ]);
     await goTo(operator, "Licenses");
     await operator.locator("#license-rows tr", { hasText: "Acme GmbH" }).getByRole("link", { name: /^Open/ }).click();
     await operator.locator("#license-agents svg.chart").waitFor();

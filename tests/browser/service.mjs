@@ -195,7 +195,7 @@ export async function goTo(page, name) {
     && document.activeElement?.matches("div.view:not([hidden]) h2"), name);
 }
 
-/** The holder page's view `name` ("Your list", "Feeds"), followed to from its link unless it is shown already. */
+/** A page's view `name` ("Your list", "Licenses"), followed to from its link unless it is shown already. */
 export async function onView(page, name) {
   const current = await page.locator("#views a[aria-current=page]").textContent();
   if (current !== name) await goTo(page, name);
