@@ -62,7 +62,7 @@ function parseAddress(hash) {
     parts = [];
   }
   if (parts[0] === "licenses" && parts.length === 2) return { view: "license", id: parts[1], query };
-  if (parts.length === 1 && parts[0] !== "license" && parts[0] in VIEWS) return { view: parts[0], query };
+  if (parts.length === 1 && parts[0] !== "license" && Object.hasOwn(VIEWS, parts[0])) return { view: parts[0], query };
   return { view: "overview", query };
 }
 

@@ -48,8 +48,13 @@ export class Page {
    */
   pagedTable({ rows, more, result, fetchPage }) {
     let cursor = null;
+    // Only the newest load fills the table: a view's load on arrival can answer
+    // after the load a change made since, and must not overwrite it.
+    let newest = 0;
     const load = (next) => this.guard(result, async () => {
+      const asked = ++newest;
       const page = await fetchPage(next ? cursor : null);
+      if (asked !== newest) return;
       cursor = page.cursor;
       fill(rows, page.rows, next);
       if (page.message !== undefined) say(result, page.message);

@@ -1,7 +1,7 @@
 //! The runtime's own alarms, on the real clock: no test hook runs an alarm here.
 //! Every other test runs alarms through a hook, on a server whose clock runs
 //! hours ahead of the real one, where no alarm falls while it runs. Each test
-//! here runs a server of its own and mostly waits, so they come first in the
+//! here runs a server of its own and mostly waits, so they come early in the
 //! suite's order (libtest starts tests by name): waiting beside the tests that
 //! keep both cores busy, not after them.
 

@@ -311,8 +311,9 @@ fn a_burst_of_two_hundred_changes_is_one_push_and_never_two_operations_at_once()
     in_sync(&app);
     // …two hundred adds in eight requests, one every quarter second: over
     // nearly two seconds, so that a push that went at once would miss most of
-    // them, and all sent within the burst's gathering (5 s) however slowly a
-    // busy machine answers each, since none waits for another's answer.
+    // them, and the last sent 1.75 s after the first, since none waits for
+    // another's answer: it has more than two seconds to land within the
+    // burst's gathering (5 s, counted in whole seconds from the first change).
     std::thread::scope(|s| {
         for (i, part) in ips.chunks(25).enumerate() {
             let app = &app;

@@ -679,7 +679,7 @@ fn spawn_wrangler(
     command.arg("--config").arg(config);
     let child = command
         .spawn()
-        .expect("node: run `make test`, which installs it and wrangler");
+        .expect("node (Node 20, a prerequisite: README)");
     let watchdog = Command::new("sh")
         .args([
             "-c",
