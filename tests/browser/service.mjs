@@ -166,7 +166,17 @@ export async function open(path, viewport = DESKTOP, colorScheme = "light", bypa
   });
   page.errors = [];
   page.on("pageerror", (error) => page.errors.push(error.message));
-  await page.goto(`${base}${path}`);
+  // Which requests a load that never ends still waits for: two clean-clone runs
+  // failed with a page load of 30 s, and their logs could not say on what.
+  const pending = new Set();
+  page.on("request", (request) => pending.add(request));
+  for (const done of ["requestfinished", "requestfailed"]) page.on(done, (request) => pending.delete(request));
+  try {
+    await page.goto(`${base}${path}`);
+  } catch (error) {
+    error.message += `\nstill waiting for: ${[...pending].map((request) => request.url()).join(", ") || "nothing"}`;
+    throw error;
+  }
   return page;
 }
 
