@@ -52,9 +52,15 @@ function takeIpv6() {
 let ipv6Asked = null;
 function knowIpv6() {
   ipv6Asked ??= session.call("/api/quota")
-    .then((quota) => { if (quota.ipv6) takeIpv6(); })
+    .then(learnIpv6)
     .catch((error) => { ipv6Asked = null; throw error; });
   return ipv6Asked;
+}
+
+/** What a quota's answer says of IPv6, taken once: by the overview's quota or by `knowIpv6`. */
+function learnIpv6(quota) {
+  if (quota.ipv6) takeIpv6();
+  ipv6Asked ??= Promise.resolve();
 }
 
 // ---------------------------------------------------------------------------
@@ -100,8 +106,7 @@ $("login-form").addEventListener("submit", (event) => {
 async function loadQuota() {
   await view.guard($("quota-result"), async () => {
     const quota = await session.call("/api/quota");
-    if (quota.ipv6) takeIpv6();
-    ipv6Asked ??= Promise.resolve();
+    learnIpv6(quota);
     const line = (name, allowance) => [
       el("dt", {}, name),
       el("dd", {}, `${allowance.used} used, ${allowance.left} left of ${allowance.limit} `,

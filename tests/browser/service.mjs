@@ -144,9 +144,8 @@ export const LONGEST_IPV6 = "2a00:1450:4001:80b:1234:5678:9abc:def0";
 const contexts = [];
 
 /**
- * Closes every page `open` made: run after each test. Left open, the pages of
- * thirty tests kept their connections to the server, and a page load of the
- * last test in the suite once waited 30 s and failed.
+ * Closes every page `open` made: run after each test, so that no test's pages
+ * (and their connections to the server) outlive it.
  */
 export async function closePages() {
   await Promise.all(contexts.splice(0).map((context) => context.close()));
