@@ -61,7 +61,7 @@ export function workerName(folder) {
  *  configuration `make build` wrote beside the deployed one, the edge in front.
  *  `options` replace what the edge's (or the one Worker's) configuration says
  *  (the floors take the service's `assets`, a run without them `assets:
- *  undefined`). Two addresses: `url`, through Miniflare's entry worker (what
+ *  undefined`; `handleRuntimeStdio`, where the runtime's output goes). Two addresses: `url`, through Miniflare's entry worker (what
  *  `wrangler dev` serves), and `direct`, a socket of workerd's own in front of
  *  the (edge) worker (behind its asset router when it has one), as the edge runs
  *  it: no proxy worker in between, with Miniflare's KV and rate-limit services. */
@@ -78,7 +78,7 @@ export async function serve(folder, vars, state, script = DEPLOYED, options = {}
       bindings: { ...workerOptions.bindings, ...vars },
     };
   };
-  const { inspectorPort, ...own } = options;
+  const { inspectorPort, handleRuntimeStdio, ...own } = options;
   const direct = [{ host: "127.0.0.1", port: 0 }];
   let workers;
   if (typeof script === "string") {
@@ -104,12 +104,13 @@ export async function serve(folder, vars, state, script = DEPLOYED, options = {}
     durableObjectsPersist: join(state, "do"),
     host: "127.0.0.1",
     port: 0,
-    // The runtime's output (a log line per request, and any fault) goes to a file, not the terminal.
-    handleRuntimeStdio: (stdout, stderr) => {
+    // The runtime's output (a log line per request, and any fault) goes where the
+    // caller takes it (the browser tests keep its tail), or to a file, never the terminal.
+    handleRuntimeStdio: handleRuntimeStdio ?? ((stdout, stderr) => {
       const log = createWriteStream(join(root, "target", `bench-${folder.replace(/\W/g, "") || "service"}.log`));
       stdout.pipe(log);
       stderr.pipe(log);
-    },
+    }),
   });
   const url = (await mf.ready).toString().replace(/\/$/, "");
   const directUrl = (await mf.unsafeGetDirectURL(workers[0].name)).toString().replace(/\/$/, "");

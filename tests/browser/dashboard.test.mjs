@@ -1,5 +1,5 @@
 // The dashboard in a real browser: Debian's chromium driven by playwright-core,
-// against the test build under `wrangler dev` (tests/browser/service.mjs). Run by
+// against the test build on Miniflare (tests/browser/service.mjs). Run by
 // `make browser`.
 import { after, afterEach, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

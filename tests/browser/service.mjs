@@ -1,14 +1,14 @@
-// The service the browser tests drive: the test build under `wrangler dev` on a
-// free port with a state of its own, its clock at the next 06:00 UTC so that no day
+// The service the browser tests drive: the test build on Miniflare, on a free
+// port with a state of its own, its clock at the next 06:00 UTC so that no day
 // ends during a run, and Debian's chromium driven by playwright-core; with the
 // helpers both test files use to reach it.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
+import { serve } from "../../bench/lib.mjs";
 
 export const ROOT = new URL("../..", import.meta.url).pathname;
 export const ADMIN_TOKEN = "browser-admin-token-0123456789abcdef0123";
@@ -17,70 +17,41 @@ export const AXE = join(ROOT, "node_modules/axe-core/axe.min.js");
 export const DESKTOP = { width: 1280, height: 900 };
 export const PHONE = { width: 390, height: 844 };
 
-let server, state, config;
+let served, state;
+/** What the runtime printed, its last 64 KiB at most: a failing page load shows its tail. */
+let serverLog = "";
 export let base, browser;
 /** How far the service's clock runs ahead of this machine's, in milliseconds (set in `before`). */
 export let clockOffset = 0;
 /** The service's now, in milliseconds since the epoch. */
 export const serviceNow = () => Date.now() + clockOffset;
 
-/** wrangler.toml, on the test build (its clock can be set) and with absolute paths,
- *  in a folder of its own: wrangler reloads the worker when files beside its
- *  configuration change. */
-function testConfiguration() {
-  const lines = readFileSync(join(ROOT, "wrangler.toml"), "utf8").split("\n")
-    .filter((line) => !line.startsWith("command =") && !line.startsWith("watch_dir ="))
-    .map((line) => line
-      .replace('main = "build/index.js"', `main = "${join(ROOT, "build-test/index.js")}"`)
-      .replace('directory = "public"', `directory = "${join(ROOT, "public")}"`));
-  config = mkdtempSync(join(tmpdir(), "greylist-browser-config-"));
-  writeFileSync(join(config, "wrangler.toml"), lines.join("\n"));
-  return join(config, "wrangler.toml");
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** Starts the test build under `wrangler dev` on a free port with its own state, sets
- *  its clock to the next 06:00 UTC, and launches chromium. */
+/** Starts the test build on Miniflare with its own state, as the benchmarks serve
+ *  it, sets its clock to the next 06:00 UTC, and launches chromium. Not under
+ *  `wrangler dev`, which runs Miniflare behind a proxy worker of its own: there a
+ *  page's module scripts went unanswered now and then (a load of 30 s in one run
+ *  of the suite in three, the scripts never in wrangler's log). */
 export async function start() {
   state = mkdtempSync(join(tmpdir(), "greylist-browser-"));
   await startCloudflare();
-  const [port, inspector] = [await freePort(), await freePort()];
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(join(ROOT, "node_modules/.bin/wrangler"), [
-    "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
-    "--persist-to", state, "--show-interactive-dev-session=false",
-    "--var", "JWT_SECRET:browser-jwt-secret-0123456789abcdef0123", "--var", `ADMIN_TOKEN:${ADMIN_TOKEN}`, "--var", "CACHE_SECONDS:0", "--var", "IPV6:on",
+  const keep = (chunk) => (serverLog = (serverLog + chunk).slice(-65_536));
+  served = await serve(".", {
+    JWT_SECRET: "browser-jwt-secret-0123456789abcdef0123",
+    ADMIN_TOKEN,
+    CACHE_SECONDS: "0",
+    IPV6: "on",
     // The network's promotions wait for the operator, whose console approves them.
-    "--var", "PROMOTION_REVIEW:on",
+    PROMOTION_REVIEW: "on",
     // The holder's Cloudflare edge, against the tests' stand-in of Cloudflare's API.
-    "--var", `CLOUDFLARE_API:${cloudflare}/client/v4`, "--var", "CLOUDFLARE_TOKEN_KEY:browser-cloudflare-token-key-0123456789abcdef",
-    "--config", testConfiguration(),
-  ], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: {
-    ...process.env,
-    WRANGLER_SEND_METRICS: "false",
-    // wrangler's compiled code kept between starts, as the e2e suite does.
-    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${join(ROOT, "tests/node-code-cache.cjs")}`.trim(),
-    GREYLIST_CODE_CACHE: join(ROOT, "target/tmp/node-code-cache"),
-  } });
-  let log = "";
-  server.stdout.on("data", (chunk) => (log += chunk));
-  server.stderr.on("data", (chunk) => (log += chunk));
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${base}/openapi.json`)).ok) break;
-    } catch {}
-    if (Date.now() > deadline || server.exitCode !== null) throw new Error(`wrangler dev did not start:\n${log}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+    CLOUDFLARE_API: `${cloudflare}/client/v4`,
+    CLOUDFLARE_TOKEN_KEY: "browser-cloudflare-token-key-0123456789abcdef",
+  }, state, "build-test/index.js", {
+    handleRuntimeStdio: (stdout, stderr) => {
+      stdout.on("data", keep);
+      stderr.on("data", keep);
+    },
+  });
+  base = served.url;
   // The next 06:00 UTC, as the e2e tests do: 18 hours before the daily counters
   // start again, whenever the suite runs, and never behind the real clock.
   const day = 86_400_000;
@@ -119,10 +90,9 @@ export async function standIn(method, path, body) {
 /** Stops chromium and the server, and removes their files. */
 export async function stop() {
   await browser?.close();
-  if (server) process.kill(-server.pid, "SIGKILL");
+  await served?.mf.dispose();
   standInProcess?.kill();
   rmSync(state, { recursive: true, force: true });
-  if (config) rmSync(config, { recursive: true, force: true });
 }
 
 export async function admin(method, path, body) {
@@ -174,6 +144,7 @@ export async function open(path, viewport = DESKTOP, colorScheme = "light", bypa
     await page.goto(`${base}${path}`);
   } catch (error) {
     error.message += `\nstill waiting for: ${[...pending].map((request) => request.url()).join(", ") || "nothing"}`;
+    error.message += `\nthe runtime's last lines:\n${serverLog.split("\n").slice(-30).join("\n")}`;
     throw error;
   }
   return page;
