@@ -3,6 +3,7 @@
 
 mod admin;
 mod agents;
+mod aggregation;
 mod alarms;
 mod allow_list;
 mod allow_list_feeds;

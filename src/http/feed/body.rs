@@ -9,6 +9,7 @@ use futures_util::stream::{self, Stream};
 use worker::console_error;
 
 use crate::domain::code::Coded;
+use crate::domain::feed::aggregate::{Aggregate, Merging};
 use crate::domain::feed::decision::{Decision, DecisionType, Filter};
 use crate::domain::feed::item::{
     global_item, gone_item, FeedBlock, FeedItem, FeedRecord, Merge, Next, Source,
@@ -24,8 +25,10 @@ use crate::store::StoreError;
 /// What a feed's body holds: every item, or the changes after a cursor, or
 /// (a CrowdSec pull's renewal) the deletions after one and every item.
 pub enum Content {
+    /// `merged`: the items merged into the fewest blocks, as `aggregate=1` asks.
     Whole {
         reset: bool,
+        merged: Option<Merging>,
     },
     Delta,
     /// Deleted: what changed and then every item; new: every item, read again
@@ -85,6 +88,8 @@ struct Writer {
     lists: PublishedLists,
     blocks: GlobalBlocks,
     merge: Merge,
+    /// A whole feed's runs being merged, when it is asked merged.
+    aggregate: Option<Aggregate>,
     /// The delta's records of the page read, not written yet.
     read: VecDeque<FeedRecord>,
     /// The delta's global blocks to drop and to add, not written yet.
@@ -112,7 +117,12 @@ pub fn body(
     part_items: usize,
 ) -> impl Stream<Item = worker::Result<Vec<u8>>> {
     let blocks = lists.challenged_blocks();
+    let aggregate = match content {
+        Content::Whole { merged, .. } => merged.map(Aggregate::new),
+        Content::Delta | Content::Renewal(_) => None,
+    };
     let writer = Writer {
+        aggregate,
         global_deleted: deleted.into(),
         global_added: added.into(),
         records,
@@ -159,7 +169,7 @@ impl Writer {
             }
             Stage::Items => {
                 for _ in 0..self.part_items {
-                    match self.next_whole().await? {
+                    match self.next_item().await? {
                         Some(item) => self.write(&mut text, &item),
                         // A renewal's deletions end: every item again, as new.
                         None if self.deleting => {
@@ -316,6 +326,31 @@ impl Writer {
         Ok(item)
     }
 
+    /// The whole feed's next item, merged where it is asked merged.
+    async fn next_item(&mut self) -> Result<Option<FeedItem>, StoreError> {
+        let Some(mut aggregate) = self.aggregate.take() else {
+            return self.next_whole().await;
+        };
+        let next = loop {
+            if let Some(item) = aggregate.pop() {
+                break Ok(Some(item));
+            }
+            match self.next_whole().await {
+                Ok(Some(item)) => aggregate.push(item),
+                Ok(None) => {
+                    aggregate.finish();
+                    match aggregate.pop() {
+                        Some(item) => break Ok(Some(item)),
+                        None => break Ok(None),
+                    }
+                }
+                Err(fault) => break Err(fault),
+            }
+        };
+        self.aggregate = Some(aggregate);
+        next
+    }
+
     /// The whole feed's next item in address order.
     async fn next_whole(&mut self) -> Result<Option<FeedItem>, StoreError> {
         loop {
@@ -361,7 +396,7 @@ impl Writer {
         match (&self.render, &self.content) {
             (Render::Text, _) => format!("# greylist feed, version {version}\n"),
             (Render::Appliance(file), _) => file.head(version),
-            (Render::Json { .. }, &Content::Whole { reset }) => {
+            (Render::Json { .. }, &Content::Whole { reset, .. }) => {
                 let reset = if reset { "\"reset\":true," } else { "" };
                 format!("{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":[")
             }

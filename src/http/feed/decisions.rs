@@ -125,6 +125,7 @@ pub async fn stream(
             format: Format::Json,
             list: Default::default(),
             since: Some(position),
+            aggregate: false,
         };
         let lists = operator_lists.lists();
         changes = operator_changes(env, &since, lists, settings.objects.freshness, now).await?;
@@ -147,7 +148,13 @@ pub async fn stream(
         // Another pull of the same token moved its position between the two
         // asks: the bouncers sharing it each miss what the other was sent.
         FeedHead::Moved { .. } => return Err(ApiError::Conflict(SHARED_TOKEN.to_owned())),
-        FeedHead::Whole { .. } => (Content::Whole { reset: false }, GlobalChanges::default()),
+        FeedHead::Whole { .. } => (
+            Content::Whole {
+                reset: false,
+                merged: None,
+            },
+            GlobalChanges::default(),
+        ),
         FeedHead::Delta { .. } => (Content::Delta, held_apart(&start, blocks)),
         FeedHead::Renewal { .. } => (
             Content::Renewal(read_again(object)),

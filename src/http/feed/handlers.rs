@@ -127,7 +127,14 @@ pub async fn feed(
                     (start, records) = object
                         .ask_stream(ask(None, None, Vec::new(), AllowMoves::default()))
                         .await?;
-                    (Content::Whole { reset: true }, GlobalChanges::default())
+                    let merged = query.merging();
+                    (
+                        Content::Whole {
+                            reset: true,
+                            merged,
+                        },
+                        GlobalChanges::default(),
+                    )
                 }
             }
         }
@@ -135,6 +142,7 @@ pub async fn feed(
         (FeedHead::Whole { .. }, _) => (
             Content::Whole {
                 reset: query.since.is_some(),
+                merged: query.merging(),
             },
             GlobalChanges::default(),
         ),

@@ -2,6 +2,7 @@
 //! scope, the format, the cursor it holds, and the `ETag` of each answer.
 
 use crate::domain::code::Coded;
+use crate::domain::feed::aggregate::Merging;
 use crate::domain::feed::feed_token::Scope;
 use crate::domain::feed::item::FeedVersion;
 use crate::http::feed::appliance::{Appliance, ListName};
@@ -54,6 +55,8 @@ pub struct FeedQuery {
     pub list: ListName,
     /// The changes since this cursor (JSON only), instead of the whole feed.
     pub since: Option<FeedVersion>,
+    /// The items merged into the fewest CIDR blocks (`aggregate=1`): a whole feed only.
+    pub aggregate: bool,
 }
 
 impl FeedQuery {
@@ -63,6 +66,7 @@ impl FeedQuery {
             format: Format::Text,
             list: ListName::default(),
             since: None,
+            aggregate: false,
         };
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
             match key.as_ref() {
@@ -85,11 +89,23 @@ impl FeedQuery {
                     })?;
                     parsed.since = Some(cursor);
                 }
+                "aggregate" => {
+                    parsed.aggregate = match value.as_ref() {
+                        "1" | "true" => true,
+                        "0" | "false" => false,
+                        _ => {
+                            return Err(format!("aggregate is 1, true, 0 or false, not {value:?}"))
+                        }
+                    }
+                }
                 _ => {}
             }
         }
         if parsed.since.is_some() && parsed.format != Format::Json {
             return Err("since needs format=json".to_owned());
+        }
+        if parsed.since.is_some() && parsed.aggregate {
+            return Err("aggregate merges a whole feed: pull it without since".to_owned());
         }
         Ok(parsed)
     }
@@ -104,9 +120,23 @@ impl FeedQuery {
         }
     }
 
+    /// Which items merge, when the feed is asked merged: in JSON, which says
+    /// whose each item is and until when, only those that share both.
+    pub fn merging(&self) -> Option<Merging> {
+        self.aggregate.then_some(match self.format {
+            Format::Json => Merging::SameOriginAndExpiry,
+            Format::Text | Format::Appliance(_) => Merging::Anything,
+        })
+    }
+
     /// The `ETag` of the answer this query gets at `version`.
     pub fn etag(&self, version: FeedVersion) -> String {
-        let (scope, format) = (self.scope.code(), self.format.code());
+        let scope = self.scope.code();
+        // A merged feed is another answer at the same version.
+        let format = match self.aggregate {
+            true => format!("{}-merged", self.format.code()),
+            false => self.format.code().to_owned(),
+        };
         match (self.since, self.format.appliance()) {
             (Some(since), _) => format!("\"{scope}-delta-{since}-{version}\""),
             (None, None) => format!("\"{scope}-{format}-{version}\""),
@@ -194,6 +224,45 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn aggregate_merges_a_whole_feed_by_what_its_format_says_and_is_its_own_answer() {
+        assert_eq!(FeedQuery::parse("").unwrap().merging(), None);
+        assert_eq!(FeedQuery::parse("aggregate=0").unwrap().merging(), None);
+        for (query, merging) in [
+            ("aggregate=1", Merging::Anything),
+            ("aggregate=true&format=ipset", Merging::Anything),
+            ("aggregate=1&format=json", Merging::SameOriginAndExpiry),
+        ] {
+            assert_eq!(
+                FeedQuery::parse(query).unwrap().merging(),
+                Some(merging),
+                "{query}"
+            );
+        }
+        assert!(FeedQuery::parse("aggregate=yes")
+            .unwrap_err()
+            .contains("aggregate"));
+        assert!(FeedQuery::parse("format=json&since=1.0.0&aggregate=1")
+            .unwrap_err()
+            .contains("without since"));
+        let version = FeedVersion {
+            changes: 3,
+            global: 0,
+            allow: 0,
+        };
+        let merged = FeedQuery::parse("aggregate=1").unwrap();
+        assert_ne!(
+            merged.etag(version),
+            FeedQuery::parse("").unwrap().etag(version)
+        );
+        let tag = merged.etag(version);
+        assert_eq!(merged.known_changes(&tag, 0, 0), Some(3));
+        assert_eq!(
+            FeedQuery::parse("").unwrap().known_changes(&tag, 0, 0),
+            None
+        );
     }
 
     #[test]
