@@ -337,32 +337,39 @@ test-tools:
 
 each-test-tool: each-tool $(CARGO_FUZZ) $(SCHEMATHESIS) $(DEBIAN_TOOLS)
 
-# The code as rustfmt writes it, and clippy clean with the test hooks and
-# without them. The second build is of the `edge` half alone, which proves that
+# The code as rustfmt writes it, and clippy clean without the test hooks and
+# with them. The first build is of the `edge` half alone, which proves that
 # the edge needs none of the objects' own code; the `objects` half needs nothing
-# of the edge's because nothing below `http` may use it (tests/layers.rs).
+# of the edge's because nothing below `http` may use it (tests/layers.rs). The
+# tests' build comes last: the crate's library (a cdylib too, so its file has
+# no hash of its features) is one file for both, and the unit and end-to-end
+# tests run the one the tests' build leaves, building nothing again.
 # Clippy runs as this crate's compiler in native builds, as `cargo clippy`
 # itself runs it (clippy-driver as the workspace's wrapper, its arguments in
 # CLIPPY_ARGS): `cargo clippy` checks every dependency in a mode of its own,
 # which no build reuses, where these builds leave the dependencies that the
 # unit and end-to-end tests then use (lint and the unit tests' build took 132 s
 # from nothing on 2 cores, 152 with `cargo clippy`). For the Worker's target
-# the second run checked every dependency again, a minute more; the one line
+# a run checked every dependency again, a minute more; the one line
 # for that target only (platform/log.rs, the runtime's console) is compiled by
 # build-edge.
 CLIPPY := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings
 lint:
 	cargo fmt --check
-	$(CLIPPY) cargo test --no-run --lib --tests --features test-hooks --quiet
 	$(CLIPPY) cargo build --lib --no-default-features --features edge --quiet
+	$(CLIPPY) cargo test --no-run --lib --tests --features test-hooks --quiet
 
 # The rules and stores natively, the check that no module imports from a layer above its own
 # and no two files import each other, the check that the name of the calls' shape covers
 # every source that can shape them (build.rs), and the checks that the docs tell the
 # truth (docs/architecture.md names every source file and no file that is gone; no text
 # names a file, a count of Durable Objects or a module's bound the code does not have).
+# They run as lint built them (clippy as this crate's compiler, the test hooks
+# on), so that they build nothing lint has not: a build of the crate of its own
+# took most of this phase. The code without the hooks is clippy's in lint and
+# the edge's and objects' release builds; its rules are the same code.
 unit:
-	cargo test --lib --test layers --test call_shape --test docs
+	$(CLIPPY) cargo test --features test-hooks --lib --test layers --test call_shape --test docs
 
 # The tests spend most of their time waiting on the server, so they run eight at
 # a time on two cores: at six, the stretch where the Cloudflare tests wait on
@@ -370,7 +377,7 @@ unit:
 # suite, 235 at eight). They run the test build, whose clock they move;
 # CrowdSec's engine comes from the package test-tools unpacks.
 e2e: $(TEST_WORKER)
-	CROWDSEC_DIR='$(CROWDSEC_DIR)' cargo test --test api -- --test-threads=8
+	CROWDSEC_DIR='$(CROWDSEC_DIR)' $(CLIPPY) cargo test --features test-hooks --test api -- --test-threads=8
 
 # No 5xx, and no response that breaks public/openapi.json.
 contract: build $(SCHEMATHESIS)

@@ -61,7 +61,8 @@ export function workerName(folder) {
  *  configuration `make build` wrote beside the deployed one, the edge in front.
  *  `options` replace what the edge's (or the one Worker's) configuration says
  *  (the floors take the service's `assets`, a run without them `assets:
- *  undefined`; `handleRuntimeStdio`, where the runtime's output goes). Two addresses: `url`, through Miniflare's entry worker (what
+ *  undefined`), and `handleRuntimeStdio` says where the runtime's output goes.
+ *  Two addresses: `url`, through Miniflare's entry worker (what
  *  `wrangler dev` serves), and `direct`, a socket of workerd's own in front of
  *  the (edge) worker (behind its asset router when it has one), as the edge runs
  *  it: no proxy worker in between, with Miniflare's KV and rate-limit services. */

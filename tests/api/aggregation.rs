@@ -117,6 +117,12 @@ fn the_json_feed_merges_only_entries_with_the_same_origin_and_expiry() {
     assert_eq!(lasting.status, 200, "{}", lasting.body);
 
     let feed = app.feed_json("format=json&aggregate=1");
+    // No cursor: a delta names addresses, which a merged block holds unseen.
+    assert_eq!(feed["merged"], true, "{feed}");
+    assert!(
+        feed.get("cursor").is_none(),
+        "a merged feed has no cursor: {feed}"
+    );
     let items = feed["entries"].as_array().unwrap();
     let values: Vec<&str> = items.iter().map(|i| i["value"].as_str().unwrap()).collect();
     assert_eq!(

@@ -166,3 +166,36 @@ fn plain_text_gives_url_tables_and_threat_feeds_one_address_or_range_a_line() {
     };
     assert!(entries.iter().all(|l| shape(l)), "{body}");
 }
+
+#[test]
+fn merged_a_global_range_is_written_once_with_what_it_holds_and_json_keeps_whose_each_is() {
+    // A server of its own: the holder's address first, then a range around it
+    // (an address the global list holds already is never added), on a global
+    // list the other tests here do not count.
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    app.add("45.95.1.1");
+    assert_eq!(server.edit_global_list(&["45.95.0.0/16"], &[]).status, 200);
+    let text = file(&app, "scope=all&aggregate=1").body;
+    let entries: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(entries.contains(&"45.95.0.0/16"), "{text}");
+    assert!(
+        !entries.contains(&"45.95.1.1"),
+        "merged, a personal address inside a global range is that range: {text}"
+    );
+    let json = app.feed_json("scope=all&format=json&aggregate=1");
+    let scope_of = |value: &str| {
+        json["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["value"] == value)
+            .map(|item| item["scope"].clone())
+    };
+    assert_eq!(scope_of("45.95.0.0/16"), Some("global".into()), "{json}");
+    assert_eq!(
+        scope_of("45.95.1.1"),
+        Some("personal".into()),
+        "JSON merges only what shares its origin: {json}"
+    );
+}

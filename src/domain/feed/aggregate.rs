@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use crate::domain::feed::item::{Blocks, FeedBlock, FeedItem, Source};
+use crate::domain::feed::item::{Blocks, FeedBlock, FeedItem};
 use crate::domain::time::UnixTime;
 
 /// Which items may merge.
@@ -80,10 +80,8 @@ impl Aggregate {
                 if merged.comment != item.comment {
                     merged.comment = None;
                 }
-                // The network's only while every block of the run is.
-                if merged.source != item.source && merged.source == Source::Promoted {
-                    merged.source = item.source;
-                }
+                // The run keeps its first item's source: JSON merges one
+                // source only, and text and the files do not write it.
                 return;
             }
         }
@@ -137,6 +135,7 @@ fn longest(a: Option<UnixTime>, b: Option<UnixTime>) -> Option<UnixTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::feed::item::Source;
     use crate::domain::net::ipv6::PublicIpv6;
     use crate::domain::net::range::{Ipv4Range, Ipv6Range};
 
@@ -199,16 +198,46 @@ mod tests {
         let items = vec![
             v4("45.0.0.0/8", Source::Operator, None),
             v4("45.1.2.3", Source::Personal, Some(100)),
-            v4("46.0.0.0", Source::Personal, Some(100)),
+            v4("47.0.0.0", Source::Personal, Some(100)),
             alone.clone(),
         ];
         let merged = run(Merging::Anything, items);
-        assert_eq!(texts(&merged), ["45.0.0.0/8", "46.0.0.0", "203.0.113.7"]);
+        assert_eq!(texts(&merged), ["45.0.0.0/8", "47.0.0.0", "203.0.113.7"]);
         assert_eq!(
             merged[0].expires_at, None,
             "as long as its longest-lived item: forever"
         );
         assert_eq!(merged[2], alone);
+        // A holder's /64 alone stays the /64 it was (appliance files write it so).
+        let net = FeedItem {
+            block: FeedBlock::V6Net64(
+                PublicIpv6::from_addr("2a00:1450:4001:80a::".parse().unwrap()).unwrap(),
+            ),
+            source: Source::Personal,
+            expires_at: None,
+            comment: None,
+        };
+        assert_eq!(run(Merging::Anything, vec![net.clone()]), [net]);
+    }
+
+    #[test]
+    fn a_merged_item_keeps_a_comment_all_its_items_said_and_no_other() {
+        let said = |text: &str, comment: &str| FeedItem {
+            comment: Some(comment.into()),
+            ..v4(text, Source::Personal, None)
+        };
+        let merged = run(
+            Merging::Anything,
+            vec![
+                said("8.8.8.0", "scan"),
+                said("8.8.8.1", "scan"),
+                said("8.8.8.4", "scan"),
+                said("8.8.8.5", "brute force"),
+            ],
+        );
+        assert_eq!(texts(&merged), ["8.8.8.0/31", "8.8.8.4/31"]);
+        assert_eq!(merged[0].comment.as_deref(), Some("scan"));
+        assert_eq!(merged[1].comment, None, "they said different things");
     }
 
     #[test]
@@ -247,53 +276,39 @@ mod tests {
     }
 
     #[test]
-    fn families_never_merge_and_ipv6_runs_become_blocks() {
+    fn ipv6_runs_become_the_blocks_that_cover_them() {
         let v6 = |text: &str| PublicIpv6::from_addr(text.parse().unwrap()).unwrap();
+        let personal = |block| FeedItem {
+            block,
+            source: Source::Personal,
+            expires_at: None,
+            comment: None,
+        };
         let items = vec![
+            // The IPv4 part ends before the IPv6 one begins.
             v4("255.255.255.255", Source::Operator, None),
+            personal(FeedBlock::V6(v6("2001:200::"))),
+            // Two /64s that touch: a /63; then, past a gap, a /62 of the
+            // operator's and an address that touches its end: one run, two blocks.
+            personal(FeedBlock::V6Net64(v6("2a00:1450:4001:80a::"))),
+            personal(FeedBlock::V6Net64(v6("2a00:1450:4001:80b::"))),
             FeedItem {
-                block: FeedBlock::V6Net64(v6("2a00:1450:4001:80a::")),
-                source: Source::Personal,
-                expires_at: None,
-                comment: None,
-            },
-            FeedItem {
-                block: FeedBlock::V6Net64(v6("2a00:1450:4001:80b::")),
-                source: Source::Personal,
-                expires_at: None,
-                comment: None,
-            },
-            FeedItem {
-                block: FeedBlock::V6Range(Ipv6Range::parse("2a00:1450:4001:80c::/62").unwrap()),
+                block: FeedBlock::V6Range(Ipv6Range::parse("2a00:1450:4001:820::/62").unwrap()),
                 source: Source::Operator,
                 expires_at: None,
                 comment: None,
             },
-            FeedItem {
-                block: FeedBlock::V6(v6("2a00:1450:4001:810::")),
-                source: Source::Personal,
-                expires_at: None,
-                comment: None,
-            },
+            personal(FeedBlock::V6(v6("2a00:1450:4001:824::"))),
         ];
         assert_eq!(
             texts(&run(Merging::Anything, items)),
             [
                 "255.255.255.255",
+                "2001:200::",
                 "2a00:1450:4001:80a::/63",
-                "2a00:1450:4001:80c::/62",
-                "2a00:1450:4001:810::"
+                "2a00:1450:4001:820::/62",
+                "2a00:1450:4001:824::"
             ]
         );
-    }
-
-    #[test]
-    fn a_run_is_promoted_only_while_every_block_of_it_is() {
-        let items = vec![
-            v4("8.8.8.0", Source::Promoted, None),
-            v4("8.8.8.1", Source::Operator, None),
-        ];
-        let merged = run(Merging::Anything, items);
-        assert_eq!(merged[0].source, Source::Operator);
     }
 }

@@ -396,7 +396,23 @@ impl Writer {
         match (&self.render, &self.content) {
             (Render::Text, _) => format!("# greylist feed, version {version}\n"),
             (Render::Appliance(file), _) => file.head(version),
-            (Render::Json { .. }, &Content::Whole { reset, .. }) => {
+            // A merged feed has no cursor: a delta names addresses, which a
+            // merged block holds without the firewall knowing them apart.
+            (
+                Render::Json { .. },
+                &Content::Whole {
+                    merged: Some(_), ..
+                },
+            ) => {
+                format!("{{\"version\":\"{version}\",\"merged\":true,\"entries\":[")
+            }
+            (
+                Render::Json { .. },
+                &Content::Whole {
+                    reset,
+                    merged: None,
+                },
+            ) => {
                 let reset = if reset { "\"reset\":true," } else { "" };
                 format!("{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":[")
             }

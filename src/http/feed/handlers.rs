@@ -44,7 +44,8 @@ use crate::store::holder::feed::{MAX_MOVED_RANGES, MAX_PROBED};
 use crate::store::operator_lists::snapshots::{self, Versioned};
 use crate::store::{licenses, StoreError};
 
-/// `GET /api/greylistFeed`: the whole feed as text or JSON, or (JSON with
+/// `GET /api/greylistFeed`: the whole feed as text, JSON or an appliance's
+/// file (merged into the fewest blocks with `aggregate`), or (JSON with
 /// `since`) the changes after a cursor. Costs one call to the holder's object,
 /// whose records stream through as they come; with the current `If-None-Match`
 /// it answers 304 and sends nothing else.
@@ -127,7 +128,8 @@ pub async fn feed(
                     (start, records) = object
                         .ask_stream(ask(None, None, Vec::new(), AllowMoves::default()))
                         .await?;
-                    let merged = query.merging();
+                    // Never merged: a delta was asked for, which `aggregate` refuses.
+                    let merged = None;
                     (
                         Content::Whole {
                             reset: true,

@@ -132,9 +132,10 @@ impl FeedQuery {
     /// The `ETag` of the answer this query gets at `version`.
     pub fn etag(&self, version: FeedVersion) -> String {
         let scope = self.scope.code();
-        // A merged feed is another answer at the same version.
+        // A merged feed is another answer at the same version; `+` is in no
+        // format's code nor any list's name, so no other answer's tag is this.
         let format = match self.aggregate {
-            true => format!("{}-merged", self.format.code()),
+            true => format!("{}+merged", self.format.code()),
             false => self.format.code().to_owned(),
         };
         match (self.since, self.format.appliance()) {
@@ -259,6 +260,15 @@ mod tests {
         );
         let tag = merged.etag(version);
         assert_eq!(merged.known_changes(&tag, 0, 0), Some(3));
+        assert_ne!(
+            FeedQuery::parse("format=nftables&list=greylist&aggregate=1")
+                .unwrap()
+                .etag(version),
+            FeedQuery::parse("format=nftables&list=merged-greylist")
+                .unwrap()
+                .etag(version),
+            "a list's name may carry `-`: a merged file's tag is never another file's"
+        );
         assert_eq!(
             FeedQuery::parse("").unwrap().known_changes(&tag, 0, 0),
             None
