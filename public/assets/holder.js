@@ -326,7 +326,7 @@ async function loadTokens() {
     const { feedTokens } = await session.call("/api/feedTokens");
     fill($("token-rows"), feedTokens.map((token) => el("tr", {},
       el("td", { class: "mono" }, token.id),
-      el("td", {}, scopeLabel[token.scope] ?? token.scope),
+      el("td", {}, (scopeLabel[token.scope] ?? token.scope) + (token.aggregate ? ", merged" : "")),
       el("td", {}, decisionLabel[token.decisionType] ?? token.decisionType),
       el("td", {}, when(token.createdAt)),
       el("td", {}, lastPull(token)),
@@ -341,7 +341,7 @@ async function loadTokens() {
 $("token-create").addEventListener("click", (event) => {
   const result = $("tokens-result");
   busy(event.currentTarget, () => view.guard(result, async () => {
-    const created = await session.call("/api/feedTokens", { method: "POST", body: { scope: $("token-scope").value, decisionType: $("token-decision").value } });
+    const created = await session.call("/api/feedTokens", { method: "POST", body: { scope: $("token-scope").value, decisionType: $("token-decision").value, aggregate: $("token-aggregate").value === "true" } });
     show($("token-new"), secretBox(`Feed token ${created.id}`, created.feedToken, "Shown only now: copy it into your firewall's configuration."));
     await loadTokens();
   }));

@@ -492,6 +492,7 @@ mod tests {
             license: license().as_str().to_owned(),
             id: "ft_1".into(),
             scope: crate::domain::feed::feed_token::Scope::Personal,
+            aggregate: false,
         }
     }
 

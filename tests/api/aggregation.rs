@@ -2,8 +2,10 @@
 //! format, and the appliance files that carry it still load in the real `nft`
 //! and `ipset`.
 
+use serde_json::json;
+
 use super::appliances::in_namespace;
-use super::helpers::{Mode, TestApp};
+use super::helpers::{send, Mode, TestApp};
 
 /// A holder with 256 consecutive addresses (one /24), two more that touch (a
 /// /31), and one alone.
@@ -186,5 +188,74 @@ fn merged_appliance_files_still_load_in_nft_ipset_and_routeros() {
         adds[0].contains("address=23.94.40.0/24"),
         "{}",
         routeros.body
+    );
+}
+
+#[test]
+fn a_token_that_merges_serves_every_pull_merged_whatever_it_asks_and_says_so() {
+    let app = holder();
+    let (merging, token) = app.feed_token(json!({ "scope": "personal", "aggregate": true }));
+    let (plain, plain_token) = app.feed_token(json!({ "scope": "personal" }));
+    let blocks = ["23.94.40.0/24", "23.94.41.0/31", "23.94.41.5"];
+    let bearer = format!("Bearer {token}");
+    for asked in ["", "aggregate=0", "format=text&aggregate=false"] {
+        let pulled = app.feed_with(&bearer, asked, None);
+        assert_eq!(pulled.status, 200, "{}", pulled.body);
+        assert_eq!(
+            entries(&pulled.body),
+            blocks,
+            "{asked:?}: the token's setting wins over what its pull asks"
+        );
+    }
+    let delta = app.feed_with(&bearer, "format=json&since=1.0.0", None);
+    assert_eq!(delta.status, 400, "{}", delta.body);
+    assert_eq!(
+        delta.body,
+        "Bad request: this feed token merges its feed (aggregate): pull it whole, without since"
+    );
+    let whole = app.feed_with(&format!("Bearer {plain_token}"), "", None);
+    assert_eq!(
+        entries(&whole.body).len(),
+        259,
+        "a token made without it serves every entry"
+    );
+
+    let listed = send(
+        "GET",
+        &format!("{}/api/feedTokens", app.server.base),
+        &[("Authorization", format!("Bearer {}", app.token))],
+        None,
+    )
+    .json();
+    let setting = |id: &str| {
+        listed["feedTokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .map(|t| t["aggregate"].clone())
+    };
+    assert_eq!(
+        setting(&merging),
+        Some(json!(true)),
+        "each token shows its setting: {listed}"
+    );
+    assert_eq!(setting(&plain), Some(json!(false)), "{listed}");
+
+    let bad = app.post(
+        "/api/feedTokens",
+        Mode::Json,
+        &[(
+            "Content-Type",
+            "application/x-www-form-urlencoded".to_owned(),
+        )],
+        b"aggregate=maybe",
+    );
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(
+        bad.body
+            .contains("aggregate is true or false, not \\\"maybe\\\""),
+        "{}",
+        bad.body
     );
 }

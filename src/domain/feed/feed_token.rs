@@ -70,6 +70,8 @@ pub struct NewFeedTokenRecord {
     pub scope: Scope,
     /// What its CrowdSec decisions tell a bouncer to do.
     pub decision: DecisionType,
+    /// Its feeds merged into the fewest CIDR blocks, whatever a pull asks.
+    pub aggregate: bool,
 }
 
 /// A token as the holder sees it in the list: never the token itself.
@@ -79,6 +81,9 @@ pub struct FeedTokenInfo {
     pub id: String,
     pub scope: Scope,
     pub decision_type: DecisionType,
+    /// Whether its feeds are merged into the fewest CIDR blocks.
+    #[serde(default)]
+    pub aggregate: bool,
     pub created_at: String,
     pub last_used: Option<String>,
     /// The `User-Agent` of its last pull.
@@ -155,6 +160,10 @@ pub struct FeedTokenOwner {
     pub id: String,
     #[serde(default = "made_before_scopes")]
     pub scope: Scope,
+    /// Its feeds merged into the fewest CIDR blocks; a token made before this
+    /// setting serves the whole feed, as it did.
+    #[serde(default)]
+    pub aggregate: bool,
 }
 
 impl FeedTokenOwner {
@@ -235,6 +244,10 @@ mod tests {
             before.scope,
             Scope::All,
             "a token stored without a scope reads everything, as it could then"
+        );
+        assert!(
+            !before.aggregate,
+            "a token stored before its settings serves the whole feed, not merged"
         );
         let personal: FeedTokenOwner =
             serde_json::from_str(r#"{"license":"lic_0","id":"ft_0","scope":"personal"}"#).unwrap();

@@ -72,6 +72,8 @@ pub struct FeedCaller {
     pub token: Option<String>,
     /// An access token reads everything; a feed token what its scope says.
     pub may_read: Scope,
+    /// Whether the feed token merges its feeds, whatever a pull asks.
+    pub merged: bool,
 }
 
 /// Who may read a feed: a holder with an access token, or with one of its feed tokens.
@@ -84,13 +86,15 @@ pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedCalle
             license,
             token: None,
             may_read: Scope::All,
+            merged: false,
         });
     };
     let (license, owner) = by_feed_token(cx, req, &token).await?;
     Ok(FeedCaller {
         license,
-        token: Some(owner.id),
         may_read: owner.scope,
+        merged: owner.aggregate,
+        token: Some(owner.id),
     })
 }
 

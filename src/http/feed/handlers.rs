@@ -59,10 +59,21 @@ pub async fn feed(
         license,
         token,
         may_read,
+        merged,
     } = reader;
     let license = &license;
-    let query =
+    let mut query =
         FeedQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
+    // A token's setting wins: its appliance cannot say otherwise.
+    if merged {
+        if query.since.is_some() {
+            return Err(ApiError::BadRequest(
+                "this feed token merges its feed (aggregate): pull it whole, without since"
+                    .to_owned(),
+            ));
+        }
+        query.aggregate = true;
+    }
     if !may_read.allows(query.scope) {
         return Err(ApiError::Forbidden(
             "this feed token reads the personal list only (scope personal); create one of scope all to read the global list too".to_owned(),
@@ -476,6 +487,7 @@ struct CreatedFeedToken<'a> {
     feed_token: &'a str,
     scope: Scope,
     decision_type: DecisionType,
+    aggregate: bool,
 }
 
 #[derive(Serialize)]
@@ -490,18 +502,41 @@ struct TokenList {
 struct TokenRequest {
     scope: Option<String>,
     decision_type: Option<String>,
+    aggregate: Option<bool>,
+}
+
+/// What a new token asks for.
+struct Requested {
+    scope: Scope,
+    decision: DecisionType,
+    aggregate: bool,
 }
 
 /// What a new token asks for, as form fields or in JSON: its scope (`personal`
-/// when none) and its CrowdSec decisions' type (`ban` when none).
-fn requested(body: &Body) -> Result<(Scope, DecisionType), ApiError> {
-    let (scope, decision) = if body.is_json() {
+/// when none), its CrowdSec decisions' type (`ban` when none) and whether its
+/// feeds are merged (`aggregate`, not unless asked).
+fn requested(body: &Body) -> Result<Requested, ApiError> {
+    let (scope, decision, aggregate) = if body.is_json() {
         let asked = body
             .json::<TokenRequest>()
             .map_err(|e| ApiError::BadRequest(format!("the body is not a token request: {e}")))?;
-        (asked.scope, asked.decision_type)
+        (
+            asked.scope,
+            asked.decision_type,
+            asked.aggregate.unwrap_or(false),
+        )
     } else {
-        (body.field("scope"), body.field("decisionType"))
+        // A form's checkbox sends `on`.
+        let aggregate = match body.field("aggregate").as_deref().map(str::trim) {
+            None | Some("" | "0" | "false") => false,
+            Some("1" | "true" | "on") => true,
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "aggregate is true or false, not {other:?}"
+                )))
+            }
+        };
+        (body.field("scope"), body.field("decisionType"), aggregate)
     };
     fn coded<T: Coded>(asked: Option<String>, default: T, what: &str) -> Result<T, ApiError> {
         match asked.as_deref().map(str::trim) {
@@ -510,25 +545,30 @@ fn requested(body: &Body) -> Result<(Scope, DecisionType), ApiError> {
                 .ok_or_else(|| ApiError::BadRequest(format!("{what}, not {code:?}"))),
         }
     }
-    Ok((
-        coded(scope, Scope::Personal, "scope is personal or all")?,
-        coded(
+    Ok(Requested {
+        scope: coded(scope, Scope::Personal, "scope is personal or all")?,
+        decision: coded(
             decision,
             DecisionType::Ban,
             "decisionType is ban or captcha",
         )?,
-    ))
+        aggregate,
+    })
 }
 
 /// `POST /api/feedTokens`: a new read-only token for the feed, of the scope asked
-/// (`personal` unless `all` is), shown this once.
+/// (`personal` unless `all` is), its feeds merged if asked, shown this once.
 pub async fn create_token(
     cx: &RequestContext,
     mut req: Request,
     HolderCaller { license, .. }: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let (env, license) = (&cx.env, &license);
-    let (scope, decision) = requested(&Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?)?;
+    let Requested {
+        scope,
+        decision,
+        aggregate,
+    } = requested(&Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?)?;
     let new = NewFeedToken::generate().map_err(StoreError::Randomness)?;
     let digest = feed_token::digest(&new.token);
     let record = NewFeedTokenRecord {
@@ -536,12 +576,14 @@ pub async fn create_token(
         digest: digest.clone(),
         scope,
         decision,
+        aggregate,
     };
     holder(env, license)?.ask(CreateFeedToken(record)).await?;
     let owner = FeedTokenOwner {
         license: license.as_str().to_owned(),
         id: new.id.clone(),
         scope,
+        aggregate,
     };
     licenses::save_feed_token(env, &digest, &owner).await?;
     Reply::json(
@@ -551,6 +593,7 @@ pub async fn create_token(
             feed_token: &new.token,
             scope,
             decision_type: decision,
+            aggregate,
         },
     )
 }

@@ -39,14 +39,15 @@ impl<S: Sql> HolderTables<S> {
             return Ok(false);
         }
         self.sql().execute(
-            "INSERT INTO feed_tokens (id, digest, created_at, scope, decision)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO feed_tokens (id, digest, created_at, scope, decision, aggregate)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             &[
                 Value::text(&token.id),
                 Value::text(&token.digest),
                 Value::int(now.0),
                 Value::text(token.scope.code()),
                 Value::text(token.decision.code()),
+                Value::int(u64::from(token.aggregate)),
             ],
         )?;
         Ok(true)
@@ -58,7 +59,7 @@ impl<S: Sql> HolderTables<S> {
         let rows = self.sql().query(
             &format!(
                 "SELECT id, created_at, last_used, scope, decision, user_agent, pulled, pull_interval,
-                     {BOUNCER_COLUMNS}
+                     aggregate, {BOUNCER_COLUMNS}
                  FROM feed_tokens ORDER BY created_at, id"
             ),
             &[],
@@ -75,6 +76,7 @@ impl<S: Sql> HolderTables<S> {
                     id,
                     scope: coded::<Scope>(row, 3, "scope")?,
                     decision_type: coded::<DecisionType>(row, 4, "decision")?,
+                    aggregate: row.int(8)? != 0,
                     created_at: UnixTime(row.int(1)?).to_rfc3339(),
                     last_used: last_used.map(UnixTime::to_rfc3339),
                     user_agent: row.opt_text(5)?,
@@ -82,7 +84,7 @@ impl<S: Sql> HolderTables<S> {
                     keeping_up: last_used
                         .zip(interval)
                         .map(|(last, interval)| keeping_up(last, interval, now)),
-                    usage: bouncer_usage(row, 8, reported, today)?,
+                    usage: bouncer_usage(row, 9, reported, today)?,
                 })
             })
             .collect()
@@ -191,6 +193,7 @@ mod tests {
             } else {
                 DecisionType::Ban
             },
+            aggregate: n == 2,
         }
     }
 
@@ -246,6 +249,14 @@ mod tests {
             (Scope::Personal, Scope::All)
         );
         assert_eq!(listed[1].decision_type, DecisionType::Captcha);
+        assert_eq!(
+            listed
+                .iter()
+                .map(|token| token.aggregate)
+                .collect::<Vec<_>>()[..3],
+            [false, false, true],
+            "each token's own setting"
+        );
         assert_eq!(store.revoke_feed_token(id).unwrap().as_deref(), Some("d1"));
         assert_eq!(store.token_state(id).unwrap(), None);
         assert_eq!(store.revoke_feed_token(id).unwrap(), None);
@@ -296,6 +307,36 @@ mod tests {
     }
 
     #[test]
+    fn tokens_kept_before_the_merge_setting_serve_their_feeds_unmerged() {
+        let sql = NativeSql::new();
+        // The shape the last version kept: every column but `aggregate`.
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..15]).unwrap();
+        sql.execute(
+            "INSERT INTO feed_tokens (id, digest, created_at, scope, decision)
+             VALUES ('ft_0', 'd', 5, 'personal', 'captcha')",
+            &[],
+        )
+        .unwrap();
+        migrate(&sql).unwrap();
+        let store = HolderTables::new(sql);
+        assert!(store
+            .create_feed_token(&record(2, Scope::All), NOON)
+            .unwrap());
+        let listed = store.feed_tokens(NOON).unwrap();
+        assert_eq!(
+            listed
+                .iter()
+                .map(|token| (token.id.as_str(), token.scope, token.aggregate))
+                .collect::<Vec<_>>(),
+            [
+                ("ft_0", Scope::Personal, false),
+                ("ft_0000000000000002", Scope::All, true)
+            ],
+            "a token kept before serves its feed unmerged; one made now keeps its setting"
+        );
+    }
+
+    #[test]
     fn a_feed_token_made_before_scopes_reads_everything_and_bans() {
         let sql = NativeSql::new();
         crate::store::sql::migrate(&sql, &MIGRATIONS[..5]).unwrap();
@@ -310,6 +351,10 @@ mod tests {
         assert_eq!(
             (listed[0].scope, listed[0].decision_type),
             (Scope::All, DecisionType::Ban)
+        );
+        assert!(
+            !listed[0].aggregate,
+            "a token made before its settings serves the whole feed"
         );
         assert_eq!(store.token_state("ft_0").unwrap().unwrap().position, None);
     }

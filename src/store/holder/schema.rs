@@ -7,7 +7,7 @@ use crate::store::sql::{Sql, SqlError};
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-pub(super) const MIGRATIONS: [&str; 15] = [
+pub(super) const MIGRATIONS: [&str; 16] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -181,6 +181,9 @@ pub(super) const MIGRATIONS: [&str; 15] = [
     );
     CREATE TABLE cloudflare_items (item TEXT PRIMARY KEY, id TEXT) WITHOUT ROWID;
     CREATE INDEX cloudflare_items_by_id ON cloudflare_items (id);",
+    // A feed token's feeds merged into the fewest CIDR blocks (`aggregate`).
+    // Tokens made before serve the whole feed, as they did.
+    "ALTER TABLE feed_tokens ADD COLUMN aggregate INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// Brings the holder's schema to the newest version.

@@ -195,6 +195,7 @@ mod tests {
             digest: format!("d-{id}"),
             scope: Scope::All,
             decision: DecisionType::Ban,
+            aggregate: false,
         };
         assert!(store.create_feed_token(&record, NOON).unwrap());
     }
