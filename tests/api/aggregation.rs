@@ -254,8 +254,41 @@ fn a_token_that_merges_serves_every_pull_merged_whatever_it_asks_and_says_so() {
     assert_eq!(bad.status, 400, "{}", bad.body);
     assert!(
         bad.body
-            .contains("aggregate is true or false, not \\\"maybe\\\""),
+            .contains("aggregate is true, false, 1, 0 or on, not \\\"maybe\\\""),
         "{}",
         bad.body
+    );
+    // A form's values: a checkbox's `on`, a number, nothing at all.
+    for (field, merges) in [
+        ("aggregate=on", true),
+        ("aggregate=+1+", true),
+        ("aggregate=", false),
+    ] {
+        let made = app.post(
+            "/api/feedTokens",
+            Mode::Json,
+            &[(
+                "Content-Type",
+                "application/x-www-form-urlencoded".to_owned(),
+            )],
+            field.as_bytes(),
+        );
+        assert_eq!(made.status, 201, "{field}: {}", made.body);
+        assert_eq!(
+            made.json()["aggregate"],
+            merges,
+            "{field}: the form's value read"
+        );
+    }
+    let string = app.post(
+        "/api/feedTokens",
+        Mode::Json,
+        &[("Content-Type", "application/json".to_owned())],
+        br#"{"aggregate": "true"}"#,
+    );
+    assert_eq!(
+        string.status, 400,
+        "a JSON string is not a boolean: {}",
+        string.body
     );
 }

@@ -82,7 +82,6 @@ pub struct FeedTokenInfo {
     pub scope: Scope,
     pub decision_type: DecisionType,
     /// Whether its feeds are merged into the fewest CIDR blocks.
-    #[serde(default)]
     pub aggregate: bool,
     pub created_at: String,
     pub last_used: Option<String>,

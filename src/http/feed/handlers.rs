@@ -532,7 +532,7 @@ fn requested(body: &Body) -> Result<Requested, ApiError> {
             Some("1" | "true" | "on") => true,
             Some(other) => {
                 return Err(ApiError::BadRequest(format!(
-                    "aggregate is true or false, not {other:?}"
+                    "aggregate is true, false, 1, 0 or on, not {other:?}"
                 )))
             }
         };

@@ -307,7 +307,7 @@ mod tests {
     }
 
     #[test]
-    fn tokens_kept_before_the_merge_setting_serve_their_feeds_unmerged() {
+    fn tokens_kept_before_the_merge_setting_list_as_unmerged() {
         let sql = NativeSql::new();
         // The shape the last version kept: every column but `aggregate`.
         crate::store::sql::migrate(&sql, &MIGRATIONS[..15]).unwrap();
@@ -332,7 +332,7 @@ mod tests {
                 ("ft_0", Scope::Personal, false),
                 ("ft_0000000000000002", Scope::All, true)
             ],
-            "a token kept before serves its feed unmerged; one made now keeps its setting"
+            "a token kept before lists as unmerged; one made now keeps its setting"
         );
     }
 
