@@ -17,6 +17,7 @@
 //   ten-million  the global list at BENCH_TEN_MILLION entries
 //   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
 //   eight-feeds  one agent, then eight, pulling a BENCH_EIGHT_FEEDS-entry global list whole across an edit: resident memory
+//   merged-feeds a BENCH_MERGED-entry global list pulled whole and merged (aggregate=1), where nothing touches and where everything does
 //   module       each Worker's module (the edge's, the objects'), by section, function group and crate (bench/size.mjs), and what each costs a cold start (bench/cold-start.mjs)
 //   profile      where an unlisted check's, an add's, an invalid address's and the bare floor's CPU goes (workerd's inspector), and the log line's cost
 //
@@ -36,6 +37,7 @@ import { bytesPerEdit, feedsAcrossAVersionChange, personalFeed, runtimePid, seed
 import { TEN_MILLION, tenMillion } from "./ten-million.mjs";
 import { IPV6_ENTRIES, millionIpv6 } from "./million-ipv6.mjs";
 import { eightFeeds, eightFeedsLines } from "./eight-feeds.mjs";
+import { mergedFeeds, mergedFeedsLines } from "./merged-feeds.mjs";
 import { BILLABLE, costs, dollarsPerMillion, PRICES } from "./cost.mjs";
 import { runtimes } from "./runtimes.mjs";
 import { sideBySide } from "./side-by-side.mjs";
@@ -47,7 +49,7 @@ import { breakdown, breakdownLines, moduleSize } from "./size.mjs";
 import { coldStarts } from "./cold-start.mjs";
 import { logCost, profile, profileLines } from "./profile.mjs";
 
-const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "cloudflare", "ten-million", "ipv6-million", "eight-feeds", "module", "profile"];
+const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "cloudflare", "ten-million", "ipv6-million", "eight-feeds", "merged-feeds", "module", "profile"];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
 const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
@@ -133,6 +135,7 @@ try {
   await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
   await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
   await section("eight-feeds", async () => (results.eightFeeds = await eightFeeds(join(state, "eight-feeds"))));
+  await section("merged-feeds", async () => (results.mergedFeeds = await mergedFeeds(join(state, "merged-feeds"))));
   // The edge's module is the one a request's cold start compiles: the module the targets weigh.
   const modules = { edge: `${DEPLOYED.edge}/index_bg.wasm`, objects: `${DEPLOYED.objects}/index_bg.wasm` };
   results.wasm = moduleSize(join(root, modules.edge));
@@ -412,6 +415,7 @@ function print(results) {
   if (results.machines) lines.push(...machinesLines(results.machines), "");
   if (results.cloudflare) lines.push(...cloudflareLines(results.cloudflare), "");
   if (results.eightFeeds) lines.push(...eightFeedsLines(results.eightFeeds), "");
+  if (results.mergedFeeds) lines.push(...mergedFeedsLines(results.mergedFeeds), "");
   if (results.module) lines.push(...breakdownLines(results.module), "");
   if (results.profile) lines.push(...profileLines(results.profile), "");
   if (results.tenMillion) lines.push(...tenMillionLines(results.tenMillion), "");

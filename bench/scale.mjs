@@ -50,7 +50,7 @@ export async function sampled(pid, job) {
 }
 
 /** A whole feed's text; a feed cut off throws, with the bytes that came first. */
-async function feed(url, token, query) {
+export async function feed(url, token, query) {
   const chunks = [];
   let received = 0;
   try {
