@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::appliances::in_namespace;
-use super::helpers::{send, Mode, TestApp};
+use super::helpers::{Mode, TestApp};
 
 /// A holder with 256 consecutive addresses (one /24), two more that touch (a
 /// /31), and one alone.
@@ -220,13 +220,7 @@ fn a_token_that_merges_serves_every_pull_merged_whatever_it_asks_and_says_so() {
         "a token made without it serves every entry"
     );
 
-    let listed = send(
-        "GET",
-        &format!("{}/api/feedTokens", app.server.base),
-        &[("Authorization", format!("Bearer {}", app.token))],
-        None,
-    )
-    .json();
+    let listed = app.get("/api/feedTokens").json();
     let setting = |id: &str| {
         listed["feedTokens"]
             .as_array()

@@ -339,10 +339,7 @@ impl Writer {
                 Ok(Some(item)) => aggregate.push(item),
                 Ok(None) => {
                     aggregate.finish();
-                    match aggregate.pop() {
-                        Some(item) => break Ok(Some(item)),
-                        None => break Ok(None),
-                    }
+                    break Ok(aggregate.pop());
                 }
                 Err(fault) => break Err(fault),
             }

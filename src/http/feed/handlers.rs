@@ -62,18 +62,9 @@ pub async fn feed(
         merged,
     } = reader;
     let license = &license;
-    let mut query =
-        FeedQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
-    // A token's setting wins: its appliance cannot say otherwise.
-    if merged {
-        if query.since.is_some() {
-            return Err(ApiError::BadRequest(
-                "this feed token merges its feed (aggregate): pull it whole, without since"
-                    .to_owned(),
-            ));
-        }
-        query.aggregate = true;
-    }
+    let query = FeedQuery::parse(form::query_of(&req.inner().url()))
+        .and_then(|query| query.merged_by_token(merged))
+        .map_err(ApiError::BadRequest)?;
     if !may_read.allows(query.scope) {
         return Err(ApiError::Forbidden(
             "this feed token reads the personal list only (scope personal); create one of scope all to read the global list too".to_owned(),

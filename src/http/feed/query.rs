@@ -120,6 +120,22 @@ impl FeedQuery {
         }
     }
 
+    /// The query as a feed token that merges its feeds (`merges`) reads it: its
+    /// setting wins, since its appliance's URL cannot say otherwise, and like
+    /// `aggregate` it takes no `since`.
+    pub fn merged_by_token(mut self, merges: bool) -> Result<Self, String> {
+        if merges {
+            if self.since.is_some() {
+                return Err(
+                    "this feed token merges its feed (aggregate): pull it whole, without since"
+                        .to_owned(),
+                );
+            }
+            self.aggregate = true;
+        }
+        Ok(self)
+    }
+
     /// Which items merge, when the feed is asked merged: in JSON, which says
     /// whose each item is and until when, only those that share both.
     pub fn merging(&self) -> Option<Merging> {
@@ -273,6 +289,27 @@ mod tests {
             FeedQuery::parse("").unwrap().known_changes(&tag, 0, 0),
             None
         );
+    }
+
+    #[test]
+    fn a_merging_tokens_setting_wins_and_takes_no_since() {
+        for asked in ["", "aggregate=0", "format=ipset"] {
+            let query = FeedQuery::parse(asked)
+                .unwrap()
+                .merged_by_token(true)
+                .unwrap();
+            assert!(query.aggregate, "{asked:?}: the token's setting wins");
+        }
+        let plain = FeedQuery::parse("aggregate=0")
+            .unwrap()
+            .merged_by_token(false)
+            .unwrap();
+        assert!(!plain.aggregate);
+        assert!(FeedQuery::parse("format=json&since=1.0.0")
+            .unwrap()
+            .merged_by_token(true)
+            .unwrap_err()
+            .contains("pull it whole, without since"));
     }
 
     #[test]
