@@ -88,7 +88,7 @@ fn reads() -> Vec<(&'static str, Read)> {
 }
 
 /// What a read made the runtime hold, in KiB: the WebAssembly memory of the
-/// Worker and of the holder's object (one instance when `wrangler dev` runs both
+/// Worker and of the holder's object (one instance when the test build runs both
 /// in one isolate) (the high-water marks of what the code held,
 /// which only grow), and the process's resident memory at its peak (which also
 /// carries the garbage the JavaScript engine has not collected yet, so it rises

@@ -1,9 +1,9 @@
 //! One `TestApp` per test: a fresh license on a real worker, the test build
-//! (`build-test/`, with the clock the tests control) served by `wrangler dev`.
+//! (`build-test/`, with the clock the tests control) served as `wrangler dev`
+//! serves it, by Miniflare (`tests/api/serve.mjs`).
 
 use std::fs::{self, File};
 use std::io::Write;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
@@ -20,7 +20,7 @@ pub const UNAUTHORIZED: &str = "Unauthorized: the access token is missing or inv
 pub const INTERNAL_ERROR: &str =
     "Internal error: the request could not be completed, try again later";
 
-/// A `wrangler dev` process group on a free port, killed when the last handle on it
+/// A server's process group (node and its `workerd`), killed when the last handle on it
 /// goes, or when the test process ends, however it ends.
 pub struct Server {
     pub base: String,
@@ -37,6 +37,9 @@ pub struct Server {
     /// dropped, or when this process exits, however it exits.
     watchdog: Mutex<Option<Child>>,
 }
+
+/// Servers this process started: each one's log is a file of its own.
+static SERVERS_STARTED: AtomicU32 = AtomicU32::new(0);
 
 /// Seconds since the epoch, on this machine's clock.
 pub fn real_now() -> u64 {
@@ -104,33 +107,25 @@ impl Server {
         }
         fs::create_dir_all(state_dir).unwrap();
         let config = config.map_or_else(test_config, Path::to_owned);
-        // Another process may take the free port between the probe and wrangler's bind.
-        let mut attempts = 0;
-        let mut server = loop {
-            let port = free_port();
-            let log_path = state_dir.join(format!("wrangler-{port}.log"));
-            let (child, watchdog) = spawn_wrangler(state_dir, &log_path, port, &vars, &config);
-            let server = Server {
-                base: format!("http://127.0.0.1:{port}"),
-                state_dir: state_dir.to_owned(),
-                log_path,
-                vars: vars.clone(),
-                config: config.clone(),
-                child: Mutex::new(Some(child)),
-                offset_ms: AtomicI64::new(0),
-                shared: AtomicBool::new(false),
-                watchdog: Mutex::new(Some(watchdog)),
-            };
-            match server.wait_until_ready() {
-                Ok(()) => break server,
-                Err(log) if log.contains("Address already in use") && attempts < 3 => {
-                    attempts += 1;
-                    server.kill();
-                }
-                Err(log) => panic!("{log}"),
-            }
+        let log_path = state_dir.join(format!(
+            "server-{}.log",
+            SERVERS_STARTED.fetch_add(1, Ordering::SeqCst)
+        ));
+        let (child, watchdog) = spawn_server(state_dir, &log_path, &vars, &config);
+        let mut server = Server {
+            base: String::new(),
+            state_dir: state_dir.to_owned(),
+            log_path,
+            vars: vars.clone(),
+            config: config.clone(),
+            child: Mutex::new(Some(child)),
+            offset_ms: AtomicI64::new(0),
+            shared: AtomicBool::new(false),
+            watchdog: Mutex::new(Some(watchdog)),
         };
-        server.base = server.worker_entry();
+        server.base = server
+            .wait_until_ready()
+            .unwrap_or_else(|log| panic!("{log}"));
         // The next 06:00 UTC: every test has 18 hours before the daily counters start
         // again, and the clock never runs behind the real one, so that an alarm set for
         // a moment the service thinks is ahead never falls in the real past.
@@ -302,80 +297,34 @@ impl Server {
         }
     }
 
-    /// Whether one of this server's own processes listens on the port of `base`.
-    fn listens_on_its_port(&self) -> bool {
-        let Some(group) = self.child.lock().unwrap().as_ref().map(Child::id) else {
-            return false;
-        };
-        let port = self
-            .base
-            .rsplit_once(':')
-            .and_then(|(_, port)| port.parse().ok());
-        port.is_some_and(|port| listening_ports(group).contains(&port))
-    }
-
-    /// Waits for the worker to answer; what went wrong, with the log, if it never does.
-    fn wait_until_ready(&self) -> Result<(), String> {
+    /// Waits for the server to say where the Worker answers, and for the Worker to
+    /// answer there (a path no file answers reaches the Worker itself, so its 404
+    /// proves the wasm is loaded); what went wrong, with the log, if it never does.
+    fn wait_until_ready(&self) -> Result<String, String> {
         let deadline = Instant::now() + Duration::from_secs(180);
         while Instant::now() < deadline {
-            // A path no file answers reaches the Worker itself, so its 404 proves the wasm is
-            // loaded, once the port is this server's: another server's runtime may have
-            // taken it between the probe and wrangler's bind, and answers the same way.
-            if let Ok(resp) = try_send("GET", &format!("{}/no-such-endpoint", self.base), &[], None)
-            {
-                if resp.status == 404 && resp.body.contains("no such endpoint") {
-                    if self.listens_on_its_port() {
-                        return Ok(());
+            let url = self
+                .log()
+                .lines()
+                .find_map(|line| line.strip_prefix("ready on ").map(str::to_owned));
+            if let Some(url) = url {
+                if let Ok(resp) = try_send("GET", &format!("{url}/no-such-endpoint"), &[], None) {
+                    if resp.status == 404 && resp.body.contains("no such endpoint") {
+                        return Ok(url);
                     }
-                    // Starting over on another port beats waiting for wrangler to give up.
-                    return Err("Address already in use: another server's runtime answers".into());
                 }
             }
             if let Some(child) = self.child.lock().unwrap().as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
-                    return Err(format!(
-                        "wrangler dev exited with {status}:\n{}",
-                        self.log()
-                    ));
+                    return Err(format!("the server exited with {status}:\n{}", self.log()));
                 }
             }
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(100));
         }
         Err(format!(
-            "wrangler dev did not answer within 180 s:\n{}",
+            "the server did not answer within 180 s:\n{}",
             self.log()
         ))
-    }
-
-    /// The address of the worker's own runtime, behind `wrangler dev`'s proxy. The
-    /// tests talk to it directly: the proxy fails a POST now and then when one of
-    /// its pooled connections to the runtime has idled for about five seconds, the
-    /// idle limit of both ends (cloudflare/workers-sdk#14641), and turns an answer
-    /// sent before the request body ended into a 503 (#15709). Production has no such
-    /// hop; every binding, asset and setting is the same either way.
-    fn worker_entry(&self) -> String {
-        let group = self
-            .child
-            .lock()
-            .unwrap()
-            .as_ref()
-            .expect("a running server")
-            .id();
-        for port in listening_ports(group) {
-            let base = format!("http://127.0.0.1:{port}");
-            if base == self.base {
-                continue;
-            }
-            if let Ok(resp) = try_send("GET", &format!("{base}/no-such-endpoint"), &[], None) {
-                if resp.status == 404 && resp.body.contains("no such endpoint") {
-                    return base;
-                }
-            }
-        }
-        panic!(
-            "no runtime of this server answers as the worker:\n{}",
-            self.log()
-        );
     }
 
     /// The server's runtime processes (`workerd`, where the Worker and its Durable
@@ -608,8 +557,8 @@ pub fn test_config() -> PathBuf {
 }
 
 /// `test_config()` without the lines that mention any of `left_out`, written to a
-/// folder of its own: `wrangler dev` reloads the worker when files beside its
-/// configuration change, and the servers' logs and state change all the time.
+/// folder of its own, where the Miniflare options made of it are kept beside it
+/// (`tests/api/serve.mjs`).
 pub fn configuration_file(name: &str, left_out: &[&str]) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("config-{}-{name}", std::process::id()));
@@ -642,42 +591,32 @@ fn configuration_without(left_out: &[&str]) -> String {
         .collect()
 }
 
-fn spawn_wrangler(
+/// The test build on Miniflare (`tests/api/serve.mjs`), its output in `log_path`,
+/// in a process group of its own, and a watchdog that kills the group once this
+/// process lets go of it, however it ends.
+fn spawn_server(
     state_dir: &Path,
     log_path: &Path,
-    port: u16,
     vars: &[(String, String)],
     config: &Path,
 ) -> (Child, Child) {
     use std::os::unix::process::CommandExt;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let log = File::create(log_path).unwrap();
-    let mut command = wrangler();
-    // `--no-bundle`: worker-build's esbuild has bundled its output already,
-    // which wrangler's own bundling only bundled again, with an esbuild left
-    // running in the background for as long as the server ran. An idle server
-    // took 0.53 s of CPU in 10 s with it, 0.23 s without (wrangler still watches
-    // the folder); six run at a time, and the suite took 182 s where it took 206.
-    command
-        .current_dir(root)
-        .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
-        .args([
-            "--inspector-port",
-            &free_port().to_string(),
-            "--show-interactive-dev-session=false",
-            "--no-bundle",
-        ])
-        .arg("--persist-to")
+    let vars: serde_json::Map<String, Value> = vars
+        .iter()
+        .map(|(key, value)| (key.clone(), Value::String(value.clone())))
+        .collect();
+    let child = node()
+        .arg(root.join("tests/api/serve.mjs"))
+        .arg(config)
         .arg(state_dir.join("wrangler"))
+        .arg(Value::Object(vars).to_string())
+        .current_dir(root)
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log)
-        .process_group(0);
-    for (key, value) in vars {
-        command.arg("--var").arg(format!("{key}:{value}"));
-    }
-    command.arg("--config").arg(config);
-    let child = command
+        .process_group(0)
         .spawn()
         .expect("node (Node 20, a prerequisite: README)");
     let watchdog = Command::new("sh")
@@ -691,23 +630,31 @@ fn spawn_wrangler(
     (child, watchdog)
 }
 
-/// The pinned wrangler, sending no metrics, its bundles' compiled code kept between
-/// starts (`tests/node-code-cache.cjs`). Its program is run with the flags its
-/// launcher (`node_modules/.bin/wrangler`) gives it, without the launcher: a
-/// second node process that only starts the first cost 0.28 s of CPU a server,
-/// and the suite starts some 150.
-fn wrangler() -> Command {
+/// Node with the large bundles' compiled code kept between starts
+/// (`tests/node-code-cache.cjs`): Miniflare's for each server, wrangler's for
+/// the first of a configuration and `kv_put_local`.
+fn node() -> Command {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut command = Command::new("node");
     command
-        .args(["--no-warnings", "--experimental-vm-modules", "--require"])
+        .args(["--no-warnings", "--require"])
         .arg(root.join("tests/node-code-cache.cjs"))
-        .arg(root.join("node_modules/wrangler/wrangler-dist/cli.js"))
         .env("WRANGLER_SEND_METRICS", "false")
         .env(
             "GREYLIST_CODE_CACHE",
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("node-code-cache"),
         );
+    command
+}
+
+/// The pinned wrangler, run as its launcher (`node_modules/.bin/wrangler`) runs
+/// it, without the launcher's second node process.
+fn wrangler() -> Command {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut command = node();
+    command
+        .arg("--experimental-vm-modules")
+        .arg(root.join("node_modules/wrangler/wrangler-dist/cli.js"));
     command
 }
 
@@ -736,63 +683,6 @@ fn group_processes(group: u32) -> Vec<String> {
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()) && in_group(pid))
         .collect()
-}
-
-/// The TCP ports that processes of a process group listen on (Linux `/proc`).
-fn listening_ports(group: u32) -> Vec<u16> {
-    let mut sockets = Vec::new();
-    for pid in group_processes(group) {
-        for fd in fs::read_dir(format!("/proc/{pid}/fd"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let target = fs::read_link(fd.path()).unwrap_or_default();
-            if let Some(inode) = target
-                .to_string_lossy()
-                .strip_prefix("socket:[")
-                .and_then(|s| s.strip_suffix(']'))
-            {
-                sockets.push(inode.to_owned());
-            }
-        }
-    }
-    let table = fs::read_to_string("/proc/net/tcp").unwrap();
-    table
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let listening = fields.get(3) == Some(&"0A");
-            let ours = fields
-                .get(9)
-                .is_some_and(|inode| sockets.iter().any(|s| s == inode));
-            let port = fields
-                .get(1)?
-                .rsplit_once(':')
-                .and_then(|(_, hex)| u16::from_str_radix(hex, 16).ok())?;
-            (listening && ours).then_some(port)
-        })
-        .collect()
-}
-
-/// A port nothing listens on, never the same one twice in this process: the kernel
-/// may hand out a port again once the probe closes it, and two servers started at
-/// once on one port answer each other's requests.
-fn free_port() -> u16 {
-    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap();
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
-        }
-    }
 }
 
 /// Writes a KV value into the state a server persists to in `state_dir`, as
@@ -899,8 +789,8 @@ impl Resp {
     }
 }
 
-/// Every request on a connection of its own. `wrangler dev` answers through Node's HTTP
-/// server, which closes a keep-alive connection after 5 s idle; ureq reuses a pooled
+/// Every request on a connection of its own. A server closes a keep-alive connection
+/// that idled (`wrangler dev`'s Node server after 5 s); ureq reuses a pooled
 /// connection and retries on a closed one only for idempotent requests, so a POST
 /// written as the server closed its idle connection failed with "no answer" now and
 /// then. A loopback connect costs far less than the request itself.

@@ -1,0 +1,55 @@
+// One end-to-end test's server (tests/api/helpers.rs starts some 150 a run): the
+// test build on Miniflare, as `wrangler dev` serves it (the same options, from
+// wrangler's own reading of the configuration, and its state's layout), without
+// wrangler's proxy in front or wrangler's 16 MB of JavaScript loaded at each start.
+//
+//   node serve.mjs CONFIG STATE VARS_JSON
+//
+// CONFIG is a wrangler configuration; the Miniflare options wrangler makes of it
+// are kept beside it (CONFIG.miniflare.json), so that only the first server of a
+// configuration loads wrangler. STATE is the folder `wrangler dev --persist-to`
+// would be given. Prints `ready on <url>` once the Worker answers there; the
+// runtime's output follows, for the tests that read the log.
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const [config, state, vars] = process.argv.slice(2);
+const kept = `${config}.miniflare.json`;
+let options;
+if (existsSync(kept)) {
+  options = JSON.parse(readFileSync(kept, "utf8"));
+} else {
+  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
+  const { workerOptions, main } = unstable_getMiniflareWorkerOptions(config);
+  options = { workerOptions, main };
+  // Written whole or not at all: servers of one configuration start at once.
+  const partial = `${kept}.${process.pid}`;
+  writeFileSync(partial, JSON.stringify(options));
+  renameSync(partial, kept);
+}
+
+const { Miniflare } = await import("miniflare");
+const { workerOptions, main } = options;
+const mf = new Miniflare({
+  workers: [
+    {
+      ...workerOptions,
+      name: "greylist",
+      scriptPath: main,
+      modules: true,
+      modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
+      bindings: { ...workerOptions.bindings, ...JSON.parse(vars) },
+    },
+  ],
+  // `--persist-to STATE`'s layout: a server started on state an earlier one left
+  // (a restart, an upgrade's test) finds it where wrangler put it.
+  defaultPersistRoot: join(state, "v3"),
+  host: "127.0.0.1",
+  port: 0,
+  handleRuntimeStdio: (stdout, stderr) => {
+    stdout.pipe(process.stdout);
+    stderr.pipe(process.stderr);
+  },
+});
+const url = await mf.ready;
+console.log(`ready on ${url.toString().replace(/\/$/, "")}`);
