@@ -178,7 +178,7 @@ export WRANGLER_SEND_METRICS := false
 # that build's 140 to 160 on 2 cores.
 TOOL_INSTALL = CARGO_TARGET_DIR=$(TOOLS)/cargo-target CARGO_PROFILE_RELEASE_OPT_LEVEL=0 cargo install
 
-.PHONY: tools each-tool test-tools each-test-tool build build-edge build-test dev deploy test lint unit e2e contract browser fuzz fuzz-quick deploy-check bench breaks screenshots clean
+.PHONY: tools each-tool test-tools each-test-tool build build-edge build-test dev deploy test workers lint unit e2e contract browser fuzz deploy-check bench breaks screenshots clean
 
 # Installs run side by side (make -j): the cargo builds take the cores while npm,
 # pip and apt wait on the network and the disk. Cargo's own lock keeps its builds one
@@ -238,6 +238,10 @@ build: $(WORKERS) $(CONFIGS)
 
 build-test: $(TEST_WORKER)
 
+# make test's background build of the three Workers, one after the other: they
+# share the wasm target's compiled dependencies.
+workers: build-edge build-test build
+
 # The edge's Worker alone: `make test` builds the objects' beside the unit tests.
 build-edge: $(EDGE)
 
@@ -287,19 +291,21 @@ deploy: build
 	$(WRANGLER) deploy -c build/objects/wrangler.json
 	$(WRANGLER) deploy -c build/edge/wrangler.json
 
-TEST_PHASES := test-tools lint build-edge unit e2e contract browser deploy-check
+TEST_PHASES := test-tools lint unit e2e contract browser deploy-check
 # Phases that run in the background, each as `phase:from:by`: started when the
 # foreground phase `from` starts, and done before `by` starts (make test waits
-# for it there, and stops there when it failed). Fuzzing, once its targets are
-# built, keeps one core busy and no more, and the phases from lint to unit leave
-# a third of the machine idle (clippy's, the link's and wasm-opt's
-# single-threaded stretches): it runs beside them. The test build (for e2e and
-# browser) and the objects' Worker (for contract and deploy-check) are mostly the
-# link's one thread: they go beside the unit tests, which build natively, in a
-# folder of their own, once the edge's Worker has built the dependencies they
-# share. The end-to-end tests keep both cores busy: everything in the background
-# is done before they start.
-BESIDE := fuzz-quick:lint:e2e build-test:unit:e2e build:unit:e2e
+# for it there, and stops there when it failed). The Workers' three builds
+# (`workers`: the edge's alone, which proves it needs none of the objects' code,
+# then the test build for e2e and browser, then the objects' for contract and
+# deploy-check) are mostly single-threaded stretches (the link, LTO, wasm-opt),
+# for the wasm target, in folders of their own: they go beside lint and the unit
+# tests, which build natively, and fill what those leave idle. The end-to-end
+# tests keep both cores busy: everything in the background is done before they
+# start. (Until 2026-12-07 the edge's build ran in the foreground between lint
+# and unit, and a quick fuzz beside them, whose build took a core for most of
+# its 285 s on a fresh machine; its seeds are now replayed by the unit tests,
+# tests/fuzz_seeds.rs, and `make fuzz` fuzzes on demand.)
+BESIDE := workers:lint:e2e
 
 # Every phase in order, each timed; the times are printed at the end, or where a
 # phase failed. Each background phase runs in a process group of its own, its
@@ -337,7 +343,7 @@ test-tools:
 	@$(PARALLEL_INSTALL) each-test-tool
 	@$(MAKE) --no-print-directory $(CROWDSEC)
 
-each-test-tool: each-tool $(CARGO_FUZZ) $(SCHEMATHESIS) $(DEBIAN_TOOLS)
+each-test-tool: each-tool $(SCHEMATHESIS) $(DEBIAN_TOOLS)
 
 # The code as rustfmt writes it, and clippy clean without the test hooks and
 # with them. The first build is of the `edge` half alone, which proves that
@@ -371,7 +377,7 @@ lint:
 # took most of this phase. The code without the hooks is clippy's in lint and
 # the edge's and objects' release builds; its rules are the same code.
 unit:
-	$(CLIPPY) cargo test --features test-hooks --lib --test layers --test call_shape --test docs
+	$(CLIPPY) cargo test --features test-hooks --lib --test layers --test call_shape --test docs --test fuzz_seeds
 
 # The tests spend most of their time waiting on the server, so they run eight at
 # a time on two cores: at six, the stretch where the Cloudflare tests wait on
@@ -407,13 +413,12 @@ screenshots: $(TEST_WORKER) $(CHROMIUM) $(NODE_TOOLS)
 
 # libFuzzer needs nightly-only sanitizer flags; these machines have only the stable
 # toolchain, and RUSTC_BOOTSTRAP lets it accept them for this build alone. Each target
-# first replays its kept seeds (fuzz/seeds/<target>), then fuzzes for its share of
-# FUZZ_SECONDS: 30 over all targets in make test (fuzz-quick), ten minutes by default
-# in `make fuzz`. New inputs it finds land in target/fuzz-corpus/<target>. The quick
-# run builds its targets without optimisation and without AddressSanitizer
-# (FUZZ_BUILD): 75 s to build from nothing on 2 cores, where the release build with
-# the sanitizer took about 200; its 36 seconds of fuzzing are a smoke test of safe
-# Rust, and `make fuzz` keeps both.
+# (fuzz/fuzz_targets/, its check in fuzz/checks/) first replays its kept seeds
+# (fuzz/seeds/<target>), then fuzzes for its share of FUZZ_SECONDS, ten minutes by
+# default, with AddressSanitizer (about 200 s to build from nothing on 2 cores;
+# FUZZ_BUILD="--dev --sanitizer none" builds in 75). New inputs it finds land in
+# target/fuzz-corpus/<target>; one that fails goes to fuzz/artifacts/<target>/, kept
+# once mended: the unit tests replay the seeds and those (tests/fuzz_seeds.rs).
 FUZZ_TARGETS := form_and_token bulk import feed_query snapshot authorization
 FUZZ_SECONDS ?= 600
 FUZZ_BUILD ?=
@@ -427,9 +432,6 @@ fuzz: $(CARGO_FUZZ)
 			|| { tail -n 60 target/fuzz-$$target.log; echo "fuzz: $$target failed"; exit 1; }; \
 		echo "fuzz $$target: $$(tail -n 1 target/fuzz-$$target.log)"; \
 	done
-
-fuzz-quick:
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30 FUZZ_BUILD="--dev --sanitizer none"
 
 # Catches a broken production configuration (bindings, migrations, compatibility date),
 # and a deployable bundle that carries a test hook: the test build's paths must be

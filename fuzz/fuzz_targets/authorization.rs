@@ -1,14 +1,9 @@
-//! The Authorization header of a feed request: Bearer or HTTP Basic (base64) with
-//! a feed token. Whatever arrives, only a feed token comes out of it.
+//! The fuzzing target of `fuzz/checks/authorization.rs`, whose kept seeds the unit
+//! tests replay (`tests/fuzz_seeds.rs`).
 
 #![no_main]
 
-use greylist::http::auth::credentials::feed_token;
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks/authorization.rs"]
+mod check;
 
-fuzz_target!(|data: &[u8]| {
-    let header = String::from_utf8_lossy(data);
-    if let Some(token) = feed_token(&header) {
-        assert!(token.starts_with("glf_"));
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data));

@@ -1,18 +1,9 @@
-//! Bulk request bodies: the first line is the Content-Type, the rest the body.
-//! Whatever arrives, the parse answers, and never with more addresses than allowed.
+//! The fuzzing target of `fuzz/checks/bulk.rs`, whose kept seeds the unit
+//! tests replay (`tests/fuzz_seeds.rs`).
 
 #![no_main]
 
-use greylist::http::wire::bulk::{BulkError, BulkRequest, MAX_ADDRESSES};
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks/bulk.rs"]
+mod check;
 
-fuzz_target!(|data: &[u8]| {
-    let split = data.iter().position(|&b| b == b'\n').unwrap_or(data.len());
-    let content_type = String::from_utf8_lossy(&data[..split]);
-    let body = data.get(split + 1..).unwrap_or_default();
-    match BulkRequest::parse(&content_type, body) {
-        Ok(request) => assert!(request.ips.len() <= MAX_ADDRESSES),
-        Err(BulkError::TooMany(n)) => assert!(n > MAX_ADDRESSES),
-        Err(BulkError::Malformed(_)) => {}
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data));
