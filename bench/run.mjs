@@ -8,6 +8,7 @@
 //   service      the scenarios against their floors, lists, bulk adds, stream pulls, memory
 //   router       the bare floor and two checks with and without the asset router
 //   runtimes     the headline ratios in BENCH_ROUNDS rounds, through Miniflare and on workerd's socket
+//   unrouted     the same without the asset router in front of the floors or the service (issue 59's measure)
 //   costs        the billable calls of each scenario, and what a million of it costs
 //   crowdsec     CrowdSec's Local API and the service side by side
 //   allow-list   a holder's own allow list: checks and adds with 1000 ranges, and the delta after allow-listing a /16
@@ -28,6 +29,7 @@
 // entry with a 255-character comment), BENCH_TEN_MILLION (default 10000000: the
 // global list imported last, on a runtime of its own).
 
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
@@ -49,7 +51,7 @@ import { breakdown, breakdownLines, moduleSize } from "./size.mjs";
 import { coldStarts } from "./cold-start.mjs";
 import { logCost, profile, profileLines } from "./profile.mjs";
 
-const SECTIONS = ["service", "router", "runtimes", "costs", "crowdsec", "allow-list", "reports", "machines", "cloudflare", "ten-million", "ipv6-million", "eight-feeds", "merged-feeds", "module", "profile"];
+const SECTIONS = ["service", "router", "runtimes", "unrouted", "costs", "crowdsec", "allow-list", "reports", "machines", "cloudflare", "ten-million", "ipv6-million", "eight-feeds", "merged-feeds", "module", "profile"];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
 const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
@@ -109,7 +111,7 @@ async function bulkAdds(url, token) {
 
 
 
-const results = { date: new Date().toISOString(), machine: `${cpus().length} × ${cpus()[0].model}`, connections: CONNECTIONS, seconds: SECONDS, personal: PERSONAL, global: GLOBAL, sections: SECTIONS.filter(wanted) };
+const results = { date: new Date().toISOString(), commit: execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim(), machine: `${cpus().length} × ${cpus()[0].model}`, connections: CONNECTIONS, seconds: SECONDS, personal: PERSONAL, global: GLOBAL, sections: SECTIONS.filter(wanted) };
 
 /** Runs a section; one that fails is recorded with its error, and the others still run. */
 async function section(name, run) {
@@ -126,6 +128,7 @@ try {
   await section("service", async () => Object.assign(results, await service()));
   await section("router", async () => (results.withoutAssets = await withoutAssets()));
   await section("runtimes", async () => (results.runtimes = await runtimes(state)));
+  await section("unrouted", async () => (results.unrouted = await runtimes(state, { router: false })));
   await section("costs", async () => (results.costs = await costs(state)));
   await section("crowdsec", async () => (results.crowdsec = await sideBySide(state)));
   await section("allow-list", async () => (results.allowList = await allowList(state)));
@@ -261,6 +264,7 @@ function targets(results) {
   const target = (what, value, ok, shown) => list.push({ what, value, ok, shown });
   if (results.rows) serviceTargets(results, target);
   if (results.runtimes) runtimeTargets(results.runtimes, target);
+  if (results.unrouted) unroutedTargets(results.unrouted, target);
   if (results.costs) costTargets(results.costs, target);
   if (results.crowdsec) crowdsecGoals(results.crowdsec, target);
   if (results.tenMillion) tenMillionTargets(results.tenMillion, target);
@@ -352,6 +356,21 @@ function tenMillionTargets(ten, target) {
 }
 
 /** The like-for-like targets on each runtime, from the median of the rounds. */
+/** Issue 59's targets, without the asset router: answers without storage and from
+ *  the isolate's snapshots ≤ 1.2 × the bare floor one at a time and ≤ 1.3 × under
+ *  load; the unlisted check and the add ≤ 1.3 × their floors under load. */
+function unroutedTargets({ summary }, target) {
+  for (const s of summary) {
+    const bare = s.floor === "bare";
+    const limit = bare ? (s.connections === 1 ? 1.2 : 1.3) : 1.3;
+    if (!bare && s.connections === 1) continue;
+    if (s.name.includes("IPv6")) continue;
+    const at = `${s.runtime}, ${s.connections === 1 ? "one at a time" : `${s.connections} connections`}, no asset router`;
+    const { median, min, max } = s.p50Ratio;
+    target(`${s.name}, ${at}: p50 ≤ ${limit} × its floor (median of the rounds)`, median, median <= limit, `${median.toFixed(2)} × (${min.toFixed(2)}–${max.toFixed(2)})`);
+  }
+}
+
 function runtimeTargets({ summary, phases }, target) {
   // Issue 40's measure, on workerd one at a time: our call to the holder's object,
   // its lookup in it as on 2026-11-24 (0.19 ms), halved.
@@ -403,11 +422,12 @@ function crowdsecGoals({ rows }, target) {
 
 function print(results) {
   const { wasm, date, machine, targets } = results;
-  const lines = [`greylist bench, ${date}, ${machine}; sections: ${results.sections.join(", ")}`, ""];
+  const lines = [`greylist bench, ${date}, commit ${results.commit}, ${machine}; sections: ${results.sections.join(", ")}`, ""];
   for (const { section, error } of results.failed ?? []) lines.push(`Section ${section} FAILED: ${error.split("\n")[0]}`, "");
   if (results.rows) lines.push(...serviceLines(results), "");
   if (results.withoutAssets) lines.push(...routerLines(results.withoutAssets), "");
   if (results.runtimes) lines.push(...runtimeLines(results.runtimes), "");
+  if (results.unrouted) lines.push(`Without the asset router (issue 59's measure: the two built Workers and the floor's two, nothing in front; commit ${results.commit})`, "", ...runtimeLines(results.unrouted), "");
   if (results.costs) lines.push(...costLines(results.costs), "");
   if (results.crowdsec) lines.push(...crowdsecLines(results.crowdsec), "");
   if (results.allowList) lines.push(...allowListLines(results.allowList), "");

@@ -4,9 +4,11 @@
 // worker and the service run side by side, each behind the service's asset router,
 // so every round measures a floor and then its scenarios, on the same machine in
 // the same minute; the spread over rounds is what one figure may be off by.
+// `runtimes(state, { router: false })` serves both without the asset router, as
+// issue 59 measures: the two built Workers and the floor's two, nothing in front.
 
 import { join } from "node:path";
-import { ADMIN, CONNECTIONS, FLOOR, FLOORS, SERVICE_VARS, median, globalAddress, globalImport, holder, post, secondsUntilListed, serve, serviceAssets, wrk } from "./lib.mjs";
+import { ADMIN, CONNECTIONS, DEPLOYED, FLOOR, FLOORS, SERVICE_VARS, median, globalAddress, globalImport, holder, post, secondsUntilListed, serve, serviceAssets, wrk } from "./lib.mjs";
 
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 3);
@@ -28,9 +30,10 @@ export const RUNTIMES = [
   ["workerd", "direct"],
 ];
 
-export async function runtimes(state) {
-  const floor = await serve("bench/floor", {}, join(state, "rounds-floor"), FLOOR, { assets: serviceAssets() });
-  const service = await serve(".", SERVICE_VARS, join(state, "rounds-service"));
+export async function runtimes(state, { router = true } = {}) {
+  const apart = router ? "" : "-unrouted";
+  const floor = await serve("bench/floor", {}, join(state, `rounds-floor${apart}`), FLOOR, { assets: router ? serviceAssets() : undefined });
+  const service = await serve(".", SERVICE_VARS, join(state, `rounds-service${apart}`), DEPLOYED, router ? {} : { assets: undefined });
   try {
     const { token } = await holder(service.url);
     await post(service.url, "/admin/global-list", { token: ADMIN, method: "PUT", text: globalImport(1000) });
@@ -57,7 +60,9 @@ export async function runtimes(state) {
       }
     }
     const summary = summarize(measured);
-    return { rounds: ROUNDS, seconds: SECONDS, measured, summary, phases: phases(summary, measured, floorsMeasured) };
+    const split = phases(summary, measured, floorsMeasured);
+    if (!router) for (const { rows } of split) rows[0].name = "the runtime, answering at once (no asset router)";
+    return { rounds: ROUNDS, seconds: SECONDS, router, measured, summary, phases: split };
   } finally {
     await floor.mf.dispose();
     await service.mf.dispose();
