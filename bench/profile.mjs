@@ -16,7 +16,7 @@ import { copyFileSync, cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
-import { CONNECTIONS, DEPLOYED, FLOOR, FLOOR_WORKERS, SERVICE_VARS, holder, root, serve, serviceAssets, workerName, wrk } from "./lib.mjs";
+import { ADMIN, CONNECTIONS, DEPLOYED, FLOOR, FLOOR_WORKERS, SERVICE_VARS, globalAddress, globalImport, holder, post, root, secondsUntilListed, serve, serviceAssets, workerName, wrk } from "./lib.mjs";
 
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 5);
 const INSPECTOR = 9239;
@@ -79,8 +79,8 @@ export function attribute(profile) {
 }
 
 /** The isolates' samples of the Workers `names` (by default the service's two,
- *  the edge's and its objects'), while one connection sends the requests. */
-async function profiled(url, path, spec, token, names = Object.values(DEPLOYED).map(workerName)) {
+ *  the edge's and its objects'), while `connections` send the requests. */
+async function profiled(url, path, spec, token, names = Object.values(DEPLOYED).map(workerName), connections = 1) {
   const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR}/json`)).json())
     .filter((t) => names.some((name) => t.title === `workerd: worker core:user:${name}`));
   if (targets.length !== names.length) throw new Error(`the inspector's targets are not the two Workers': ${JSON.stringify(targets.map((t) => t.title))}`);
@@ -96,10 +96,10 @@ async function profiled(url, path, spec, token, names = Object.values(DEPLOYED).
       await send(socket, "Profiler.setSamplingInterval", { interval: 50 });
       await send(socket, "Profiler.start");
     }
-    const measured = await wrk(url + path, { BENCH_PATH: path, BENCH_TOKENS: token, BENCH_IP: spec, BENCH_FIELD: "ip" }, 1, SECONDS);
+    const measured = await wrk(url + path, { BENCH_PATH: path, BENCH_TOKENS: token, BENCH_IP: spec, BENCH_FIELD: "ip" }, connections, SECONDS);
     const each = [];
     for (const socket of sockets) each.push(attribute((await send(socket, "Profiler.stop")).profile));
-    return { targets: targets.map((t) => t.title), rps: measured.rps, p50_us: measured.p50_us, ...merged(each) };
+    return { targets: targets.map((t) => t.title), connections, rps: measured.rps, p50_us: measured.p50_us, ...merged(each) };
   } finally {
     for (const socket of sockets) socket.close();
   }
@@ -145,6 +145,14 @@ export async function profile() {
       phases.check = await profiled(service.direct, check, "20.250.0.1", token);
       phases.add = await profiled(service.direct, add, `seq:${5 * 2 ** 24}`, token);
       phases.invalid = await profiled(service.direct, check, "not-an-ip", token);
+      // Issue 59: the answers without storage and from the snapshot, one at a
+      // time and under load, against the bare floor's under the same load: what
+      // the isolate does beyond the floor's, and how much is the runtime's own.
+      await post(service.url, "/admin/global-list", { token: ADMIN, method: "PUT", text: globalImport(1000) });
+      await secondsUntilListed(service.direct, token, globalAddress(7));
+      phases.global = await profiled(service.direct, check, globalAddress(7), token);
+      phases.invalidLoaded = await profiled(service.direct, check, "not-an-ip", token, undefined, CONNECTIONS);
+      phases.globalLoaded = await profiled(service.direct, check, globalAddress(7), token, undefined, CONNECTIONS);
     } finally {
       await service.mf.dispose();
       rmSync(build, { recursive: true, force: true });
@@ -154,6 +162,7 @@ export async function profile() {
     const floor = await serve("bench/floor", {}, join(state, "floor"), FLOOR, { assets: serviceAssets(), inspectorPort: INSPECTOR });
     try {
       phases.bare = await profiled(floor.direct, "/api/bare", "", "", FLOOR_WORKERS);
+      phases.bareLoaded = await profiled(floor.direct, "/api/bare", "", "", FLOOR_WORKERS, CONNECTIONS);
     } finally {
       await floor.mf.dispose();
     }
@@ -199,10 +208,19 @@ export async function logCost() {
 
 export function profileLines({ phases, log }) {
   const lines = [];
-  const what = { check: "an unlisted check", add: "an add", invalid: "an invalid address (no storage)", bare: "the bare floor's answer" };
+  const what = {
+    check: "an unlisted check",
+    add: "an add",
+    invalid: "an invalid address (no storage)",
+    global: "a global-list answer (from the isolate's snapshot)",
+    invalidLoaded: "an invalid address (no storage)",
+    globalLoaded: "a global-list answer (from the isolate's snapshot)",
+    bare: "the bare floor's answer",
+    bareLoaded: "the bare floor's answer",
+  };
   for (const [name, run] of Object.entries(phases)) {
     lines.push(
-      `Where ${what[name]}'s CPU goes: ${run.samples} samples of the two Workers' isolates (the edge's and its objects') over ${SECONDS} s, one connection, ${run.rps.toFixed(0)} req/s under the inspector, ${cpuPerRequest(run).toFixed(0)} µs of JavaScript and WebAssembly a request`,
+      `Where ${what[name]}'s CPU goes: ${run.samples} samples of the two Workers' isolates (the edge's and its objects') over ${SECONDS} s, ${run.connections === 1 ? "one connection" : `${run.connections} connections`}, ${run.rps.toFixed(0)} req/s under the inspector (p50 ${(run.p50_us / 1000).toFixed(2)} ms), ${cpuPerRequest(run).toFixed(0)} µs of JavaScript and WebAssembly a request`,
       "",
       "| phase | share |",
       "|---|---:|",

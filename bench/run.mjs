@@ -20,7 +20,7 @@
 //   eight-feeds  one agent, then eight, pulling a BENCH_EIGHT_FEEDS-entry global list whole across an edit: resident memory
 //   merged-feeds a BENCH_MERGED-entry global list pulled whole and merged (aggregate=1), where nothing touches and where everything does
 //   module       each Worker's module (the edge's, the objects'), by section, function group and crate (bench/size.mjs), and what each costs a cold start (bench/cold-start.mjs)
-//   profile      where an unlisted check's, an add's, an invalid address's and the bare floor's CPU goes (workerd's inspector), and the log line's cost
+//   profile      where an unlisted check's, an add's, an invalid address's, a global-list answer's and the bare floor's CPU goes (workerd's inspector; the last three under load too), and the log line's cost
 //
 // Sizes: BENCH_PERSONAL (default 100000), BENCH_GLOBAL (default 1000000, a quarter
 // of them /24 ranges, loaded with one PUT),
