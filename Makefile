@@ -242,7 +242,8 @@ build-test: $(TEST_WORKER)
 # share the wasm target's compiled dependencies.
 workers: build-edge build-test build
 
-# The edge's Worker alone: `make test` builds the objects' beside the unit tests.
+# The edge's Worker alone: `make test` builds it, then the test build, then the
+# objects', in the background beside lint and the unit tests (`workers`).
 build-edge: $(EDGE)
 
 # A release module in $(1), built with cargo's arguments $(2); its copy with the
@@ -371,7 +372,8 @@ lint:
 # and no two files import each other, the check that the name of the calls' shape covers
 # every source that can shape them (build.rs), and the checks that the docs tell the
 # truth (docs/architecture.md names every source file and no file that is gone; no text
-# names a file, a count of Durable Objects or a module's bound the code does not have).
+# names a file, a count of Durable Objects or a module's bound the code does not have),
+# and every fuzzing target's check on its kept seeds.
 # They run as lint built them (clippy as this crate's compiler, the test hooks
 # on), so that they build nothing lint has not: a build of the crate of its own
 # took most of this phase. The code without the hooks is clippy's in lint and
@@ -417,8 +419,9 @@ screenshots: $(TEST_WORKER) $(CHROMIUM) $(NODE_TOOLS)
 # (fuzz/seeds/<target>), then fuzzes for its share of FUZZ_SECONDS, ten minutes by
 # default, with AddressSanitizer (about 200 s to build from nothing on 2 cores;
 # FUZZ_BUILD="--dev --sanitizer none" builds in 75). New inputs it finds land in
-# target/fuzz-corpus/<target>; one that fails goes to fuzz/artifacts/<target>/, kept
-# once mended: the unit tests replay the seeds and those (tests/fuzz_seeds.rs).
+# target/fuzz-corpus/<target>; one that fails goes to fuzz/artifacts/<target>/ (not
+# kept in git), and into fuzz/seeds/<target>/ once mended: the unit tests replay
+# the seeds (tests/fuzz_seeds.rs).
 FUZZ_TARGETS := form_and_token bulk import feed_query snapshot authorization
 FUZZ_SECONDS ?= 600
 FUZZ_BUILD ?=

@@ -355,7 +355,6 @@ function tenMillionTargets(ten, target) {
   );
 }
 
-/** The like-for-like targets on each runtime, from the median of the rounds. */
 /** Issue 59's targets, without the asset router: answers without storage and from
  *  the isolate's snapshots ≤ 1.2 × the bare floor one at a time and ≤ 1.3 × under
  *  load; the unlisted check and the add ≤ 1.3 × their floors under load. */
@@ -371,6 +370,7 @@ function unroutedTargets({ summary }, target) {
   }
 }
 
+/** The like-for-like targets on each runtime, from the median of the rounds. */
 function runtimeTargets({ summary, phases }, target) {
   // Issue 40's measure, on workerd one at a time: our call to the holder's object,
   // its lookup in it as on 2026-11-24 (0.19 ms), halved.

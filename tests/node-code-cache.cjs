@@ -1,4 +1,4 @@
-// Preloaded (`node --require`) into every `wrangler dev` the tests start: V8's
+// Preloaded (`node --require`) into every server the tests start: V8's
 // compiled code of wrangler's and Miniflare's bundles (16 MB of JavaScript) is kept
 // in GREYLIST_CODE_CACHE and reused by the next start, which then skips most of a
 // quarter second of compiling. The e2e suite starts some 150 servers on two cores.

@@ -9,8 +9,14 @@ pub fn check(data: &[u8]) {
     let content_type = String::from_utf8_lossy(&data[..split]);
     let body = data.get(split + 1..).unwrap_or_default();
     match BulkRequest::parse(&content_type, body) {
-        Ok(request) => assert!(request.ips.len() <= MAX_ADDRESSES),
-        Err(BulkError::TooMany(n)) => assert!(n > MAX_ADDRESSES),
+        Ok(request) => assert!(
+            request.ips.len() <= MAX_ADDRESSES,
+            "a bulk body taken whole holds more addresses than the bound"
+        ),
+        Err(BulkError::TooMany(n)) => assert!(
+            n > MAX_ADDRESSES,
+            "a bulk body refused as too many holds no more than the bound"
+        ),
         Err(BulkError::Malformed(_)) => {}
     }
 }

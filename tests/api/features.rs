@@ -237,7 +237,7 @@ fn history_records_changes_refusals_and_the_client() {
         ]
     );
     let client = &history["entries"][0]["client"];
-    // wrangler dev sets CF-Connecting-IP to the caller's loopback address.
+    // Miniflare's entry worker sets CF-Connecting-IP to the caller's loopback address.
     assert!(
         client
             .as_str()

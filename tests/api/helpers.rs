@@ -565,6 +565,8 @@ pub fn configuration_file(name: &str, left_out: &[&str]) -> PathBuf {
     fs::create_dir_all(&dir).unwrap();
     let path = dir.join("wrangler.toml");
     fs::write(&path, configuration_without(left_out)).unwrap();
+    // Options an earlier process of the same id kept for another configuration.
+    let _ = fs::remove_file(dir.join("wrangler.toml.miniflare.json"));
     path
 }
 

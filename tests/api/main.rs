@@ -1,4 +1,4 @@
-//! End-to-end tests: the built worker under `wrangler dev`, driven over HTTP.
+//! End-to-end tests: the test build served as `wrangler dev` serves it, driven over HTTP.
 //! `make test` builds the worker first; every test uses its own license.
 
 mod admin;

@@ -29,6 +29,9 @@ if (existsSync(kept)) {
 }
 
 const { Miniflare } = await import("miniflare");
+// The name wrangler.toml gives the Worker (wrangler leaves it out of the options):
+// the Durable Objects' state folders are named by it, and the tests that prepare
+// state (an upgrade's) look there.
 const { workerOptions, main } = options;
 const mf = new Miniflare({
   workers: [
