@@ -239,8 +239,14 @@ build: $(WORKERS) $(CONFIGS)
 build-test: $(TEST_WORKER)
 
 # make test's background build of the three Workers, one after the other: they
-# share the wasm target's compiled dependencies.
-workers: build-edge build-test build
+# share the wasm target's compiled dependencies. Each is clippy's too.
+workers:
+	@$(MAKE) --no-print-directory build-edge build-test build WORKER_LINT='$(CLIPPY)'
+
+# Set by `workers`: clippy, with warnings as errors, as this crate's compiler in
+# the Workers' builds (empty for `make dev` and `make deploy`, whose builds a
+# new lint must not stop).
+WORKER_LINT ?=
 
 # The edge's Worker alone: `make test` builds it, then the test build, then the
 # objects', in the background beside lint and the unit tests (`workers`).
@@ -250,7 +256,7 @@ build-edge: $(EDGE)
 # function names kept, for the size breakdown, as $(3) when given.
 define RELEASE_BUILD
 	@mkdir -p target
-	flock target/.worker-build.lock env $(BUILD_ENV) $(WORKER_BUILD) --release --out-dir $(1) $(if $(2),-- $(2))
+	flock target/.worker-build.lock env $(WORKER_LINT) $(BUILD_ENV) $(WORKER_BUILD) --release --out-dir $(1) $(if $(2),-- $(2))
 	$(if $(3),cp $(1)/index_bg.wasm $(3))
 	node_modules/.bin/wasm-opt $(1)/index_bg.wasm $(WASM_FEATURES) -Oz -o $(1)/index_bg.wasm
 endef
@@ -266,7 +272,7 @@ $(CONFIGS) &: wrangler.toml deploy/workers.mjs $(WORKERS) | tools
 
 $(TEST_WORKER): $(SOURCES) | tools
 	@mkdir -p target
-	flock target/.worker-build.lock env $(BUILD_ENV) $(WORKER_BUILD) --release --no-opt --out-dir build-test -- --features test-hooks
+	flock target/.worker-build.lock env $(WORKER_LINT) $(BUILD_ENV) $(WORKER_BUILD) --release --no-opt --out-dir build-test -- --features test-hooks
 
 $(FLOOR): bench/floor/Cargo.toml bench/floor/Cargo.lock bench/floor/src/lib.rs | tools
 	cd bench/floor && $(BUILD_ENV) $(WORKER_BUILD) --release
@@ -346,26 +352,25 @@ test-tools:
 
 each-test-tool: each-tool $(SCHEMATHESIS) $(DEBIAN_TOOLS)
 
-# The code as rustfmt writes it, and clippy clean without the test hooks and
-# with them. The first build is of the `edge` half alone, which proves that
-# the edge needs none of the objects' own code; the `objects` half needs nothing
-# of the edge's because nothing below `http` may use it (tests/layers.rs). The
-# tests' build comes last: the crate's library (a cdylib too, so its file has
-# no hash of its features) is one file for both, and the unit and end-to-end
-# tests run the one the tests' build leaves, building nothing again.
-# Clippy runs as this crate's compiler in native builds, as `cargo clippy`
-# itself runs it (clippy-driver as the workspace's wrapper, its arguments in
+# The code as rustfmt writes it, and clippy clean with the test hooks in native
+# builds: the tests' build, whose crate library (a cdylib too, so its file has
+# no hash of its features) the unit and end-to-end tests then run, building
+# nothing again. Clippy runs as this crate's compiler, as `cargo clippy` itself
+# runs it (clippy-driver as the workspace's wrapper, its arguments in
 # CLIPPY_ARGS): `cargo clippy` checks every dependency in a mode of its own,
 # which no build reuses, where these builds leave the dependencies that the
 # unit and end-to-end tests then use (lint and the unit tests' build took 132 s
-# from nothing on 2 cores, 152 with `cargo clippy`). For the Worker's target
-# a run checked every dependency again, a minute more; the one line
-# for that target only (platform/log.rs, the runtime's console) is compiled by
-# build-edge.
+# from nothing on 2 cores, 152 with `cargo clippy`). Each half without the test
+# hooks, for the Worker's target, is clippy's in `make test`'s `workers`
+# (WORKER_LINT): the edge's release build alone proves that the edge needs none
+# of the objects' own code (the objects need nothing of the edge's because
+# nothing below `http` may use it, tests/layers.rs), and clippy then sees the
+# lines for that target only (platform/log.rs, the runtime's console). Until
+# 2026-12-07 lint built the edge's half natively first, a third build of the
+# crate on lint's path.
 CLIPPY := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings
 lint:
 	cargo fmt --check
-	$(CLIPPY) cargo build --lib --no-default-features --features edge --quiet
 	$(CLIPPY) cargo test --no-run --lib --tests --features test-hooks --quiet
 
 # The rules and stores natively, the check that no module imports from a layer above its own
