@@ -239,13 +239,14 @@ build: $(WORKERS) $(CONFIGS)
 build-test: $(TEST_WORKER)
 
 # make test's background build of the three Workers, one after the other: they
-# share the wasm target's compiled dependencies. Each is clippy's too.
+# share the wasm target's compiled dependencies. The two halves' are clippy's too
+# (the test build's code is lint's, with the test hooks).
 workers:
 	@$(MAKE) --no-print-directory build-edge build-test build WORKER_LINT='$(CLIPPY)'
 
 # Set by `workers`: clippy, with warnings as errors, as this crate's compiler in
-# the Workers' builds (empty for `make dev` and `make deploy`, whose builds a
-# new lint must not stop).
+# the two halves' release builds (empty for `make dev` and `make deploy`, whose
+# builds a new lint must not stop).
 WORKER_LINT ?=
 
 # The edge's Worker alone: `make test` builds it, then the test build, then the
@@ -272,7 +273,7 @@ $(CONFIGS) &: wrangler.toml deploy/workers.mjs $(WORKERS) | tools
 
 $(TEST_WORKER): $(SOURCES) | tools
 	@mkdir -p target
-	flock target/.worker-build.lock env $(WORKER_LINT) $(BUILD_ENV) $(WORKER_BUILD) --release --no-opt --out-dir build-test -- --features test-hooks
+	flock target/.worker-build.lock env $(BUILD_ENV) $(WORKER_BUILD) --release --no-opt --out-dir build-test -- --features test-hooks
 
 $(FLOOR): bench/floor/Cargo.toml bench/floor/Cargo.lock bench/floor/src/lib.rs | tools
 	cd bench/floor && $(BUILD_ENV) $(WORKER_BUILD) --release
