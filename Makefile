@@ -382,8 +382,8 @@ lint:
 # and every fuzzing target's check on its kept seeds.
 # They run as lint built them (clippy as this crate's compiler, the test hooks
 # on), so that they build nothing lint has not: a build of the crate of its own
-# took most of this phase. The code without the hooks is clippy's in lint and
-# the edge's and objects' release builds; its rules are the same code.
+# took most of this phase. The code without the hooks is clippy's in the edge's
+# and objects' release builds (`workers`); its rules are the same code.
 unit:
 	$(CLIPPY) cargo test --features test-hooks --lib --test layers --test call_shape --test docs --test fuzz_seeds
 

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { moduleWorker } from "./module-worker.mjs";
 
 export const root = new URL("..", import.meta.url).pathname;
 export const ADMIN = "bench-admin-token-0123456789abcdef";
@@ -68,17 +69,8 @@ export function workerName(folder) {
  *  it: no proxy worker in between, with Miniflare's KV and rate-limit services. */
 export async function serve(folder, vars, state, script = DEPLOYED, options = {}) {
   process.chdir(join(root, folder));
-  const worker = (config, scriptPath, own = {}) => {
-    const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
-    return {
-      ...workerOptions,
-      ...own,
-      scriptPath,
-      modules: true,
-      modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
-      bindings: { ...workerOptions.bindings, ...vars },
-    };
-  };
+  const worker = (config, scriptPath, own = {}) =>
+    moduleWorker(unstable_getMiniflareWorkerOptions(config).workerOptions, scriptPath, vars, own);
   const { inspectorPort, handleRuntimeStdio, ...own } = options;
   const direct = [{ host: "127.0.0.1", port: 0 }];
   let workers;

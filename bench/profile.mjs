@@ -213,14 +213,12 @@ export function profileLines({ phases, log }) {
     add: "an add",
     invalid: "an invalid address (no storage)",
     global: "a global-list answer (from the isolate's snapshot)",
-    invalidLoaded: "an invalid address (no storage)",
-    globalLoaded: "a global-list answer (from the isolate's snapshot)",
     bare: "the bare floor's answer",
-    bareLoaded: "the bare floor's answer",
   };
   for (const [name, run] of Object.entries(phases)) {
+    // A run under load is named as its one-at-a-time twin; its line says the connections.
     lines.push(
-      `Where ${what[name]}'s CPU goes: ${run.samples} samples of the two Workers' isolates (the edge's and its objects') over ${SECONDS} s, ${run.connections === 1 ? "one connection" : `${run.connections} connections`}, ${run.rps.toFixed(0)} req/s under the inspector (p50 ${(run.p50_us / 1000).toFixed(2)} ms), ${cpuPerRequest(run).toFixed(0)} µs of JavaScript and WebAssembly a request`,
+      `Where ${what[name.replace(/Loaded$/, "")]}'s CPU goes: ${run.samples} samples of the two Workers' isolates (the edge's and its objects') over ${SECONDS} s, ${run.connections === 1 ? "one connection" : `${run.connections} connections`}, ${run.rps.toFixed(0)} req/s under the inspector (p50 ${(run.p50_us / 1000).toFixed(2)} ms), ${cpuPerRequest(run).toFixed(0)} µs of JavaScript and WebAssembly a request`,
       "",
       "| phase | share |",
       "|---|---:|",

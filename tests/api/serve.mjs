@@ -6,12 +6,13 @@
 //   node serve.mjs CONFIG STATE VARS_JSON
 //
 // CONFIG is a wrangler configuration; the Miniflare options wrangler makes of it
-// are kept beside it (CONFIG.miniflare.json), so that only the first server of a
-// configuration loads wrangler. STATE is the folder `wrangler dev --persist-to`
+// are kept beside it (CONFIG.miniflare.json), so that the servers of a
+// configuration that start once they are there load no wrangler. STATE is the folder `wrangler dev --persist-to`
 // would be given. Prints `ready on <url>` once the Worker answers there; the
 // runtime's output follows, for the tests that read the log.
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { moduleWorker } from "../../bench/module-worker.mjs";
 
 const [config, state, vars] = process.argv.slice(2);
 const kept = `${config}.miniflare.json`;
@@ -29,19 +30,15 @@ if (existsSync(kept)) {
 }
 
 const { Miniflare } = await import("miniflare");
-// The name wrangler.toml gives the Worker (wrangler leaves it out of the options):
-// the Durable Objects' state folders are named by it, and the tests that prepare
-// state (an upgrade's) look there.
 const { workerOptions, main } = options;
 const mf = new Miniflare({
   workers: [
     {
-      ...workerOptions,
+      ...moduleWorker(workerOptions, main, JSON.parse(vars)),
+      // The name wrangler.toml gives the Worker (wrangler leaves it out of the
+      // options): the Durable Objects' state folders are named by it, and the
+      // tests that prepare state (an upgrade's) look there.
       name: "greylist",
-      scriptPath: main,
-      modules: true,
-      modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
-      bindings: { ...workerOptions.bindings, ...JSON.parse(vars) },
     },
   ],
   // `--persist-to STATE`'s layout: a server started on state an earlier one left
