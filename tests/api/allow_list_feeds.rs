@@ -52,11 +52,19 @@ fn the_whole_feed_in_every_format_leaves_out_what_the_holder_allows() {
     let expected: BTreeSet<String> = ["79.2.0.0/25", "79.3.0.9", "79.4.0.1"]
         .map(String::from)
         .into();
-    assert_eq!(whole(&app), expected);
+    assert_eq!(
+        whole(&app),
+        expected,
+        "the whole JSON feed is not the lists less what the holder allows"
+    );
     let text = app.feed("scope=all");
     assert_eq!(text.status, 200);
     let lines: Vec<&str> = text.body.lines().filter(|l| !l.starts_with('#')).collect();
-    assert_eq!(lines, ["79.2.0.0/25", "79.3.0.9", "79.4.0.1"]);
+    assert_eq!(
+        lines,
+        ["79.2.0.0/25", "79.3.0.9", "79.4.0.1"],
+        "the whole text feed is not the lists less what the holder allows"
+    );
     // Every appliance's file: what the holder allows is in none of them, and
     // the /24 it allows half of is there as the other half.
     for (format, kept) in [

@@ -269,8 +269,10 @@ fn a_revoked_licenses_reports_stop_counting_sent_or_not() {
         "a revoked license's sent reports still count: {after}"
     );
     assert_eq!(after["reporters"][0]["license"], b.license.as_str());
-    // Kept and not yet sent: a revocation drops it, so the alarm that sends
-    // what a holder's object keeps sends nothing of it, as it sends another's.
+    // Kept and not yet sent: it never counts, though the alarm that sends what
+    // a holder's object keeps sends another's. Two things see to that: the
+    // revocation drops it (`a_revocation_drops_the_reports_not_yet_sent` proves
+    // that alone), and the shards refuse a revoked license's reports besides.
     let (c, d) = (TestApp::on(&server), TestApp::on(&server));
     report(&c, &[("ip", "81.4.0.2")]);
     report(&d, &[("ip", "81.4.0.3")]);

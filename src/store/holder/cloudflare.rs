@@ -223,6 +223,20 @@ mod tests {
     }
 
     #[test]
+    fn a_revocation_forgets_the_link_its_sealed_token_and_its_items() {
+        let sql = NativeSql::new();
+        migrate(&sql).unwrap();
+        let store = HolderTables::new(&sql);
+        store.save_cloudflare_link(&link()).unwrap();
+        store.cloudflare_added(&["1.1.1.1".to_owned()]).unwrap();
+        store.revoke(UnixTime(9)).unwrap();
+        assert!(
+            store.cloudflare_link().unwrap().is_none() && store.cloudflare_count().unwrap() == 0,
+            "a revoked license's Cloudflare link or its items were kept"
+        );
+    }
+
+    #[test]
     fn a_link_is_kept_with_its_sealed_token_apart_and_forgotten_whole() {
         let sql = NativeSql::new();
         migrate(&sql).unwrap();

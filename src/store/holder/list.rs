@@ -86,14 +86,17 @@ impl<S: Sql> HolderTables<S> {
             .is_empty())
     }
 
-    /// Records that the license is revoked; the first time counts.
+    /// Records that the license is revoked (the first time counts), and drops
+    /// what a revoked license keeps for no one: the reports not yet sent, which
+    /// would never count, and the Cloudflare connection with its sealed token,
+    /// whose sync stops.
     pub fn revoke(&self, now: UnixTime) -> Result<(), SqlError> {
-        self.sql
-            .execute(
-                "INSERT OR IGNORE INTO standing (id, revoked_at) VALUES (0, ?1)",
-                &[Value::int(now.0)],
-            )
-            .map(drop)
+        self.sql.execute(
+            "INSERT OR IGNORE INTO standing (id, revoked_at) VALUES (0, ?1)",
+            &[Value::int(now.0)],
+        )?;
+        self.sql.execute("DELETE FROM reports_out", &[])?;
+        self.forget_cloudflare()
     }
 
     pub fn list(

@@ -72,17 +72,14 @@ impl<S: Sql> HolderTables<S> {
         Ok(kept)
     }
 
-    /// Forgets the reports kept up to row `last`, once they are sent, or all of
-    /// them when the license is revoked.
-    pub fn forget_reports(&self, last: Option<u64>) -> Result<(), SqlError> {
-        match last {
-            Some(last) => self.sql().execute(
+    /// Forgets the reports kept up to row `last`, once they are sent.
+    pub fn forget_reports(&self, last: u64) -> Result<(), SqlError> {
+        self.sql()
+            .execute(
                 "DELETE FROM reports_out WHERE id <= ?1",
                 &[Value::int(last)],
-            ),
-            None => self.sql().execute("DELETE FROM reports_out", &[]),
-        }
-        .map(drop)
+            )
+            .map(drop)
     }
 
     /// Whether reports wait to be sent.
@@ -249,6 +246,26 @@ mod tests {
     use crate::store::sql::native::NativeSql;
 
     #[test]
+    fn a_revocation_drops_the_reports_not_yet_sent() {
+        let mut store = sql_store();
+        let call = ReportCall {
+            ip: "8.8.8.8".parse().unwrap(),
+            prefix: Ipv6Prefix::Whole,
+            categories: Categories::parse("ssh").unwrap(),
+            comment: None,
+            canary: false,
+        };
+        let from = ReporterNetwork::of_client(Some("192.0.2.7"));
+        perform_report(&mut store, &call, from, (NOON, Limits::default())).unwrap();
+        assert!(store.has_reports().unwrap());
+        store.revoke(NOON).unwrap();
+        assert!(
+            store.kept_reports(10).unwrap().is_empty() && !store.has_reports().unwrap(),
+            "a revoked license's reports, kept and not yet sent, are still kept"
+        );
+    }
+
+    #[test]
     fn reports_are_kept_in_order_with_their_network_until_sent_and_the_license_is_known_once() {
         let mut store = sql_store();
         let from = ReporterNetwork::of_client(Some("192.0.2.7"));
@@ -276,12 +293,12 @@ mod tests {
             Some(from),
             "a kept report holds the network it came from"
         );
-        store.forget_reports(Some(first[1].0)).unwrap();
+        store.forget_reports(first[1].0).unwrap();
         let rest = store.kept_reports(10).unwrap();
         assert_eq!(rest.len(), 1);
         assert_eq!(rest[0].1.subject, "1.1.1.1".parse::<Listed>().unwrap());
         assert!(store.has_reports().unwrap());
-        store.forget_reports(None).unwrap();
+        store.forget_reports(rest[0].0).unwrap();
         assert!(!store.has_reports().unwrap());
         assert_eq!(store.usage().unwrap().reported, 3);
         let license = LicenseId::parse("lic_0123456789abcdef01234567").unwrap();

@@ -36,17 +36,15 @@ const REPORT_BATCH: usize = 1_000;
 pub(super) const REPORT_GATHER_SECONDS: u64 = 1;
 
 impl HolderList {
-    /// Records the revocation, drops the reports not yet sent, and tells every
-    /// report shard that the license's reports stop counting. A shard that is not
-    /// told fails the call, and the revocations' object tells this one again.
+    /// Records the revocation (which drops the reports not yet sent and the
+    /// Cloudflare connection: `HolderTables::revoke`), and tells every report
+    /// shard that the license's reports stop counting. A shard that is not told
+    /// fails the call, and the revocations' object tells this one again.
     pub(super) async fn revoke(&self, now: UnixTime) -> Answered<()> {
         let store = HolderTables::new(&self.sql);
         store.revoke(now)?;
         self.revoked.set(Some(true));
-        // Its Cloudflare sync stops, and its token is erased.
-        store.forget_cloudflare()?;
         *self.cloudflare.borrow_mut() = Some(None);
-        store.forget_reports(None)?;
         if let Some((license, _)) = store.license()? {
             for index in 0..SHARDS {
                 report_shard(&self.env, index)?
@@ -240,7 +238,7 @@ impl HolderList {
             };
             self.ask_shard(index, count).await?;
         }
-        store.forget_reports(Some(last)).map_err(fault)?;
+        store.forget_reports(last).map_err(fault)?;
         Ok(kept.len() == REPORT_BATCH)
     }
 }
