@@ -23,12 +23,11 @@
 // BENCH_ROUNDS (default 2), BENCH_PERSONAL (default 1000) entries seeded;
 // BENCH_AB_SCENARIOS=0 measures the call's share alone, in more rounds a minute.
 
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { CONNECTIONS, FLOOR, SERVICE_VARS, holder, median, root, seedPersonal, serve, serviceAssets, wrk } from "./lib.mjs";
-import { runtimePid } from "./scale.mjs";
+import { cpuUs, runtimePid } from "./scale.mjs";
 
 const [a, b] = process.argv.slice(2).map((folder) => relative(root, join(process.cwd(), folder)));
 if (!a || !b) throw new Error("usage: node bench/ab.mjs <build A> <build B>");
@@ -59,15 +58,6 @@ const run = process.env.BENCH_AB_SCENARIOS === "0" ? [] : scenarios;
 async function serveCounted(...args) {
   const served = await serve(...args);
   return { ...served, pid: runtimePid() };
-}
-
-/** The µs in one of the clock ticks /proc counts a process's time in. */
-const TICK_US = 1e6 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }));
-
-/** The CPU, in µs, that a process has spent, user and system. */
-function cpuUs(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
 }
 
 /** `wrk`, one connection, and the CPU the process spent a request answered. */

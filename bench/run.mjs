@@ -14,6 +14,7 @@
 //   allow-list   a holder's own allow list: checks and adds with 1000 ranges, and the delta after allow-listing a /16
 //   reports      the network's reports: reports/s beside adds, the time to global, the calls of 1000 promotions
 //   machines     CrowdSec engines' alerts: alerts/s in batches of 1 and 50, an alert's and a heartbeat's calls
+//   unauthenticated  five gzip bombs and five small bodies with a made-up credential on each route that reads a body first: the runtime's CPU
 //   cloudflare   a holder's own Cloudflare list: Cloudflare calls per change and a day at 10 000 holders against its limits, the memory of comparing 500 000 items
 //   ten-million  the global list at BENCH_TEN_MILLION entries
 //   ipv6-million the global list with BENCH_IPV6 (1000000) IPv6 addresses: snapshot, isolate
@@ -46,12 +47,13 @@ import { sideBySide } from "./side-by-side.mjs";
 import { allowList, allowListLines } from "./allow-list.mjs";
 import { reports, reportsLines } from "./reports.mjs";
 import { machines, machinesLines } from "./machines.mjs";
+import { unauthenticated, unauthenticatedLines } from "./unauthenticated.mjs";
 import { cloudflare, cloudflareLines } from "./cloudflare.mjs";
 import { breakdown, breakdownLines, moduleSize } from "./size.mjs";
 import { coldStarts } from "./cold-start.mjs";
 import { logCost, profile, profileLines } from "./profile.mjs";
 
-const SECTIONS = ["service", "router", "runtimes", "unrouted", "costs", "crowdsec", "allow-list", "reports", "machines", "cloudflare", "ten-million", "ipv6-million", "eight-feeds", "merged-feeds", "module", "profile"];
+const SECTIONS = ["service", "router", "runtimes", "unrouted", "costs", "crowdsec", "allow-list", "reports", "machines", "unauthenticated", "cloudflare", "ten-million", "ipv6-million", "eight-feeds", "merged-feeds", "module", "profile"];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
 for (const name of ONLY) if (!SECTIONS.includes(name)) throw new Error(`BENCH_ONLY: no section ${name}; the sections are ${SECTIONS.join(", ")}`);
 const wanted = (section) => ONLY.length === 0 || ONLY.includes(section);
@@ -134,6 +136,7 @@ try {
   await section("allow-list", async () => (results.allowList = await allowList(state)));
   await section("reports", async () => (results.reports = await reports(state)));
   await section("machines", async () => (results.machines = await machines(state)));
+  await section("unauthenticated", async () => (results.unauthenticated = await unauthenticated(join(state, "unauthenticated"))));
   await section("cloudflare", async () => (results.cloudflare = await cloudflare(state)));
   await section("ten-million", async () => (results.tenMillion = await tenMillion(join(state, "ten-million"))));
   await section("ipv6-million", async () => (results.millionIpv6 = await millionIpv6(join(state, "ipv6-million"))));
@@ -433,6 +436,7 @@ function print(results) {
   if (results.allowList) lines.push(...allowListLines(results.allowList), "");
   if (results.reports) lines.push(...reportsLines(results.reports), "");
   if (results.machines) lines.push(...machinesLines(results.machines), "");
+  if (results.unauthenticated) lines.push(...unauthenticatedLines(results.unauthenticated), "");
   if (results.cloudflare) lines.push(...cloudflareLines(results.cloudflare), "");
   if (results.eightFeeds) lines.push(...eightFeedsLines(results.eightFeeds), "");
   if (results.mergedFeeds) lines.push(...mergedFeedsLines(results.mergedFeeds), "");

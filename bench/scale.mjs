@@ -4,6 +4,7 @@
 // Memory is the runtime's resident size (workerd's VmRSS), sampled while the
 // requests run, against what it was just before.
 
+import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { Agent } from "undici";
 import { ADMIN, post, pool } from "./lib.mjs";
@@ -31,6 +32,15 @@ export function runtimePid() {
   }
   if (!found) throw new Error("no workerd process under this one");
   return found;
+}
+
+/** The µs in one of the clock ticks /proc counts a process's time in. */
+const TICK_US = 1e6 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }));
+
+/** The CPU, in µs, that a process has spent, user and system. */
+export function cpuUs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
 }
 
 const resident = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
