@@ -146,6 +146,18 @@ impl ReportCall {
     pub fn subject(&self) -> Listed {
         Listed::keys(self.ip, self.prefix).0
     }
+
+    /// The tests' usual report: `ip` for `categories`, nothing else said.
+    #[cfg(test)]
+    pub fn of(ip: &str, categories: &str) -> Self {
+        Self {
+            ip: ip.parse().unwrap(),
+            prefix: Ipv6Prefix::Whole,
+            categories: Categories::parse(categories).unwrap(),
+            comment: None,
+            canary: false,
+        }
+    }
 }
 
 /// What a report answered.
@@ -270,13 +282,7 @@ mod tests {
             reports: 2,
             ..Limits::default()
         };
-        let call = ReportCall {
-            ip: "8.8.8.8".parse().unwrap(),
-            prefix: Ipv6Prefix::Whole,
-            categories: Categories::parse("ssh").unwrap(),
-            comment: None,
-            canary: false,
-        };
+        let call = ReportCall::of("8.8.8.8", "ssh");
         let now = UnixTime(1_795_262_400);
         let from = ReporterNetwork::of_client(Some("192.0.2.7"));
         let outcomes: Vec<ReportOutcome> = (0..3)

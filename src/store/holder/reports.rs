@@ -238,7 +238,7 @@ impl<S: Sql> HolderTables<S> {
 mod tests {
     use super::*;
     use crate::domain::holder::list::{Limits, ListStore};
-    use crate::domain::net::address::{Ipv6Prefix, Listed};
+    use crate::domain::net::address::Listed;
     use crate::domain::network::report::{perform_report, ReportCall, ReportOutcome};
     use crate::domain::network::reporter::ReporterNetwork;
     use crate::store::holder::rule_tests::{sql_store, NOON};
@@ -248,13 +248,7 @@ mod tests {
     #[test]
     fn a_revocation_drops_the_reports_not_yet_sent() {
         let mut store = sql_store();
-        let call = ReportCall {
-            ip: "8.8.8.8".parse().unwrap(),
-            prefix: Ipv6Prefix::Whole,
-            categories: Categories::parse("ssh").unwrap(),
-            comment: None,
-            canary: false,
-        };
+        let call = ReportCall::of("8.8.8.8", "ssh");
         let from = ReporterNetwork::of_client(Some("192.0.2.7"));
         perform_report(&mut store, &call, from, (NOON, Limits::default())).unwrap();
         assert!(store.has_reports().unwrap());
@@ -270,13 +264,7 @@ mod tests {
         let mut store = sql_store();
         let from = ReporterNetwork::of_client(Some("192.0.2.7"));
         for ip in ["8.8.8.8", "8.8.4.4", "1.1.1.1"] {
-            let call = ReportCall {
-                ip: ip.parse().unwrap(),
-                prefix: Ipv6Prefix::Whole,
-                categories: Categories::parse("ssh,scan").unwrap(),
-                comment: None,
-                canary: false,
-            };
+            let call = ReportCall::of(ip, "ssh,scan");
             let answer =
                 perform_report(&mut store, &call, from, (NOON, Limits::default())).unwrap();
             assert_eq!(answer.outcome, ReportOutcome::Reported);
