@@ -595,3 +595,31 @@ fn every_break_names_the_assertion_message_its_tests_fail_with() {
         wrong.join("\n")
     );
 }
+
+/// A break whose patch no longer applies breaks nothing: `make breaks` marks it
+/// "not run" hours into a run. A change to the lines a patch edits makes the
+/// patch again with it.
+#[test]
+fn every_break_applies_to_the_tree() {
+    let mut patches = Vec::new();
+    files_under(&root().join("tests/breaks"), "patch", &mut patches);
+    let stale: Vec<String> = patches
+        .iter()
+        .filter(|patch| {
+            !std::process::Command::new("git")
+                .args(["apply", "--check"])
+                .arg(patch)
+                .current_dir(root())
+                .output()
+                .expect("git runs")
+                .status
+                .success()
+        })
+        .map(|patch| patch.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "breaks whose patch no longer applies (make them again on the lines as they are):\n{}",
+        stale.join("\n")
+    );
+}

@@ -229,6 +229,9 @@ mod tests {
         let store = HolderTables::new(&sql);
         store.save_cloudflare_link(&link()).unwrap();
         store.cloudflare_added(&["1.1.1.1".to_owned()]).unwrap();
+        assert!(
+            store.cloudflare_link().unwrap().is_some() && store.cloudflare_count().unwrap() == 1
+        );
         store.revoke(UnixTime(9)).unwrap();
         assert!(
             store.cloudflare_link().unwrap().is_none() && store.cloudflare_count().unwrap() == 0,
