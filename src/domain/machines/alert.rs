@@ -751,13 +751,7 @@ mod tests {
 
     fn detection(text: &str) -> AlertCall {
         AlertCall {
-            report: Some(ReportCall {
-                ip: ip(text),
-                prefix: Ipv6Prefix::Whole,
-                categories: categories("ssh"),
-                comment: None,
-                canary: false,
-            }),
+            report: Some(ReportCall::of(text, "ssh")),
             adds: vec![AlertAdd {
                 ip: ip(text),
                 prefix: Ipv6Prefix::Whole,
