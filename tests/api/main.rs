@@ -16,6 +16,7 @@ mod console;
 mod costs;
 mod crowdsec;
 mod crowdsec_engine;
+mod cut_feeds;
 mod decisions;
 mod fail2ban;
 mod faults;

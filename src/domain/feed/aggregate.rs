@@ -80,8 +80,11 @@ impl Aggregate {
                 if merged.comment != item.comment {
                     merged.comment = None;
                 }
-                // The run keeps its first item's source: JSON merges one
-                // source only, and text and the files do not write it.
+                // A merged block ranks as its most relevant item, the newest
+                // own entry first, when a feed is cut (`cap::Rank`). JSON merges
+                // one source only, and text and the files write no source.
+                merged.source = merged.source.min(item.source);
+                merged.added_at = merged.added_at.max(item.added_at);
                 return;
             }
         }
@@ -141,6 +144,7 @@ mod tests {
 
     fn v4(text: &str, source: Source, expires_at: Option<u64>) -> FeedItem {
         FeedItem {
+            added_at: None,
             block: FeedBlock::V4(Ipv4Range::parse(text).unwrap()),
             source,
             expires_at: expires_at.map(UnixTime),
@@ -210,6 +214,7 @@ mod tests {
         assert_eq!(merged[2], alone);
         // A holder's /64 alone stays the /64 it was (appliance files write it so).
         let net = FeedItem {
+            added_at: None,
             block: FeedBlock::V6Net64(
                 PublicIpv6::from_addr("2a00:1450:4001:80a::".parse().unwrap()).unwrap(),
             ),
@@ -238,6 +243,29 @@ mod tests {
         assert_eq!(texts(&merged), ["8.8.8.0/31", "8.8.8.4/31"]);
         assert_eq!(merged[0].comment.as_deref(), Some("scan"));
         assert_eq!(merged[1].comment, None, "they said different things");
+    }
+
+    #[test]
+    fn a_merged_block_ranks_as_its_newest_own_entry() {
+        let own = |text: &str, at: u64| FeedItem {
+            added_at: Some(UnixTime(at)),
+            ..v4(text, Source::Personal, None)
+        };
+        let merged = run(
+            Merging::Anything,
+            vec![
+                v4("198.51.100.0/31", Source::Operator, None),
+                own("198.51.100.2", 500),
+                own("198.51.100.3", 900),
+                v4("198.51.100.4/30", Source::Promoted, None),
+            ],
+        );
+        assert_eq!(texts(&merged), ["198.51.100.0/29"]);
+        assert_eq!(
+            (merged[0].source, merged[0].added_at),
+            (Source::Personal, Some(UnixTime(900))),
+            "a merged block does not rank as its most relevant item, the newest own entry"
+        );
     }
 
     #[test]
@@ -279,6 +307,7 @@ mod tests {
     fn ipv6_runs_become_the_blocks_that_cover_them() {
         let v6 = |text: &str| PublicIpv6::from_addr(text.parse().unwrap()).unwrap();
         let personal = |block| FeedItem {
+            added_at: None,
             block,
             source: Source::Personal,
             expires_at: None,
@@ -293,6 +322,7 @@ mod tests {
             personal(FeedBlock::V6Net64(v6("2a00:1450:4001:80a::"))),
             personal(FeedBlock::V6Net64(v6("2a00:1450:4001:80b::"))),
             FeedItem {
+                added_at: None,
                 block: FeedBlock::V6Range(Ipv6Range::parse("2a00:1450:4001:820::/62").unwrap()),
                 source: Source::Operator,
                 expires_at: None,

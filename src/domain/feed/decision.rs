@@ -337,6 +337,7 @@ mod tests {
 
     fn item(block: &str, global: bool, expires_at: Option<u64>, comment: Option<&str>) -> FeedItem {
         FeedItem {
+            added_at: None,
             block: FeedBlock::V4(Ipv4Range::parse(block).unwrap()),
             source: if global {
                 Source::Operator
@@ -351,6 +352,7 @@ mod tests {
     #[test]
     fn a_global_ipv6_block_is_a_range_decision_with_an_id_apart_from_personal_ones() {
         let global = |text: &str| FeedItem {
+            added_at: None,
             block: FeedBlock::V6Range(crate::domain::net::range::Ipv6Range::parse(text).unwrap()),
             source: Source::Operator,
             expires_at: None,
@@ -369,6 +371,7 @@ mod tests {
             ("Ip", "2a06:5280::1")
         );
         let personal = |text: &str| FeedItem {
+            added_at: None,
             block: FeedBlock::V6(
                 crate::domain::net::ipv6::PublicIpv6::from_addr(text.parse().unwrap()).unwrap(),
             ),
@@ -398,6 +401,7 @@ mod tests {
     #[test]
     fn an_ipv6_address_is_an_ip_decision_with_an_id_of_its_own_below_2_53() {
         let v6 = |text: &str| FeedItem {
+            added_at: None,
             block: FeedBlock::V6(
                 crate::domain::net::ipv6::PublicIpv6::from_addr(text.parse().unwrap()).unwrap(),
             ),

@@ -22,6 +22,9 @@ pub struct FeedItem {
     pub source: Source,
     pub expires_at: Option<UnixTime>,
     pub comment: Option<String>,
+    /// When the holder listed it, for the holder's own entries: what ranks
+    /// them when a feed is cut to what a device holds (`cap::Rank`).
+    pub added_at: Option<UnixTime>,
 }
 
 impl FeedItem {
@@ -35,14 +38,15 @@ impl FeedItem {
             source: Source::Personal,
             expires_at: entry.expires_at,
             comment: entry.comment,
+            added_at: Some(entry.added_at),
         }
     }
 }
 
 /// Whose a feed item is: the holder's own entry, or a block of the global list,
 /// the operator's or one the holders' reports promoted. Only a global block is
-/// ever promoted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// ever promoted. In the order a feed cut to what a device holds keeps them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Source {
     Personal,
     Operator,
@@ -279,6 +283,7 @@ pub fn global_item(block: FeedBlock) -> FeedItem {
         source: Source::Operator,
         expires_at: None,
         comment: None,
+        added_at: None,
     }
 }
 

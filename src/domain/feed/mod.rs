@@ -2,6 +2,7 @@
 //! decisions, and the feed tokens that open a feed.
 
 pub mod aggregate;
+pub mod cap;
 pub mod decision;
 pub mod feed_token;
 pub mod item;

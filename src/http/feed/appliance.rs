@@ -312,6 +312,7 @@ mod tests {
 
     fn item(block: &str, global: bool, expires_in: Option<u64>, comment: Option<&str>) -> FeedItem {
         FeedItem {
+            added_at: None,
             block: FeedBlock::V4(Ipv4Range::parse(block).unwrap()),
             source: if global {
                 Source::Operator
@@ -466,6 +467,7 @@ mod tests {
 
     fn ipv6_items() -> Vec<FeedItem> {
         let v6 = |text: &str, expires_in: Option<u64>| FeedItem {
+            added_at: None,
             block: FeedBlock::V6(PublicIpv6::from_addr(text.parse().unwrap()).unwrap()),
             source: Source::Personal,
             expires_at: expires_in.map(|s| NOW.plus(s)),
@@ -533,6 +535,7 @@ mod tests {
     fn an_ipv6_64_takes_the_place_of_the_addresses_inside_it_so_nft_sees_no_overlap() {
         let v6 = |text: &str| PublicIpv6::from_addr(text.parse().unwrap()).unwrap();
         let host = |text: &str| FeedItem {
+            added_at: None,
             block: FeedBlock::V6(v6(text)),
             source: Source::Personal,
             expires_at: None,
@@ -561,12 +564,14 @@ mod tests {
     fn a_global_ipv6_block_takes_the_place_of_the_entries_inside_it() {
         let v6 = |text: &str| PublicIpv6::from_addr(text.parse().unwrap()).unwrap();
         let host = |text: &str| FeedItem {
+            added_at: None,
             block: FeedBlock::V6(v6(text)),
             source: Source::Personal,
             expires_at: None,
             comment: None,
         };
         let global = |text: &str| FeedItem {
+            added_at: None,
             block: FeedBlock::V6Range(crate::domain::net::range::Ipv6Range::parse(text).unwrap()),
             source: Source::Operator,
             expires_at: None,

@@ -4,31 +4,29 @@
 
 use std::collections::VecDeque;
 
-use futures_util::future::LocalBoxFuture;
 use futures_util::stream::{self, Stream};
 use worker::console_error;
 
 use crate::domain::code::Coded;
-use crate::domain::feed::aggregate::{Aggregate, Merging};
+use crate::domain::feed::cap::{Cut, Rank};
 use crate::domain::feed::decision::{Decision, DecisionType, Filter};
-use crate::domain::feed::item::{
-    global_item, gone_item, FeedBlock, FeedItem, FeedRecord, Merge, Next, Source,
-};
+use crate::domain::feed::item::{global_item, gone_item, FeedBlock, FeedItem, FeedRecord, Source};
 use crate::domain::operator_lists::list::EntrySource;
-use crate::domain::precedence::{GlobalBlocks, Governor, PublishedLists};
+use crate::domain::precedence::Governor;
 use crate::domain::time::UnixTime;
 use crate::http::feed::appliance::ApplianceFile;
-use crate::objects::operator_lists::client::published::Promoted;
-use crate::objects::protocol::Pages;
+use crate::http::feed::items::{Items, ReadWhole};
 use crate::store::StoreError;
 
 /// What a feed's body holds: every item, or the changes after a cursor, or
 /// (a CrowdSec pull's renewal) the deletions after one and every item.
 pub enum Content {
-    /// `merged`: the items merged into the fewest blocks, as `aggregate=1` asks.
+    /// `merged`: the items are merged into the fewest blocks, as `aggregate=1`
+    /// asks; `cut`: the items kept of a feed cut to `maxItems`.
     Whole {
         reset: bool,
-        merged: Option<Merging>,
+        merged: bool,
+        cut: Option<Cut>,
     },
     Delta,
     /// Deleted: what changed and then every item; new: every item, read again
@@ -36,36 +34,19 @@ pub enum Content {
     Renewal(ReadWhole),
 }
 
-/// Reads the holder's whole list anew: a renewal's second pass.
-pub type ReadWhole =
-    Box<dyn Fn() -> LocalBoxFuture<'static, Result<Pages<FeedRecord>, StoreError>>>;
-
 /// How a feed's items are written. The JSON feed and CrowdSec's decisions say
-/// which global blocks the holders' reports promoted, from the promoted parts of
-/// the global list's version the feed reads (`promoted`, `None` when it reads
-/// the personal list only); text and the appliance files carry no such label.
+/// which global blocks the holders' reports promoted (where the items read the
+/// promoted parts); text and the appliance files carry no such label.
 pub enum Render {
     Text,
-    Json {
-        promoted: Option<Promoted>,
-    },
+    Json,
     /// CrowdSec's decisions, as a token's bouncer takes them.
     Decisions {
         kind: DecisionType,
         now: UnixTime,
         filter: Filter,
-        promoted: Option<Promoted>,
     },
     Appliance(ApplianceFile),
-}
-
-impl Render {
-    fn promoted(&self) -> Option<&Promoted> {
-        match self {
-            Self::Json { promoted } | Self::Decisions { promoted, .. } => promoted.as_ref(),
-            Self::Text | Self::Appliance(_) => None,
-        }
-    }
 }
 
 /// Where the writing is.
@@ -84,14 +65,7 @@ enum Stage {
 }
 
 struct Writer {
-    records: Pages<FeedRecord>,
-    lists: PublishedLists,
-    blocks: GlobalBlocks,
-    merge: Merge,
-    /// A whole feed's runs being merged, when it is asked merged.
-    aggregate: Option<Aggregate>,
-    /// The delta's records of the page read, not written yet.
-    read: VecDeque<FeedRecord>,
+    items: Items,
     /// The delta's global blocks to drop and to add, not written yet.
     global_deleted: VecDeque<FeedBlock>,
     global_added: VecDeque<FeedBlock>,
@@ -108,28 +82,17 @@ struct Writer {
 
 /// The body of a feed answer, as a stream of parts of at most `part_items` items.
 pub fn body(
-    records: Pages<FeedRecord>,
-    lists: PublishedLists,
+    items: Items,
     (deleted, added): (Vec<FeedBlock>, Vec<FeedBlock>),
     render: Render,
     content: Content,
     version: String,
     part_items: usize,
 ) -> impl Stream<Item = worker::Result<Vec<u8>>> {
-    let blocks = lists.challenged_blocks();
-    let aggregate = match content {
-        Content::Whole { merged, .. } => merged.map(Aggregate::new),
-        Content::Delta | Content::Renewal(_) => None,
-    };
     let writer = Writer {
-        aggregate,
+        items,
         global_deleted: deleted.into(),
         global_added: added.into(),
-        records,
-        lists,
-        blocks,
-        merge: Merge::default(),
-        read: VecDeque::new(),
         render,
         content,
         version,
@@ -169,8 +132,9 @@ impl Writer {
             }
             Stage::Items => {
                 for _ in 0..self.part_items {
-                    match self.next_item().await? {
-                        Some(item) => self.write(&mut text, &item),
+                    match self.items.next_item(!self.deleting).await? {
+                        Some(item) if self.keeps(&item) => self.write(&mut text, &item),
+                        Some(_) => {}
                         // A renewal's deletions end: every item again, as new.
                         None if self.deleting => {
                             self.announce_again(&mut text).await?;
@@ -186,10 +150,11 @@ impl Writer {
             Stage::Deleted => {
                 let mut count = 0;
                 while count < self.part_items {
-                    match self.next_record().await? {
+                    match self.items.next_record().await? {
                         Some(FeedRecord::Gone(ip)) => {
                             // A block of the global list's own stays in the feed as that.
-                            if self.lists.governor_of_entry(ip) != Governor::GlobalChallenge {
+                            if self.items.lists().governor_of_entry(ip) != Governor::GlobalChallenge
+                            {
                                 self.write(&mut text, &gone_item(ip));
                                 count += 1;
                             }
@@ -197,7 +162,7 @@ impl Writer {
                         listed => {
                             // The first entry to add belongs to the next array.
                             if let Some(record) = listed {
-                                self.read.push_front(record);
+                                self.items.put_back(record);
                             }
                             self.stage = Stage::DeletedGlobal;
                             break;
@@ -229,7 +194,7 @@ impl Writer {
                 for _ in 0..self.part_items {
                     match self.global_added.pop_front() {
                         Some(block) => {
-                            let item = self.labelled(global_item(block)).await?;
+                            let item = self.items.labelled(global_item(block)).await?;
                             self.write(&mut text, &item)
                         }
                         None => break,
@@ -242,9 +207,9 @@ impl Writer {
             Stage::New => {
                 let mut count = 0;
                 while count < self.part_items {
-                    match self.next_record().await? {
+                    match self.items.next_record().await? {
                         Some(FeedRecord::Listed(entry)) => {
-                            let governor = self.lists.governor_of_entry(entry.ip);
+                            let governor = self.items.lists().governor_of_entry(entry.ip);
                             if governor.challenges() {
                                 let mut item = FeedItem::personal(entry);
                                 // The global list holds it too: it stands as long as that does.
@@ -276,18 +241,6 @@ impl Writer {
         Ok(Some(text))
     }
 
-    async fn next_record(&mut self) -> Result<Option<FeedRecord>, StoreError> {
-        loop {
-            if let Some(record) = self.read.pop_front() {
-                return Ok(Some(record));
-            }
-            match self.records.next().await? {
-                Some(page) => self.read.extend(page),
-                None => return Ok(None),
-            }
-        }
-    }
-
     /// A renewal's second pass: every item once more, in `new`, from a second
     /// read of the holder's list and the global blocks from the start.
     async fn announce_again(&mut self, text: &mut String) -> Result<(), StoreError> {
@@ -297,124 +250,62 @@ impl Writer {
             ));
         };
         let whole = read_whole();
-        self.records = whole.await?;
-        self.read.clear();
-        self.merge = Merge::default();
-        self.blocks = self.lists.challenged_blocks();
+        self.items.restart(whole.await?);
         self.written = 0;
         self.deleting = false;
         text.push_str("],\"new\":[");
         Ok(())
     }
 
-    /// The next page of records: first what a delta's last stage read ahead.
-    async fn next_page(&mut self) -> Result<Option<Vec<FeedRecord>>, StoreError> {
-        if self.read.is_empty() {
-            self.records.next().await
-        } else {
-            Ok(Some(self.read.drain(..).collect()))
-        }
-    }
-
-    /// An item as the feed writes it: a global block to add says whose it is,
-    /// where the render says so (`Render::promoted`). A deletion names the
-    /// value alone, and is the global list's whoever listed it.
-    async fn labelled(&self, mut item: FeedItem) -> Result<FeedItem, StoreError> {
-        if let (Some(promoted), false) = (self.render.promoted(), self.deleting) {
-            promoted.label(&mut item).await?;
-        }
-        Ok(item)
-    }
-
-    /// The whole feed's next item, merged where it is asked merged.
-    async fn next_item(&mut self) -> Result<Option<FeedItem>, StoreError> {
-        let Some(mut aggregate) = self.aggregate.take() else {
-            return self.next_whole().await;
-        };
-        let next = loop {
-            if let Some(item) = aggregate.pop() {
-                break Ok(Some(item));
-            }
-            match self.next_whole().await {
-                Ok(Some(item)) => aggregate.push(item),
-                Ok(None) => {
-                    aggregate.finish();
-                    break Ok(aggregate.pop());
-                }
-                Err(fault) => break Err(fault),
-            }
-        };
-        self.aggregate = Some(aggregate);
-        next
-    }
-
-    /// The whole feed's next item in address order.
-    async fn next_whole(&mut self) -> Result<Option<FeedItem>, StoreError> {
-        loop {
-            match self.merge.step() {
-                Next::Item(item) => return self.labelled(item).await.map(Some),
-                Next::Done => return Ok(None),
-                Next::NeedPersonal => match self.next_page().await? {
-                    Some(page) => {
-                        let mut entries = Vec::with_capacity(page.len());
-                        for record in page {
-                            match record {
-                                // Whatever else holds it, the merge writes it once.
-                                FeedRecord::Listed(entry)
-                                    if self.lists.challenges_entry(entry.ip) =>
-                                {
-                                    entries.push(entry)
-                                }
-                                FeedRecord::Listed(_) => {}
-                                FeedRecord::Gone(ip) => {
-                                    return Err(StoreError::Corrupt(format!(
-                                        "a whole feed dropped {ip}"
-                                    )))
-                                }
-                            }
-                        }
-                        self.merge.push_personal(entries);
-                    }
-                    None => self.merge.finish_personal(),
-                },
-                Next::NeedGlobal => {
-                    let part: Vec<FeedBlock> = self.blocks.by_ref().take(self.part_items).collect();
-                    if part.is_empty() {
-                        self.merge.finish_global();
-                    }
-                    self.merge.push_global(part);
-                }
-            }
+    /// Whether a whole feed keeps the item: every item, unless it is cut.
+    fn keeps(&mut self, item: &FeedItem) -> bool {
+        match &mut self.content {
+            Content::Whole { cut: Some(cut), .. } if !self.deleting => cut.keeps(Rank::of(item)),
+            _ => true,
         }
     }
 
     fn head(&self) -> String {
         let version = &self.version;
-        match (&self.render, &self.content) {
-            (Render::Text, _) => format!("# greylist feed, version {version}\n"),
-            (Render::Appliance(file), _) => file.head(version),
-            // A merged feed has no cursor: a delta names addresses, which a
-            // merged block holds without the firewall knowing them apart.
-            (
-                Render::Json { .. },
-                &Content::Whole {
-                    merged: Some(_), ..
-                },
-            ) => {
-                format!("{{\"version\":\"{version}\",\"merged\":true,\"entries\":[")
+        let cut = match &self.content {
+            Content::Whole { cut, .. } => cut.as_ref(),
+            Content::Delta | Content::Renewal(_) => None,
+        };
+        // Text and the files say what a cut left out in a comment after their first line.
+        let commented = |mut head: String| {
+            if let Some(cut) = cut {
+                let at = head.find('\n').map_or(head.len(), |at| at + 1);
+                let line = format!(
+                    "# cut to maxItems {}: {} entries left out\n",
+                    cut.keep(),
+                    cut.left_out()
+                );
+                head.insert_str(at, &line);
             }
-            (
-                Render::Json { .. },
-                &Content::Whole {
-                    reset,
-                    merged: None,
-                },
-            ) => {
+            head
+        };
+        match (&self.render, &self.content) {
+            (Render::Text, _) => commented(format!("# greylist feed, version {version}\n")),
+            (Render::Appliance(file), _) => commented(file.head(version)),
+            (Render::Json, &Content::Whole { reset, merged, .. }) => {
                 let reset = if reset { "\"reset\":true," } else { "" };
-                format!("{{{reset}\"version\":\"{version}\",\"cursor\":\"{version}\",\"entries\":[")
+                let mut head = format!("{{{reset}\"version\":\"{version}\"");
+                if merged {
+                    head.push_str(",\"merged\":true");
+                }
+                match cut {
+                    Some(cut) => head.push_str(&format!(",\"leftOut\":{}", cut.left_out())),
+                    // A merged or cut feed has no cursor: a delta names addresses,
+                    // which a merged block holds without the firewall knowing them
+                    // apart, and it is the whole list's changes, not the cut's.
+                    None if !merged => head.push_str(&format!(",\"cursor\":\"{version}\"")),
+                    None => {}
+                }
+                head.push_str(",\"entries\":[");
+                head
             }
             // Keys in this order: the ipset agent reads the arrays by their neighbours.
-            (Render::Json { .. }, _) => format!("{{\"cursor\":\"{version}\",\"deleted\":["),
+            (Render::Json, _) => format!("{{\"cursor\":\"{version}\",\"deleted\":["),
             (Render::Decisions { .. }, Content::Whole { .. }) => {
                 "{\"deleted\":[],\"new\":[".to_owned()
             }
@@ -427,7 +318,7 @@ impl Writer {
             // The count closes the feed, so a cut transfer is told from a short list.
             Render::Text => format!("# end of feed, {} entries\n", self.written),
             Render::Appliance(file) => file.tail(),
-            Render::Json { .. } | Render::Decisions { .. } => "]}".to_owned(),
+            Render::Json | Render::Decisions { .. } => "]}".to_owned(),
         }
     }
 
@@ -441,7 +332,7 @@ impl Writer {
                 file.item(item, text);
                 return;
             }
-            Render::Json { .. } => {
+            Render::Json => {
                 if self.written > 0 {
                     text.push(',');
                 }
@@ -495,6 +386,7 @@ mod tests {
     fn json_items_carry_scope_expiry_and_comment() {
         let block = Ipv4Range::parse("8.8.8.8").unwrap();
         let listed = FeedItem {
+            added_at: None,
             block: FeedBlock::V4(block),
             source: Source::Personal,
             expires_at: Some(UnixTime(1_795_262_400)),
@@ -505,6 +397,7 @@ mod tests {
             json!({ "value": "8.8.8.8", "scope": "personal", "expiresAt": "2026-11-21T12:00:00Z", "comment": "scanner" })
         );
         let global = FeedItem {
+            added_at: None,
             block: FeedBlock::V4(Ipv4Range::parse("45.0.0.0/8").unwrap()),
             source: Source::Operator,
             expires_at: None,

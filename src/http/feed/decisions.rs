@@ -14,18 +14,17 @@ use crate::domain::net::address::{Ipv6, Listed, PublicIp};
 use crate::http::auth::caller::BouncerCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
-use crate::http::feed::body::{self as feed_body, Content, ReadWhole, Render};
+use crate::http::feed::body::{self as feed_body, Content, Render};
 use crate::http::feed::handlers::{
     global_changes, held_apart, operator_changes, operator_lists, user_agent, GlobalChanges,
     OperatorChanges,
 };
+use crate::http::feed::items::{read_again, Items};
 use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{Feed, FeedTokens, HolderProtocol, LiveLookup};
-use crate::objects::protocol::{Failure, Object};
-use crate::store::StoreError;
+use crate::objects::holder::protocol::{Feed, FeedTokens, LiveLookup};
 
 /// A pull's answer when another pull of its token moved the token's position
 /// while it was answered: a position is one bouncer's, and bouncers that share a
@@ -126,6 +125,7 @@ pub async fn stream(
             list: Default::default(),
             since: Some(position),
             aggregate: false,
+            max_items: None,
         };
         let lists = operator_lists.lists();
         changes = operator_changes(env, &since, lists, settings.objects.freshness, now).await?;
@@ -151,7 +151,8 @@ pub async fn stream(
         FeedHead::Whole { .. } => (
             Content::Whole {
                 reset: false,
-                merged: None,
+                merged: false,
+                cut: None,
             },
             GlobalChanges::default(),
         ),
@@ -166,12 +167,17 @@ pub async fn stream(
         kind: start.decision,
         now: now.unix(),
         filter: query.filter,
-        promoted,
     };
     let published = published.and_own_allow(start.own_allow.intervals());
-    let body = feed_body::body(
+    let items = Items::new(
         records,
         published,
+        None,
+        promoted,
+        settings.objects.page_entries,
+    );
+    let body = feed_body::body(
+        items,
         blocks.blocks(),
         render,
         content,
@@ -181,26 +187,6 @@ pub async fn stream(
     let response = Response::from_stream(body)?;
     response.headers().set("Content-Type", "application/json")?;
     Ok(Reply::Built(response))
-}
-
-/// A renewal's second read of the holder's list: the whole of it, as of now.
-/// A change between the two reads is the next pull's.
-fn read_again(object: Object<HolderProtocol>) -> ReadWhole {
-    Box::new(move || {
-        let object = object.clone();
-        Box::pin(async move {
-            let (_, pages) = object
-                .ask_stream(Feed::default())
-                .await
-                .map_err(|failure| match failure {
-                    Failure::Fault(fault) => fault,
-                    Failure::Refused(refusal) => StoreError::Object(format!(
-                        "a renewal's second read was refused: {refusal:?}"
-                    )),
-                })?;
-            Ok(pages)
-        })
-    })
 }
 
 /// `HEAD /v1/decisions/stream`: 200 when the key opens the stream, as the

@@ -31,6 +31,7 @@ use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::feed::appliance::ApplianceFile;
 use crate::http::feed::body::{self as feed_body, Content, Render};
+use crate::http::feed::items::{read_again, Items};
 use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::form;
@@ -45,10 +46,12 @@ use crate::store::operator_lists::snapshots::{self, Versioned};
 use crate::store::{licenses, StoreError};
 
 /// `GET /api/greylistFeed`: the whole feed as text, JSON or an appliance's
-/// file (merged into the fewest blocks with `aggregate`), or (JSON with
-/// `since`) the changes after a cursor. Costs one call to the holder's object,
-/// whose records stream through as they come; with the current `If-None-Match`
-/// it answers 304 and sends nothing else.
+/// file (merged into the fewest blocks with `aggregate`, cut to the most
+/// relevant `maxItems`), or (JSON with `since`) the changes after a cursor.
+/// Costs one call to the holder's object, whose records stream through as they
+/// come; with the current `If-None-Match` it answers 304 and sends nothing
+/// else. A cut feed reads the holder's list once more to count it first (twice
+/// when the cut falls among own entries listed within the same few hours).
 pub async fn feed(
     cx: &RequestContext,
     req: Request,
@@ -116,7 +119,7 @@ pub async fn feed(
         global: &global,
         allow: &allow,
     };
-    let (content, changes) = match (start.head, changes) {
+    let (mut content, changes) = match (start.head, changes) {
         (FeedHead::Unchanged { .. }, _) => {
             let response = Response::empty()?.with_status(304);
             response.headers().set("ETag", &query.etag(version))?;
@@ -130,12 +133,14 @@ pub async fn feed(
                     (start, records) = object
                         .ask_stream(ask(None, None, Vec::new(), AllowMoves::default()))
                         .await?;
-                    // Never merged: a delta was asked for, which `aggregate` refuses.
-                    let merged = None;
+                    // Never merged nor cut: a delta was asked for, which
+                    // `aggregate` and `maxItems` refuse.
+                    let (merged, cut) = (false, None);
                     (
                         Content::Whole {
                             reset: true,
                             merged,
+                            cut,
                         },
                         GlobalChanges::default(),
                     )
@@ -146,7 +151,8 @@ pub async fn feed(
         (FeedHead::Whole { .. }, _) => (
             Content::Whole {
                 reset: query.since.is_some(),
-                merged: query.merging(),
+                merged: query.aggregate,
+                cut: None,
             },
             GlobalChanges::default(),
         ),
@@ -166,13 +172,27 @@ pub async fn feed(
             )),
             "text/plain; charset=utf-8",
         ),
-        None if query.format == Format::Json => (Render::Json { promoted }, "application/json"),
+        None if query.format == Format::Json => (Render::Json, "application/json"),
         None => (Render::Text, "text/plain; charset=utf-8"),
     };
     let published = snapshots::published(global, allow).and_own_allow(start.own_allow.intervals());
-    let body = feed_body::body(
+    // The JSON feed says which global blocks were promoted; a cut ranks them.
+    let labels = query.format == Format::Json || query.max_items.is_some();
+    let mut items = Items::new(
         records,
         published,
+        query.merging(),
+        promoted.filter(|_| labels),
+        settings.objects.page_entries,
+    );
+    let mut left_out = None;
+    if let (Content::Whole { cut, .. }, Some(keep)) = (&mut content, query.max_items) {
+        let counted = items.cut(keep, &read_again(object)).await?;
+        left_out = Some(counted.left_out());
+        *cut = Some(counted);
+    }
+    let body = feed_body::body(
+        items,
         changes.blocks(),
         render,
         content,
@@ -182,6 +202,11 @@ pub async fn feed(
     let response = Response::from_stream(body)?;
     response.headers().set("Content-Type", content_type)?;
     response.headers().set("ETag", &query.etag(version))?;
+    if let Some(left_out) = left_out {
+        response
+            .headers()
+            .set("X-Greylist-Left-Out", &left_out.to_string())?;
+    }
     Ok(Reply::Built(response))
 }
 

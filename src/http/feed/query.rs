@@ -3,6 +3,7 @@
 
 use crate::domain::code::Coded;
 use crate::domain::feed::aggregate::Merging;
+use crate::domain::feed::cap::MAX_ITEMS;
 use crate::domain::feed::feed_token::Scope;
 use crate::domain::feed::item::FeedVersion;
 use crate::http::feed::appliance::{Appliance, ListName};
@@ -57,6 +58,9 @@ pub struct FeedQuery {
     pub since: Option<FeedVersion>,
     /// The items merged into the fewest CIDR blocks (`aggregate=1`): a whole feed only.
     pub aggregate: bool,
+    /// The most items the feed carries (`maxItems`), the most relevant ones
+    /// (`cap::Rank`): a whole feed only.
+    pub max_items: Option<u64>,
 }
 
 impl FeedQuery {
@@ -67,6 +71,7 @@ impl FeedQuery {
             list: ListName::default(),
             since: None,
             aggregate: false,
+            max_items: None,
         };
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
             match key.as_ref() {
@@ -98,6 +103,15 @@ impl FeedQuery {
                         }
                     }
                 }
+                "maxItems" => {
+                    let max = value
+                        .parse()
+                        .ok()
+                        .filter(|max| (1..=MAX_ITEMS).contains(max));
+                    parsed.max_items = Some(max.ok_or_else(|| {
+                        format!("maxItems is a whole number from 1 to {MAX_ITEMS}, not {value:?}")
+                    })?);
+                }
                 _ => {}
             }
         }
@@ -106,6 +120,9 @@ impl FeedQuery {
         }
         if parsed.since.is_some() && parsed.aggregate {
             return Err("aggregate merges a whole feed: pull it without since".to_owned());
+        }
+        if parsed.since.is_some() && parsed.max_items.is_some() {
+            return Err("maxItems cuts a whole feed: pull it without since".to_owned());
         }
         Ok(parsed)
     }
@@ -148,12 +165,15 @@ impl FeedQuery {
     /// The `ETag` of the answer this query gets at `version`.
     pub fn etag(&self, version: FeedVersion) -> String {
         let scope = self.scope.code();
-        // A merged feed is another answer at the same version; `+` is in no
-        // format's code nor any list's name, so no other answer's tag is this.
-        let format = match self.aggregate {
-            true => format!("{}+merged", self.format.code()),
-            false => self.format.code().to_owned(),
-        };
+        // A merged or cut feed is another answer at the same version; `+` is in
+        // no format's code nor any list's name, so no other answer's tag is this.
+        let mut format = self.format.code().to_owned();
+        if self.aggregate {
+            format.push_str("+merged");
+        }
+        if let Some(max) = self.max_items {
+            format.push_str(&format!("+max{max}"));
+        }
         match (self.since, self.format.appliance()) {
             (Some(since), _) => format!("\"{scope}-delta-{since}-{version}\""),
             (None, None) => format!("\"{scope}-{format}-{version}\""),
@@ -289,6 +309,50 @@ mod tests {
             FeedQuery::parse("").unwrap().known_changes(&tag, 0, 0),
             None
         );
+    }
+
+    #[test]
+    fn max_items_cuts_a_whole_feed_within_its_bounds_and_is_its_own_answer() {
+        assert_eq!(FeedQuery::parse("").unwrap().max_items, None);
+        for (query, max) in [
+            ("maxItems=1", 1),
+            ("maxItems=10000000&format=ipset", 10_000_000),
+        ] {
+            assert_eq!(
+                FeedQuery::parse(query).unwrap().max_items,
+                Some(max),
+                "{query}"
+            );
+        }
+        for bad in ["0", "10000001", "-1", "1.5", "ten", ""] {
+            let refused = FeedQuery::parse(&format!("maxItems={bad}")).unwrap_err();
+            assert_eq!(
+                refused,
+                format!("maxItems is a whole number from 1 to 10000000, not {bad:?}")
+            );
+        }
+        assert_eq!(
+            FeedQuery::parse("format=json&since=1.0.0&maxItems=5").unwrap_err(),
+            "maxItems cuts a whole feed: pull it without since"
+        );
+        let version = FeedVersion {
+            changes: 3,
+            global: 0,
+            allow: 0,
+        };
+        let tags: Vec<String> = ["", "maxItems=5", "maxItems=6", "maxItems=5&aggregate=1"]
+            .iter()
+            .map(|query| FeedQuery::parse(query).unwrap().etag(version))
+            .collect();
+        for (i, tag) in tags.iter().enumerate() {
+            assert!(
+                !tags[..i].contains(tag),
+                "two answers share the tag {tag}: a cut feed's tag names its cut"
+            );
+        }
+        let cut = FeedQuery::parse("maxItems=5").unwrap();
+        assert_eq!(cut.known_changes(&tags[1], 0, 0), Some(3));
+        assert_eq!(cut.known_changes(&tags[2], 0, 0), None);
     }
 
     #[test]
