@@ -1,7 +1,12 @@
 //! `maxItems`: a whole feed cut to what a device holds keeps the most relevant
 //! items (the holder's own, newest first, then what the network promoted,
 //! then the operator's), says how many it left out, in every format, and the
-//! appliance files that carry it still load in the real `ipset` and `nft`.
+//! appliance files that carry it still load in the real `ipset` and `nft`; a
+//! cut feed's deltas keep an agent's set equal to a whole pull at every step.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
 
 use super::appliances::in_namespace;
 use super::helpers::{Server, TestApp};
@@ -89,8 +94,7 @@ fn a_cut_feed_keeps_the_newest_own_entries_then_the_promoted_then_the_operators(
         );
     }
 
-    // JSON agrees, says what it left out, and has no cursor: a delta is the
-    // whole list's changes, not the cut's.
+    // JSON agrees and says what it left out.
     let json = app.feed("scope=all&format=json&maxItems=4");
     assert_eq!(json.header("x-greylist-left-out"), Some("2"));
     let json = json.json();
@@ -100,9 +104,10 @@ fn a_cut_feed_keeps_the_newest_own_entries_then_the_promoted_then_the_operators(
         "the JSON feed does not agree with the text one: {json}"
     );
     assert_eq!(json["leftOut"], 2, "{json}");
+    let cursor = json["cursor"].as_str().unwrap_or_default();
     assert!(
-        json.get("cursor").is_none(),
-        "a cut feed has no cursor: {json}"
+        cursor.starts_with(&format!("{}.p", json["version"].as_str().unwrap())),
+        "a cut feed's cursor says its cut reached into the promoted blocks: {json}"
     );
     assert_eq!(json["entries"][3]["source"], "promoted", "{json}");
 
@@ -169,8 +174,186 @@ fn a_cut_feed_keeps_the_newest_own_entries_then_the_promoted_then_the_operators(
     assert!(!named("31.13.70.1"), "{listed}");
 }
 
+/// An agent of the JSON feed cut to `max`: its set and its cursor.
+struct Agent<'a> {
+    app: &'a TestApp,
+    max: usize,
+    held: BTreeSet<String>,
+    cursor: String,
+}
+
+impl<'a> Agent<'a> {
+    /// Loads the whole cut feed.
+    fn start(app: &'a TestApp, max: usize) -> Self {
+        let whole = app.feed_json(&format!("scope=all&format=json&maxItems={max}"));
+        Self {
+            app,
+            max,
+            held: values(&whole).into_iter().map(String::from).collect(),
+            cursor: whole["cursor"]
+                .as_str()
+                .expect("a cut feed's cursor")
+                .to_owned(),
+        }
+    }
+
+    /// Pulls the changes since its cursor and applies them: deletes what
+    /// `deleted` names, then adds what `new` names. Answers the delta.
+    fn pull(&mut self) -> Value {
+        let delta = self.app.feed_json(&format!(
+            "scope=all&format=json&maxItems={}&since={}",
+            self.max, self.cursor
+        ));
+        assert!(
+            delta.get("reset").is_none(),
+            "a cut delta answered whole: {delta}"
+        );
+        for gone in delta["deleted"].as_array().unwrap() {
+            self.held.remove(gone["value"].as_str().unwrap());
+        }
+        for new in delta["new"].as_array().unwrap() {
+            self.held.insert(new["value"].as_str().unwrap().to_owned());
+        }
+        self.cursor = delta["cursor"].as_str().unwrap().to_owned();
+        delta
+    }
+
+    /// Whether it holds what a whole pull gives now.
+    fn holds_a_whole_pull(&self, step: &str) {
+        let whole = self
+            .app
+            .feed_json(&format!("scope=all&format=json&maxItems={}", self.max));
+        let whole: BTreeSet<String> = values(&whole).into_iter().map(String::from).collect();
+        assert_eq!(
+            self.held, whole,
+            "{step}: an agent that applied every cut delta does not hold what a whole pull gives"
+        );
+    }
+}
+
+/// The values a delta's array names.
+fn named(delta: &Value, array: &str) -> Vec<String> {
+    let mut names: Vec<String> = delta[array]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["value"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[test]
-fn max_items_is_refused_with_why_outside_its_bounds_and_with_since() {
+fn a_cut_feeds_deltas_push_the_oldest_out_and_let_it_back_in() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    assert_eq!(server.edit_global_list(&["45.9.9.9"], &[]).status, 200);
+    for ip in ["31.13.71.1", "31.13.71.2", "31.13.71.3"] {
+        assert_eq!(app.add(ip), format!("[{ip}] has been added to greylist"));
+        server.advance(100);
+    }
+    let mut agent = Agent::start(&app, 3);
+    assert_eq!(
+        agent.held.iter().collect::<Vec<_>>(),
+        ["31.13.71.1", "31.13.71.2", "31.13.71.3"]
+    );
+
+    // A newer entry pushes the oldest out, in the next delta.
+    assert_eq!(
+        app.add("31.13.71.9"),
+        "[31.13.71.9] has been added to greylist"
+    );
+    server.advance(100);
+    let delta = agent.pull();
+    assert_eq!(
+        (named(&delta, "deleted"), named(&delta, "new")),
+        (vec!["31.13.71.1".to_owned()], vec!["31.13.71.9".to_owned()]),
+        "the newest entry in, the oldest out: {delta}"
+    );
+    agent.holds_a_whole_pull("a newer entry");
+
+    // Its removal lets the oldest back in.
+    assert_eq!(
+        app.remove("31.13.71.9"),
+        "[31.13.71.9] has been removed from greylist"
+    );
+    let delta = agent.pull();
+    assert_eq!(
+        named(&delta, "new"),
+        ["31.13.71.1"],
+        "room lets the oldest back in: {delta}"
+    );
+    agent.holds_a_whole_pull("a removal");
+
+    // Nothing changed: nothing moves.
+    let delta = agent.pull();
+    assert_eq!(
+        (named(&delta, "deleted"), named(&delta, "new")),
+        (vec![], vec![])
+    );
+
+    // A series of changes of every kind, the agent equal to a whole pull after each.
+    let steps: [(&str, &dyn Fn()); 6] = [
+        ("two adds", &|| {
+            for ip in ["31.13.71.20", "31.13.71.21"] {
+                app.add(ip);
+            }
+            server.advance(50);
+        }),
+        ("a global edit", &|| {
+            server.edit_global_list(&["45.9.8.0/24"], &["45.9.9.9"]);
+        }),
+        ("removals", &|| {
+            app.remove("31.13.71.20");
+            app.remove("31.13.71.2");
+        }),
+        ("a promotion", &|| {
+            server.promote(&["45.9.7.7"], &[]);
+        }),
+        ("an expiring entry", &|| {
+            app.add_with(&[("ip", "31.13.71.30"), ("ttl", "60")]);
+            server.advance(30);
+        }),
+        ("its expiry", &|| server.advance(61)),
+    ];
+    for (step, change) in steps {
+        change();
+        agent.pull();
+        agent.holds_a_whole_pull(step);
+    }
+}
+
+#[test]
+fn a_cursor_of_another_cut_is_answered_whole() {
+    let app = TestApp::new();
+    app.add("31.13.72.1");
+    let plain = app.feed_json("format=json")["cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cut = app.feed_json("format=json&maxItems=5")["cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(
+        plain, cut,
+        "a cut feed's cursor says how far its cut reached"
+    );
+    for query in [
+        format!("format=json&maxItems=5&since={plain}"),
+        format!("format=json&since={cut}"),
+    ] {
+        let answer = app.feed_json(&query);
+        assert_eq!(
+            answer["reset"], true,
+            "a cursor of another cut was answered as a delta: {query}: {answer}"
+        );
+        assert_eq!(values(&answer), ["31.13.72.1"], "{query}");
+    }
+}
+
+#[test]
+fn max_items_is_refused_with_why_outside_its_bounds() {
     let app = TestApp::new();
     for bad in ["0", "10000001", "all"] {
         let refused = app.feed(&format!("maxItems={bad}"));
@@ -185,16 +368,4 @@ fn max_items_is_refused_with_why_outside_its_bounds_and_with_since() {
             )
         );
     }
-    let cursor = app.feed_json("format=json")["cursor"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let delta = app.feed(&format!("format=json&since={cursor}&maxItems=5"));
-    assert_eq!(
-        (delta.status, delta.body.as_str()),
-        (
-            400,
-            "Bad request: maxItems cuts a whole feed: pull it without since"
-        )
-    );
 }

@@ -49,8 +49,8 @@ impl FeedItem {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Source {
     Personal,
-    Operator,
     Promoted,
+    Operator,
 }
 
 impl Source {

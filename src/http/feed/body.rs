@@ -8,7 +8,7 @@ use futures_util::stream::{self, Stream};
 use worker::console_error;
 
 use crate::domain::code::Coded;
-use crate::domain::feed::cap::{Cut, Rank};
+use crate::domain::feed::cap::{Cut, Key, Shift};
 use crate::domain::feed::decision::{Decision, DecisionType, Filter};
 use crate::domain::feed::item::{global_item, gone_item, FeedBlock, FeedItem, FeedRecord, Source};
 use crate::domain::operator_lists::list::EntrySource;
@@ -16,6 +16,7 @@ use crate::domain::precedence::Governor;
 use crate::domain::time::UnixTime;
 use crate::http::feed::appliance::ApplianceFile;
 use crate::http::feed::items::{Items, ReadWhole};
+use crate::http::feed::query::CursorCut;
 use crate::store::StoreError;
 
 /// What a feed's body holds: every item, or the changes after a cursor, or
@@ -28,10 +29,18 @@ pub enum Content {
         merged: bool,
         cut: Option<Cut>,
     },
-    Delta,
+    /// `cut`: how a cut feed's cut moved since the cursor.
+    Delta { cut: Option<Box<DeltaCut>> },
     /// Deleted: what changed and then every item; new: every item, read again
     /// by the reader it carries.
     Renewal(ReadWhole),
+}
+
+/// How a cut feed's delta moves its cut: the whole feed's items (`whole`),
+/// read once more where the cut moved, for what it pushed out or let in.
+pub struct DeltaCut {
+    pub shift: Shift,
+    pub whole: Items,
 }
 
 /// How a feed's items are written. The JSON feed and CrowdSec's decisions say
@@ -58,8 +67,11 @@ enum Stage {
     /// the entries to add (likewise).
     Deleted,
     DeletedGlobal,
+    /// A cut delta: what the cut pushed out, or what room let in.
+    DeletedMoved,
     New,
     NewGlobal,
+    NewMoved,
     Tail,
     Done,
 }
@@ -124,7 +136,7 @@ impl Writer {
                 text = self.head();
                 self.stage = match self.content {
                     Content::Whole { .. } => Stage::Items,
-                    Content::Delta | Content::Renewal(_) => {
+                    Content::Delta { .. } | Content::Renewal(_) => {
                         self.deleting = true;
                         Stage::Deleted
                     }
@@ -178,16 +190,35 @@ impl Writer {
                     }
                 }
                 if self.global_deleted.is_empty() {
-                    if matches!(self.content, Content::Renewal(_)) {
+                    self.stage = match &self.content {
                         // Then every item, deleted too, so that it is taken anew.
-                        self.stage = Stage::Items;
-                    } else {
-                        // The first entry to add belongs to the next array.
-                        self.written = 0;
-                        self.deleting = false;
-                        text.push_str("],\"new\":[");
-                        self.stage = Stage::New;
-                    }
+                        Content::Renewal(_) => Stage::Items,
+                        Content::Delta { cut: Some(cut) } if cut.shift.to < cut.shift.from => {
+                            Stage::DeletedMoved
+                        }
+                        _ => self.open_new(&mut text),
+                    };
+                }
+            }
+            Stage::DeletedMoved | Stage::NewMoved => {
+                let Content::Delta { cut } = &mut self.content else {
+                    return Err(StoreError::Corrupt(
+                        "only a cut delta moves its cut".to_owned(),
+                    ));
+                };
+                // Held apart while its items are written.
+                let Some(mut moved) = cut.take() else {
+                    return Err(StoreError::Corrupt(
+                        "only a cut delta moves its cut".to_owned(),
+                    ));
+                };
+                let ended = self.moved(&mut moved, &mut text).await;
+                self.content = Content::Delta { cut: Some(moved) };
+                if ended? {
+                    self.stage = match self.stage {
+                        Stage::DeletedMoved => self.open_new(&mut text),
+                        _ => Stage::Tail,
+                    };
                 }
             }
             Stage::NewGlobal => {
@@ -195,13 +226,20 @@ impl Writer {
                     match self.global_added.pop_front() {
                         Some(block) => {
                             let item = self.items.labelled(global_item(block)).await?;
-                            self.write(&mut text, &item)
+                            if self.sends_new(&item) {
+                                self.write(&mut text, &item)
+                            }
                         }
                         None => break,
                     }
                 }
                 if self.global_added.is_empty() {
-                    self.stage = Stage::Tail;
+                    self.stage = match &self.content {
+                        Content::Delta { cut: Some(cut) } if cut.shift.from < cut.shift.to => {
+                            Stage::NewMoved
+                        }
+                        _ => Stage::Tail,
+                    };
                 }
             }
             Stage::New => {
@@ -210,8 +248,8 @@ impl Writer {
                     match self.items.next_record().await? {
                         Some(FeedRecord::Listed(entry)) => {
                             let governor = self.items.lists().governor_of_entry(entry.ip);
-                            if governor.challenges() {
-                                let mut item = FeedItem::personal(entry);
+                            let mut item = FeedItem::personal(entry);
+                            if governor.challenges() && self.sends_new(&item) {
                                 // The global list holds it too: it stands as long as that does.
                                 if governor == Governor::GlobalChallenge {
                                     item.expires_at = None;
@@ -257,10 +295,56 @@ impl Writer {
         Ok(())
     }
 
+    /// A part of what a cut delta's cut pushed out (while deleting) or let in;
+    /// whether the whole feed's items have ended.
+    async fn moved(&mut self, moved: &mut DeltaCut, text: &mut String) -> Result<bool, StoreError> {
+        for _ in 0..self.part_items {
+            let Some(item) = moved.whole.next_item(true).await? else {
+                return Ok(true);
+            };
+            let key = Key::of(&item);
+            if self.deleting && moved.shift.pushes_out(key) {
+                // A deletion names the value alone, the global list's whoever
+                // listed it.
+                let source = match item.source {
+                    Source::Personal => Source::Personal,
+                    Source::Promoted | Source::Operator => Source::Operator,
+                };
+                let gone = FeedItem {
+                    source,
+                    expires_at: None,
+                    comment: None,
+                    ..item
+                };
+                self.write(text, &gone);
+            } else if !self.deleting && moved.shift.lets_in(key) {
+                self.write(text, &item);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Opens a delta's array of items to add: the first belongs to it.
+    fn open_new(&mut self, text: &mut String) -> Stage {
+        self.written = 0;
+        self.deleting = false;
+        text.push_str("],\"new\":[");
+        Stage::New
+    }
+
+    /// Whether a delta adds an item that changed: every one, unless the feed
+    /// is cut.
+    fn sends_new(&self, item: &FeedItem) -> bool {
+        match &self.content {
+            Content::Delta { cut: Some(cut) } => cut.shift.sends_new(Key::of(item)),
+            _ => true,
+        }
+    }
+
     /// Whether a whole feed keeps the item: every item, unless it is cut.
     fn keeps(&mut self, item: &FeedItem) -> bool {
         match &mut self.content {
-            Content::Whole { cut: Some(cut), .. } if !self.deleting => cut.keeps(Rank::of(item)),
+            Content::Whole { cut: Some(cut), .. } if !self.deleting => cut.keeps(Key::of(item)),
             _ => true,
         }
     }
@@ -269,7 +353,7 @@ impl Writer {
         let version = &self.version;
         let cut = match &self.content {
             Content::Whole { cut, .. } => cut.as_ref(),
-            Content::Delta | Content::Renewal(_) => None,
+            Content::Delta { .. } | Content::Renewal(_) => None,
         };
         // Text and the files say what a cut left out in a comment after their first line.
         let commented = |mut head: String| {
@@ -295,9 +379,9 @@ impl Writer {
                 }
                 match cut {
                     Some(cut) => head.push_str(&format!(",\"leftOut\":{}", cut.left_out())),
-                    // A merged or cut feed has no cursor: a delta names addresses,
-                    // which a merged block holds without the firewall knowing them
-                    // apart, and it is the whole list's changes, not the cut's.
+                    // A merged feed has no cursor: a delta names addresses, which
+                    // a merged block holds without the firewall knowing them
+                    // apart. A cut feed's comes last (`tail`).
                     None if !merged => head.push_str(&format!(",\"cursor\":\"{version}\"")),
                     None => {}
                 }
@@ -318,7 +402,20 @@ impl Writer {
             // The count closes the feed, so a cut transfer is told from a short list.
             Render::Text => format!("# end of feed, {} entries\n", self.written),
             Render::Appliance(file) => file.tail(),
-            Render::Json | Render::Decisions { .. } => "]}".to_owned(),
+            // A cut feed's cursor says how far its cut reached, known once
+            // every item is weighed; a merged feed has none.
+            Render::Json => match &self.content {
+                Content::Whole {
+                    cut: Some(cut),
+                    merged: false,
+                    ..
+                } => {
+                    let cut = CursorCut::of(cut.bound());
+                    format!("],\"cursor\":\"{}{cut}\"}}", self.version)
+                }
+                _ => "]}".to_owned(),
+            },
+            Render::Decisions { .. } => "]}".to_owned(),
         }
     }
 

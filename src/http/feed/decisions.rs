@@ -20,7 +20,7 @@ use crate::http::feed::handlers::{
     OperatorChanges,
 };
 use crate::http::feed::items::{read_again, Items};
-use crate::http::feed::query::{FeedQuery, Format};
+use crate::http::feed::query::{CursorCut, FeedQuery, Format};
 use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
@@ -124,6 +124,7 @@ pub async fn stream(
             format: Format::Json,
             list: Default::default(),
             since: Some(position),
+            since_cut: CursorCut::Whole,
             aggregate: false,
             max_items: None,
         };
@@ -156,7 +157,7 @@ pub async fn stream(
             },
             GlobalChanges::default(),
         ),
-        FeedHead::Delta { .. } => (Content::Delta, held_apart(&start, blocks)),
+        FeedHead::Delta { .. } => (Content::Delta { cut: None }, held_apart(&start, blocks)),
         FeedHead::Renewal { .. } => (
             Content::Renewal(read_again(object)),
             held_apart(&start, blocks),

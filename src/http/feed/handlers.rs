@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use worker::{Env, Request, Response};
 
 use crate::domain::code::Coded;
+use crate::domain::feed::cap::Shift;
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::{
     self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, PullClient, Scope,
@@ -30,9 +31,9 @@ use crate::http::auth::caller::{FeedCaller, HolderCaller};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::feed::appliance::ApplianceFile;
-use crate::http::feed::body::{self as feed_body, Content, Render};
+use crate::http::feed::body::{self as feed_body, Content, DeltaCut, Render};
 use crate::http::feed::items::{read_again, Items};
-use crate::http::feed::query::{FeedQuery, Format};
+use crate::http::feed::query::{CursorCut, FeedQuery, Format};
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
@@ -51,7 +52,9 @@ use crate::store::{licenses, StoreError};
 /// Costs one call to the holder's object, whose records stream through as they
 /// come; with the current `If-None-Match` it answers 304 and sends nothing
 /// else. A cut feed reads the holder's list once more to count it first (twice
-/// when the cut falls among own entries listed within the same few hours).
+/// when the cut falls among own entries listed within the same few hours); a
+/// cut delta reads it whole to count, to find how far the cut reaches, and
+/// where the cut moved, for what it pushed out or let in.
 pub async fn feed(
     cx: &RequestContext,
     req: Request,
@@ -119,7 +122,7 @@ pub async fn feed(
         global: &global,
         allow: &allow,
     };
-    let (mut content, changes) = match (start.head, changes) {
+    let (mut content, mut changes) = match (start.head, changes) {
         (FeedHead::Unchanged { .. }, _) => {
             let response = Response::empty()?.with_status(304);
             response.headers().set("ETag", &query.etag(version))?;
@@ -127,20 +130,19 @@ pub async fn feed(
         }
         (FeedHead::Delta { .. }, changes) => {
             match global_changes(lists, changes, &start.own_allow) {
-                Some(blocks) => (Content::Delta, held_apart(&start, blocks)),
+                Some(blocks) => (Content::Delta { cut: None }, held_apart(&start, blocks)),
                 // Too much to work out: the whole feed again, as for a cursor too old.
                 None => {
                     (start, records) = object
                         .ask_stream(ask(None, None, Vec::new(), AllowMoves::default()))
                         .await?;
-                    // Never merged nor cut: a delta was asked for, which
-                    // `aggregate` and `maxItems` refuse.
-                    let (merged, cut) = (false, None);
+                    // Never merged: a delta was asked for, which `aggregate`
+                    // refuses. Cut below, as every whole feed `maxItems` asks cut.
                     (
                         Content::Whole {
                             reset: true,
-                            merged,
-                            cut,
+                            merged: false,
+                            cut: None,
                         },
                         GlobalChanges::default(),
                     )
@@ -175,30 +177,69 @@ pub async fn feed(
         None if query.format == Format::Json => (Render::Json, "application/json"),
         None => (Render::Text, "text/plain; charset=utf-8"),
     };
-    let published = snapshots::published(global, allow).and_own_allow(start.own_allow.intervals());
+    let published = snapshots::published(global, allow);
     // The JSON feed says which global blocks were promoted; a cut ranks them.
     let labels = query.format == Format::Json || query.max_items.is_some();
+    let promoted = promoted.filter(|_| labels);
+    let page = settings.objects.page_entries;
+    let own_allow = start.own_allow.intervals();
     let mut items = Items::new(
         records,
-        published,
+        published.and_own_allow(own_allow.clone()),
         query.merging(),
-        promoted.filter(|_| labels),
-        settings.objects.page_entries,
+        promoted.clone(),
+        page,
     );
     let mut left_out = None;
-    if let (Content::Whole { cut, .. }, Some(keep)) = (&mut content, query.max_items) {
-        let counted = items.cut(keep, &read_again(object)).await?;
-        left_out = Some(counted.left_out());
-        *cut = Some(counted);
+    let again = read_again(object);
+    match (&mut content, query.max_items, query.since_cut) {
+        (Content::Whole { cut, .. }, Some(keep), _) => {
+            let counted = items.cut(keep, &again).await?;
+            left_out = Some(counted.left_out());
+            *cut = Some(counted);
+        }
+        // A cut delta: how far the cut reaches now, beside the changes.
+        (Content::Delta { cut }, Some(keep), CursorCut::Bound(from)) => {
+            let lists = published.and_own_allow(own_allow);
+            let mut whole = Items::new(again().await?, lists, None, promoted, page);
+            let (to, left) = whole.bound(keep, &again).await?;
+            left_out = Some(left);
+            match to {
+                Some(to) => {
+                    // What the cut pushed out or let in is read once more.
+                    if to != from {
+                        whole.restart(again().await?);
+                    }
+                    *cut = Some(Box::new(DeltaCut {
+                        shift: Shift { from, to },
+                        whole,
+                    }))
+                }
+                // The list changed as it was read: the whole feed, cut.
+                None => {
+                    whole.restart(again().await?);
+                    let counted = whole.cut(keep, &again).await?;
+                    left_out = Some(counted.left_out());
+                    content = Content::Whole {
+                        reset: true,
+                        merged: false,
+                        cut: Some(counted),
+                    };
+                    items = whole;
+                    changes = GlobalChanges::default();
+                }
+            }
+        }
+        _ => {}
     }
-    let body = feed_body::body(
-        items,
-        changes.blocks(),
-        render,
-        content,
-        version.to_string(),
-        settings.objects.page_entries,
-    );
+    // A cut delta's cursor says how far its cut reaches now.
+    let version_text = match &content {
+        Content::Delta { cut: Some(cut) } => {
+            format!("{version}{}", CursorCut::Bound(cut.shift.to))
+        }
+        _ => version.to_string(),
+    };
+    let body = feed_body::body(items, changes.blocks(), render, content, version_text, page);
     let response = Response::from_stream(body)?;
     response.headers().set("Content-Type", content_type)?;
     response.headers().set("ETag", &query.etag(version))?;

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use futures_util::future::LocalBoxFuture;
 
 use crate::domain::feed::aggregate::{Aggregate, Merging};
-use crate::domain::feed::cap::{Counted, Cut, Rank, Tally};
+use crate::domain::feed::cap::{Bound, Counted, Cut, Key, Rank, Tally};
 use crate::domain::feed::item::{FeedBlock, FeedItem, FeedRecord, Merge, Next};
 use crate::domain::precedence::{GlobalBlocks, PublishedLists};
 use crate::objects::holder::protocol::{Feed, HolderProtocol};
@@ -207,5 +207,21 @@ impl Items {
                 Counted::Again(next) => tally = next,
             }
         }
+    }
+
+    /// How far the whole feed cut to `keep` reaches now, and how many items it
+    /// leaves out: the cut counted, then the items read once more to find its
+    /// last. `None` when the list changed between the reads so that the cut is
+    /// no bound.
+    pub async fn bound(
+        &mut self,
+        keep: u64,
+        again: &ReadWhole,
+    ) -> Result<(Option<Bound>, u64), StoreError> {
+        let mut cut = self.cut(keep, again).await?;
+        while let Some(item) = self.next_item(true).await? {
+            cut.keeps(Key::of(&item));
+        }
+        Ok((cut.bound(), cut.left_out()))
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::domain::code::Coded;
 use crate::domain::feed::aggregate::Merging;
-use crate::domain::feed::cap::MAX_ITEMS;
+use crate::domain::feed::cap::{Bound, MAX_ITEMS};
 use crate::domain::feed::feed_token::Scope;
 use crate::domain::feed::item::FeedVersion;
 use crate::http::feed::appliance::{Appliance, ListName};
@@ -56,6 +56,8 @@ pub struct FeedQuery {
     pub list: ListName,
     /// The changes since this cursor (JSON only), instead of the whole feed.
     pub since: Option<FeedVersion>,
+    /// What the cursor says of the cut its feed was (`maxItems`).
+    pub since_cut: CursorCut,
     /// The items merged into the fewest CIDR blocks (`aggregate=1`): a whole feed only.
     pub aggregate: bool,
     /// The most items the feed carries (`maxItems`), the most relevant ones
@@ -70,6 +72,7 @@ impl FeedQuery {
             format: Format::Text,
             list: ListName::default(),
             since: None,
+            since_cut: CursorCut::Whole,
             aggregate: false,
             max_items: None,
         };
@@ -89,10 +92,11 @@ impl FeedQuery {
                         .ok_or_else(|| format!("list is {}, not {value:?}", ListName::RULE))?
                 }
                 "since" => {
-                    let cursor = FeedVersion::parse(&value).ok_or_else(|| {
+                    let (version, cut) = CursorCut::parse(&value).ok_or_else(|| {
                         format!("since must be a cursor from an earlier answer, not {value:?}")
                     })?;
-                    parsed.since = Some(cursor);
+                    parsed.since = Some(version);
+                    parsed.since_cut = cut;
                 }
                 "aggregate" => {
                     parsed.aggregate = match value.as_ref() {
@@ -120,9 +124,6 @@ impl FeedQuery {
         }
         if parsed.since.is_some() && parsed.aggregate {
             return Err("aggregate merges a whole feed: pull it without since".to_owned());
-        }
-        if parsed.since.is_some() && parsed.max_items.is_some() {
-            return Err("maxItems cuts a whole feed: pull it without since".to_owned());
         }
         Ok(parsed)
     }
@@ -162,20 +163,34 @@ impl FeedQuery {
         })
     }
 
+    /// Whether the cursor is one this query's answers give: a cut feed's
+    /// cursor, which says how far its cut reached, for a cut feed, a whole
+    /// feed's for a whole one. Any other is answered with the whole feed.
+    pub fn cursor_fits(&self) -> bool {
+        matches!(
+            (self.max_items, self.since_cut),
+            (None, CursorCut::Whole) | (Some(_), CursorCut::Bound(_))
+        )
+    }
+
     /// The `ETag` of the answer this query gets at `version`.
     pub fn etag(&self, version: FeedVersion) -> String {
         let scope = self.scope.code();
         // A merged or cut feed is another answer at the same version; `+` is in
         // no format's code nor any list's name, so no other answer's tag is this.
         let mut format = self.format.code().to_owned();
+        let max = self.max_items.map(|max| format!("+max{max}"));
         if self.aggregate {
             format.push_str("+merged");
         }
-        if let Some(max) = self.max_items {
-            format.push_str(&format!("+max{max}"));
+        if let Some(max) = &max {
+            format.push_str(max);
         }
         match (self.since, self.format.appliance()) {
-            (Some(since), _) => format!("\"{scope}-delta-{since}-{version}\""),
+            (Some(since), _) => {
+                let cut = self.since_cut;
+                format!("\"{scope}-delta-{since}{cut}-{version}\"")
+            }
             (None, None) => format!("\"{scope}-{format}-{version}\""),
             // The file names its list, and its timeouts count down from the answer's
             // moment: a file is current only as long as its version and list are.
@@ -188,7 +203,9 @@ impl FeedQuery {
     /// `known`. Whether the holder's history still reaches back to it, the
     /// holder's object decides.
     pub fn delta_from(&self, known: bool) -> Option<u64> {
-        self.since.filter(|_| known).map(|since| since.changes)
+        self.since
+            .filter(|_| known && self.cursor_fits())
+            .map(|since| since.changes)
     }
 
     /// The global list's version the cursor holds, when it is not the current one
@@ -216,6 +233,46 @@ impl FeedQuery {
             (self.etag(self.version(version.changes, global, allow)) == tag)
                 .then_some(version.changes)
         })
+    }
+}
+
+/// What a cursor says of the cut of the feed that gave it: none (a whole
+/// feed's), how far it reached, or (a cut that changed as it was written) not
+/// known. Written after the version: `7.3.2`, `7.3.2.o1765000000x…`, `7.3.2.u`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CursorCut {
+    Whole,
+    Bound(Bound),
+    Unknown,
+}
+
+impl CursorCut {
+    /// A cursor's version and what it says of its cut.
+    pub fn parse(cursor: &str) -> Option<(FeedVersion, Self)> {
+        let mut parts = cursor.splitn(4, '.');
+        let version = [parts.next()?, parts.next()?, parts.next()?].join(".");
+        let cut = match parts.next() {
+            None => Self::Whole,
+            Some("u") => Self::Unknown,
+            Some(bound) => Self::Bound(Bound::parse(bound)?),
+        };
+        Some((FeedVersion::parse(&version)?, cut))
+    }
+
+    /// The cursor a cut feed gives: how far its cut reached, if that is known.
+    pub fn of(bound: Option<Bound>) -> Self {
+        bound.map_or(Self::Unknown, Self::Bound)
+    }
+}
+
+/// The cursor's part after its version, with its dot: nothing for a whole feed's.
+impl std::fmt::Display for CursorCut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Whole => Ok(()),
+            Self::Bound(bound) => write!(f, ".{bound}"),
+            Self::Unknown => f.write_str(".u"),
+        }
     }
 }
 
@@ -331,10 +388,24 @@ mod tests {
                 format!("maxItems is a whole number from 1 to 10000000, not {bad:?}")
             );
         }
+        let bound = "o1765000000xffff1f0d4601x80";
+        let delta =
+            FeedQuery::parse(&format!("format=json&since=1.0.0.{bound}&maxItems=5")).unwrap();
         assert_eq!(
-            FeedQuery::parse("format=json&since=1.0.0&maxItems=5").unwrap_err(),
-            "maxItems cuts a whole feed: pull it without since"
+            (delta.since_cut, delta.cursor_fits()),
+            (CursorCut::Bound(Bound::parse(bound).unwrap()), true)
         );
+        for (query, fits) in [
+            ("format=json&since=1.0.0&maxItems=5", false),
+            ("format=json&since=1.0.0.u&maxItems=5", false),
+            (&format!("format=json&since=1.0.0.{bound}"), false),
+            ("format=json&since=1.0.0", true),
+        ] {
+            let query = FeedQuery::parse(query).unwrap();
+            assert_eq!(query.cursor_fits(), fits, "{query:?}");
+            assert_eq!(query.delta_from(true).is_some(), fits, "{query:?}");
+        }
+        assert!(FeedQuery::parse("format=json&since=1.0.0.b1&maxItems=5").is_err());
         let version = FeedVersion {
             changes: 3,
             global: 0,
@@ -350,6 +421,16 @@ mod tests {
                 "two answers share the tag {tag}: a cut feed's tag names its cut"
             );
         }
+        let from = |cursor: &str| {
+            FeedQuery::parse(&format!("format=json&maxItems=5&since={cursor}"))
+                .unwrap()
+                .etag(version)
+        };
+        assert_ne!(
+            from(&format!("1.0.0.{bound}")),
+            from("1.0.0.a"),
+            "a cut delta's tag names the bound it is from"
+        );
         let cut = FeedQuery::parse("maxItems=5").unwrap();
         assert_eq!(cut.known_changes(&tags[1], 0, 0), Some(3));
         assert_eq!(cut.known_changes(&tags[2], 0, 0), None);
