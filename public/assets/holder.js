@@ -320,13 +320,21 @@ function lastPull(token) {
   return [when(token.lastUsed), " ", state, el("br"), el("span", { class: "hint" }, pulledLabel[token.pulled] ?? token.pulled ?? "")];
 }
 
+/** A cut token's setting, and what its last cut pull left out. */
+function cutLabel(token) {
+  if (token.maxItems == null) return null;
+  const entries = (n) => `${n.toLocaleString()} ${n === 1 ? "entry" : "entries"}`;
+  const leftOut = token.leftOut == null ? "" : `, ${token.leftOut.toLocaleString()} left out last pull`;
+  return [el("br"), el("span", { class: "hint" }, `at most ${entries(token.maxItems)}${leftOut}`)];
+}
+
 async function loadTokens() {
   const result = $("tokens-result");
   await view.guard(result, async () => {
     const { feedTokens } = await session.call("/api/feedTokens");
     fill($("token-rows"), feedTokens.map((token) => el("tr", {},
       el("td", { class: "mono" }, token.id),
-      el("td", {}, (scopeLabel[token.scope] ?? token.scope) + (token.aggregate ? ", merged" : "")),
+      el("td", {}, (scopeLabel[token.scope] ?? token.scope) + (token.aggregate ? ", merged" : ""), cutLabel(token)),
       el("td", {}, decisionLabel[token.decisionType] ?? token.decisionType),
       el("td", {}, when(token.createdAt)),
       el("td", {}, lastPull(token)),
@@ -341,7 +349,10 @@ async function loadTokens() {
 $("token-create").addEventListener("click", (event) => {
   const result = $("tokens-result");
   busy(event.currentTarget, () => view.guard(result, async () => {
-    const created = await session.call("/api/feedTokens", { method: "POST", body: { scope: $("token-scope").value, decisionType: $("token-decision").value, aggregate: $("token-aggregate").value === "true" } });
+    const body = { scope: $("token-scope").value, decisionType: $("token-decision").value, aggregate: $("token-aggregate").value === "true" };
+    const most = $("token-max-items").value.trim();
+    if (most) body.maxItems = Number(most);
+    const created = await session.call("/api/feedTokens", { method: "POST", body });
     show($("token-new"), secretBox(`Feed token ${created.id}`, created.feedToken, "Shown only now: copy it into your firewall's configuration."));
     await loadTokens();
   }));

@@ -303,7 +303,7 @@ async function openLicense(id) {
     $("license-revoke").hidden = Boolean(license.revokedAt);
     fill($("license-agents"), license.feedTokens.map((token) => el("tr", {},
       el("td", { class: "mono" }, token.id),
-      el("td", {}, token.scope + (token.aggregate ? ", merged" : "")),
+      el("td", {}, token.scope + (token.aggregate ? ", merged" : "") + (token.maxItems == null ? "" : `, at most ${token.maxItems}`)),
       el("td", {}, token.lastUsed ? when(token.lastUsed) : "Never"),
       el("td", {}, token.userAgent ?? "—"),
       el("td", {}, token.pulled ?? "—"),

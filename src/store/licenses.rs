@@ -493,6 +493,7 @@ mod tests {
             id: "ft_1".into(),
             scope: crate::domain::feed::feed_token::Scope::Personal,
             aggregate: false,
+            max_items: None,
         }
     }
 

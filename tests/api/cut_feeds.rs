@@ -6,10 +6,11 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::appliances::in_namespace;
 use super::helpers::{Server, TestApp};
+use super::reports::decisions;
 
 fn entries(body: &str) -> Vec<&str> {
     body.lines().filter(|line| !line.starts_with('#')).collect()
@@ -72,7 +73,8 @@ fn a_cut_feed_keeps_the_newest_own_entries_then_the_promoted_then_the_operators(
         assert_eq!(
             entries(&cut.body),
             kept,
-            "maxItems={max}: the cut did not keep the newest own entries, then the promoted, then the operator's in address order"
+            "maxItems={max}: the cut did not keep the newest own entries, then the promoted, then the operator's in address order: {}",
+            cut.body
         );
         let left_out = 6usize.saturating_sub(max);
         assert_eq!(
@@ -368,4 +370,119 @@ fn max_items_is_refused_with_why_outside_its_bounds() {
             )
         );
     }
+}
+
+/// A CrowdSec pull with `key`: its `deleted` and `new` values.
+fn pull(server: &Server, key: &str, path: &str) -> (Vec<String>, Vec<String>) {
+    let body = decisions(server, key, &format!("/stream{path}"));
+    let values = |array: &str| -> Vec<String> {
+        let mut values: Vec<String> = body[array]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|item| item["value"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        values.sort();
+        values
+    };
+    (values("deleted"), values("new"))
+}
+
+#[test]
+fn a_token_that_cuts_serves_every_pull_and_crowdsecs_stream_cut_and_shows_what_it_left_out() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    for ip in ["31.13.73.1", "31.13.73.2", "31.13.73.3"] {
+        assert_eq!(app.add(ip), format!("[{ip}] has been added to greylist"));
+        server.advance(100);
+    }
+    let bad = app.feed_token_answer(json!({ "scope": "all", "maxItems": 0 }));
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(
+        bad.body
+            .contains(r#"maxItems is a whole number from 1 to 10000000, not "0""#),
+        "{}",
+        bad.body
+    );
+    let made = app.feed_token_answer(json!({ "scope": "all", "maxItems": 2 }));
+    assert_eq!(made.status, 201, "{}", made.body);
+    let made = made.json();
+    assert_eq!(made["maxItems"], 2, "{made}");
+    let (id, key) = (
+        made["id"].as_str().unwrap().to_owned(),
+        made["feedToken"].as_str().unwrap().to_owned(),
+    );
+    let shown = |id: &str| {
+        let tokens = app.get("/api/feedTokens").json();
+        tokens["feedTokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|token| token["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        (&shown(&id)["maxItems"], &shown(&id)["leftOut"]),
+        (&json!(2), &Value::Null)
+    );
+
+    // The token's setting wins over what a pull asks: an appliance's URL is
+    // written once.
+    let bearer = format!("Bearer {key}");
+    let cut = app.feed_with(&bearer, "maxItems=100", None);
+    assert_eq!(
+        entries(&cut.body),
+        ["31.13.73.2", "31.13.73.3"],
+        "a token that cuts does not serve its pulls cut: {}",
+        cut.body
+    );
+    assert_eq!(cut.header("x-greylist-left-out"), Some("1"));
+    assert_eq!(
+        shown(&id)["leftOut"],
+        1,
+        "the token does not show what its last pull left out"
+    );
+
+    // CrowdSec's stream: cut from the first pull, and its position follows the cut.
+    assert_eq!(
+        pull(&server, &key, "?startup=true"),
+        (
+            vec![],
+            vec!["31.13.73.2".to_owned(), "31.13.73.3".to_owned()]
+        ),
+        "CrowdSec's stream is not cut to the newest own entries"
+    );
+    assert_eq!(
+        app.add("31.13.73.9"),
+        "[31.13.73.9] has been added to greylist"
+    );
+    server.advance(100);
+    assert_eq!(
+        pull(&server, &key, ""),
+        (vec!["31.13.73.2".to_owned()], vec!["31.13.73.9".to_owned()]),
+        "the stream does not push the oldest out for the newest"
+    );
+    assert_eq!(
+        app.remove("31.13.73.9"),
+        "[31.13.73.9] has been removed from greylist"
+    );
+    assert_eq!(
+        pull(&server, &key, ""),
+        (vec!["31.13.73.9".to_owned()], vec!["31.13.73.2".to_owned()]),
+        "the stream does not let the oldest back in"
+    );
+    assert_eq!(pull(&server, &key, ""), (vec![], vec![]), "nothing moved");
+    assert_eq!(shown(&id)["leftOut"], 1);
+
+    // A token made without it serves every entry.
+    let (_, plain) = app.feed_token(json!({ "scope": "all" }));
+    assert_eq!(
+        pull(&server, &plain, "?startup=true").1.len(),
+        3,
+        "a token made without a cut serves the whole stream"
+    );
 }

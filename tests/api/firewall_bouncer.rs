@@ -293,3 +293,56 @@ fn debians_firewall_bouncer_drops_a_global_address_the_holder_allows_and_takes_i
     allow("deleteIpFromAllowlist");
     wait_for(&namespace, &bouncer, &["79.9.0.5", "79.9.0.6"], true);
 }
+
+/// The addresses the bouncer's nftables set holds, sorted.
+fn elements(set: &str) -> Vec<String> {
+    let Some(listed) = set.split("elements = {").nth(1) else {
+        return Vec::new();
+    };
+    let listed = listed.split('}').next().unwrap_or_default();
+    let mut elements: Vec<String> = listed
+        .split(',')
+        .filter_map(|element| element.split_whitespace().next())
+        .map(String::from)
+        .collect();
+    elements.sort();
+    elements
+}
+
+/// Waits until the bouncer's set holds exactly `addresses`.
+fn wait_for_exactly(namespace: &Namespace, bouncer: &Bouncer, addresses: &[&str]) {
+    if let Err(set) = poll(
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || namespace.set(),
+        |set| elements(set) == addresses,
+    ) {
+        let log = fs::read_to_string(&bouncer.log).unwrap_or_default();
+        panic!("the bouncer on a cut token does not hold exactly the cut {addresses:?}:\n{set}\nbouncer:\n{log}");
+    }
+}
+
+#[test]
+fn debians_firewall_bouncer_on_a_cut_token_holds_exactly_the_cut_after_every_change() {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    // Listed a hundred seconds apart: .1 first.
+    for ip in ["23.94.44.1", "23.94.44.2", "23.94.44.3"] {
+        assert_eq!(app.add(ip), format!("[{ip}] has been added to greylist"));
+        server.advance(100);
+    }
+    let (_, key) = app.feed_token(json!({ "scope": "personal", "maxItems": 2 }));
+    let namespace = Namespace::new();
+    let port = namespace.bridge_to(server.base.trim_start_matches("http://"));
+    let bouncer = start(&namespace, port, &key);
+    wait_for_exactly(&namespace, &bouncer, &["23.94.44.2", "23.94.44.3"]);
+    // A newer entry pushes the oldest out.
+    app.add("23.94.44.9");
+    server.advance(100);
+    wait_for_exactly(&namespace, &bouncer, &["23.94.44.3", "23.94.44.9"]);
+    // Its removal lets it back in; another removal lets the first in.
+    app.remove("23.94.44.9");
+    wait_for_exactly(&namespace, &bouncer, &["23.94.44.2", "23.94.44.3"]);
+    app.remove("23.94.44.3");
+    wait_for_exactly(&namespace, &bouncer, &["23.94.44.1", "23.94.44.2"]);
+}

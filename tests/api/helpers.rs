@@ -1110,7 +1110,18 @@ impl TestApp {
 
     /// A feed token made with this JSON request (`scope`, `decisionType`): its id and the token.
     pub fn feed_token(&self, request: Value) -> (String, String) {
-        let resp = send(
+        let resp = self.feed_token_answer(request);
+        assert_eq!(resp.status, 201, "{}", resp.body);
+        let made = resp.json();
+        (
+            made["id"].as_str().unwrap().to_owned(),
+            made["feedToken"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// `POST /api/feedTokens` with `request` as JSON, answered as it is.
+    pub fn feed_token_answer(&self, request: Value) -> Resp {
+        send(
             "POST",
             &format!("{}/api/feedTokens", self.server.base),
             &[
@@ -1118,12 +1129,6 @@ impl TestApp {
                 ("Content-Type", "application/json".to_owned()),
             ],
             Some(request.to_string().as_bytes()),
-        );
-        assert_eq!(resp.status, 201, "{}", resp.body);
-        let made = resp.json();
-        (
-            made["id"].as_str().unwrap().to_owned(),
-            made["feedToken"].as_str().unwrap().to_owned(),
         )
     }
 

@@ -466,7 +466,7 @@ fn four_licenses_promote_an_address_which_decays_once_their_reports_stop() {
 
 /// A call of CrowdSec's Local API with a feed token, as a bouncer makes it:
 /// `path` after `/v1/decisions`.
-fn decisions(server: &Server, key: &str, path: &str) -> Value {
+pub(super) fn decisions(server: &Server, key: &str, path: &str) -> Value {
     let resp = send(
         "GET",
         &format!("{}/v1/decisions{path}", server.base),

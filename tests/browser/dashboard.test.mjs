@@ -366,7 +366,7 @@ describe("holder page", () => {
     assert.deepEqual(console.errors, []);
   });
 
-  test("feed tokens are created (shown once) with what they read and whether they merge, listed and revoked", async () => {
+  test("feed tokens are created (shown once) with what they read, whether they merge and how many entries they carry, listed and revoked", async () => {
     const { licenseKey } = await admin("POST", "/admin/licenses");
     const page = await holderPage(licenseKey);
     await onView(page, "Feeds");
@@ -382,15 +382,18 @@ describe("holder page", () => {
     await row.first().waitFor();
     await page.getByLabel("What it reads").selectOption("personal");
     await page.getByLabel("Its feeds").selectOption("true");
+    await page.getByLabel("Most entries").fill("1");
     await page.getByRole("button", { name: "Create a feed token" }).click();
     await row.nth(1).waitFor();
     const token = await shown.inputValue();
     assert.notEqual(token, everything);
     assert.equal((await pull(token)).status, 200, "the token shown opens the feed");
     assert.equal((await pull(token, "?scope=all")).status, 403, "but not the global list");
-    assert.equal((await (await pull(token, "?format=json")).json()).merged, true, "the token chosen to merge its feeds merges them");
+    const merged = await pull(token, "?format=json");
+    assert.equal(merged.headers.get("x-greylist-left-out"), "0", "the token chosen to carry at most one entry cuts its feeds");
+    assert.equal((await merged.json()).merged, true, "the token chosen to merge its feeds merges them");
     // Two tokens made within a second list in the order of their ids.
-    assert.deepEqual((await row.locator("td:nth-child(2)").allInnerTexts()).sort(), ["Your list and the global list", "Your list, merged"]);
+    assert.deepEqual((await row.locator("td:nth-child(2)").allInnerTexts()).sort(), ["Your list and the global list", "Your list, merged\nat most 1 entry"]);
     for (const left of [1, 0]) {
       await row.first().getByRole("button", { name: /^Revoke/ }).click();
       await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();

@@ -18,11 +18,23 @@ use std::collections::BTreeMap;
 
 use std::fmt;
 
-use crate::domain::feed::item::{FeedItem, Source};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::feed::item::{FeedItem, FeedVersion, Source};
 use crate::domain::time::UnixTime;
 
 /// The most items a feed may be asked to keep.
 pub const MAX_ITEMS: u64 = 10_000_000;
+
+/// How many items a feed is asked to keep, as a query or a token's setting
+/// says it, or why not.
+pub fn max_items(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse()
+        .ok()
+        .filter(|max| (1..=MAX_ITEMS).contains(max))
+        .ok_or_else(|| format!("maxItems is a whole number from 1 to {MAX_ITEMS}, not {text:?}"))
+}
 
 /// How relevant an item is: a smaller rank is kept first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -124,6 +136,65 @@ impl fmt::Display for Bound {
             Rank::Operator => ('r', 0),
         };
         write!(f, "{tier}{at}x{first:x}x{prefix:x}")
+    }
+}
+
+/// What a cursor says of the cut of the feed that gave it: none (a whole
+/// feed's), how far it reached, or (a cut that changed as it was written) not
+/// known. Written after the version: `7.3.2`, `7.3.2.o1765000000x…`, `7.3.2.u`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum CursorCut {
+    #[default]
+    Whole,
+    Bound(Bound),
+    Unknown,
+}
+
+impl CursorCut {
+    /// A cursor's version and what it says of its cut.
+    pub fn parse(cursor: &str) -> Option<(FeedVersion, Self)> {
+        let mut parts = cursor.splitn(4, '.');
+        let version = [parts.next()?, parts.next()?, parts.next()?].join(".");
+        let cut = match parts.next() {
+            None => Self::Whole,
+            Some("u") => Self::Unknown,
+            Some(bound) => Self::Bound(Bound::parse(bound)?),
+        };
+        Some((FeedVersion::parse(&version)?, cut))
+    }
+
+    /// The cursor a cut feed gives: how far its cut reached, if that is known.
+    pub fn of(bound: Option<Bound>) -> Self {
+        bound.map_or(Self::Unknown, Self::Bound)
+    }
+}
+
+/// As a call between objects carries it: as a cursor writes it after its version.
+impl From<CursorCut> for String {
+    fn from(cut: CursorCut) -> Self {
+        cut.to_string()
+    }
+}
+
+impl TryFrom<String> for CursorCut {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        Self::parse(&format!("0.0.0{text}"))
+            .map(|(_, cut)| cut)
+            .ok_or_else(|| format!("a cut {text:?}"))
+    }
+}
+
+/// The cursor's part after its version, with its dot: nothing for a whole feed's.
+impl std::fmt::Display for CursorCut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Whole => Ok(()),
+            Self::Bound(bound) => write!(f, ".{bound}"),
+            Self::Unknown => f.write_str(".u"),
+        }
     }
 }
 
@@ -231,6 +302,7 @@ impl Tally {
                 boundary,
                 last: None,
                 short: false,
+                within: None,
                 left_out,
             })
         };
@@ -281,6 +353,8 @@ pub struct Cut {
     last: Option<Key>,
     /// Whether an item the cut would keep was left out, the most kept already.
     short: bool,
+    /// A cut whose bound is known already (`upto`): what it holds is kept.
+    within: Option<Bound>,
     left_out: u64,
 }
 
@@ -288,6 +362,9 @@ impl Cut {
     /// Whether the next item, in address order, is kept. Never more than
     /// `keep`, should the list have grown since it was counted.
     pub fn keeps(&mut self, key: Key) -> bool {
+        if let Some(within) = self.within {
+            return within.holds(key);
+        }
         let ranked = match &mut self.boundary {
             None => true,
             Some((boundary, _)) if key.rank < *boundary => true,
@@ -313,10 +390,27 @@ impl Cut {
     /// bound (the list changed after it was counted): that cursor's next
     /// delta is the whole feed.
     pub fn bound(&self) -> Option<Bound> {
+        if self.within.is_some() {
+            return self.within;
+        }
         match (self.boundary, self.last) {
             _ if self.short => None,
             (None, _) => Some(Bound::Everything),
             (Some(_), last) => last.map(Bound::Upto),
+        }
+    }
+
+    /// The cut up to a bound found before (a token's pull counts it first, so
+    /// that its position keeps it), which left out `left_out` items.
+    pub fn upto(bound: Bound, left_out: u64) -> Self {
+        Self {
+            keep: u64::MAX,
+            kept: 0,
+            boundary: None,
+            last: None,
+            short: false,
+            within: Some(bound),
+            left_out,
         }
     }
 

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::code::Coded;
+use crate::domain::feed::cap::CursorCut;
 use crate::domain::feed::item::{FeedBlock, FeedItem, FeedVersion, Source};
 use crate::domain::time::{UnixTime, SECONDS_PER_DAY};
 
@@ -228,11 +229,13 @@ impl Filter {
 }
 
 /// Where a token's pulls stand: the cursor of its previous answer, and when an
-/// answer last announced everything.
+/// answer last announced everything; for a token that cuts its feed
+/// (`maxItems`), how far the cut its bouncer holds reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
     pub cursor: FeedVersion,
     pub renewed_at: UnixTime,
+    pub cut: CursorCut,
 }
 
 /// What a pull asks, beside the token: the operator's lists' versions now (the
@@ -313,7 +316,7 @@ impl PullPlan {
     pub fn next(
         self,
         stored: Option<Position>,
-        current: FeedVersion,
+        (current, cut): (FeedVersion, CursorCut),
         now: UnixTime,
     ) -> Option<Position> {
         match self {
@@ -321,10 +324,12 @@ impl PullPlan {
             Self::Whole { .. } | Self::Renewal { .. } => Some(Position {
                 cursor: current,
                 renewed_at: now,
+                cut,
             }),
             Self::Delta { .. } => Some(Position {
                 cursor: current,
                 renewed_at: stored.map_or(now, |p| p.renewed_at),
+                cut,
             }),
         }
     }
@@ -333,6 +338,7 @@ impl PullPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::feed::cap::Bound;
     use crate::domain::net::range::Ipv4Range;
 
     fn item(block: &str, global: bool, expires_at: Option<u64>, comment: Option<&str>) -> FeedItem {
@@ -628,6 +634,7 @@ mod tests {
             Some(Position {
                 cursor,
                 renewed_at: UnixTime(renewed_at),
+                cut: CursorCut::Whole,
             })
         };
         let all = |_: u64| true;
@@ -717,26 +724,34 @@ mod tests {
         let stored = Some(Position {
             cursor: version(5, 3, 2),
             renewed_at: UnixTime(100),
+            cut: CursorCut::Whole,
         });
         let current = version(7, 3, 2);
-        assert_eq!(PullPlan::Unchanged.next(stored, current, now), None);
-        assert_eq!(PullPlan::Moved(current).next(stored, current, now), None);
+        let cut = CursorCut::Bound(Bound::Everything);
+        assert_eq!(PullPlan::Unchanged.next(stored, (current, cut), now), None);
         assert_eq!(
-            PullPlan::Delta { since: 5 }.next(stored, current, now),
+            PullPlan::Moved(current).next(stored, (current, cut), now),
+            None
+        );
+        assert_eq!(
+            PullPlan::Delta { since: 5 }.next(stored, (current, cut), now),
             Some(Position {
                 cursor: current,
-                renewed_at: UnixTime(100)
-            })
+                renewed_at: UnixTime(100),
+                cut,
+            }),
+            "a position keeps how far the cut reached"
         );
         for plan in [
             PullPlan::Whole { reset: false },
             PullPlan::Renewal { since: 5 },
         ] {
             assert_eq!(
-                plan.next(stored, current, now),
+                plan.next(stored, (current, cut), now),
                 Some(Position {
                     cursor: current,
-                    renewed_at: now
+                    renewed_at: now,
+                    cut,
                 })
             );
         }

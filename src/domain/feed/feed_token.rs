@@ -72,6 +72,9 @@ pub struct NewFeedTokenRecord {
     pub decision: DecisionType,
     /// Its feeds merged into the fewest CIDR blocks, whatever a pull asks.
     pub aggregate: bool,
+    /// Its feeds cut to the most relevant so many items, whatever a pull asks.
+    #[serde(default)]
+    pub max_items: Option<u64>,
 }
 
 /// A token as the holder sees it in the list: never the token itself.
@@ -83,6 +86,12 @@ pub struct FeedTokenInfo {
     pub decision_type: DecisionType,
     /// Whether its feeds are merged into the fewest CIDR blocks.
     pub aggregate: bool,
+    /// The most items its feeds carry, `None` for every item.
+    #[serde(default)]
+    pub max_items: Option<u64>,
+    /// How many items its last cut pull left out; `None` before one.
+    #[serde(default)]
+    pub left_out: Option<u64>,
     pub created_at: String,
     pub last_used: Option<String>,
     /// The `User-Agent` of its last pull.
@@ -163,6 +172,10 @@ pub struct FeedTokenOwner {
     /// setting serves the whole feed, as it did.
     #[serde(default)]
     pub aggregate: bool,
+    /// Its feeds cut to so many items; a token made before this setting
+    /// serves the whole feed, as it did.
+    #[serde(default)]
+    pub max_items: Option<u64>,
 }
 
 impl FeedTokenOwner {
@@ -247,6 +260,10 @@ mod tests {
         assert!(
             !before.aggregate,
             "a token stored before its settings serves the whole feed, not merged"
+        );
+        assert_eq!(
+            before.max_items, None,
+            "a token stored before its settings serves the whole feed, not cut"
         );
         let personal: FeedTokenOwner =
             serde_json::from_str(r#"{"license":"lic_0","id":"ft_0","scope":"personal"}"#).unwrap();

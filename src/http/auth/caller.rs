@@ -74,6 +74,8 @@ pub struct FeedCaller {
     pub may_read: Scope,
     /// Whether the feed token merges its feeds, whatever a pull asks.
     pub merged: bool,
+    /// The most items the feed token's feeds carry, whatever a pull asks.
+    pub max_items: Option<u64>,
 }
 
 /// Who may read a feed: a holder with an access token, or with one of its feed tokens.
@@ -87,6 +89,7 @@ pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedCalle
             token: None,
             may_read: Scope::All,
             merged: false,
+            max_items: None,
         });
     };
     let (license, owner) = by_feed_token(cx, req, &token).await?;
@@ -94,6 +97,7 @@ pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedCalle
         license,
         may_read: owner.scope,
         merged: owner.aggregate,
+        max_items: owner.max_items,
         token: Some(owner.id),
     })
 }
@@ -105,6 +109,8 @@ pub struct BouncerCaller {
     pub token: String,
     /// What the token reads.
     pub scope: Scope,
+    /// The most items its stream carries.
+    pub max_items: Option<u64>,
 }
 
 /// Who a CrowdSec bouncer reads for: the feed token in its `X-Api-Key`. A key
@@ -120,6 +126,7 @@ pub async fn bouncer(cx: &RequestContext, req: &Request) -> Result<BouncerCaller
         license,
         token: owner.id,
         scope: owner.scope,
+        max_items: owner.max_items,
     })
 }
 

@@ -8,7 +8,7 @@ use futures_util::stream::{self, Stream};
 use worker::console_error;
 
 use crate::domain::code::Coded;
-use crate::domain::feed::cap::{Cut, Key, Shift};
+use crate::domain::feed::cap::{CursorCut, Cut, Key, Shift};
 use crate::domain::feed::decision::{Decision, DecisionType, Filter};
 use crate::domain::feed::item::{global_item, gone_item, FeedBlock, FeedItem, FeedRecord, Source};
 use crate::domain::operator_lists::list::EntrySource;
@@ -16,7 +16,6 @@ use crate::domain::precedence::Governor;
 use crate::domain::time::UnixTime;
 use crate::http::feed::appliance::ApplianceFile;
 use crate::http::feed::items::{Items, ReadWhole};
-use crate::http::feed::query::CursorCut;
 use crate::store::StoreError;
 
 /// What a feed's body holds: every item, or the changes after a cursor, or
@@ -32,8 +31,9 @@ pub enum Content {
     /// `cut`: how a cut feed's cut moved since the cursor.
     Delta { cut: Option<Box<DeltaCut>> },
     /// Deleted: what changed and then every item; new: every item, read again
-    /// by the reader it carries.
-    Renewal(ReadWhole),
+    /// by the reader it carries. A cut token's: the items its bouncer held
+    /// deleted, those the cut holds now new (`Shift`).
+    Renewal(ReadWhole, Option<Shift>),
 }
 
 /// How a cut feed's delta moves its cut: the whole feed's items (`whole`),
@@ -136,7 +136,7 @@ impl Writer {
                 text = self.head();
                 self.stage = match self.content {
                     Content::Whole { .. } => Stage::Items,
-                    Content::Delta { .. } | Content::Renewal(_) => {
+                    Content::Delta { .. } | Content::Renewal(..) => {
                         self.deleting = true;
                         Stage::Deleted
                     }
@@ -144,9 +144,20 @@ impl Writer {
             }
             Stage::Items => {
                 for _ in 0..self.part_items {
-                    match self.items.next_item(!self.deleting).await? {
-                        Some(item) if self.keeps(&item) => self.write(&mut text, &item),
-                        Some(_) => {}
+                    // A cut ranks a deletion by its label too.
+                    let label = !self.deleting || self.is_cut();
+                    match self.items.next_item(label).await? {
+                        Some(item) => {
+                            if !self.keeps(&item) {
+                                continue;
+                            }
+                            let item = if self.deleting {
+                                unlabelled(item)
+                            } else {
+                                item
+                            };
+                            self.write(&mut text, &item)
+                        }
                         // A renewal's deletions end: every item again, as new.
                         None if self.deleting => {
                             self.announce_again(&mut text).await?;
@@ -192,7 +203,7 @@ impl Writer {
                 if self.global_deleted.is_empty() {
                     self.stage = match &self.content {
                         // Then every item, deleted too, so that it is taken anew.
-                        Content::Renewal(_) => Stage::Items,
+                        Content::Renewal(..) => Stage::Items,
                         Content::Delta { cut: Some(cut) } if cut.shift.to < cut.shift.from => {
                             Stage::DeletedMoved
                         }
@@ -282,7 +293,7 @@ impl Writer {
     /// A renewal's second pass: every item once more, in `new`, from a second
     /// read of the holder's list and the global blocks from the start.
     async fn announce_again(&mut self, text: &mut String) -> Result<(), StoreError> {
-        let Content::Renewal(read_whole) = &self.content else {
+        let Content::Renewal(read_whole, _) = &self.content else {
             return Err(StoreError::Corrupt(
                 "only a renewal announces every item again".to_owned(),
             ));
@@ -304,17 +315,10 @@ impl Writer {
             };
             let key = Key::of(&item);
             if self.deleting && moved.shift.pushes_out(key) {
-                // A deletion names the value alone, the global list's whoever
-                // listed it.
-                let source = match item.source {
-                    Source::Personal => Source::Personal,
-                    Source::Promoted | Source::Operator => Source::Operator,
-                };
                 let gone = FeedItem {
-                    source,
                     expires_at: None,
                     comment: None,
-                    ..item
+                    ..unlabelled(item)
                 };
                 self.write(text, &gone);
             } else if !self.deleting && moved.shift.lets_in(key) {
@@ -341,10 +345,23 @@ impl Writer {
         }
     }
 
+    /// Whether the feed is cut.
+    fn is_cut(&self) -> bool {
+        matches!(
+            self.content,
+            Content::Whole { cut: Some(_), .. }
+                | Content::Delta { cut: Some(_) }
+                | Content::Renewal(_, Some(_))
+        )
+    }
+
     /// Whether a whole feed keeps the item: every item, unless it is cut.
     fn keeps(&mut self, item: &FeedItem) -> bool {
         match &mut self.content {
             Content::Whole { cut: Some(cut), .. } if !self.deleting => cut.keeps(Key::of(item)),
+            // A cut renewal deletes what the bouncer held and adds what it holds now.
+            Content::Renewal(_, Some(shift)) if self.deleting => shift.from.holds(Key::of(item)),
+            Content::Renewal(_, Some(shift)) => shift.to.holds(Key::of(item)),
             _ => true,
         }
     }
@@ -353,7 +370,7 @@ impl Writer {
         let version = &self.version;
         let cut = match &self.content {
             Content::Whole { cut, .. } => cut.as_ref(),
-            Content::Delta { .. } | Content::Renewal(_) => None,
+            Content::Delta { .. } | Content::Renewal(..) => None,
         };
         // Text and the files say what a cut left out in a comment after their first line.
         let commented = |mut head: String| {
@@ -455,6 +472,15 @@ impl Writer {
         }
         self.written += 1;
     }
+}
+
+/// An item as a deletion names it: the global list's whoever listed it.
+fn unlabelled(item: FeedItem) -> FeedItem {
+    let source = match item.source {
+        Source::Personal => Source::Personal,
+        Source::Promoted | Source::Operator => Source::Operator,
+    };
+    FeedItem { source, ..item }
 }
 
 /// An item as the JSON feed shows it. A global block the holders' reports

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 
 use worker::{Request, Response};
 
+use crate::domain::feed::cap::{Bound, CursorCut, Cut, Shift};
 use crate::domain::feed::decision::{scenario_words, Decision, Filter, OperatorFrom, Pull};
 use crate::domain::feed::feed_token::PullClient;
 use crate::domain::feed::item::{FeedHead, FeedItem};
@@ -14,17 +15,18 @@ use crate::domain::net::address::{Ipv6, Listed, PublicIp};
 use crate::http::auth::caller::BouncerCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
-use crate::http::feed::body::{self as feed_body, Content, Render};
+use crate::http::feed::body::{self as feed_body, Content, DeltaCut, Render};
 use crate::http::feed::handlers::{
     global_changes, held_apart, operator_changes, operator_lists, user_agent, GlobalChanges,
     OperatorChanges,
 };
-use crate::http::feed::items::{read_again, Items};
-use crate::http::feed::query::{CursorCut, FeedQuery, Format};
+use crate::http::feed::items::{read_again, read_whole, Items};
+use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{Feed, FeedTokens, LiveLookup};
+use crate::store::operator_lists::snapshots;
 
 /// A pull's answer when another pull of its token moved the token's position
 /// while it was answered: a position is one bouncer's, and bouncers that share a
@@ -94,6 +96,7 @@ pub async fn stream(
         license,
         token,
         scope: may_read,
+        max_items,
     } = bouncer;
     let query =
         StreamQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
@@ -107,15 +110,43 @@ pub async fn stream(
         allow: allow_version,
         from: None,
     };
+    let object = holder(env, &license)?;
+    let page = settings.objects.page_entries;
+    // A token that cuts its stream: how far the cut reaches now, counted
+    // before the pull, so that the token's position keeps it.
+    let counted = match max_items {
+        Some(keep) => {
+            let (start, records) = read_whole(&object, Feed::default()).await?;
+            let (published, promoted) = (
+                snapshots::published(operator_lists.global.clone(), operator_lists.allow.clone()),
+                operator_lists.promoted.clone(),
+            );
+            let lists = published.and_own_allow(start.own_allow.intervals());
+            let mut whole = Items::new(records, lists, None, promoted, page);
+            let again = read_again(object.clone());
+            match whole.bound(keep, &again).await? {
+                (Some(to), left_out) => Some((to, left_out, whole, again)),
+                // The list changed while it was counted: nothing this time,
+                // the position where it was; the next pull brings it.
+                (None, _) => return json_body("{\"deleted\":[],\"new\":[]}"),
+            }
+        }
+        None => None,
+    };
+    let (cut, left_out) = match &counted {
+        Some((to, left_out, ..)) => (CursorCut::Bound(*to), Some(*left_out)),
+        None => (CursorCut::Whole, None),
+    };
     let ask = |pull, (probe, moves)| Feed {
         token: Some(token.clone()),
         client: Some(client.clone()),
         pull: Some(pull),
         probe,
         moves,
+        cut,
+        left_out,
         ..Feed::default()
     };
-    let object = holder(env, &license)?;
     let (mut start, mut records) = object.ask_stream(ask(pull, Default::default())).await?;
     let mut changes = None;
     if let FeedHead::Moved { position, .. } = start.head {
@@ -144,22 +175,41 @@ pub async fn stream(
     // Past what a delta works out in memory, the pull deletes no global block the
     // holder's allow list took (docs/api.md says so); everything else stands.
     let blocks = global_changes(lists, changes, &start.own_allow).unwrap_or_default();
-    let (content, blocks) = match start.head {
-        FeedHead::Unchanged { .. } => return json_body("{\"deleted\":[],\"new\":[]}"),
+    // How the cut moved since the bouncer's position: from everything for a
+    // position that holds the whole feed.
+    let shift = counted.map(|(to, left_out, whole, again)| {
+        let from = match start.held_cut {
+            CursorCut::Bound(from) => from,
+            CursorCut::Whole | CursorCut::Unknown => Bound::Everything,
+        };
+        (Shift { from, to }, left_out, whole, again)
+    });
+    let (content, blocks) = match (start.head, shift) {
+        (FeedHead::Unchanged { .. }, _) => return json_body("{\"deleted\":[],\"new\":[]}"),
         // Another pull of the same token moved its position between the two
         // asks: the bouncers sharing it each miss what the other was sent.
-        FeedHead::Moved { .. } => return Err(ApiError::Conflict(SHARED_TOKEN.to_owned())),
-        FeedHead::Whole { .. } => (
+        (FeedHead::Moved { .. }, _) => return Err(ApiError::Conflict(SHARED_TOKEN.to_owned())),
+        (FeedHead::Whole { .. }, shift) => (
             Content::Whole {
                 reset: false,
                 merged: false,
-                cut: None,
+                cut: shift.map(|(shift, left_out, ..)| Cut::upto(shift.to, left_out)),
             },
             GlobalChanges::default(),
         ),
-        FeedHead::Delta { .. } => (Content::Delta { cut: None }, held_apart(&start, blocks)),
-        FeedHead::Renewal { .. } => (
-            Content::Renewal(read_again(object)),
+        (FeedHead::Delta { .. }, None) => {
+            (Content::Delta { cut: None }, held_apart(&start, blocks))
+        }
+        (FeedHead::Delta { .. }, Some((shift, _, mut whole, again))) => {
+            // What the cut pushed out or let in is read once more.
+            if shift.from != shift.to {
+                whole.restart(again().await?);
+            }
+            let cut = Some(Box::new(DeltaCut { shift, whole }));
+            (Content::Delta { cut }, held_apart(&start, blocks))
+        }
+        (FeedHead::Renewal { .. }, shift) => (
+            Content::Renewal(read_again(object), shift.map(|(shift, ..)| shift)),
             held_apart(&start, blocks),
         ),
     };
@@ -170,13 +220,7 @@ pub async fn stream(
         filter: query.filter,
     };
     let published = published.and_own_allow(start.own_allow.intervals());
-    let items = Items::new(
-        records,
-        published,
-        None,
-        promoted,
-        settings.objects.page_entries,
-    );
+    let items = Items::new(records, published, None, promoted, page);
     let body = feed_body::body(
         items,
         blocks.blocks(),
@@ -226,6 +270,7 @@ pub async fn live(
         license,
         token,
         scope: may_read,
+        ..
     } = bouncer;
     let url = req.inner().url();
     let asked = form_urlencoded::parse(form::query_of(&url).as_bytes())

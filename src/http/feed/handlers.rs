@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use worker::{Env, Request, Response};
 
 use crate::domain::code::Coded;
-use crate::domain::feed::cap::Shift;
+use crate::domain::feed::cap::{self, CursorCut, Shift};
 use crate::domain::feed::decision::DecisionType;
 use crate::domain::feed::feed_token::{
     self, FeedTokenInfo, FeedTokenOwner, NewFeedToken, NewFeedTokenRecord, PullClient, Scope,
@@ -32,8 +32,8 @@ use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::feed::appliance::ApplianceFile;
 use crate::http::feed::body::{self as feed_body, Content, DeltaCut, Render};
-use crate::http::feed::items::{read_again, Items};
-use crate::http::feed::query::{CursorCut, FeedQuery, Format};
+use crate::http::feed::items::{read_again, read_whole, Items};
+use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
 use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
@@ -66,10 +66,12 @@ pub async fn feed(
         token,
         may_read,
         merged,
+        max_items,
     } = reader;
     let license = &license;
     let query = FeedQuery::parse(form::query_of(&req.inner().url()))
         .and_then(|query| query.merged_by_token(merged))
+        .map(|query| query.cut_by_token(max_items))
         .map_err(ApiError::BadRequest)?;
     if !may_read.allows(query.scope) {
         return Err(ApiError::Forbidden(
@@ -114,6 +116,7 @@ pub async fn feed(
         known,
         probe,
         moves,
+        ..Feed::default()
     };
     let object = holder(env, license)?;
     let (mut start, mut records) = object.ask_stream(ask(since, known, probe, moves)).await?;
@@ -191,10 +194,20 @@ pub async fn feed(
         page,
     );
     let mut left_out = None;
-    let again = read_again(object);
+    let again = read_again(object.clone());
+    // The read a cut feed is written from records, with the token's pull, what
+    // the cut left out.
+    let recorded = |left_out: u64| Feed {
+        token: token.clone(),
+        client: client.clone(),
+        left_out: Some(left_out),
+        ..Feed::default()
+    };
     match (&mut content, query.max_items, query.since_cut) {
         (Content::Whole { cut, .. }, Some(keep), _) => {
             let counted = items.cut(keep, &again).await?;
+            let (_, records) = read_whole(&object, recorded(counted.left_out())).await?;
+            items.restart(records);
             left_out = Some(counted.left_out());
             *cut = Some(counted);
         }
@@ -219,6 +232,8 @@ pub async fn feed(
                 None => {
                     whole.restart(again().await?);
                     let counted = whole.cut(keep, &again).await?;
+                    let (_, records) = read_whole(&object, recorded(counted.left_out())).await?;
+                    whole.restart(records);
                     left_out = Some(counted.left_out());
                     content = Content::Whole {
                         reset: true,
@@ -545,6 +560,7 @@ struct CreatedFeedToken<'a> {
     scope: Scope,
     decision_type: DecisionType,
     aggregate: bool,
+    max_items: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -560,6 +576,7 @@ struct TokenRequest {
     scope: Option<String>,
     decision_type: Option<String>,
     aggregate: Option<bool>,
+    max_items: Option<u64>,
 }
 
 /// What a new token asks for.
@@ -567,20 +584,28 @@ struct Requested {
     scope: Scope,
     decision: DecisionType,
     aggregate: bool,
+    max_items: Option<u64>,
 }
 
 /// What a new token asks for, as form fields or in JSON: its scope (`personal`
-/// when none), its CrowdSec decisions' type (`ban` when none) and whether its
-/// feeds are merged (`aggregate`, not unless asked).
+/// when none), its CrowdSec decisions' type (`ban` when none), whether its
+/// feeds are merged (`aggregate`, not unless asked) and cut (`maxItems`, not
+/// unless asked).
 fn requested(body: &Body) -> Result<Requested, ApiError> {
-    let (scope, decision, aggregate) = if body.is_json() {
+    let (scope, decision, aggregate, max_items) = if body.is_json() {
         let asked = body
             .json::<TokenRequest>()
             .map_err(|e| ApiError::BadRequest(format!("the body is not a token request: {e}")))?;
+        let max_items = asked
+            .max_items
+            .map(|max| cap::max_items(&max.to_string()))
+            .transpose()
+            .map_err(ApiError::BadRequest)?;
         (
             asked.scope,
             asked.decision_type,
             asked.aggregate.unwrap_or(false),
+            max_items,
         )
     } else {
         // A form's checkbox sends `on`.
@@ -593,7 +618,18 @@ fn requested(body: &Body) -> Result<Requested, ApiError> {
                 )))
             }
         };
-        (body.field("scope"), body.field("decisionType"), aggregate)
+        let max_items = body
+            .field("maxItems")
+            .filter(|max| !max.trim().is_empty())
+            .map(|max| cap::max_items(&max))
+            .transpose()
+            .map_err(ApiError::BadRequest)?;
+        (
+            body.field("scope"),
+            body.field("decisionType"),
+            aggregate,
+            max_items,
+        )
     };
     fn coded<T: Coded>(asked: Option<String>, default: T, what: &str) -> Result<T, ApiError> {
         match asked.as_deref().map(str::trim) {
@@ -610,6 +646,7 @@ fn requested(body: &Body) -> Result<Requested, ApiError> {
             "decisionType is ban or captcha",
         )?,
         aggregate,
+        max_items,
     })
 }
 
@@ -625,6 +662,7 @@ pub async fn create_token(
         scope,
         decision,
         aggregate,
+        max_items,
     } = requested(&Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?)?;
     let new = NewFeedToken::generate().map_err(StoreError::Randomness)?;
     let digest = feed_token::digest(&new.token);
@@ -634,6 +672,7 @@ pub async fn create_token(
         scope,
         decision,
         aggregate,
+        max_items,
     };
     holder(env, license)?.ask(CreateFeedToken(record)).await?;
     let owner = FeedTokenOwner {
@@ -641,6 +680,7 @@ pub async fn create_token(
         id: new.id.clone(),
         scope,
         aggregate,
+        max_items,
     };
     licenses::save_feed_token(env, &digest, &owner).await?;
     Reply::json(
@@ -651,6 +691,7 @@ pub async fn create_token(
             scope,
             decision_type: decision,
             aggregate,
+            max_items,
         },
     )
 }

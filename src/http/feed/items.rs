@@ -11,7 +11,7 @@ use crate::domain::feed::aggregate::{Aggregate, Merging};
 use crate::domain::feed::cap::{Bound, Counted, Cut, Key, Rank, Tally};
 use crate::domain::feed::item::{FeedBlock, FeedItem, FeedRecord, Merge, Next};
 use crate::domain::precedence::{GlobalBlocks, PublishedLists};
-use crate::objects::holder::protocol::{Feed, HolderProtocol};
+use crate::objects::holder::protocol::{Feed, FeedStart, HolderProtocol};
 use crate::objects::operator_lists::client::published::Promoted;
 use crate::objects::protocol::{Failure, Object, Pages};
 use crate::store::StoreError;
@@ -26,19 +26,25 @@ pub type ReadWhole =
 pub fn read_again(object: Object<HolderProtocol>) -> ReadWhole {
     Box::new(move || {
         let object = object.clone();
-        Box::pin(async move {
-            let (_, pages) = object
-                .ask_stream(Feed::default())
-                .await
-                .map_err(|failure| match failure {
-                    Failure::Fault(fault) => fault,
-                    Failure::Refused(refusal) => StoreError::Object(format!(
-                        "a second read of the holder's list was refused: {refusal:?}"
-                    )),
-                })?;
-            Ok(pages)
-        })
+        Box::pin(async move { Ok(read_whole(&object, Feed::default()).await?.1) })
     })
+}
+
+/// The holder's whole list read from its object as `feed` asks it (a token's
+/// pull recorded with it, or none).
+pub async fn read_whole(
+    object: &Object<HolderProtocol>,
+    feed: Feed,
+) -> Result<(FeedStart, Pages<FeedRecord>), StoreError> {
+    object
+        .ask_stream(feed)
+        .await
+        .map_err(|failure| match failure {
+            Failure::Fault(fault) => fault,
+            Failure::Refused(refusal) => StoreError::Object(format!(
+                "a second read of the holder's list was refused: {refusal:?}"
+            )),
+        })
 }
 
 pub struct Items {
@@ -193,18 +199,20 @@ impl Items {
     }
 
     /// Where the whole feed is cut to `keep` items: its items counted as they
-    /// come, and counted again from `again` when the count asks; then the items
-    /// read from the start once more, ready to be written.
+    /// come, and counted again from `again` when the count asks. The items are
+    /// read to their end: `restart` them to write them.
     pub async fn cut(&mut self, keep: u64, again: &ReadWhole) -> Result<Cut, StoreError> {
         let mut tally = Tally::new(keep);
         loop {
             while let Some(item) = self.next_item(true).await? {
                 tally.add(Rank::of(&item));
             }
-            self.restart(again().await?);
             match tally.finish() {
                 Counted::Cut(cut) => return Ok(cut),
-                Counted::Again(next) => tally = next,
+                Counted::Again(next) => {
+                    tally = next;
+                    self.restart(again().await?);
+                }
             }
         }
     }
@@ -219,6 +227,7 @@ impl Items {
         again: &ReadWhole,
     ) -> Result<(Option<Bound>, u64), StoreError> {
         let mut cut = self.cut(keep, again).await?;
+        self.restart(again().await?);
         while let Some(item) = self.next_item(true).await? {
             cut.keeps(Key::of(&item));
         }

@@ -3,7 +3,7 @@
 
 use crate::domain::code::Coded;
 use crate::domain::feed::aggregate::Merging;
-use crate::domain::feed::cap::{Bound, MAX_ITEMS};
+use crate::domain::feed::cap::{max_items, CursorCut};
 use crate::domain::feed::feed_token::Scope;
 use crate::domain::feed::item::FeedVersion;
 use crate::http::feed::appliance::{Appliance, ListName};
@@ -107,15 +107,7 @@ impl FeedQuery {
                         }
                     }
                 }
-                "maxItems" => {
-                    let max = value
-                        .parse()
-                        .ok()
-                        .filter(|max| (1..=MAX_ITEMS).contains(max));
-                    parsed.max_items = Some(max.ok_or_else(|| {
-                        format!("maxItems is a whole number from 1 to {MAX_ITEMS}, not {value:?}")
-                    })?);
-                }
+                "maxItems" => parsed.max_items = Some(max_items(&value)?),
                 _ => {}
             }
         }
@@ -136,6 +128,16 @@ impl FeedQuery {
             global: if self.scope == Scope::All { global } else { 0 },
             allow,
         }
+    }
+
+    /// The query as a feed token that cuts its feeds (`max_items`) reads it:
+    /// its setting wins, since a bouncer's or an appliance's URL cannot say
+    /// otherwise.
+    pub fn cut_by_token(mut self, max_items: Option<u64>) -> Self {
+        if max_items.is_some() {
+            self.max_items = max_items;
+        }
+        self
     }
 
     /// The query as a feed token that merges its feeds (`merges`) reads it: its
@@ -236,49 +238,10 @@ impl FeedQuery {
     }
 }
 
-/// What a cursor says of the cut of the feed that gave it: none (a whole
-/// feed's), how far it reached, or (a cut that changed as it was written) not
-/// known. Written after the version: `7.3.2`, `7.3.2.o1765000000x…`, `7.3.2.u`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CursorCut {
-    Whole,
-    Bound(Bound),
-    Unknown,
-}
-
-impl CursorCut {
-    /// A cursor's version and what it says of its cut.
-    pub fn parse(cursor: &str) -> Option<(FeedVersion, Self)> {
-        let mut parts = cursor.splitn(4, '.');
-        let version = [parts.next()?, parts.next()?, parts.next()?].join(".");
-        let cut = match parts.next() {
-            None => Self::Whole,
-            Some("u") => Self::Unknown,
-            Some(bound) => Self::Bound(Bound::parse(bound)?),
-        };
-        Some((FeedVersion::parse(&version)?, cut))
-    }
-
-    /// The cursor a cut feed gives: how far its cut reached, if that is known.
-    pub fn of(bound: Option<Bound>) -> Self {
-        bound.map_or(Self::Unknown, Self::Bound)
-    }
-}
-
-/// The cursor's part after its version, with its dot: nothing for a whole feed's.
-impl std::fmt::Display for CursorCut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Whole => Ok(()),
-            Self::Bound(bound) => write!(f, ".{bound}"),
-            Self::Unknown => f.write_str(".u"),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::feed::cap::Bound;
 
     #[test]
     fn queries_parse_with_defaults_and_refuse_the_unknown() {

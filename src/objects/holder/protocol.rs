@@ -8,6 +8,7 @@ use crate::domain::access::audit::Stamp;
 use crate::domain::access::license::LicenseId;
 use crate::domain::cloudflare::connection::Connect;
 use crate::domain::cloudflare::link::{ConnectRefusal, Status as CloudflareStatus};
+use crate::domain::feed::cap::CursorCut;
 use crate::domain::feed::decision::{DecisionType, Pull};
 use crate::domain::feed::feed_token::{FeedTokenInfo, NewFeedTokenRecord, PullClient};
 use crate::domain::feed::item::{FeedHead, FeedRecord};
@@ -173,6 +174,14 @@ pub struct Feed {
     /// Where a change of the allow list since the cursor moved the list's entries
     /// (at most `store::holder::feed::MAX_MOVED_RANGES` intervals): a delta carries them.
     pub moves: AllowMoves,
+    /// A pull of a token that cuts its feed: how far the cut reaches now, which
+    /// its position keeps.
+    #[serde(default)]
+    pub cut: CursorCut,
+    /// A pull of a token that cuts its feed: how many items the cut left out,
+    /// which its record shows.
+    #[serde(default)]
+    pub left_out: Option<u64>,
 }
 
 /// How a feed's personal part begins.
@@ -186,6 +195,10 @@ pub struct FeedStart {
     /// The holder's own allow list, which the feed weighs beside the operator's.
     #[serde(default)]
     pub own_allow: OwnAllow,
+    /// A pull: how far the cut the token's bouncer holds reached, as its
+    /// position kept it.
+    #[serde(default)]
+    pub held_cut: CursorCut,
 }
 
 /// The holder's allow list as a feed weighs it: the addresses it holds, each

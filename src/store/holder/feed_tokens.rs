@@ -3,12 +3,12 @@
 //! stand, and who pulled last.
 
 use crate::domain::code::Coded;
+use crate::domain::feed::cap::CursorCut;
 use crate::domain::feed::decision::{DecisionType, Position};
 use crate::domain::feed::feed_token::{
     keeping_up, FeedTokenInfo, LastPull, NewFeedTokenRecord, PullClient, Scope,
     MAX_PER_HOLDER as MAX_FEED_TOKENS,
 };
-use crate::domain::feed::item::FeedVersion;
 use crate::domain::time::UnixTime;
 use crate::store::holder::list::HolderTables;
 use crate::store::holder::usage_metrics::{bouncer_usage, BOUNCER_COLUMNS};
@@ -20,6 +20,8 @@ pub struct TokenState {
     pub decision: DecisionType,
     pub position: Option<Position>,
     pub last: LastPull,
+    /// How many items its last cut pull left out.
+    pub left_out: Option<u64>,
 }
 
 fn coded<T: Coded>(row: &Row, column: usize, what: &str) -> Result<T, SqlError> {
@@ -39,8 +41,8 @@ impl<S: Sql> HolderTables<S> {
             return Ok(false);
         }
         self.sql().execute(
-            "INSERT INTO feed_tokens (id, digest, created_at, scope, decision, aggregate)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO feed_tokens (id, digest, created_at, scope, decision, aggregate, max_items)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             &[
                 Value::text(&token.id),
                 Value::text(&token.digest),
@@ -48,6 +50,7 @@ impl<S: Sql> HolderTables<S> {
                 Value::text(token.scope.code()),
                 Value::text(token.decision.code()),
                 Value::int(u64::from(token.aggregate)),
+                token.max_items.map_or(Value::Null, Value::int),
             ],
         )?;
         Ok(true)
@@ -59,7 +62,7 @@ impl<S: Sql> HolderTables<S> {
         let rows = self.sql().query(
             &format!(
                 "SELECT id, created_at, last_used, scope, decision, user_agent, pulled, pull_interval,
-                     aggregate, {BOUNCER_COLUMNS}
+                     aggregate, max_items, left_out, {BOUNCER_COLUMNS}
                  FROM feed_tokens ORDER BY created_at, id"
             ),
             &[],
@@ -77,6 +80,8 @@ impl<S: Sql> HolderTables<S> {
                     scope: coded::<Scope>(row, 3, "scope")?,
                     decision_type: coded::<DecisionType>(row, 4, "decision")?,
                     aggregate: row.int(8)? != 0,
+                    max_items: row.opt_int(9)?,
+                    left_out: row.opt_int(10)?,
                     created_at: UnixTime(row.int(1)?).to_rfc3339(),
                     last_used: last_used.map(UnixTime::to_rfc3339),
                     user_agent: row.opt_text(5)?,
@@ -84,7 +89,7 @@ impl<S: Sql> HolderTables<S> {
                     keeping_up: last_used
                         .zip(interval)
                         .map(|(last, interval)| keeping_up(last, interval, now)),
-                    usage: bouncer_usage(row, 9, reported, today)?,
+                    usage: bouncer_usage(row, 11, reported, today)?,
                 })
             })
             .collect()
@@ -93,7 +98,7 @@ impl<S: Sql> HolderTables<S> {
     /// The token as a pull finds it, or `None` when it no longer exists.
     pub fn token_state(&self, id: &str) -> Result<Option<TokenState>, SqlError> {
         let rows = self.sql().query(
-            "SELECT decision, position, renewed_at, last_used, user_agent, pulled
+            "SELECT decision, position, renewed_at, last_used, user_agent, pulled, left_out
              FROM feed_tokens WHERE id = ?1",
             &[Value::text(id)],
         )?;
@@ -101,11 +106,16 @@ impl<S: Sql> HolderTables<S> {
             return Ok(None);
         };
         let position = match (row.opt_text(1)?, row.opt_int(2)?) {
-            (Some(cursor), Some(renewed_at)) => Some(Position {
-                cursor: FeedVersion::parse(&cursor)
-                    .ok_or_else(|| SqlError(format!("a feed token's position {cursor:?}")))?,
-                renewed_at: UnixTime(renewed_at),
-            }),
+            (Some(text), Some(renewed_at)) => {
+                // A position kept before cuts is its version alone: no cut.
+                let (cursor, cut) = CursorCut::parse(&text)
+                    .ok_or_else(|| SqlError(format!("a feed token's position {text:?}")))?;
+                Some(Position {
+                    cursor,
+                    renewed_at: UnixTime(renewed_at),
+                    cut,
+                })
+            }
             _ => None,
         };
         let client = row.opt_text(5)?.map(|pulled| PullClient {
@@ -119,6 +129,7 @@ impl<S: Sql> HolderTables<S> {
                 at: row.opt_int(3)?.map(UnixTime),
                 client,
             },
+            left_out: row.opt_int(6)?,
         }))
     }
 
@@ -153,9 +164,29 @@ impl<S: Sql> HolderTables<S> {
                     .last
                     .at
                     .map_or(Value::Null, |at| Value::int(now.0.saturating_sub(at.0))),
-                position.map_or(Value::Null, |p| Value::text(p.cursor.to_string())),
+                position.map_or(Value::Null, |p| {
+                    Value::text(format!("{}{}", p.cursor, p.cut))
+                }),
                 position.map_or(Value::Null, |p| Value::int(p.renewed_at.0)),
             ],
+        )?;
+        Ok(())
+    }
+
+    /// Records how many items a cut pull of the token found as `state` left
+    /// out, when that changed: what the holder's list of tokens shows.
+    pub fn record_left_out(
+        &self,
+        id: &str,
+        state: &TokenState,
+        left_out: u64,
+    ) -> Result<(), SqlError> {
+        if state.left_out == Some(left_out) {
+            return Ok(());
+        }
+        self.sql().execute(
+            "UPDATE feed_tokens SET left_out = ?2 WHERE id = ?1",
+            &[Value::text(id), Value::int(left_out)],
         )?;
         Ok(())
     }
@@ -179,6 +210,7 @@ impl<S: Sql> HolderTables<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::feed::item::FeedVersion;
     use crate::store::holder::rule_tests::{sql_store, NOON};
     use crate::store::holder::schema::{migrate, MIGRATIONS};
     use crate::store::sql::native::NativeSql;
@@ -194,6 +226,7 @@ mod tests {
                 DecisionType::Ban
             },
             aggregate: n == 2,
+            max_items: (n == 3).then_some(5),
         }
     }
 
@@ -277,6 +310,7 @@ mod tests {
                 allow: 1,
             },
             renewed_at: NOON,
+            cut: CursorCut::Whole,
         };
         let pull = |position, seconds| {
             let state = store.token_state(id).unwrap().unwrap();
@@ -304,6 +338,53 @@ mod tests {
         assert_eq!(listed[0].keeping_up, Some(true), "pulled 65 s apart");
         let later = store.feed_tokens(NOON.plus(95 + 200)).unwrap();
         assert_eq!(later[0].keeping_up, Some(false));
+    }
+
+    #[test]
+    fn tokens_and_positions_kept_before_cuts_serve_the_whole_feed() {
+        let sql = NativeSql::new();
+        // The shape the last version kept: every column but `max_items` and
+        // `left_out`, and a position that is a version alone.
+        crate::store::sql::migrate(&sql, &MIGRATIONS[..16]).unwrap();
+        sql.execute(
+            "INSERT INTO feed_tokens (id, digest, created_at, scope, decision, position, renewed_at)
+             VALUES ('ft_0', 'd', 5, 'all', 'ban', '7.3.2', 5)",
+            &[],
+        )
+        .unwrap();
+        migrate(&sql).unwrap();
+        let store = HolderTables::new(sql);
+        assert!(store
+            .create_feed_token(&record(3, Scope::All), NOON)
+            .unwrap());
+        let listed = store.feed_tokens(NOON).unwrap();
+        assert_eq!(
+            listed
+                .iter()
+                .map(|token| (token.id.as_str(), token.max_items, token.left_out))
+                .collect::<Vec<_>>(),
+            [("ft_0", None, None), ("ft_0000000000000003", Some(5), None)],
+            "a token kept before cuts does not list as whole; one made now keeps its setting"
+        );
+        let state = store.token_state("ft_0").unwrap().unwrap();
+        let kept = state.position.expect("its position");
+        assert_eq!(
+            (kept.cursor.to_string(), kept.cut),
+            ("7.3.2".to_owned(), CursorCut::Whole),
+            "a position kept before cuts does not read as a whole feed's"
+        );
+        // A cut position is kept with how far the cut reached, and read back so.
+        let cut = CursorCut::parse("8.3.2.o5x1x80").unwrap().1;
+        let bouncer = PullClient::new(None, "decisions");
+        let moved = Position { cut, ..kept };
+        store
+            .record_pull("ft_0", &state, &bouncer, Some(moved), NOON)
+            .unwrap();
+        assert_eq!(
+            store.token_state("ft_0").unwrap().unwrap().position,
+            Some(moved),
+            "a cut position is not kept with how far its cut reached"
+        );
     }
 
     #[test]

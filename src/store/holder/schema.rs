@@ -7,7 +7,7 @@ use crate::store::sql::{Sql, SqlError};
 /// Step `n` brings the schema from version `n` to `n + 1`. Objects created before the
 /// version was recorded are at version 0, and the first step is idempotent for them.
 /// A change to the schema is a new step at the end, never an edit of an old one.
-pub(super) const MIGRATIONS: [&str; 16] = [
+pub(super) const MIGRATIONS: [&str; 17] = [
     "CREATE TABLE IF NOT EXISTS entries (
         ip INTEGER PRIMARY KEY, added_at INTEGER NOT NULL, expires_at INTEGER, comment TEXT
     ) WITHOUT ROWID;
@@ -184,6 +184,11 @@ pub(super) const MIGRATIONS: [&str; 16] = [
     // A feed token's feeds merged into the fewest CIDR blocks (`aggregate`).
     // Tokens made before serve the whole feed, as they did.
     "ALTER TABLE feed_tokens ADD COLUMN aggregate INTEGER NOT NULL DEFAULT 0;",
+    // A feed token's feeds cut to the most relevant so many items (`maxItems`),
+    // and how many its last cut pull left out. Tokens made before serve the
+    // whole feed, as they did.
+    "ALTER TABLE feed_tokens ADD COLUMN max_items INTEGER;
+    ALTER TABLE feed_tokens ADD COLUMN left_out INTEGER;",
 ];
 
 /// Brings the holder's schema to the newest version.

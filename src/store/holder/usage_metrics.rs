@@ -196,6 +196,7 @@ mod tests {
             scope: Scope::All,
             decision: DecisionType::Ban,
             aggregate: false,
+            max_items: None,
         };
         assert!(store.create_feed_token(&record, NOON).unwrap());
     }

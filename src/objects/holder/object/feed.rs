@@ -62,6 +62,11 @@ impl HolderList {
         let decision = token
             .as_ref()
             .map_or(DecisionType::Ban, |(_, state)| state.decision);
+        let held_cut = token
+            .as_ref()
+            .and_then(|(_, state)| state.position)
+            .map(|position| position.cut)
+            .unwrap_or_default();
         // A pull's position moves once this object has sent its last page: a pull
         // broken off before then (a fault, a Worker that stopped reading) is
         // answered the same changes again. Pages the runtime buffered on their
@@ -75,7 +80,7 @@ impl HolderList {
                     global: pull.global,
                     allow: pull.allow,
                 };
-                let position = plan.next(state.position, current, now);
+                let position = plan.next(state.position, (current, feed.cut), now);
                 #[cfg(feature = "test-hooks")]
                 if matches!(head, FeedHead::Moved { .. }) && self.pulled_elsewhere.take() {
                     let elsewhere = crate::domain::feed::decision::Position {
@@ -84,6 +89,7 @@ impl HolderList {
                             ..current
                         },
                         renewed_at: now,
+                        cut: feed.cut,
                     };
                     HolderTables::new(&self.sql).record_pull(
                         &id,
@@ -109,6 +115,7 @@ impl HolderList {
             state,
             client,
             position,
+            left_out: feed.left_out,
             now,
         });
         // An answer with nothing to follow is recorded now, any other once it is
@@ -138,6 +145,7 @@ impl HolderList {
                 decision,
                 listed,
                 own_allow,
+                held_cut,
             },
             pages: Box::pin(pages),
         })
@@ -207,6 +215,8 @@ struct Finish {
     state: TokenState,
     client: PullClient,
     position: Option<crate::domain::feed::decision::Position>,
+    /// How many items a cut pull left out.
+    left_out: Option<u64>,
     now: UnixTime,
 }
 
@@ -215,6 +225,10 @@ impl Finish {
         &self,
         store: &HolderTables<S>,
     ) -> std::result::Result<(), SqlError> {
-        store.record_pull(&self.id, &self.state, &self.client, self.position, self.now)
+        store.record_pull(&self.id, &self.state, &self.client, self.position, self.now)?;
+        match self.left_out {
+            Some(left_out) => store.record_left_out(&self.id, &self.state, left_out),
+            None => Ok(()),
+        }
     }
 }
