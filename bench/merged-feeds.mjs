@@ -5,7 +5,9 @@
 // (addresses two apart, /24s 512 apart: what merging costs); and the same with
 // a holder's BENCH_MERGED_PERSONAL (100 000) addresses in a row, which merge
 // (what merging saves: the operator's list is kept merged already, so a whole
-// feed's consecutive entries are a holder's). Part of `make bench` (run.mjs);
+// feed's consecutive entries are a holder's). Beside them, the same feed cut to
+// BENCH_CUT (10 000) items (`maxItems`), whole and merged: a cut is counted
+// first, so it reads the list more than once. Part of `make bench` (run.mjs);
 // alone: `BENCH_ONLY=merged-feeds make bench`.
 
 import { join } from "node:path";
@@ -14,6 +16,7 @@ import { feed, runtimePid, sampled } from "./scale.mjs";
 
 export const MERGED_ENTRIES = Number(process.env.BENCH_MERGED ?? 1_000_000);
 export const MERGED_PERSONAL = Number(process.env.BENCH_MERGED_PERSONAL ?? 100_000);
+export const CUT = Number(process.env.BENCH_CUT ?? 10_000);
 
 /** Adds `count` addresses in a row from 100.128.0.0 (`seeded`) to a holder's list, a bulk request of 1 000 at a time. */
 async function consecutive(url, token, count) {
@@ -39,7 +42,13 @@ async function pulls(state, personal, shape) {
       const lines = value.split("\n").filter((line) => line && !line.startsWith("#")).length;
       return { seconds, growthMB, bytes: Buffer.byteLength(value), lines };
     };
-    return { shape, whole: await measure("scope=all"), merged: await measure("scope=all&aggregate=1") };
+    return {
+      shape,
+      whole: await measure("scope=all"),
+      merged: await measure("scope=all&aggregate=1"),
+      cut: await measure(`scope=all&maxItems=${CUT}`),
+      mergedCut: await measure(`scope=all&aggregate=1&maxItems=${CUT}`),
+    };
   } finally {
     await mf.dispose();
   }
@@ -55,7 +64,9 @@ export async function mergedFeeds(state) {
 
 export function mergedFeedsLines({ entries, apart, touching }) {
   const rows = (run) =>
-    [["whole", run.whole], ["merged", run.merged]].map(
+    [["whole", run.whole], ["merged", run.merged], [`cut to ${CUT}`, run.cut], [`merged, cut to ${CUT}`, run.mergedCut]]
+      .filter(([, pull]) => pull)
+      .map(
       ([name, pull]) =>
         `| ${run.shape} | ${name} | ${pull.lines} | ${(pull.bytes / 2 ** 20).toFixed(1)} | ${pull.seconds.toFixed(2)} | ${pull.growthMB.toFixed(1)} |`,
     );
@@ -68,5 +79,11 @@ export function mergedFeedsLines({ entries, apart, touching }) {
     ...rows(touching),
     "",
     `Merged, the feed where nothing touches took ${(apart.merged.seconds / apart.whole.seconds).toFixed(2)} × the whole pull's time; with the holder's addresses in a row, ${(touching.merged.seconds / touching.whole.seconds).toFixed(2)} × the time and ${(touching.merged.bytes / touching.whole.bytes).toFixed(2)} × the bytes.`,
+    ...(touching.mergedCut
+      ? [
+          "",
+          `Cut to ${CUT} and merged, with the holder's addresses in a row: ${(touching.mergedCut.seconds / touching.whole.seconds).toFixed(2)} × the whole pull's time, the runtime growing ${touching.mergedCut.growthMB.toFixed(1)} MB against the whole pull's ${touching.whole.growthMB.toFixed(1)} MB; cut alone, ${(touching.cut.seconds / touching.whole.seconds).toFixed(2)} × the time.`,
+        ]
+      : []),
   ];
 }
