@@ -438,25 +438,12 @@ impl PublishedLists {
     /// Whether the challenged global list has `block` as one of its own blocks.
     fn has_own_block(&self, block: FeedBlock) -> bool {
         let (cut, cut6) = self.cut();
-        match block {
+        match block.as_global() {
             FeedBlock::V4(range) => has_block(&self.global, &cut, range),
-            FeedBlock::V6(ip) => {
-                let addr = u128::from(ip.addr());
-                has_block(
-                    &self.global6,
-                    &cut6,
-                    Cidr::from_parts(addr, 128).expect("an address"),
-                )
-            }
-            FeedBlock::V6Net64(net) => {
-                let first = u128::from(net.addr());
-                has_block(
-                    &self.global6,
-                    &cut6,
-                    Cidr::from_parts(first, 64).expect("a /64"),
-                )
-            }
             FeedBlock::V6Range(range) => has_block(&self.global6, &cut6, range),
+            FeedBlock::V6(_) | FeedBlock::V6Net64(_) => {
+                unreachable!("the global list names IPv6 blocks as ranges")
+            }
         }
     }
 }

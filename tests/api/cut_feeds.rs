@@ -295,7 +295,7 @@ fn a_cut_feeds_deltas_push_the_oldest_out_and_let_it_back_in() {
     );
 
     // A series of changes of every kind, the agent equal to a whole pull after each.
-    let steps: [(&str, &dyn Fn()); 6] = [
+    let steps: [(&str, &dyn Fn()); 8] = [
         ("two adds", &|| {
             for ip in ["31.13.71.20", "31.13.71.21"] {
                 app.add(ip);
@@ -317,6 +317,17 @@ fn a_cut_feeds_deltas_push_the_oldest_out_and_let_it_back_in() {
             server.advance(30);
         }),
         ("its expiry", &|| server.advance(61)),
+        // Listed by the holder, then by the operator too.
+        ("an own entry the global list holds too", &|| {
+            app.add("45.9.6.6");
+            server.advance(50);
+            server.edit_global_list(&["45.9.6.6"], &[]);
+        }),
+        // Dropped from the holder's list, it stays as the global list's, ranked
+        // as that now: out of a cut of the three newest own entries.
+        ("its removal", &|| {
+            app.remove("45.9.6.6");
+        }),
     ];
     for (step, change) in steps {
         change();

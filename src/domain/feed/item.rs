@@ -95,6 +95,20 @@ impl fmt::Display for FeedBlock {
 }
 
 impl FeedBlock {
+    /// The block as the global list names it: a holder's IPv6 address or /64
+    /// as the IPv6 block of the same addresses.
+    pub fn as_global(self) -> Self {
+        match self {
+            Self::V6(ip) => Self::V6Range(
+                Ipv6Range::from_parts(u128::from(ip.addr()), 128).expect("an address"),
+            ),
+            Self::V6Net64(net) => {
+                Self::V6Range(Ipv6Range::from_parts(u128::from(net.addr()), 64).expect("a /64"))
+            }
+            Self::V4(_) | Self::V6Range(_) => self,
+        }
+    }
+
     /// Where the block stands in a feed's order: its first address in sixteen
     /// bytes (an IPv4 one as IPv4-mapped, as the holder's rows keep it), then its
     /// prefix in those 128 bits, a wider block first. Two values in one place

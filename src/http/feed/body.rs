@@ -10,7 +10,10 @@ use worker::console_error;
 use crate::domain::code::Coded;
 use crate::domain::feed::cap::{CursorCut, Cut, Key, Shift};
 use crate::domain::feed::decision::{Decision, DecisionType, Filter};
-use crate::domain::feed::item::{global_item, gone_item, FeedBlock, FeedItem, FeedRecord, Source};
+use crate::domain::feed::item::{
+    global_item, gone_item, personal_block, FeedBlock, FeedItem, FeedRecord, Source,
+};
+use crate::domain::net::address::Listed;
 use crate::domain::operator_lists::list::EntrySource;
 use crate::domain::precedence::Governor;
 use crate::domain::time::UnixTime;
@@ -175,9 +178,7 @@ impl Writer {
                 while count < self.part_items {
                     match self.items.next_record().await? {
                         Some(FeedRecord::Gone(ip)) => {
-                            // A block of the global list's own stays in the feed as that.
-                            if self.items.lists().governor_of_entry(ip) != Governor::GlobalChallenge
-                            {
+                            if self.drops(ip).await? {
                                 self.write(&mut text, &gone_item(ip));
                                 count += 1;
                             }
@@ -328,6 +329,24 @@ impl Writer {
         Ok(false)
     }
 
+    /// Whether a delta drops a personal address that changed. A block of the
+    /// global list's own stays in the feed as that; but a cut ranks it as the
+    /// global block now, no longer as the holder's entry: it is dropped when
+    /// the cut no longer holds it so (and where the cut holds it, the agent
+    /// held it as the entry, or the cut moved past every own entry and lets
+    /// it in now).
+    async fn drops(&self, ip: Listed) -> Result<bool, StoreError> {
+        if self.items.lists().governor_of_entry(ip) != Governor::GlobalChallenge {
+            return Ok(true);
+        }
+        let Content::Delta { cut: Some(cut) } = &self.content else {
+            return Ok(false);
+        };
+        let block = global_item(personal_block(ip).as_global());
+        let block = self.items.labelled(block).await?;
+        Ok(!cut.shift.to.holds(Key::of(&block)))
+    }
+
     /// Opens a delta's array of items to add: the first belongs to it.
     fn open_new(&mut self, text: &mut String) -> Stage {
         self.written = 0;
@@ -359,9 +378,10 @@ impl Writer {
     fn keeps(&mut self, item: &FeedItem) -> bool {
         match &mut self.content {
             Content::Whole { cut: Some(cut), .. } if !self.deleting => cut.keeps(Key::of(item)),
-            // A cut renewal deletes what the bouncer held and adds what it holds now.
-            Content::Renewal(_, Some(shift)) if self.deleting => shift.from.holds(Key::of(item)),
-            Content::Renewal(_, Some(shift)) => shift.to.holds(Key::of(item)),
+            // A cut renewal deletes every item, whatever the bouncer held (an
+            // item whose rank changed unseen goes too), and adds what the cut
+            // holds now.
+            Content::Renewal(_, Some(shift)) if !self.deleting => shift.to.holds(Key::of(item)),
             _ => true,
         }
     }

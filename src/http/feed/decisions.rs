@@ -28,6 +28,10 @@ use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{Feed, FeedTokens, LiveLookup};
 use crate::store::operator_lists::snapshots;
 
+/// How many times a cut token's pull counts its cut while the list changes
+/// under the count.
+const COUNTS: usize = 3;
+
 /// A pull's answer when another pull of its token moved the token's position
 /// while it was answered: a position is one bouncer's, and bouncers that share a
 /// token each miss what the other was sent (docs/api.md).
@@ -114,8 +118,11 @@ pub async fn stream(
     let page = settings.objects.page_entries;
     // A token that cuts its stream: how far the cut reaches now, counted
     // before the pull, so that the token's position keeps it.
-    let counted = match max_items {
-        Some(keep) => {
+    let mut counted = None;
+    if let Some(keep) = max_items {
+        // Counted again while the list changes under the count; past that,
+        // nothing this time, the position where it was: the next pull brings it.
+        for _ in 0..COUNTS {
             let (start, records) = read_whole(&object, Feed::default()).await?;
             let (published, promoted) = (
                 snapshots::published(operator_lists.global.clone(), operator_lists.allow.clone()),
@@ -124,15 +131,15 @@ pub async fn stream(
             let lists = published.and_own_allow(start.own_allow.intervals());
             let mut whole = Items::new(records, lists, None, promoted, page);
             let again = read_again(object.clone());
-            match whole.bound(keep, &again).await? {
-                (Some(to), left_out) => Some((to, left_out, whole, again)),
-                // The list changed while it was counted: nothing this time,
-                // the position where it was; the next pull brings it.
-                (None, _) => return json_body("{\"deleted\":[],\"new\":[]}"),
+            if let (Some(to), left_out) = whole.bound(keep, &again).await? {
+                counted = Some((to, left_out, whole, again));
+                break;
             }
         }
-        None => None,
-    };
+        if counted.is_none() {
+            return json_body("{\"deleted\":[],\"new\":[]}");
+        }
+    }
     let (cut, left_out) = match &counted {
         Some((to, left_out, ..)) => (CursorCut::Bound(*to), Some(*left_out)),
         None => (CursorCut::Whole, None),
@@ -189,6 +196,13 @@ pub async fn stream(
         // Another pull of the same token moved its position between the two
         // asks: the bouncers sharing it each miss what the other was sent.
         (FeedHead::Moved { .. }, _) => return Err(ApiError::Conflict(SHARED_TOKEN.to_owned())),
+        // A cut token's bouncer that pulled before and is answered whole (its
+        // position older than the history) may hold what the cut has pushed
+        // out since: everything is deleted, then the cut announced.
+        (FeedHead::Whole { .. }, Some((shift, ..))) if !query.startup => (
+            Content::Renewal(read_again(object), Some(shift)),
+            GlobalChanges::default(),
+        ),
         (FeedHead::Whole { .. }, shift) => (
             Content::Whole {
                 reset: false,
