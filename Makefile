@@ -157,8 +157,14 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # snapshots for a Cloudflare list of the scope `all` and both allow lists (the
 # snapshot store, its shards' decoding and the precedence's cuts, which only
 # the edge carried before: 442.8 before, 467.2).
-EDGE_GZIP_KIB := 455
-OBJECTS_GZIP_KIB := 470
+# The edge to 466 for cut feeds (issue 58): the cut's counts, bounds and shifts,
+# the feed's items read apart from its body (and again for a count), the delta's
+# stages that move a cut, the cursors' and positions' cut, and the tokens'
+# maxItems (450.1 before, 464.2); the objects to 472 for the tokens' cut, what
+# their last pull left out and the positions' cut (470.1 before, 470.4).
+# Issue 59 takes both down again.
+EDGE_GZIP_KIB := 466
+OBJECTS_GZIP_KIB := 472
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
