@@ -472,7 +472,8 @@ deploy-check: build $(TEST_WORKER)
 # error, a missing tool or a server that did not start). It installs what the tests
 # need (test-tools). On demand, not in make test: it rebuilds the worker for each
 # break and the whole set takes hours, so ONLY="08 112" runs a subset (a number is
-# that patch, 01..150 those numbered so, other text a prefix of names). Each run replaces its patches' rows in
+# that patch, 01..150 those numbered so, stale those whose row is older than a
+# change to the files it stands on, other text a prefix of names). Each run replaces its patches' rows in
 # tests/breaks/RESULTS.md (patch, clean and broken result, the failing assertion).
 ONLY ?=
 breaks: test-tools
