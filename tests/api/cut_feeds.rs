@@ -487,13 +487,88 @@ fn a_token_that_cuts_serves_every_pull_and_crowdsecs_stream_cut_and_shows_what_i
         "the stream does not let the oldest back in"
     );
     assert_eq!(pull(&server, &key, ""), (vec![], vec![]), "nothing moved");
+    assert_eq!(
+        pull(&server, &key, "?maxItems=100"),
+        (vec![], vec![]),
+        "the token's cut does not win over the pull's"
+    );
     assert_eq!(shown(&id)["leftOut"], 1);
 
-    // A token made without it serves every entry.
+    // A token made without it serves every entry, or what its pull asks for.
     let (_, plain) = app.feed_token(json!({ "scope": "all" }));
     assert_eq!(
         pull(&server, &plain, "?startup=true").1.len(),
         3,
         "a token made without a cut serves the whole stream"
+    );
+    assert_eq!(
+        pull(&server, &plain, "?startup=true&maxItems=1"),
+        (vec![], vec!["31.13.73.3".to_owned()]),
+        "a pull's maxItems does not cut the stream"
+    );
+    // The next pull asks for no cut: what the cut left out comes in.
+    assert_eq!(
+        pull(&server, &plain, ""),
+        (
+            vec![],
+            vec!["31.13.73.1".to_owned(), "31.13.73.2".to_owned()]
+        ),
+        "a pull without the cut its position held does not let in what it left out"
+    );
+    assert_eq!(
+        pull(&server, &plain, "?maxItems=2"),
+        (vec!["31.13.73.1".to_owned()], vec![]),
+        "a pull that asks for another cut, nothing else changed, is not moved to it"
+    );
+}
+
+#[test]
+fn a_promoted_block_the_operator_takes_over_is_named_again_and_leaves_a_cut_that_held_it_as_promoted(
+) {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    server.promote(&["45.9.5.5", "45.9.7.7"], &[]);
+    assert_eq!(server.edit_global_list(&["45.9.9.9"], &[]).status, 200);
+    let whole = app.feed_json("scope=all&format=json");
+    let cursor = whole["cursor"].as_str().unwrap().to_owned();
+    assert_eq!(whole["entries"][0]["source"], "promoted", "{whole}");
+    // A cut of one holds the first promoted block; so does a cut token's stream.
+    let mut agent = Agent::start(&app, 1);
+    assert_eq!(agent.held.iter().collect::<Vec<_>>(), ["45.9.5.5"]);
+    let made = app.feed_token_answer(json!({ "scope": "all", "maxItems": 1 }));
+    assert_eq!(made.status, 201, "{}", made.body);
+    let key = made.json()["feedToken"].as_str().unwrap().to_owned();
+    assert_eq!(
+        pull(&server, &key, "?startup=true"),
+        (vec![], vec!["45.9.5.5".to_owned()])
+    );
+
+    // The operator lists 45.9.5.5 too: the list holds what it held, and the
+    // block is the operator's now, ranked after the promoted 45.9.7.7.
+    assert_eq!(server.edit_global_list(&["45.9.5.5"], &[]).status, 200);
+    agent.pull();
+    agent.holds_a_whole_pull("the operator took over the promoted block the cut held");
+    assert_eq!(
+        pull(&server, &key, ""),
+        (vec!["45.9.5.5".to_owned()], vec!["45.9.7.7".to_owned()]),
+        "a cut stream does not move a block the operator took over out of its cut"
+    );
+    // An uncut delta names it again, labelled as a whole pull labels it now.
+    let delta = app.feed_json(&format!("scope=all&format=json&since={cursor}"));
+    let again: Vec<&Value> = delta["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["value"] == "45.9.5.5")
+        .collect();
+    assert_eq!(
+        (named(&delta, "deleted"), again.len()),
+        (vec![], 1),
+        "a delta does not name again, in new alone, a block whose label changed: {delta}"
+    );
+    assert_eq!(
+        again[0].get("source"),
+        None,
+        "the block taken over is still labelled promoted: {delta}"
     );
 }

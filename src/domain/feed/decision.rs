@@ -281,12 +281,14 @@ impl PullPlan {
     /// to a number. When the operator's lists' changes since the position are not
     /// known, the pull renews: the holder's own deletions still go out, and every
     /// entry is announced again.
+    /// A pull that cuts (`cut`, how far the cut reaches now) otherwise than
+    /// its position held moves the cut, though nothing else changed.
     pub fn of(
         pull: &Pull,
         stored: Option<Position>,
         changes: u64,
         remembered: impl Fn(u64) -> bool,
-        now: UnixTime,
+        (now, cut): (UnixTime, CursorCut),
     ) -> Self {
         let Some(position) = stored.filter(|_| !pull.startup) else {
             return Self::Whole { reset: false };
@@ -305,7 +307,7 @@ impl PullPlan {
         let due = now.0 >= position.renewed_at.0.saturating_add(RENEW_AFTER_SECONDS);
         if due || !known {
             Self::Renewal { since }
-        } else if operator_same && since == changes {
+        } else if operator_same && since == changes && position.cut == cut {
             Self::Unchanged
         } else {
             Self::Delta { since }
@@ -640,7 +642,7 @@ mod tests {
         let all = |_: u64| true;
         let fresh = now.0 - 10;
         assert_eq!(
-            PullPlan::of(&pull, None, 7, all, now),
+            PullPlan::of(&pull, None, 7, all, (now, CursorCut::Whole)),
             PullPlan::Whole { reset: false },
             "a first pull"
         );
@@ -649,31 +651,70 @@ mod tests {
             ..pull
         };
         assert_eq!(
-            PullPlan::of(&startup, at(version(7, 3, 2), fresh), 7, all, now),
+            PullPlan::of(
+                &startup,
+                at(version(7, 3, 2), fresh),
+                7,
+                all,
+                (now, CursorCut::Whole)
+            ),
             PullPlan::Whole { reset: false }
         );
         assert_eq!(
-            PullPlan::of(&pull, at(version(7, 3, 2), fresh), 7, all, now),
+            PullPlan::of(
+                &pull,
+                at(version(7, 3, 2), fresh),
+                7,
+                all,
+                (now, CursorCut::Whole)
+            ),
             PullPlan::Unchanged
         );
+        let cut = CursorCut::Bound(Bound::Upto(crate::domain::feed::cap::Key {
+            rank: crate::domain::feed::cap::Rank::Promoted,
+            place: (1, 32),
+        }));
         assert_eq!(
-            PullPlan::of(&pull, at(version(5, 3, 2), fresh), 7, all, now),
+            PullPlan::of(&pull, at(version(7, 3, 2), fresh), 7, all, (now, cut)),
+            PullPlan::Delta { since: 7 },
+            "a pull that cuts otherwise than its position held moves the cut"
+        );
+        assert_eq!(
+            PullPlan::of(
+                &pull,
+                at(version(5, 3, 2), fresh),
+                7,
+                all,
+                (now, CursorCut::Whole)
+            ),
             PullPlan::Delta { since: 5 }
         );
         assert_eq!(
-            PullPlan::of(&pull, at(version(5, 3, 2), fresh), 7, |n| n > 5, now),
+            PullPlan::of(
+                &pull,
+                at(version(5, 3, 2), fresh),
+                7,
+                |n| n > 5,
+                (now, CursorCut::Whole)
+            ),
             PullPlan::Whole { reset: true },
             "the history no longer reaches back"
         );
         let stale = now.0 - RENEW_AFTER_SECONDS;
         assert_eq!(
-            PullPlan::of(&pull, at(version(7, 3, 2), stale), 7, all, now),
+            PullPlan::of(
+                &pull,
+                at(version(7, 3, 2), stale),
+                7,
+                all,
+                (now, CursorCut::Whole)
+            ),
             PullPlan::Renewal { since: 7 }
         );
         // The global list moved: the caller works the change out, then asks again.
         let moved = at(version(7, 2, 2), fresh);
         assert_eq!(
-            PullPlan::of(&pull, moved, 7, all, now),
+            PullPlan::of(&pull, moved, 7, all, (now, CursorCut::Whole)),
             PullPlan::Moved(version(7, 2, 2))
         );
         let known = Pull {
@@ -684,7 +725,7 @@ mod tests {
             ..pull
         };
         assert_eq!(
-            PullPlan::of(&known, moved, 7, all, now),
+            PullPlan::of(&known, moved, 7, all, (now, CursorCut::Whole)),
             PullPlan::Delta { since: 7 }
         );
         let unknown = Pull {
@@ -695,12 +736,12 @@ mod tests {
             ..pull
         };
         assert_eq!(
-            PullPlan::of(&unknown, moved, 7, all, now),
+            PullPlan::of(&unknown, moved, 7, all, (now, CursorCut::Whole)),
             PullPlan::Renewal { since: 7 },
             "the holder's own deletions still go out"
         );
         assert_eq!(
-            PullPlan::of(&pull, moved, 7, |n| n > 7, now),
+            PullPlan::of(&pull, moved, 7, |n| n > 7, (now, CursorCut::Whole)),
             PullPlan::Whole { reset: true },
             "no second call when the history does not reach back anyway"
         );
@@ -712,7 +753,7 @@ mod tests {
             ..pull
         };
         assert_eq!(
-            PullPlan::of(&other, moved, 7, all, now),
+            PullPlan::of(&other, moved, 7, all, (now, CursorCut::Whole)),
             PullPlan::Moved(version(7, 2, 2)),
             "another pull moved it"
         );

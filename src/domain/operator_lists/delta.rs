@@ -22,22 +22,52 @@ pub const MAX_LEVEL: u8 = 24;
 /// cursor that old gets the whole list, which is then no larger than the change.
 pub const MAX_DELTA_INTERVALS: usize = 1_000_000;
 
-/// The addresses of each family whose membership changed.
+/// The addresses of each family whose membership changed, and, in the global
+/// list's, those whose membership of its promoted part changed (`promoted`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionChange {
     pub v4: Intervals<u32>,
     pub v6: Intervals<u128>,
+    /// Where a feed's label of a block (promoted or the operator's) may have
+    /// changed, the block staying: the operator took over a promoted entry, or
+    /// let go of one that covered it. Empty in pieces written before labels
+    /// changed were published, and in every change of the allow lists: so in
+    /// the only one an object's call carries (the holder's own allow list's),
+    /// which is why it is never serialized.
+    #[serde(skip)]
+    pub promoted: PromotedChange,
+}
+
+/// The addresses of each family that joined or left the global list's promoted
+/// part: what only the holders' reports hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromotedChange {
+    pub v4: Intervals<u32>,
+    pub v6: Intervals<u128>,
+}
+
+impl PromotedChange {
+    pub fn len(&self) -> usize {
+        self.v4.len() + self.v6.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl VersionChange {
     /// A change of IPv4 addresses only.
     pub fn ipv4(v4: Intervals<u32>) -> Self {
-        Self { v4, v6: Vec::new() }
+        Self {
+            v4,
+            ..Self::default()
+        }
     }
 
-    /// Intervals it holds, of both families.
+    /// Intervals it holds, of both families, the promoted part's changes too.
     pub fn len(&self) -> usize {
-        self.v4.len() + self.v6.len()
+        self.v4.len() + self.v6.len() + self.promoted.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -49,6 +79,10 @@ impl VersionChange {
         Self {
             v4: combine(&self.v4, &later.v4, Op::Xor),
             v6: combine(&self.v6, &later.v6, Op::Xor),
+            promoted: PromotedChange {
+                v4: combine(&self.promoted.v4, &later.promoted.v4, Op::Xor),
+                v6: combine(&self.promoted.v6, &later.promoted.v6, Op::Xor),
+            },
         }
     }
 }
@@ -69,6 +103,10 @@ const FORMAT_CHANGED: u8 = 1;
 const FORMAT_RESET: u8 = 2;
 /// The count of IPv4 intervals, the IPv4 intervals, then the IPv6 ones.
 const FORMAT_BOTH: u8 = 3;
+/// The counts of the IPv4 intervals, the IPv6 ones and the promoted part's
+/// IPv4 ones, then the four sets: the list's IPv4 and IPv6, the promoted
+/// part's IPv4 and IPv6.
+const FORMAT_PROMOTED: u8 = 4;
 
 impl Piece {
     /// A change, or `Reset` when it is over the bound.
@@ -93,7 +131,22 @@ impl Piece {
         let Self::Changed(change) = self else {
             return vec![FORMAT_RESET];
         };
-        let mut bytes = Vec::with_capacity(5 + change.v4.len() * 8 + change.v6.len() * 32);
+        let promoted = &change.promoted;
+        let mut bytes = Vec::with_capacity(
+            13 + (change.v4.len() + promoted.v4.len()) * 8
+                + (change.v6.len() + promoted.v6.len()) * 32,
+        );
+        if !promoted.is_empty() {
+            bytes.push(FORMAT_PROMOTED);
+            for count in [change.v4.len(), change.v6.len(), promoted.v4.len()] {
+                bytes.extend_from_slice(&(count as u32).to_le_bytes());
+            }
+            write_intervals(&mut bytes, &change.v4);
+            write_intervals(&mut bytes, &change.v6);
+            write_intervals(&mut bytes, &promoted.v4);
+            write_intervals(&mut bytes, &promoted.v6);
+            return bytes;
+        }
         if change.v6.is_empty() {
             bytes.push(FORMAT_CHANGED);
         } else {
@@ -105,9 +158,12 @@ impl Piece {
         bytes
     }
 
-    /// `None` for anything `encode` could not have written.
+    /// `None` for anything `encode` could not have written. A piece of a
+    /// format newer than this build knows (a writer deployed first, or a
+    /// rollback) reads as `Reset`: a cursor before it starts afresh.
     pub fn decode(bytes: &[u8]) -> Option<Self> {
         match bytes.split_first()? {
+            (&format, _) if format > FORMAT_PROMOTED => Some(Self::Reset),
             (&FORMAT_RESET, []) => Some(Self::Reset),
             (&FORMAT_CHANGED, body) => {
                 Some(Self::Changed(VersionChange::ipv4(read_intervals(body)?)))
@@ -119,6 +175,33 @@ impl Piece {
                 Some(Self::Changed(VersionChange {
                     v4: read_intervals(v4)?,
                     v6: read_intervals(v6)?,
+                    promoted: PromotedChange::default(),
+                }))
+            }
+            (&FORMAT_PROMOTED, body) => {
+                let (counts, mut body) = body.split_at_checked(12)?;
+                let count = |at: usize| -> Option<usize> {
+                    Some(u32::from_le_bytes(counts.get(at..at + 4)?.try_into().ok()?) as usize)
+                };
+                let mut next = |count: usize, width: usize| -> Option<&[u8]> {
+                    let (part, rest) = body.split_at_checked(count.checked_mul(width)?)?;
+                    body = rest;
+                    Some(part)
+                };
+                let (v4, v6, p4) = (
+                    next(count(0)?, 8)?,
+                    next(count(4)?, 32)?,
+                    next(count(8)?, 8)?,
+                );
+                // The rest is the promoted part's IPv6 intervals.
+                let p6 = body;
+                Some(Self::Changed(VersionChange {
+                    v4: read_intervals(v4)?,
+                    v6: read_intervals(v6)?,
+                    promoted: PromotedChange {
+                        v4: read_intervals(p4)?,
+                        v6: read_intervals(p6)?,
+                    },
                 }))
             }
             _ => None,
@@ -226,6 +309,9 @@ pub struct BlockChanges<A = u32> {
     pub deleted: Vec<Cidr<A>>,
     /// Blocks of the new version the old one had not.
     pub added: Vec<Cidr<A>>,
+    /// Blocks of both versions whose label (promoted or the operator's) may
+    /// have changed (`relabeled`): a feed names them again.
+    pub relabeled: Vec<Cidr<A>>,
 }
 
 impl<A> Default for BlockChanges<A> {
@@ -233,8 +319,32 @@ impl<A> Default for BlockChanges<A> {
         Self {
             deleted: Vec::new(),
             added: Vec::new(),
+            relabeled: Vec::new(),
         }
     }
+}
+
+/// The blocks of the challenged set now (the global list without `allow`)
+/// that hold an address of `promoted_change` and are none of the blocks
+/// `added` names: blocks that stayed while what of them only the holders'
+/// reports hold changed, so that their label may have changed. A feed's
+/// label of a block is read from the promoted part, whole blocks only
+/// (`Source::of_global`).
+pub fn relabeled<A: Addr>(
+    global: &(impl Seek<A> + ?Sized),
+    promoted_change: &[(A, A)],
+    allow: &[(A, A)],
+    added: &[Cidr<A>],
+) -> Vec<Cidr<A>> {
+    let around = touching(global, promoted_change);
+    let Some(span) = hull(&around, &[]) else {
+        return Vec::new();
+    };
+    let stayed: Vec<Cidr<A>> =
+        Blocks::new(combine(&around, overlapping(allow, span), Op::Minus).into_iter())
+            .filter(|block| !overlapping(promoted_change, (block.first(), block.last())).is_empty())
+            .collect();
+    sorted_minus(&stayed, added)
 }
 
 /// The blocks a feed drops and adds when the global list changes by
@@ -265,6 +375,7 @@ pub fn block_changes<A: Addr>(
     BlockChanges {
         deleted: sorted_minus(&old, &new),
         added: sorted_minus(&new, &old),
+        relabeled: Vec::new(),
     }
 }
 
@@ -392,6 +503,7 @@ mod tests {
         let both = Piece::Changed(VersionChange {
             v4: vec![(1, 1)],
             v6: vec![(0, 0), (5, 7), (u128::MAX, u128::MAX)],
+            ..VersionChange::default()
         });
         let bytes = both.encode();
         assert_eq!(
@@ -409,6 +521,7 @@ mod tests {
         let ipv6_only = Piece::Changed(VersionChange {
             v4: vec![],
             v6: vec![(1 << 100, (1 << 100) + 5)],
+            ..VersionChange::default()
         });
         assert_eq!(Piece::decode(&ipv6_only.encode()), Some(ipv6_only.clone()));
         assert_eq!(
@@ -421,8 +534,81 @@ mod tests {
                     (1 << 100, (1 << 100) + 5),
                     (u128::MAX, u128::MAX)
                 ],
+                ..VersionChange::default()
             })
         );
+    }
+
+    #[test]
+    fn a_piece_carries_its_promoted_parts_change_and_composes_it() {
+        let labelled = Piece::Changed(VersionChange {
+            v4: vec![(1, 1)],
+            v6: vec![],
+            promoted: PromotedChange {
+                v4: vec![(5, 6)],
+                v6: vec![(9, 9)],
+            },
+        });
+        let bytes = labelled.encode();
+        assert_eq!(
+            (bytes[0], bytes.len()),
+            (4, 1 + 12 + 8 + 8 + 32),
+            "the counts, then the list's IPv4 part, the promoted IPv4 and IPv6 parts"
+        );
+        assert_eq!(Piece::decode(&bytes), Some(labelled.clone()));
+        assert_eq!(Piece::decode(&bytes[..bytes.len() - 1]), None, "cut short");
+        assert_eq!(Piece::decode(&bytes[..12]), None, "cut in its counts");
+        assert_eq!(
+            Piece::decode(&[5, 1, 2, 3]),
+            Some(Piece::Reset),
+            "a piece of a newer format starts a cursor afresh"
+        );
+        assert_eq!(
+            Piece::join(&labelled, &labelled),
+            Piece::Changed(VersionChange::default()),
+            "a label moved and moved back is no change"
+        );
+        let ipv4 = Piece::Changed(VersionChange::ipv4(vec![(1, 1)]));
+        assert_eq!(
+            ipv4.encode()[0],
+            1,
+            "a piece with no promoted change is laid out as before"
+        );
+        assert_eq!(
+            Piece::join(&ipv4, &labelled),
+            Piece::Changed(VersionChange {
+                promoted: PromotedChange {
+                    v4: vec![(5, 6)],
+                    v6: vec![(9, 9)],
+                },
+                ..VersionChange::default()
+            })
+        );
+    }
+
+    #[test]
+    fn a_block_that_stayed_while_its_promoted_part_changed_is_named_again() {
+        let r = |text: &str| Ipv4Range::parse(text).unwrap();
+        let span = |text: &str| (r(text).first(), r(text).last());
+        let global = [span("10.0.0.0/24"), span("10.0.2.7")];
+        // The operator took over 10.0.0.5 and 10.0.2.7, promoted before.
+        let promoted = [span("10.0.0.5"), span("10.0.2.7")];
+        assert_eq!(
+            relabeled(global.as_slice(), &promoted, &[], &[]),
+            [r("10.0.0.0/24"), r("10.0.2.7")]
+        );
+        // The allow list splits the /24: only the block holding the address is named.
+        let allow = [span("10.0.0.128/25")];
+        assert_eq!(
+            relabeled(global.as_slice(), &promoted, &allow, &[]),
+            [r("10.0.0.0/25"), r("10.0.2.7")]
+        );
+        assert_eq!(
+            relabeled(global.as_slice(), &promoted, &[], &[r("10.0.2.7")]),
+            [r("10.0.0.0/24")],
+            "a block the delta adds is named once"
+        );
+        assert!(relabeled(global.as_slice(), &[], &[], &[]).is_empty());
     }
 
     #[test]
@@ -448,6 +634,7 @@ mod tests {
         let whole = VersionChange {
             v4: vec![],
             v6: vec![(0, u128::MAX)],
+            ..VersionChange::default()
         };
         let moves = AllowMoves::of(&whole, &[], &[(0, u128::MAX)]);
         let mapped = 0xffff_u128 << 32;

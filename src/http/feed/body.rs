@@ -46,6 +46,18 @@ pub struct DeltaCut {
     pub whole: Items,
 }
 
+/// The global blocks a delta names, beside the holder's own entries.
+#[derive(Debug, Default)]
+pub struct DeltaBlocks {
+    pub deleted: Vec<FeedBlock>,
+    pub added: Vec<FeedBlock>,
+    /// Blocks that stayed while their label (promoted or the operator's) may
+    /// have changed: each is deleted, then added as it is labelled now, so that
+    /// an agent holds the label a whole pull gives, and a scenario filter or a
+    /// cut that ranks by the label takes or leaves it anew.
+    pub relabeled: Vec<FeedBlock>,
+}
+
 /// How a feed's items are written. The JSON feed and CrowdSec's decisions say
 /// which global blocks the holders' reports promoted (where the items read the
 /// promoted parts); text and the appliance files carry no such label.
@@ -84,6 +96,10 @@ struct Writer {
     /// The delta's global blocks to drop and to add, not written yet.
     global_deleted: VecDeque<FeedBlock>,
     global_added: VecDeque<FeedBlock>,
+    /// The delta's blocks to name again (`DeltaBlocks::relabeled`), and how
+    /// many of them the stage being written has.
+    relabeled: Vec<FeedBlock>,
+    relabeled_done: usize,
     render: Render,
     content: Content,
     version: String,
@@ -98,7 +114,7 @@ struct Writer {
 /// The body of a feed answer, as a stream of parts of at most `part_items` items.
 pub fn body(
     items: Items,
-    (deleted, added): (Vec<FeedBlock>, Vec<FeedBlock>),
+    blocks: DeltaBlocks,
     render: Render,
     content: Content,
     version: String,
@@ -106,8 +122,10 @@ pub fn body(
 ) -> impl Stream<Item = worker::Result<Vec<u8>>> {
     let writer = Writer {
         items,
-        global_deleted: deleted.into(),
-        global_added: added.into(),
+        global_deleted: blocks.deleted.into(),
+        global_added: blocks.added.into(),
+        relabeled: blocks.relabeled,
+        relabeled_done: 0,
         render,
         content,
         version,
@@ -201,7 +219,8 @@ impl Writer {
                         None => break,
                     }
                 }
-                if self.global_deleted.is_empty() {
+                if self.global_deleted.is_empty() && self.relabeled(&mut text).await? {
+                    self.relabeled_done = 0;
                     self.stage = match &self.content {
                         // Then every item, deleted too, so that it is taken anew.
                         Content::Renewal(..) => Stage::Items,
@@ -245,7 +264,7 @@ impl Writer {
                         None => break,
                     }
                 }
-                if self.global_added.is_empty() {
+                if self.global_added.is_empty() && self.relabeled(&mut text).await? {
                     self.stage = match &self.content {
                         Content::Delta { cut: Some(cut) } if cut.shift.from < cut.shift.to => {
                             Stage::NewMoved
@@ -289,6 +308,51 @@ impl Writer {
             Stage::Done => return Ok(None),
         }
         Ok(Some(text))
+    }
+
+    /// A part of the blocks a delta names again (`DeltaBlocks::relabeled`),
+    /// deleted or new as the stage is; whether they have ended. Each is new
+    /// where the delta sends what changed (a cut: where it holds it now and
+    /// held it; those room lets in come with `lets_in`), which an agent takes
+    /// in place of what it held, so it is deleted first only where it is not
+    /// taken so: a cut that no longer holds it (and did not push it out
+    /// already), or a bouncer's filter that leaves out its new scenario.
+    async fn relabeled(&mut self, text: &mut String) -> Result<bool, StoreError> {
+        let end = self
+            .relabeled
+            .len()
+            .min(self.relabeled_done + self.part_items);
+        for at in self.relabeled_done..end {
+            let item = self.items.labelled(global_item(self.relabeled[at])).await?;
+            let key = Key::of(&item);
+            let (held, pushed_out) = match &self.content {
+                Content::Delta { cut: Some(cut) } => {
+                    (cut.shift.to.holds(key), cut.shift.pushes_out(key))
+                }
+                _ => (true, false),
+            };
+            if self.deleting {
+                let taken = held && self.takes(&item);
+                if !(pushed_out || taken) {
+                    self.write(text, &unlabelled(item));
+                }
+            } else if self.sends_new(&item) {
+                self.write(text, &item);
+            }
+        }
+        self.relabeled_done = end;
+        Ok(end == self.relabeled.len())
+    }
+
+    /// Whether the agent takes a new item: every one, but a CrowdSec bouncer's
+    /// filter may leave its decision out.
+    fn takes(&self, item: &FeedItem) -> bool {
+        match &self.render {
+            Render::Decisions { kind, now, filter } => {
+                filter.admits(&Decision::of(item, *kind, *now, false))
+            }
+            _ => true,
+        }
     }
 
     /// A renewal's second pass: every item once more, in `new`, from a second

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use worker::{Request, Response};
 
-use crate::domain::feed::cap::{Bound, CursorCut, Cut, Shift};
+use crate::domain::feed::cap::{max_items, Bound, CursorCut, Cut, Shift};
 use crate::domain::feed::decision::{scenario_words, Decision, Filter, OperatorFrom, Pull};
 use crate::domain::feed::feed_token::PullClient;
 use crate::domain::feed::item::{FeedHead, FeedItem};
@@ -18,14 +18,15 @@ use crate::http::error::ApiError;
 use crate::http::feed::body::{self as feed_body, Content, DeltaCut, Render};
 use crate::http::feed::handlers::{
     global_changes, held_apart, operator_changes, operator_lists, user_agent, GlobalChanges,
-    OperatorChanges,
+    OperatorChanges, VersionedLists,
 };
 use crate::http::feed::items::{read_again, read_whole, Items};
 use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
 use crate::objects::holder::client::holder;
-use crate::objects::holder::protocol::{Feed, FeedTokens, LiveLookup};
+use crate::objects::holder::protocol::{Feed, FeedTokens, HolderProtocol, LiveLookup};
+use crate::objects::protocol::Object;
 use crate::store::operator_lists::snapshots;
 
 /// How many times a cut token's pull counts its cut while the list changes
@@ -44,6 +45,9 @@ pub struct StreamQuery {
     /// Only the exact `startup=true` asks for everything.
     pub startup: bool,
     pub filter: Filter,
+    /// The most decisions the bouncer holds (`maxItems`, as the feed's): a
+    /// token's own setting wins over it.
+    pub max_items: Option<u64>,
 }
 
 /// A comma-joined list, its words trimmed, the empty ones dropped.
@@ -70,6 +74,7 @@ impl StreamQuery {
             let filter = &mut parsed.filter;
             match key.as_ref() {
                 "startup" => parsed.startup = value == "true",
+                "maxItems" => parsed.max_items = Some(max_items(&value)?),
                 "scopes" => filter.scopes = Some(words(&value, true)),
                 "origins" => filter.origins = Some(words(&value, false)),
                 name @ "scenarios_containing" => {
@@ -104,6 +109,7 @@ pub async fn stream(
     } = bouncer;
     let query =
         StreamQuery::parse(form::query_of(&req.inner().url())).map_err(ApiError::BadRequest)?;
+    let max_items = max_items.or(query.max_items);
     let operator_lists = operator_lists(cx, may_read).await?;
     let (global_version, allow_version) =
         (operator_lists.global.version, operator_lists.allow.version);
@@ -123,13 +129,7 @@ pub async fn stream(
         // Counted again while the list changes under the count; past that,
         // nothing this time, the position where it was: the next pull brings it.
         for _ in 0..COUNTS {
-            let (start, records) = read_whole(&object, Feed::default()).await?;
-            let (published, promoted) = (
-                snapshots::published(operator_lists.global.clone(), operator_lists.allow.clone()),
-                operator_lists.promoted.clone(),
-            );
-            let lists = published.and_own_allow(start.own_allow.intervals());
-            let mut whole = Items::new(records, lists, None, promoted, page);
+            let mut whole = whole_items(&object, &operator_lists, page).await?;
             let again = read_again(object.clone());
             if let (Some(to), left_out) = whole.bound(keep, &again).await? {
                 counted = Some((to, left_out, whole, again));
@@ -184,13 +184,20 @@ pub async fn stream(
     let blocks = global_changes(lists, changes, &start.own_allow).unwrap_or_default();
     // How the cut moved since the bouncer's position: from everything for a
     // position that holds the whole feed.
-    let shift = counted.map(|(to, left_out, whole, again)| {
+    let mut shift = counted.map(|(to, left_out, whole, again)| {
         let from = match start.held_cut {
             CursorCut::Bound(from) => from,
             CursorCut::Whole | CursorCut::Unknown => Bound::Everything,
         };
         (Shift { from, to }, left_out, whole, again)
     });
+    // A bouncer that held a cut (its pulls asked for one) and pulls without
+    // one now: its cut reaches everything, and lets in what it left out.
+    if let (None, CursorCut::Bound(from), false) = (&shift, start.held_cut, query.startup) {
+        let whole = whole_items(&object, &operator_lists, page).await?;
+        let to = Bound::Everything;
+        shift = Some((Shift { from, to }, 0, whole, read_again(object.clone())));
+    }
     let (content, blocks) = match (start.head, shift) {
         (FeedHead::Unchanged { .. }, _) => return json_body("{\"deleted\":[],\"new\":[]}"),
         // Another pull of the same token moved its position between the two
@@ -246,6 +253,19 @@ pub async fn stream(
     let response = Response::from_stream(body)?;
     response.headers().set("Content-Type", "application/json")?;
     Ok(Reply::Built(response))
+}
+
+/// The whole feed's items, the holder's allow list weighed, as a cut is
+/// counted or moved over them.
+async fn whole_items(
+    object: &Object<HolderProtocol>,
+    lists: &VersionedLists,
+    page: usize,
+) -> Result<Items, ApiError> {
+    let (start, records) = read_whole(object, Feed::default()).await?;
+    let published = snapshots::published(lists.global.clone(), lists.allow.clone());
+    let own = published.and_own_allow(start.own_allow.intervals());
+    Ok(Items::new(records, own, None, lists.promoted.clone(), page))
 }
 
 /// `HEAD /v1/decisions/stream`: 200 when the key opens the stream, as the
@@ -355,6 +375,11 @@ mod tests {
     fn a_pull_reads_the_local_apis_parameters_and_ignores_the_rest() {
         assert_eq!(StreamQuery::parse(""), Ok(StreamQuery::default()));
         assert!(StreamQuery::parse("startup=true").unwrap().startup);
+        assert_eq!(StreamQuery::parse("maxItems=5").unwrap().max_items, Some(5));
+        assert_eq!(
+            StreamQuery::parse("maxItems=0"),
+            Err(r#"maxItems is a whole number from 1 to 10000000, not "0""#.to_owned())
+        );
         for not in ["startup=false", "startup=TRUE", "startup=1", "startup="] {
             assert!(!StreamQuery::parse(not).unwrap().startup, "{not}");
         }

@@ -20,7 +20,7 @@ use crate::domain::net::ipv4::PublicIpv4;
 use crate::domain::net::ipv6::PublicIpv6;
 use crate::domain::net::range::{Ipv4Range, Ipv6Range};
 use crate::domain::operator_lists::delta::{
-    block_changes, touches_more_than, touching, AllowMoves, BlockChanges, VersionChange,
+    block_changes, relabeled, touches_more_than, touching, AllowMoves, BlockChanges, VersionChange,
 };
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::snapshot::Shards;
@@ -31,7 +31,7 @@ use crate::http::auth::caller::{FeedCaller, HolderCaller};
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::feed::appliance::ApplianceFile;
-use crate::http::feed::body::{self as feed_body, Content, DeltaCut, Render};
+use crate::http::feed::body::{self as feed_body, Content, DeltaBlocks, DeltaCut, Render};
 use crate::http::feed::items::{read_again, read_whole, Items};
 use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
@@ -279,24 +279,38 @@ pub(super) struct GlobalChanges {
 }
 
 impl GlobalChanges {
-    /// The blocks to drop and to add, of both families.
-    pub fn blocks(self) -> (Vec<FeedBlock>, Vec<FeedBlock>) {
+    /// The blocks to drop, to add, and to name again (their label may have
+    /// changed), of both families.
+    pub fn blocks(self) -> DeltaBlocks {
         let both = |v4: Vec<Ipv4Range>, v6: Vec<Ipv6Range>| -> Vec<FeedBlock> {
             (v4.into_iter().map(FeedBlock::V4))
                 .chain(v6.into_iter().map(FeedBlock::V6Range))
                 .collect()
         };
-        (
-            both(self.v4.deleted, self.v6.deleted),
-            both(self.v4.added, self.v6.added),
-        )
+        DeltaBlocks {
+            deleted: both(self.v4.deleted, self.v6.deleted),
+            added: both(self.v4.added, self.v6.added),
+            relabeled: both(self.v4.relabeled, self.v6.relabeled),
+        }
     }
 
     /// The blocks that could be one of the holder's own entries: single
     /// addresses, and IPv6 /64s, as the entries they would be.
     fn entries(&self) -> Vec<Listed> {
-        let v4 = (self.v4.deleted.iter().chain(&self.v4.added)).map(|&b| FeedBlock::V4(b));
-        let v6 = (self.v6.deleted.iter().chain(&self.v6.added)).map(|&b| FeedBlock::V6Range(b));
+        let v4 = (self
+            .v4
+            .deleted
+            .iter()
+            .chain(&self.v4.added)
+            .chain(&self.v4.relabeled))
+        .map(|&b| FeedBlock::V4(b));
+        let v6 = (self
+            .v6
+            .deleted
+            .iter()
+            .chain(&self.v6.added)
+            .chain(&self.v6.relabeled))
+        .map(|&b| FeedBlock::V6Range(b));
         let mut entries: Vec<Listed> = v4.chain(v6).filter_map(as_entry).collect();
         entries.sort_unstable_by_key(|listed| listed.key());
         entries.dedup();
@@ -329,6 +343,11 @@ pub(super) fn held_apart(start: &FeedStart, mut blocks: GlobalChanges) -> Global
     blocks.v4.added.retain(|&b| !held(FeedBlock::V4(b)));
     blocks.v6.deleted.retain(|&b| !held(FeedBlock::V6Range(b)));
     blocks.v6.added.retain(|&b| !held(FeedBlock::V6Range(b)));
+    blocks.v4.relabeled.retain(|&b| !held(FeedBlock::V4(b)));
+    blocks
+        .v6
+        .relabeled
+        .retain(|&b| !held(FeedBlock::V6Range(b)));
     blocks
 }
 
@@ -448,13 +467,13 @@ pub(super) async fn operator_changes(
     let blocks = GlobalChanges {
         v4: family_changes(
             &lists.global.v4,
-            &global_change.v4,
+            (&global_change.v4, &global_change.promoted.v4),
             &lists.allow.v4,
             &allow_change.v4,
         ),
         v6: family_changes(
             &lists.global.v6,
-            &global_change.v6,
+            (&global_change.v6, &global_change.promoted.v6),
             &lists.allow.v6,
             &allow_change.v6,
         ),
@@ -502,13 +521,13 @@ pub(super) fn global_changes(
     Some(GlobalChanges {
         v4: weighed(
             &lists.global.v4,
-            &global_change.v4,
+            (&global_change.v4, &global_change.promoted.v4),
             (&lists.allow.v4, &allow_change.v4),
             (&own.v4, &own.change.v4),
         ),
         v6: weighed(
             &lists.global.v6,
-            &global_change.v6,
+            (&global_change.v6, &global_change.promoted.v6),
             (&lists.allow.v6, &allow_change.v6),
             (&own.v6, &own.change.v6),
         ),
@@ -518,11 +537,16 @@ pub(super) fn global_changes(
 /// One family's set as it is now, and the addresses whose membership changed.
 type NowAndChange<'a, A> = (&'a [(A, A)], &'a [(A, A)]);
 
+/// The addresses of one family whose membership of the global list changed,
+/// and those whose membership of its promoted part did.
+type GlobalChange<'a, A> = (&'a [(A, A)], &'a [(A, A)]);
+
 /// One family's block changes cut by both allow lists, each given as it is now
-/// and what changed in it.
+/// and what changed in it; the global list's change beside its promoted
+/// part's.
 fn weighed<A: Addr>(
     global: &Shards<A>,
-    global_change: &[(A, A)],
+    global_change: GlobalChange<'_, A>,
     (allow, allow_change): NowAndChange<'_, A>,
     (own, own_change): NowAndChange<'_, A>,
 ) -> BlockChanges<A> {
@@ -540,15 +564,19 @@ fn weighed<A: Addr>(
     )
 }
 
-/// How one family's global blocks change with the lists' changes of that family.
+/// How one family's global blocks change with the lists' changes of that
+/// family: the global list's (its membership, then its promoted part's) and
+/// the allow list's.
 fn family_changes<A: Addr>(
     global: &Shards<A>,
-    global_change: &[(A, A)],
+    (global_change, promoted_change): GlobalChange<'_, A>,
     allow: &[(A, A)],
     allow_change: &[(A, A)],
 ) -> BlockChanges<A> {
     let around = touching(global, &combine(global_change, allow_change, Op::Union));
-    block_changes(&around, global_change, allow, allow_change)
+    let mut changes = block_changes(&around, global_change, allow, allow_change);
+    changes.relabeled = relabeled(global, promoted_change, allow, &changes.added);
+    changes
 }
 
 /// A new feed token: the only time it is shown.

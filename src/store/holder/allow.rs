@@ -177,6 +177,7 @@ impl<S: Sql> HolderTables<S> {
         Ok(VersionChange {
             v4: combine(&now4, &then4, Op::Xor),
             v6: combine(&now6, &then6, Op::Xor),
+            ..VersionChange::default()
         })
     }
 

@@ -8,6 +8,7 @@
 //! whose expiry changed.
 
 use crate::domain::code::Coded;
+use crate::domain::feed::cap::CursorCut;
 use crate::domain::feed::decision::{Position, Pull, PullPlan};
 use crate::domain::feed::item::{FeedHead, FeedRecord};
 use crate::domain::holder::entry::{Entry, HistoryKind};
@@ -104,7 +105,7 @@ pub fn open<S: Sql>(
 /// is read, and the personal part.
 pub fn open_pull<S: Sql>(
     store: HolderTables<S>,
-    (pull, moves): (Pull, AllowMoves),
+    (pull, moves, cut): (Pull, AllowMoves, CursorCut),
     stored: Option<Position>,
     now: UnixTime,
     page: usize,
@@ -115,7 +116,7 @@ pub fn open_pull<S: Sql>(
         stored,
         changes,
         |since| remembered((oldest, changes), since),
-        now,
+        (now, cut),
     );
     let (head, pages) = begin(store, (plan, changes), moves, now, page);
     Ok((plan, head, pages))

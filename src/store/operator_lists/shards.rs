@@ -25,6 +25,9 @@ const SHARD_PART_BYTES: usize = 1 << 20;
 pub struct Built<A> {
     /// What changed since the version before, `None` when that is unknown or too large.
     pub change: Option<Intervals<A>>,
+    /// What changed in the promoted parts since the version before, as `change`:
+    /// where a feed's label of a block may have changed.
+    pub promoted_change: Option<Intervals<A>>,
     /// The shards written, by index, that got a promoted part.
     pub promoted: Vec<usize>,
 }
@@ -42,6 +45,7 @@ impl<S: Sql> OperatorListTables<S> {
         before: Option<&Manifest>,
     ) -> Result<Built<A>, SqlError> {
         let mut change: Option<Intervals<A>> = before.map(|_| Vec::new());
+        let mut promoted_change = change.clone();
         let mut promoted_parts = Vec::new();
         for &shard_index in &plan.writes {
             // The shard's entries read once, the operator's apart from the
@@ -72,16 +76,21 @@ impl<S: Sql> OperatorListTables<S> {
                 .get(shard_index + 1)
                 .and_then(|&next| next.before())
                 .unwrap_or(A::MAX);
-            if let (Some(found), Some(before)) = (change.as_mut(), before) {
-                match self.published_between(kind, before, low, high)? {
-                    Some(old) => found.extend(combine(&old, &intervals, Op::Xor)),
-                    None => change = None,
-                }
-                if change
-                    .as_ref()
-                    .is_some_and(|c| c.len() > MAX_DELTA_INTERVALS)
-                {
-                    change = None;
+            // What changed, of the shards and of their promoted parts: unknown
+            // (`None`) where the version before is not kept, or too large.
+            if let Some(before) = before {
+                for (found, now, promoted) in [
+                    (&mut change, &intervals, false),
+                    (&mut promoted_change, &promoted_only, true),
+                ] {
+                    let old = match found {
+                        Some(_) => self.published_between(kind, before, (low, high), promoted)?,
+                        None => continue,
+                    };
+                    *found = found.take().zip(old).and_then(|(mut found, old)| {
+                        found.extend(combine(&old, now, Op::Xor));
+                        (found.len() <= MAX_DELTA_INTERVALS).then_some(found)
+                    });
                 }
             }
             let key = &plan.keys[shard_index];
@@ -97,18 +106,22 @@ impl<S: Sql> OperatorListTables<S> {
         }
         Ok(Built {
             change: change.map(union_of_sorted),
+            promoted_change: promoted_change.map(union_of_sorted),
             promoted: promoted_parts,
         })
     }
-    /// The intervals of one family of the version `manifest` names from `low` to
-    /// `high`, if this table kept every shard of it there; none if that version
-    /// had no shard of this family.
+
+    /// The intervals of one family of the version `manifest` names from `low`
+    /// to `high`, in its shards or, when `promoted`, in their promoted parts,
+    /// if this table kept every one of them; none if that version had no
+    /// shard of this family. A shard with no promoted part adds none (a
+    /// manifest written before promoted parts names none, and feeds read it so).
     fn published_between<A: Column>(
         &self,
         kind: ListKind,
         manifest: &Manifest,
-        low: A,
-        high: A,
+        (low, high): (A, A),
+        promoted: bool,
     ) -> Result<Option<Intervals<A>>, SqlError> {
         let part = manifest.part::<A>();
         let mut old = Vec::new();
@@ -118,6 +131,11 @@ impl<S: Sql> OperatorListTables<S> {
         for index in part.shard_of(low)..=part.shard_of(high) {
             let Some(key) = part.key(index) else {
                 return Ok(None);
+            };
+            let key = match promoted {
+                false => key,
+                true if part.has_promoted(index) => promoted_key(&key),
+                true => continue,
             };
             let Some(shard) = self.shard(kind, &key)? else {
                 return Ok(None);
@@ -230,6 +248,7 @@ mod tests {
             tables.build_shards(KIND, &index, &first, None).unwrap(),
             Built {
                 change: None,
+                promoted_change: None,
                 promoted: vec![]
             },
             "no version before: a reset"
@@ -343,6 +362,11 @@ mod tests {
             .unwrap();
         assert_eq!(built.promoted, Vec::<usize>::new());
         assert_eq!(built.change, Some(vec![interval("9.0.0.0/24")]));
+        assert_eq!(
+            built.promoted_change,
+            Some(vec![interval("9.0.0.0/24")]),
+            "what left the list left the promoted part too"
+        );
         let mut v2 = second.manifest(2);
         v2.promoted = Some(second.promoted(&built.promoted));
         assert_eq!(
@@ -356,5 +380,29 @@ mod tests {
             "shared with its shard"
         );
         assert!(promoted_part(&tables, &v2, last).is_none());
+
+        // The operator takes over the promoted 8.0.0.2: the list holds what it
+        // held, and the promoted part's change says where a label moved.
+        let taken = FamilyEntries::new(vec![ip("8.0.0.2")]);
+        let (_, index) = tables
+            .edit(KIND, &index, (&taken, &FamilyEntries::default()), 4)
+            .unwrap();
+        let third = cut::plan(
+            3,
+            &index,
+            Some(Published {
+                manifest: &v2,
+                rev: 3,
+            }),
+        );
+        assert_eq!(third.writes, [0]);
+        let built = tables
+            .build_shards(KIND, &index, &third, Some(&v2))
+            .unwrap();
+        assert_eq!(
+            (built.change, built.promoted_change),
+            (Some(vec![]), Some(vec![interval("8.0.0.2")])),
+            "a takeover changes no membership of the list, only of its promoted part"
+        );
     }
 }

@@ -73,8 +73,13 @@ impl HolderList {
         // way to a bouncer that then hung up are not: it needs startup again.
         let (head, mut pages, finish) = match (feed.pull, token) {
             (Some(pull), Some((id, state))) => {
-                let (plan, head, pages) =
-                    holder_feed::open_pull(store, (pull, feed.moves), state.position, now, page)?;
+                let (plan, head, pages) = holder_feed::open_pull(
+                    store,
+                    (pull, feed.moves, feed.cut),
+                    state.position,
+                    now,
+                    page,
+                )?;
                 let current = FeedVersion {
                     changes: head.changes(),
                     global: pull.global,

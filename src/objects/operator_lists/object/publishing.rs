@@ -10,7 +10,7 @@ use worker::Delay;
 use super::OperatorLists;
 use crate::domain::code::Coded;
 use crate::domain::operator_lists::cut::{self, Published};
-use crate::domain::operator_lists::delta::{self, Piece, VersionChange};
+use crate::domain::operator_lists::delta::{self, Piece, PromotedChange, VersionChange};
 use crate::domain::operator_lists::list::ListKind;
 use crate::domain::operator_lists::publication::{Attempt, Next};
 use crate::domain::operator_lists::snapshot::{Ipv6Shards, Manifest};
@@ -102,7 +102,16 @@ impl OperatorLists {
                 let built4 = tables.build_shards(kind, &list.chunks.v4, &v4, manifest)?;
                 let built6 = tables.build_shards(kind, &list.chunks.v6, &v6, manifest)?;
                 let piece = match (built4.change, built6.change) {
-                    (Some(v4), Some(v6)) => Piece::of(VersionChange { v4, v6 }),
+                    (Some(v4), Some(v6)) => {
+                        match (built4.promoted_change, built6.promoted_change) {
+                            (Some(p4), Some(p6)) => Piece::of(VersionChange {
+                                v4,
+                                v6,
+                                promoted: PromotedChange { v4: p4, v6: p6 },
+                            }),
+                            _ => Piece::Reset,
+                        }
+                    }
                     _ => Piece::Reset,
                 };
                 let reset = piece == Piece::Reset;
