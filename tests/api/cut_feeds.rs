@@ -542,6 +542,13 @@ fn a_promoted_block_the_operator_takes_over_is_named_again_and_leaves_a_cut_that
         pull(&server, &key, "?startup=true"),
         (vec![], vec!["45.9.5.5".to_owned()])
     );
+    // A bouncer that leaves out the operator's blocks holds the promoted ones.
+    let (_, filtered) = app.feed_token(json!({ "scope": "all" }));
+    let promoted_only = "?scenarios_containing=promoted";
+    assert_eq!(
+        pull(&server, &filtered, &format!("{promoted_only}&startup=true")).1,
+        ["45.9.5.5", "45.9.7.7"]
+    );
 
     // The operator lists 45.9.5.5 too: the list holds what it held, and the
     // block is the operator's now, ranked after the promoted 45.9.7.7.
@@ -570,5 +577,19 @@ fn a_promoted_block_the_operator_takes_over_is_named_again_and_leaves_a_cut_that
         again[0].get("source"),
         None,
         "the block taken over is still labelled promoted: {delta}"
+    );
+    // The filtering bouncer's next pull is a renewal (three days on): it
+    // deletes every decision once, then announces what its filter takes.
+    server.advance(3 * 86_400 + 1);
+    let (deleted, new) = pull(&server, &filtered, promoted_only);
+    let mut once = deleted.clone();
+    once.dedup();
+    assert_eq!(
+        deleted, once,
+        "a renewal across a change of origin deletes a decision twice"
+    );
+    assert!(
+        deleted.contains(&"45.9.5.5".to_owned()) && !new.contains(&"45.9.5.5".to_owned()),
+        "the block taken over is not left out by a filter of the operator's blocks: {deleted:?} {new:?}"
     );
 }

@@ -52,9 +52,9 @@ pub struct DeltaBlocks {
     pub deleted: Vec<FeedBlock>,
     pub added: Vec<FeedBlock>,
     /// Blocks that stayed while their label (promoted or the operator's) may
-    /// have changed: each is deleted, then added as it is labelled now, so that
-    /// an agent holds the label a whole pull gives, and a scenario filter or a
-    /// cut that ranks by the label takes or leaves it anew.
+    /// have changed: each is named again as it is labelled now (new, or
+    /// deleted where a cut or a scenario filter leaves it out now), so that an
+    /// agent holds what a whole pull gives (`Writer::relabeled`).
     pub relabeled: Vec<FeedBlock>,
 }
 
@@ -318,6 +318,11 @@ impl Writer {
     /// taken so: a cut that no longer holds it (and did not push it out
     /// already), or a bouncer's filter that leaves out its new scenario.
     async fn relabeled(&mut self, text: &mut String) -> Result<bool, StoreError> {
+        // A renewal deletes every item and announces each anew: naming these
+        // too would delete one twice.
+        if matches!(self.content, Content::Renewal(..)) {
+            return Ok(true);
+        }
         let end = self
             .relabeled
             .len()
