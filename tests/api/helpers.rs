@@ -819,6 +819,9 @@ pub fn try_send(
     headers: &[(&str, String)],
     body: Option<&[u8]>,
 ) -> Result<Resp, String> {
+    if let Some(bytes) = body.filter(|bytes| bytes.len() > ONE_WRITE_FROM) {
+        return send_in_one_write(method, url, headers, bytes);
+    }
     let mut request = agent().request(method, url);
     for (name, value) in headers {
         request = request.set(name, value);
@@ -852,6 +855,117 @@ pub fn try_send(
         content_type,
         headers,
         body,
+    })
+}
+
+/// Bodies longer than the smallest limit a route sets (16 KiB) may be refused by their
+/// `Content-Length` alone: the server answers 413 and closes the connection before it
+/// reads them, and ureq, which writes the head and then the body, met a broken pipe
+/// writing the body now and then and lost the answer. Such a request goes out in one
+/// write, and its answer is read whether or not the write was cut short.
+const ONE_WRITE_FROM: usize = 16 * 1024;
+
+fn send_in_one_write(
+    method: &str,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> Result<Resp, String> {
+    use std::io::Read;
+    let rest = url.strip_prefix("http://").ok_or("an http:// address")?;
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    let mut request = request.into_bytes();
+    request.extend_from_slice(body);
+    let mut stream = std::net::TcpStream::connect(host).map_err(|e| format!("connect: {e}"))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    // A write cut short by the server's early answer is no failure: the answer says.
+    let _ = stream.write_all(&request);
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buffer[..n]),
+            // A server that closes with the body unread resets the connection, after
+            // its answer: an answer whole by its own length stands.
+            Err(e) => {
+                return parse_answer(&answer).map_err(|why| format!("{e}, and {why}"));
+            }
+        }
+    }
+    parse_answer(&answer)
+}
+
+/// An HTTP/1.1 answer read to the connection's end: its status, headers and body
+/// (sent with a length, which it must have whole, or chunked, to its last chunk).
+fn parse_answer(answer: &[u8]) -> Result<Resp, String> {
+    let end = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| format!("no answer's head in {} bytes", answer.len()))?;
+    let head = String::from_utf8_lossy(&answer[..end]);
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("no status line in {head:?}"))?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_owned(), value.trim().to_owned()))
+        .collect();
+    let header = |wanted: &str| {
+        headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(wanted))
+            .map(|(_, value)| value.clone())
+    };
+    let mut rest = &answer[end + 4..];
+    let body = if header("Transfer-Encoding").is_some_and(|te| te.contains("chunked")) {
+        let mut body = Vec::new();
+        loop {
+            let line_end = rest
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .ok_or("a chunk cut off")?;
+            let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..line_end]).trim(), 16)
+                .map_err(|e| format!("a chunk's size: {e}"))?;
+            rest = &rest[line_end + 2..];
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(rest.get(..size).ok_or("a chunk cut off")?);
+            rest = rest.get(size + 2..).ok_or("a chunk cut off")?;
+        }
+        body
+    } else {
+        let length = header("Content-Length")
+            .map(|length| length.parse::<usize>())
+            .transpose()
+            .map_err(|e| format!("a Content-Length: {e}"))?;
+        match length {
+            Some(length) if length != rest.len() => {
+                return Err(format!("a body of {} bytes of {length}", rest.len()))
+            }
+            _ => rest.to_vec(),
+        }
+    };
+    Ok(Resp {
+        status,
+        content_type: header("Content-Type").unwrap_or_default(),
+        headers,
+        body: String::from_utf8(body).map_err(|e| format!("a body not UTF-8: {e}"))?,
     })
 }
 
