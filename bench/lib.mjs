@@ -139,7 +139,7 @@ export async function post(url, path, { token, form, json, method = "POST", text
     body = text;
   }
   const response = await fetch(url + path, { method, headers, body });
-  return { status: response.status, text: await response.text() };
+  return { status: response.status, headers: response.headers, text: await response.text() };
 }
 
 /** A port free on 127.0.0.1 now, for a server that binds it a moment later. */
