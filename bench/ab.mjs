@@ -67,9 +67,14 @@ async function wrkCounted(pid, url, env) {
   return { ...row, cpu_us: (cpuUs(pid) - before) / row.requests };
 }
 
-/** How a build's folder is served: its two Workers, or its one module as two. */
+/** How a build's folder is served: its Workers (the management Worker where the
+ *  build has one, else the current one, which an edge without it never calls),
+ *  or its one module as two. */
 function script(build) {
-  if (existsSync(join(root, build, "edge", "index.js"))) return { edge: join(build, "edge"), objects: join(build, "objects") };
+  if (existsSync(join(root, build, "edge", "index.js"))) {
+    const manage = existsSync(join(root, build, "manage", "index.js")) ? { manage: join(build, "manage") } : {};
+    return { edge: join(build, "edge"), ...manage, objects: join(build, "objects") };
+  }
   if (existsSync(join(root, build, "index.js"))) return { apart: join(build, "index.js") };
   throw new Error(`${build}: neither edge/index.js and objects/index.js nor index.js`);
 }

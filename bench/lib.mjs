@@ -38,9 +38,10 @@ export function serviceAssets() {
   return unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml")).workerOptions.assets;
 }
 
-/** The service as it deploys: two Workers, the edge and its objects, each a
- *  folder with its module and the configuration `make build` writes. */
-export const DEPLOYED = { edge: "build/edge", objects: "build/objects" };
+/** The service as it deploys: three Workers, the edge, the management Worker
+ *  it forwards to and their objects, each a folder with its module and the
+ *  configuration `make build` writes. */
+export const DEPLOYED = { edge: "build/edge", manage: "build/manage", objects: "build/objects" };
 /** The floor worker served as the service is: one module as two Workers, the
  *  second holding the Durable Object the first calls across Workers. */
 export const FLOOR = { apart: "build/index.js" };
@@ -57,7 +58,7 @@ export function workerName(folder) {
 /** Serves `folder`'s worker with the bindings its configuration declares and its
  *  state under `state`. `script` is one Worker's module (the service's test
  *  build, which `folder`'s `wrangler.toml` describes); or one module served as
- *  two Workers (`{ apart }`: the floor, as `FLOOR`); or, for the service, its two
+ *  two Workers (`{ apart }`: the floor, as `FLOOR`); or, for the service, its
  *  Workers' folders (`DEPLOYED`, or copies of them), each served with the
  *  configuration `make build` wrote beside the deployed one, the edge in front.
  *  `options` replace what the edge's (or the one Worker's) configuration says
@@ -87,6 +88,7 @@ export async function serve(folder, vars, state, script = DEPLOYED, options = {}
   } else {
     workers = [
       { ...worker(join(root, DEPLOYED.edge, "wrangler.json"), join(script.edge, "index.js"), own), name: workerName(DEPLOYED.edge), unsafeDirectSockets: direct },
+      { ...worker(join(root, DEPLOYED.manage, "wrangler.json"), join(script.manage ?? DEPLOYED.manage, "index.js")), name: workerName(DEPLOYED.manage) },
       { ...worker(join(root, DEPLOYED.objects, "wrangler.json"), join(script.objects, "index.js")), name: workerName(DEPLOYED.objects) },
     ];
   }

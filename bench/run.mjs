@@ -143,12 +143,13 @@ try {
   await section("eight-feeds", async () => (results.eightFeeds = await eightFeeds(join(state, "eight-feeds"))));
   await section("merged-feeds", async () => (results.mergedFeeds = await mergedFeeds(join(state, "merged-feeds"))));
   // The edge's module is the one a request's cold start compiles: the module the targets weigh.
-  const modules = { edge: `${DEPLOYED.edge}/index_bg.wasm`, objects: `${DEPLOYED.objects}/index_bg.wasm` };
+  const modules = Object.fromEntries(Object.entries(DEPLOYED).map(([half, folder]) => [half, `${folder}/index_bg.wasm`]));
   results.wasm = moduleSize(join(root, modules.edge));
+  results.wasmManage = moduleSize(join(root, modules.manage));
   results.wasmObjects = moduleSize(join(root, modules.objects));
   await section("module", async () => {
-    const halves = { edge: results.wasm, objects: results.wasmObjects };
-    const each = { edge: breakdown(join(root, "target/edge_bg.named.wasm")), objects: breakdown(join(root, "target/objects_bg.named.wasm")) };
+    const halves = { edge: results.wasm, manage: results.wasmManage, objects: results.wasmObjects };
+    const each = Object.fromEntries(Object.keys(DEPLOYED).map((half) => [half, breakdown(join(root, `target/${half}_bg.named.wasm`))]));
     results.module = { each, halves, coldStart: await coldStarts(modules) };
   });
   await section("profile", async () => (results.profile = { phases: await profile(), log: await logCost() }));
@@ -448,7 +449,7 @@ function print(results) {
     "|---|---:|---|",
     ...targets.map((t) => `| ${t.what} | ${t.shown} | ${t.ok ? "yes" : "no"} |`),
     "",
-    `the edge's module: ${(wasm.raw / 1024).toFixed(1)} KiB raw, ${(wasm.gzip / 1024).toFixed(1)} KiB gzipped; the objects': ${(results.wasmObjects.raw / 1024).toFixed(1)} KiB raw, ${(results.wasmObjects.gzip / 1024).toFixed(1)} KiB gzipped`,
+    `the edge's module: ${(wasm.raw / 1024).toFixed(1)} KiB raw, ${(wasm.gzip / 1024).toFixed(1)} KiB gzipped; the management Worker's: ${(results.wasmManage.raw / 1024).toFixed(1)} KiB raw, ${(results.wasmManage.gzip / 1024).toFixed(1)} KiB gzipped; the objects': ${(results.wasmObjects.raw / 1024).toFixed(1)} KiB raw, ${(results.wasmObjects.gzip / 1024).toFixed(1)} KiB gzipped`,
   );
   console.log(lines.join("\n"));
 }

@@ -167,12 +167,12 @@ export function moduleSize(path) {
   return { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
 }
 
-/** The breakdown as the bench prints it: the two Workers' modules and their
- *  cold starts, then each one's code. */
+/** The breakdown as the bench prints it: the Workers' modules and their cold
+ *  starts, then each one's code. */
 export function breakdownLines(size) {
   const kib = (bytes) => (bytes / 1024).toFixed(1);
   return [
-    `The two Workers' modules: ${Object.entries(size.halves)
+    `The Workers' modules: ${Object.entries(size.halves)
       .map(([half, m]) => `${half} ${kib(m.gzip)} KiB gzipped (${kib(m.raw)} KiB raw)`)
       .join(", ")}.`,
     "",

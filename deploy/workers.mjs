@@ -1,11 +1,14 @@
-// The service deploys as two Workers, both read from the one wrangler.toml: the
+// The service deploys as three Workers, all read from the one wrangler.toml: the
 // objects' Worker (the Durable Objects, under the configuration's own name, where
-// their data lives) and the edge (the HTTP service, `<name>-edge`, which calls
-// them across Workers and takes the routes, the assets and the rate limits). A
+// their data lives), the edge (the HTTP service, `<name>-edge`, which calls them
+// across Workers and takes the routes, the assets and the rate limits) and the
+// management Worker (`<name>-manage`: the operator's API and a holder's
+// management routes, which the edge forwards to it through a service binding). A
 // request's cold start compiles only the edge's module. This writes each one's
-// configuration beside its module: build/objects/wrangler.json and
-// build/edge/wrangler.json, which `make dev`, `make deploy` and the contract run
-// serve. What the file says applies to both but for what only one of them uses.
+// configuration beside its module: build/objects/wrangler.json,
+// build/manage/wrangler.json and build/edge/wrangler.json, which `make dev`,
+// `make deploy` and the contract run serve. What the file says applies to all
+// three but for what only one of them uses.
 
 import { writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -13,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { experimental_readRawConfig } from "wrangler";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-/** Where the two Workers' folders are: `make build`'s DEPLOYABLE (build/). */
+/** Where the three Workers' folders are: `make build`'s DEPLOYABLE (build/). */
 const deployable = process.argv[2] ?? "build";
 const { rawConfig: config } = experimental_readRawConfig({ config: join(root, "wrangler.toml") });
 
@@ -45,17 +48,26 @@ write("objects", {
   main: "index.js",
 });
 
+/** The objects' bindings as another Worker holds them: in the objects' Worker. */
+const durable_objects = {
+  bindings: config.durable_objects.bindings.map((binding) => ({ ...binding, script_name: config.name })),
+};
+
+// The management Worker has no route of its own (only the edge reaches it) and
+// counts nothing: the edge counted what it forwards (src/http/manage.rs).
+const manage = `${config.name}-manage`;
+write("manage", { ...shared, name: manage, main: "index.js", durable_objects });
+
 const edge = {
   ...shared,
   ...only(EDGE_ONLY),
   name: `${config.name}-edge`,
   main: "index.js",
-  durable_objects: {
-    bindings: config.durable_objects.bindings.map((binding) => ({ ...binding, script_name: config.name })),
-  },
+  durable_objects,
+  services: [{ binding: "MANAGE", service: manage }],
 };
 if (edge.assets) edge.assets = { ...edge.assets, directory: fromEdge(edge.assets.directory) };
-// `wrangler dev` builds both halves again when the sources change (wrangler.toml's
+// `wrangler dev` builds the three Workers again when the sources change (wrangler.toml's
 // own build command refuses, so that a bare `wrangler deploy` uploads nothing).
 // A deploy builds nothing: it uploads the edge `make deploy` built with the
 // objects it uploaded a step before, even when the sources changed in between

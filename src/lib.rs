@@ -6,19 +6,19 @@
 //! own, or when two files import each other.
 
 pub mod domain;
-#[cfg(feature = "edge")]
+#[cfg(any(feature = "edge", feature = "manage"))]
 pub mod http;
 pub mod objects;
 pub mod platform;
 pub mod store;
 
-#[cfg(feature = "edge")]
+#[cfg(any(feature = "edge", feature = "manage"))]
 use worker::{event, Context, Env, Request, Response};
 
 /// The Worker's entry. It sets no panic hook: `worker` sets its own when the
 /// module starts, in an isolate that serves only objects as well, and it logs a
 /// panic's message and place (`tests/api/faults.rs`).
-#[cfg(feature = "edge")]
+#[cfg(any(feature = "edge", feature = "manage"))]
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     http::handle(req, env, ctx).await

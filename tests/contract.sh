@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Schemathesis against a local wrangler dev of the service as it deploys, its two
-# Workers (the edge in front, calling the objects' Worker): no 5xx, and every
+# Schemathesis against a local wrangler dev of the service as it deploys, its three
+# Workers (the edge in front, forwarding the management routes to the management
+# Worker, both calling the objects' Worker): no 5xx, and every
 # response (status, content type, headers, body) as public/openapi.json describes it.
 # Usage: tests/contract.sh <path to st>
 set -euo pipefail
 st=$1
 cd "$(dirname "$0")/.."
-. tests/two-workers.sh
+. tests/workers.sh
 admin=contract-admin-token-0123456789abcdef
 # The holders' Cloudflare sync is on (its key a variable of the objects' Worker,
 # which `--var` does not reach), its API a port where nothing listens: a
@@ -39,6 +40,20 @@ machine_token=$(curl -sf -X POST "$base/v1/watchers/login" -H 'Content-Type: app
   -d "{\"machine_id\": \"$machine_id\", \"password\": \"$password\"}" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p') \
   || fail "could not log a machine in"
 [ -n "$machine_token" ] || fail "could not log a machine in"
+
+# The edge forwards the management routes (the license, the feed token and the
+# machine above went through it) and refuses alone what it can: operator calls
+# without ADMIN_TOKEN past one client's 600 a minute, before they cross. The
+# limiter counts per fixed minute, which the calls may straddle: past 600 within
+# the first 1 200.
+refused=
+for n in $(seq 1 1200); do
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$base/admin/status" -H "Authorization: Bearer glo_made-up-$n" \
+    -H 'CF-Connecting-IP: 198.51.100.7') || fail "no answer"
+  if [ "$code" = 429 ]; then refused=$n; break; fi
+done
+[ -n "$refused" ] || fail "1200 operator calls with made-up keys through the edge, and none refused"
+[ "$refused" -gt 600 ] || fail "refused after $refused operator calls, not after 600"
 
 # One worker each: with two threads, hypothesis's reading of lambda sources now and then
 # trips CPython 3.11's parser ("AST constructor recursion depth mismatch"), a fault of the

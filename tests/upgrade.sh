@@ -8,7 +8,7 @@
 # Usage: tests/upgrade.sh (after make build and make build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. tests/two-workers.sh
+. tests/workers.sh
 admin=upgrade-admin-token-0123456789abcdef
 
 # The deployed edge's configuration, serving the test build's module instead.
@@ -23,7 +23,7 @@ node -e '
 
 serve "$state/edge/wrangler.json" --var JWT_SECRET:upgrade-jwt-secret-0123456789abcdef --var ADMIN_TOKEN:$admin
 
-# A license is the directory's to make: a call across the two Workers.
+# A license is the directory's to make: a call across to the objects' Worker.
 status=$(curl -s -o "$state/body" -D "$state/headers" -w '%{http_code}' -X POST "$base/admin/licenses" \
   -H "Authorization: Bearer $admin" -H 'Accept: application/json') || fail "no answer"
 [ "$status" = 503 ] || fail "a call the objects refused answered $status: $(cat "$state/body")"

@@ -10,6 +10,8 @@ pub mod feed;
 pub mod holder;
 pub mod log;
 pub mod machine;
+#[cfg(not(feature = "manage"))]
+pub mod manage;
 pub mod operator;
 pub mod route;
 #[cfg(feature = "test-hooks")]
@@ -62,7 +64,17 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
                     settings,
                     id: resolved.id,
                 };
-                let result = run(resolved.route.handler, &cx, req).await;
+                let result = match resolved.route.handler {
+                    // The management Worker answers it, and logs its line.
+                    #[cfg(not(feature = "manage"))]
+                    Handler::Managed { operator } => {
+                        match manage::forward(&cx, req, operator).await {
+                            Ok(response) => return Ok(response),
+                            Err(refused) => Err(refused),
+                        }
+                    }
+                    handler => run(handler, &cx, req).await,
+                };
                 (result, cx.log)
             }
         },
@@ -120,5 +132,9 @@ async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Repl
             handler(cx, req, reporter).await
         }
         Handler::Open(handler) => handler(cx, req).await,
+        #[cfg(not(feature = "manage"))]
+        Handler::Managed { .. } => Err(ApiError::Internal(
+            "a management route was run at the edge, not forwarded".to_owned(),
+        )),
     }
 }

@@ -14,13 +14,17 @@ use super::auth::login;
 use super::context::RequestContext;
 use super::error::ApiError;
 use super::feed::{decisions, handlers as feed};
-use super::holder::{allow, browse, cloudflare, machines, network, operations, report};
+use super::holder::{allow, network, operations, report};
+#[cfg(feature = "manage")]
+use super::holder::{browse, cloudflare, machines};
 use super::machine::{alerts, heartbeat, usage_metrics, watchers};
+#[cfg(feature = "manage")]
 use super::operator::{console, lists, network as operator_network};
 use super::wire::reply::Reply;
 use crate::domain::access::operator::Access;
 use crate::domain::code::Coded;
 use crate::domain::holder::list::Operation;
+#[cfg(feature = "manage")]
 use crate::domain::operator_lists::list::ListKind;
 
 /// What a handler gives back: a future that borrows the request's context.
@@ -49,6 +53,12 @@ pub enum Handler {
     Reporter(for<'a> fn(&'a RequestContext, Request, ReporterCaller) -> Answer<'a>),
     /// Anyone: a login proves its key or password itself.
     Open(for<'a> fn(&'a RequestContext, Request) -> Answer<'a>),
+    /// A management route, in an edge built without them: the management
+    /// Worker answers it, and the edge forwards the request as it came, once
+    /// it has refused what it refuses alone (`operator`: a call without
+    /// `ADMIN_TOKEN` past its client's count).
+    #[cfg(not(feature = "manage"))]
+    Managed { operator: bool },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +107,12 @@ impl Route {
     /// The license holder's routes, which answer in the mode `result_mode` selects;
     /// login and the operator API answer in their own JSON shape.
     pub fn is_holders(&self) -> bool {
-        matches!(self.handler, Handler::Holder(_) | Handler::Feed(_))
+        match self.handler {
+            Handler::Holder(_) | Handler::Feed(_) => true,
+            #[cfg(not(feature = "manage"))]
+            Handler::Managed { operator } => !operator,
+            _ => false,
+        }
     }
 
     /// The id `path` gives this route's `{id}`, or `""` when the route has none;
@@ -124,6 +139,26 @@ macro_rules! with {
     };
 }
 
+/// The row of a management route: its handler where this build has them (the
+/// management Worker's, and the one Worker the tests run), else the edge's
+/// forward to the management Worker.
+#[cfg(feature = "manage")]
+macro_rules! managed {
+    ($($row:tt)*) => {
+        with!($($row)*)
+    };
+}
+#[cfg(not(feature = "manage"))]
+macro_rules! managed {
+    (Holder, $($rest:tt)*) => {
+        Handler::Managed { operator: false }
+    };
+    (Operator, $($rest:tt)*) => {
+        Handler::Managed { operator: true }
+    };
+}
+
+#[cfg(feature = "manage")]
 use Access::{Change, Read, Root};
 use Method::{Delete, Get, Head, Patch, Post, Put};
 
@@ -160,34 +195,34 @@ pub static ROUTES: &[Route] = &[
     row("/api/addIpToWhitelist", Post, "allow_add", with!(Holder, |cx, req, who| allow::single(Operation::Add, cx, req, who))),
     row("/api/deleteIpFromAllowlist", Post, "allow_remove", with!(Holder, |cx, req, who| allow::single(Operation::Remove, cx, req, who))),
     row("/api/deleteIpFromWhitelist", Post, "allow_remove", with!(Holder, |cx, req, who| allow::single(Operation::Remove, cx, req, who))),
-    row("/api/listAllowlist", Post, "allow_list", with!(Holder, |cx, req, who| allow::list(cx, req, who))),
-    row("/api/listWhitelist", Post, "allow_list", with!(Holder, |cx, req, who| allow::list(cx, req, who))),
+    row("/api/listAllowlist", Post, "allow_list", managed!(Holder, |cx, req, who| allow::list(cx, req, who))),
+    row("/api/listWhitelist", Post, "allow_list", managed!(Holder, |cx, req, who| allow::list(cx, req, who))),
     // Reports of attackers from the holder's own tools, one or many.
     row("/api/reportIp", Post, "report", with!(Holder, |cx, req, who| report::single(cx, req, who))),
     row("/api/reportIps", Post, "bulk_report", with!(Holder, |cx, req, who| report::bulk(cx, req, who))),
     row("/api/networkStatus", Post, "network_status", with!(Holder, |cx, req, who| network::status(cx, req, who))),
     // A holder's own list, history and day.
-    row("/api/listGreylist", Post, "list", with!(Holder, |cx, req, who| browse::list(cx, req, who))),
-    row("/api/listChallengeList", Post, "list", with!(Holder, |cx, req, who| browse::list(cx, req, who))),
-    row("/api/greylistHistory", Post, "history", with!(Holder, |cx, req, who| browse::history(cx, req, who))),
-    row("/api/challengeListHistory", Post, "history", with!(Holder, |cx, req, who| browse::history(cx, req, who))),
-    row("/api/quota", Get, "quota", with!(Holder, |cx, req, who| browse::quota(cx, req, who))),
-    row("/api/activity", Get, "activity", with!(Holder, |cx, req, who| browse::activity(cx, req, who))),
+    row("/api/listGreylist", Post, "list", managed!(Holder, |cx, req, who| browse::list(cx, req, who))),
+    row("/api/listChallengeList", Post, "list", managed!(Holder, |cx, req, who| browse::list(cx, req, who))),
+    row("/api/greylistHistory", Post, "history", managed!(Holder, |cx, req, who| browse::history(cx, req, who))),
+    row("/api/challengeListHistory", Post, "history", managed!(Holder, |cx, req, who| browse::history(cx, req, who))),
+    row("/api/quota", Get, "quota", managed!(Holder, |cx, req, who| browse::quota(cx, req, who))),
+    row("/api/activity", Get, "activity", managed!(Holder, |cx, req, who| browse::activity(cx, req, who))),
     // Firewall agents: feed tokens and the feed.
-    row("/api/feedTokens", Post, "create_feed_token", with!(Holder, |cx, req, who| feed::create_token(cx, req, who))),
-    row("/api/feedTokens", Get, "list_feed_tokens", with!(Holder, |cx, req, who| feed::list_tokens(cx, req, who))),
-    row("/api/feedTokens/{id}", Delete, "revoke_feed_token", with!(Holder, |cx, req, who| feed::revoke_token(cx, req, who))),
+    row("/api/feedTokens", Post, "create_feed_token", managed!(Holder, |cx, req, who| feed::create_token(cx, req, who))),
+    row("/api/feedTokens", Get, "list_feed_tokens", managed!(Holder, |cx, req, who| feed::list_tokens(cx, req, who))),
+    row("/api/feedTokens/{id}", Delete, "revoke_feed_token", managed!(Holder, |cx, req, who| feed::revoke_token(cx, req, who))),
     row("/api/greylistFeed", Get, "feed", with!(Feed, |cx, req, who| feed::feed(cx, req, who))),
     row("/api/challengeListFeed", Get, "feed", with!(Feed, |cx, req, who| feed::feed(cx, req, who))),
     // The holder's CrowdSec engines (machines): their credentials and what their alerts do.
-    row("/api/machines", Post, "create_machine", with!(Holder, |cx, req, who| machines::create(cx, req, who))),
-    row("/api/machines", Get, "list_machines", with!(Holder, |cx, req, who| machines::list(cx, req, who))),
-    row("/api/machines/{id}", Patch, "change_machine", with!(Holder, |cx, req, who| machines::change(cx, req, who))),
-    row("/api/machines/{id}", Delete, "revoke_machine", with!(Holder, |cx, req, who| machines::revoke(cx, req, who))),
+    row("/api/machines", Post, "create_machine", managed!(Holder, |cx, req, who| machines::create(cx, req, who))),
+    row("/api/machines", Get, "list_machines", managed!(Holder, |cx, req, who| machines::list(cx, req, who))),
+    row("/api/machines/{id}", Patch, "change_machine", managed!(Holder, |cx, req, who| machines::change(cx, req, who))),
+    row("/api/machines/{id}", Delete, "revoke_machine", managed!(Holder, |cx, req, who| machines::revoke(cx, req, who))),
     // The holder's own Cloudflare edge: a list kept in sync, and the zone's rule that challenges it.
-    row("/api/cloudflare", Put, "connect_cloudflare", with!(Holder, |cx, req, who| cloudflare::connect(cx, req, who))),
-    row("/api/cloudflare", Get, "cloudflare_status", with!(Holder, |cx, req, who| cloudflare::status(cx, req, who))),
-    row("/api/cloudflare", Delete, "disconnect_cloudflare", with!(Holder, |cx, req, who| cloudflare::disconnect(cx, req, who))),
+    row("/api/cloudflare", Put, "connect_cloudflare", managed!(Holder, |cx, req, who| cloudflare::connect(cx, req, who))),
+    row("/api/cloudflare", Get, "cloudflare_status", managed!(Holder, |cx, req, who| cloudflare::status(cx, req, who))),
+    row("/api/cloudflare", Delete, "disconnect_cloudflare", managed!(Holder, |cx, req, who| cloudflare::disconnect(cx, req, who))),
     // CrowdSec's bouncers.
     row("/v1/decisions/stream", Get, "decision_stream", with!(Bouncer, |cx, req, who| decisions::stream(cx, req, who))),
     row("/v1/decisions/stream", Head, "decision_stream_head", with!(Bouncer, |cx, req, who| decisions::stream_head(cx, req, who))),
@@ -202,28 +237,28 @@ pub static ROUTES: &[Route] = &[
     row("/v1/usage-metrics", Post, "usage_metrics", with!(Reporter, |cx, req, who| usage_metrics::post(cx, req, who))),
     row("/v2/authentication/login/license", Post, "login", Handler::Open(|cx, req| Box::pin(login::handle(cx, req)))),
     // The operator.
-    row("/admin/licenses", Post, "create_license", with!(Operator, Change, |cx, req, who| console::create_license(cx, req, who))),
-    row("/admin/licenses", Get, "list_licenses", with!(Operator, Read, |cx, req, who| console::licenses(cx, req, who))),
-    row("/admin/licenses/{id}", Get, "license", with!(Operator, Read, |cx, req, who| console::license(cx, req, who))),
-    row("/admin/licenses/{id}", Patch, "relabel_license", with!(Operator, Change, |cx, req, who| console::relabel(cx, req, who))),
-    row("/admin/licenses/{id}", Delete, "revoke_license", with!(Operator, Change, |cx, req, who| console::revoke_license(cx, req, who))),
-    row("/admin/global-list", Post, "edit_global_list", with!(Operator, Change, |cx, req, who| lists::edit_list(ListKind::Global, cx, req, who))),
-    row("/admin/global-list", Put, "replace_global_list", with!(Operator, Change, |cx, req, who| lists::replace_list(ListKind::Global, cx, req, who))),
-    row("/admin/global-list", Get, "export_global_list", with!(Operator, Read, |cx, req, who| lists::export_list(ListKind::Global, cx, req, who))),
-    row("/admin/allow-list", Post, "edit_allow_list", with!(Operator, Change, |cx, req, who| lists::edit_list(ListKind::Allow, cx, req, who))),
-    row("/admin/allow-list", Put, "replace_allow_list", with!(Operator, Change, |cx, req, who| lists::replace_list(ListKind::Allow, cx, req, who))),
-    row("/admin/allow-list", Get, "export_allow_list", with!(Operator, Read, |cx, req, who| lists::export_list(ListKind::Allow, cx, req, who))),
-    row("/admin/status", Get, "status", with!(Operator, Read, |cx, req, who| lists::status(cx, req, who))),
-    row("/admin/keys", Post, "create_operator_key", with!(Operator, Root, |cx, req, who| console::create_key(cx, req, who))),
-    row("/admin/keys", Get, "list_operator_keys", with!(Operator, Read, |cx, req, who| console::keys(cx, req, who))),
-    row("/admin/keys/{id}", Delete, "revoke_operator_key", with!(Operator, Root, |cx, req, who| console::revoke_key(cx, req, who))),
-    row("/admin/audit", Get, "audit", with!(Operator, Read, |cx, req, who| console::audit(cx, req, who))),
-    row("/admin/lookup", Get, "lookup", with!(Operator, Read, |cx, req, who| console::lookup(cx, req, who))),
+    row("/admin/licenses", Post, "create_license", managed!(Operator, Change, |cx, req, who| console::create_license(cx, req, who))),
+    row("/admin/licenses", Get, "list_licenses", managed!(Operator, Read, |cx, req, who| console::licenses(cx, req, who))),
+    row("/admin/licenses/{id}", Get, "license", managed!(Operator, Read, |cx, req, who| console::license(cx, req, who))),
+    row("/admin/licenses/{id}", Patch, "relabel_license", managed!(Operator, Change, |cx, req, who| console::relabel(cx, req, who))),
+    row("/admin/licenses/{id}", Delete, "revoke_license", managed!(Operator, Change, |cx, req, who| console::revoke_license(cx, req, who))),
+    row("/admin/global-list", Post, "edit_global_list", managed!(Operator, Change, |cx, req, who| lists::edit_list(ListKind::Global, cx, req, who))),
+    row("/admin/global-list", Put, "replace_global_list", managed!(Operator, Change, |cx, req, who| lists::replace_list(ListKind::Global, cx, req, who))),
+    row("/admin/global-list", Get, "export_global_list", managed!(Operator, Read, |cx, req, who| lists::export_list(ListKind::Global, cx, req, who))),
+    row("/admin/allow-list", Post, "edit_allow_list", managed!(Operator, Change, |cx, req, who| lists::edit_list(ListKind::Allow, cx, req, who))),
+    row("/admin/allow-list", Put, "replace_allow_list", managed!(Operator, Change, |cx, req, who| lists::replace_list(ListKind::Allow, cx, req, who))),
+    row("/admin/allow-list", Get, "export_allow_list", managed!(Operator, Read, |cx, req, who| lists::export_list(ListKind::Allow, cx, req, who))),
+    row("/admin/status", Get, "status", managed!(Operator, Read, |cx, req, who| lists::status(cx, req, who))),
+    row("/admin/keys", Post, "create_operator_key", managed!(Operator, Root, |cx, req, who| console::create_key(cx, req, who))),
+    row("/admin/keys", Get, "list_operator_keys", managed!(Operator, Read, |cx, req, who| console::keys(cx, req, who))),
+    row("/admin/keys/{id}", Delete, "revoke_operator_key", managed!(Operator, Root, |cx, req, who| console::revoke_key(cx, req, who))),
+    row("/admin/audit", Get, "audit", managed!(Operator, Read, |cx, req, who| console::audit(cx, req, who))),
+    row("/admin/lookup", Get, "lookup", managed!(Operator, Read, |cx, req, who| console::lookup(cx, req, who))),
     // The network: canaries, and the promotions waiting for review.
-    row("/admin/canaries", Get, "canaries", with!(Operator, Read, |cx, req, who| operator_network::canaries(cx, req, who))),
-    row("/admin/canaries", Post, "edit_canaries", with!(Operator, Change, |cx, req, who| operator_network::edit_canaries(cx, req, who))),
-    row("/admin/promotions", Get, "pending_promotions", with!(Operator, Read, |cx, req, who| operator_network::promotions(cx, req, who))),
-    row("/admin/promotions", Post, "review_promotions", with!(Operator, Change, |cx, req, who| operator_network::review(cx, req, who))),
+    row("/admin/canaries", Get, "canaries", managed!(Operator, Read, |cx, req, who| operator_network::canaries(cx, req, who))),
+    row("/admin/canaries", Post, "edit_canaries", managed!(Operator, Change, |cx, req, who| operator_network::edit_canaries(cx, req, who))),
+    row("/admin/promotions", Get, "pending_promotions", managed!(Operator, Read, |cx, req, who| operator_network::promotions(cx, req, who))),
+    row("/admin/promotions", Post, "review_promotions", managed!(Operator, Change, |cx, req, who| operator_network::review(cx, req, who))),
 ];
 
 /// A route is the row of its path and method.

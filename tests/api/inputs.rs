@@ -271,19 +271,20 @@ fn head_on_the_decision_stream_is_refused_at_once_after_a_revocation_as_get_is()
 }
 
 /// `make build` (which `make deploy` runs) with `build/` standing for a folder
-/// of the test's own, holding both Workers, the edge's module's bytes `wasm`:
+/// of the test's own, holding the three Workers, the edge's module's bytes `wasm`:
 /// make takes them as built (they are newer than every source) and only the
 /// check runs.
 fn make_build(folder: &Path, wasm: &[u8]) -> std::process::Output {
     // Nothing of an earlier run's folder, whose files the check would read too.
     let _ = fs::remove_dir_all(folder);
-    let halves = [("objects", b"\0asm\x01\0\0\0".as_slice()), ("edge", wasm)];
+    let empty = b"\0asm\x01\0\0\0".as_slice();
+    let halves = [("objects", empty), ("manage", empty), ("edge", wasm)];
     for (half, module) in halves {
         fs::create_dir_all(folder.join(half)).unwrap();
         fs::write(folder.join(half).join("index_bg.wasm"), module).unwrap();
         fs::write(folder.join(half).join("index.js"), "export default {};\n").unwrap();
     }
-    // The configurations after both modules, as `make build` writes them.
+    // The configurations after the modules, as `make build` writes them.
     for (half, _) in halves {
         fs::write(folder.join(half).join("wrangler.json"), "{}\n").unwrap();
     }

@@ -315,6 +315,22 @@ const LOGGED_PATH_CHARS: usize = 200;
 /// `ADMIN_TOKEN`, per client address.
 const OPERATOR_LIMITER: &str = "OPERATOR_LIMITER";
 
+/// Counts an operator call made without `ADMIN_TOKEN` against its client
+/// (an IPv6 one by its /64), before anything is read: a flood of made-up keys
+/// costs only the refusal, 429 past `OPERATOR_LIMITER`'s 600 a minute.
+pub async fn count_operator_client(cx: &RequestContext, req: &Request) -> Result<(), ApiError> {
+    let token = bearer_token(req)?;
+    if token
+        .as_deref()
+        .is_some_and(|token| cx.settings.admits_operator(token))
+    {
+        return Ok(());
+    }
+    let client = req.headers().get("CF-Connecting-IP")?;
+    let bucket = client_bucket(client.as_deref().unwrap_or_default());
+    count_in(&cx.env, OPERATOR_LIMITER, bucket).await
+}
+
 /// The operator, proven by `ADMIN_TOKEN` (or `ADMIN_TOKEN_NEXT` while it is
 /// rotated), which opens every route without a lookup; or by a named operator
 /// key whose role gives `access`, checked against the keys the directory
@@ -327,21 +343,22 @@ pub async fn operator(
     req: &Request,
     access: Access,
 ) -> Result<OperatorCaller, ApiError> {
-    let (env, settings) = (&cx.env, &cx.settings);
     let client = req.headers().get("CF-Connecting-IP")?;
     let token = bearer_token(req)?;
     if token
         .as_deref()
-        .is_some_and(|token| settings.admits_operator(token))
+        .is_some_and(|token| cx.settings.admits_operator(token))
     {
         return Ok(OperatorCaller {
             actor: Actor::AdminToken,
             client,
         });
     }
-    // Before anything is read: a flood of made-up keys costs only the refusal.
-    let bucket = client_bucket(client.as_deref().unwrap_or_default());
-    count_in(env, OPERATOR_LIMITER, bucket).await?;
+    // The Worker the client's request reached first counts it: a management
+    // Worker's request was counted by the edge that forwarded it.
+    if cfg!(feature = "edge") {
+        count_operator_client(cx, req).await?;
+    }
     let path: String = req.path().chars().take(LOGGED_PATH_CHARS).collect();
     let call = format!("{} {path}", req.method().as_ref());
     let actor = operator_key::check(cx, token.as_deref(), access, (call, client.clone())).await?;
