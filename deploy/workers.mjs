@@ -53,10 +53,11 @@ const durable_objects = {
   bindings: config.durable_objects.bindings.map((binding) => ({ ...binding, script_name: config.name })),
 };
 
-// The management Worker has no route of its own (only the edge reaches it) and
-// counts nothing: the edge counted what it forwards (src/http/manage.rs).
+// The management Worker has no route and no address of its own, not even a
+// preview one (only the edge reaches it, through its binding), and counts
+// nothing: the edge counted what it forwards (src/http/manage.rs).
 const manage = `${config.name}-manage`;
-write("manage", { ...shared, name: manage, main: "index.js", durable_objects });
+write("manage", { ...shared, name: manage, main: "index.js", preview_urls: false, durable_objects });
 
 const edge = {
   ...shared,

@@ -17,7 +17,8 @@ fail() { echo "${0##*/}: $1"; sleep 1; cat "$state/wrangler.log"; exit 1; }
 # serve EDGE_CONFIG [wrangler dev's own arguments]: the edge's configuration in
 # front of build/manage/ and build/objects/, once it answers. `--var` reaches only
 # the edge: the management Worker, which reads the same settings, is served from a
-# copy of its configuration with each `--var NAME:VALUE` set. wrangler's compiled
+# copy of its configuration with each `--var NAME:VALUE` set, in the state's
+# folder, away from any .dev.vars (whose values would win over them). wrangler's compiled
 # code is kept between starts, as the e2e suite keeps it.
 serve() {
   local edge=$1 vars=() args
@@ -26,10 +27,10 @@ serve() {
   for ((i = 0; i < ${#args[@]}; i++)); do
     [ "${args[i]}" != --var ] || vars+=("${args[i + 1]/:/=}")
   done
-  node deploy/with-vars.mjs build/manage/wrangler.json build/manage/wrangler.served.json "${vars[@]}"
+  node deploy/with-vars.mjs build/manage/wrangler.json "$state/manage.json" "${vars[@]}"
   NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--require $PWD/tests/node-code-cache.cjs" \
   GREYLIST_CODE_CACHE=$PWD/target/tmp/node-code-cache \
-  setsid node_modules/.bin/wrangler dev -c "$edge" -c build/manage/wrangler.served.json -c "${OBJECTS_CONFIG:-build/objects/wrangler.json}" --ip 127.0.0.1 --port "$port" \
+  setsid node_modules/.bin/wrangler dev -c "$edge" -c "$state/manage.json" -c "${OBJECTS_CONFIG:-build/objects/wrangler.json}" --ip 127.0.0.1 --port "$port" \
     --inspector-port "$(free_port)" --persist-to "$state/data" --show-interactive-dev-session=false "$@" \
     > "$state/wrangler.log" 2>&1 &
   server=$!

@@ -110,10 +110,11 @@ async function loadStatus() {
 $("status-refresh").addEventListener("click", loadStatus);
 
 /** What one isolate holds against its 128 MB: the snapshots are the first limit
- *  to bite as the global list grows. Each isolate at the edge holds its own. */
+ *  to bite as the global list grows. The status is the management Worker's
+ *  isolate's; each isolate at the edge holds its own snapshots too. */
 function isolateMemory(status) {
   const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-  return `The isolate that answered holds ${mib(status.isolate.wasmBytes)} of WebAssembly memory, ` +
+  return `The management isolate that answered holds ${mib(status.isolate.wasmBytes)} of WebAssembly memory, ` +
     `of the 128 MB an isolate has for everything; the global list's snapshot takes ${mib(status.globalList.snapshotBytes)} ` +
     "in each isolate that has loaded all of it.";
 }
