@@ -114,7 +114,7 @@ $("status-refresh").addEventListener("click", loadStatus);
  *  isolate's; each isolate at the edge holds its own snapshots too. */
 function isolateMemory(status) {
   const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-  return `The management isolate that answered holds ${mib(status.isolate.wasmBytes)} of WebAssembly memory, ` +
+  return `The isolate that answered holds ${mib(status.isolate.wasmBytes)} of WebAssembly memory, ` +
     `of the 128 MB an isolate has for everything; the global list's snapshot takes ${mib(status.globalList.snapshotBytes)} ` +
     "in each isolate that has loaded all of it.";
 }
