@@ -1,11 +1,16 @@
 //! Access tokens: HS256 JWTs whose `sub` is the license id; and machines' tokens,
 //! signed under a key of their own, so that neither kind is ever taken for the other.
+//! The service reads only the tokens it issues, so a JWT here is exactly what it
+//! writes (RFC 7519 with RFC 7515's compact form): the header
+//! `{"alg":"HS256","typ":"JWT"}`, the claims, HMAC-SHA-256 over both, each part
+//! base64url without padding; a token is checked by its header's `alg`, its
+//! signature (compared in constant time) and then its claims. The tests prove that
+//! tokens jwt-compact issued, as earlier versions did, read as before.
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Duration, Utc};
-use jwt_compact::alg::{Hs256, Hs256Key};
-use jwt_compact::{AlgorithmExt, Claims, Header, TimeOptions, UntrustedToken};
+use base64ct::{Base64UrlUnpadded, Encoding};
+use hmac::{Hmac, Mac};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -23,9 +28,52 @@ fn unexpired(expires_at: UnixTime, now: UnixTime) -> bool {
     now.0 < expires_at.0
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct Subject {
     sub: String,
+}
+
+/// What a holder's token says, as it is issued.
+#[derive(Serialize)]
+struct LicenseClaims<'a> {
+    exp: u64,
+    iat: u64,
+    sub: &'a str,
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The one header this service writes, and the one `alg` it reads.
+const HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
+const ALG: &str = "HS256";
+
+#[derive(Deserialize)]
+struct Header {
+    alg: String,
+}
+
+/// A token's `exp`, in whole seconds, read apart from its other claims.
+#[derive(Deserialize)]
+struct Expiry {
+    exp: Option<i64>,
+}
+
+/// `claims` as a token signed with `key`.
+fn sign(key: &HmacSha256, claims: &impl Serialize) -> String {
+    let claims = serde_json::to_vec(claims).expect("claims of strings and numbers serialize");
+    let mut token = Base64UrlUnpadded::encode_string(HEADER.as_bytes());
+    token.push('.');
+    token.push_str(&Base64UrlUnpadded::encode_string(&claims));
+    let mut mac = key.clone();
+    mac.update(token.as_bytes());
+    let signature = mac.finalize().into_bytes();
+    token.push('.');
+    token.push_str(&Base64UrlUnpadded::encode_string(&signature));
+    token
+}
+
+fn hmac_key(secret: &[u8]) -> HmacSha256 {
+    HmacSha256::new_from_slice(secret).expect("HMAC takes a key of any length")
 }
 
 /// Why a token was refused; logged, never shown to the client.
@@ -55,22 +103,20 @@ impl Coded for TokenError {
     }
 }
 
-pub struct TokenKey(Hs256Key);
+pub struct TokenKey(HmacSha256);
 
 impl TokenKey {
     pub fn new(secret: &str) -> Self {
-        Self(Hs256Key::new(secret.as_bytes()))
+        Self(hmac_key(secret.as_bytes()))
     }
 
     pub fn issue(&self, license: &LicenseId, now: UnixTime, lifetime_seconds: u64) -> String {
-        let time = time_options(now);
-        let claims = Claims::new(Subject {
-            sub: license.as_str().to_owned(),
-        })
-        .set_duration_and_issuance(&time, Duration::seconds(lifetime_seconds as i64));
-        Hs256
-            .token(&Header::empty().with_token_type("JWT"), &claims, &self.0)
-            .expect("claims of two strings and two numbers always serialize")
+        let claims = LicenseClaims {
+            exp: now.0.saturating_add(lifetime_seconds),
+            iat: now.0,
+            sub: license.as_str(),
+        };
+        sign(&self.0, &claims)
     }
 
     /// Accepts exactly an HS256 token signed with this key, with `exp` in the
@@ -92,34 +138,66 @@ impl TokenKey {
 }
 
 /// The claims of an HS256 token signed with `key`, and its expiry, when `exp`
-/// is in the future.
+/// is in the future. A token not of three base64url parts, or whose header is
+/// not JSON, is malformed; one of another `alg`, another key's signature or
+/// claims of another shape is unverified.
 fn verified<T: DeserializeOwned>(
-    key: &Hs256Key,
+    key: &HmacSha256,
     token: &str,
     now: UnixTime,
 ) -> Result<(T, UnixTime), TokenError> {
-    let untrusted = UntrustedToken::new(token).map_err(|_| TokenError::Malformed)?;
-    let verified = Hs256
-        .validator::<T>(key)
-        .validate(&untrusted)
+    let mut parts = token.split('.');
+    let (Some(header), Some(claims), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(TokenError::Malformed);
+    };
+    let decode =
+        |part: &str| Base64UrlUnpadded::decode_vec(part).map_err(|_| TokenError::Malformed);
+    let (header_json, claims_json, signature) =
+        (decode(header)?, decode(claims)?, decode(signature)?);
+    let Header { alg } = serde_json::from_slice(&header_json).map_err(|_| TokenError::Malformed)?;
+    if alg != ALG {
+        return Err(TokenError::Unverified);
+    }
+    let mut mac = key.clone();
+    // What the signature covers: `header.claims`, as the token spells them.
+    mac.update(&token.as_bytes()[..header_part_len(header, claims)]);
+    mac.verify_slice(&signature)
         .map_err(|_| TokenError::Unverified)?;
-    let (_, claims) = verified.into_parts();
-    let expires_at = claims
-        .expiration
-        .and_then(|at| u64::try_from(at.timestamp()).ok())
+    let Expiry { exp } =
+        serde_json::from_slice(&claims_json).map_err(|_| TokenError::Unverified)?;
+    let custom = serde_json::from_slice(&claims_json).map_err(|_| TokenError::Unverified)?;
+    let expires_at = exp
+        .and_then(|at| u64::try_from(at).ok())
         .map(UnixTime)
         .filter(|&expires_at| unexpired(expires_at, now))
         .ok_or(TokenError::Expired)?;
-    Ok((claims.custom, expires_at))
+    Ok((custom, expires_at))
+}
+
+/// How long `header.claims` is, the part of a token its signature covers.
+fn header_part_len(header: &str, claims: &str) -> usize {
+    header.len() + 1 + claims.len()
 }
 
 /// What a machine's token says: the license it acts for (`sub`), the machine's
 /// id at its holder's (`mid`) and the name it logs in with (`mch`).
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct MachineSubject {
     sub: String,
     mid: String,
     mch: String,
+}
+
+/// What a machine's token says, as it is issued.
+#[derive(Serialize)]
+struct MachineClaims<'a> {
+    exp: u64,
+    iat: u64,
+    sub: &'a str,
+    mid: &'a str,
+    mch: &'a str,
 }
 
 /// The machine a token proves, and the license it acts for.
@@ -134,28 +212,27 @@ pub struct MachineBearer {
 /// `JWT_SECRET` apart from the holders' tokens' key. A machine's token therefore
 /// fails every holder's and bouncer's route at its signature, and a holder's
 /// token fails the machines' routes, whatever claims either carries.
-pub struct MachineTokenKey(Hs256Key);
+pub struct MachineTokenKey(HmacSha256);
 
 impl MachineTokenKey {
     pub fn new(secret: &str) -> Self {
         let mut derived = Sha256::new();
         derived.update(b"greylist machine tokens\n");
         derived.update(secret.as_bytes());
-        Self(Hs256Key::new(derived.finalize().as_slice()))
+        Self(hmac_key(derived.finalize().as_slice()))
     }
 
     /// A token for `machine`, valid `TOKEN_SECONDS` from `now`, and when it expires.
     pub fn issue(&self, machine: &MachineBearer, now: UnixTime) -> (String, UnixTime) {
-        let claims = Claims::new(MachineSubject {
-            sub: machine.license.as_str().to_owned(),
-            mid: machine.id.clone(),
-            mch: machine.machine_id.as_str().to_owned(),
-        })
-        .set_duration_and_issuance(&time_options(now), Duration::seconds(TOKEN_SECONDS as i64));
-        let token = Hs256
-            .token(&Header::empty().with_token_type("JWT"), &claims, &self.0)
-            .expect("claims of four strings and two numbers always serialize");
-        (token, now.plus(TOKEN_SECONDS))
+        let expires_at = now.plus(TOKEN_SECONDS);
+        let claims = MachineClaims {
+            exp: expires_at.0,
+            iat: now.0,
+            sub: machine.license.as_str(),
+            mid: &machine.id,
+            mch: machine.machine_id.as_str(),
+        };
+        (sign(&self.0, &claims), expires_at)
     }
 
     /// Accepts exactly an HS256 token signed with this key, with `exp` in the
@@ -215,18 +292,27 @@ impl VerifiedTokens {
     }
 }
 
-/// `now` as jwt-compact's clock, for the claims a token is issued with: expiry is
-/// checked by `unexpired`, so no leeway is given here.
-fn time_options(now: UnixTime) -> TimeOptions<impl Fn() -> DateTime<Utc>> {
-    let at = DateTime::from_timestamp(now.0 as i64, 0).unwrap_or(DateTime::<Utc>::MAX_UTC);
-    TimeOptions::new(Duration::zero(), move || at)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::{DateTime, Duration, Utc};
+    use jwt_compact::alg::{Hs256, Hs256Key};
+    use jwt_compact::{AlgorithmExt, Claims, Header, TimeOptions};
 
     const NOW: UnixTime = UnixTime(1_795_262_400);
+    const SECRET: &[u8] = b"test-secret-of-reasonable-length";
+
+    /// jwt-compact, the library earlier versions issued and read tokens with:
+    /// what tokens they issued hold, and what another issuer may send.
+    fn time_options(now: UnixTime) -> TimeOptions<impl Fn() -> DateTime<Utc>> {
+        let at = DateTime::from_timestamp(now.0 as i64, 0).unwrap();
+        TimeOptions::new(Duration::zero(), move || at)
+    }
+
+    #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    struct Sub {
+        sub: String,
+    }
 
     fn license() -> LicenseId {
         LicenseId::parse("lic_0123456789abcdef01234567").unwrap()
@@ -281,15 +367,61 @@ mod tests {
     }
 
     #[test]
+    fn a_token_jwt_compact_issued_reads_as_before_and_ours_read_there() {
+        let earlier = Claims::new(Sub {
+            sub: license().as_str().to_owned(),
+        })
+        .set_duration_and_issuance(&time_options(NOW), Duration::seconds(3600));
+        let earlier = Hs256
+            .token(
+                &Header::empty().with_token_type("JWT"),
+                &earlier,
+                &Hs256Key::new(SECRET),
+            )
+            .unwrap();
+        assert_eq!(
+            key().verify(&earlier, NOW),
+            Ok(license()),
+            "a token jwt-compact issued, as earlier versions did, reads as before"
+        );
+        assert_eq!(
+            key().verify(&earlier, NOW.plus(3600)),
+            Err(TokenError::Expired)
+        );
+        let ours = key().issue(&license(), NOW, 3600);
+        assert_eq!(
+            ours, earlier,
+            "the same header, claims and signature, byte for byte"
+        );
+        let machine_token = MachineTokenKey::new(std::str::from_utf8(SECRET).unwrap())
+            .issue(&machine(), NOW)
+            .0;
+        let untrusted = jwt_compact::UntrustedToken::new(&machine_token).unwrap();
+        let derived = Sha256::new()
+            .chain_update(b"greylist machine tokens\n")
+            .chain_update(SECRET)
+            .finalize();
+        let read = Hs256
+            .validator::<serde_json::Value>(&Hs256Key::new(derived.as_slice()))
+            .validate(&untrusted)
+            .expect("jwt-compact reads a machine's token");
+        assert_eq!(
+            read.claims().custom["mch"],
+            machine().machine_id.as_str(),
+            "{machine_token}"
+        );
+    }
+
+    #[test]
     fn other_algorithms_under_the_same_secret_are_refused() {
         use jwt_compact::alg::{Hs384, Hs384Key, Hs512, Hs512Key};
         let claims = || {
-            Claims::new(Subject {
+            Claims::new(Sub {
                 sub: license().as_str().to_owned(),
             })
             .set_duration_and_issuance(&time_options(NOW), Duration::seconds(60))
         };
-        let secret = b"test-secret-of-reasonable-length";
+        let secret = SECRET;
         let hs384 = Hs384
             .token(&Header::empty(), &claims(), &Hs384Key::new(secret))
             .unwrap();
@@ -321,22 +453,25 @@ mod tests {
     fn a_token_without_a_license_subject_is_refused() {
         let no_sub = Claims::new(jwt_compact::Empty {})
             .set_duration_and_issuance(&time_options(NOW), Duration::seconds(60));
-        let token = Hs256.token(&Header::empty(), &no_sub, &key().0).unwrap();
+        let hs256 = Hs256Key::new(SECRET);
+        let token = Hs256.token(&Header::empty(), &no_sub, &hs256).unwrap();
         assert_eq!(key().verify(&token, NOW), Err(TokenError::Unverified));
-        let other_sub = Claims::new(Subject {
+        let other_sub = Claims::new(Sub {
             sub: "../admin".to_owned(),
         })
         .set_duration_and_issuance(&time_options(NOW), Duration::seconds(60));
-        let token = Hs256.token(&Header::empty(), &other_sub, &key().0).unwrap();
+        let token = Hs256.token(&Header::empty(), &other_sub, &hs256).unwrap();
         assert_eq!(key().verify(&token, NOW), Err(TokenError::BadSubject));
     }
 
     #[test]
     fn a_token_without_exp_is_refused() {
-        let claims = Claims::new(Subject {
+        let claims = Claims::new(Sub {
             sub: license().as_str().to_owned(),
         });
-        let token = Hs256.token(&Header::empty(), &claims, &key().0).unwrap();
+        let token = Hs256
+            .token(&Header::empty(), &claims, &Hs256Key::new(SECRET))
+            .unwrap();
         assert_eq!(key().verify(&token, NOW), Err(TokenError::Expired));
     }
 
