@@ -27,8 +27,8 @@ EDGE := $(DEPLOYABLE)/edge/index.js
 MANAGE := $(DEPLOYABLE)/manage/index.js
 OBJECTS := $(DEPLOYABLE)/objects/index.js
 WORKERS := $(EDGE) $(MANAGE) $(OBJECTS)
-HALVES := edge manage objects
-CONFIGS := $(foreach half,$(HALVES),$(DEPLOYABLE)/$(half)/wrangler.json)
+PARTS := edge manage objects
+CONFIGS := $(foreach part,$(PARTS),$(DEPLOYABLE)/$(part)/wrangler.json)
 # The same worker with the `test-hooks` feature (a clock the tests control), for the
 # end-to-end tests only: its own folder, never what is deployed. It shares the
 # deployable build's target folder, so the dependencies compile once for both; the
@@ -293,7 +293,7 @@ $(WORKERS): $(DEPLOYABLE)/%/index.js: $(SOURCES) | tools
 # for it beside each configuration.
 $(CONFIGS) &: wrangler.toml deploy/workers.mjs $(WORKERS) | tools
 	node deploy/workers.mjs $(DEPLOYABLE)
-	@for half in $(HALVES); do ln -sfn ../../.dev.vars $(DEPLOYABLE)/$$half/.dev.vars; done
+	@for part in $(PARTS); do ln -sfn ../../.dev.vars $(DEPLOYABLE)/$$part/.dev.vars; done
 
 $(TEST_WORKER): $(SOURCES) | tools
 	@mkdir -p target
