@@ -136,5 +136,9 @@ async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Repl
         Handler::Managed { .. } => Err(ApiError::Internal(
             "a management route was run at the edge, not forwarded".to_owned(),
         )),
+        #[cfg(not(feature = "edge"))]
+        Handler::Edge => Err(ApiError::Internal(
+            "an edge route reached the management Worker".to_owned(),
+        )),
     }
 }
