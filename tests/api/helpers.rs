@@ -896,20 +896,28 @@ fn send_in_one_write(
     loop {
         match stream.read(&mut buffer) {
             Ok(0) => break,
-            Ok(n) => answer.extend_from_slice(&buffer[..n]),
+            Ok(n) => {
+                answer.extend_from_slice(&buffer[..n]);
+                // An answer whole by its own length is the answer: the server may
+                // hold the connection open a while after it, reading what it drains.
+                if let Ok(whole) = parse_answer(&answer, false) {
+                    return Ok(whole);
+                }
+            }
             // A server that closes with the body unread resets the connection, after
             // its answer: an answer whole by its own length stands.
             Err(e) => {
-                return parse_answer(&answer).map_err(|why| format!("{e}, and {why}"));
+                return parse_answer(&answer, true).map_err(|why| format!("{e}, and {why}"));
             }
         }
     }
-    parse_answer(&answer)
+    parse_answer(&answer, true)
 }
 
-/// An HTTP/1.1 answer read to the connection's end: its status, headers and body
-/// (sent with a length, which it must have whole, or chunked, to its last chunk).
-fn parse_answer(answer: &[u8]) -> Result<Resp, String> {
+/// An HTTP/1.1 answer: its status, headers and body (sent with a length, which it
+/// must have whole, or chunked, to its last chunk, or else read to the
+/// connection's end, once it is `closed`).
+fn parse_answer(answer: &[u8], closed: bool) -> Result<Resp, String> {
     let end = answer
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -958,6 +966,7 @@ fn parse_answer(answer: &[u8]) -> Result<Resp, String> {
             Some(length) if length != rest.len() => {
                 return Err(format!("a body of {} bytes of {length}", rest.len()))
             }
+            None if !closed => return Err("a body without a length, still open".to_owned()),
             _ => rest.to_vec(),
         }
     };
