@@ -494,6 +494,33 @@ fn a_token_that_cuts_serves_every_pull_and_crowdsecs_stream_cut_and_shows_what_i
     );
     assert_eq!(shown(&id)["leftOut"], 1);
 
+    // A cut JSON delta shows what the cut leaves out now, as a whole pull does.
+    let whole = app.feed_with(&bearer, "format=json", None).json();
+    assert_eq!(whole["leftOut"], 1, "{whole}");
+    let cursor = whole["cursor"].as_str().expect("a cut feed's cursor");
+    for ip in ["31.13.73.7", "31.13.73.8"] {
+        assert_eq!(app.add(ip), format!("[{ip}] has been added to greylist"));
+        server.advance(100);
+    }
+    let delta = app.feed_with(&bearer, &format!("format=json&since={cursor}"), None);
+    assert!(
+        delta.json().get("reset").is_none(),
+        "answered whole: {}",
+        delta.body
+    );
+    assert_eq!(delta.header("x-greylist-left-out"), Some("3"));
+    assert_eq!(
+        shown(&id)["leftOut"],
+        3,
+        "the token does not show what its last delta left out"
+    );
+    for ip in ["31.13.73.7", "31.13.73.8"] {
+        assert_eq!(
+            app.remove(ip),
+            format!("[{ip}] has been removed from greylist")
+        );
+    }
+
     // A token made without it serves every entry, or what its pull asks for.
     let (_, plain) = app.feed_token(json!({ "scope": "all" }));
     assert_eq!(

@@ -131,7 +131,7 @@ pub async fn stream(
         for _ in 0..COUNTS {
             let mut whole = whole_items(&object, &operator_lists, page).await?;
             let again = read_again(object.clone());
-            if let (Some(to), left_out) = whole.bound(keep, &again).await? {
+            if let (Some(to), left_out) = whole.bound(keep, &again, |_| again()).await? {
                 counted = Some((to, left_out, whole, again));
                 break;
             }

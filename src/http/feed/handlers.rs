@@ -215,7 +215,12 @@ pub async fn feed(
         (Content::Delta { cut }, Some(keep), CursorCut::Bound(from)) => {
             let lists = published.and_own_allow(own_allow);
             let mut whole = Items::new(again().await?, lists, None, promoted, page);
-            let (to, left) = whole.bound(keep, &again).await?;
+            // Its last read records what the cut leaves out now on the token.
+            let last = |left| {
+                let read = read_whole(&object, recorded(left));
+                async move { Ok(read.await?.1) }
+            };
+            let (to, left) = whole.bound(keep, &again, last).await?;
             left_out = Some(left);
             match to {
                 Some(to) => {

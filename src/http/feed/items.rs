@@ -219,15 +219,20 @@ impl Items {
 
     /// How far the whole feed cut to `keep` reaches now, and how many items it
     /// leaves out: the cut counted, then the items read once more to find its
-    /// last. `None` when the list changed between the reads so that the cut is
-    /// no bound.
-    pub async fn bound(
+    /// last, by `last`, which is told how many the cut leaves out (a token's
+    /// feed records it with that read). `None` when the list changed between
+    /// the reads so that the cut is no bound.
+    pub async fn bound<Last>(
         &mut self,
         keep: u64,
         again: &ReadWhole,
-    ) -> Result<(Option<Bound>, u64), StoreError> {
+        last: impl FnOnce(u64) -> Last,
+    ) -> Result<(Option<Bound>, u64), StoreError>
+    where
+        Last: std::future::Future<Output = Result<Pages<FeedRecord>, StoreError>>,
+    {
         let mut cut = self.cut(keep, again).await?;
-        self.restart(again().await?);
+        self.restart(last(cut.left_out()).await?);
         while let Some(item) = self.next_item(true).await? {
             cut.keeps(Key::of(&item));
         }
