@@ -7,7 +7,8 @@
 //! revocation to a holder's object fail as an unreachable object would, and its
 //! filings in the directory as an unreachable directory would; make a holder's
 //! object panic as a bug would, or answer a feed token's pull as though another
-//! pull of the token came in between its two asks; and read what the
+//! pull of the token came in between its two asks, or add an address as the
+//! next pull reaches it (between a cut's count and its pull); and read what the
 //! billable calls counted (`/__test/meter`, for `make bench`). The deployable
 //! build has none of this, and `make deploy-check` fails if its bundle names any
 //! of these paths.
@@ -16,10 +17,11 @@ use serde::Deserialize;
 use worker::{Env, Method, Request, Response};
 
 use crate::domain::access::license::LicenseId;
+use crate::domain::net::address::PublicIp;
 use crate::http::wire::form;
 use crate::objects::holder::client::holder;
 use crate::objects::holder::protocol::{
-    AlarmAt as HolderAlarmAt, Meter as HolderMeter, Panic, PulledElsewhere,
+    AddBeforePull, AlarmAt as HolderAlarmAt, Meter as HolderMeter, Panic, PulledElsewhere,
     RunAlarm as RunHolderAlarm, WasmMemory,
 };
 use crate::objects::operator_lists::client::operator_lists;
@@ -240,6 +242,15 @@ pub async fn handle(mut req: Request, env: &Env) -> worker::Result<Response> {
                 }
                 (Method::Post, "pulled-elsewhere") => {
                     object.ask(PulledElsewhere).await.map_err(refused)?;
+                    Response::ok("armed")
+                }
+                (Method::Post, "add-before-pull") => {
+                    let url = req.inner().url();
+                    let ip = form::query_of(&url)
+                        .strip_prefix("ip=")
+                        .ok_or("?ip=<address>")?;
+                    let ip: PublicIp = ip.parse().map_err(|e| format!("{e:?}"))?;
+                    object.ask(AddBeforePull { ip }).await.map_err(refused)?;
                     Response::ok("armed")
                 }
                 _ => Response::error("no such test hook", 404),

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use super::appliances::in_namespace;
-use super::helpers::{Server, TestApp};
+use super::helpers::{send, Server, TestApp};
 use super::reports::decisions;
 
 fn entries(body: &str) -> Vec<&str> {
@@ -547,6 +547,47 @@ fn a_token_that_cuts_serves_every_pull_and_crowdsecs_stream_cut_and_shows_what_i
         (vec!["31.13.73.1".to_owned()], vec![]),
         "a pull that asks for another cut, nothing else changed, is not moved to it"
     );
+}
+
+#[test]
+fn an_entry_added_between_a_cut_streams_count_and_its_pull_is_counted_so_the_bouncer_holds_no_more_than_the_cut(
+) {
+    let server = Server::own(&[]);
+    let app = TestApp::on(&server);
+    for ip in ["31.13.74.1", "31.13.74.2", "31.13.74.3"] {
+        assert_eq!(app.add(ip), format!("[{ip}] has been added to greylist"));
+        server.advance(100);
+    }
+    let (_, key) = app.feed_token(json!({ "scope": "all", "maxItems": 2 }));
+    let mut held: BTreeSet<String> = pull(&server, &key, "?startup=true").1.into_iter().collect();
+    assert_eq!(
+        held,
+        BTreeSet::from(["31.13.74.2".into(), "31.13.74.3".into()])
+    );
+    // Each pull below has the list change after its count and before it reads
+    // the list: the newest entry comes, and the oldest of the cut goes with it.
+    for ip in ["31.13.74.8", "31.13.74.9"] {
+        server.advance(100);
+        let armed = send(
+            "POST",
+            &format!(
+                "{}/__test/holders/{}/add-before-pull?ip={ip}",
+                server.base, app.license
+            ),
+            &[],
+            None,
+        );
+        assert_eq!(armed.status, 200, "{}", armed.body);
+        let (deleted, new) = pull(&server, &key, "");
+        for gone in &deleted {
+            held.remove(gone);
+        }
+        held.extend(new);
+        assert!(
+            held.contains(ip) && held.len() == 2,
+            "a bouncer holds {held:?} after {ip} came between the count and the pull, not the 2 newest"
+        );
+    }
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! the token's scope says what it reads, its position in the holder's object
 //! what it already has.
 
+use std::cell::Cell;
 use std::net::IpAddr;
 
 use worker::{Request, Response};
@@ -20,7 +21,7 @@ use crate::http::feed::handlers::{
     global_changes, held_apart, operator_changes, operator_lists, user_agent, GlobalChanges,
     OperatorChanges, VersionedLists,
 };
-use crate::http::feed::items::{read_again, read_whole, Items};
+use crate::http::feed::items::{read_again, read_whole, Items, ReadWhole};
 use crate::http::feed::query::{FeedQuery, Format};
 use crate::http::wire::form;
 use crate::http::wire::reply::Reply;
@@ -32,6 +33,9 @@ use crate::store::operator_lists::snapshots;
 /// How many times a cut token's pull counts its cut while the list changes
 /// under the count.
 const COUNTS: usize = 3;
+
+/// A pull's answer that changes nothing.
+const NOTHING: &str = "{\"deleted\":[],\"new\":[]}";
 
 /// A pull's answer when another pull of its token moved the token's position
 /// while it was answered: a position is one bouncer's, and bouncers that share a
@@ -114,82 +118,98 @@ pub async fn stream(
     let (global_version, allow_version) =
         (operator_lists.global.version, operator_lists.allow.version);
     let client = PullClient::new(user_agent(&req)?.as_deref(), "decisions");
-    let mut pull = Pull {
-        startup: query.startup,
-        global: global_version,
-        allow: allow_version,
-        from: None,
-    };
     let object = holder(env, &license)?;
     let page = settings.objects.page_entries;
     // A token that cuts its stream: how far the cut reaches now, counted
-    // before the pull, so that the token's position keeps it.
-    let mut counted = None;
-    if let Some(keep) = max_items {
-        // Counted again while the list changes under the count; past that,
-        // nothing this time, the position where it was: the next pull brings it.
-        for _ in 0..COUNTS {
-            let mut whole = whole_items(&object, &operator_lists, page).await?;
-            let again = read_again(object.clone());
-            if let (Some(to), left_out) = whole.bound(keep, &again, |_| again()).await? {
-                counted = Some((to, left_out, whole, again));
-                break;
-            }
-        }
-        if counted.is_none() {
-            return json_body("{\"deleted\":[],\"new\":[]}");
-        }
-    }
-    let (cut, left_out) = match &counted {
-        Some((to, left_out, ..)) => (CursorCut::Bound(*to), Some(*left_out)),
-        None => (CursorCut::Whole, None),
-    };
-    let ask = |pull, (probe, moves)| Feed {
-        token: Some(token.clone()),
-        client: Some(client.clone()),
-        pull: Some(pull),
-        probe,
-        moves,
-        cut,
-        left_out,
-        ..Feed::default()
-    };
-    let (mut start, mut records) = object.ask_stream(ask(pull, Default::default())).await?;
-    let mut changes = None;
-    if let FeedHead::Moved { position, .. } = start.head {
-        let since = FeedQuery {
-            scope: may_read,
-            format: Format::Json,
-            list: Default::default(),
-            since: Some(position),
-            since_cut: CursorCut::Whole,
-            aggregate: false,
-            max_items: None,
+    // before the pull, so that the token's position keeps it; counted again
+    // while the list changes under the count, or between the count and the
+    // pull (a pull at another history number than the count's would send
+    // what the count never weighed). Past that, nothing this time, the
+    // position where it was: the next pull brings it.
+    let mut counts = 0;
+    let (start, records, changes, counted) = loop {
+        counts += 1;
+        let counted = match max_items {
+            Some(keep) => match count(&object, &operator_lists, keep, page).await? {
+                Some(counted) => Some(counted),
+                None if counts < COUNTS => continue,
+                None => return json_body(NOTHING),
+            },
+            None => None,
         };
-        let lists = operator_lists.lists();
-        changes = operator_changes(env, &since, lists, settings.objects.freshness, now).await?;
-        pull.from = Some(OperatorFrom {
-            position,
-            known: changes.is_some(),
-        });
-        let asked = changes
-            .as_ref()
-            .map(OperatorChanges::asked)
-            .unwrap_or_default();
-        (start, records) = object.ask_stream(ask(pull, asked)).await?;
-    }
+        let (cut, left_out) = match &counted {
+            Some(counted) => (CursorCut::Bound(counted.to), Some(counted.left_out)),
+            None => (CursorCut::Whole, None),
+        };
+        let ask = |pull, (probe, moves)| Feed {
+            token: Some(token.clone()),
+            client: Some(client.clone()),
+            pull: Some(pull),
+            probe,
+            moves,
+            cut,
+            left_out,
+            ..Feed::default()
+        };
+        let mut pull = Pull {
+            startup: query.startup,
+            global: global_version,
+            allow: allow_version,
+            from: None,
+        };
+        let (mut start, mut records) = object.ask_stream(ask(pull, Default::default())).await?;
+        let mut changes = None;
+        if let FeedHead::Moved { position, .. } = start.head {
+            let since = FeedQuery {
+                scope: may_read,
+                format: Format::Json,
+                list: Default::default(),
+                since: Some(position),
+                since_cut: CursorCut::Whole,
+                aggregate: false,
+                max_items: None,
+            };
+            let lists = operator_lists.lists();
+            changes = operator_changes(env, &since, lists, settings.objects.freshness, now).await?;
+            pull.from = Some(OperatorFrom {
+                position,
+                known: changes.is_some(),
+            });
+            let asked = changes
+                .as_ref()
+                .map(OperatorChanges::asked)
+                .unwrap_or_default();
+            (start, records) = object.ask_stream(ask(pull, asked)).await?;
+        }
+        match &counted {
+            // Left unread, the pull moves no position.
+            Some(counted) if counted.at != start.head.changes() => {
+                if counts < COUNTS {
+                    continue;
+                }
+                return json_body(NOTHING);
+            }
+            _ => break (start, records, changes, counted),
+        }
+    };
     let lists = operator_lists.lists();
     // Past what a delta works out in memory, the pull deletes no global block the
     // holder's allow list took (docs/api.md says so); everything else stands.
     let blocks = global_changes(lists, changes, &start.own_allow).unwrap_or_default();
     // How the cut moved since the bouncer's position: from everything for a
     // position that holds the whole feed.
-    let mut shift = counted.map(|(to, left_out, whole, again)| {
+    let mut shift = counted.map(|counted| {
         let from = match start.held_cut {
             CursorCut::Bound(from) => from,
             CursorCut::Whole | CursorCut::Unknown => Bound::Everything,
         };
-        (Shift { from, to }, left_out, whole, again)
+        let to = counted.to;
+        (
+            Shift { from, to },
+            counted.left_out,
+            counted.whole,
+            counted.again,
+        )
     });
     // A bouncer that held a cut (its pulls asked for one) and pulls without
     // one now: its cut reaches everything, and lets in what it left out.
@@ -199,7 +219,7 @@ pub async fn stream(
         shift = Some((Shift { from, to }, 0, whole, read_again(object.clone())));
     }
     let (content, blocks) = match (start.head, shift) {
-        (FeedHead::Unchanged { .. }, _) => return json_body("{\"deleted\":[],\"new\":[]}"),
+        (FeedHead::Unchanged { .. }, _) => return json_body(NOTHING),
         // Another pull of the same token moved its position between the two
         // asks: the bouncers sharing it each miss what the other was sent.
         (FeedHead::Moved { .. }, _) => return Err(ApiError::Conflict(SHARED_TOKEN.to_owned())),
@@ -253,6 +273,50 @@ pub async fn stream(
     let response = Response::from_stream(body)?;
     response.headers().set("Content-Type", "application/json")?;
     Ok(Reply::Built(response))
+}
+
+/// A cut token's cut, counted before its pull.
+struct Counted {
+    /// How far the cut reaches.
+    to: Bound,
+    left_out: u64,
+    /// The history number of the list the cut was last read at: the pull's
+    /// must be the same.
+    at: u64,
+    /// The whole feed's items, to move the cut over, and their reading again.
+    whole: Items,
+    again: ReadWhole,
+}
+
+/// How far the whole feed cut to `keep` reaches now, or `None` when the list
+/// changed under the count.
+async fn count(
+    object: &Object<HolderProtocol>,
+    lists: &VersionedLists,
+    keep: u64,
+    page: usize,
+) -> Result<Option<Counted>, ApiError> {
+    let mut whole = whole_items(object, lists, page).await?;
+    let again = read_again(object.clone());
+    let at = Cell::new(0);
+    let last = |_| {
+        let read = read_whole(object, Feed::default());
+        async {
+            let (start, records) = read.await?;
+            at.set(start.head.changes());
+            Ok(records)
+        }
+    };
+    Ok(match whole.bound(keep, &again, last).await? {
+        (Some(to), left_out) => Some(Counted {
+            to,
+            left_out,
+            at: at.get(),
+            whole,
+            again,
+        }),
+        (None, _) => None,
+    })
 }
 
 /// The whole feed's items, the holder's allow list weighed, as a cut is

@@ -92,6 +92,9 @@ pub struct HolderList {
     /// Whether the next pull told to ask again is followed by another (`PulledElsewhere`).
     #[cfg(feature = "test-hooks")]
     pulled_elsewhere: Cell<bool>,
+    /// The address the next pull adds before it reads the list (`AddBeforePull`).
+    #[cfg(feature = "test-hooks")]
+    add_before_pull: Cell<Option<crate::domain::net::address::PublicIp>>,
 }
 
 impl DurableObject for HolderList {
@@ -112,6 +115,8 @@ impl DurableObject for HolderList {
             operator_look: Cell::new(None),
             #[cfg(feature = "test-hooks")]
             pulled_elsewhere: Cell::new(false),
+            #[cfg(feature = "test-hooks")]
+            add_before_pull: Cell::new(None),
         }
     }
 
@@ -238,6 +243,11 @@ impl DurableObject for HolderList {
             HolderCall::PulledElsewhere(super::protocol::PulledElsewhere) => {
                 self.pulled_elsewhere.set(true);
                 super::protocol::PulledElsewhere::reply(Ok(()))
+            }
+            #[cfg(feature = "test-hooks")]
+            HolderCall::AddBeforePull(super::protocol::AddBeforePull { ip }) => {
+                self.add_before_pull.set(Some(ip));
+                super::protocol::AddBeforePull::reply(Ok(()))
             }
             #[cfg(feature = "test-hooks")]
             HolderCall::Meter(super::protocol::Meter) => super::protocol::Meter::reply(

@@ -79,6 +79,8 @@ calls!(HolderProtocol => HolderCall {
     Panic => (),
     #[cfg(feature = "test-hooks")]
     PulledElsewhere => (),
+    #[cfg(feature = "test-hooks")]
+    AddBeforePull => (),
 } streamed {
     Feed => (FeedStart, FeedRecord),
 });
@@ -405,6 +407,14 @@ pub struct Panic;
 #[cfg(feature = "test-hooks")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct PulledElsewhere;
+
+/// Adds `ip` to the list as the next pull of any token reaches the object,
+/// before the pull reads it: a change between a cut's count and its pull.
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AddBeforePull {
+    pub ip: PublicIp,
+}
 
 /// Connects the holder's Cloudflare account: the token checked, the list found
 /// or made, the zone's rule found or made; answered with the status, or why not.

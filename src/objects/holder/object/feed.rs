@@ -73,6 +73,20 @@ impl HolderList {
         // way to a bouncer that then hung up are not: it needs startup again.
         let (head, mut pages, finish) = match (feed.pull, token) {
             (Some(pull), Some((id, state))) => {
+                #[cfg(feature = "test-hooks")]
+                if let Some(ip) = self.add_before_pull.take() {
+                    use crate::domain::holder::list::{perform, ListCall, Operation};
+                    let call = ListCall {
+                        operation: Operation::Add,
+                        ip,
+                        prefix: Default::default(),
+                        details: Default::default(),
+                        client: None,
+                        global_challenge: false,
+                    };
+                    let limits = crate::domain::holder::list::Limits::default();
+                    perform(&mut HolderTables::new(&self.sql), &call, now, limits)?;
+                }
                 let (plan, head, pages) = holder_feed::open_pull(
                     store,
                     (pull, feed.moves, feed.cut),
