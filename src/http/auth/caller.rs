@@ -326,8 +326,12 @@ pub async fn count_operator_client(cx: &RequestContext, req: &Request) -> Result
     {
         return Ok(());
     }
-    let client = req.headers().get("CF-Connecting-IP")?;
-    let bucket = client_bucket(client.as_deref().unwrap_or_default());
+    count_operator_call(cx, req.headers().get("CF-Connecting-IP")?.as_deref()).await
+}
+
+/// Counts an operator call already known to come without `ADMIN_TOKEN`.
+async fn count_operator_call(cx: &RequestContext, client: Option<&str>) -> Result<(), ApiError> {
+    let bucket = client_bucket(client.unwrap_or_default());
     count_in(&cx.env, OPERATOR_LIMITER, bucket).await
 }
 
@@ -357,7 +361,7 @@ pub async fn operator(
     // The Worker the client's request reached first counts it: a management
     // Worker's request was counted by the edge that forwarded it.
     if cfg!(feature = "edge") {
-        count_operator_client(cx, req).await?;
+        count_operator_call(cx, client.as_deref()).await?;
     }
     let path: String = req.path().chars().take(LOGGED_PATH_CHARS).collect();
     let call = format!("{} {path}", req.method().as_ref());
