@@ -247,6 +247,10 @@ pub struct Pull {
     pub global: u64,
     pub allow: u64,
     pub from: Option<OperatorFrom>,
+    /// The personal history number a cut token's cut was counted at: a pull
+    /// at another is answered `Recount`, so that it sends nothing the count
+    /// never weighed.
+    pub counted_at: Option<u64>,
 }
 
 /// The operator's changes since a position, as the caller found them.
@@ -262,6 +266,9 @@ pub struct OperatorFrom {
 pub enum PullPlan {
     /// Nothing changed and nothing is due: `{"new": [], "deleted": []}`.
     Unchanged,
+    /// The list changed since the caller counted its cut: nothing is read,
+    /// the position stays, and the caller counts again.
+    Recount,
     /// The operator's lists changed since the token's position: the caller
     /// works out what changed from it, and asks again.
     Moved(FeedVersion),
@@ -290,6 +297,9 @@ impl PullPlan {
         remembered: impl Fn(u64) -> bool,
         (now, cut): (UnixTime, CursorCut),
     ) -> Self {
+        if pull.counted_at.is_some_and(|at| at != changes) {
+            return Self::Recount;
+        }
         let Some(position) = stored.filter(|_| !pull.startup) else {
             return Self::Whole { reset: false };
         };
@@ -322,7 +332,7 @@ impl PullPlan {
         now: UnixTime,
     ) -> Option<Position> {
         match self {
-            Self::Unchanged | Self::Moved(_) => None,
+            Self::Unchanged | Self::Recount | Self::Moved(_) => None,
             Self::Whole { .. } | Self::Renewal { .. } => Some(Position {
                 cursor: current,
                 renewed_at: now,
@@ -631,6 +641,7 @@ mod tests {
             global: 3,
             allow: 2,
             from: None,
+            counted_at: None,
         };
         let at = |cursor, renewed_at| {
             Some(Position {
@@ -757,6 +768,17 @@ mod tests {
             PullPlan::Moved(version(7, 2, 2)),
             "another pull moved it"
         );
+        // A cut counted at another history number than the list's now, for
+        // every pull, a first one too; at the same, the pull as it would be.
+        for (pull, stored) in [(pull, at(version(5, 3, 2), fresh)), (startup, None)] {
+            let counted = |at| Pull {
+                counted_at: Some(at),
+                ..pull
+            };
+            let plan = |pull: &Pull| PullPlan::of(pull, stored, 7, all, (now, CursorCut::Whole));
+            assert_eq!(plan(&counted(6)), PullPlan::Recount, "{pull:?}");
+            assert_eq!(plan(&counted(7)), plan(&pull), "{pull:?}");
+        }
     }
 
     #[test]
@@ -770,6 +792,7 @@ mod tests {
         let current = version(7, 3, 2);
         let cut = CursorCut::Bound(Bound::Everything);
         assert_eq!(PullPlan::Unchanged.next(stored, (current, cut), now), None);
+        assert_eq!(PullPlan::Recount.next(stored, (current, cut), now), None);
         assert_eq!(
             PullPlan::Moved(current).next(stored, (current, cut), now),
             None

@@ -318,6 +318,9 @@ pub enum FeedHead {
     /// The operator's lists changed since the token's position: nothing follows;
     /// the caller works out their changes from `position` and asks again.
     Moved { changes: u64, position: FeedVersion },
+    /// The list changed since the caller counted its cut: nothing follows; the
+    /// caller counts again.
+    Recount { changes: u64 },
 }
 
 impl FeedHead {
@@ -328,7 +331,8 @@ impl FeedHead {
             | Self::Whole { changes, .. }
             | Self::Delta { changes }
             | Self::Renewal { changes }
-            | Self::Moved { changes, .. } => changes,
+            | Self::Moved { changes, .. }
+            | Self::Recount { changes } => changes,
         }
     }
 }

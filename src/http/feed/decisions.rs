@@ -98,7 +98,9 @@ impl StreamQuery {
 /// bouncer should enforce; otherwise what changed since the token's previous
 /// pull. One call to the holder's object; two on the first pull after the
 /// operator's lists changed, when their changes since the token's position are
-/// worked out between them.
+/// worked out between them. A token that cuts its stream reads the holder's
+/// list first to count the cut, and counts again, up to three times, when the
+/// list changes under it.
 pub async fn stream(
     cx: &RequestContext,
     req: Request,
@@ -122,10 +124,12 @@ pub async fn stream(
     let page = settings.objects.page_entries;
     // A token that cuts its stream: how far the cut reaches now, counted
     // before the pull, so that the token's position keeps it; counted again
-    // while the list changes under the count, or between the count and the
-    // pull (a pull at another history number than the count's would send
-    // what the count never weighed). Past that, nothing this time, the
-    // position where it was: the next pull brings it.
+    // while the list changes under the count (past that, nothing this time,
+    // the position where it was: the next pull brings it), or between the
+    // count and the pull, which the object tells (`Recount`) without reading
+    // anything: a pull at another history number than the count's would send
+    // what the count never weighed. The last count's pull is answered
+    // whatever changed, so that a busy list still reaches its bouncer.
     let mut counts = 0;
     let (start, records, changes, counted) = loop {
         counts += 1;
@@ -156,6 +160,10 @@ pub async fn stream(
             global: global_version,
             allow: allow_version,
             from: None,
+            counted_at: counted
+                .as_ref()
+                .filter(|_| counts < COUNTS)
+                .map(|counted| counted.at),
         };
         let (mut start, mut records) = object.ask_stream(ask(pull, Default::default())).await?;
         let mut changes = None;
@@ -181,15 +189,8 @@ pub async fn stream(
                 .unwrap_or_default();
             (start, records) = object.ask_stream(ask(pull, asked)).await?;
         }
-        match &counted {
-            // Left unread, the pull moves no position.
-            Some(counted) if counted.at != start.head.changes() => {
-                if counts < COUNTS {
-                    continue;
-                }
-                return json_body(NOTHING);
-            }
-            _ => break (start, records, changes, counted),
+        if !matches!(start.head, FeedHead::Recount { .. }) {
+            break (start, records, changes, counted);
         }
     };
     let lists = operator_lists.lists();
@@ -220,6 +221,11 @@ pub async fn stream(
     }
     let (content, blocks) = match (start.head, shift) {
         (FeedHead::Unchanged { .. }, _) => return json_body(NOTHING),
+        (FeedHead::Recount { .. }, _) => {
+            return Err(ApiError::Internal(
+                "a pull that counted no cut was told to count again".to_owned(),
+            ))
+        }
         // Another pull of the same token moved its position between the two
         // asks: the bouncers sharing it each miss what the other was sent.
         (FeedHead::Moved { .. }, _) => return Err(ApiError::Conflict(SHARED_TOKEN.to_owned())),

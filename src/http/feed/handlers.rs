@@ -161,7 +161,7 @@ pub async fn feed(
             },
             GlobalChanges::default(),
         ),
-        (FeedHead::Renewal { .. } | FeedHead::Moved { .. }, _) => {
+        (FeedHead::Renewal { .. } | FeedHead::Moved { .. } | FeedHead::Recount { .. }, _) => {
             return Err(ApiError::Internal(
                 "a feed that is not a pull was answered as one".to_owned(),
             ))

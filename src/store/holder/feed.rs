@@ -137,6 +137,7 @@ fn begin<S: Sql>(
 ) -> (FeedHead, FeedPages<S>) {
     let (head, step, window) = match plan {
         PullPlan::Unchanged => (FeedHead::Unchanged { changes }, Step::Done, (0, 0)),
+        PullPlan::Recount => (FeedHead::Recount { changes }, Step::Done, (0, 0)),
         PullPlan::Moved(position) => (FeedHead::Moved { changes, position }, Step::Done, (0, 0)),
         PullPlan::Whole { reset } => (
             FeedHead::Whole { changes, reset },

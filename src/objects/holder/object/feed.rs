@@ -144,7 +144,7 @@ impl HolderList {
                 finish.record(pages.store())?;
                 None
             }
-            (FeedHead::Moved { .. }, _) => None,
+            (FeedHead::Moved { .. } | FeedHead::Recount { .. }, _) => None,
             (_, finish) => finish,
         };
         let pages = stream::unfold(Some((pages, finish)), |read| async move {
