@@ -273,7 +273,7 @@ workers:
 	@$(MAKE) --no-print-directory build-test build-edge build WORKER_LINT='$(CLIPPY)'
 
 # Set by `workers`: clippy, with warnings as errors, as this crate's compiler in
-# the two halves' release builds (empty for `make dev` and `make deploy`, whose
+# the three Workers' release builds (empty for `make dev` and `make deploy`, whose
 # builds a new lint must not stop).
 WORKER_LINT ?=
 
@@ -396,8 +396,8 @@ each-test-tool: each-tool $(SCHEMATHESIS) $(DEBIAN_TOOLS)
 # CLIPPY_ARGS): `cargo clippy` checks every dependency in a mode of its own,
 # which no build reuses, where these builds leave the dependencies that the
 # unit and end-to-end tests then use (lint and the unit tests' build took 132 s
-# from nothing on 2 cores, 152 with `cargo clippy`). Each half without the test
-# hooks, for the Worker's target, is clippy's in `make test`'s `workers`
+# from nothing on 2 cores, 152 with `cargo clippy`). Each Worker's part without
+# the test hooks, for the Worker's target, is clippy's in `make test`'s `workers`
 # (WORKER_LINT): the edge's release build alone proves that the edge needs none
 # of the objects' own code (the objects need nothing of the edge's because
 # nothing below `http` may use it, tests/layers.rs), and clippy then sees the
