@@ -11,16 +11,21 @@
 // would be given. Prints `ready on <url>` once the Worker answers there; the
 // runtime's output follows, for the tests that read the log.
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { moduleWorker } from "../../bench/module-worker.mjs";
 
+// The bundles are CommonJS: `require` loads them as they are, where `import`
+// first scans Miniflare's 16 MB for its names (cjs-module-lexer) and its format,
+// half of a start's CPU (0.8 s of it on these machines, 0.35 with `require`).
+const require = createRequire(import.meta.url);
 const [config, state, vars] = process.argv.slice(2);
 const kept = `${config}.miniflare.json`;
 let options;
 if (existsSync(kept)) {
   options = JSON.parse(readFileSync(kept, "utf8"));
 } else {
-  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
+  const { unstable_getMiniflareWorkerOptions } = require("wrangler");
   const { workerOptions, main } = unstable_getMiniflareWorkerOptions(config);
   options = { workerOptions, main };
   // Written whole or not at all: servers of one configuration start at once.
@@ -29,7 +34,7 @@ if (existsSync(kept)) {
   renameSync(partial, kept);
 }
 
-const { Miniflare } = await import("miniflare");
+const { Miniflare } = require("miniflare");
 const { workerOptions, main } = options;
 const mf = new Miniflare({
   workers: [
