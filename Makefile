@@ -184,18 +184,24 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # (453.5 to 296.7): they were its module's and its build's largest part. The
 # edge raised to 354 by a cut stream's recount when its list changed between
 # the count and the pull (the count's own function and loop, the pull's
-# history number): CI's build 352.7.
-EDGE_GZIP_KIB := 354
+# history number): CI's build 352.7. The edge to 356 and the objects to 474
+# when the modules came to be optimized by one wasm-opt pass, not two (0.6 to
+# 0.8 KiB more each, for 24 s less of one core a Worker; BUILD_ENV, below).
+EDGE_GZIP_KIB := 356
 MANAGE_GZIP_KIB := 300
-OBJECTS_GZIP_KIB := 472
+OBJECTS_GZIP_KIB := 474
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer
 CUSTOM_BOUNCER_VERSION := 0.0.15-3+b2
 FIREWALL_BOUNCER := /usr/bin/crowdsec-firewall-bouncer
 FIREWALL_BOUNCER_VERSION := 0.0.25-4~deb12u1
 BUILD_ENV := WASM_BINDGEN_BIN=$(WASM_BINDGEN) WASM_OPT_BIN=$(CURDIR)/node_modules/.bin/wasm-opt
-# worker-build keeps the wasm names section (function names for stack traces);
-# the build writes the module once more without it, which makes it about a fifth
-# smaller, and keeps the named copy for `make bench`'s breakdown (bench/size.mjs).
+# The deployable modules are optimized once, by our own wasm-opt pass without the
+# names section (about a fifth smaller than with it), from worker-build's output
+# unoptimized (`--no-opt`): worker-build's own pass (-Oz, names kept) took 24 s a
+# Worker on these machines and ours 8 more on its output, for 0.8 KB of gzipped
+# edge. `make bench`'s breakdown (bench/size.mjs) and profile need the function
+# names: they optimize the kept unoptimized copy the same way with the names kept
+# (target/<part>_bg.named.wasm), in `make bench` only.
 WASM_FEATURES := $(addprefix --enable-,mutable-globals sign-ext nontrapping-float-to-int bulk-memory multivalue reference-types exception-handling)
 
 export WRANGLER_SEND_METRICS := false
@@ -284,17 +290,23 @@ WORKER_LINT ?=
 # the management Worker's and the objects', in the background (`workers`).
 build-edge: $(EDGE)
 
-# A release module in $(1), built with cargo's arguments $(2); its copy with the
-# function names kept, for the size breakdown, as $(3) when given.
+# A release module in $(1), built with cargo's arguments $(2); its unoptimized
+# copy, which `make bench` names, as $(3).
 define RELEASE_BUILD
 	@mkdir -p target
-	flock target/.worker-build.lock env $(WORKER_LINT) $(BUILD_ENV) $(WORKER_BUILD) --release --out-dir $(1) $(if $(2),-- $(2))
-	$(if $(3),cp $(1)/index_bg.wasm $(3))
+	flock target/.worker-build.lock env $(WORKER_LINT) $(BUILD_ENV) $(WORKER_BUILD) --release --no-opt --out-dir $(1) $(if $(2),-- $(2))
+	cp $(1)/index_bg.wasm $(3)
 	node_modules/.bin/wasm-opt $(1)/index_bg.wasm $(WASM_FEATURES) -Oz -o $(1)/index_bg.wasm
 endef
 
 $(WORKERS): $(DEPLOYABLE)/%/index.js: $(SOURCES) | tools
-	$(call RELEASE_BUILD,$(DEPLOYABLE)/$*,--no-default-features --features $*,target/$*_bg.named.wasm)
+	$(call RELEASE_BUILD,$(DEPLOYABLE)/$*,--no-default-features --features $*,target/$*_bg.unoptimized.wasm)
+
+# Each Worker's module as it deploys, with its function names (worker-build's
+# own pass's flags: -Oz and --debuginfo), for bench/size.mjs and bench/profile.mjs.
+NAMED := $(foreach part,$(PARTS),target/$(part)_bg.named.wasm)
+$(NAMED): target/%_bg.named.wasm: $(DEPLOYABLE)/%/index.js
+	node_modules/.bin/wasm-opt target/$*_bg.unoptimized.wasm $(WASM_FEATURES) -Oz --debuginfo -o $@
 
 # Each Worker reads the clone's one .dev.vars in local development: wrangler looks
 # for it beside each configuration.
@@ -515,7 +527,7 @@ breaks: test-tools
 # socket, what each operation costs (counted by the test build), and CrowdSec's
 # Local API side by side; writes bench/results.json. BENCH_ONLY=a,b runs a subset
 # (bench/README.md names them) and writes target/bench-results.json instead.
-bench: build build-test $(FLOOR) $(CROWDSEC)
+bench: build build-test $(NAMED) $(FLOOR) $(CROWDSEC)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 	CROWDSEC_BIN=$(CROWDSEC_DIR)/usr/bin node bench/run.mjs
 

@@ -10,7 +10,7 @@
 // receives every console line, which makes it look dearer than it is): the same
 // checks against the bare and empty-object floors, with `REQUEST_LOG` at `all`
 // and at `refusals`, one connection and eight, on workerd's own socket.
-//   node bench/profile.mjs        after `make build`, as BENCH_ONLY=profile make bench prints it
+//   node bench/profile.mjs        after `make build` and the named copies (make bench makes them), as BENCH_ONLY=profile make bench prints it
 
 import { copyFileSync, cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
