@@ -7,6 +7,7 @@ pub mod cloudflare;
 pub mod code;
 pub mod feed;
 pub mod holder;
+pub mod mac;
 pub mod machines;
 pub mod net;
 pub mod network;

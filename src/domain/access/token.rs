@@ -10,13 +10,13 @@
 use std::collections::HashMap;
 
 use base64ct::{Base64UrlUnpadded, Encoding};
-use hmac::{Hmac, Mac};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::domain::access::license::LicenseId;
 use crate::domain::code::Coded;
+use crate::domain::mac::{keyed, HmacSha256, Mac};
 use crate::domain::machines::credentials::{is_id, MachineId, TOKEN_SECONDS};
 use crate::domain::time::UnixTime;
 
@@ -40,8 +40,6 @@ struct LicenseClaims<'a> {
     iat: u64,
     sub: &'a str,
 }
-
-type HmacSha256 = Hmac<Sha256>;
 
 /// The one header this service writes, and the one `alg` it reads.
 const HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
@@ -70,10 +68,6 @@ fn sign(key: &HmacSha256, claims: &impl Serialize) -> String {
     token.push('.');
     token.push_str(&Base64UrlUnpadded::encode_string(&signature));
     token
-}
-
-fn hmac_key(secret: &[u8]) -> HmacSha256 {
-    HmacSha256::new_from_slice(secret).expect("HMAC takes a key of any length")
 }
 
 /// Why a token was refused; logged, never shown to the client.
@@ -107,7 +101,7 @@ pub struct TokenKey(HmacSha256);
 
 impl TokenKey {
     pub fn new(secret: &str) -> Self {
-        Self(hmac_key(secret.as_bytes()))
+        Self(keyed(secret.as_bytes()))
     }
 
     pub fn issue(&self, license: &LicenseId, now: UnixTime, lifetime_seconds: u64) -> String {
@@ -219,7 +213,7 @@ impl MachineTokenKey {
         let mut derived = Sha256::new();
         derived.update(b"greylist machine tokens\n");
         derived.update(secret.as_bytes());
-        Self(hmac_key(derived.finalize().as_slice()))
+        Self(keyed(derived.finalize().as_slice()))
     }
 
     /// A token for `machine`, valid `TOKEN_SECONDS` from `now`, and when it expires.

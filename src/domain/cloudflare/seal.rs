@@ -4,12 +4,8 @@
 //! own derived from the secret. Built from the HMAC the service already carries
 //! for its access tokens: no cipher crate, nothing added to the module.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
 use super::connection::ApiToken;
-
-type HmacSha256 = Hmac<Sha256>;
+use crate::domain::mac::{keyed, HmacSha256, Mac};
 
 /// The layout's version, first of the sealed bytes.
 const VERSION: u8 = 1;
@@ -22,12 +18,8 @@ pub struct SealingKey {
     authenticate: [u8; 32],
 }
 
-fn mac(key: &[u8]) -> HmacSha256 {
-    HmacSha256::new_from_slice(key).expect("HMAC takes a key of any length")
-}
-
 fn derive(secret: &[u8], label: &[u8]) -> [u8; 32] {
-    let mut m = mac(secret);
+    let mut m = keyed(secret);
     m.update(label);
     m.finalize().into_bytes().into()
 }
@@ -46,7 +38,7 @@ impl SealingKey {
     /// The token's bytes XORed with the keystream of `nonce`.
     fn apply(&self, nonce: &[u8], bytes: &mut [u8]) {
         for (counter, chunk) in bytes.chunks_mut(32).enumerate() {
-            let mut m = mac(&self.encrypt);
+            let mut m = keyed(&self.encrypt);
             m.update(nonce);
             m.update(&(counter as u32).to_be_bytes());
             let block = m.finalize().into_bytes();
@@ -57,7 +49,7 @@ impl SealingKey {
     }
 
     fn tag(&self, sealed: &[u8]) -> HmacSha256 {
-        let mut m = mac(&self.authenticate);
+        let mut m = keyed(&self.authenticate);
         m.update(sealed);
         m
     }
