@@ -199,27 +199,35 @@ pub async fn stream(
     let blocks = global_changes(lists, changes, &start.own_allow).unwrap_or_default();
     // How the cut moved since the bouncer's position: from everything for a
     // position that holds the whole feed.
-    let mut shift = counted.map(|counted| {
+    let mut moved = counted.map(|counted| {
         let from = match start.held_cut {
             CursorCut::Bound(from) => from,
             CursorCut::Whole | CursorCut::Unknown => Bound::Everything,
         };
-        let to = counted.to;
-        (
-            Shift { from, to },
-            counted.left_out,
-            counted.whole,
-            counted.again,
-        )
+        Moved {
+            shift: Shift {
+                from,
+                to: counted.to,
+            },
+            left_out: counted.left_out,
+            whole: counted.whole,
+            again: counted.again,
+        }
     });
     // A bouncer that held a cut (its pulls asked for one) and pulls without
     // one now: its cut reaches everything, and lets in what it left out.
-    if let (None, CursorCut::Bound(from), false) = (&shift, start.held_cut, query.startup) {
-        let whole = whole_items(&object, &operator_lists, page).await?;
-        let to = Bound::Everything;
-        shift = Some((Shift { from, to }, 0, whole, read_again(object.clone())));
+    if let (None, CursorCut::Bound(from), false) = (&moved, start.held_cut, query.startup) {
+        moved = Some(Moved {
+            shift: Shift {
+                from,
+                to: Bound::Everything,
+            },
+            left_out: 0,
+            whole: whole_items(&object, &operator_lists, page).await?,
+            again: read_again(object.clone()),
+        });
     }
-    let (content, blocks) = match (start.head, shift) {
+    let (content, blocks) = match (start.head, moved) {
         (FeedHead::Unchanged { .. }, _) => return json_body(NOTHING),
         (FeedHead::Recount { .. }, _) => {
             return Err(ApiError::Internal(
@@ -232,31 +240,32 @@ pub async fn stream(
         // A cut token's bouncer that pulled before and is answered whole (its
         // position older than the history) may hold what the cut has pushed
         // out since: everything is deleted, then the cut announced.
-        (FeedHead::Whole { .. }, Some((shift, ..))) if !query.startup => (
-            Content::Renewal(read_again(object), Some(shift)),
+        (FeedHead::Whole { .. }, Some(moved)) if !query.startup => (
+            Content::Renewal(read_again(object), Some(moved.shift)),
             GlobalChanges::default(),
         ),
-        (FeedHead::Whole { .. }, shift) => (
+        (FeedHead::Whole { .. }, moved) => (
             Content::Whole {
                 reset: false,
                 merged: false,
-                cut: shift.map(|(shift, left_out, ..)| Cut::upto(shift.to, left_out)),
+                cut: moved.map(|moved| Cut::upto(moved.shift.to, moved.left_out)),
             },
             GlobalChanges::default(),
         ),
         (FeedHead::Delta { .. }, None) => {
             (Content::Delta { cut: None }, held_apart(&start, blocks))
         }
-        (FeedHead::Delta { .. }, Some((shift, _, mut whole, again))) => {
+        (FeedHead::Delta { .. }, Some(mut moved)) => {
             // What the cut pushed out or let in is read once more.
-            if shift.from != shift.to {
-                whole.restart(again().await?);
+            if moved.shift.from != moved.shift.to {
+                moved.whole.restart((moved.again)().await?);
             }
+            let (shift, whole) = (moved.shift, moved.whole);
             let cut = Some(Box::new(DeltaCut { shift, whole }));
             (Content::Delta { cut }, held_apart(&start, blocks))
         }
-        (FeedHead::Renewal { .. }, shift) => (
-            Content::Renewal(read_again(object), shift.map(|(shift, ..)| shift)),
+        (FeedHead::Renewal { .. }, moved) => (
+            Content::Renewal(read_again(object), moved.map(|moved| moved.shift)),
             held_apart(&start, blocks),
         ),
     };
@@ -279,6 +288,16 @@ pub async fn stream(
     let response = Response::from_stream(body)?;
     response.headers().set("Content-Type", "application/json")?;
     Ok(Reply::Built(response))
+}
+
+/// How a cut token's cut moves at this pull: from where the bouncer's
+/// position held it to where it reaches now, what it leaves out, and the whole
+/// feed's items to move it over.
+struct Moved {
+    shift: Shift,
+    left_out: u64,
+    whole: Items,
+    again: ReadWhole,
 }
 
 /// A cut token's cut, counted before its pull.
