@@ -2,7 +2,7 @@
 //! HMAC-SHA-256 as a keystream over a random nonce, then HMAC-SHA-256 over the
 //! nonce and the ciphertext (encrypt, then authenticate), each with a key of its
 //! own derived from the secret. Built from the HMAC the service already carries
-//! for its access tokens: no cipher crate, nothing added to the module.
+//! for its access tokens (`domain/mac.rs`): no cipher crate, nothing added to the module.
 
 use super::connection::ApiToken;
 use crate::domain::mac::{keyed, HmacSha256, Mac};

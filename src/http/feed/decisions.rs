@@ -199,12 +199,12 @@ pub async fn stream(
     let blocks = global_changes(lists, changes, &start.own_allow).unwrap_or_default();
     // How the cut moved since the bouncer's position: from everything for a
     // position that holds the whole feed.
-    let mut moved = counted.map(|counted| {
+    let mut cut_move = counted.map(|counted| {
         let from = match start.held_cut {
             CursorCut::Bound(from) => from,
             CursorCut::Whole | CursorCut::Unknown => Bound::Everything,
         };
-        Moved {
+        CutMove {
             shift: Shift {
                 from,
                 to: counted.to,
@@ -216,8 +216,8 @@ pub async fn stream(
     });
     // A bouncer that held a cut (its pulls asked for one) and pulls without
     // one now: its cut reaches everything, and lets in what it left out.
-    if let (None, CursorCut::Bound(from), false) = (&moved, start.held_cut, query.startup) {
-        moved = Some(Moved {
+    if let (None, CursorCut::Bound(from), false) = (&cut_move, start.held_cut, query.startup) {
+        cut_move = Some(CutMove {
             shift: Shift {
                 from,
                 to: Bound::Everything,
@@ -227,7 +227,7 @@ pub async fn stream(
             again: read_again(object.clone()),
         });
     }
-    let (content, blocks) = match (start.head, moved) {
+    let (content, blocks) = match (start.head, cut_move) {
         (FeedHead::Unchanged { .. }, _) => return json_body(NOTHING),
         (FeedHead::Recount { .. }, _) => {
             return Err(ApiError::Internal(
@@ -240,32 +240,32 @@ pub async fn stream(
         // A cut token's bouncer that pulled before and is answered whole (its
         // position older than the history) may hold what the cut has pushed
         // out since: everything is deleted, then the cut announced.
-        (FeedHead::Whole { .. }, Some(moved)) if !query.startup => (
-            Content::Renewal(read_again(object), Some(moved.shift)),
+        (FeedHead::Whole { .. }, Some(cut_move)) if !query.startup => (
+            Content::Renewal(read_again(object), Some(cut_move.shift)),
             GlobalChanges::default(),
         ),
-        (FeedHead::Whole { .. }, moved) => (
+        (FeedHead::Whole { .. }, cut_move) => (
             Content::Whole {
                 reset: false,
                 merged: false,
-                cut: moved.map(|moved| Cut::upto(moved.shift.to, moved.left_out)),
+                cut: cut_move.map(|cut_move| Cut::upto(cut_move.shift.to, cut_move.left_out)),
             },
             GlobalChanges::default(),
         ),
         (FeedHead::Delta { .. }, None) => {
             (Content::Delta { cut: None }, held_apart(&start, blocks))
         }
-        (FeedHead::Delta { .. }, Some(mut moved)) => {
+        (FeedHead::Delta { .. }, Some(mut cut_move)) => {
             // What the cut pushed out or let in is read once more.
-            if moved.shift.from != moved.shift.to {
-                moved.whole.restart((moved.again)().await?);
+            if cut_move.shift.from != cut_move.shift.to {
+                cut_move.whole.restart((cut_move.again)().await?);
             }
-            let (shift, whole) = (moved.shift, moved.whole);
+            let (shift, whole) = (cut_move.shift, cut_move.whole);
             let cut = Some(Box::new(DeltaCut { shift, whole }));
             (Content::Delta { cut }, held_apart(&start, blocks))
         }
-        (FeedHead::Renewal { .. }, moved) => (
-            Content::Renewal(read_again(object), moved.map(|moved| moved.shift)),
+        (FeedHead::Renewal { .. }, cut_move) => (
+            Content::Renewal(read_again(object), cut_move.map(|cut_move| cut_move.shift)),
             held_apart(&start, blocks),
         ),
     };
@@ -293,7 +293,7 @@ pub async fn stream(
 /// How a cut token's cut moves at this pull: from where the bouncer's
 /// position held it to where it reaches now, what it leaves out, and the whole
 /// feed's items to move it over.
-struct Moved {
+struct CutMove {
     shift: Shift,
     left_out: u64,
     whole: Items,
