@@ -213,7 +213,7 @@ export WRANGLER_SEND_METRICS := false
 # that build's 140 to 160 on 2 cores.
 TOOL_INSTALL = CARGO_TARGET_DIR=$(TOOLS)/cargo-target CARGO_PROFILE_RELEASE_OPT_LEVEL=0 cargo install
 
-.PHONY: tools each-tool test-tools each-test-tool build build-edge build-test dev deploy test workers lint unit e2e contract browser fuzz deploy-check bench breaks screenshots clean
+.PHONY: tools each-tool test-tools each-test-tool build build-edge build-test named dev deploy test workers lint unit e2e contract browser fuzz deploy-check bench breaks screenshots clean
 
 # Installs run side by side (make -j): the cargo builds take the cores while npm,
 # pip and apt wait on the network and the disk. Cargo's own lock keeps its builds one
@@ -299,14 +299,16 @@ define RELEASE_BUILD
 	node_modules/.bin/wasm-opt $(1)/index_bg.wasm $(WASM_FEATURES) -Oz -o $(1)/index_bg.wasm
 endef
 
-$(WORKERS): $(DEPLOYABLE)/%/index.js: $(SOURCES) | tools
+$(DEPLOYABLE)/%/index.js target/%_bg.unoptimized.wasm: $(SOURCES) | tools
 	$(call RELEASE_BUILD,$(DEPLOYABLE)/$*,--no-default-features --features $*,target/$*_bg.unoptimized.wasm)
 
 # Each Worker's module as it deploys, with its function names (worker-build's
-# own pass's flags: -Oz and --debuginfo), for bench/size.mjs and bench/profile.mjs.
+# own pass's flags: -Oz and --debuginfo), for bench/size.mjs and
+# bench/profile.mjs: `make bench` makes them, `make named` alone.
 NAMED := $(foreach part,$(PARTS),target/$(part)_bg.named.wasm)
-$(NAMED): target/%_bg.named.wasm: $(DEPLOYABLE)/%/index.js
-	node_modules/.bin/wasm-opt target/$*_bg.unoptimized.wasm $(WASM_FEATURES) -Oz --debuginfo -o $@
+named: $(NAMED)
+$(NAMED): target/%_bg.named.wasm: target/%_bg.unoptimized.wasm
+	node_modules/.bin/wasm-opt $< $(WASM_FEATURES) -Oz --debuginfo -o $@
 
 # Each Worker reads the clone's one .dev.vars in local development: wrangler looks
 # for it beside each configuration.

@@ -4,13 +4,13 @@
 // the edge's and its Durable Objects', every 50 µs while one connection sends the
 // requests for BENCH_PROFILE_SECONDS (5), and counts their samples together. The
 // modules served are the release builds with their function names
-// (`target/edge_bg.named.wasm` and `target/objects_bg.named.wasm`, the code
-// build/edge/ and build/objects/ hold), so the samples name our functions.
+// (`target/<part>_bg.named.wasm` for each of the three Workers, the code
+// build/<part>/ holds), so the samples name our functions.
 // Then what the log line costs, measured rather than sampled (the inspector also
 // receives every console line, which makes it look dearer than it is): the same
 // checks against the bare and empty-object floors, with `REQUEST_LOG` at `all`
 // and at `refusals`, one connection and eight, on workerd's own socket.
-//   node bench/profile.mjs        after `make build` and the named copies (make bench makes them), as BENCH_ONLY=profile make bench prints it
+//   node bench/profile.mjs        after `make build named`, as BENCH_ONLY=profile make bench prints it
 
 import { copyFileSync, cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

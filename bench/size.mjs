@@ -1,7 +1,8 @@
 // The module's size, broken down: its sections, and its code by function group and
 // by crate, read from the release module with its names kept (`make bench`
 // optimizes the unoptimized copies `make build` keeps as the build does, names
-// kept: target/edge_bg.named.wasm and target/objects_bg.named.wasm). Sizes are the
+// kept: target/<part>_bg.named.wasm for the edge, the management Worker and the
+// objects). Sizes are the
 // functions' bodies in bytes, before gzip; after `-Oz` a caller often holds what
 // it inlined, so a group is where the code ended up, not only what it was
 // written as.
