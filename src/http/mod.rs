@@ -123,6 +123,7 @@ async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Repl
                 .await
                 .map_err(auth::caller::machine_refusal)
         }
+        #[cfg(feature = "manage")]
         Handler::Operator(access, handler) => {
             let operator = auth::caller::operator(cx, &req, access).await?;
             handler(cx, req, operator).await

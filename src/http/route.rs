@@ -7,9 +7,9 @@
 use futures_util::future::LocalBoxFuture;
 use worker::Request;
 
-use super::auth::caller::{
-    BouncerCaller, FeedCaller, HolderCaller, MachineCaller, OperatorCaller, ReporterCaller,
-};
+#[cfg(feature = "manage")]
+use super::auth::caller::OperatorCaller;
+use super::auth::caller::{BouncerCaller, FeedCaller, HolderCaller, MachineCaller, ReporterCaller};
 #[cfg(feature = "edge")]
 use super::auth::login;
 use super::context::RequestContext;
@@ -27,6 +27,7 @@ use super::machine::{alerts, heartbeat, usage_metrics, watchers};
 #[cfg(feature = "manage")]
 use super::operator::{console, lists, network as operator_network};
 use super::wire::reply::Reply;
+#[cfg(feature = "manage")]
 use crate::domain::access::operator::Access;
 use crate::domain::code::Coded;
 #[cfg(feature = "edge")]
@@ -49,7 +50,11 @@ pub enum Handler {
     Bouncer(for<'a> fn(&'a RequestContext, Request, BouncerCaller) -> Answer<'a>),
     /// CrowdSec's Local API, as its engines call it: a machine's token.
     Machine(for<'a> fn(&'a RequestContext, Request, MachineCaller) -> Answer<'a>),
-    /// `ADMIN_TOKEN`, or an operator key whose role gives the access named.
+    /// `ADMIN_TOKEN`, or an operator key whose role gives the access named:
+    /// the management Worker's routes only, so that an edge built without
+    /// them carries none of the operator's proof (an edge forwards them as
+    /// `Managed`).
+    #[cfg(feature = "manage")]
     Operator(
         Access,
         for<'a> fn(&'a RequestContext, Request, OperatorCaller) -> Answer<'a>,

@@ -176,7 +176,9 @@ impl<T: Serialize> Serialize for Json<T> {
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Json<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-        serde_json::from_str(&text)
+        // Read as KV's values are (`store/kv.rs`), so that a type read from
+        // both has one reader in the module, not one for text and one for bytes.
+        serde_json::from_slice(text.as_bytes())
             .map(Self)
             .map_err(serde::de::Error::custom)
     }
