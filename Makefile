@@ -190,8 +190,10 @@ CROWDSEC := $(CROWDSEC_DIR)/usr/bin/crowdsec
 # The edge lowered to 336 when its build left out the operator's proof, which
 # only the management Worker's routes ask for and which the edge kept inlined
 # in its entry future (352.2 to 337.4), and the objects' answers in JSON were
-# read as KV's values are, one reader where there were two (to 333.3).
-EDGE_GZIP_KIB := 336
+# read as KV's values are, one reader where there were two (to 333.3). To 326
+# when the stream's scenario filters came to fold ASCII letters only, as
+# CrowdSec's Local API on SQLite does, with no Unicode case tables (322.9).
+EDGE_GZIP_KIB := 326
 MANAGE_GZIP_KIB := 300
 OBJECTS_GZIP_KIB := 474
 CUSTOM_BOUNCER := /usr/bin/crowdsec-custom-bouncer

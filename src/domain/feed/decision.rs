@@ -191,7 +191,7 @@ pub struct Filter {
     pub scopes: Option<Vec<String>>,
     /// Origins, matched exactly.
     pub origins: Option<Vec<String>>,
-    /// Words, lower case: a scenario must contain one of them...
+    /// Words, their ASCII letters in lower case: a scenario must contain one of them...
     pub containing: Vec<String>,
     /// ... and none of these.
     pub not_containing: Vec<String>,
@@ -216,12 +216,15 @@ impl Filter {
     }
 
     /// Whether a scenario has one of the wanted words and none of the others;
-    /// read in lower case only when a filter asks about it.
+    /// read in lower case only when a filter asks about it. ASCII letters fold
+    /// and no others, as CrowdSec's Local API on its default database matches
+    /// (SQLite's `LOWER` and `LIKE` fold ASCII only): Unicode's case tables
+    /// would weigh about 10 KiB in the edge's module for comments' letters.
     fn admits_scenario(&self, scenario: &str) -> bool {
         if self.containing.is_empty() && self.not_containing.is_empty() {
             return true;
         }
-        let scenario = scenario.to_lowercase();
+        let scenario = scenario.to_ascii_lowercase();
         let has = |word: &String| scenario.contains(word.as_str());
         (self.containing.is_empty() || self.containing.iter().any(has))
             && !self.not_containing.iter().any(has)
@@ -618,6 +621,24 @@ mod tests {
             ..Filter::default()
         };
         assert!(!not_ssh.admits(&p) && not_ssh.admits(&g));
+        // ASCII letters fold, others are compared as they are.
+        let folded = |comment: &str, word: &str| {
+            let entry = item("8.8.8.8", false, None, Some(comment));
+            let filter = Filter {
+                containing: vec![word.to_owned()],
+                ..Filter::default()
+            };
+            filter.admits(&Decision::of(&entry, DecisionType::Ban, now, false))
+        };
+        assert!(
+            folded("SSH-BF on Web-1", "ssh-bf on web"),
+            "ASCII letters fold"
+        );
+        assert!(folded("Ärger", "Ärger") && folded("ärger", "ärger"));
+        assert!(
+            !folded("Ärger", "ärger"),
+            "no other letter folds, as in CrowdSec's SQLite"
+        );
         // A deletion carries no comment: only its scope and origin are filtered.
         let gone = Decision::of(&personal, DecisionType::Ban, now, true);
         let global_gone = Decision::of(&global, DecisionType::Ban, now, true);

@@ -62,7 +62,7 @@ fn words(value: &str, lower: bool) -> Vec<String> {
         .filter(|word| !word.is_empty())
         .map(|word| {
             if lower {
-                word.to_lowercase()
+                word.to_ascii_lowercase()
             } else {
                 word.to_owned()
             }
