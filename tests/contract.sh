@@ -55,6 +55,32 @@ done
 [ -n "$refused" ] || fail "1200 operator calls with made-up keys through the edge, and none refused"
 [ "$refused" -gt 600 ] || fail "refused after $refused operator calls, not after 600"
 
+# The edge counts, as they arrive, the calls the management Worker answers
+# without rate-limiting bindings (a 429 can only be the edge's): logins per
+# client (100 a minute, license keys and machines alike), usage reports in their
+# credential's budget (120 a minute, its pulls'), those whose body does not
+# parse too, and a holder's network lookups per license (120 a minute). Each
+# refused past its count, within twice it (a minute's turn may fall between).
+past() { # LIMIT NAME CURL-ARGUMENTS...
+  local limit=$1 name=$2 n code
+  shift 2
+  for n in $(seq 1 $((2 * limit))); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$@") || fail "no answer"
+    if [ "$code" = 429 ]; then
+      [ "$n" -gt "$limit" ] || fail "$name refused after $n, not after $limit"
+      return
+    fi
+  done
+  fail "$((2 * limit)) $name through the edge, and none refused"
+}
+past 100 "license logins" -X POST "$base/v2/authentication/login/license" -H 'CF-Connecting-IP: 198.51.100.8' \
+  -H 'Content-Type: application/json' -d '{"licenseKey": "glk_made-up"}'
+past 100 "machine logins" -X POST "$base/v1/watchers/login" -H 'CF-Connecting-IP: 198.51.100.9' \
+  -H 'Content-Type: application/json' -d '{"machine_id": "glm_made-up", "password": "x"}'
+past 120 "usage reports" -X POST "$base/v1/usage-metrics" -H 'CF-Connecting-IP: 198.51.100.10' \
+  -H "X-Api-Key: glf_$(printf '%064d' 0)" -H 'Content-Type: application/json' -d '{]'
+past 120 "network lookups" -X POST "$base/api/networkStatus" -H "Authorization: Bearer $token" --data ip=8.8.8.8
+
 # One worker each: with two threads, hypothesis's reading of lambda sources now and then
 # trips CPython 3.11's parser ("AST constructor recursion depth mismatch"), a fault of the
 # tool. The runs are separate processes, so they go side by side.

@@ -1,13 +1,14 @@
 //! The edge's forward of a management route (an edge built without the
 //! `manage` feature, as it deploys): the request goes to the management Worker
 //! as it came, through the `MANAGE` service binding, and its answer comes back
-//! as that Worker gave it, its log line written there. What the edge refuses
-//! alone it refuses first: an operator call without `ADMIN_TOKEN` past its
-//! client's count, so that a flood of made-up keys never crosses.
+//! as that Worker gave it, its log line written there. The request is first
+//! counted for what it arrived as (`Arrival`), which the management Worker,
+//! without rate-limiting bindings, cannot: a flood past its count (of made-up
+//! operator keys, of logins, of usage reports) never crosses.
 
 use worker::{Request, Response};
 
-use super::auth::caller;
+use super::auth::arrival::Arrival;
 use super::context::RequestContext;
 use super::error::ApiError;
 
@@ -17,10 +18,10 @@ const MANAGE: &str = "MANAGE";
 pub async fn forward(
     cx: &RequestContext,
     req: Request,
-    operator: bool,
+    arrival: Option<Arrival>,
 ) -> Result<Response, ApiError> {
-    if operator {
-        caller::count_operator_client(cx, &req).await?;
+    if let Some(arrival) = arrival {
+        arrival.count(cx, &req).await?;
     }
     let manage = cx
         .env

@@ -67,12 +67,10 @@ pub async fn handle(req: Request, env: Env, ctx: Context) -> worker::Result<Resp
                 let result = match resolved.route.handler {
                     // The management Worker answers it, and logs its line.
                     #[cfg(not(feature = "manage"))]
-                    Handler::Managed { operator } => {
-                        match manage::forward(&cx, req, operator).await {
-                            Ok(response) => return Ok(response),
-                            Err(refused) => Err(refused),
-                        }
-                    }
+                    Handler::Managed(arrival) => match manage::forward(&cx, req, arrival).await {
+                        Ok(response) => return Ok(response),
+                        Err(refused) => Err(refused),
+                    },
                     handler => run(handler, &cx, req).await,
                 };
                 (result, cx.log)
@@ -112,13 +110,13 @@ async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Repl
             handler(cx, req, reader).await
         }
         Handler::Bouncer(handler) => {
-            let key = auth::caller::bouncer(cx, &req).await?;
+            let key = auth::caller::bouncer(cx, &req, auth::caller::Poll::ToCount).await?;
             handler(cx, req, key)
                 .await
                 .map_err(auth::caller::bouncer_refusal)
         }
         Handler::Machine(handler) => {
-            let machine = auth::caller::machine(cx, &req).await?;
+            let machine = auth::caller::machine(cx, &req, auth::caller::Poll::ToCount).await?;
             handler(cx, req, machine)
                 .await
                 .map_err(auth::caller::machine_refusal)
@@ -134,7 +132,7 @@ async fn run(handler: Handler, cx: &RequestContext, req: Request) -> Result<Repl
         }
         Handler::Open(handler) => handler(cx, req).await,
         #[cfg(not(feature = "manage"))]
-        Handler::Managed { .. } => Err(ApiError::Internal(
+        Handler::Managed(_) => Err(ApiError::Internal(
             "a management route was run at the edge, not forwarded".to_owned(),
         )),
         #[cfg(not(feature = "edge"))]

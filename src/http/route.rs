@@ -7,30 +7,34 @@
 use futures_util::future::LocalBoxFuture;
 use worker::Request;
 
+#[cfg(not(feature = "manage"))]
+use super::auth::arrival::Arrival;
 #[cfg(feature = "manage")]
 use super::auth::caller::OperatorCaller;
 use super::auth::caller::{BouncerCaller, FeedCaller, HolderCaller, MachineCaller, ReporterCaller};
-#[cfg(feature = "edge")]
+#[cfg(feature = "manage")]
 use super::auth::login;
 use super::context::RequestContext;
 use super::error::ApiError;
 #[cfg(feature = "edge")]
 use super::feed::decisions;
 use super::feed::handlers as feed;
-use super::holder::allow;
 #[cfg(feature = "manage")]
-use super::holder::{browse, cloudflare, machines};
+use super::holder::{allow, browse, cloudflare, machines, network};
 #[cfg(feature = "edge")]
-use super::holder::{network, operations, report};
+use super::holder::{operations, report};
+#[cfg(feature = "manage")]
+use super::machine::usage_metrics;
+use super::machine::watchers;
 #[cfg(feature = "edge")]
-use super::machine::{alerts, heartbeat, usage_metrics, watchers};
+use super::machine::{alerts, heartbeat};
 #[cfg(feature = "manage")]
 use super::operator::{console, lists, network as operator_network};
 use super::wire::reply::Reply;
 #[cfg(feature = "manage")]
 use crate::domain::access::operator::Access;
 use crate::domain::code::Coded;
-#[cfg(feature = "edge")]
+#[cfg(any(feature = "edge", feature = "manage"))]
 use crate::domain::holder::list::Operation;
 #[cfg(feature = "manage")]
 use crate::domain::operator_lists::list::ListKind;
@@ -67,10 +71,10 @@ pub enum Handler {
     Open(for<'a> fn(&'a RequestContext, Request) -> Answer<'a>),
     /// A management route, in an edge built without them: the management
     /// Worker answers it, and the edge forwards the request as it came, once
-    /// it has refused what it refuses alone (`operator`: a call without
-    /// `ADMIN_TOKEN` past its client's count).
+    /// it has counted it for what it arrived as (`Arrival`), which the
+    /// management Worker, without rate-limiting bindings, cannot.
     #[cfg(not(feature = "manage"))]
-    Managed { operator: bool },
+    Managed(Option<Arrival>),
     /// A route the edge answers, in a management Worker built without them:
     /// the edge never forwards it.
     #[cfg(not(feature = "edge"))]
@@ -126,7 +130,7 @@ impl Route {
         match self.handler {
             Handler::Holder(_) | Handler::Feed(_) => true,
             #[cfg(not(feature = "manage"))]
-            Handler::Managed { operator } => !operator,
+            Handler::Managed(arrival) => arrival.is_none_or(Arrival::is_holders),
             _ => false,
         }
     }
@@ -178,20 +182,27 @@ macro_rules! edge {
 
 /// The row of a management route: its handler where this build has them (the
 /// management Worker's, and the one Worker the tests run), else the edge's
-/// forward to the management Worker.
+/// forward to the management Worker, which counts the request first for what
+/// `=>` names it arrived as (an operator's call always is).
 #[cfg(feature = "manage")]
 macro_rules! managed {
+    ($kind:ident => $arrival:ident, $($rest:tt)*) => {
+        with!($kind, $($rest)*)
+    };
     ($($row:tt)*) => {
         with!($($row)*)
     };
 }
 #[cfg(not(feature = "manage"))]
 macro_rules! managed {
+    ($kind:ident => $arrival:ident, $($rest:tt)*) => {
+        Handler::Managed(Some(Arrival::$arrival))
+    };
     (Holder, $($rest:tt)*) => {
-        Handler::Managed { operator: false }
+        Handler::Managed(None)
     };
     (Operator, $($rest:tt)*) => {
-        Handler::Managed { operator: true }
+        Handler::Managed(Some(Arrival::Operator))
     };
 }
 
@@ -226,18 +237,18 @@ pub static ROUTES: &[Route] = &[
     row("/api/deleteIpsFromGreylist", Post, "bulk_remove", edge!(Holder, |cx, req, who| operations::bulk(Operation::Remove, cx, req, who))),
     row("/api/deleteIpsFromChallengeList", Post, "bulk_remove", edge!(Holder, |cx, req, who| operations::bulk(Operation::Remove, cx, req, who))),
     // A holder's own allow list, on BitNinja's names too.
-    row("/api/checkIpOnAllowlist", Post, "allow_check", edge!(Holder, |cx, req, who| allow::single(Operation::Check, cx, req, who))),
-    row("/api/checkIpOnWhitelist", Post, "allow_check", edge!(Holder, |cx, req, who| allow::single(Operation::Check, cx, req, who))),
-    row("/api/addIpToAllowlist", Post, "allow_add", edge!(Holder, |cx, req, who| allow::single(Operation::Add, cx, req, who))),
-    row("/api/addIpToWhitelist", Post, "allow_add", edge!(Holder, |cx, req, who| allow::single(Operation::Add, cx, req, who))),
-    row("/api/deleteIpFromAllowlist", Post, "allow_remove", edge!(Holder, |cx, req, who| allow::single(Operation::Remove, cx, req, who))),
-    row("/api/deleteIpFromWhitelist", Post, "allow_remove", edge!(Holder, |cx, req, who| allow::single(Operation::Remove, cx, req, who))),
+    row("/api/checkIpOnAllowlist", Post, "allow_check", managed!(Holder, |cx, req, who| allow::single(Operation::Check, cx, req, who))),
+    row("/api/checkIpOnWhitelist", Post, "allow_check", managed!(Holder, |cx, req, who| allow::single(Operation::Check, cx, req, who))),
+    row("/api/addIpToAllowlist", Post, "allow_add", managed!(Holder, |cx, req, who| allow::single(Operation::Add, cx, req, who))),
+    row("/api/addIpToWhitelist", Post, "allow_add", managed!(Holder, |cx, req, who| allow::single(Operation::Add, cx, req, who))),
+    row("/api/deleteIpFromAllowlist", Post, "allow_remove", managed!(Holder, |cx, req, who| allow::single(Operation::Remove, cx, req, who))),
+    row("/api/deleteIpFromWhitelist", Post, "allow_remove", managed!(Holder, |cx, req, who| allow::single(Operation::Remove, cx, req, who))),
     row("/api/listAllowlist", Post, "allow_list", managed!(Holder, |cx, req, who| allow::list(cx, req, who))),
     row("/api/listWhitelist", Post, "allow_list", managed!(Holder, |cx, req, who| allow::list(cx, req, who))),
     // Reports of attackers from the holder's own tools, one or many.
     row("/api/reportIp", Post, "report", edge!(Holder, |cx, req, who| report::single(cx, req, who))),
     row("/api/reportIps", Post, "bulk_report", edge!(Holder, |cx, req, who| report::bulk(cx, req, who))),
-    row("/api/networkStatus", Post, "network_status", edge!(Holder, |cx, req, who| network::status(cx, req, who))),
+    row("/api/networkStatus", Post, "network_status", managed!(Holder => Lookup, |cx, req, who| network::status(cx, req, who))),
     // A holder's own list, history and day.
     row("/api/listGreylist", Post, "list", managed!(Holder, |cx, req, who| browse::list(cx, req, who))),
     row("/api/listChallengeList", Post, "list", managed!(Holder, |cx, req, who| browse::list(cx, req, who))),
@@ -265,14 +276,14 @@ pub static ROUTES: &[Route] = &[
     row("/v1/decisions/stream", Head, "decision_stream_head", edge!(Bouncer, |cx, req, who| decisions::stream_head(cx, req, who))),
     row("/v1/decisions", Get, "decisions", edge!(Bouncer, |cx, req, who| decisions::live(cx, req, who))),
     // CrowdSec's engines (machines): a login for a machine token, then what they send with it.
-    row("/v1/watchers/login", Post, "machine_login", edge!(Open, |cx, req| watchers::login(cx, req))),
+    row("/v1/watchers/login", Post, "machine_login", managed!(Open => Login, |cx, req| watchers::login(cx, req))),
     row("/v1/watchers", Post, "machine_register", edge!(Open, |cx, req| watchers::register(cx, req))),
     row("/v1/heartbeat", Get, "heartbeat", edge!(Machine, |cx, req, who| heartbeat::heartbeat(cx, req, who))),
     row("/v1/alerts", Post, "alerts", edge!(Machine, |cx, req, who| alerts::post(cx, req, who))),
     row("/v1/allowlists", Get, "allowlists", edge!(Open, |cx, req| heartbeat::allowlists(cx, req))),
     // What bouncers and engines report of themselves: the route proves either caller after the body.
-    row("/v1/usage-metrics", Post, "usage_metrics", edge!(Reporter, |cx, req, who| usage_metrics::post(cx, req, who))),
-    row("/v2/authentication/login/license", Post, "login", edge!(Open, |cx, req| login::handle(cx, req))),
+    row("/v1/usage-metrics", Post, "usage_metrics", managed!(Reporter => Report, |cx, req, who| usage_metrics::post(cx, req, who))),
+    row("/v2/authentication/login/license", Post, "login", managed!(Open => Login, |cx, req| login::handle(cx, req))),
     // The operator.
     row("/admin/licenses", Post, "create_license", managed!(Operator, Change, |cx, req, who| console::create_license(cx, req, who))),
     row("/admin/licenses", Get, "list_licenses", managed!(Operator, Read, |cx, req, who| console::licenses(cx, req, who))),

@@ -14,7 +14,7 @@ use worker::{Env, Request};
 use crate::domain::access::audit::Stamp;
 use crate::domain::access::license::LicenseId;
 use crate::domain::access::operator::{Access, Actor};
-use crate::domain::access::token::{MachineTokenKey, VerifiedTokens};
+use crate::domain::access::token::{MachineBearer, MachineTokenKey, VerifiedTokens};
 use crate::domain::code::Coded;
 use crate::domain::feed::feed_token::{self, FeedTokenOwner, Scope};
 use crate::domain::net::address::client_bucket;
@@ -92,7 +92,7 @@ pub async fn feed_reader(cx: &RequestContext, req: &Request) -> Result<FeedCalle
             max_items: None,
         });
     };
-    let (license, owner) = by_feed_token(cx, req, &token).await?;
+    let (license, owner) = by_feed_token(cx, req, &token, Poll::ToCount).await?;
     Ok(FeedCaller {
         license,
         may_read: owner.scope,
@@ -113,15 +113,29 @@ pub struct BouncerCaller {
     pub max_items: Option<u64>,
 }
 
+/// Whether a credential's poll is counted as it is proved, or was as its
+/// request arrived (a usage report's: `Arrival::Report`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Poll {
+    ToCount,
+    Counted,
+}
+
 /// Who a CrowdSec bouncer reads for: the feed token in its `X-Api-Key`. A key
 /// missing, unknown or revoked is the Local API's 403, whatever the reason.
-pub async fn bouncer(cx: &RequestContext, req: &Request) -> Result<BouncerCaller, ApiError> {
+pub async fn bouncer(
+    cx: &RequestContext,
+    req: &Request,
+    poll: Poll,
+) -> Result<BouncerCaller, ApiError> {
     let key = req.headers().get("X-Api-Key")?.unwrap_or_default();
     let key = key.trim();
     if !feed_token::is_token(key) {
         return Err(ApiError::AccessForbidden("api_key_missing"));
     }
-    let (license, owner) = by_feed_token(cx, req, key).await.map_err(bouncer_refusal)?;
+    let (license, owner) = by_feed_token(cx, req, key, poll)
+        .await
+        .map_err(bouncer_refusal)?;
     Ok(BouncerCaller {
         license,
         token: owner.id,
@@ -154,14 +168,17 @@ pub struct MachineCaller {
 /// stand as KV says within `CACHE_SECONDS`. The holder's object, where alerts
 /// go, refuses a revoked machine at once. Counted per machine, as a feed
 /// token's polls are, before anything is read.
-pub async fn machine(cx: &RequestContext, req: &Request) -> Result<MachineCaller, ApiError> {
-    let token = bearer_token(req)?.ok_or(ApiError::MachineUnauthorized("token_missing"))?;
+pub async fn machine(
+    cx: &RequestContext,
+    req: &Request,
+    poll: Poll,
+) -> Result<MachineCaller, ApiError> {
     let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
-    let bearer = MachineTokenKey::new(settings.jwt_secret.expose())
-        .verify(&token, now.unix())
-        .map_err(|e| ApiError::MachineUnauthorized(e.code()))?;
+    let bearer = machine_bearer(cx, req)?;
     cx.log.names(&bearer.license);
-    limit_polls(env, &format!("machine:{}", bearer.machine_id.as_str())).await?;
+    if poll == Poll::ToCount {
+        count_machine_poll(env, &bearer).await?;
+    }
     let freshness = settings.objects.freshness;
     let status = licenses::status(env, &bearer.license, freshness, now).await?;
     if !status.active {
@@ -178,12 +195,24 @@ pub async fn machine(cx: &RequestContext, req: &Request) -> Result<MachineCaller
     })
 }
 
+/// A machine's token, verified.
+fn machine_bearer(cx: &RequestContext, req: &Request) -> Result<MachineBearer, ApiError> {
+    let token = bearer_token(req)?.ok_or(ApiError::MachineUnauthorized("token_missing"))?;
+    MachineTokenKey::new(cx.settings.jwt_secret.expose())
+        .verify(&token, cx.now.unix())
+        .map_err(|e| ApiError::MachineUnauthorized(e.code()))
+}
+
+async fn count_machine_poll(env: &Env, bearer: &MachineBearer) -> Result<(), ApiError> {
+    limit_polls(env, &format!("machine:{}", bearer.machine_id.as_str())).await
+}
+
 /// Who a usage report says it comes from, from its headers alone: a bouncer
 /// sends its feed token in `X-Api-Key`, an engine its machine token as a
-/// bearer. The handler proves it (`bouncer`, `machine`) once the report's body
-/// parses, so that a body that does not is refused before anything is read or
-/// counted; a key of a shape never issued, or no credentials, is the Local
-/// API's 403 at once.
+/// bearer. It is counted as the report arrives (`count_report`) and proved by
+/// the handler (`bouncer`, `machine`) once the report's body parses, so that a
+/// body that does not is refused before anything is read; a key of a shape
+/// never issued, or no credentials, is the Local API's 403 at once.
 pub struct ReporterCaller(pub Reporter);
 
 pub fn reporter(req: &Request) -> Result<ReporterCaller, ApiError> {
@@ -210,11 +239,13 @@ pub fn machine_refusal(error: ApiError) -> ApiError {
     }
 }
 
-/// The license and record of a feed token, while both stand.
+/// The license and record of a feed token, while both stand; its poll and its
+/// client counted first unless the request's arrival counted them (`poll`).
 async fn by_feed_token(
     cx: &RequestContext,
     req: &Request,
     token: &str,
+    poll: Poll,
 ) -> Result<(LicenseId, FeedTokenOwner), ApiError> {
     let (env, now, freshness) = (&cx.env, cx.now, cx.settings.objects.freshness);
     // A token of a shape never issued costs nothing more than its refusal.
@@ -222,12 +253,14 @@ async fn by_feed_token(
         return Err(ApiError::Unauthorized("feed_token_malformed"));
     }
     let digest = feed_token::digest(token);
-    // Before anything is read: a flood of polls, or of made-up tokens, costs only the refusal.
-    limit_polls(env, &format!("token:{digest}")).await?;
-    // A token this isolate does not remember costs a KV read: each made-up one
-    // has a poll budget of its own, so its client is counted first.
-    if licenses::remembered_feed_token_owner(&digest, freshness, now).is_none() {
-        count_client(env, req).await?;
+    if poll == Poll::ToCount {
+        // Before anything is read: a flood of polls, or of made-up tokens, costs only the refusal.
+        count_token_poll(env, &digest).await?;
+        // A token this isolate does not remember costs a KV read: each made-up one
+        // has a poll budget of its own, so its client is counted first.
+        if licenses::remembered_feed_token_owner(&digest, freshness, now).is_none() {
+            count_client(env, req).await?;
+        }
     }
     let owner = licenses::feed_token_owner(env, &digest, freshness, now)
         .await?
@@ -265,6 +298,29 @@ pub async fn count_in(env: &Env, binding: &str, key: String) -> Result<(), ApiEr
 /// set to (they give up for good when their first pull fails).
 const FEED_LIMITER: &str = "FEED_LIMITER";
 
+/// A usage report as it arrives, before its body is read: its client first,
+/// then the credential its headers name, in the budget its pulls or alerts
+/// share: a bouncer's feed token by its digest, an engine's machine once its
+/// token verifies (one that does not is counted per client only, and refused
+/// once the body parses, as every report's credential is).
+pub async fn count_report(cx: &RequestContext, req: &Request) -> Result<(), ApiError> {
+    count_client(&cx.env, req).await?;
+    match reporter(req)?.0 {
+        Reporter::Bouncer => {
+            let key = req.headers().get("X-Api-Key")?.unwrap_or_default();
+            count_token_poll(&cx.env, &feed_token::digest(key.trim())).await
+        }
+        Reporter::Engine => match machine_bearer(cx, req) {
+            Ok(bearer) => count_machine_poll(&cx.env, &bearer).await,
+            Err(_) => Ok(()),
+        },
+    }
+}
+
+async fn count_token_poll(env: &Env, digest: &str) -> Result<(), ApiError> {
+    limit_polls(env, &format!("token:{digest}")).await
+}
+
 /// A holder's lookup of what the network says of an address, counted per
 /// license with the feeds' polls: each is a call to a report shard that every
 /// holder's reports share, so one holder's loop must not hold it up.
@@ -274,6 +330,19 @@ pub async fn count_network_lookup(env: &Env, license: &LicenseId) -> Result<(), 
 
 async fn limit_polls(env: &Env, key: &str) -> Result<(), ApiError> {
     count_in(env, FEED_LIMITER, key.to_owned()).await
+}
+
+/// The rate-limiting binding that counts logins, holders' and machines' alike.
+const LOGIN_LIMITER: &str = "LOGIN_LIMITER";
+
+/// One login counted against its client's budget, holders' and machines' alike:
+/// the client's address, an IPv6 one by its /64, whose 2^64 addresses it may
+/// rotate (`client_bucket`); 429 past it. A login is counted per client only:
+/// a name or a key is not counted, so no one who lacks its secret can lock
+/// its holder or machine out.
+pub async fn count_client_login(env: &Env, req: &Request) -> Result<(), ApiError> {
+    let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
+    count_in(env, LOGIN_LIMITER, client_bucket(&client)).await
 }
 
 /// The rate-limiting binding that counts, per client address (an IPv6 one by

@@ -1,11 +1,10 @@
 //! `POST /v2/authentication/login/license`: a license key for an access token.
 
 use serde::{Deserialize, Serialize};
-use worker::{Env, Request};
+use worker::Request;
 
 use crate::domain::access::token::TokenKey;
-use crate::domain::net::address::client_bucket;
-use crate::http::auth::caller::count_in;
+use crate::http::auth::arrival::Arrival;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
@@ -29,27 +28,10 @@ struct LoginAnswer {
     expires_in: u64,
 }
 
-/// The rate-limiting binding that counts logins, holders' and machines' alike.
-const LIMITER: &str = "LOGIN_LIMITER";
-
-/// One login counted against its client's budget, holders' and machines' alike:
-/// the client's address, an IPv6 one by its /64, whose 2^64 addresses it may
-/// rotate (`client_bucket`); 429 past it.
-pub async fn count_client_login(env: &Env, req: &Request) -> Result<(), ApiError> {
-    let client = req.headers().get("CF-Connecting-IP")?.unwrap_or_default();
-    count_login(env, client_bucket(&client)).await
-}
-
-/// One login counted against `key`'s budget (a client's, or a machine's name);
-/// 429 past it.
-pub async fn count_login(env: &Env, key: String) -> Result<(), ApiError> {
-    count_in(env, LIMITER, key).await
-}
-
 pub async fn handle(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
     let (env, ctx, now) = (&cx.env, &cx.ctx, cx.now);
     // Before anything else is read, so a flood of logins costs only the refusal.
-    count_client_login(env, &req).await?;
+    Arrival::Login.count(cx, &req).await?;
     let body = Body::read(&mut req, ctx, MAX_BODY_BYTES).await?;
     let key = if body.is_json() {
         body.json::<LoginRequest>()

@@ -9,7 +9,8 @@ use crate::domain::holder::list::Operation;
 use crate::domain::holder::outcome::HolderOutcome;
 use crate::domain::net::address::{Listed, PublicIp};
 use crate::domain::precedence::Governor;
-use crate::http::auth::caller::{count_network_lookup, HolderCaller};
+use crate::http::auth::arrival::Arrival;
+use crate::http::auth::caller::HolderCaller;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::{Body, MAX_BODY_BYTES};
@@ -41,10 +42,12 @@ struct StandingView {
 pub async fn status(
     cx: &RequestContext,
     mut req: Request,
-    caller: HolderCaller,
+    // Proved by the route; the lookup's count proves the holder again where it
+    // arrived, at the edge.
+    _: HolderCaller,
 ) -> Result<Reply, ApiError> {
     let (env, settings, now) = (&cx.env, &cx.settings, cx.now);
-    count_network_lookup(env, &caller.license).await?;
+    Arrival::Lookup.count(cx, &req).await?;
     let body = Body::read(&mut req, &cx.ctx, MAX_BODY_BYTES).await?;
     let raw = body.field("ip").unwrap_or_default();
     let given = PublicIp::parse(&raw, settings.ipv6)

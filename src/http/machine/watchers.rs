@@ -8,7 +8,7 @@ use worker::Request;
 
 use crate::domain::access::token::{MachineBearer, MachineTokenKey};
 use crate::domain::machines::credentials::{kept_scenarios, password_matches, MachineId};
-use crate::http::auth::login::{count_client_login, count_login};
+use crate::http::auth::arrival::Arrival;
 use crate::http::context::RequestContext;
 use crate::http::error::ApiError;
 use crate::http::wire::body::Body;
@@ -40,16 +40,16 @@ struct WatcherToken {
 /// to spare (those past `MAX_SCENARIOS` are not kept).
 const MAX_LOGIN_BYTES: usize = 64 * 1024;
 /// A login, in the order that makes a refusal cheapest: counted per client
-/// first, then the name's shape (no read for a name the service never made),
-/// the login record (KV, remembered by the isolate; none read at all for a
-/// machine the isolate saw revoked), the password against its digest, then
-/// counted per machine (so no one who lacks the password can lock it out),
-/// the license's standing, and last the holder's object, which refuses
-/// a revoked machine at once and records the login and its scenarios. Every
-/// refusal is the Local API's 401, whatever its reason.
+/// first (only: a name is never counted, so no one who lacks the password can
+/// lock the machine out), then the name's shape (no read for a name the
+/// service never made), the login record (KV, remembered by the isolate; none
+/// read at all for a machine the isolate saw revoked), the password against
+/// its digest, the license's standing, and last the holder's object, which
+/// refuses a revoked machine at once and records the login and its scenarios.
+/// Every refusal is the Local API's 401, whatever its reason.
 pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiError> {
     let (env, now, freshness) = (&cx.env, cx.now, cx.settings.objects.freshness);
-    count_client_login(env, &req).await?;
+    Arrival::Login.count(cx, &req).await?;
     // CrowdSec's engines from 1.7 gzip a body over 5 KB, and a login lists every
     // scenario installed.
     let body = Body::read_decoded(&mut req, &cx.ctx, MAX_LOGIN_BYTES).await?;
@@ -67,9 +67,6 @@ pub async fn login(cx: &RequestContext, mut req: Request) -> Result<Reply, ApiEr
     if !password_matches(&password, &record.digest) {
         return Err(ApiError::MachineLoginRefused);
     }
-    // Counted once its password is proved: a client who knows only the name
-    // spends its own budget, never the machine's.
-    count_login(env, format!("machine:{}", machine_id.as_str())).await?;
     cx.log.names(&record.license);
     if !licenses::status(env, &record.license, freshness, now)
         .await?
