@@ -2,8 +2,9 @@
 // objects' Worker (the Durable Objects, under the configuration's own name, where
 // their data lives), the edge (the HTTP service, `<name>-edge`, which calls them
 // across Workers and takes the routes, the assets and the rate limits) and the
-// management Worker (`<name>-manage`: the operator's API and a holder's
-// management routes, which the edge forwards to it through a service binding). A
+// management Worker (`<name>-manage`: the operator's API, a holder's management
+// routes, the logins and CrowdSec's usage reports, which the edge forwards to it
+// through a service binding, counted first). A
 // request's cold start compiles only the edge's module. This writes each one's
 // configuration beside its module: build/objects/wrangler.json,
 // build/manage/wrangler.json and build/edge/wrangler.json, which `make dev`,

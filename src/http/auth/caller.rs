@@ -5,7 +5,10 @@
 //! token (`MachineCaller`), a usage report's bouncer or engine as its headers
 //! name it (`ReporterCaller`), and the operator (`OperatorCaller`). The edge
 //! asks here once per request, before the route's handler, which gets the
-//! caller and never reads the header itself.
+//! caller and never reads the header itself (a usage report's handler proves
+//! its reporter after the body, and a network lookup's count proves its holder
+//! where it arrives: `arrival`). The rate-limiting bindings' counts are here
+//! too.
 
 use std::cell::RefCell;
 
@@ -167,7 +170,8 @@ pub struct MachineCaller {
 /// signature, being signed under another key), whose license and machine still
 /// stand as KV says within `CACHE_SECONDS`. The holder's object, where alerts
 /// go, refuses a revoked machine at once. Counted per machine, as a feed
-/// token's polls are, before anything is read.
+/// token's polls are, before anything is read (unless its arrival counted it:
+/// `Poll::Counted`).
 pub async fn machine(
     cx: &RequestContext,
     req: &Request,
@@ -298,14 +302,17 @@ pub async fn count_in(env: &Env, binding: &str, key: String) -> Result<(), ApiEr
 /// set to (they give up for good when their first pull fails).
 const FEED_LIMITER: &str = "FEED_LIMITER";
 
-/// A usage report as it arrives, before its body is read: its client first,
-/// then the credential its headers name, in the budget its pulls or alerts
+/// A usage report as it arrives, before its body is read: the credential its
+/// headers name checked for its shape, its client counted, then the credential, in the budget its pulls or alerts
 /// share: a bouncer's feed token by its digest, an engine's machine once its
 /// token verifies (one that does not is counted per client only, and refused
 /// once the body parses, as every report's credential is).
 pub async fn count_report(cx: &RequestContext, req: &Request) -> Result<(), ApiError> {
+    // The headers' shape first, which costs nothing: a report without a
+    // credential, or with a key of a shape never issued, is refused uncounted.
+    let ReporterCaller(reporter) = reporter(req)?;
     count_client(&cx.env, req).await?;
-    match reporter(req)?.0 {
+    match reporter {
         Reporter::Bouncer => {
             let key = req.headers().get("X-Api-Key")?.unwrap_or_default();
             count_token_poll(&cx.env, &feed_token::digest(key.trim())).await

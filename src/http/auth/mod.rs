@@ -3,9 +3,9 @@
 //! the operator (`caller`), read from the headers' credentials (`credentials`),
 //! an operator key checked against the keys published in KV, its refusals
 //! counted (`operator_key`); the login that turns a license key into an
-//! access token (`login`), whose budget of attempts machines' logins share;
-//! and what a request is counted for where it arrives, before it is read or
-//! forwarded (`arrival`).
+//! access token (`login`); and what a request is counted for where it
+//! arrives, before it is read or forwarded (`arrival`), a login per client
+//! with machines' logins alike.
 
 pub mod arrival;
 pub mod caller;
