@@ -636,7 +636,12 @@ mod tests {
             folded("SSH-BF on Web-1", "ssh-bf on web"),
             "ASCII letters fold"
         );
-        assert!(folded("Ärger", "Ärger") && folded("ärger", "ärger"));
+        for same in ["Ärger", "ärger"] {
+            assert!(
+                folded(same, same),
+                "every other character is compared as it is: {same}"
+            );
+        }
         assert!(!folded("Ärger", "ärger"), "no other letter folds");
         // A deletion carries no comment: only its scope and origin are filtered.
         let gone = Decision::of(&personal, DecisionType::Ban, now, true);
