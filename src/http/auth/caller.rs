@@ -303,10 +303,11 @@ pub async fn count_in(env: &Env, binding: &str, key: String) -> Result<(), ApiEr
 const FEED_LIMITER: &str = "FEED_LIMITER";
 
 /// A usage report as it arrives, before its body is read: the credential its
-/// headers name checked for its shape, its client counted, then the credential, in the budget its pulls or alerts
-/// share: a bouncer's feed token by its digest, an engine's machine once its
-/// token verifies (one that does not is counted per client only, and refused
-/// once the body parses, as every report's credential is).
+/// headers name checked for its shape, its client counted, then the
+/// credential, in the budget its pulls or alerts share: a bouncer's feed token
+/// by its digest, an engine's machine once its token verifies (one that does
+/// not is counted per client only, and refused once the body parses, as every
+/// report's credential is).
 pub async fn count_report(cx: &RequestContext, req: &Request) -> Result<(), ApiError> {
     // The headers' shape first, which costs nothing: a report without a
     // credential, or with a key of a shape never issued, is refused uncounted.
